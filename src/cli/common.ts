@@ -1,0 +1,24 @@
+import os from 'node:os';
+import { loadProfile, type Profile } from '../profile/load-profile.js';
+import { connectDocker, type DockerConnection } from '../sandbox/docker-connection.js';
+import { makeIsOwnerAlive, sweepOrphans } from '../sandbox/sweep.js';
+import { createLogger, logLevelFromEnv, type Logger } from '../util/logger.js';
+import { UsageError } from './usage-error.js';
+
+export const cliLog: Logger = createLogger(logLevelFromEnv());
+
+/** The one profile argument of run, plan and images build. */
+export function profileArg(command: string, positionals: string[]): Profile {
+  if (positionals.length !== 1) {
+    throw new UsageError(`${command}: expected one profile file, got ${positionals.length} (see hintbox ${command} --help)`);
+  }
+  return loadProfile(positionals[0] as string);
+}
+
+/** Connects to Docker and sweeps what crashed runs left behind. */
+export async function dockerReady(log: Logger = cliLog): Promise<DockerConnection> {
+  const docker = await connectDocker();
+  log.debug(`Docker at ${docker.endpoint}, API ${docker.apiVersion}`);
+  await sweepOrphans(docker.docker, makeIsOwnerAlive(os.hostname()), log);
+  return docker;
+}

@@ -1,0 +1,61 @@
+import type { ClaimedHints, ToolHints } from '../policy/hints.js';
+import type { SandboxPlan } from '../policy/plan-sandboxes.js';
+import type { RejectedTool } from '../gateway/discover-tools.js';
+
+/** The JSON form of `hintbox plan --json`. */
+export function planToJson(server: string, plan: SandboxPlan, rejected: readonly RejectedTool[] = []): unknown {
+  return {
+    server,
+    tools: plan.tools.map((t) => ({
+      name: t.name,
+      claimed: t.claimed,
+      effective: t.effective,
+      overridden: t.overridden,
+      sandbox: t.sandbox,
+      enforced: t.enforced,
+      unenforced: t.unenforced,
+    })),
+    sandboxes: plan.sandboxes.map((s) => ({ id: s.id, tools: s.tools, network: s.network, mounts: s.mounts })),
+    rejected,
+  };
+}
+
+/** `R` read-only / `w` writes, `D` destructive / `a` only adds, `I`/`i` idempotent, `O` open / `c` closed world; `-` missing. */
+export function hintCode(h: ClaimedHints | ToolHints): string {
+  const one = (v: boolean | undefined, yes: string, no: string): string => (v === undefined ? '-' : v ? yes : no);
+  return (
+    one(h.readOnlyHint, 'R', 'w') +
+    one(h.destructiveHint, 'D', 'a') +
+    one(h.idempotentHint, 'I', 'i') +
+    one(h.openWorldHint, 'O', 'c')
+  );
+}
+
+/** The human table of `hintbox plan`. */
+export function formatPlanTable(server: string, plan: SandboxPlan, rejected: readonly RejectedTool[] = []): string {
+  const sandboxes = new Map(plan.sandboxes.map((s) => [s.id, s]));
+  const rows = plan.tools.map((t) => {
+    const s = sandboxes.get(t.sandbox);
+    return [
+      t.name,
+      hintCode(t.claimed),
+      hintCode(t.effective) + (t.overridden ? '*' : ''),
+      t.sandbox,
+      s?.mounts.map((m) => `${m.target}:${m.readOnly ? 'ro' : 'rw'}`).join(' ') || '-',
+      s?.network ?? '?',
+      t.enforced ? 'yes' : `NO: ${t.unenforced.map((u) => `${u.hint} (${u.reason})`).join('; ')}`,
+    ];
+  });
+  const header = ['TOOL', 'CLAIMED', 'EFFECTIVE', 'SANDBOX', 'MOUNTS', 'NETWORK', 'ENFORCED'];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]): string =>
+    cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ').trimEnd();
+  const out = [`server ${server}: ${plan.tools.length} tool(s) in ${plan.sandboxes.length} sandbox(es)`, '', line(header), ...rows.map(line), ''];
+  out.push('hints: R read-only / w writes, D destructive / a only adds, I idempotent / i not, O open world / c closed, - not claimed, * operator override');
+  for (const s of plan.sandboxes) {
+    const mounts = s.mounts.map((m) => `${m.source} -> ${m.target} (${m.readOnly ? 'read-only' : 'read-write'})`).join(', ') || 'no mounts';
+    out.push(`sandbox ${s.id}: network ${s.network}; ${mounts}; tools: ${s.tools.join(', ')}`);
+  }
+  for (const r of rejected) out.push(`left out: tool #${r.index}${r.name ? ` (${r.name})` : ''}: ${r.reason}`);
+  return out.join('\n');
+}

@@ -1,0 +1,94 @@
+#!/usr/bin/env node
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { ProfileError } from '../profile/load-profile.js';
+import { VERSION } from '../version.js';
+import { cliLog as log } from './common.js';
+import { demoCommand } from './demo-command.js';
+import { imagesBuildCommand } from './images-command.js';
+import { planCommand } from './plan-command.js';
+import { runCommand } from './run-command.js';
+import { sweepCommand } from './sweep-command.js';
+import { UsageError } from './usage-error.js';
+
+const MAIN_HELP = `hintbox ${VERSION}: run MCP servers in Docker sandboxes that make their tool annotations true
+
+Usage: hintbox <command> [options]
+
+Commands:
+  run <profile>           serve the profile's MCP server on stdio, each tool in its sandbox
+  plan <profile>          show which sandbox each tool gets, and what is enforced
+  images build <profile>  build the images a profile needs
+  demo                    run the filesystem server on a scratch folder and show what happens
+  sweep                   remove containers left by hintbox runs that are no longer running
+
+Options:
+  -h, --help              help for a command: hintbox <command> --help
+  -v, --version           print the version
+
+Environment:
+  DOCKER_HOST             Docker engine to use (default unix:///var/run/docker.sock)
+  HINTBOX_LOG_LEVEL       debug | info (default) | warn | error; the log goes to stderr
+  HINTBOX_BASE_IMAGE      Debian bookworm image to build on (default debian:bookworm-slim,
+                          seeded with debootstrap where it cannot be pulled)
+
+Exit codes: 0 ok, 1 failure, 2 bad usage or bad profile.`;
+
+export interface CommandSpec {
+  help: string;
+  options: NonNullable<ParseArgsConfig['options']>;
+  run(args: { positionals: string[]; values: Record<string, unknown> }): Promise<number>;
+}
+
+const COMMANDS: Record<string, CommandSpec> = {
+  run: runCommand,
+  plan: planCommand,
+  images: imagesBuildCommand,
+  demo: demoCommand,
+  sweep: sweepCommand,
+};
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '-h' || name === '--help' || name === 'help') {
+    process.stdout.write(MAIN_HELP + '\n');
+    return name === undefined ? 2 : 0;
+  }
+  if (name === '-v' || name === '--version') {
+    process.stdout.write(`${VERSION}\n`);
+    return 0;
+  }
+  const command = COMMANDS[name];
+  if (!command) throw new UsageError(`unknown command "${name}" (see hintbox --help)`);
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: rest,
+      options: { ...command.options, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (error) {
+    throw new UsageError(`${name}: ${(error as Error).message}`);
+  }
+  if (parsed.values.help) {
+    process.stdout.write(command.help + '\n');
+    return 0;
+  }
+  return command.run({ positionals: parsed.positionals, values: parsed.values });
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    if (error instanceof ProfileError || error instanceof UsageError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exitCode = 2;
+    } else {
+      log.error(error instanceof Error ? error.message : String(error));
+      if (process.env.HINTBOX_LOG_LEVEL === 'debug' && error instanceof Error) log.debug(error.stack ?? '');
+      process.exitCode = 1;
+    }
+  },
+);

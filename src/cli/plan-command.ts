@@ -1,0 +1,37 @@
+import { HintboxSession } from '../session/hintbox-session.js';
+import { cliLog, dockerReady, profileArg } from './common.js';
+import { formatPlanTable, planToJson } from './format-plan.js';
+import type { CommandSpec } from './main.js';
+
+const HELP = `Usage: hintbox plan <profile> [--json]
+
+Starts the server once in the strictest sandbox (read-only mounts, no network) to list its
+tools, then prints the plan: per tool its claimed and effective hints, its sandbox, that
+sandbox's mounts (ro/rw) and network, and whether its hints are enforced by the sandbox.
+The discovery container is removed before the command returns.
+
+Options:
+  --json      print the plan as JSON (tools[], sandboxes[], rejected[])
+  --rebuild   rebuild the server's image even when it looks current
+  -h, --help  this help`;
+
+export const planCommand: CommandSpec = {
+  help: HELP,
+  options: { json: { type: 'boolean' }, rebuild: { type: 'boolean' } },
+  async run({ positionals, values }) {
+    const profile = profileArg('plan', positionals);
+    const docker = await dockerReady();
+    await using session = await HintboxSession.open({
+      profile,
+      docker,
+      log: cliLog,
+      startAll: false,
+      ...(values.rebuild ? { rebuildImages: true } : {}),
+    });
+    const out = values.json
+      ? JSON.stringify(planToJson(profile.name, session.plan, session.rejected), null, 2)
+      : formatPlanTable(profile.name, session.plan, session.rejected);
+    process.stdout.write(out + '\n');
+    return 0;
+  },
+};

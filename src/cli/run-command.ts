@@ -1,0 +1,82 @@
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { Gateway } from '../gateway/gateway.js';
+import { removeSession } from '../sandbox/sweep.js';
+import { HintboxSession, newSessionId } from '../session/hintbox-session.js';
+import { cliLog, dockerReady, profileArg } from './common.js';
+import type { CommandSpec } from './main.js';
+
+const HELP = `Usage: hintbox run <profile> [--rebuild]
+
+Serves the profile's MCP server on stdio. hintbox starts the server in the strictest sandbox
+(read-only mounts, no network) to list its tools, plans one sandbox per class of tools from
+their annotations and the profile's ceiling, starts them in parallel, and routes each
+tools/call to the sandbox of its tool. The log goes to stderr; stdout is the MCP stream.
+
+When the client disconnects (stdin closes), or on SIGINT/SIGTERM/SIGHUP, every container of
+the session is removed. Containers of a run killed with SIGKILL are removed by the next
+hintbox start.
+
+In an MCP client's config:
+  {"command": "npx", "args": ["hintbox", "run", "profiles/filesystem.yaml"]}
+
+Options:
+  --rebuild   rebuild the server's image even when it looks current
+  -h, --help  this help`;
+
+export const runCommand: CommandSpec = {
+  help: HELP,
+  options: { rebuild: { type: 'boolean' } },
+  async run({ positionals, values }) {
+    const log = cliLog;
+    const profile = profileArg('run', positionals);
+    const docker = await dockerReady(log);
+    const sessionId = newSessionId();
+    let session: HintboxSession | undefined;
+    let gateway: Gateway | undefined;
+    let stopping: Promise<void> | undefined;
+
+    const opening = HintboxSession.open({
+      profile,
+      docker,
+      log,
+      sessionId,
+      startAll: true,
+      ...(values.rebuild ? { rebuildImages: true } : {}),
+    });
+    const stop = (why: string): Promise<void> =>
+      (stopping ??= (async () => {
+        log.info(`stopping session ${sessionId} (${why}): removing its containers`);
+        await gateway?.close();
+        await session?.dispose();
+        await removeSession(docker.docker, sessionId).catch(() => undefined);
+        // A start still under way may create containers after the first removal.
+        await Promise.race([opening.catch(() => undefined), delay(15_000)]);
+        await removeSession(docker.docker, sessionId).catch(() => undefined);
+      })());
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+      process.once(signal, () => {
+        void stop(signal).finally(() => process.exit(0));
+      });
+    }
+
+    session = await opening;
+    gateway = session.createGateway();
+    const disconnected = new Promise<void>((resolve) => {
+      process.stdin.once('end', resolve);
+      process.stdin.once('close', resolve);
+      gateway!.server.onclose = () => resolve();
+    });
+    await gateway.server.connect(new StdioServerTransport());
+    log.info(
+      `serving ${session.plan.tools.length} tool(s) of ${profile.name} from ${session.plan.sandboxes.length} sandbox(es) ` +
+        `(${session.plan.sandboxes.map((s) => s.id).join(', ')}), session ${sessionId}`,
+    );
+    await disconnected;
+    await stop('client disconnected');
+    return 0;
+  },
+};
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}

@@ -1,0 +1,246 @@
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type Docker from 'dockerode';
+import { pack } from 'tar-fs';
+import type { Logger } from '../util/logger.js';
+
+/**
+ * Images hintbox builds itself. Dockerfiles are standard (`FROM ${BASE_IMAGE}`); where the
+ * Debian base is neither present nor pullable (no registry), it is seeded from Debian's
+ * archive with debootstrap. Node packages are installed on the host and copied in, because
+ * npm's registry need not be reachable from inside a build.
+ */
+
+/** The folder of hintbox's own Dockerfiles (`images/` in the package). */
+export const IMAGES_DIR = fileURLToPath(new URL('../../images/', import.meta.url));
+
+export const DEBIAN_IMAGE = 'debian:bookworm-slim';
+export const SEEDED_DEBIAN_IMAGE = 'hintbox/debian-seed:bookworm';
+export const NODE_SERVER_IMAGE = 'hintbox/node-server:bookworm';
+const LABEL_CONTEXT_HASH = 'hintbox.context-hash';
+
+export class ImageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ImageError';
+  }
+}
+
+export interface ImageBuilderOptions {
+  docker: Docker;
+  log: Logger;
+  /** Base image override (HINTBOX_BASE_IMAGE). */
+  baseImage?: string;
+  /** Rebuild even when an image with the same context hash exists. */
+  rebuild?: boolean;
+}
+
+export class ImageBuilder {
+  private baseImage?: Promise<string>;
+  private readonly building = new Map<string, Promise<void>>();
+
+  constructor(private readonly options: ImageBuilderOptions) {}
+
+  /**
+   * Makes sure `image` exists: present and up to date with `context` (if given), else built
+   * from `context`, else pulled. Throws an ImageError saying what was tried.
+   */
+  async ensure(image: string, context?: string): Promise<void> {
+    if (context) return this.buildOnce(image, context, { NODE_SERVER_IMAGE });
+    if (await this.exists(image)) return;
+    if (await this.tryPull(image)) return;
+    throw new ImageError(
+      `image ${image} is not present, cannot be pulled, and the profile gives no server.build folder to build it from`,
+    );
+  }
+
+  /** The Debian base: the override, debian:bookworm-slim if present or pullable, else seeded. */
+  resolveBase(): Promise<string> {
+    this.baseImage ??= (async () => {
+      if (this.options.baseImage) {
+        if (!(await this.exists(this.options.baseImage)) && !(await this.tryPull(this.options.baseImage))) {
+          throw new ImageError(`base image ${this.options.baseImage} (HINTBOX_BASE_IMAGE) is not present and cannot be pulled`);
+        }
+        return this.options.baseImage;
+      }
+      if ((await this.exists(DEBIAN_IMAGE)) || (await this.tryPull(DEBIAN_IMAGE))) return DEBIAN_IMAGE;
+      if (!(await this.exists(SEEDED_DEBIAN_IMAGE)) || this.options.rebuild) await this.seedDebian();
+      return SEEDED_DEBIAN_IMAGE;
+    })();
+    return this.baseImage;
+  }
+
+  private buildOnce(image: string, context: string, extraArgs: Record<string, string>): Promise<void> {
+    let pending = this.building.get(image);
+    if (!pending) {
+      pending = this.build(image, context, extraArgs);
+      this.building.set(image, pending);
+    }
+    return pending;
+  }
+
+  private async build(image: string, context: string, extraArgs: Record<string, string>): Promise<void> {
+    const { docker, log } = this.options;
+    const base = await this.resolveBase();
+    if ('NODE_SERVER_IMAGE' in extraArgs && image !== NODE_SERVER_IMAGE) {
+      await this.buildOnce(NODE_SERVER_IMAGE, path.join(IMAGES_DIR, 'node-server'), {});
+    }
+    const buildargs = { BASE_IMAGE: base, ...extraArgs };
+    const hash = contextHash(context, buildargs);
+    if (!this.options.rebuild && (await this.labelOf(image, LABEL_CONTEXT_HASH)) === hash) return;
+
+    const staged = mkdtempSync(path.join(os.tmpdir(), 'hintbox-build-'));
+    try {
+      cpSync(context, staged, { recursive: true, filter: (src) => path.basename(src) !== 'node_modules' });
+      if (existsSync(path.join(staged, 'package.json'))) await this.npmInstall(staged, image);
+      log.info(`building image ${image} from ${context}`);
+      const stream = await docker.buildImage(pack(staged) as unknown as NodeJS.ReadableStream, {
+        t: image,
+        buildargs,
+        labels: { [LABEL_CONTEXT_HASH]: hash },
+        rm: true,
+        forcerm: true,
+      });
+      await followBuild(docker, stream, log.child(image));
+      log.info(`built image ${image}`);
+    } catch (error) {
+      throw new ImageError(`building image ${image} from ${context} failed: ${(error as Error).message}`);
+    } finally {
+      rmSync(staged, { recursive: true, force: true });
+    }
+  }
+
+  private async npmInstall(dir: string, image: string): Promise<void> {
+    const ci = existsSync(path.join(dir, 'package-lock.json'));
+    const args = [ci ? 'ci' : 'install', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'];
+    this.options.log.info(`installing Node packages for ${image} on the host (npm ${args.join(' ')})`);
+    await run('npm', args, dir, this.options.log);
+  }
+
+  private async seedDebian(): Promise<void> {
+    const { log } = this.options;
+    if (process.getuid?.() !== 0) {
+      throw new ImageError(
+        `${DEBIAN_IMAGE} is not present and cannot be pulled; seeding it from Debian's archive needs root (debootstrap). ` +
+          `Run "sudo hintbox images build", or load a Debian bookworm image and set HINTBOX_BASE_IMAGE.`,
+      );
+    }
+    const mirror = process.env.HINTBOX_DEBIAN_MIRROR ?? 'http://deb.debian.org/debian';
+    const work = mkdtempSync(path.join(os.tmpdir(), 'hintbox-seed-'));
+    try {
+      const rootfs = path.join(work, 'rootfs');
+      log.info(`${DEBIAN_IMAGE} is not present and cannot be pulled: seeding ${SEEDED_DEBIAN_IMAGE} with debootstrap from ${mirror} (about 30 s)`);
+      try {
+        await run('debootstrap', ['--variant=minbase', 'bookworm', rootfs, mirror], work, log.child('debootstrap'));
+      } catch (error) {
+        const hint = (error as NodeJS.ErrnoException).code === 'ENOENT' ? ' (install it: apt-get install debootstrap)' : '';
+        throw new ImageError(`seeding the Debian base failed: ${(error as Error).message}${hint}`);
+      }
+      const context = path.join(work, 'context');
+      cpSync(path.join(IMAGES_DIR, 'debian-seed'), context, { recursive: true });
+      for (const junk of ['var/lib/apt/lists', 'var/cache/apt', 'usr/share/doc', 'usr/share/man']) {
+        rmSync(path.join(rootfs, junk), { recursive: true, force: true });
+      }
+      await run('tar', ['-C', rootfs, '-cf', path.join(context, 'rootfs.tar'), '.'], work, log);
+      rmSync(rootfs, { recursive: true, force: true });
+      const stream = await this.options.docker.buildImage(pack(context) as unknown as NodeJS.ReadableStream, {
+        t: SEEDED_DEBIAN_IMAGE,
+        rm: true,
+        forcerm: true,
+      });
+      await followBuild(this.options.docker, stream, log.child(SEEDED_DEBIAN_IMAGE));
+      log.info(`seeded ${SEEDED_DEBIAN_IMAGE}`);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  }
+
+  private async exists(image: string): Promise<boolean> {
+    try {
+      await this.options.docker.getImage(image).inspect();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private async labelOf(image: string, label: string): Promise<string | undefined> {
+    try {
+      const info = await this.options.docker.getImage(image).inspect();
+      return info.Config.Labels?.[label];
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async tryPull(image: string): Promise<boolean> {
+    const { docker, log } = this.options;
+    try {
+      const stream = await docker.pull(image);
+      await new Promise<void>((resolve, reject) =>
+        docker.modem.followProgress(stream, (error) => (error ? reject(error) : resolve())),
+      );
+      log.info(`pulled ${image}`);
+      return true;
+    } catch (error) {
+      log.debug(`cannot pull ${image}: ${(error as Error).message}`);
+      return false;
+    }
+  }
+}
+
+/** SHA-256 over a build context's files (not node_modules) and build args: the staleness key. */
+export function contextHash(dir: string, buildargs: Record<string, string>): string {
+  const hash = createHash('sha256');
+  hash.update(JSON.stringify(Object.entries(buildargs).sort()));
+  const walk = (rel: string): void => {
+    for (const name of readdirSync(path.join(dir, rel)).sort()) {
+      if (name === 'node_modules') continue;
+      const relPath = path.join(rel, name);
+      const stat = statSync(path.join(dir, relPath));
+      if (stat.isDirectory()) walk(relPath);
+      else if (stat.isFile()) hash.update(`${relPath}\0`).update(readFileSync(path.join(dir, relPath))).update('\0');
+    }
+  };
+  walk('.');
+  return hash.digest('hex');
+}
+
+function followBuild(docker: Docker, stream: NodeJS.ReadableStream, log: Logger): Promise<void> {
+  return new Promise((resolve, reject) => {
+    docker.modem.followProgress(
+      stream,
+      (error) => (error ? reject(error) : resolve()),
+      (event: { stream?: string; error?: string; errorDetail?: { message?: string } }) => {
+        if (event.error) reject(new Error(event.errorDetail?.message ?? event.error));
+        const text = event.stream?.trimEnd();
+        if (text) log.info(text);
+      },
+    );
+  });
+}
+
+function run(command: string, args: string[], cwd: string, log: Logger): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const tail: string[] = [];
+    const onData = (chunk: Buffer): void => {
+      for (const line of chunk.toString('utf8').split('\n')) {
+        if (!line.trim()) continue;
+        tail.push(line);
+        if (tail.length > 20) tail.shift();
+        log.debug(line);
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.on('error', reject);
+    child.on('close', (code) =>
+      code === 0 ? resolve() : reject(new Error(`${command} exited with ${code}:\n${tail.join('\n')}`)),
+    );
+  });
+}

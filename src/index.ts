@@ -1,0 +1,11 @@
+/** hintbox's public API: load a profile, plan sandboxes, open a session, serve a gateway. */
+export { loadProfile, ProfileError, type Profile, type ProfileProblem } from './profile/load-profile.js';
+export { ProfileSchema, type ParsedProfile } from './profile/profile-schema.js';
+export { effectiveHints, claimedHints, HINT_DEFAULTS, type ToolHints, type ClaimedHints } from './policy/hints.js';
+export { planSandboxes, type SandboxPlan, type PlannedSandbox, type PlannedTool, type Ceiling } from './policy/plan-sandboxes.js';
+export { buildContainerSpec, LABEL_SESSION, LABEL_SERVER, LABEL_CLASS } from './sandbox/container-spec.js';
+export { connectDocker, DockerUnavailableError, type DockerConnection } from './sandbox/docker-connection.js';
+export { sweepOrphans, removeSession } from './sandbox/sweep.js';
+export { HintboxSession, ceilingOf } from './session/hintbox-session.js';
+export { Gateway, type Upstream, type UpstreamFactory } from './gateway/gateway.js';
+export { ImageBuilder } from './images/image-builder.js';

@@ -1,0 +1,189 @@
+import { claimedHints, effectiveHints, type ClaimedHints, type ToolHints } from './hints.js';
+
+/**
+ * Pure planning: discovered tools + the operator's ceiling → effective hints → sandboxes.
+ * No Docker, no file system, no database here; `hintbox plan` prints the result as it is.
+ */
+
+/** A host path the operator allows, with its most permissive mode. */
+export interface CeilingMount {
+  source: string;
+  target: string;
+  mode: 'ro' | 'rw';
+}
+
+/** What the operator granted the server at most (from the profile). */
+export interface Ceiling {
+  mounts: readonly CeilingMount[];
+  network: 'none' | 'open';
+  /** False: one sandbox with the union of the tools' rights. */
+  split: boolean;
+  /** Operator overrides by tool name; they replace the server's claims field by field. */
+  overrides: Readonly<Record<string, ClaimedHints | undefined>>;
+}
+
+/** A tool as discovered: its name and its raw annotations (claims). */
+export interface ToolClaim {
+  name: string;
+  annotations?: unknown;
+}
+
+export type NetworkMode = 'none' | 'bridge';
+
+export interface SandboxMount {
+  source: string;
+  target: string;
+  readOnly: boolean;
+}
+
+/** The rights one sandbox gets: identical grants share a container. */
+export interface SandboxGrant {
+  network: NetworkMode;
+  mounts: SandboxMount[];
+}
+
+export interface PlannedSandbox extends SandboxGrant {
+  /** Stable, readable id derived from the grant, e.g. `ro-offline`. */
+  id: string;
+  tools: string[];
+}
+
+/** A hint that the tool's sandbox does not make true, and why. */
+export interface UnenforcedHint {
+  hint: keyof ToolHints;
+  reason: string;
+}
+
+export interface PlannedTool {
+  name: string;
+  /** What the server said (missing hints absent). */
+  claimed: ClaimedHints;
+  /** After the operator's overrides and the spec defaults. */
+  effective: ToolHints;
+  /** Whether an operator override applied. */
+  overridden: boolean;
+  sandbox: string;
+  /** True when every narrowing hint of the tool is made true by its sandbox. */
+  enforced: boolean;
+  unenforced: UnenforcedHint[];
+}
+
+export interface SandboxPlan {
+  tools: PlannedTool[];
+  sandboxes: PlannedSandbox[];
+  /** Read-only mounts, no network: where discovery runs. */
+  strictest: PlannedSandbox;
+}
+
+/** The grant for one tool: its hints narrow the ceiling, never widen it. */
+export function grantFor(hints: ToolHints, ceiling: Ceiling): SandboxGrant {
+  return {
+    network: hints.openWorldHint && ceiling.network === 'open' ? 'bridge' : 'none',
+    mounts: ceiling.mounts.map((m) => ({
+      source: m.source,
+      target: m.target,
+      readOnly: m.mode === 'ro' || hints.readOnlyHint,
+    })),
+  };
+}
+
+/** The least grant the ceiling allows: every mount read-only, no network. */
+export function strictestGrant(ceiling: Ceiling): SandboxGrant {
+  return {
+    network: 'none',
+    mounts: ceiling.mounts.map((m) => ({ source: m.source, target: m.target, readOnly: true })),
+  };
+}
+
+/** The union of rights of several grants over the same ceiling. */
+export function unionGrant(grants: readonly SandboxGrant[], ceiling: Ceiling): SandboxGrant {
+  const union = strictestGrant(ceiling);
+  for (const grant of grants) {
+    if (grant.network === 'bridge') union.network = 'bridge';
+    grant.mounts.forEach((m, i) => {
+      const target = union.mounts[i];
+      if (target && !m.readOnly) target.readOnly = false;
+    });
+  }
+  return union;
+}
+
+/** `ro-offline`, `rw-online`, `nomounts-offline`, `mixed-offline` (some mounts capped ro). */
+export function sandboxId(grant: SandboxGrant): string {
+  const files =
+    grant.mounts.length === 0
+      ? 'nomounts'
+      : grant.mounts.every((m) => m.readOnly)
+        ? 'ro'
+        : grant.mounts.every((m) => !m.readOnly)
+          ? 'rw'
+          : 'mixed';
+  return `${files}-${grant.network === 'none' ? 'offline' : 'online'}`;
+}
+
+function grantKey(grant: SandboxGrant): string {
+  return JSON.stringify([grant.network, grant.mounts.map((m) => [m.source, m.target, m.readOnly])]);
+}
+
+/** Which of a tool's narrowing hints its sandbox does not make true. */
+export function unenforcedHints(hints: ToolHints, grant: SandboxGrant): UnenforcedHint[] {
+  const out: UnenforcedHint[] = [];
+  const writable = grant.mounts.filter((m) => !m.readOnly).map((m) => m.target);
+  if (hints.readOnlyHint && writable.length > 0) {
+    out.push({ hint: 'readOnlyHint', reason: `sandbox can write ${writable.join(', ')}` });
+  }
+  if (!hints.readOnlyHint && !hints.destructiveHint && writable.length > 0) {
+    out.push({
+      hint: 'destructiveHint',
+      reason: `a read-write mount cannot be limited to adding files (${writable.join(', ')})`,
+    });
+  }
+  if (!hints.openWorldHint && grant.network !== 'none') {
+    out.push({ hint: 'openWorldHint', reason: `sandbox has network (${grant.network})` });
+  }
+  return out;
+}
+
+/**
+ * Plans the sandboxes for a server's tools. Tools whose grants are identical share one
+ * sandbox; with `split: false` all share one with the union of their rights, and the tools
+ * whose hints that union does not honour are marked `enforced: false`.
+ */
+export function planSandboxes(tools: readonly ToolClaim[], ceiling: Ceiling): SandboxPlan {
+  const resolved = tools.map((tool) => {
+    const claimed = claimedHints(tool.annotations);
+    const override = ceiling.overrides[tool.name];
+    const effective = effectiveHints(claimed, override);
+    return { name: tool.name, claimed, effective, overridden: override !== undefined, grant: grantFor(effective, ceiling) };
+  });
+
+  const shared = ceiling.split ? undefined : unionGrant(resolved.map((t) => t.grant), ceiling);
+  const byKey = new Map<string, PlannedSandbox>();
+  const planned: PlannedTool[] = resolved.map((tool) => {
+    const grant = shared ?? tool.grant;
+    const key = grantKey(grant);
+    let sandbox = byKey.get(key);
+    if (!sandbox) {
+      sandbox = { id: sandboxId(grant), ...grant, tools: [] };
+      byKey.set(key, sandbox);
+    }
+    sandbox.tools.push(tool.name);
+    const unenforced = unenforcedHints(tool.effective, grant);
+    return {
+      name: tool.name,
+      claimed: tool.claimed,
+      effective: tool.effective,
+      overridden: tool.overridden,
+      sandbox: sandbox.id,
+      enforced: unenforced.length === 0,
+      unenforced,
+    };
+  });
+
+  const strictest = strictestGrant(ceiling);
+  return {
+    tools: planned,
+    sandboxes: [...byKey.values()],
+    strictest: byKey.get(grantKey(strictest)) ?? { id: sandboxId(strictest), ...strictest, tools: [] },
+  };
+}

@@ -1,0 +1,43 @@
+import path from 'node:path';
+
+/**
+ * Host paths a sandbox must never see, because they hand over the host (the Docker socket,
+ * /proc, /sys, /dev), its configuration (/etc) or someone's credentials (~/.ssh, ~/.aws, …).
+ * A mount is refused when its (real) source is one of these, lies inside one, or contains one.
+ */
+export function deniedHostPaths(home: string): string[] {
+  const system = [
+    '/var/run/docker.sock',
+    '/run/docker.sock',
+    '/var/run/containerd',
+    '/run/containerd',
+    '/proc',
+    '/sys',
+    '/dev',
+    '/etc',
+    '/boot',
+    '/var/lib/docker',
+    '/var/lib/containerd',
+    '/root/.ssh',
+    '/root/.aws',
+    '/root/.docker',
+  ];
+  const secrets = ['.ssh', '.aws', '.docker', '.gnupg', '.kube', '.azure', '.config/gcloud', '.netrc', '.pgpass'];
+  return [...new Set([...system, ...secrets.map((s) => path.join(home, s))])];
+}
+
+/** Why `realSource` may not be mounted, or undefined when it may. Pure. */
+export function denyReason(realSource: string, home: string): string | undefined {
+  const source = path.resolve(realSource);
+  for (const denied of deniedHostPaths(home)) {
+    if (source === denied) return `${source} is on the denylist`;
+    if (isInside(source, denied)) return `${source} is inside ${denied}, which is on the denylist`;
+    if (isInside(denied, source)) return `${source} contains ${denied}, which is on the denylist`;
+  }
+  return undefined;
+}
+
+function isInside(child: string, parent: string): boolean {
+  const rel = path.relative(parent, child);
+  return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel);
+}

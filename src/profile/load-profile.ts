@@ -1,0 +1,161 @@
+import { readFileSync, realpathSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseDocument } from 'yaml';
+import type { z } from 'zod';
+import { denyReason } from './host-path-denylist.js';
+import { interpolateTree, type Variables } from './interpolate.js';
+import { ProfileSchema, type ParsedProfile } from './profile-schema.js';
+
+/** A resolved mount: `source` is an existing, real (symlink-free), allowed host path. */
+export interface ResolvedMount {
+  source: string;
+  target: string;
+  /** The operator's ceiling for this mount. */
+  mode: 'ro' | 'rw';
+}
+
+/** A profile after validation and path resolution. Everything inside is typed and checked. */
+export interface Profile extends Omit<ParsedProfile, 'mounts'> {
+  /** Absolute path of the profile file. */
+  file: string;
+  mounts: ResolvedMount[];
+}
+
+/** One problem in a profile: file, field path and what was expected. */
+export interface ProfileProblem {
+  file: string;
+  path: string;
+  message: string;
+}
+
+/** A profile that cannot be used. `message` has one line per problem. */
+export class ProfileError extends Error {
+  readonly problems: ProfileProblem[];
+  constructor(problems: ProfileProblem[]) {
+    super(problems.map(formatProblem).join('\n'));
+    this.name = 'ProfileError';
+    this.problems = problems;
+  }
+}
+
+export function formatProblem(p: ProfileProblem): string {
+  return p.path ? `${p.file}: ${p.path}: ${p.message}` : `${p.file}: ${p.message}`;
+}
+
+/** `mounts[0].source` from `['mounts', 0, 'source']`. */
+export function formatFieldPath(parts: readonly PropertyKey[]): string {
+  let out = '';
+  for (const part of parts) {
+    if (typeof part === 'number') out += `[${part}]`;
+    else out += out ? `.${String(part)}` : String(part);
+  }
+  return out;
+}
+
+export interface LoadProfileOptions {
+  /** Variables for `${…}`; default: the process environment plus CWD. */
+  vars?: Variables;
+  /** Home directory for the denylist; default: os.homedir(). */
+  home?: string;
+}
+
+/**
+ * Reads, interpolates, validates and resolves a profile. Throws a ProfileError listing every
+ * problem found (not only the first), so an operator can fix a profile in one pass.
+ */
+export function loadProfile(file: string, options: LoadProfileOptions = {}): Profile {
+  const absFile = path.resolve(file);
+  const fail = (message: string, at = ''): never => {
+    throw new ProfileError([{ file: absFile, path: at, message }]);
+  };
+
+  let text: string;
+  try {
+    text = readFileSync(absFile, 'utf8');
+  } catch (error) {
+    return fail(`cannot read profile: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+
+  const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    throw new ProfileError(
+      doc.errors.map((e) => ({
+        file: absFile,
+        path: e.linePos?.[0] ? `line ${e.linePos[0].line}` : '',
+        message: `invalid YAML: ${e.message.split('\n')[0]}`,
+      })),
+    );
+  }
+  const raw: unknown = doc.toJS();
+
+  const vars = options.vars ?? { ...process.env, CWD: process.cwd() };
+  const problems: ProfileProblem[] = [];
+  const interpolated = interpolateTree(raw, vars, (at, message) =>
+    problems.push({ file: absFile, path: formatFieldPath(at), message }),
+  );
+  if (problems.length > 0) throw new ProfileError(problems);
+
+  const parsed = ProfileSchema.safeParse(interpolated);
+  if (!parsed.success) throw new ProfileError(parsed.error.issues.map((i) => zodProblem(absFile, i)));
+
+  const home = options.home ?? os.homedir();
+  const baseDir = path.dirname(absFile);
+  const mounts: ResolvedMount[] = [];
+  parsed.data.mounts.forEach((mount, index) => {
+    const at = `mounts[${index}].source`;
+    const resolved = resolveHostPath(mount.source, baseDir, home);
+    if ('error' in resolved) problems.push({ file: absFile, path: at, message: resolved.error });
+    else mounts.push({ ...mount, source: resolved.path });
+  });
+  const targets = new Map<string, number>();
+  parsed.data.mounts.forEach((mount, index) => {
+    const target = path.posix.normalize(mount.target);
+    const previous = targets.get(target);
+    if (previous !== undefined) {
+      problems.push({ file: absFile, path: `mounts[${index}].target`, message: `same target as mounts[${previous}]` });
+    }
+    targets.set(target, index);
+  });
+  if (parsed.data.server.build !== undefined) {
+    const context = path.resolve(baseDir, parsed.data.server.build);
+    if (!isFile(path.join(context, 'Dockerfile'))) {
+      problems.push({ file: absFile, path: 'server.build', message: `a folder with a Dockerfile (${context} has none)` });
+    } else {
+      parsed.data.server.build = context;
+    }
+  }
+  if (problems.length > 0) throw new ProfileError(problems);
+
+  return { ...parsed.data, file: absFile, mounts };
+}
+
+function zodProblem(file: string, issue: z.core.$ZodIssue): ProfileProblem {
+  let message = issue.message;
+  if (issue.code === 'unrecognized_keys') message = `unknown key${issue.keys.length > 1 ? 's' : ''}: ${issue.keys.join(', ')}`;
+  return { file, path: formatFieldPath(issue.path), message };
+}
+
+function resolveHostPath(source: string, baseDir: string, home: string): { path: string } | { error: string } {
+  const expanded = source === '~' || source.startsWith('~/') ? path.join(home, source.slice(1)) : source;
+  const absolute = path.resolve(baseDir, expanded);
+  let real: string;
+  try {
+    real = realpathSync(absolute);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return { error: code === 'ENOENT' ? `${absolute} does not exist` : `${absolute}: ${code ?? String(error)}` };
+  }
+  // Check both the path as written and where it really leads: a symlink into /etc is /etc.
+  const reason = denyReason(real, home) ?? denyReason(absolute, home);
+  if (reason) return { error: reason };
+  return { path: real };
+}
+
+function isFile(p: string): boolean {
+  try {
+    return statSync(p).isFile();
+  } catch {
+    return false;
+  }
+}

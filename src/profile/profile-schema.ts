@@ -1,0 +1,124 @@
+import { z } from 'zod';
+
+/**
+ * The operator's profile for one MCP server, as written in `profiles/*.yaml`.
+ *
+ * The profile is trusted: it sets the ceiling of what the server may ever get (paths, network,
+ * resources). The server's tool annotations only pick a part of that ceiling per tool.
+ * Every object is strict: an unknown key is an error, never silently ignored.
+ */
+
+/** Annotation overrides written by the operator; they replace the server's claim field by field. */
+export const HintOverridesSchema = z.strictObject({
+  readOnlyHint: z.boolean().optional(),
+  destructiveHint: z.boolean().optional(),
+  idempotentHint: z.boolean().optional(),
+  openWorldHint: z.boolean().optional(),
+});
+export type HintOverrides = z.infer<typeof HintOverridesSchema>;
+
+const NAME = /^[a-z0-9][a-z0-9_.-]{0,62}$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** Docker-style sizes: 512m, 1g, 65536k, or bytes. */
+const SIZE = /^(\d+)([bkmg])?$/i;
+
+export const MountSchema = z.strictObject({
+  /** Host path. Relative paths are resolved against the profile's folder, then with realpath. */
+  source: z.string().min(1),
+  /** Absolute path inside the container. */
+  target: z
+    .string()
+    .regex(/^\/[^\0]*$/, 'expected an absolute container path')
+    .refine((p) => p !== '/', 'expected a path other than /'),
+  /**
+   * The most this mount may ever be: `rw` (default) lets tools that are not read-only write;
+   * `ro` keeps it read-only for every tool.
+   */
+  mode: z.enum(['ro', 'rw']).default('rw'),
+});
+
+export const LimitsSchema = z.strictObject({
+  /** Memory limit (swap is set equal, so no extra swap). Default 512m. */
+  memory: z.string().regex(SIZE, 'expected a size such as 512m or 1g').default('512m'),
+  /** CPU limit in cores. Default 1. */
+  cpus: z.number().positive().max(64).default(1),
+  /** Process limit. Default 256. */
+  pids: z.number().int().min(8).max(65536).default(256),
+  /** Size of the /tmp and HOME tmpfs in each sandbox. Default 64m. */
+  tmpfs: z.string().regex(SIZE, 'expected a size such as 64m').default('64m'),
+});
+
+export const ToolRuleSchema = z.strictObject({
+  /** Operator's annotations for this tool; they replace the server's claims field by field. */
+  annotations: HintOverridesSchema.optional(),
+  tags: z.array(z.string().min(1)).default([]),
+});
+
+export const ServerSchema = z.strictObject({
+  /** Image to run. */
+  image: z.string().min(1),
+  /**
+   * Folder with a Dockerfile that builds `image` (relative to the profile). Its `BASE_IMAGE`
+   * and `NODE_SERVER_IMAGE` build args are set by hintbox. A `package.json` in it is installed
+   * on the host with npm and the result copied in as `node_modules/`.
+   */
+  build: z.string().min(1).optional(),
+  /** Entrypoint override. Default: the image's. */
+  command: z.array(z.string()).optional(),
+  /** Arguments (the container's CMD). Default: the image's. */
+  args: z.array(z.string()).optional(),
+  /** uid:gid to run as. Never 0. Default 10001:10001. */
+  user: z
+    .string()
+    .regex(/^\d+(:\d+)?$/, 'expected a numeric uid or uid:gid')
+    .refine((u) => !/^0+(:|$)/.test(u), 'expected a non-root uid (not 0)')
+    .default('10001:10001'),
+  /** Working directory in the container. Default: the sandbox HOME (a tmpfs). */
+  workdir: z.string().regex(/^\//, 'expected an absolute container path').optional(),
+});
+
+export const TimeoutsSchema = z.strictObject({
+  /** Seconds to wait for a sandbox's server to answer `initialize`. Default 30. */
+  start: z.number().positive().default(30),
+  /** Seconds a tool call may take (reset by progress notifications). Default 600. */
+  call: z.number().positive().default(600),
+});
+
+export const ProfileSchema = z.strictObject({
+  /** Server name: labels, container names, logs. */
+  name: z.string().regex(NAME, 'expected lower-case letters, digits, ".", "_" or "-" (at most 63)'),
+  server: ServerSchema,
+  /** Operator's judgement of the server; never taken from the server. Default untrusted. */
+  trust: z.enum(['trusted', 'untrusted']).default('untrusted'),
+  /** The most the server may see of the host's files. */
+  mounts: z.array(MountSchema).default([]),
+  /** Network ceiling: `none` (default) or `open`. Only open-world tools get it. */
+  network: z.enum(['none', 'open']).default('none'),
+  /** Environment of every sandbox: exactly these, nothing inherited from the host. */
+  env: z
+    .record(z.string().regex(ENV_NAME, 'expected an environment variable name'), z.string())
+    .default({}),
+  limits: LimitsSchema.default({ memory: '512m', cpus: 1, pids: 256, tmpfs: '64m' }),
+  timeouts: TimeoutsSchema.default({ start: 30, call: 600 }),
+  /** Per-tool operator rules, by tool name. */
+  tools: z.record(z.string().min(1), ToolRuleSchema).default({}),
+  /** Tags for every tool of this server. */
+  tags: z.array(z.string().min(1)).default([]),
+  /**
+   * May the server's tools be split over several sandboxes? Set false for servers that keep
+   * state in process memory across tools; the one sandbox then gets the union of rights.
+   */
+  split: z.boolean().default(true),
+});
+
+export type ProfileInput = z.input<typeof ProfileSchema>;
+export type ParsedProfile = z.infer<typeof ProfileSchema>;
+
+/** Parses a size such as `512m` into bytes. The input has passed the schema's SIZE check. */
+export function parseSize(size: string): number {
+  const match = SIZE.exec(size);
+  if (!match) throw new Error(`not a size: ${size}`);
+  const unit = (match[2] ?? 'b').toLowerCase();
+  const factor = { b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[unit] ?? 1;
+  return Number(match[1]) * factor;
+}

@@ -1,0 +1,116 @@
+import type Docker from 'dockerode';
+import type { SandboxGrant } from '../policy/plan-sandboxes.js';
+import { parseSize } from '../profile/profile-schema.js';
+import type { Profile } from '../profile/load-profile.js';
+
+/**
+ * Pure translation of a planned sandbox into Docker's container-create options.
+ * Every sandbox, whatever its class, gets the same hardening; only mounts and network differ.
+ */
+
+export const LABEL_SESSION = 'hintbox.session';
+export const LABEL_SERVER = 'hintbox.server';
+export const LABEL_CLASS = 'hintbox.class';
+/** Host name and pid of the hintbox process that owns the container: the sweep checks them. */
+export const LABEL_OWNER_HOST = 'hintbox.owner-host';
+export const LABEL_OWNER_PID = 'hintbox.owner-pid';
+
+/** HOME inside every sandbox: a small tmpfs, because real read-only tools still write caches. */
+export const SANDBOX_HOME = '/home/sandbox';
+export const SANDBOX_TMP = '/tmp';
+
+export interface SessionIdentity {
+  sessionId: string;
+  ownerHost: string;
+  ownerPid: number;
+}
+
+export interface EngineFeatures {
+  /** Engine API ≥ 1.44: bind mounts can be made read-only recursively. */
+  recursiveReadOnly: boolean;
+}
+
+export interface ContainerSpecInput {
+  session: SessionIdentity;
+  profile: Pick<Profile, 'name' | 'server' | 'env' | 'limits'>;
+  sandboxId: string;
+  grant: SandboxGrant;
+  engine: EngineFeatures;
+}
+
+export function containerName(session: SessionIdentity, server: string, sandboxId: string): string {
+  return `hintbox-${session.sessionId}-${server}-${sandboxId}`;
+}
+
+export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerCreateOptions {
+  const { session, profile, sandboxId, grant, engine } = input;
+  const [uid, gid = uid] = profile.server.user.split(':') as [string, string?];
+  const tmpfsSize = parseSize(profile.limits.tmpfs);
+  const memory = parseSize(profile.limits.memory);
+
+  const mounts: Docker.MountConfig = grant.mounts.map((m) => ({
+    Type: 'bind',
+    Source: m.source,
+    Target: m.target,
+    ReadOnly: m.readOnly,
+    // Without the recursive option (API < 1.44), nested mount points under a read-only source
+    // stay writable; the runtime refuses such sources before creating the container.
+    BindOptions: {
+      Propagation: 'rprivate',
+      ...(m.readOnly && engine.recursiveReadOnly ? { ReadOnlyForceRecursive: true } : {}),
+    } as Docker.MountSettings['BindOptions'],
+  }));
+
+  const env = Object.entries({ ...profile.env, HOME: SANDBOX_HOME, TMPDIR: SANDBOX_TMP }).map(
+    ([k, v]) => `${k}=${v}`,
+  );
+
+  return {
+    name: containerName(session, profile.name, sandboxId),
+    Image: profile.server.image,
+    ...(profile.server.command ? { Entrypoint: profile.server.command } : {}),
+    ...(profile.server.args ? { Cmd: profile.server.args } : {}),
+    User: `${uid}:${gid}`,
+    WorkingDir: profile.server.workdir ?? SANDBOX_HOME,
+    Env: env,
+    Labels: {
+      [LABEL_SESSION]: session.sessionId,
+      [LABEL_SERVER]: profile.name,
+      [LABEL_CLASS]: sandboxId,
+      [LABEL_OWNER_HOST]: session.ownerHost,
+      [LABEL_OWNER_PID]: String(session.ownerPid),
+    },
+    AttachStdin: true,
+    AttachStdout: true,
+    AttachStderr: true,
+    OpenStdin: true,
+    StdinOnce: false,
+    Tty: false,
+    NetworkDisabled: grant.network === 'none',
+    HostConfig: {
+      NetworkMode: grant.network,
+      Mounts: mounts,
+      Binds: [],
+      Tmpfs: {
+        [SANDBOX_TMP]: `rw,nosuid,nodev,noexec,size=${tmpfsSize},mode=1777`,
+        [SANDBOX_HOME]: `rw,nosuid,nodev,noexec,size=${tmpfsSize},uid=${uid},gid=${gid},mode=0700`,
+      },
+      ReadonlyRootfs: true,
+      CapDrop: ['ALL'],
+      CapAdd: [],
+      SecurityOpt: ['no-new-privileges:true'],
+      Privileged: false,
+      Init: true,
+      PidsLimit: profile.limits.pids,
+      Memory: memory,
+      MemorySwap: memory,
+      NanoCpus: Math.round(profile.limits.cpus * 1e9),
+      IpcMode: 'private',
+      PidMode: '',
+      UsernsMode: '',
+      // The owner removes containers itself (so a dead sandbox's logs can still be read).
+      AutoRemove: false,
+      RestartPolicy: { Name: 'no' },
+    },
+  };
+}

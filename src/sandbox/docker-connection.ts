@@ -1,0 +1,67 @@
+import Docker from 'dockerode';
+
+/** A reachable Docker engine and what it can do. */
+export interface DockerConnection {
+  docker: Docker;
+  /** Engine API version, e.g. `1.41`. */
+  apiVersion: string;
+  /** Where the engine was found, for messages: `unix:///var/run/docker.sock`. */
+  endpoint: string;
+  /** Engine API ≥ 1.44: read-only bind mounts can be made recursive. */
+  recursiveReadOnly: boolean;
+}
+
+export class DockerUnavailableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DockerUnavailableError';
+  }
+}
+
+const DEFAULT_SOCKET = '/var/run/docker.sock';
+
+/** Compares dotted versions: `1.41` < `1.44`. */
+export function apiAtLeast(version: string, minimum: string): boolean {
+  const a = version.split('.').map(Number);
+  const b = minimum.split('.').map(Number);
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    const d = (a[i] ?? 0) - (b[i] ?? 0);
+    if (d !== 0) return d > 0;
+  }
+  return true;
+}
+
+/**
+ * Connects to the engine named by DOCKER_HOST, else the default Unix socket, and checks that it
+ * answers. The error says where it looked and what to do.
+ */
+export async function connectDocker(env: NodeJS.ProcessEnv = process.env): Promise<DockerConnection> {
+  const host = env.DOCKER_HOST;
+  const endpoint = host ? `${host} (from DOCKER_HOST)` : `unix://${DEFAULT_SOCKET} (default; DOCKER_HOST is not set)`;
+  let docker: Docker;
+  try {
+    docker = host ? new Docker() : new Docker({ socketPath: DEFAULT_SOCKET });
+  } catch (error) {
+    throw new DockerUnavailableError(`Docker is not reachable at ${endpoint}: ${(error as Error).message}`);
+  }
+  try {
+    const version = await withTimeout(docker.version(), 10_000);
+    const apiVersion = String(version.ApiVersion);
+    return { docker, apiVersion, endpoint, recursiveReadOnly: apiAtLeast(apiVersion, '1.44') };
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    throw new DockerUnavailableError(
+      `Docker is not reachable at ${endpoint}: ${reason}. Start the Docker engine, or set DOCKER_HOST to where it listens.`,
+    );
+  }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms);
+    promise.then(
+      (v) => (clearTimeout(timer), resolve(v)),
+      (e: unknown) => (clearTimeout(timer), reject(e)),
+    );
+  });
+}

@@ -1,0 +1,35 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+/**
+ * Mount points nested under a host path. Docker below Engine API 1.44 makes a read-only bind
+ * mount read-only only at its top: a file system mounted somewhere below it stays writable
+ * inside the container. hintbox refuses such sources rather than pretend they are read-only.
+ */
+
+/** Mount points listed in a `/proc/<pid>/mountinfo` text (field 5, octal escapes decoded). */
+export function parseMountPoints(mountinfo: string): string[] {
+  return mountinfo
+    .split('\n')
+    .map((line) => line.split(' ')[4])
+    .filter((p): p is string => p !== undefined && p !== '')
+    .map((p) => p.replace(/\\([0-7]{3})/g, (_, oct: string) => String.fromCharCode(parseInt(oct, 8))));
+}
+
+/** The mount points strictly inside `source`. Pure. */
+export function nestedMountPoints(source: string, mountPoints: readonly string[]): string[] {
+  const root = path.resolve(source);
+  return [...new Set(mountPoints.filter((m) => {
+    const rel = path.relative(root, m);
+    return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel);
+  }))];
+}
+
+/** Reads this host's mount table. Assumes the Docker engine shares the host's mount namespace. */
+export function hostMountPoints(): string[] {
+  try {
+    return parseMountPoints(readFileSync('/proc/self/mountinfo', 'utf8'));
+  } catch {
+    return [];
+  }
+}

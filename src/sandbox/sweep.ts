@@ -1,0 +1,55 @@
+import type Docker from 'dockerode';
+import type { Logger } from '../util/logger.js';
+import { LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION } from './container-spec.js';
+
+/** Is the hintbox process that owns a session still running? Injected for tests. */
+export type IsOwnerAlive = (ownerHost: string | undefined, ownerPid: number) => boolean;
+
+/** Owners on another host are assumed alive: we cannot tell, so we leave them alone. */
+export function makeIsOwnerAlive(thisHost: string): IsOwnerAlive {
+  return (ownerHost, ownerPid) => {
+    if (ownerHost !== thisHost || !Number.isInteger(ownerPid) || ownerPid <= 0) return true;
+    try {
+      process.kill(ownerPid, 0);
+      return true;
+    } catch (error) {
+      return (error as NodeJS.ErrnoException).code === 'EPERM';
+    }
+  };
+}
+
+/**
+ * Removes the containers of hintbox sessions whose owning process is gone (a run killed with
+ * SIGKILL, a crash). Containers of live sessions are never touched. Returns the removed ids.
+ */
+export async function sweepOrphans(docker: Docker, isOwnerAlive: IsOwnerAlive, log: Logger): Promise<string[]> {
+  const containers = await docker.listContainers({ all: true, filters: { label: [LABEL_SESSION] } });
+  const orphans = containers.filter((c) => !isOwnerAlive(c.Labels[LABEL_OWNER_HOST], Number(c.Labels[LABEL_OWNER_PID])));
+  await Promise.all(
+    orphans.map(async (c) => {
+      try {
+        await docker.getContainer(c.Id).remove({ force: true, v: true });
+        log.info(`swept ${c.Names[0]?.replace(/^\//, '') ?? c.Id} (session ${c.Labels[LABEL_SESSION]} is no longer running)`);
+      } catch (error) {
+        if ((error as { statusCode?: number }).statusCode !== 404) throw error;
+      }
+    }),
+  );
+  return orphans.map((c) => c.Id);
+}
+
+/** Removes every container of one session (shutdown). */
+export async function removeSession(docker: Docker, sessionId: string): Promise<number> {
+  const containers = await docker.listContainers({ all: true, filters: { label: [`${LABEL_SESSION}=${sessionId}`] } });
+  await Promise.all(
+    containers.map((c) =>
+      docker
+        .getContainer(c.Id)
+        .remove({ force: true, v: true })
+        .catch((error: { statusCode?: number }) => {
+          if (error.statusCode !== 404 && error.statusCode !== 409) throw error;
+        }),
+    ),
+  );
+  return containers.length;
+}

@@ -1,0 +1,230 @@
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { Gateway, type RoutedTool, type Upstream } from '../gateway/gateway.js';
+import { listToolsRaw, validateTools, type RejectedTool } from '../gateway/discover-tools.js';
+import { ImageBuilder } from '../images/image-builder.js';
+import {
+  planSandboxes,
+  sandboxId,
+  strictestGrant,
+  type Ceiling,
+  type SandboxGrant,
+  type SandboxPlan,
+} from '../policy/plan-sandboxes.js';
+import type { Profile } from '../profile/load-profile.js';
+import { buildContainerSpec, type SessionIdentity } from '../sandbox/container-spec.js';
+import type { DockerConnection } from '../sandbox/docker-connection.js';
+import { startSandbox, type StartedSandbox } from '../sandbox/docker-sandbox.js';
+import { hostMountPoints, nestedMountPoints } from '../sandbox/nested-mounts.js';
+import { removeSession } from '../sandbox/sweep.js';
+import type { Logger } from '../util/logger.js';
+
+/** A short random id for a session; it names and labels everything the session creates. */
+export function newSessionId(): string {
+  return randomBytes(4).toString('hex');
+}
+
+export function sessionIdentity(sessionId: string): SessionIdentity {
+  return { sessionId, ownerHost: os.hostname(), ownerPid: process.pid };
+}
+
+/** The operator's ceiling, as the pure planner needs it. */
+export function ceilingOf(profile: Profile): Ceiling {
+  return {
+    mounts: profile.mounts,
+    network: profile.network,
+    split: profile.split,
+    overrides: Object.fromEntries(Object.entries(profile.tools).map(([name, rule]) => [name, rule.annotations])),
+  };
+}
+
+export class SandboxPolicyError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SandboxPolicyError';
+  }
+}
+
+/**
+ * Refuses read-only sources that have mount points below them on an engine that cannot make
+ * bind mounts read-only recursively: those nested mounts would stay writable.
+ */
+export function assertNoNestedMounts(profile: Profile, docker: DockerConnection, mountPoints = hostMountPoints()): void {
+  if (docker.recursiveReadOnly) return;
+  const problems = profile.mounts.flatMap((mount, index) => {
+    const nested = nestedMountPoints(mount.source, mountPoints);
+    return nested.length
+      ? [`${profile.file}: mounts[${index}].source: ${mount.source} has nested mount points (${nested.join(', ')}), which the Docker engine (API ${docker.apiVersion} < 1.44) cannot make read-only`]
+      : [];
+  });
+  if (problems.length) throw new SandboxPolicyError(problems.join('\n'));
+}
+
+export interface SessionOptions {
+  profile: Profile;
+  docker: DockerConnection;
+  log: Logger;
+  sessionId?: string;
+  /** Rebuild images even when they look current. */
+  rebuildImages?: boolean;
+}
+
+/**
+ * One server under hintbox: discovery, plan, sandboxes. Created by `HintboxSession.open`;
+ * disposing it removes every container it made (also those of failed starts).
+ */
+export class HintboxSession implements AsyncDisposable {
+  readonly sessionId: string;
+  readonly identity: SessionIdentity;
+  plan!: SandboxPlan;
+  tools: Tool[] = [];
+  rejected: RejectedTool[] = [];
+  instructions?: string;
+  private readonly started = new Map<string, Upstream>();
+  private readonly grants = new Map<string, SandboxGrant>();
+  private readonly generations = new Map<string, number>();
+  private disposed = false;
+
+  private constructor(private readonly options: SessionOptions) {
+    this.sessionId = options.sessionId ?? newSessionId();
+    this.identity = sessionIdentity(this.sessionId);
+  }
+
+  /**
+   * Builds the image if needed, discovers the tools in the strictest sandbox, plans, and
+   * (with `startAll`) starts every planned sandbox in parallel. On failure everything the
+   * session started is removed before the error is thrown.
+   */
+  static async open(options: SessionOptions & { startAll: boolean }): Promise<HintboxSession> {
+    const session = new HintboxSession(options);
+    try {
+      await session.discoverAndPlan(options.startAll);
+      return session;
+    } catch (error) {
+      await session.dispose();
+      throw error;
+    }
+  }
+
+  get profile(): Profile {
+    return this.options.profile;
+  }
+
+  /** A gateway over this session's sandboxes (routes by the plan). */
+  createGateway(): Gateway {
+    const byName = new Map(this.tools.map((t) => [t.name, t]));
+    const routed = new Map<string, RoutedTool>();
+    for (const planned of this.plan.tools) {
+      const definition = byName.get(planned.name);
+      if (definition) routed.set(planned.name, { definition, sandbox: planned.sandbox });
+    }
+    const started = new Map(this.started);
+    this.started.clear();
+    return new Gateway({
+      serverName: this.profile.name,
+      tools: routed,
+      started,
+      upstreams: (id) => this.startUpstream(id),
+      log: this.options.log,
+      callTimeoutMs: this.profile.timeouts.call * 1000,
+      ...(this.instructions ? { instructions: this.instructions } : {}),
+    });
+  }
+
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    await Promise.all([...this.started.values()].map((u) => u.close().catch(() => undefined)));
+    this.started.clear();
+    // Whatever was started and not tracked (a start cut short): remove by label.
+    await removeSession(this.options.docker.docker, this.sessionId).catch((error: Error) =>
+      this.options.log.warn(`could not remove the containers of session ${this.sessionId}: ${error.message}`),
+    );
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.dispose();
+  }
+
+  private async discoverAndPlan(startAll: boolean): Promise<void> {
+    const { profile, docker, log } = this.options;
+    assertNoNestedMounts(profile, docker);
+    const builder = new ImageBuilder({
+      docker: docker.docker,
+      log,
+      ...(process.env.HINTBOX_BASE_IMAGE ? { baseImage: process.env.HINTBOX_BASE_IMAGE } : {}),
+      ...(this.options.rebuildImages ? { rebuild: true } : {}),
+    });
+    await builder.ensure(profile.server.image, profile.server.build);
+
+    const ceiling = ceilingOf(profile);
+    const strictest = strictestGrant(ceiling);
+    const discoveryId = sandboxId(strictest);
+    this.grants.set(discoveryId, strictest);
+    log.info(`discovering tools in the strictest sandbox (${discoveryId}: read-only mounts, no network)`);
+    const discovery = await this.startUpstream(discoveryId);
+    this.started.set(discoveryId, discovery);
+
+    const raw = await listToolsRaw(discovery.client, profile.timeouts.start * 1000);
+    const { tools, rejected } = validateTools(raw);
+    for (const r of rejected) {
+      log.warn(`tool #${r.index}${r.name ? ` (${r.name})` : ''} left out: ${r.reason}`);
+    }
+    this.tools = tools;
+    this.rejected = rejected;
+    const instructions = discovery.client.getInstructions();
+    if (instructions) this.instructions = instructions;
+    this.plan = planSandboxes(tools, ceiling);
+    for (const sandbox of this.plan.sandboxes) this.grants.set(sandbox.id, sandbox);
+
+    if (!this.plan.sandboxes.some((s) => s.id === discoveryId)) {
+      this.started.delete(discoveryId);
+      await discovery.close();
+    }
+    if (startAll) {
+      const toStart = this.plan.sandboxes.filter((s) => !this.started.has(s.id));
+      log.info(`starting ${toStart.length} more sandbox(es) in parallel: ${toStart.map((s) => s.id).join(', ') || '(none)'}`);
+      const results = await Promise.allSettled(
+        toStart.map(async (s) => this.started.set(s.id, await this.startUpstream(s.id))),
+      );
+      const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
+    }
+  }
+
+  private async startUpstream(id: string): Promise<Upstream> {
+    if (this.disposed) throw new Error(`session ${this.sessionId} is closed`);
+    const { profile, docker, log } = this.options;
+    const grant = this.grants.get(id);
+    if (!grant) throw new Error(`no sandbox ${id} in the plan`);
+    const spec = buildContainerSpec({
+      session: this.identity,
+      profile,
+      sandboxId: id,
+      grant,
+      engine: { recursiveReadOnly: docker.recursiveReadOnly },
+    });
+    // Restarts get a fresh name: the dead container may still be on its way out.
+    const generation = this.generations.get(id) ?? 0;
+    this.generations.set(id, generation + 1);
+    if (generation > 0) spec.name = `${spec.name}-${generation}`;
+    const sandbox: StartedSandbox = await startSandbox({
+      docker: docker.docker,
+      id,
+      spec,
+      log: log.child(`${profile.name}/${id}`),
+      startTimeoutMs: profile.timeouts.start * 1000,
+    });
+    if (this.disposed) {
+      await sandbox.remove();
+      throw new Error(`session ${this.sessionId} is closed`);
+    }
+    return {
+      client: sandbox.client,
+      closed: sandbox.closed,
+      diagnostics: () => sandbox.stderrTail(),
+      close: () => sandbox.remove(),
+    };
+  }
+}
