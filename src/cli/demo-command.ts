@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +27,8 @@ export const demoCommand: CommandSpec = {
     const { docker } = await connectDocker();
     const workspace = mkdtempSync(path.join(os.tmpdir(), 'hintbox-demo-'));
     writeFileSync(path.join(workspace, 'notes.txt'), 'written on the host before the demo\n');
+    // Run as root, hintbox gives its sandboxes uid 10001 (never root): let that uid use the folder.
+    if (process.getuid?.() === 0) for (const p of [workspace, path.join(workspace, 'notes.txt')]) chownSync(p, 10001, 10001);
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [MAIN, 'run', PROFILE],

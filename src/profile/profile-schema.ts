@@ -67,12 +67,15 @@ export const ServerSchema = z.strictObject({
   command: z.array(z.string()).optional(),
   /** Arguments (the container's CMD). Default: the image's. */
   args: z.array(z.string()).optional(),
-  /** uid:gid to run as. Never 0. Default 10001:10001. */
+  /**
+   * uid:gid to run as; never 0. Default: the uid:gid of the hintbox process, so the server can
+   * use the operator's files as the operator could; 10001:10001 when hintbox runs as root.
+   */
   user: z
     .string()
     .regex(/^\d+(:\d+)?$/, 'expected a numeric uid or uid:gid')
     .refine((u) => !/^0+(:|$)/.test(u), 'expected a non-root uid (not 0)')
-    .default('10001:10001'),
+    .optional(),
   /** Working directory in the container. Default: the sandbox HOME (a tmpfs). */
   workdir: z.string().regex(/^\//, 'expected an absolute container path').optional(),
 });
@@ -121,4 +124,14 @@ export function parseSize(size: string): number {
   const unit = (match[2] ?? 'b').toLowerCase();
   const factor = { b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[unit] ?? 1;
   return Number(match[1]) * factor;
+}
+
+/** The uid the sandboxes run as when hintbox itself runs as root. */
+export const FALLBACK_SANDBOX_USER = '10001:10001';
+
+/** The sandbox user: the profile's, else the caller's uid:gid, never root. Pure. */
+export function sandboxUser(configured: string | undefined, uid: number | undefined, gid: number | undefined): string {
+  if (configured) return configured;
+  if (uid === undefined || uid === 0) return FALLBACK_SANDBOX_USER;
+  return `${uid}:${gid ?? uid}`;
 }

@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
 import type { SandboxGrant } from '../policy/plan-sandboxes.js';
-import { parseSize } from '../profile/profile-schema.js';
+import { parseSize, sandboxUser } from '../profile/profile-schema.js';
 import type { Profile } from '../profile/load-profile.js';
 
 /**
@@ -36,6 +36,8 @@ export interface ContainerSpecInput {
   sandboxId: string;
   grant: SandboxGrant;
   engine: EngineFeatures;
+  /** uid/gid of the hintbox process: the default sandbox user (never root). */
+  hostUser?: { uid: number; gid: number };
 }
 
 export function containerName(session: SessionIdentity, server: string, sandboxId: string): string {
@@ -44,7 +46,8 @@ export function containerName(session: SessionIdentity, server: string, sandboxI
 
 export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerCreateOptions {
   const { session, profile, sandboxId, grant, engine } = input;
-  const [uid, gid = uid] = profile.server.user.split(':') as [string, string?];
+  const user = sandboxUser(profile.server.user, input.hostUser?.uid, input.hostUser?.gid);
+  const [uid, gid = uid] = user.split(':') as [string, string?];
   const tmpfsSize = parseSize(profile.limits.tmpfs);
   const memory = parseSize(profile.limits.memory);
 

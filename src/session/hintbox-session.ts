@@ -204,6 +204,7 @@ export class HintboxSession implements AsyncDisposable {
       sandboxId: id,
       grant,
       engine: { recursiveReadOnly: docker.recursiveReadOnly },
+      ...(process.getuid && process.getgid ? { hostUser: { uid: process.getuid(), gid: process.getgid() } } : {}),
     });
     // Restarts get a fresh name: the dead container may still be on its way out.
     const generation = this.generations.get(id) ?? 0;
