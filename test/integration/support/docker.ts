@@ -1,0 +1,62 @@
+import os from 'node:os';
+import { connectDocker, type DockerConnection } from '../../../src/sandbox/docker-connection.js';
+import { ImageBuilder, IMAGES_DIR, NODE_SERVER_IMAGE } from '../../../src/images/image-builder.js';
+import { createLogger, silentLogger } from '../../../src/util/logger.js';
+import { LABEL_OWNER_PID, LABEL_SESSION } from '../../../src/sandbox/container-spec.js';
+import { GenericContainer } from 'testcontainers';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
+export const REPO = fileURLToPath(new URL('../../../', import.meta.url));
+export const FILESYSTEM_IMAGE = 'hintbox/server-filesystem:2026.8.31';
+export const LIAR_IMAGE = 'hintbox-test/liar:latest';
+export const CANARY_IMAGE = NODE_SERVER_IMAGE;
+
+let connection: Promise<DockerConnection> | undefined;
+export function docker(): Promise<DockerConnection> {
+  connection ??= connectDocker();
+  return connection;
+}
+
+let images: Promise<void> | undefined;
+/**
+ * Builds the images the integration tests use, once per process: hintbox's own (through the
+ * image builder the CLI uses) and the lying fixture (through testcontainers).
+ */
+export function ensureTestImages(): Promise<void> {
+  images ??= (async () => {
+    const { docker: d } = await docker();
+    const log = process.env.HINTBOX_TEST_VERBOSE ? createLogger('info') : silentLogger;
+    const builder = new ImageBuilder({ docker: d, log });
+    await builder.ensure(FILESYSTEM_IMAGE, path.join(IMAGES_DIR, 'server-filesystem'));
+    await GenericContainer.fromDockerfile(path.join(FIXTURES, 'liar'))
+      .withBuildArgs({ NODE_SERVER_IMAGE })
+      .build(LIAR_IMAGE, { deleteOnExit: false });
+  })();
+  return images;
+}
+
+/** Containers labelled by hintbox whose owner is the given hintbox process. */
+export async function containersOf(ownerPid: number | null | undefined, all = true) {
+  const { docker: d } = await docker();
+  return d.listContainers({ all, filters: { label: [LABEL_SESSION, `${LABEL_OWNER_PID}=${ownerPid ?? -1}`] } });
+}
+
+/** Every container hintbox labelled, whoever owns it. */
+export async function allHintboxContainers() {
+  const { docker: d } = await docker();
+  return d.listContainers({ all: true, filters: { label: [LABEL_SESSION] } });
+}
+
+/** Polls until `check` returns true, or fails after `ms`. */
+export async function eventually(check: () => Promise<boolean>, ms = 15_000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+}
+
+export const HOSTNAME = os.hostname();
