@@ -97,7 +97,7 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
   if (problems.length > 0) throw new ProfileError(problems);
 
   const parsed = ProfileSchema.safeParse(interpolated);
-  if (!parsed.success) throw new ProfileError(parsed.error.issues.map((i) => zodProblem(absFile, i)));
+  if (!parsed.success) throw new ProfileError(parsed.error.issues.flatMap((i) => zodProblems(absFile, i)));
 
   const home = options.home ?? os.homedir();
   const baseDir = path.dirname(absFile);
@@ -130,10 +130,12 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
   return { ...parsed.data, file: absFile, mounts };
 }
 
-function zodProblem(file: string, issue: z.core.$ZodIssue): ProfileProblem {
-  let message = issue.message;
-  if (issue.code === 'unrecognized_keys') message = `unknown key${issue.keys.length > 1 ? 's' : ''}: ${issue.keys.join(', ')}`;
-  return { file, path: formatFieldPath(issue.path), message };
+function zodProblems(file: string, issue: z.core.$ZodIssue): ProfileProblem[] {
+  if (issue.code === 'unrecognized_keys') {
+    // One line per key, named by its own path: `limits.swap: unknown key`.
+    return issue.keys.map((key) => ({ file, path: formatFieldPath([...issue.path, key]), message: 'unknown key' }));
+  }
+  return [{ file, path: formatFieldPath(issue.path), message: issue.message }];
 }
 
 function resolveHostPath(source: string, baseDir: string, home: string): { path: string } | { error: string } {

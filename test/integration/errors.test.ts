@@ -1,0 +1,60 @@
+import assert from 'node:assert/strict';
+import { describe, it, before } from 'node:test';
+import { allHintboxContainers, ensureTestImages, LIAR_IMAGE } from './support/docker.js';
+import { hintboxCommand, writeProfile } from './support/hintbox-process.js';
+
+/** Failures are one clear message, a non-zero exit, and nothing left started. */
+describe('hintbox fails closed', { timeout: 180_000 }, () => {
+  before(ensureTestImages);
+
+  const idsOfOurs = async () => new Set((await allHintboxContainers()).map((c) => c.Id));
+
+  it('says where it looked when Docker is not reachable', async () => {
+    const profile = writeProfile({ name: 'nodocker', server: { image: LIAR_IMAGE } });
+    const { code, stderr } = await hintboxCommand(['run', profile], { DOCKER_HOST: 'unix:///tmp/hintbox-no-such.sock' });
+    assert.equal(code, 1);
+    assert.match(stderr, /Docker is not reachable at unix:\/\/\/tmp\/hintbox-no-such\.sock \(from DOCKER_HOST\)/);
+  });
+
+  it('rejects a bad profile with one line per problem and exit code 2, starting nothing', async () => {
+    const before = await idsOfOurs();
+    const profile = writeProfile({
+      name: 'Bad Name',
+      server: { image: LIAR_IMAGE, user: '0' },
+      mounts: [{ source: '/etc', target: 'relative' }],
+      network: 'sometimes',
+      surprise: true,
+    });
+    const { code, stderr } = await hintboxCommand(['run', profile]);
+    assert.equal(code, 2);
+    const lines = stderr.trim().split('\n');
+    assert.ok(lines.length >= 5, stderr);
+    for (const line of lines) assert.match(line, /^\/\S+profile\.yaml: \S+: .+/);
+    assert.match(stderr, /: mounts\[0\]\.target: /);
+    assert.match(stderr, /: server\.user: /);
+    assert.match(stderr, /: surprise: unknown key/);
+    assert.deepEqual(await idsOfOurs(), before);
+  });
+
+  it('reports an image that is missing and cannot be built', async () => {
+    const before = await idsOfOurs();
+    const profile = writeProfile({ name: 'noimage', server: { image: 'hintbox-test/absent:never' } });
+    const { code, stderr } = await hintboxCommand(['run', profile]);
+    assert.equal(code, 1);
+    assert.match(stderr, /image hintbox-test\/absent:never is not present, cannot be pulled/);
+    assert.deepEqual(await idsOfOurs(), before);
+  });
+
+  it('shows the stderr tail of a server that fails initialize, and removes its container', async () => {
+    const before = await idsOfOurs();
+    const profile = writeProfile({
+      name: 'noinit',
+      server: { image: LIAR_IMAGE, command: ['sh', '-c', 'echo "boom: the server gave up" >&2; exit 7'] },
+    });
+    const { code, stderr } = await hintboxCommand(['run', profile]);
+    assert.equal(code, 1);
+    assert.match(stderr, /failed to initialize/);
+    assert.match(stderr, /boom: the server gave up/);
+    assert.deepEqual(await idsOfOurs(), before);
+  });
+});

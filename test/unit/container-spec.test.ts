@@ -1,0 +1,287 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  FALLBACK_SANDBOX_USER,
+  parseSize,
+  sandboxUser,
+} from '../../src/profile/profile-schema.js';
+import {
+  LABEL_CLASS,
+  LABEL_OWNER_HOST,
+  LABEL_OWNER_PID,
+  LABEL_SERVER,
+  LABEL_SESSION,
+  SANDBOX_HOME,
+  SANDBOX_TMP,
+  buildContainerSpec,
+  containerName,
+  type ContainerSpecInput,
+} from '../../src/sandbox/container-spec.js';
+import { planSandboxes, type Ceiling, type PlannedSandbox } from '../../src/policy/plan-sandboxes.js';
+
+const CANARY = 'HINTBOX_TEST_CANARY_7f3a';
+
+const ceiling: Ceiling = {
+  mounts: [
+    { source: '/srv/projects', target: '/projects', mode: 'rw' },
+    { source: '/srv/reference', target: '/reference', mode: 'ro' },
+  ],
+  network: 'open',
+  split: true,
+  overrides: {},
+};
+
+const plan = planSandboxes(
+  [
+    { name: 'read', annotations: { readOnlyHint: true, openWorldHint: false } },
+    { name: 'write', annotations: { readOnlyHint: false, openWorldHint: false } },
+    { name: 'fetch', annotations: { readOnlyHint: true, openWorldHint: true } },
+  ],
+  ceiling,
+);
+
+function sandboxOfTool(name: string): PlannedSandbox {
+  const id = plan.tools.find((t) => t.name === name)!.sandbox;
+  return plan.sandboxes.find((s) => s.id === id)!;
+}
+
+function input(overrides: Partial<ContainerSpecInput> = {}, sandbox = sandboxOfTool('read')): ContainerSpecInput {
+  return {
+    session: { sessionId: 'sess42', ownerHost: 'host-a', ownerPid: 4242 },
+    profile: {
+      name: 'filesystem',
+      server: { image: 'hintbox/filesystem:test', args: ['/projects'] },
+      env: { FOO: 'bar', EMPTY: '' },
+      limits: { memory: '256m', cpus: 1.5, pids: 128, tmpfs: '32m' },
+    },
+    sandboxId: sandbox.id,
+    grant: { network: sandbox.network, mounts: sandbox.mounts },
+    engine: { recursiveReadOnly: false },
+    hostUser: { uid: 1000, gid: 1000 },
+    ...overrides,
+  };
+}
+
+describe('buildContainerSpec', () => {
+  before(() => {
+    process.env[CANARY] = 'leaked-from-host';
+  });
+  after(() => {
+    delete process.env[CANARY];
+  });
+
+  it('hardens every sandbox class the same way', () => {
+    for (const sandbox of plan.sandboxes) {
+      const spec = buildContainerSpec(input({}, sandbox));
+      const hc = spec.HostConfig!;
+      assert.deepEqual(hc.CapDrop, ['ALL'], sandbox.id);
+      assert.ok(!hc.CapAdd || hc.CapAdd.length === 0, `${sandbox.id}: no capability added`);
+      assert.ok(hc.SecurityOpt?.includes('no-new-privileges:true'), sandbox.id);
+      assert.equal(hc.ReadonlyRootfs, true);
+      assert.equal(hc.Privileged, false);
+      assert.equal(hc.Init, true);
+      assert.ok(!hc.PidMode || hc.PidMode === '', 'no host pid namespace');
+      assert.notEqual(hc.IpcMode, 'host');
+      assert.notEqual(hc.UsernsMode, 'host');
+      assert.notEqual(hc.NetworkMode, 'host');
+      assert.ok(!hc.Devices || hc.Devices.length === 0);
+      assert.equal(spec.WorkingDir, SANDBOX_HOME);
+    }
+  });
+
+  it('takes pids, memory, swap and CPU limits from the profile', () => {
+    const spec = buildContainerSpec(input());
+    const hc = spec.HostConfig!;
+    assert.equal(hc.PidsLimit, 128);
+    assert.equal(hc.Memory, 256 * 1024 * 1024);
+    assert.equal(hc.MemorySwap, hc.Memory, 'no extra swap');
+    assert.equal(hc.NanoCpus, 1_500_000_000);
+
+    const big = buildContainerSpec(
+      input({ profile: { ...input().profile, limits: { memory: '2g', cpus: 0.25, pids: 64, tmpfs: '1048576' } } }),
+    ).HostConfig!;
+    assert.equal(big.Memory, 2 * 1024 ** 3);
+    assert.equal(big.MemorySwap, 2 * 1024 ** 3);
+    assert.equal(big.NanoCpus, 250_000_000);
+    assert.equal(big.PidsLimit, 64);
+    assert.match(big.Tmpfs![SANDBOX_TMP]!, /(^|,)size=1048576(,|$)/);
+  });
+
+  it('gives /tmp and HOME a sized tmpfs, HOME owned by the sandbox user', () => {
+    const spec = buildContainerSpec(input());
+    const tmpfs = spec.HostConfig!.Tmpfs!;
+    assert.deepEqual(Object.keys(tmpfs).sort(), ['/home/sandbox', '/tmp']);
+    const size = 32 * 1024 * 1024;
+    for (const dir of ['/tmp', '/home/sandbox']) {
+      assert.match(tmpfs[dir]!, new RegExp(`(^|,)size=${size}(,|$)`), dir);
+      assert.match(tmpfs[dir]!, /(^|,)nosuid(,|$)/, dir);
+    }
+    assert.match(tmpfs['/home/sandbox']!, /(^|,)uid=1000(,|$)/);
+    assert.match(tmpfs['/home/sandbox']!, /(^|,)gid=1000(,|$)/);
+  });
+
+  it('never runs as root', () => {
+    const cases: Array<[ContainerSpecInput['hostUser'], string | undefined, string]> = [
+      [{ uid: 0, gid: 0 }, undefined, FALLBACK_SANDBOX_USER],
+      [undefined, undefined, FALLBACK_SANDBOX_USER],
+      [{ uid: 1000, gid: 1000 }, undefined, '1000:1000'],
+      [{ uid: 1001, gid: 50 }, undefined, '1001:50'],
+      [{ uid: 0, gid: 0 }, '2000:3000', '2000:3000'],
+      [{ uid: 1000, gid: 1000 }, '2000', '2000:2000'],
+    ];
+    assert.equal(FALLBACK_SANDBOX_USER, '10001:10001');
+    for (const [hostUser, configured, expected] of cases) {
+      const base = input();
+      const spec = buildContainerSpec({
+        ...base,
+        hostUser,
+        profile: { ...base.profile, server: { ...base.profile.server, ...(configured ? { user: configured } : {}) } },
+      });
+      assert.equal(spec.User, expected, `host ${JSON.stringify(hostUser)} configured ${configured}`);
+      assert.doesNotMatch(spec.User!, /^0+(:|$)/);
+      const [uid, gid] = expected.split(':');
+      assert.match(spec.HostConfig!.Tmpfs!['/home/sandbox']!, new RegExp(`uid=${uid},gid=${gid}`));
+    }
+  });
+
+  it(
+    'refuses a root user even when given one directly (defense in depth behind the schema)',
+    { todo: 'sandboxUser() returns a configured "0:0" as is; only the profile schema rejects it' },
+    () => {
+      const base = input();
+      let user: string | undefined;
+      try {
+        user = buildContainerSpec({ ...base, profile: { ...base.profile, server: { ...base.profile.server, user: '0:0' } } }).User;
+      } catch {
+        return; // refusing is fine
+      }
+      assert.doesNotMatch(user ?? '', /^0+(:|$)/);
+    },
+  );
+
+  it('has no network at all when the grant has none', () => {
+    const spec = buildContainerSpec(input({}, sandboxOfTool('read')));
+    assert.equal(spec.HostConfig!.NetworkMode, 'none');
+    assert.equal(spec.NetworkDisabled, true);
+  });
+
+  it('gets the bridge only when the grant has it', () => {
+    const fetch = sandboxOfTool('fetch');
+    assert.equal(fetch.network, 'bridge');
+    const spec = buildContainerSpec(input({}, fetch));
+    assert.equal(spec.HostConfig!.NetworkMode, 'bridge');
+    assert.notEqual(spec.NetworkDisabled, true);
+  });
+
+  it('mounts read-only when the grant says so, and only then', () => {
+    const ro = buildContainerSpec(input({}, sandboxOfTool('read'))).HostConfig!.Mounts!;
+    assert.deepEqual(
+      ro.map((m) => [m.Type, m.Source, m.Target, m.ReadOnly]),
+      [
+        ['bind', '/srv/projects', '/projects', true],
+        ['bind', '/srv/reference', '/reference', true],
+      ],
+    );
+    const rw = buildContainerSpec(input({}, sandboxOfTool('write'))).HostConfig!.Mounts!;
+    assert.deepEqual(
+      rw.map((m) => [m.Source, m.Target, m.ReadOnly]),
+      [
+        ['/srv/projects', '/projects', false],
+        ['/srv/reference', '/reference', true],
+      ],
+    );
+  });
+
+  it('asks for recursive read-only only on engines that have it, and only for read-only mounts', () => {
+    type BindOpts = { ReadOnlyForceRecursive?: boolean } | undefined;
+    const recursive = (m: { BindOptions?: unknown }): boolean | undefined => (m.BindOptions as BindOpts)?.ReadOnlyForceRecursive;
+
+    const old = buildContainerSpec(input({ engine: { recursiveReadOnly: false } }, sandboxOfTool('write'))).HostConfig!.Mounts!;
+    for (const m of old) assert.equal(recursive(m), undefined, `${m.Target} on an old engine`);
+
+    const modern = buildContainerSpec(input({ engine: { recursiveReadOnly: true } }, sandboxOfTool('write'))).HostConfig!.Mounts!;
+    const byTarget = new Map(modern.map((m) => [m.Target, m]));
+    assert.equal(recursive(byTarget.get('/reference')!), true);
+    assert.equal(recursive(byTarget.get('/projects')!), undefined, 'a read-write mount is not made recursive read-only');
+
+    const modernRo = buildContainerSpec(input({ engine: { recursiveReadOnly: true } }, sandboxOfTool('read'))).HostConfig!.Mounts!;
+    for (const m of modernRo) assert.equal(recursive(m), true, m.Target);
+  });
+
+  it('labels the container with session, server, class and owner', () => {
+    const sandbox = sandboxOfTool('write');
+    const spec = buildContainerSpec(input({}, sandbox));
+    assert.equal(spec.Labels![LABEL_SESSION], 'sess42');
+    assert.equal(spec.Labels![LABEL_SERVER], 'filesystem');
+    assert.equal(spec.Labels![LABEL_CLASS], sandbox.id);
+    assert.equal(spec.Labels![LABEL_OWNER_HOST], 'host-a');
+    assert.equal(spec.Labels![LABEL_OWNER_PID], '4242');
+    assert.equal(LABEL_SESSION, 'hintbox.session');
+    assert.equal(LABEL_SERVER, 'hintbox.server');
+    assert.equal(LABEL_CLASS, 'hintbox.class');
+    assert.equal(spec.name, containerName({ sessionId: 'sess42', ownerHost: 'host-a', ownerPid: 4242 }, 'filesystem', sandbox.id));
+    assert.equal(spec.name, `hintbox-sess42-filesystem-${sandbox.id}`);
+  });
+
+  it('passes exactly the declared environment plus HOME and TMPDIR, nothing from the host', () => {
+    assert.equal(process.env[CANARY], 'leaked-from-host');
+    const spec = buildContainerSpec(input());
+    assert.deepEqual([...spec.Env!].sort(), ['EMPTY=', 'FOO=bar', `HOME=${SANDBOX_HOME}`, `TMPDIR=${SANDBOX_TMP}`].sort());
+    assert.ok(!spec.Env!.some((e) => e.includes(CANARY) || e.includes('leaked-from-host')));
+    for (const name of ['PATH', 'USER', 'DOCKER_HOST', 'SSH_AUTH_SOCK']) {
+      assert.ok(!spec.Env!.some((e) => e.startsWith(`${name}=`)), `${name} is not inherited`);
+    }
+  });
+
+  it('does not let the profile env move HOME or TMPDIR off the tmpfs', () => {
+    const base = input();
+    const spec = buildContainerSpec({ ...base, profile: { ...base.profile, env: { HOME: '/projects', TMPDIR: '/projects' } } });
+    assert.deepEqual([...spec.Env!].sort(), [`HOME=${SANDBOX_HOME}`, `TMPDIR=${SANDBOX_TMP}`]);
+  });
+
+  it('has no Binds and never the Docker socket', () => {
+    for (const sandbox of plan.sandboxes) {
+      const spec = buildContainerSpec(input({}, sandbox));
+      const hc = spec.HostConfig!;
+      assert.ok(hc.Binds === undefined || hc.Binds.length === 0, 'no Binds');
+      assert.ok(!JSON.stringify(spec).includes('docker.sock'));
+      assert.ok(!hc.VolumesFrom || hc.VolumesFrom.length === 0);
+    }
+  });
+
+  it('uses the image, entrypoint, args and workdir from the profile', () => {
+    const base = input();
+    const spec = buildContainerSpec({
+      ...base,
+      profile: { ...base.profile, server: { image: 'img:1', command: ['node', 'x.js'], args: ['--a'], workdir: '/work' } },
+    });
+    assert.equal(spec.Image, 'img:1');
+    assert.deepEqual(spec.Entrypoint, ['node', 'x.js']);
+    assert.deepEqual(spec.Cmd, ['--a']);
+    assert.equal(spec.WorkingDir, '/work');
+    const bare = buildContainerSpec({ ...base, profile: { ...base.profile, server: { image: 'img:2' } } });
+    assert.equal(bare.Entrypoint, undefined);
+    assert.equal(bare.Cmd, undefined);
+    assert.equal(spec.OpenStdin, true);
+    assert.equal(spec.Tty, false);
+  });
+});
+
+describe('sizes and users', () => {
+  it('parseSize', () => {
+    assert.equal(parseSize('512'), 512);
+    assert.equal(parseSize('2k'), 2048);
+    assert.equal(parseSize('64m'), 64 * 1024 ** 2);
+    assert.equal(parseSize('1G'), 1024 ** 3);
+    assert.throws(() => parseSize('1t'));
+    assert.throws(() => parseSize('abc'));
+  });
+
+  it('sandboxUser', () => {
+    assert.equal(sandboxUser(undefined, 0, 0), '10001:10001');
+    assert.equal(sandboxUser(undefined, undefined, undefined), '10001:10001');
+    assert.equal(sandboxUser(undefined, 1000, 1000), '1000:1000');
+    assert.equal(sandboxUser(undefined, 1000, undefined), '1000:1000');
+    assert.equal(sandboxUser('1234:5', 1000, 1000), '1234:5');
+  });
+});
