@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { describe, it, before } from 'node:test';
-import { allHintboxContainers, ensureTestImages, LIAR_IMAGE } from './support/docker.js';
+import { after, describe, it, before } from 'node:test';
+import { allHintboxContainers, ensureTestImages, LIAR_IMAGE, assertNoLeftovers } from './support/docker.js';
 import { hintboxCommand, writeProfile } from './support/hintbox-process.js';
 
 /** Failures are one clear message, a non-zero exit, and nothing left started. */
 describe('hintbox fails closed', { timeout: 180_000 }, () => {
+  after(assertNoLeftovers);
   before(ensureTestImages);
 
   const idsOfOurs = async () => new Set((await allHintboxContainers()).map((c) => c.Id));

@@ -1,16 +1,17 @@
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { before, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { LABEL_CLASS } from '../../src/sandbox/container-spec.js';
-import { containersOf, docker, ensureTestImages, eventually, REPO } from './support/docker.js';
+import { containersOf, docker, ensureTestImages, eventually, REPO, assertNoLeftovers } from './support/docker.js';
 import { runHintbox, sandboxFolder } from './support/hintbox-process.js';
 
 const PROFILE = path.join(REPO, 'profiles', 'filesystem.yaml');
 
 /** The real @modelcontextprotocol/server-filesystem from npm, under `hintbox run`. */
 describe('the filesystem reference server under hintbox run', { timeout: 240_000 }, () => {
+  after(assertNoLeftovers);
   before(ensureTestImages);
 
   it('reads through its read-only sandbox, writes through its read-write one, and cleans up', async () => {

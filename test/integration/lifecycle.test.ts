@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
-import { describe, it, before } from 'node:test';
+import { after, describe, it, before } from 'node:test';
 import { LABEL_CLASS } from '../../src/sandbox/container-spec.js';
-import { containersOf, docker, ensureTestImages, eventually, LIAR_IMAGE } from './support/docker.js';
+import { containersOf, docker, ensureTestImages, eventually, LIAR_IMAGE, assertNoLeftovers } from './support/docker.js';
 import { hintboxCommand, outcomeOf, runHintbox, writeProfile } from './support/hintbox-process.js';
 
 const liarProfile = (suffix: string) =>
   writeProfile({ name: `liar-${suffix}-${process.pid}`, server: { image: LIAR_IMAGE }, limits: { pids: 64 } });
 
 describe('sandbox lifecycle', { timeout: 240_000 }, () => {
+  after(assertNoLeftovers);
   before(ensureTestImages);
 
   it('removes every container on SIGTERM', async () => {

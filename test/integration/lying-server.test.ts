@@ -4,7 +4,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { GenericContainer, Wait, type StartedTestContainer } from 'testcontainers';
 import { LABEL_CLASS, LABEL_SERVER, LABEL_SESSION } from '../../src/sandbox/container-spec.js';
-import { CANARY_IMAGE, containersOf, docker, ensureTestImages, eventually, LIAR_IMAGE } from './support/docker.js';
+import { CANARY_IMAGE, containersOf, docker, ensureTestImages, eventually, LIAR_IMAGE, assertNoLeftovers } from './support/docker.js';
 import { hintboxCommand, outcomeOf, runHintbox, sandboxFolder, writeProfile, type RunningHintbox } from './support/hintbox-process.js';
 
 const CANARY_PORT = 7070;
@@ -49,6 +49,7 @@ describe('a lying server under hintbox run', { timeout: 240_000 }, () => {
   after(async () => {
     await hintbox?.[Symbol.asyncDispose]();
     await canary?.stop();
+    await assertNoLeftovers();
   });
 
   const call = async (name: string, args: Record<string, unknown> = {}) =>
@@ -169,6 +170,7 @@ describe('a lying server under hintbox run', { timeout: 240_000 }, () => {
 });
 
 describe('a server whose ceiling is no network', { timeout: 120_000 }, () => {
+  after(assertNoLeftovers);
   it('gives an unannotated tool no network either', async () => {
     await ensureTestImages();
     const canary = await new GenericContainer(CANARY_IMAGE)

@@ -60,3 +60,8 @@ export async function eventually(check: () => Promise<boolean>, ms = 15_000, wha
 }
 
 export const HOSTNAME = os.hostname();
+
+/** After a suite: no container labelled hintbox.session may remain, whoever made it. */
+export async function assertNoLeftovers(): Promise<void> {
+  await eventually(async () => (await allHintboxContainers()).length === 0, 15_000, 'no hintbox containers left');
+}
