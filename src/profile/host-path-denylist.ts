@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { isStrictlyInside } from '../util/paths.js';
 
 /**
  * Host paths a sandbox must never see, because they hand over the host (the Docker socket,
@@ -31,13 +32,8 @@ export function denyReason(realSource: string, home: string): string | undefined
   const source = path.resolve(realSource);
   for (const denied of deniedHostPaths(home)) {
     if (source === denied) return `${source} is on the denylist`;
-    if (isInside(source, denied)) return `${source} is inside ${denied}, which is on the denylist`;
-    if (isInside(denied, source)) return `${source} contains ${denied}, which is on the denylist`;
+    if (isStrictlyInside(source, denied)) return `${source} is inside ${denied}, which is on the denylist`;
+    if (isStrictlyInside(denied, source)) return `${source} contains ${denied}, which is on the denylist`;
   }
   return undefined;
-}
-
-function isInside(child: string, parent: string): boolean {
-  const rel = path.relative(parent, child);
-  return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel);
 }

@@ -5,7 +5,7 @@ import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { denyReason } from './host-path-denylist.js';
 import { interpolateTree, type Variables } from './interpolate.js';
-import { ProfileSchema, type ParsedProfile } from './profile-schema.js';
+import { normalizeContainerPath, ProfileSchema, type ParsedProfile } from './profile-schema.js';
 
 /** A resolved mount: `source` is an existing, real (symlink-free), allowed host path. */
 export interface ResolvedMount {
@@ -94,23 +94,34 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
   const interpolated = interpolateTree(raw, vars, (at, message) =>
     problems.push({ file: absFile, path: formatFieldPath(at), message }),
   );
-  if (problems.length > 0) throw new ProfileError(problems);
-
+  // Interpolation problems do not stop the schema check: the operator sees every problem at once.
   const parsed = ProfileSchema.safeParse(interpolated);
-  if (!parsed.success) throw new ProfileError(parsed.error.issues.flatMap((i) => zodProblems(absFile, i)));
-
+  if (!parsed.success) {
+    const seen = new Set(problems.map((p) => p.path));
+    problems.push(...parsed.error.issues.flatMap((i) => zodProblems(absFile, i)).filter((p) => !seen.has(p.path)));
+  }
   const home = options.home ?? os.homedir();
   const baseDir = path.dirname(absFile);
-  const mounts: ResolvedMount[] = [];
-  parsed.data.mounts.forEach((mount, index) => {
+  // Host paths are checked even when the schema failed elsewhere, for every source that is a string.
+  const rawMounts = (interpolated as { mounts?: unknown } | null)?.mounts;
+  const resolvedSources = new Map<number, string>();
+  (Array.isArray(rawMounts) ? rawMounts : []).forEach((mount: unknown, index) => {
+    const source = (mount as { source?: unknown } | null)?.source;
     const at = `mounts[${index}].source`;
-    const resolved = resolveHostPath(mount.source, baseDir, home);
+    if (typeof source !== 'string' || source === '' || problems.some((p) => p.path === at)) return;
+    const resolved = resolveHostPath(source, baseDir, home);
     if ('error' in resolved) problems.push({ file: absFile, path: at, message: resolved.error });
-    else mounts.push({ ...mount, source: resolved.path });
+    else resolvedSources.set(index, resolved.path);
   });
+  if (!parsed.success) throw new ProfileError(problems);
+
+  const mounts: ResolvedMount[] = parsed.data.mounts.map((mount, index) => ({
+    ...mount,
+    source: resolvedSources.get(index) ?? mount.source,
+  }));
   const targets = new Map<string, number>();
   parsed.data.mounts.forEach((mount, index) => {
-    const target = path.posix.normalize(mount.target);
+    const target = normalizeContainerPath(mount.target);
     const previous = targets.get(target);
     if (previous !== undefined) {
       problems.push({ file: absFile, path: `mounts[${index}].target`, message: `same target as mounts[${previous}]` });

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { z } from 'zod';
 
 /**
@@ -29,7 +30,7 @@ export const MountSchema = z.strictObject({
   target: z
     .string()
     .regex(/^\/[^\0]*$/, 'expected an absolute container path')
-    .refine((p) => p !== '/', 'expected a path other than /'),
+    .refine((p) => normalizeContainerPath(p) !== '/', 'expected a path other than /'),
   /**
    * The most this mount may ever be: `rw` (default) lets tools that are not read-only write;
    * `ro` keeps it read-only for every tool.
@@ -131,7 +132,14 @@ export const FALLBACK_SANDBOX_USER = '10001:10001';
 
 /** The sandbox user: the profile's, else the caller's uid:gid, never root. Pure. */
 export function sandboxUser(configured: string | undefined, uid: number | undefined, gid: number | undefined): string {
-  if (configured) return configured;
+  // Defence in depth behind the schema: a root user never reaches a container.
+  if (configured && !/^0+(:|$)/.test(configured)) return configured;
   if (uid === undefined || uid === 0) return FALLBACK_SANDBOX_USER;
   return `${uid}:${gid ?? uid}`;
+}
+
+/** `/d/`, `//d` and `/d/.` are all `/d`. Pure. */
+export function normalizeContainerPath(p: string): string {
+  const normalized = path.posix.normalize(p);
+  return normalized.length > 1 ? normalized.replace(/\/+$/, '') : normalized;
 }

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { isStrictlyInside } from '../util/paths.js';
 
 /**
  * Mount points nested under a host path. Docker below Engine API 1.44 makes a read-only bind
@@ -19,10 +20,7 @@ export function parseMountPoints(mountinfo: string): string[] {
 /** The mount points strictly inside `source`. Pure. */
 export function nestedMountPoints(source: string, mountPoints: readonly string[]): string[] {
   const root = path.resolve(source);
-  return [...new Set(mountPoints.filter((m) => {
-    const rel = path.relative(root, m);
-    return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel);
-  }))];
+  return [...new Set(mountPoints.filter((m) => isStrictlyInside(m, root)))];
 }
 
 /** Reads this host's mount table. Assumes the Docker engine shares the host's mount namespace. */

@@ -1,0 +1,134 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { formatPlanTable, hintCode, planToJson } from '../../src/cli/format-plan.js';
+import { planSandboxes, type Ceiling } from '../../src/policy/plan-sandboxes.js';
+
+const ceiling: Ceiling = {
+  mounts: [
+    { source: '/srv/projects', target: '/projects', mode: 'rw' },
+    { source: '/srv/ref', target: '/ref', mode: 'ro' },
+  ],
+  network: 'open',
+  split: true,
+  overrides: { fetch: { openWorldHint: true } },
+};
+const plan = planSandboxes(
+  [
+    { name: 'read', annotations: { readOnlyHint: true, openWorldHint: false } },
+    { name: 'mkdir', annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false } },
+    { name: 'fetch', annotations: { readOnlyHint: true, openWorldHint: false } },
+  ],
+  ceiling,
+);
+
+interface JsonPlan {
+  server: string;
+  tools: Array<{
+    name: string;
+    claimed: Record<string, boolean>;
+    effective: Record<string, boolean>;
+    overridden: boolean;
+    sandbox: string;
+    enforced: boolean;
+    unenforced: Array<{ hint: string; reason: string }>;
+  }>;
+  sandboxes: Array<{ id: string; tools: string[]; network: string; mounts: Array<{ source: string; target: string; readOnly: boolean }> }>;
+  rejected: Array<{ index: number; name?: string; reason: string }>;
+}
+
+describe('planToJson', () => {
+  const json = JSON.parse(JSON.stringify(planToJson('files', plan, [{ index: 3, name: 'bad', reason: 'inputSchema: Required' }]))) as JsonPlan;
+
+  it('lists each tool with claimed and effective hints, sandbox and enforcement', () => {
+    assert.equal(json.server, 'files');
+    assert.deepEqual(
+      json.tools.map((t) => t.name),
+      ['read', 'mkdir', 'fetch'],
+    );
+    const [read, mkdir, fetch] = json.tools;
+    assert.deepEqual(read!.claimed, { readOnlyHint: true, openWorldHint: false });
+    assert.deepEqual(read!.effective, { readOnlyHint: true, destructiveHint: true, idempotentHint: false, openWorldHint: false });
+    assert.equal(read!.enforced, true);
+    assert.equal(read!.overridden, false);
+    assert.deepEqual(read!.unenforced, []);
+
+    assert.equal(mkdir!.enforced, false);
+    assert.deepEqual(
+      mkdir!.unenforced.map((u) => u.hint),
+      ['destructiveHint'],
+    );
+    assert.equal(typeof mkdir!.unenforced[0]!.reason, 'string');
+
+    assert.equal(fetch!.overridden, true);
+    assert.equal(fetch!.effective.openWorldHint, true);
+    assert.equal(fetch!.claimed.openWorldHint, false);
+
+    for (const t of json.tools) {
+      assert.deepEqual(Object.keys(t).sort(), ['claimed', 'effective', 'enforced', 'name', 'overridden', 'sandbox', 'unenforced']);
+      assert.ok(json.sandboxes.some((s) => s.id === t.sandbox && s.tools.includes(t.name)));
+    }
+    assert.notEqual(read!.sandbox, mkdir!.sandbox);
+    assert.notEqual(read!.sandbox, fetch!.sandbox);
+  });
+
+  it('lists each sandbox with its tools, network and mounts', () => {
+    assert.equal(json.sandboxes.length, 3);
+    for (const s of json.sandboxes) {
+      assert.deepEqual(Object.keys(s).sort(), ['id', 'mounts', 'network', 'tools']);
+      for (const m of s.mounts) assert.deepEqual(Object.keys(m).sort(), ['readOnly', 'source', 'target']);
+    }
+    const byTool = (name: string) => json.sandboxes.find((s) => s.tools.includes(name))!;
+    assert.deepEqual(byTool('read'), {
+      id: byTool('read').id,
+      tools: ['read'],
+      network: 'none',
+      mounts: [
+        { source: '/srv/projects', target: '/projects', readOnly: true },
+        { source: '/srv/ref', target: '/ref', readOnly: true },
+      ],
+    });
+    assert.equal(byTool('mkdir').network, 'none');
+    assert.deepEqual(
+      byTool('mkdir').mounts.map((m) => m.readOnly),
+      [false, true],
+    );
+    assert.equal(byTool('fetch').network, 'bridge');
+    assert.deepEqual(
+      byTool('fetch').mounts.map((m) => m.readOnly),
+      [true, true],
+    );
+  });
+
+  it('carries the rejected tools, and none by default', () => {
+    assert.deepEqual(json.rejected, [{ index: 3, name: 'bad', reason: 'inputSchema: Required' }]);
+    assert.deepEqual((planToJson('files', plan) as JsonPlan).rejected, []);
+  });
+
+  it('does not include the internal strictest sandbox as a planned one', () => {
+    assert.ok(!('strictest' in json));
+  });
+});
+
+describe('hintCode', () => {
+  it('codes each hint, with - for missing', () => {
+    assert.equal(hintCode({}), '----');
+    assert.equal(hintCode({ readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false }), 'RaIc');
+    assert.equal(hintCode({ readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true }), 'wDiO');
+    assert.equal(hintCode({ openWorldHint: false }), '---c');
+  });
+});
+
+describe('formatPlanTable', () => {
+  it('shows every tool and sandbox, and says plainly what is not enforced', () => {
+    const text = formatPlanTable('files', plan, [{ index: 3, name: 'bad', reason: 'broken' }]);
+    assert.match(text, /^server files: 3 tool\(s\) in 3 sandbox\(es\)/);
+    const rows = text.split('\n');
+    const row = (name: string) => rows.find((l) => l.startsWith(`${name} `))!;
+    assert.match(row('read'), /\byes$/);
+    assert.match(row('mkdir'), /NO: destructiveHint/);
+    assert.match(row('fetch'), /RDiO\*/, 'effective hints with override marker');
+    assert.match(row('fetch'), /\bbridge\b/);
+    assert.match(text, /left out: tool #3 \(bad\): broken/);
+    for (const s of plan.sandboxes) assert.ok(text.includes(`sandbox ${s.id}: network ${s.network}`));
+  });
+});

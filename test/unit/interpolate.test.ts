@@ -1,0 +1,97 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { InterpolationError, interpolate, interpolateTree } from '../../src/profile/interpolate.js';
+
+describe('interpolate', () => {
+  it('replaces ${VAR} with its value, anywhere in the string', () => {
+    assert.equal(interpolate('${A}', { A: 'x' }), 'x');
+    assert.equal(interpolate('pre-${A}-mid-${B}-post', { A: '1', B: '2' }), 'pre-1-mid-2-post');
+    assert.equal(interpolate('${A}${A}', { A: 'ab' }), 'abab');
+  });
+
+  it('leaves text without ${ alone, including lone $ and $NAME', () => {
+    for (const s of ['plain', '', 'cost: $5', '$HOME/x', 'a$', '{A}', '}']) assert.equal(interpolate(s, {}), s);
+  });
+
+  it('$$ is a literal $', () => {
+    assert.equal(interpolate('$${A}', { A: 'x' }), '${A}');
+    assert.equal(interpolate('a$$b', {}), 'a$b');
+    assert.equal(interpolate('$$$${A}', { A: 'x' }), '$${A}');
+    assert.equal(interpolate('$$${A}', { A: 'x' }), '$x');
+  });
+
+  it('${VAR:-default} uses the default when VAR is missing or empty', () => {
+    assert.equal(interpolate('${A:-def}', {}), 'def');
+    assert.equal(interpolate('${A:-def}', { A: '' }), 'def');
+    assert.equal(interpolate('${A:-def}', { A: 'set' }), 'set');
+    assert.equal(interpolate('${A:-}', {}), '');
+    assert.equal(interpolate('${A:-with spaces and :- and -}', {}), 'with spaces and :- and -');
+    assert.equal(interpolate('${IMG:-node:20-bookworm}', {}), 'node:20-bookworm');
+  });
+
+  it('the default may itself hold ${…}, nested', () => {
+    assert.equal(interpolate('${A:-${B}}', { B: 'b' }), 'b');
+    assert.equal(interpolate('${A:-${B}}', { A: 'a', B: 'b' }), 'a');
+    assert.equal(interpolate('${A:-${B:-${C}}}', { C: 'c' }), 'c');
+    assert.equal(interpolate('${A:-x${B:-y}z}/tail', {}), 'xyz/tail');
+    assert.equal(interpolate('${A:-$${B}}', {}), '${B}');
+  });
+
+  it('a default is not evaluated when the variable is set', () => {
+    assert.equal(interpolate('${A:-${MISSING}}', { A: 'a' }), 'a');
+  });
+
+  it('a missing variable without default is an error naming it', () => {
+    assert.throws(() => interpolate('${API_KEY}', {}), (e: unknown) => e instanceof InterpolationError && /API_KEY/.test(e.message));
+    assert.throws(() => interpolate('${A:-${B}}', {}), (e: unknown) => e instanceof InterpolationError && /\bB\b/.test(e.message));
+    assert.throws(() => interpolate('ok ${A} ${B}', { A: '1' }), /\bB\b/);
+  });
+
+  it('rejects malformed references', () => {
+    for (const bad of ['${A', '${A:-${B}', '${}', '${1A}', '${A-B}', '${A:default}', '${A B}', '${A:?err}']) {
+      assert.throws(() => interpolate(bad, { A: 'a', B: 'b' }), InterpolationError, bad);
+    }
+  });
+
+  it('does not read process.env', () => {
+    process.env.HINTBOX_INTERPOLATE_CANARY = 'leak';
+    try {
+      assert.throws(() => interpolate('${HINTBOX_INTERPOLATE_CANARY}', {}), InterpolationError);
+      assert.equal(interpolate('${HINTBOX_INTERPOLATE_CANARY:-safe}', {}), 'safe');
+    } finally {
+      delete process.env.HINTBOX_INTERPOLATE_CANARY;
+    }
+  });
+});
+
+describe('interpolateTree', () => {
+  it('interpolates every string in objects and arrays, leaving other values as they are', () => {
+    const errors: Array<[(string | number)[], string]> = [];
+    const out = interpolateTree(
+      { a: '${X}', b: ['${X:-d}', 3, true, null, { c: 'lit' }], n: 7 },
+      { X: 'x' },
+      (p, m) => errors.push([p, m]),
+    );
+    assert.deepEqual(out, { a: 'x', b: ['x', 3, true, null, { c: 'lit' }], n: 7 });
+    assert.deepEqual(errors, []);
+  });
+
+  it('reports every error with its path and keeps going', () => {
+    const errors: Array<[(string | number)[], string]> = [];
+    const input = { server: { image: '${IMG}' }, mounts: [{ source: 'ok' }, { source: '${SRC' }], env: { K: '${K}' } };
+    const out = interpolateTree(input, {}, (p, m) => errors.push([p, m]));
+    assert.deepEqual(
+      errors.map(([p]) => p),
+      [['server', 'image'], ['mounts', 1, 'source'], ['env', 'K']],
+    );
+    assert.match(errors[0]![1], /IMG/);
+    assert.match(errors[1]![1], /unclosed/);
+    // failing strings are left as written
+    assert.deepEqual(out, input);
+  });
+
+  it('does not interpolate keys', () => {
+    const out = interpolateTree({ '${K}': 'v' }, { K: 'k' }, () => assert.fail('no error expected'));
+    assert.deepEqual(out, { '${K}': 'v' });
+  });
+});
