@@ -20,13 +20,18 @@ export function planToJson(server: string, plan: SandboxPlan, rejected: readonly
   };
 }
 
-/** `R` read-only / `w` writes, `D` destructive / `a` only adds, `I`/`i` idempotent, `O` open / `c` closed world; `-` missing. */
-export function hintCode(h: ClaimedHints | ToolHints): string {
+/**
+ * `R` read-only / `w` writes, `D` destructive / `a` only adds, `I`/`i` idempotent, `O` open / `c` closed world;
+ * `-` missing; `.` moot (destructive and idempotent of an effective read-only tool).
+ */
+export function hintCode(h: ClaimedHints | ToolHints, effective = false): string {
   const one = (v: boolean | undefined, yes: string, no: string): string => (v === undefined ? '-' : v ? yes : no);
+  // For an effective read-only tool, destructive and idempotent mean nothing (the spec says so).
+  const moot = effective && h.readOnlyHint === true;
   return (
     one(h.readOnlyHint, 'R', 'w') +
-    one(h.destructiveHint, 'D', 'a') +
-    one(h.idempotentHint, 'I', 'i') +
+    (moot ? '.' : one(h.destructiveHint, 'D', 'a')) +
+    (moot ? '.' : one(h.idempotentHint, 'I', 'i')) +
     one(h.openWorldHint, 'O', 'c')
   );
 }
@@ -39,7 +44,7 @@ export function formatPlanTable(server: string, plan: SandboxPlan, rejected: rea
     return [
       t.name,
       hintCode(t.claimed),
-      hintCode(t.effective) + (t.overridden ? '*' : ''),
+      hintCode(t.effective, true) + (t.overridden ? '*' : ''),
       t.sandbox,
       s?.mounts.map((m) => `${m.target}:${m.readOnly ? 'ro' : 'rw'}`).join(' ') || '-',
       s?.network ?? '?',
@@ -51,7 +56,7 @@ export function formatPlanTable(server: string, plan: SandboxPlan, rejected: rea
   const line = (cells: string[]): string =>
     cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ').trimEnd();
   const out = [`server ${server}: ${plan.tools.length} tool(s) in ${plan.sandboxes.length} sandbox(es)`, '', line(header), ...rows.map(line), ''];
-  out.push('hints: R read-only / w writes, D destructive / a only adds, I idempotent / i not, O open world / c closed, - not claimed, * operator override');
+  out.push('hints: R read-only / w writes, D destructive / a only adds, I idempotent / i not, O open world / c closed, - not claimed, . moot for read-only tools, * operator override');
   for (const s of plan.sandboxes) {
     const mounts = s.mounts.map((m) => `${m.source} -> ${m.target} (${m.readOnly ? 'read-only' : 'read-write'})`).join(', ') || 'no mounts';
     out.push(`sandbox ${s.id}: network ${s.network}; ${mounts}; tools: ${s.tools.join(', ')}`);

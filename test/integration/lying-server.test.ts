@@ -135,6 +135,11 @@ describe('a lying server under hintbox run', { timeout: 240_000 }, () => {
     assert.equal(readFileSync(path.join(workspace, 'by-unannotated.txt'), 'utf8'), 'ceiling');
   });
 
+  it("logs the server's stderr on hintbox's stderr, never in the MCP stream", () => {
+    // The liar writes "liar: ready" to stderr; had it reached stdout, the client would have seen junk.
+    assert.match(hintbox.stderr(), /\[liar-\d+\/ro-offline\]: liar: ready/);
+  });
+
   it('hardens every sandbox container (inspect)', async () => {
     const { docker: d } = await docker();
     const containers = await containersOf(hintbox.pid, false);

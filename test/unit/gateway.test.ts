@@ -1,0 +1,385 @@
+import { afterEach, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { z } from 'zod';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  McpError,
+  type CallToolResult,
+  type Progress,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import { Gateway, type RoutedTool, type Upstream, type UpstreamFactory } from '../../src/gateway/gateway.js';
+import { createLogger, silentLogger, type Logger } from '../../src/util/logger.js';
+
+type CallHandler = Parameters<Server['setRequestHandler']>[1];
+type HandlerExtra = Parameters<CallHandler>[1];
+type CallRequest = z.infer<typeof CallToolRequestSchema>;
+
+interface FakeUpstream extends Upstream {
+  readonly id: string;
+  readonly calls: CallRequest['params'][];
+  /** The upstream server's end of the connection: closing it is the sandbox dying. */
+  readonly serverTransport: InMemoryTransport;
+  closedByGateway: boolean;
+}
+
+type Behaviour = (request: CallRequest, extra: HandlerExtra, upstream: FakeUpstream) => Promise<CallToolResult> | CallToolResult;
+
+const echo: Behaviour = (request, _extra, upstream) => ({
+  content: [{ type: 'text', text: `${upstream.id}:${request.params.name}:${JSON.stringify(request.params.arguments ?? {})}` }],
+});
+
+/** An SDK low-level Server (the "sandboxed" MCP server) behind an SDK Client, as an Upstream. */
+async function fakeUpstream(id: string, behaviour: Behaviour = echo): Promise<FakeUpstream> {
+  const server = new Server({ name: `upstream-${id}`, version: '1.0.0' }, { capabilities: { tools: {} } });
+  const client = new Client({ name: 'hintbox-upstream-client', version: '1.0.0' });
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  let resolveClosed!: () => void;
+  const closed = new Promise<void>((resolve) => {
+    resolveClosed = resolve;
+  });
+  const upstream: FakeUpstream = {
+    id,
+    calls: [],
+    serverTransport: serverSide,
+    closedByGateway: false,
+    client,
+    closed,
+    diagnostics: () => `last stderr of ${id}: out of memory`,
+    close: async () => {
+      upstream.closedByGateway = true;
+      await client.close();
+    },
+  };
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+    upstream.calls.push(request.params);
+    return behaviour(request, extra, upstream);
+  });
+  client.onclose = () => resolveClosed();
+  await server.connect(serverSide);
+  await client.connect(clientSide);
+  return upstream;
+}
+
+/** A factory that records what it started. */
+function factory(behaviours: Record<string, Behaviour> = {}): ((sandboxId: string) => Promise<FakeUpstream>) & { started: FakeUpstream[] } {
+  const started: FakeUpstream[] = [];
+  const start = async (sandboxId: string): Promise<FakeUpstream> => {
+    const upstream = await fakeUpstream(sandboxId, behaviours[sandboxId] ?? echo);
+    started.push(upstream);
+    return upstream;
+  };
+  return Object.assign(start, { started });
+}
+
+const READ_DEF = {
+  name: 'read',
+  title: 'Read',
+  description: 'reads',
+  inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+  annotations: { readOnlyHint: true, openWorldHint: false, 'x-annotation-extra': 1 },
+  execution: { taskSupport: 'forbidden' },
+  'x-vendor': { nested: [1, 'two', { three: true }] },
+} as unknown as Tool;
+const WRITE_DEF = {
+  name: 'write',
+  inputSchema: { type: 'object' },
+  annotations: { readOnlyHint: false, openWorldHint: false },
+} as unknown as Tool;
+const SLOW_DEF = { name: 'slow', inputSchema: { type: 'object' } } as unknown as Tool;
+
+function routes(entries: Array<[Tool, string]>): Map<string, RoutedTool> {
+  return new Map(entries.map(([definition, sandbox]) => [definition.name, { definition, sandbox }]));
+}
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!().catch(() => undefined);
+});
+
+async function connect(
+  tools: Map<string, RoutedTool>,
+  upstreams: UpstreamFactory,
+  extra: { started?: Map<string, Upstream>; log?: Logger } = {},
+): Promise<{ gateway: Gateway; client: Client }> {
+  const gateway = new Gateway({
+    serverName: 'files',
+    tools,
+    upstreams,
+    log: extra.log ?? silentLogger,
+    callTimeoutMs: 10_000,
+    ...(extra.started ? { started: extra.started } : {}),
+  });
+  const client = new Client({ name: 'test-client', version: '1.0.0' });
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await gateway.server.connect(serverSide);
+  await client.connect(clientSide);
+  cleanups.push(() => client.close(), () => gateway.close());
+  return { gateway, client };
+}
+
+function text(result: unknown): string {
+  const content = (result as CallToolResult).content;
+  return content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
+}
+
+function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+describe('Gateway', () => {
+  it('lists the tool definitions exactly as received, unknown keys included', async () => {
+    const f = factory();
+    const { client } = await connect(routes([[READ_DEF, 'ro-offline'], [WRITE_DEF, 'rw-offline']]), f);
+    const raw = await client.request({ method: 'tools/list', params: {} }, z.looseObject({ tools: z.array(z.unknown()) }));
+    assert.deepEqual(raw.tools, [READ_DEF, WRITE_DEF]);
+    const first = raw.tools[0] as Record<string, unknown>;
+    assert.deepEqual(first['x-vendor'], { nested: [1, 'two', { three: true }] });
+    assert.deepEqual(first.execution, { taskSupport: 'forbidden' });
+    assert.equal(f.started.length, 0, 'listing tools starts no sandbox');
+  });
+
+  it('routes each call to the upstream of its sandbox', async () => {
+    const f = factory();
+    const { client } = await connect(routes([[READ_DEF, 'ro-offline'], [WRITE_DEF, 'rw-offline']]), f);
+
+    const r1 = await client.callTool({ name: 'read', arguments: { path: '/projects/a' } });
+    assert.equal(text(r1), 'ro-offline:read:{"path":"/projects/a"}');
+    const r2 = await client.callTool({ name: 'write', arguments: { path: '/projects/b' } });
+    assert.equal(text(r2), 'rw-offline:write:{"path":"/projects/b"}');
+    await client.callTool({ name: 'read', arguments: { path: '/projects/c' } });
+
+    assert.deepEqual(
+      f.started.map((u) => u.id),
+      ['ro-offline', 'rw-offline'],
+      'one upstream per sandbox, started lazily and reused',
+    );
+    const [ro, rw] = f.started;
+    assert.deepEqual(
+      ro!.calls.map((c) => [c.name, c.arguments]),
+      [
+        ['read', { path: '/projects/a' }],
+        ['read', { path: '/projects/c' }],
+      ],
+    );
+    assert.deepEqual(
+      rw!.calls.map((c) => [c.name, c.arguments]),
+      [['write', { path: '/projects/b' }]],
+    );
+  });
+
+  it('uses an already started upstream without calling the factory', async () => {
+    const f = factory();
+    const discovery = await fakeUpstream('ro-offline');
+    const { client } = await connect(routes([[READ_DEF, 'ro-offline']]), f, { started: new Map([['ro-offline', discovery]]) });
+    await client.callTool({ name: 'read', arguments: { path: 'x' } });
+    assert.equal(f.started.length, 0);
+    assert.equal(discovery.calls.length, 1);
+  });
+
+  it('starts one upstream for concurrent first calls to the same sandbox', async () => {
+    const f = factory();
+    const { client } = await connect(routes([[READ_DEF, 'ro-offline']]), f);
+    const results = await Promise.all([1, 2, 3].map((i) => client.callTool({ name: 'read', arguments: { path: String(i) } })));
+    assert.equal(results.length, 3);
+    assert.equal(f.started.length, 1);
+    assert.equal(f.started[0]!.calls.length, 3);
+  });
+
+  it('answers an unknown tool with InvalidParams and starts nothing', async () => {
+    const f = factory();
+    const { client } = await connect(routes([[READ_DEF, 'ro-offline']]), f);
+    await assert.rejects(
+      client.callTool({ name: 'rm_rf', arguments: {} }),
+      (error: unknown) => error instanceof McpError && error.code === ErrorCode.InvalidParams && /rm_rf/.test(error.message),
+    );
+    assert.equal(f.started.length, 0);
+  });
+
+  it('passes upstream error results and errors on as they are', async () => {
+    const f = factory({
+      'ro-offline': () => ({ isError: true, content: [{ type: 'text', text: 'ENOENT: no such file' }] }),
+      'rw-offline': () => {
+        throw new McpError(ErrorCode.InvalidParams, 'path is required');
+      },
+    });
+    const { client } = await connect(routes([[READ_DEF, 'ro-offline'], [WRITE_DEF, 'rw-offline']]), f);
+    const r = (await client.callTool({ name: 'read', arguments: { path: 'x' } })) as CallToolResult;
+    assert.equal(r.isError, true);
+    assert.equal(text(r), 'ENOENT: no such file');
+    await assert.rejects(
+      client.callTool({ name: 'write', arguments: {} }),
+      (error: unknown) => error instanceof McpError && error.code === ErrorCode.InvalidParams && /path is required/.test(error.message),
+    );
+  });
+
+  it('passes progress notifications through to the client', async () => {
+    const received: Progress[] = [];
+    const gotTwo = deferred();
+    let upstreamToken: unknown;
+    const f = factory({
+      'ro-offline': async (request, extra) => {
+        upstreamToken = request.params._meta?.progressToken;
+        assert.notEqual(upstreamToken, undefined, 'the gateway asks the upstream for progress');
+        for (const progress of [1, 2]) {
+          await extra.sendNotification({
+            method: 'notifications/progress',
+            params: { progressToken: upstreamToken as string | number, progress, total: 3, message: `step ${progress}` },
+          });
+        }
+        await gotTwo.promise;
+        return { content: [{ type: 'text', text: 'done' }] };
+      },
+    });
+    const { client } = await connect(routes([[READ_DEF, 'ro-offline']]), f);
+    const result = await client.callTool({ name: 'read', arguments: { path: 'x' } }, undefined, {
+      onprogress: (p) => {
+        received.push(p);
+        if (received.length === 2) gotTwo.resolve();
+      },
+      timeout: 5000,
+    });
+    assert.equal(text(result), 'done');
+    assert.deepEqual(
+      received.map((p) => [p.progress, p.total, p.message]),
+      [
+        [1, 3, 'step 1'],
+        [2, 3, 'step 2'],
+      ],
+    );
+  });
+
+  it('passes cancellation through to the upstream', async () => {
+    const started = deferred();
+    const sawAbort = deferred<unknown>();
+    const f = factory({
+      'ro-offline': (_request, extra) =>
+        new Promise<CallToolResult>((resolve) => {
+          extra.signal.addEventListener('abort', () => {
+            sawAbort.resolve(extra.signal.reason);
+            resolve({ content: [{ type: 'text', text: 'too late' }] });
+          });
+          started.resolve();
+        }),
+    });
+    const { client } = await connect(routes([[READ_DEF, 'ro-offline']]), f);
+    const controller = new AbortController();
+    const call = client.callTool({ name: 'read', arguments: { path: 'x' } }, undefined, { signal: controller.signal });
+    await started.promise;
+    controller.abort('user pressed stop');
+    await assert.rejects(call);
+    const reason = await withTimeout(sawAbort.promise, 2000, 'the upstream handler saw its signal aborted');
+    assert.ok(reason !== undefined);
+    assert.equal(f.started[0]!.calls.length, 1);
+  });
+
+  it('cancels upstream calls when the client goes away', async () => {
+    const started = deferred();
+    const sawAbort = deferred();
+    const f = factory({
+      'ro-offline': (_request, extra) =>
+        new Promise<CallToolResult>(() => {
+          extra.signal.addEventListener('abort', () => sawAbort.resolve());
+          started.resolve();
+        }),
+    });
+    const { client } = await connect(routes([[READ_DEF, 'ro-offline']]), f);
+    const call = client.callTool({ name: 'read', arguments: { path: 'x' } });
+    call.catch(() => undefined);
+    await started.promise;
+    await client.close();
+    await withTimeout(sawAbort.promise, 2000, 'the upstream call is cancelled');
+  });
+
+  it('answers a call whose upstream dies with an error result, and restarts the upstream on the next call', async () => {
+    const logLines: string[] = [];
+    const log = createLogger('debug', (line) => logLines.push(line));
+    const hanging = deferred();
+    let starts = 0;
+    const f = factory({
+      'ro-offline': (request, _extra, upstream) => {
+        if (request.params.name === 'slow') {
+          hanging.resolve();
+          return new Promise<CallToolResult>(() => {});
+        }
+        return { content: [{ type: 'text', text: `ok from start ${upstream.id}#${starts}` }] };
+      },
+    });
+    const counting: UpstreamFactory = async (id) => {
+      starts++;
+      return f(id);
+    };
+    const { client } = await connect(routes([[READ_DEF, 'ro-offline'], [SLOW_DEF, 'ro-offline']]), counting, { log });
+
+    const pending = client.callTool({ name: 'slow', arguments: {} });
+    await hanging.promise;
+    assert.equal(starts, 1);
+    const first = f.started[0]!;
+    await first.serverTransport.close(); // the sandbox dies
+
+    const died = (await withTimeout(pending, 2000, 'the pending call is answered')) as CallToolResult;
+    assert.equal(died.isError, true);
+    assert.match(text(died), /died/);
+    assert.match(text(died), /slow/);
+    assert.match(text(died), /out of memory/, 'the diagnostics are included');
+
+    const next = await client.callTool({ name: 'read', arguments: { path: 'x' } });
+    assert.equal(starts, 2, 'the next call starts a new upstream');
+    assert.equal(text(next), 'ok from start ro-offline#2');
+    assert.equal(f.started[1]!.calls.length, 1);
+    assert.equal(first.calls.length, 1);
+    assert.ok(logLines.some((l) => /ro-offline died/.test(l)), logLines.join('\n'));
+  });
+
+  it('answers with an error result when a sandbox cannot be started, and tries again next time', async () => {
+    let attempts = 0;
+    const flaky: UpstreamFactory = async (id) => {
+      attempts++;
+      if (attempts === 1) throw new Error('image hintbox/files:1 not found');
+      return fakeUpstream(id);
+    };
+    const { client } = await connect(routes([[READ_DEF, 'ro-offline']]), flaky);
+    const failed = (await client.callTool({ name: 'read', arguments: { path: 'x' } })) as CallToolResult;
+    assert.equal(failed.isError, true);
+    assert.match(text(failed), /could not start sandbox ro-offline/);
+    assert.match(text(failed), /image hintbox\/files:1 not found/);
+    const ok = await client.callTool({ name: 'read', arguments: { path: 'x' } });
+    assert.equal(text(ok), 'ro-offline:read:{"path":"x"}');
+    assert.equal(attempts, 2);
+  });
+
+  it('close() closes every upstream', async () => {
+    const f = factory();
+    const { gateway, client } = await connect(routes([[READ_DEF, 'ro-offline'], [WRITE_DEF, 'rw-offline']]), f);
+    await client.callTool({ name: 'read', arguments: { path: 'x' } });
+    await client.callTool({ name: 'write', arguments: {} });
+    await gateway.close();
+    assert.equal(f.started.length, 2);
+    for (const u of f.started) {
+      assert.equal(u.closedByGateway, true, u.id);
+      await withTimeout(u.closed, 1000, `${u.id} closed`);
+    }
+  });
+});
+
+async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`timed out: ${what}`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
