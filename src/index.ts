@@ -2,7 +2,13 @@
 export { loadProfile, ProfileError, type Profile, type ProfileProblem } from './profile/load-profile.js';
 export { ProfileSchema, type ParsedProfile } from './profile/profile-schema.js';
 export { effectiveHints, claimedHints, HINT_DEFAULTS, type ToolHints, type ClaimedHints } from './policy/hints.js';
-export { planSandboxes, type SandboxPlan, type PlannedSandbox, type PlannedTool, type Ceiling } from './policy/plan-sandboxes.js';
+export {
+  planSandboxes,
+  type SandboxPlan,
+  type PlannedSandbox,
+  type PlannedTool,
+  type Ceiling,
+} from './policy/plan-sandboxes.js';
 export { buildContainerSpec, LABEL_SESSION, LABEL_SERVER, LABEL_CLASS } from './sandbox/container-spec.js';
 export { connectDocker, DockerUnavailableError, type DockerConnection } from './sandbox/docker-connection.js';
 export { sweepOrphans, removeSession } from './sandbox/sweep.js';

@@ -10,7 +10,9 @@ export const cliLog: Logger = createLogger(logLevelFromEnv());
 /** The one profile argument of run, plan and images build. */
 export function profileArg(command: string, positionals: string[]): Profile {
   if (positionals.length !== 1) {
-    throw new UsageError(`${command}: expected one profile file, got ${positionals.length} (see hintbox ${command} --help)`);
+    throw new UsageError(
+      `${command}: expected one profile file, got ${positionals.length} (see hintbox ${command} --help)`,
+    );
   }
   return loadProfile(positionals[0] as string);
 }

@@ -28,11 +28,12 @@ export const demoCommand: CommandSpec = {
     const workspace = mkdtempSync(path.join(os.tmpdir(), 'hintbox-demo-'));
     writeFileSync(path.join(workspace, 'notes.txt'), 'written on the host before the demo\n');
     // Run as root, hintbox gives its sandboxes uid 10001 (never root): let that uid use the folder.
-    if (process.getuid?.() === 0) for (const p of [workspace, path.join(workspace, 'notes.txt')]) chownSync(p, 10001, 10001);
+    if (process.getuid?.() === 0)
+      for (const p of [workspace, path.join(workspace, 'notes.txt')]) chownSync(p, 10001, 10001);
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [MAIN, 'run', PROFILE],
-      env: { ...process.env, WORKSPACE: workspace } as Record<string, string>,
+      env: { ...stringEnv(process.env), WORKSPACE: workspace },
       stderr: 'inherit',
     });
     const client = new Client({ name: 'hintbox-demo', version: VERSION });
@@ -47,24 +48,40 @@ export const demoCommand: CommandSpec = {
       for (const c of containers) {
         const info = await docker.getContainer(c.Id).inspect();
         const mounts = info.Mounts.map((m) => `${m.Destination} ${m.RW ? 'read-write' : 'read-only'}`).join(', ');
-        say(`   ${c.Labels[LABEL_CLASS]}: network ${info.HostConfig.NetworkMode}, ${mounts}, user ${info.Config.User}, caps dropped: ${(info.HostConfig.CapDrop ?? []).join(',')}`);
+        const capDrop = (info.HostConfig.CapDrop as string[] | undefined) ?? [];
+        say(
+          `   ${c.Labels[LABEL_CLASS]}: network ${info.HostConfig.NetworkMode}, ${mounts}, ` +
+            `user ${info.Config.User}, capabilities dropped: ${capDrop.join(',')}`,
+        );
       }
 
       const read = await client.callTool({ name: 'read_text_file', arguments: { path: '/workspace/notes.txt' } });
       say(`3. read_text_file (read-only sandbox) -> ${JSON.stringify(firstText(read))}`);
-      await client.callTool({ name: 'write_file', arguments: { path: '/workspace/hello.txt', content: 'written by the server\n' } });
-      say(`4. write_file (read-write sandbox) -> on the host: ${JSON.stringify(readFileSync(path.join(workspace, 'hello.txt'), 'utf8'))}`);
+      await client.callTool({
+        name: 'write_file',
+        arguments: { path: '/workspace/hello.txt', content: 'written by the server\n' },
+      });
+      say(
+        `4. write_file (read-write sandbox) -> on the host: ${JSON.stringify(readFileSync(path.join(workspace, 'hello.txt'), 'utf8'))}`,
+      );
       const unknown = await client.callTool({ name: 'no_such_tool', arguments: {} }).catch((e: Error) => e.message);
       say(`5. an unknown tool -> ${typeof unknown === 'string' ? unknown : JSON.stringify(unknown)}`);
     } finally {
       await client.close();
       rmSync(workspace, { recursive: true, force: true });
     }
-    const left = await docker.listContainers({ all: true, filters: { label: [`${LABEL_OWNER_PID}=${transport.pid ?? -1}`] } });
+    const left = await docker.listContainers({
+      all: true,
+      filters: { label: [`${LABEL_OWNER_PID}=${transport.pid ?? -1}`] },
+    });
     say(`6. client disconnected: ${left.length} container(s) of the session left`);
     return left.length === 0 ? 0 : 1;
   },
 };
+
+function stringEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
+}
 
 function firstText(result: unknown): string {
   const content = (result as { content?: { type: string; text?: string }[] }).content ?? [];

@@ -54,11 +54,24 @@ export function formatPlanTable(server: string, plan: SandboxPlan, rejected: rea
   const header = ['TOOL', 'CLAIMED', 'EFFECTIVE', 'SANDBOX', 'MOUNTS', 'NETWORK', 'ENFORCED'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]): string =>
-    cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ').trimEnd();
-  const out = [`server ${server}: ${plan.tools.length} tool(s) in ${plan.sandboxes.length} sandbox(es)`, '', line(header), ...rows.map(line), ''];
-  out.push('hints: R read-only / w writes, D destructive / a only adds, I idempotent / i not, O open world / c closed, - not claimed, . moot for read-only tools, * operator override');
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  const out = [
+    `server ${server}: ${plan.tools.length} tool(s) in ${plan.sandboxes.length} sandbox(es)`,
+    '',
+    line(header),
+    ...rows.map(line),
+    '',
+  ];
+  out.push(
+    'hints: R read-only / w writes, D destructive / a only adds, I idempotent / i not, O open world / c closed, - not claimed, . moot for read-only tools, * operator override',
+  );
   for (const s of plan.sandboxes) {
-    const mounts = s.mounts.map((m) => `${m.source} -> ${m.target} (${m.readOnly ? 'read-only' : 'read-write'})`).join(', ') || 'no mounts';
+    const mounts =
+      s.mounts.map((m) => `${m.source} -> ${m.target} (${m.readOnly ? 'read-only' : 'read-write'})`).join(', ') ||
+      'no mounts';
     out.push(`sandbox ${s.id}: network ${s.network}; ${mounts}; tools: ${s.tools.join(', ')}`);
   }
   for (const r of rejected) out.push(`left out: tool #${r.index}${r.name ? ` (${r.name})` : ''}: ${r.reason}`);

@@ -21,7 +21,8 @@ export const imagesBuildCommand: CommandSpec = {
   options: { rebuild: { type: 'boolean' } },
   async run({ positionals, values }) {
     const [sub, ...rest] = positionals;
-    if (sub !== 'build') throw new UsageError(`images: expected "build", got ${sub === undefined ? 'nothing' : `"${sub}"`}`);
+    if (sub !== 'build')
+      throw new UsageError(`images: expected "build", got ${sub === undefined ? 'nothing' : `"${sub}"`}`);
     const profile = profileArg('images build', rest);
     const docker = await connectDocker();
     const builder = new ImageBuilder({

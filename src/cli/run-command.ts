@@ -31,8 +31,8 @@ export const runCommand: CommandSpec = {
     const profile = profileArg('run', positionals);
     const docker = await dockerReady(log);
     const sessionId = newSessionId();
-    let session: HintboxSession | undefined;
-    let gateway: Gateway | undefined;
+    // Filled in as the session comes up; a signal may arrive at any point before.
+    const live: { session?: HintboxSession; gateway?: Gateway } = {};
     let stopping: Promise<void> | undefined;
 
     const opening = HintboxSession.open({
@@ -46,8 +46,8 @@ export const runCommand: CommandSpec = {
     const stop = (why: string): Promise<void> =>
       (stopping ??= (async () => {
         log.info(`stopping session ${sessionId} (${why}): removing its containers`);
-        await gateway?.close();
-        await session?.dispose();
+        await live.gateway?.close();
+        await live.session?.dispose();
         await removeSession(docker.docker, sessionId).catch(() => undefined);
         // A start still under way may create containers after the first removal.
         await Promise.race([opening.catch(() => undefined), delay(15_000)]);
@@ -59,12 +59,12 @@ export const runCommand: CommandSpec = {
       });
     }
 
-    session = await opening;
-    gateway = session.createGateway();
+    const session = (live.session = await opening);
+    const gateway = (live.gateway = session.createGateway());
     const disconnected = new Promise<void>((resolve) => {
       process.stdin.once('end', resolve);
       process.stdin.once('close', resolve);
-      gateway!.server.onclose = () => resolve();
+      gateway.server.onclose = () => resolve();
     });
     await gateway.server.connect(new StdioServerTransport());
     log.info(

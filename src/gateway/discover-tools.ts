@@ -54,11 +54,9 @@ export async function listToolsRaw(client: Client, timeoutMs: number): Promise<u
   const all: unknown[] = [];
   let cursor: string | undefined;
   for (let page = 0; page < 100; page++) {
-    const result = await client.request(
-      { method: 'tools/list', params: cursor ? { cursor } : {} },
-      RawListResult,
-      { timeout: timeoutMs },
-    );
+    const result = await client.request({ method: 'tools/list', params: cursor ? { cursor } : {} }, RawListResult, {
+      timeout: timeoutMs,
+    });
     all.push(...result.tools);
     cursor = result.nextCursor;
     if (!cursor) return all;

@@ -65,7 +65,10 @@ export class Gateway {
   constructor(private readonly options: GatewayOptions) {
     this.server = new Server(
       { name: 'hintbox', version: VERSION, title: `hintbox: ${options.serverName}` },
-      { capabilities: { tools: { listChanged: true } }, ...(options.instructions ? { instructions: options.instructions } : {}) },
+      {
+        capabilities: { tools: { listChanged: true } },
+        ...(options.instructions ? { instructions: options.instructions } : {}),
+      },
     );
     for (const [id, upstream] of options.started ?? []) this.adopt(id, upstream);
 
@@ -79,9 +82,9 @@ export class Gateway {
   async close(): Promise<void> {
     this.closing = true;
     await this.server.close().catch(() => undefined);
-    const upstreams = [...this.slots.values()].map((s) => s.current);
+    const upstreams = [...this.slots.values()].flatMap((s) => (s.current ? [s.current] : []));
     this.slots.clear();
-    await Promise.all(upstreams.map((p) => p?.then((u) => u.close()).catch(() => undefined)));
+    await Promise.all(upstreams.map((p) => p.then((u) => u.close()).catch(() => undefined)));
   }
 
   private adopt(sandboxId: string, upstream: Upstream): void {
@@ -93,7 +96,9 @@ export class Gateway {
       slot.current = undefined;
       if (this.closing) return;
       const why = upstream.diagnostics();
-      this.options.log.warn(`sandbox ${sandboxId} died${why ? `:\n${why}` : ''}; it will be started again on the next call`);
+      this.options.log.warn(
+        `sandbox ${sandboxId} died${why ? `:\n${why}` : ''}; it will be started again on the next call`,
+      );
       void upstream.close().catch(() => undefined);
     });
   }

@@ -63,7 +63,9 @@ export class ImageBuilder {
     this.baseImage ??= (async () => {
       if (this.options.baseImage) {
         if (!(await this.exists(this.options.baseImage)) && !(await this.tryPull(this.options.baseImage))) {
-          throw new ImageError(`base image ${this.options.baseImage} (HINTBOX_BASE_IMAGE) is not present and cannot be pulled`);
+          throw new ImageError(
+            `base image ${this.options.baseImage} (HINTBOX_BASE_IMAGE) is not present and cannot be pulled`,
+          );
         }
         return this.options.baseImage;
       }
@@ -116,7 +118,14 @@ export class ImageBuilder {
 
   private async npmInstall(dir: string, image: string): Promise<void> {
     const ci = existsSync(path.join(dir, 'package-lock.json'));
-    const args = [ci ? 'ci' : 'install', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'];
+    const args = [
+      ci ? 'ci' : 'install',
+      '--omit=dev',
+      '--ignore-scripts',
+      '--no-audit',
+      '--no-fund',
+      '--loglevel=error',
+    ];
     this.options.log.info(`installing Node packages for ${image} on the host (npm ${args.join(' ')})`);
     await run('npm', args, dir, this.options.log);
   }
@@ -133,11 +142,14 @@ export class ImageBuilder {
     const work = mkdtempSync(path.join(os.tmpdir(), 'hintbox-seed-'));
     try {
       const rootfs = path.join(work, 'rootfs');
-      log.info(`${DEBIAN_IMAGE} is not present and cannot be pulled: seeding ${SEEDED_DEBIAN_IMAGE} with debootstrap from ${mirror} (about 30 s)`);
+      log.info(
+        `${DEBIAN_IMAGE} is not present and cannot be pulled: seeding ${SEEDED_DEBIAN_IMAGE} with debootstrap from ${mirror} (about 30 s)`,
+      );
       try {
         await run('debootstrap', ['--variant=minbase', 'bookworm', rootfs, mirror], work, log.child('debootstrap'));
       } catch (error) {
-        const hint = (error as NodeJS.ErrnoException).code === 'ENOENT' ? ' (install it: apt-get install debootstrap)' : '';
+        const hint =
+          (error as NodeJS.ErrnoException).code === 'ENOENT' ? ' (install it: apt-get install debootstrap)' : '';
         throw new ImageError(`seeding the Debian base failed: ${(error as Error).message}${hint}`);
       }
       const context = path.join(work, 'context');
@@ -203,7 +215,11 @@ export function contextHash(dir: string, buildargs: Record<string, string>): str
       const relPath = path.join(rel, name);
       const stat = statSync(path.join(dir, relPath));
       if (stat.isDirectory()) walk(relPath);
-      else if (stat.isFile()) hash.update(`${relPath}\0`).update(readFileSync(path.join(dir, relPath))).update('\0');
+      else if (stat.isFile())
+        hash
+          .update(`${relPath}\0`)
+          .update(readFileSync(path.join(dir, relPath)))
+          .update('\0');
     }
   };
   walk('.');

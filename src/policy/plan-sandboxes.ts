@@ -154,10 +154,21 @@ export function planSandboxes(tools: readonly ToolClaim[], ceiling: Ceiling): Sa
     const claimed = claimedHints(tool.annotations);
     const override = ceiling.overrides[tool.name];
     const effective = effectiveHints(claimed, override);
-    return { name: tool.name, claimed, effective, overridden: override !== undefined, grant: grantFor(effective, ceiling) };
+    return {
+      name: tool.name,
+      claimed,
+      effective,
+      overridden: override !== undefined,
+      grant: grantFor(effective, ceiling),
+    };
   });
 
-  const shared = ceiling.split ? undefined : unionGrant(resolved.map((t) => t.grant), ceiling);
+  const shared = ceiling.split
+    ? undefined
+    : unionGrant(
+        resolved.map((t) => t.grant),
+        ceiling,
+      );
   const byKey = new Map<string, PlannedSandbox>();
   const planned: PlannedTool[] = resolved.map((tool) => {
     const grant = shared ?? tool.grant;

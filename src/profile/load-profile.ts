@@ -131,7 +131,11 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
   if (parsed.data.server.build !== undefined) {
     const context = path.resolve(baseDir, parsed.data.server.build);
     if (!isFile(path.join(context, 'Dockerfile'))) {
-      problems.push({ file: absFile, path: 'server.build', message: `a folder with a Dockerfile (${context} has none)` });
+      problems.push({
+        file: absFile,
+        path: 'server.build',
+        message: `a folder with a Dockerfile (${context} has none)`,
+      });
     } else {
       parsed.data.server.build = context;
     }

@@ -99,9 +99,7 @@ export const ProfileSchema = z.strictObject({
   /** Network ceiling: `none` (default) or `open`. Only open-world tools get it. */
   network: z.enum(['none', 'open']).default('none'),
   /** Environment of every sandbox: exactly these, nothing inherited from the host. */
-  env: z
-    .record(z.string().regex(ENV_NAME, 'expected an environment variable name'), z.string())
-    .default({}),
+  env: z.record(z.string().regex(ENV_NAME, 'expected an environment variable name'), z.string()).default({}),
   limits: LimitsSchema.default({ memory: '512m', cpus: 1, pids: 256, tmpfs: '64m' }),
   timeouts: TimeoutsSchema.default({ start: 30, call: 600 }),
   /** Per-tool operator rules, by tool name. */

@@ -61,12 +61,10 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
     BindOptions: {
       Propagation: 'rprivate',
       ...(m.readOnly && engine.recursiveReadOnly ? { ReadOnlyForceRecursive: true } : {}),
-    } as Docker.MountSettings['BindOptions'],
+    },
   }));
 
-  const env = Object.entries({ ...profile.env, HOME: SANDBOX_HOME, TMPDIR: SANDBOX_TMP }).map(
-    ([k, v]) => `${k}=${v}`,
-  );
+  const env = Object.entries({ ...profile.env, HOME: SANDBOX_HOME, TMPDIR: SANDBOX_TMP }).map(([k, v]) => `${k}=${v}`);
 
   return {
     name: containerName(session, profile.name, sandboxId),

@@ -21,7 +21,7 @@ export class ContainerStdioTransport implements Transport {
     private readonly stdout: Readable,
   ) {}
 
-  async start(): Promise<void> {
+  start(): Promise<void> {
     this.stdout.on('data', (chunk: Buffer) => {
       try {
         this.buffer.append(chunk);
@@ -35,6 +35,7 @@ export class ContainerStdioTransport implements Transport {
     this.stdout.on('close', () => this.finish());
     this.stdout.on('error', (error) => this.onerror?.(error));
     this.stdin.on('error', (error) => this.onerror?.(error));
+    return Promise.resolve();
   }
 
   private drain(): void {
@@ -62,10 +63,12 @@ export class ContainerStdioTransport implements Transport {
     });
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.stdin.end();
-    this.finish();
+  close(): Promise<void> {
+    if (!this.closed) {
+      this.stdin.end();
+      this.finish();
+    }
+    return Promise.resolve();
   }
 
   private finish(): void {

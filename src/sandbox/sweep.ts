@@ -24,12 +24,16 @@ export function makeIsOwnerAlive(thisHost: string): IsOwnerAlive {
  */
 export async function sweepOrphans(docker: Docker, isOwnerAlive: IsOwnerAlive, log: Logger): Promise<string[]> {
   const containers = await docker.listContainers({ all: true, filters: { label: [LABEL_SESSION] } });
-  const orphans = containers.filter((c) => !isOwnerAlive(c.Labels[LABEL_OWNER_HOST], Number(c.Labels[LABEL_OWNER_PID])));
+  const orphans = containers.filter(
+    (c) => !isOwnerAlive(c.Labels[LABEL_OWNER_HOST], Number(c.Labels[LABEL_OWNER_PID])),
+  );
   await Promise.all(
     orphans.map(async (c) => {
       try {
         await docker.getContainer(c.Id).remove({ force: true, v: true });
-        log.info(`swept ${c.Names[0]?.replace(/^\//, '') ?? c.Id} (session ${c.Labels[LABEL_SESSION]} is no longer running)`);
+        log.info(
+          `swept ${c.Names[0]?.replace(/^\//, '') ?? c.Id} (session ${c.Labels[LABEL_SESSION]} is no longer running)`,
+        );
       } catch (error) {
         if ((error as { statusCode?: number }).statusCode !== 404) throw error;
       }

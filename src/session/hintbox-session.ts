@@ -50,12 +50,18 @@ export class SandboxPolicyError extends Error {
  * Refuses read-only sources that have mount points below them on an engine that cannot make
  * bind mounts read-only recursively: those nested mounts would stay writable.
  */
-export function assertNoNestedMounts(profile: Profile, docker: DockerConnection, mountPoints = hostMountPoints()): void {
+export function assertNoNestedMounts(
+  profile: Profile,
+  docker: DockerConnection,
+  mountPoints = hostMountPoints(),
+): void {
   if (docker.recursiveReadOnly) return;
   const problems = profile.mounts.flatMap((mount, index) => {
     const nested = nestedMountPoints(mount.source, mountPoints);
     return nested.length
-      ? [`${profile.file}: mounts[${index}].source: ${mount.source} has nested mount points (${nested.join(', ')}), which the Docker engine (API ${docker.apiVersion} < 1.44) cannot make read-only`]
+      ? [
+          `${profile.file}: mounts[${index}].source: ${mount.source} has nested mount points (${nested.join(', ')}), which the Docker engine (API ${docker.apiVersion} < 1.44) cannot make read-only`,
+        ]
       : [];
   });
   if (problems.length) throw new SandboxPolicyError(problems.join('\n'));
@@ -184,7 +190,9 @@ export class HintboxSession implements AsyncDisposable {
     }
     if (startAll) {
       const toStart = this.plan.sandboxes.filter((s) => !this.started.has(s.id));
-      log.info(`starting ${toStart.length} more sandbox(es) in parallel: ${toStart.map((s) => s.id).join(', ') || '(none)'}`);
+      log.info(
+        `starting ${toStart.length} more sandbox(es) in parallel: ${toStart.map((s) => s.id).join(', ') || '(none)'}`,
+      );
       const results = await Promise.allSettled(
         toStart.map(async (s) => this.started.set(s.id, await this.startUpstream(s.id))),
       );

@@ -12,7 +12,9 @@ describe('hintbox fails closed', { timeout: 180_000 }, () => {
 
   it('says where it looked when Docker is not reachable', async () => {
     const profile = writeProfile({ name: 'nodocker', server: { image: LIAR_IMAGE } });
-    const { code, stderr } = await hintboxCommand(['run', profile], { DOCKER_HOST: 'unix:///tmp/hintbox-no-such.sock' });
+    const { code, stderr } = await hintboxCommand(['run', profile], {
+      DOCKER_HOST: 'unix:///tmp/hintbox-no-such.sock',
+    });
     assert.equal(code, 1);
     assert.match(stderr, /Docker is not reachable at unix:\/\/\/tmp\/hintbox-no-such\.sock \(from DOCKER_HOST\)/);
   });

@@ -25,7 +25,10 @@ describe('the filesystem reference server under hintbox run', { timeout: 240_000
       const readTool = tools.find((t) => t.name === 'read_text_file');
       assert.deepEqual(readTool?.annotations, { readOnlyHint: true, openWorldHint: false }, 'annotations pass through');
 
-      const read = await hintbox.client.callTool({ name: 'read_text_file', arguments: { path: '/workspace/notes.txt' } });
+      const read = await hintbox.client.callTool({
+        name: 'read_text_file',
+        arguments: { path: '/workspace/notes.txt' },
+      });
       assert.deepEqual((read.content as { text: string }[])[0]?.text, 'from the host\n');
 
       const write = await hintbox.client.callTool({
@@ -46,10 +49,16 @@ describe('the filesystem reference server under hintbox run', { timeout: 240_000
       assert.deepEqual([...byClass.keys()].sort(), ['ro-offline', 'rw-offline']);
       const ro = await d.getContainer(byClass.get('ro-offline') as string).inspect();
       assert.equal(ro.HostConfig.NetworkMode, 'none');
-      assert.deepEqual(ro.Mounts.map((m) => [m.Destination, m.RW]), [['/workspace', false]]);
+      assert.deepEqual(
+        ro.Mounts.map((m) => [m.Destination, m.RW]),
+        [['/workspace', false]],
+      );
       const rw = await d.getContainer(byClass.get('rw-offline') as string).inspect();
       assert.equal(rw.HostConfig.NetworkMode, 'none');
-      assert.deepEqual(rw.Mounts.map((m) => [m.Destination, m.RW]), [['/workspace', true]]);
+      assert.deepEqual(
+        rw.Mounts.map((m) => [m.Destination, m.RW]),
+        [['/workspace', true]],
+      );
     } finally {
       await hintbox.client.close();
       await hintbox.exited;

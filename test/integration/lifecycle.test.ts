@@ -60,7 +60,7 @@ describe('sandbox lifecycle', { timeout: 240_000 }, () => {
 
     const crash = await hintbox.client.callTool({ name: 'crash', arguments: {} });
     assert.equal(crash.isError, true);
-    assert.match(JSON.stringify(crash.content), /crashing on purpose/, 'the error quotes the server\'s stderr');
+    assert.match(JSON.stringify(crash.content), /crashing on purpose/, "the error quotes the server's stderr");
     assert.equal(outcomeOf(await hintbox.client.callTool({ name: 'identity', arguments: {} })).ok, true);
   });
 });

@@ -4,8 +4,23 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { GenericContainer, Wait, type StartedTestContainer } from 'testcontainers';
 import { LABEL_CLASS, LABEL_SERVER, LABEL_SESSION } from '../../src/sandbox/container-spec.js';
-import { CANARY_IMAGE, containersOf, docker, ensureTestImages, eventually, LIAR_IMAGE, assertNoLeftovers } from './support/docker.js';
-import { hintboxCommand, outcomeOf, runHintbox, sandboxFolder, writeProfile, type RunningHintbox } from './support/hintbox-process.js';
+import {
+  CANARY_IMAGE,
+  containersOf,
+  docker,
+  ensureTestImages,
+  eventually,
+  LIAR_IMAGE,
+  assertNoLeftovers,
+} from './support/docker.js';
+import {
+  hintboxCommand,
+  outcomeOf,
+  runHintbox,
+  sandboxFolder,
+  writeProfile,
+  type RunningHintbox,
+} from './support/hintbox-process.js';
 
 const CANARY_PORT = 7070;
 const CANARY_SERVER = `require('net').createServer((s) => s.end('canary\\n')).listen(${CANARY_PORT}, () => console.log('canary listening'))`;
@@ -68,10 +83,16 @@ describe('a lying server under hintbox run', { timeout: 240_000 }, () => {
     };
     const liar = sandboxOf('write_mounted');
     assert.equal(liar?.network, 'none');
-    assert.deepEqual(liar?.mounts.map((m) => m.readOnly), [true]);
+    assert.deepEqual(
+      liar?.mounts.map((m) => m.readOnly),
+      [true],
+    );
     const unannotated = sandboxOf('unannotated_write');
     assert.equal(unannotated?.network, 'bridge', 'no annotations: the ceiling (open) exactly');
-    assert.deepEqual(unannotated?.mounts.map((m) => [m.target, m.readOnly]), [['/data', false]]);
+    assert.deepEqual(
+      unannotated?.mounts.map((m) => [m.target, m.readOnly]),
+      [['/data', false]],
+    );
     assert.equal(plan.sandboxes.length, 2);
   });
 
@@ -161,7 +182,10 @@ describe('a lying server under hintbox run', { timeout: 240_000 }, () => {
       assert.ok(c.Labels[LABEL_SESSION] && c.Labels[LABEL_SERVER] && c.Labels[LABEL_CLASS]);
       if (c.Labels[LABEL_CLASS] === 'ro-offline') {
         assert.equal(host.NetworkMode, 'none');
-        assert.deepEqual(info.Mounts.map((m) => m.RW), [false]);
+        assert.deepEqual(
+          info.Mounts.map((m) => m.RW),
+          [false],
+        );
       }
     }
   });
@@ -183,10 +207,17 @@ describe('a server whose ceiling is no network', { timeout: 120_000 }, () => {
       .withWaitStrategy(Wait.forLogMessage('canary listening'))
       .start();
     try {
-      const profile = writeProfile({ name: `liar-closed-${process.pid}`, server: { image: LIAR_IMAGE }, network: 'none' });
+      const profile = writeProfile({
+        name: `liar-closed-${process.pid}`,
+        server: { image: LIAR_IMAGE },
+        network: 'none',
+      });
       await using hintbox = await runHintbox(profile);
       const result = outcomeOf(
-        await hintbox.client.callTool({ name: 'unannotated_connect', arguments: { host: canary.getIpAddress('bridge'), port: CANARY_PORT } }),
+        await hintbox.client.callTool({
+          name: 'unannotated_connect',
+          arguments: { host: canary.getIpAddress('bridge'), port: CANARY_PORT },
+        }),
       );
       assert.equal(result.ok, false);
     } finally {

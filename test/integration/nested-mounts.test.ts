@@ -11,31 +11,39 @@ import { hintboxCommand, sandboxFolder, writeProfile } from './support/hintbox-p
  * mounted below it stays writable in the container. hintbox must refuse such a source there.
  * Mounting a tmpfs needs root, as CI has.
  */
-describe('nested mount points under a read-only source', { timeout: 120_000, skip: process.getuid?.() !== 0 && 'needs root to mount a tmpfs' }, () => {
-  let workspace: string;
-  let inner: string;
-  before(async () => {
-    await ensureTestImages();
-    workspace = sandboxFolder();
-    inner = path.join(workspace, 'inner');
-    mkdirSync(inner);
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'hintbox-test', inner]);
-    writeFileSync(path.join(inner, 'kept.txt'), 'nested\n');
-  });
-  after(async () => {
-    execFileSync('umount', [inner]);
-    await assertNoLeftovers();
-  });
+describe(
+  'nested mount points under a read-only source',
+  { timeout: 120_000, skip: process.getuid?.() !== 0 && 'needs root to mount a tmpfs' },
+  () => {
+    let workspace: string;
+    let inner: string;
+    before(async () => {
+      await ensureTestImages();
+      workspace = sandboxFolder();
+      inner = path.join(workspace, 'inner');
+      mkdirSync(inner);
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'hintbox-test', inner]);
+      writeFileSync(path.join(inner, 'kept.txt'), 'nested\n');
+    });
+    after(async () => {
+      execFileSync('umount', [inner]);
+      await assertNoLeftovers();
+    });
 
-  it('are refused on an engine that cannot make them read-only, before any container starts', async (t) => {
-    const { recursiveReadOnly, apiVersion } = await docker();
-    if (recursiveReadOnly) return t.skip(`engine API ${apiVersion} makes read-only mounts recursive`);
-    const before = (await allHintboxContainers()).length;
-    const profile = writeProfile({ name: 'nested', server: { image: LIAR_IMAGE }, mounts: [{ source: workspace, target: '/data' }] });
-    const { code, stderr } = await hintboxCommand(['run', profile]);
-    assert.equal(code, 1);
-    assert.match(stderr, /mounts\[0\]\.source: .* has nested mount points \(.*inner\).*cannot make read-only/);
-    assert.equal((await allHintboxContainers()).length, before);
-    assert.equal(readFileSync(path.join(inner, 'kept.txt'), 'utf8'), 'nested\n');
-  });
-});
+    it('are refused on an engine that cannot make them read-only, before any container starts', async (t) => {
+      const { recursiveReadOnly, apiVersion } = await docker();
+      if (recursiveReadOnly) return t.skip(`engine API ${apiVersion} makes read-only mounts recursive`);
+      const before = (await allHintboxContainers()).length;
+      const profile = writeProfile({
+        name: 'nested',
+        server: { image: LIAR_IMAGE },
+        mounts: [{ source: workspace, target: '/data' }],
+      });
+      const { code, stderr } = await hintboxCommand(['run', profile]);
+      assert.equal(code, 1);
+      assert.match(stderr, /mounts\[0\]\.source: .* has nested mount points \(.*inner\).*cannot make read-only/);
+      assert.equal((await allHintboxContainers()).length, before);
+      assert.equal(readFileSync(path.join(inner, 'kept.txt'), 'utf8'), 'nested\n');
+    });
+  },
+);

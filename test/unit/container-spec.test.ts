@@ -146,7 +146,6 @@ describe('buildContainerSpec', () => {
 
   it(
     'refuses a root user even when given one directly (defense in depth behind the schema)',
-    { todo: 'sandboxUser() returns a configured "0:0" as is; only the profile schema rejects it' },
     () => {
       const base = input();
       let user: string | undefined;

@@ -116,6 +116,13 @@ describe('hintCode', () => {
     assert.equal(hintCode({ readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true }), 'wDiO');
     assert.equal(hintCode({ openWorldHint: false }), '---c');
   });
+
+  it('marks destructive and idempotent as moot (.) for an effective read-only tool', () => {
+    const ro = { readOnlyHint: true, destructiveHint: true, idempotentHint: false, openWorldHint: false };
+    assert.equal(hintCode(ro, true), 'R..c');
+    assert.equal(hintCode(ro), 'RDic', 'claims are shown as claimed');
+    assert.equal(hintCode({ readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true }, true), 'waIO');
+  });
 });
 
 describe('formatPlanTable', () => {
@@ -126,7 +133,8 @@ describe('formatPlanTable', () => {
     const row = (name: string) => rows.find((l) => l.startsWith(`${name} `))!;
     assert.match(row('read'), /\byes$/);
     assert.match(row('mkdir'), /NO: destructiveHint/);
-    assert.match(row('fetch'), /RDiO\*/, 'effective hints with override marker');
+    assert.match(row('fetch'), / R--c +R\.\.O\* /, 'claimed hints, then effective hints (moot ones as .) with override marker');
+    assert.match(row('mkdir'), / wa-c +waic /);
     assert.match(row('fetch'), /\bbridge\b/);
     assert.match(text, /left out: tool #3 \(bad\): broken/);
     for (const s of plan.sandboxes) assert.ok(text.includes(`sandbox ${s.id}: network ${s.network}`));

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { chownSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
+import type { PassThrough } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { stringify } from 'yaml';
@@ -104,7 +104,10 @@ function dockerEnv(): Record<string, string> {
 
 /** The JSON a liar tool answered (its structuredContent). */
 export function outcomeOf(result: unknown): { ok: boolean; value?: unknown; error?: string } {
-  const r = result as { structuredContent?: { ok: boolean; value?: unknown; error?: string }; content?: { text?: string }[] };
+  const r = result as {
+    structuredContent?: { ok: boolean; value?: unknown; error?: string };
+    content?: { text?: string }[];
+  };
   if (r.structuredContent) return r.structuredContent;
   throw new Error(`not a liar result: ${JSON.stringify(result)}`);
 }
