@@ -1,0 +1,326 @@
+/**
+ * hintbox against the same MCP server run bare and under `docker run -i`.
+ *
+ *   npm run bench                     # table on stdout, progress on stderr
+ *   npm run bench -- --json           # the same as JSON
+ *   npm run bench -- --rounds 3 --calls 100 --scale 1,5
+ *
+ * Variants are interleaved round by round (bare, docker, hintbox, bare, …) so drift on a noisy
+ * machine hits each alike; ratios to docker are taken pair by pair within a round, then the
+ * median over rounds is reported.
+ */
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ImageBuilder, IMAGES_DIR } from '../src/images/image-builder.js';
+import { LABEL_OWNER_PID } from '../src/sandbox/container-spec.js';
+import { connectDocker } from '../src/sandbox/docker-connection.js';
+import { createLogger } from '../src/util/logger.js';
+import { median, percentile, spread } from './stats.js';
+
+const REPO = fileURLToPath(new URL('../', import.meta.url));
+const IMAGE = 'hintbox/server-filesystem:2026.8.31';
+const SERVER_ENTRY = 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js';
+const CACHE = path.join(REPO, '.hintbox', 'bench');
+const log = createLogger('info', (line) => process.stderr.write(line + '\n'), 'bench');
+
+type VariantName = 'bare' | 'docker' | 'hintbox';
+const VARIANTS: VariantName[] = ['bare', 'docker', 'hintbox'];
+
+interface Running {
+  client: Client;
+  /** Process whose resident memory is the variant's own overhead (hintbox itself; the docker CLI; the bare server). */
+  pid: number;
+  close(): Promise<void>;
+}
+
+interface RoundResult {
+  coldStartMs: number;
+  latency: { p50: number; p99: number };
+  throughput: Record<number, number>;
+  rssMb: number;
+  sandboxMb: number[];
+}
+
+const { values } = parseArgs({
+  options: {
+    json: { type: 'boolean' },
+    rounds: { type: 'string', default: '5' },
+    calls: { type: 'string', default: '300' },
+    scale: { type: 'string', default: '1,5,20' },
+    concurrency: { type: 'string', default: '1,8,32' },
+  },
+});
+const ROUNDS = Number(values.rounds);
+const CALLS = Number(values.calls);
+const SCALE = values.scale.split(',').map(Number).filter((n) => n > 0);
+const CONCURRENCY = values.concurrency.split(',').map(Number).filter((n) => n > 0);
+
+async function main(): Promise<void> {
+  const { docker } = await connectDocker();
+  log.info('preparing: image, host copy of the server, workspace');
+  await new ImageBuilder({ docker, log }).ensure(IMAGE, path.join(IMAGES_DIR, 'server-filesystem'));
+  const bareDir = prepareBareServer();
+  const workspace = mkdtempSync(path.join(os.tmpdir(), 'hintbox-bench-'));
+  writeFileSync(path.join(workspace, 'file.txt'), 'benchmark\n');
+  if (process.getuid?.() === 0) {
+    chownSync(workspace, 10001, 10001);
+    chownSync(path.join(workspace, 'file.txt'), 10001, 10001);
+  }
+
+  const starters: Record<VariantName, () => Promise<Running>> = {
+    bare: () => spawnServer(process.execPath, [path.join(bareDir, SERVER_ENTRY), workspace]),
+    docker: () =>
+      spawnServer('docker', ['run', '-i', '--rm', '--network', 'none', '-v', `${workspace}:/workspace`, IMAGE]),
+    hintbox: () =>
+      spawnServer(process.execPath, [path.join(REPO, 'dist/cli/main.js'), 'run', path.join(REPO, 'profiles/filesystem.yaml')], {
+        WORKSPACE: workspace,
+        HINTBOX_LOG_LEVEL: 'warn',
+      }),
+  };
+
+  const rounds: Record<VariantName, RoundResult>[] = [];
+  try {
+    for (let round = 1; round <= ROUNDS; round++) {
+      const results = {} as Record<VariantName, RoundResult>;
+      for (const variant of VARIANTS) {
+        log.info(`round ${round}/${ROUNDS}: ${variant}`);
+        results[variant] = await measure(starters[variant], docker);
+      }
+      rounds.push(results);
+    }
+    const scale = await measureScale(workspace, docker);
+    const report = summarize(rounds, scale);
+    process.stdout.write(values.json ? JSON.stringify(report, null, 2) + '\n' : formatReport(report) + '\n');
+  } finally {
+    rmSync(workspace, { recursive: true, force: true });
+  }
+}
+
+/** The server's npm package installed on the host, from the same lock file as the image. */
+function prepareBareServer(): string {
+  const dir = path.join(CACHE, 'server-filesystem');
+  const lock = readFileSync(path.join(IMAGES_DIR, 'server-filesystem', 'package-lock.json'), 'utf8');
+  if (existsSync(path.join(dir, SERVER_ENTRY)) && readFileSync(path.join(dir, 'package-lock.json'), 'utf8') === lock) {
+    return dir;
+  }
+  mkdirSync(dir, { recursive: true });
+  for (const f of ['package.json', 'package-lock.json']) cpSync(path.join(IMAGES_DIR, 'server-filesystem', f), path.join(dir, f));
+  execFileSync('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir, stdio: 'inherit' });
+  return dir;
+}
+
+async function spawnServer(command: string, args: string[], env: Record<string, string> = {}): Promise<Running> {
+  const transport = new StdioClientTransport({
+    command,
+    args,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', ...env },
+    stderr: 'ignore',
+  });
+  const client = new Client({ name: 'hintbox-bench', version: '1.0.0' });
+  await client.connect(transport);
+  return {
+    client,
+    pid: transport.pid ?? -1,
+    close: async () => {
+      await client.close();
+      await waitForExit(transport.pid ?? -1);
+    },
+  };
+}
+
+async function measure(start: () => Promise<Running>, docker: import('dockerode')): Promise<RoundResult> {
+  const t0 = performance.now();
+  const running = await start();
+  try {
+    await running.client.listTools();
+    const coldStartMs = performance.now() - t0;
+
+    const call = () => running.client.callTool({ name: 'list_allowed_directories', arguments: {} });
+    for (let i = 0; i < 20; i++) await call(); // warm-up
+    const samples: number[] = [];
+    for (let i = 0; i < CALLS; i++) {
+      const s = performance.now();
+      await call();
+      samples.push(performance.now() - s);
+    }
+    const throughput: Record<number, number> = {};
+    for (const inFlight of CONCURRENCY) throughput[inFlight] = await callsPerSecond(call, inFlight, CALLS);
+
+    const sandboxMb = await sandboxMemory(docker, running.pid);
+    return {
+      coldStartMs,
+      latency: { p50: percentile(samples, 50), p99: percentile(samples, 99) },
+      throughput,
+      rssMb: rssMb(running.pid),
+      sandboxMb,
+    };
+  } finally {
+    await running.close();
+  }
+}
+
+async function callsPerSecond(call: () => Promise<unknown>, inFlight: number, total: number): Promise<number> {
+  let next = 0;
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next++ < total) await call();
+    }),
+  );
+  return (total / (performance.now() - start)) * 1000;
+}
+
+function rssMb(pid: number): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+  } catch {
+    return 0;
+  }
+}
+
+/** Memory of the containers that hintbox process `pid` owns (empty for other variants). */
+async function sandboxMemory(docker: import('dockerode'), pid: number): Promise<number[]> {
+  const containers = await docker.listContainers({ filters: { label: [`${LABEL_OWNER_PID}=${pid}`] } });
+  return Promise.all(
+    containers.map(async (c) => {
+      const stats = (await docker.getContainer(c.Id).stats({ stream: false })) as { memory_stats?: { usage?: number; stats?: { cache?: number } } };
+      const usage = (stats.memory_stats?.usage ?? 0) - (stats.memory_stats?.stats?.cache ?? 0);
+      return usage / 1024 / 1024;
+    }),
+  );
+}
+
+interface ScaleResult {
+  servers: number;
+  startMs: number;
+  hintboxRssMb: number;
+  sandboxMb: number;
+}
+
+async function measureScale(workspace: string, docker: import('dockerode')): Promise<ScaleResult[]> {
+  const out: ScaleResult[] = [];
+  for (const n of SCALE) {
+    log.info(`scale: ${n} server(s) under hintbox at once`);
+    const t0 = performance.now();
+    const all = await Promise.all(
+      Array.from({ length: n }, () =>
+        spawnServer(process.execPath, [path.join(REPO, 'dist/cli/main.js'), 'run', path.join(REPO, 'profiles/filesystem.yaml')], {
+          WORKSPACE: workspace,
+          HINTBOX_LOG_LEVEL: 'warn',
+        }).then(async (r) => (await r.client.listTools(), r)),
+      ),
+    );
+    const startMs = performance.now() - t0;
+    const sandbox = (await Promise.all(all.map((r) => sandboxMemory(docker, r.pid)))).flat();
+    out.push({
+      servers: n,
+      startMs,
+      hintboxRssMb: all.reduce((sum, r) => sum + rssMb(r.pid), 0),
+      sandboxMb: sandbox.reduce((a, b) => a + b, 0),
+    });
+    await Promise.all(all.map((r) => r.close()));
+  }
+  return out;
+}
+
+async function waitForExit(pid: number): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+interface Figure {
+  name: string;
+  unit: string;
+  values: Record<VariantName, { median: number; spread: number }>;
+  /** hintbox ÷ docker, median of per-round ratios. */
+  ratio: number;
+  target?: { text: string; met: boolean };
+}
+
+function summarize(rounds: Record<VariantName, RoundResult>[], scale: ScaleResult[]) {
+  const figure = (
+    name: string,
+    unit: string,
+    pick: (r: RoundResult) => number,
+    target?: (ratio: number, hintbox: number) => { text: string; met: boolean },
+  ): Figure => {
+    const values = Object.fromEntries(
+      VARIANTS.map((v) => {
+        const xs = rounds.map((r) => pick(r[v]));
+        return [v, { median: median(xs), spread: spread(xs) }];
+      }),
+    ) as Figure['values'];
+    const ratio = median(rounds.map((r) => pick(r.hintbox) / pick(r.docker)));
+    return { name, unit, values, ratio, ...(target ? { target: target(ratio, values.hintbox.median) } : {}) };
+  };
+  const atMost = (limit: number) => (ratio: number) => ({ text: `≤ ${limit} × docker`, met: ratio <= limit });
+  const atLeast = (limit: number) => (ratio: number) => ({ text: `≥ ${limit} × docker`, met: ratio >= limit });
+  const figures: Figure[] = [
+    figure('cold start (launch → first tools/list)', 'ms', (r) => r.coldStartMs, atMost(1.2)),
+    figure('call latency p50', 'ms', (r) => r.latency.p50, atMost(1.1)),
+    figure('call latency p99', 'ms', (r) => r.latency.p99, atMost(1.5)),
+    ...CONCURRENCY.map((c) => figure(`throughput, ${c} in flight`, 'calls/s', (r) => r.throughput[c] ?? 0, atLeast(0.9))),
+    figure('resident memory of the launched process', 'MB', (r) => r.rssMb, (_ratio, hintbox) => ({
+      text: 'hintbox ≤ 80 MB',
+      met: hintbox <= 80,
+    })),
+  ];
+  const sandboxMb = rounds.flatMap((r) => r.hintbox.sandboxMb);
+  return {
+    machine: { cpus: os.cpus().length, memGb: Math.round(os.totalmem() / 2 ** 30), node: process.version },
+    rounds: rounds.length,
+    calls: CALLS,
+    figures,
+    sandboxMemoryMb: { median: median(sandboxMb), perSandbox: sandboxMb.length / Math.max(rounds.length, 1) },
+    scale,
+  };
+}
+
+function formatReport(report: ReturnType<typeof summarize>): string {
+  const fmt = (x: number) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
+  const rows = report.figures.map((f) => [
+    f.name,
+    ...VARIANTS.map((v) => `${fmt(f.values[v].median)} ±${fmt(f.values[v].spread)}`),
+    f.unit,
+    `${f.ratio.toFixed(2)}×`,
+    f.target ? `${f.target.text}: ${f.target.met ? 'met' : 'MISSED'}` : '',
+  ]);
+  const header = ['figure', 'bare', 'docker', 'hintbox', 'unit', 'hintbox/docker', 'target'];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join(' | ').trimEnd();
+  const out = [
+    `${report.rounds} round(s), ${report.calls} calls per figure, ${report.machine.cpus} CPUs, Node ${report.machine.node}; median ±(max−min)/2 over rounds`,
+    '',
+    line(header),
+    widths.map((w) => '-'.repeat(w)).join('-|-'),
+    ...rows.map(line),
+    '',
+    `memory per hintbox sandbox (container, without page cache): median ${fmt(report.sandboxMemoryMb.median)} MB, ${report.sandboxMemoryMb.perSandbox} sandboxes per server`,
+    '',
+    'scale: N filesystem servers under hintbox at once',
+    ...report.scale.map(
+      (s) =>
+        `  ${String(s.servers).padStart(2)} server(s): all up in ${fmt(s.startMs)} ms; hintbox processes ${fmt(s.hintboxRssMb)} MB, sandboxes ${fmt(s.sandboxMb)} MB`,
+    ),
+  ];
+  return out.join('\n');
+}
+
+main().catch((error: unknown) => {
+  log.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+  process.exitCode = 1;
+});
