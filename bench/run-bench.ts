@@ -16,6 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import type Docker from 'dockerode';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ImageBuilder, IMAGES_DIR } from '../src/images/image-builder.js';
@@ -59,8 +60,14 @@ const { values } = parseArgs({
 });
 const ROUNDS = Number(values.rounds);
 const CALLS = Number(values.calls);
-const SCALE = values.scale.split(',').map(Number).filter((n) => n > 0);
-const CONCURRENCY = values.concurrency.split(',').map(Number).filter((n) => n > 0);
+const SCALE = values.scale
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0);
+const CONCURRENCY = values.concurrency
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0);
 
 async function main(): Promise<void> {
   const { docker } = await connectDocker();
@@ -79,10 +86,14 @@ async function main(): Promise<void> {
     docker: () =>
       spawnServer('docker', ['run', '-i', '--rm', '--network', 'none', '-v', `${workspace}:/workspace`, IMAGE]),
     hintbox: () =>
-      spawnServer(process.execPath, [path.join(REPO, 'dist/cli/main.js'), 'run', path.join(REPO, 'profiles/filesystem.yaml')], {
-        WORKSPACE: workspace,
-        HINTBOX_LOG_LEVEL: 'warn',
-      }),
+      spawnServer(
+        process.execPath,
+        [path.join(REPO, 'dist/cli/main.js'), 'run', path.join(REPO, 'profiles/filesystem.yaml')],
+        {
+          WORKSPACE: workspace,
+          HINTBOX_LOG_LEVEL: 'warn',
+        },
+      ),
   };
 
   const rounds: Record<VariantName, RoundResult>[] = [];
@@ -111,8 +122,12 @@ function prepareBareServer(): string {
     return dir;
   }
   mkdirSync(dir, { recursive: true });
-  for (const f of ['package.json', 'package-lock.json']) cpSync(path.join(IMAGES_DIR, 'server-filesystem', f), path.join(dir, f));
-  execFileSync('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir, stdio: 'inherit' });
+  for (const f of ['package.json', 'package-lock.json'])
+    cpSync(path.join(IMAGES_DIR, 'server-filesystem', f), path.join(dir, f));
+  execFileSync('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], {
+    cwd: dir,
+    stdio: 'inherit',
+  });
   return dir;
 }
 
@@ -135,7 +150,7 @@ async function spawnServer(command: string, args: string[], env: Record<string, 
   };
 }
 
-async function measure(start: () => Promise<Running>, docker: import('dockerode')): Promise<RoundResult> {
+async function measure(start: () => Promise<Running>, docker: Docker): Promise<RoundResult> {
   const t0 = performance.now();
   const running = await start();
   try {
@@ -187,11 +202,13 @@ function rssMb(pid: number): number {
 }
 
 /** Memory of the containers that hintbox process `pid` owns (empty for other variants). */
-async function sandboxMemory(docker: import('dockerode'), pid: number): Promise<number[]> {
+async function sandboxMemory(docker: Docker, pid: number): Promise<number[]> {
   const containers = await docker.listContainers({ filters: { label: [`${LABEL_OWNER_PID}=${pid}`] } });
   return Promise.all(
     containers.map(async (c) => {
-      const stats = (await docker.getContainer(c.Id).stats({ stream: false })) as { memory_stats?: { usage?: number; stats?: { cache?: number } } };
+      const stats = (await docker.getContainer(c.Id).stats({ stream: false })) as {
+        memory_stats?: { usage?: number; stats?: { cache?: number } };
+      };
       const usage = (stats.memory_stats?.usage ?? 0) - (stats.memory_stats?.stats?.cache ?? 0);
       return usage / 1024 / 1024;
     }),
@@ -205,17 +222,21 @@ interface ScaleResult {
   sandboxMb: number;
 }
 
-async function measureScale(workspace: string, docker: import('dockerode')): Promise<ScaleResult[]> {
+async function measureScale(workspace: string, docker: Docker): Promise<ScaleResult[]> {
   const out: ScaleResult[] = [];
   for (const n of SCALE) {
     log.info(`scale: ${n} server(s) under hintbox at once`);
     const t0 = performance.now();
     const all = await Promise.all(
       Array.from({ length: n }, () =>
-        spawnServer(process.execPath, [path.join(REPO, 'dist/cli/main.js'), 'run', path.join(REPO, 'profiles/filesystem.yaml')], {
-          WORKSPACE: workspace,
-          HINTBOX_LOG_LEVEL: 'warn',
-        }).then(async (r) => (await r.client.listTools(), r)),
+        spawnServer(
+          process.execPath,
+          [path.join(REPO, 'dist/cli/main.js'), 'run', path.join(REPO, 'profiles/filesystem.yaml')],
+          {
+            WORKSPACE: workspace,
+            HINTBOX_LOG_LEVEL: 'warn',
+          },
+        ).then(async (r) => (await r.client.listTools(), r)),
       ),
     );
     const startMs = performance.now() - t0;
@@ -273,11 +294,18 @@ function summarize(rounds: Record<VariantName, RoundResult>[], scale: ScaleResul
     figure('cold start (launch → first tools/list)', 'ms', (r) => r.coldStartMs, atMost(1.2)),
     figure('call latency p50', 'ms', (r) => r.latency.p50, atMost(1.1)),
     figure('call latency p99', 'ms', (r) => r.latency.p99, atMost(1.5)),
-    ...CONCURRENCY.map((c) => figure(`throughput, ${c} in flight`, 'calls/s', (r) => r.throughput[c] ?? 0, atLeast(0.9))),
-    figure('resident memory of the launched process', 'MB', (r) => r.rssMb, (_ratio, hintbox) => ({
-      text: 'hintbox ≤ 80 MB',
-      met: hintbox <= 80,
-    })),
+    ...CONCURRENCY.map((c) =>
+      figure(`throughput, ${c} in flight`, 'calls/s', (r) => r.throughput[c] ?? 0, atLeast(0.9)),
+    ),
+    figure(
+      'resident memory of the launched process',
+      'MB',
+      (r) => r.rssMb,
+      (_ratio, hintbox) => ({
+        text: 'hintbox ≤ 80 MB',
+        met: hintbox <= 80,
+      }),
+    ),
   ];
   const sandboxMb = rounds.flatMap((r) => r.hintbox.sandboxMb);
   return {
@@ -301,7 +329,11 @@ function formatReport(report: ReturnType<typeof summarize>): string {
   ]);
   const header = ['figure', 'bare', 'docker', 'hintbox', 'unit', 'hintbox/docker', 'target'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join(' | ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join(' | ')
+      .trimEnd();
   const out = [
     `${report.rounds} round(s), ${report.calls} calls per figure, ${report.machine.cpus} CPUs, Node ${report.machine.node}; median ±(max−min)/2 over rounds`,
     '',

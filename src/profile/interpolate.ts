@@ -46,8 +46,9 @@ function expand(body: string, vars: Variables): string {
   if (!match) throw new InterpolationError(`"\${${body}}" is not \${NAME} or \${NAME:-default}`);
   const [, name, fallback] = match as unknown as [string, string, string | undefined];
   const value = vars[name];
-  if (value !== undefined && value !== '') return value;
-  if (fallback !== undefined) return interpolate(fallback, vars);
+  // As in the shell: `${VAR}` is '' when VAR is set but empty; `${VAR:-d}` treats empty as unset.
+  if (fallback !== undefined) return value !== undefined && value !== '' ? value : interpolate(fallback, vars);
+  if (value !== undefined) return value;
   throw new InterpolationError(`environment variable ${name} is not set and has no default`);
 }
 

@@ -75,7 +75,7 @@ export const ServerSchema = z.strictObject({
   user: z
     .string()
     .regex(/^\d+(:\d+)?$/, 'expected a numeric uid or uid:gid')
-    .refine((u) => !/^0+(:|$)/.test(u), 'expected a non-root uid (not 0)')
+    .refine((u) => !/^0+(:|$)/.test(u) && !/:0+$/.test(u), 'expected a non-root uid and gid (not 0)')
     .optional(),
   /** Working directory in the container. Default: the sandbox HOME (a tmpfs). */
   workdir: z.string().regex(/^\//, 'expected an absolute container path').optional(),
@@ -131,7 +131,7 @@ export const FALLBACK_SANDBOX_USER = '10001:10001';
 /** The sandbox user: the profile's, else the caller's uid:gid, never root. Pure. */
 export function sandboxUser(configured: string | undefined, uid: number | undefined, gid: number | undefined): string {
   // Defence in depth behind the schema: a root user never reaches a container.
-  if (configured && !/^0+(:|$)/.test(configured)) return configured;
+  if (configured && !/^0+(:|$)/.test(configured) && !/:0+$/.test(configured)) return configured;
   if (uid === undefined || uid === 0) return FALLBACK_SANDBOX_USER;
   return `${uid}:${gid ?? uid}`;
 }

@@ -13,7 +13,7 @@ describe('sandbox lifecycle', { timeout: 240_000 }, () => {
 
   it('removes every container on SIGTERM', async () => {
     const hintbox = await runHintbox(liarProfile('term'));
-    assert.ok((await containersOf(hintbox.pid)).length > 0);
+    assert.ok((await containersOf(hintbox.pid)).length > 0, 'the run has containers');
     process.kill(hintbox.pid, 'SIGTERM');
     await hintbox.exited;
     assert.equal((await containersOf(hintbox.pid)).length, 0);
@@ -24,7 +24,7 @@ describe('sandbox lifecycle', { timeout: 240_000 }, () => {
     await using live = await runHintbox(liarProfile('live'));
     const killed = await runHintbox(liarProfile('killed'));
     const orphans = await containersOf(killed.pid);
-    assert.ok(orphans.length > 0);
+    assert.ok(orphans.length > 0, 'the killed run had containers');
     process.kill(killed.pid, 'SIGKILL');
     await killed.exited;
     await killed.client.close();
@@ -42,7 +42,7 @@ describe('sandbox lifecycle', { timeout: 240_000 }, () => {
     await using hintbox = await runHintbox(liarProfile('death'));
     const { docker: d } = await docker();
     const [first] = await containersOf(hintbox.pid, false);
-    assert.ok(first);
+    assert.ok(first, 'the run has a container');
     const pending = hintbox.client.callTool({ name: 'hang', arguments: {} });
     await new Promise((r) => setTimeout(r, 300));
     await d.getContainer(first.Id).kill();

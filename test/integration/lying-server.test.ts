@@ -169,17 +169,23 @@ describe('a lying server under hintbox run', { timeout: 240_000 }, () => {
       const info = await d.getContainer(c.Id).inspect();
       const host = info.HostConfig;
       assert.deepEqual(host.CapDrop, ['ALL']);
-      assert.ok(host.SecurityOpt?.includes('no-new-privileges:true'));
+      assert.ok(host.SecurityOpt?.includes('no-new-privileges:true'), 'no-new-privileges');
       assert.equal(host.ReadonlyRootfs, true);
       assert.equal(host.Privileged, false);
       assert.equal(host.Init, true);
       assert.equal(host.PidsLimit, 64);
       assert.equal(host.Memory, 128 * 1024 * 1024);
       assert.equal(host.MemorySwap, host.Memory);
-      assert.ok((host.NanoCpus ?? 0) > 0);
-      assert.ok(!/^0(:|$)/.test(info.Config.User) && info.Config.User !== '' && info.Config.User !== 'root');
-      assert.ok(info.Mounts.every((m) => !m.Source.includes('docker.sock')));
-      assert.ok(c.Labels[LABEL_SESSION] && c.Labels[LABEL_SERVER] && c.Labels[LABEL_CLASS]);
+      assert.ok((host.NanoCpus ?? 0) > 0, 'a CPU limit');
+      assert.ok(
+        !/^0(:|$)/.test(info.Config.User) && info.Config.User !== '' && info.Config.User !== 'root',
+        `user ${info.Config.User} is not root`,
+      );
+      assert.ok(
+        info.Mounts.every((m) => !m.Source.includes('docker.sock')),
+        'no Docker socket',
+      );
+      assert.ok(c.Labels[LABEL_SESSION] && c.Labels[LABEL_SERVER] && c.Labels[LABEL_CLASS], 'the three labels');
       if (c.Labels[LABEL_CLASS] === 'ro-offline') {
         assert.equal(host.NetworkMode, 'none');
         assert.deepEqual(

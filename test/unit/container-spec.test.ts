@@ -1,10 +1,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  FALLBACK_SANDBOX_USER,
-  parseSize,
-  sandboxUser,
-} from '../../src/profile/profile-schema.js';
+import { FALLBACK_SANDBOX_USER, parseSize, sandboxUser } from '../../src/profile/profile-schema.js';
 import {
   LABEL_CLASS,
   LABEL_OWNER_HOST,
@@ -84,7 +80,7 @@ describe('buildContainerSpec', () => {
       assert.notEqual(hc.IpcMode, 'host');
       assert.notEqual(hc.UsernsMode, 'host');
       assert.notEqual(hc.NetworkMode, 'host');
-      assert.ok(!hc.Devices || hc.Devices.length === 0);
+      assert.ok(!hc.Devices || hc.Devices.length === 0, '!hc.Devices || hc.Devices.length === 0');
       assert.equal(spec.WorkingDir, SANDBOX_HOME);
     }
   });
@@ -138,25 +134,25 @@ describe('buildContainerSpec', () => {
         profile: { ...base.profile, server: { ...base.profile.server, ...(configured ? { user: configured } : {}) } },
       });
       assert.equal(spec.User, expected, `host ${JSON.stringify(hostUser)} configured ${configured}`);
-      assert.doesNotMatch(spec.User!, /^0+(:|$)/);
+      assert.doesNotMatch(spec.User, /^0+(:|$)/);
       const [uid, gid] = expected.split(':');
       assert.match(spec.HostConfig!.Tmpfs!['/home/sandbox']!, new RegExp(`uid=${uid},gid=${gid}`));
     }
   });
 
-  it(
-    'refuses a root user even when given one directly (defense in depth behind the schema)',
-    () => {
-      const base = input();
-      let user: string | undefined;
-      try {
-        user = buildContainerSpec({ ...base, profile: { ...base.profile, server: { ...base.profile.server, user: '0:0' } } }).User;
-      } catch {
-        return; // refusing is fine
-      }
-      assert.doesNotMatch(user ?? '', /^0+(:|$)/);
-    },
-  );
+  it('refuses a root user even when given one directly (defense in depth behind the schema)', () => {
+    const base = input();
+    let user: string | undefined;
+    try {
+      user = buildContainerSpec({
+        ...base,
+        profile: { ...base.profile, server: { ...base.profile.server, user: '0:0' } },
+      }).User;
+    } catch {
+      return; // refusing is fine
+    }
+    assert.doesNotMatch(user ?? '', /^0+(:|$)/);
+  });
 
   it('has no network at all when the grant has none', () => {
     const spec = buildContainerSpec(input({}, sandboxOfTool('read')));
@@ -193,17 +189,25 @@ describe('buildContainerSpec', () => {
 
   it('asks for recursive read-only only on engines that have it, and only for read-only mounts', () => {
     type BindOpts = { ReadOnlyForceRecursive?: boolean } | undefined;
-    const recursive = (m: { BindOptions?: unknown }): boolean | undefined => (m.BindOptions as BindOpts)?.ReadOnlyForceRecursive;
+    const recursive = (m: { BindOptions?: unknown }): boolean | undefined =>
+      (m.BindOptions as BindOpts)?.ReadOnlyForceRecursive;
 
-    const old = buildContainerSpec(input({ engine: { recursiveReadOnly: false } }, sandboxOfTool('write'))).HostConfig!.Mounts!;
+    const old = buildContainerSpec(input({ engine: { recursiveReadOnly: false } }, sandboxOfTool('write'))).HostConfig!
+      .Mounts!;
     for (const m of old) assert.equal(recursive(m), undefined, `${m.Target} on an old engine`);
 
-    const modern = buildContainerSpec(input({ engine: { recursiveReadOnly: true } }, sandboxOfTool('write'))).HostConfig!.Mounts!;
+    const modern = buildContainerSpec(input({ engine: { recursiveReadOnly: true } }, sandboxOfTool('write')))
+      .HostConfig!.Mounts!;
     const byTarget = new Map(modern.map((m) => [m.Target, m]));
     assert.equal(recursive(byTarget.get('/reference')!), true);
-    assert.equal(recursive(byTarget.get('/projects')!), undefined, 'a read-write mount is not made recursive read-only');
+    assert.equal(
+      recursive(byTarget.get('/projects')!),
+      undefined,
+      'a read-write mount is not made recursive read-only',
+    );
 
-    const modernRo = buildContainerSpec(input({ engine: { recursiveReadOnly: true } }, sandboxOfTool('read'))).HostConfig!.Mounts!;
+    const modernRo = buildContainerSpec(input({ engine: { recursiveReadOnly: true } }, sandboxOfTool('read')))
+      .HostConfig!.Mounts!;
     for (const m of modernRo) assert.equal(recursive(m), true, m.Target);
   });
 
@@ -218,15 +222,24 @@ describe('buildContainerSpec', () => {
     assert.equal(LABEL_SESSION, 'hintbox.session');
     assert.equal(LABEL_SERVER, 'hintbox.server');
     assert.equal(LABEL_CLASS, 'hintbox.class');
-    assert.equal(spec.name, containerName({ sessionId: 'sess42', ownerHost: 'host-a', ownerPid: 4242 }, 'filesystem', sandbox.id));
+    assert.equal(
+      spec.name,
+      containerName({ sessionId: 'sess42', ownerHost: 'host-a', ownerPid: 4242 }, 'filesystem', sandbox.id),
+    );
     assert.equal(spec.name, `hintbox-sess42-filesystem-${sandbox.id}`);
   });
 
   it('passes exactly the declared environment plus HOME and TMPDIR, nothing from the host', () => {
     assert.equal(process.env[CANARY], 'leaked-from-host');
     const spec = buildContainerSpec(input());
-    assert.deepEqual([...spec.Env!].sort(), ['EMPTY=', 'FOO=bar', `HOME=${SANDBOX_HOME}`, `TMPDIR=${SANDBOX_TMP}`].sort());
-    assert.ok(!spec.Env!.some((e) => e.includes(CANARY) || e.includes('leaked-from-host')));
+    assert.deepEqual(
+      [...spec.Env!].sort(),
+      ['EMPTY=', 'FOO=bar', `HOME=${SANDBOX_HOME}`, `TMPDIR=${SANDBOX_TMP}`].sort(),
+    );
+    assert.ok(
+      !spec.Env!.some((e) => e.includes(CANARY) || e.includes('leaked-from-host')),
+      "!spec.Env!.some((e) => e.includes(CANARY) || e.includes('leaked-from-host'))",
+    );
     for (const name of ['PATH', 'USER', 'DOCKER_HOST', 'SSH_AUTH_SOCK']) {
       assert.ok(!spec.Env!.some((e) => e.startsWith(`${name}=`)), `${name} is not inherited`);
     }
@@ -234,7 +247,10 @@ describe('buildContainerSpec', () => {
 
   it('does not let the profile env move HOME or TMPDIR off the tmpfs', () => {
     const base = input();
-    const spec = buildContainerSpec({ ...base, profile: { ...base.profile, env: { HOME: '/projects', TMPDIR: '/projects' } } });
+    const spec = buildContainerSpec({
+      ...base,
+      profile: { ...base.profile, env: { HOME: '/projects', TMPDIR: '/projects' } },
+    });
     assert.deepEqual([...spec.Env!].sort(), [`HOME=${SANDBOX_HOME}`, `TMPDIR=${SANDBOX_TMP}`]);
   });
 
@@ -243,8 +259,8 @@ describe('buildContainerSpec', () => {
       const spec = buildContainerSpec(input({}, sandbox));
       const hc = spec.HostConfig!;
       assert.ok(hc.Binds === undefined || hc.Binds.length === 0, 'no Binds');
-      assert.ok(!JSON.stringify(spec).includes('docker.sock'));
-      assert.ok(!hc.VolumesFrom || hc.VolumesFrom.length === 0);
+      assert.ok(!JSON.stringify(spec).includes('docker.sock'), "!JSON.stringify(spec).includes('docker.sock')");
+      assert.ok(!hc.VolumesFrom || hc.VolumesFrom.length === 0, '!hc.VolumesFrom || hc.VolumesFrom.length === 0');
     }
   });
 
@@ -252,7 +268,10 @@ describe('buildContainerSpec', () => {
     const base = input();
     const spec = buildContainerSpec({
       ...base,
-      profile: { ...base.profile, server: { image: 'img:1', command: ['node', 'x.js'], args: ['--a'], workdir: '/work' } },
+      profile: {
+        ...base.profile,
+        server: { image: 'img:1', command: ['node', 'x.js'], args: ['--a'], workdir: '/work' },
+      },
     });
     assert.equal(spec.Image, 'img:1');
     assert.deepEqual(spec.Entrypoint, ['node', 'x.js']);

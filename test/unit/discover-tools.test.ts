@@ -7,9 +7,9 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { listToolsRaw, validateTools } from '../../src/gateway/discover-tools.js';
 
-const fixture = JSON.parse(
-  readFileSync(new URL('../fixtures/filesystem-tools.json', import.meta.url), 'utf8'),
-) as { tools: unknown[] };
+const fixture = JSON.parse(readFileSync(new URL('../fixtures/filesystem-tools.json', import.meta.url), 'utf8')) as {
+  tools: unknown[];
+};
 
 const good = (name: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
   name,
@@ -59,9 +59,9 @@ describe('validateTools', () => {
     assert.equal(byIndex.get(8)!.name, undefined);
     assert.equal(byIndex.get(9)!.name, 'd');
     assert.match(byIndex.get(9)!.reason, /annotations/);
-    for (const r of rejected) assert.ok(r.reason.length > 0);
+    for (const r of rejected) assert.ok(r.reason.length > 0, 'r.reason.length > 0');
     // a rejected entry without a name has no `name` key at all
-    assert.ok(!('name' in byIndex.get(4)!));
+    assert.ok(!('name' in byIndex.get(4)!), "!('name' in byIndex.get(4)!)");
   });
 
   it('keeps unknown keys of a valid tool byte for byte', () => {
@@ -133,7 +133,7 @@ describe('listToolsRaw', () => {
       cursors.push(cursor);
       const page = cursor === undefined ? 0 : Number(cursor);
       const next = page + 1 < pages.length ? String(page + 1) : undefined;
-      return { tools: pages[page], ...(next ? { nextCursor: next } : {}) } as never;
+      return { tools: pages[page], ...(next ? { nextCursor: next } : {}) };
     });
     const client = new Client({ name: 'test', version: '1.0.0' });
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();

@@ -32,12 +32,19 @@ interface JsonPlan {
     enforced: boolean;
     unenforced: Array<{ hint: string; reason: string }>;
   }>;
-  sandboxes: Array<{ id: string; tools: string[]; network: string; mounts: Array<{ source: string; target: string; readOnly: boolean }> }>;
+  sandboxes: Array<{
+    id: string;
+    tools: string[];
+    network: string;
+    mounts: Array<{ source: string; target: string; readOnly: boolean }>;
+  }>;
   rejected: Array<{ index: number; name?: string; reason: string }>;
 }
 
 describe('planToJson', () => {
-  const json = JSON.parse(JSON.stringify(planToJson('files', plan, [{ index: 3, name: 'bad', reason: 'inputSchema: Required' }]))) as JsonPlan;
+  const json = JSON.parse(
+    JSON.stringify(planToJson('files', plan, [{ index: 3, name: 'bad', reason: 'inputSchema: Required' }])),
+  ) as JsonPlan;
 
   it('lists each tool with claimed and effective hints, sandbox and enforcement', () => {
     assert.equal(json.server, 'files');
@@ -47,7 +54,12 @@ describe('planToJson', () => {
     );
     const [read, mkdir, fetch] = json.tools;
     assert.deepEqual(read!.claimed, { readOnlyHint: true, openWorldHint: false });
-    assert.deepEqual(read!.effective, { readOnlyHint: true, destructiveHint: true, idempotentHint: false, openWorldHint: false });
+    assert.deepEqual(read!.effective, {
+      readOnlyHint: true,
+      destructiveHint: true,
+      idempotentHint: false,
+      openWorldHint: false,
+    });
     assert.equal(read!.enforced, true);
     assert.equal(read!.overridden, false);
     assert.deepEqual(read!.unenforced, []);
@@ -64,8 +76,19 @@ describe('planToJson', () => {
     assert.equal(fetch!.claimed.openWorldHint, false);
 
     for (const t of json.tools) {
-      assert.deepEqual(Object.keys(t).sort(), ['claimed', 'effective', 'enforced', 'name', 'overridden', 'sandbox', 'unenforced']);
-      assert.ok(json.sandboxes.some((s) => s.id === t.sandbox && s.tools.includes(t.name)));
+      assert.deepEqual(Object.keys(t).sort(), [
+        'claimed',
+        'effective',
+        'enforced',
+        'name',
+        'overridden',
+        'sandbox',
+        'unenforced',
+      ]);
+      assert.ok(
+        json.sandboxes.some((s) => s.id === t.sandbox && s.tools.includes(t.name)),
+        'json.sandboxes.some((s) => s.id === t.sandbox && s.tools.includes(t.name))',
+      );
     }
     assert.notEqual(read!.sandbox, mkdir!.sandbox);
     assert.notEqual(read!.sandbox, fetch!.sandbox);
@@ -105,15 +128,21 @@ describe('planToJson', () => {
   });
 
   it('does not include the internal strictest sandbox as a planned one', () => {
-    assert.ok(!('strictest' in json));
+    assert.ok(!('strictest' in json), "!('strictest' in json)");
   });
 });
 
 describe('hintCode', () => {
   it('codes each hint, with - for missing', () => {
     assert.equal(hintCode({}), '----');
-    assert.equal(hintCode({ readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false }), 'RaIc');
-    assert.equal(hintCode({ readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true }), 'wDiO');
+    assert.equal(
+      hintCode({ readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false }),
+      'RaIc',
+    );
+    assert.equal(
+      hintCode({ readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true }),
+      'wDiO',
+    );
     assert.equal(hintCode({ openWorldHint: false }), '---c');
   });
 
@@ -121,7 +150,10 @@ describe('hintCode', () => {
     const ro = { readOnlyHint: true, destructiveHint: true, idempotentHint: false, openWorldHint: false };
     assert.equal(hintCode(ro, true), 'R..c');
     assert.equal(hintCode(ro), 'RDic', 'claims are shown as claimed');
-    assert.equal(hintCode({ readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true }, true), 'waIO');
+    assert.equal(
+      hintCode({ readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true }, true),
+      'waIO',
+    );
   });
 });
 
@@ -133,10 +165,18 @@ describe('formatPlanTable', () => {
     const row = (name: string) => rows.find((l) => l.startsWith(`${name} `))!;
     assert.match(row('read'), /\byes$/);
     assert.match(row('mkdir'), /NO: destructiveHint/);
-    assert.match(row('fetch'), / R--c +R\.\.O\* /, 'claimed hints, then effective hints (moot ones as .) with override marker');
+    assert.match(
+      row('fetch'),
+      / R--c +R\.\.O\* /,
+      'claimed hints, then effective hints (moot ones as .) with override marker',
+    );
     assert.match(row('mkdir'), / wa-c +waic /);
     assert.match(row('fetch'), /\bbridge\b/);
     assert.match(text, /left out: tool #3 \(bad\): broken/);
-    for (const s of plan.sandboxes) assert.ok(text.includes(`sandbox ${s.id}: network ${s.network}`));
+    for (const s of plan.sandboxes)
+      assert.ok(
+        text.includes(`sandbox ${s.id}: network ${s.network}`),
+        'text.includes(`sandbox ${s.id}: network ${s.network}`)',
+      );
   });
 });

@@ -27,10 +27,16 @@ interface FakeUpstream extends Upstream {
   closedByGateway: boolean;
 }
 
-type Behaviour = (request: CallRequest, extra: HandlerExtra, upstream: FakeUpstream) => Promise<CallToolResult> | CallToolResult;
+type Behaviour = (
+  request: CallRequest,
+  extra: HandlerExtra,
+  upstream: FakeUpstream,
+) => Promise<CallToolResult> | CallToolResult;
 
 const echo: Behaviour = (request, _extra, upstream) => ({
-  content: [{ type: 'text', text: `${upstream.id}:${request.params.name}:${JSON.stringify(request.params.arguments ?? {})}` }],
+  content: [
+    { type: 'text', text: `${upstream.id}:${request.params.name}:${JSON.stringify(request.params.arguments ?? {})}` },
+  ],
 });
 
 /** An SDK low-level Server (the "sandboxed" MCP server) behind an SDK Client, as an Upstream. */
@@ -66,7 +72,9 @@ async function fakeUpstream(id: string, behaviour: Behaviour = echo): Promise<Fa
 }
 
 /** A factory that records what it started. */
-function factory(behaviours: Record<string, Behaviour> = {}): ((sandboxId: string) => Promise<FakeUpstream>) & { started: FakeUpstream[] } {
+function factory(
+  behaviours: Record<string, Behaviour> = {},
+): ((sandboxId: string) => Promise<FakeUpstream>) & { started: FakeUpstream[] } {
   const started: FakeUpstream[] = [];
   const start = async (sandboxId: string): Promise<FakeUpstream> => {
     const upstream = await fakeUpstream(sandboxId, behaviours[sandboxId] ?? echo);
@@ -118,7 +126,10 @@ async function connect(
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await gateway.server.connect(serverSide);
   await client.connect(clientSide);
-  cleanups.push(() => client.close(), () => gateway.close());
+  cleanups.push(
+    () => client.close(),
+    () => gateway.close(),
+  );
   return { gateway, client };
 }
 
@@ -138,8 +149,17 @@ function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => voi
 describe('Gateway', () => {
   it('lists the tool definitions exactly as received, unknown keys included', async () => {
     const f = factory();
-    const { client } = await connect(routes([[READ_DEF, 'ro-offline'], [WRITE_DEF, 'rw-offline']]), f);
-    const raw = await client.request({ method: 'tools/list', params: {} }, z.looseObject({ tools: z.array(z.unknown()) }));
+    const { client } = await connect(
+      routes([
+        [READ_DEF, 'ro-offline'],
+        [WRITE_DEF, 'rw-offline'],
+      ]),
+      f,
+    );
+    const raw = await client.request(
+      { method: 'tools/list', params: {} },
+      z.looseObject({ tools: z.array(z.unknown()) }),
+    );
     assert.deepEqual(raw.tools, [READ_DEF, WRITE_DEF]);
     const first = raw.tools[0] as Record<string, unknown>;
     assert.deepEqual(first['x-vendor'], { nested: [1, 'two', { three: true }] });
@@ -149,7 +169,13 @@ describe('Gateway', () => {
 
   it('routes each call to the upstream of its sandbox', async () => {
     const f = factory();
-    const { client } = await connect(routes([[READ_DEF, 'ro-offline'], [WRITE_DEF, 'rw-offline']]), f);
+    const { client } = await connect(
+      routes([
+        [READ_DEF, 'ro-offline'],
+        [WRITE_DEF, 'rw-offline'],
+      ]),
+      f,
+    );
 
     const r1 = await client.callTool({ name: 'read', arguments: { path: '/projects/a' } });
     assert.equal(text(r1), 'ro-offline:read:{"path":"/projects/a"}');
@@ -179,7 +205,9 @@ describe('Gateway', () => {
   it('uses an already started upstream without calling the factory', async () => {
     const f = factory();
     const discovery = await fakeUpstream('ro-offline');
-    const { client } = await connect(routes([[READ_DEF, 'ro-offline']]), f, { started: new Map([['ro-offline', discovery]]) });
+    const { client } = await connect(routes([[READ_DEF, 'ro-offline']]), f, {
+      started: new Map([['ro-offline', discovery]]),
+    });
     await client.callTool({ name: 'read', arguments: { path: 'x' } });
     assert.equal(f.started.length, 0);
     assert.equal(discovery.calls.length, 1);
@@ -188,7 +216,9 @@ describe('Gateway', () => {
   it('starts one upstream for concurrent first calls to the same sandbox', async () => {
     const f = factory();
     const { client } = await connect(routes([[READ_DEF, 'ro-offline']]), f);
-    const results = await Promise.all([1, 2, 3].map((i) => client.callTool({ name: 'read', arguments: { path: String(i) } })));
+    const results = await Promise.all(
+      [1, 2, 3].map((i) => client.callTool({ name: 'read', arguments: { path: String(i) } })),
+    );
     assert.equal(results.length, 3);
     assert.equal(f.started.length, 1);
     assert.equal(f.started[0]!.calls.length, 3);
@@ -199,7 +229,8 @@ describe('Gateway', () => {
     const { client } = await connect(routes([[READ_DEF, 'ro-offline']]), f);
     await assert.rejects(
       client.callTool({ name: 'rm_rf', arguments: {} }),
-      (error: unknown) => error instanceof McpError && error.code === ErrorCode.InvalidParams && /rm_rf/.test(error.message),
+      (error: unknown) =>
+        error instanceof McpError && error.code === ErrorCode.InvalidParams && /rm_rf/.test(error.message),
     );
     assert.equal(f.started.length, 0);
   });
@@ -211,13 +242,20 @@ describe('Gateway', () => {
         throw new McpError(ErrorCode.InvalidParams, 'path is required');
       },
     });
-    const { client } = await connect(routes([[READ_DEF, 'ro-offline'], [WRITE_DEF, 'rw-offline']]), f);
+    const { client } = await connect(
+      routes([
+        [READ_DEF, 'ro-offline'],
+        [WRITE_DEF, 'rw-offline'],
+      ]),
+      f,
+    );
     const r = (await client.callTool({ name: 'read', arguments: { path: 'x' } })) as CallToolResult;
     assert.equal(r.isError, true);
     assert.equal(text(r), 'ENOENT: no such file');
     await assert.rejects(
       client.callTool({ name: 'write', arguments: {} }),
-      (error: unknown) => error instanceof McpError && error.code === ErrorCode.InvalidParams && /path is required/.test(error.message),
+      (error: unknown) =>
+        error instanceof McpError && error.code === ErrorCode.InvalidParams && /path is required/.test(error.message),
     );
   });
 
@@ -232,7 +270,12 @@ describe('Gateway', () => {
         for (const progress of [1, 2]) {
           await extra.sendNotification({
             method: 'notifications/progress',
-            params: { progressToken: upstreamToken as string | number, progress, total: 3, message: `step ${progress}` },
+            params: {
+              progressToken: upstreamToken as string | number,
+              progress,
+              total: 3,
+              message: `step ${progress}`,
+            },
           });
         }
         await gotTwo.promise;
@@ -277,7 +320,7 @@ describe('Gateway', () => {
     controller.abort('user pressed stop');
     await assert.rejects(call);
     const reason = await withTimeout(sawAbort.promise, 2000, 'the upstream handler saw its signal aborted');
-    assert.ok(reason !== undefined);
+    assert.ok(reason !== undefined, 'reason !== undefined');
     assert.equal(f.started[0]!.calls.length, 1);
   });
 
@@ -317,7 +360,14 @@ describe('Gateway', () => {
       starts++;
       return f(id);
     };
-    const { client } = await connect(routes([[READ_DEF, 'ro-offline'], [SLOW_DEF, 'ro-offline']]), counting, { log });
+    const { client } = await connect(
+      routes([
+        [READ_DEF, 'ro-offline'],
+        [SLOW_DEF, 'ro-offline'],
+      ]),
+      counting,
+      { log },
+    );
 
     const pending = client.callTool({ name: 'slow', arguments: {} });
     await hanging.promise;
@@ -336,7 +386,10 @@ describe('Gateway', () => {
     assert.equal(text(next), 'ok from start ro-offline#2');
     assert.equal(f.started[1]!.calls.length, 1);
     assert.equal(first.calls.length, 1);
-    assert.ok(logLines.some((l) => /ro-offline died/.test(l)), logLines.join('\n'));
+    assert.ok(
+      logLines.some((l) => /ro-offline died/.test(l)),
+      logLines.join('\n'),
+    );
   });
 
   it('answers with an error result when a sandbox cannot be started, and tries again next time', async () => {
@@ -358,7 +411,13 @@ describe('Gateway', () => {
 
   it('close() closes every upstream', async () => {
     const f = factory();
-    const { gateway, client } = await connect(routes([[READ_DEF, 'ro-offline'], [WRITE_DEF, 'rw-offline']]), f);
+    const { gateway, client } = await connect(
+      routes([
+        [READ_DEF, 'ro-offline'],
+        [WRITE_DEF, 'rw-offline'],
+      ]),
+      f,
+    );
     await client.callTool({ name: 'read', arguments: { path: 'x' } });
     await client.callTool({ name: 'write', arguments: {} });
     await gateway.close();

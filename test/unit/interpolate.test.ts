@@ -42,8 +42,14 @@ describe('interpolate', () => {
   });
 
   it('a missing variable without default is an error naming it', () => {
-    assert.throws(() => interpolate('${API_KEY}', {}), (e: unknown) => e instanceof InterpolationError && /API_KEY/.test(e.message));
-    assert.throws(() => interpolate('${A:-${B}}', {}), (e: unknown) => e instanceof InterpolationError && /\bB\b/.test(e.message));
+    assert.throws(
+      () => interpolate('${API_KEY}', {}),
+      (e: unknown) => e instanceof InterpolationError && /API_KEY/.test(e.message),
+    );
+    assert.throws(
+      () => interpolate('${A:-${B}}', {}),
+      (e: unknown) => e instanceof InterpolationError && /\bB\b/.test(e.message),
+    );
     assert.throws(() => interpolate('ok ${A} ${B}', { A: '1' }), /\bB\b/);
   });
 
@@ -67,10 +73,8 @@ describe('interpolate', () => {
 describe('interpolateTree', () => {
   it('interpolates every string in objects and arrays, leaving other values as they are', () => {
     const errors: Array<[(string | number)[], string]> = [];
-    const out = interpolateTree(
-      { a: '${X}', b: ['${X:-d}', 3, true, null, { c: 'lit' }], n: 7 },
-      { X: 'x' },
-      (p, m) => errors.push([p, m]),
+    const out = interpolateTree({ a: '${X}', b: ['${X:-d}', 3, true, null, { c: 'lit' }], n: 7 }, { X: 'x' }, (p, m) =>
+      errors.push([p, m]),
     );
     assert.deepEqual(out, { a: 'x', b: ['x', 3, true, null, { c: 'lit' }], n: 7 });
     assert.deepEqual(errors, []);
@@ -82,7 +86,11 @@ describe('interpolateTree', () => {
     const out = interpolateTree(input, {}, (p, m) => errors.push([p, m]));
     assert.deepEqual(
       errors.map(([p]) => p),
-      [['server', 'image'], ['mounts', 1, 'source'], ['env', 'K']],
+      [
+        ['server', 'image'],
+        ['mounts', 1, 'source'],
+        ['env', 'K'],
+      ],
     );
     assert.match(errors[0]![1], /IMG/);
     assert.match(errors[1]![1], /unclosed/);

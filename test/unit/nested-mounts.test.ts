@@ -40,7 +40,10 @@ describe('parseMountPoints', () => {
   it('reads the real mount table of this host', () => {
     const points = hostMountPoints();
     assert.ok(points.includes('/'), 'the root is a mount point');
-    assert.ok(points.every((p) => p.startsWith('/')));
+    assert.ok(
+      points.every((p) => p.startsWith('/')),
+      "points.every((p) => p.startsWith('/'))",
+    );
   });
 });
 
@@ -73,10 +76,7 @@ describe('nestedMountPoints', () => {
     assert.deepEqual(nestedMountPoints('/', ['/', '/proc', '/a/b']), ['/proc', '/a/b']);
   });
 
-  it(
-    'finds a mount point whose name starts with two dots',
-    () => {
-      assert.deepEqual(nestedMountPoints('/data', ['/data/..cache']), ['/data/..cache']);
-    },
-  );
+  it('finds a mount point whose name starts with two dots', () => {
+    assert.deepEqual(nestedMountPoints('/data', ['/data/..cache']), ['/data/..cache']);
+  });
 });

@@ -18,9 +18,9 @@ import {
   type ToolClaim,
 } from '../../src/policy/plan-sandboxes.js';
 
-const fixture = JSON.parse(
-  readFileSync(new URL('../fixtures/filesystem-tools.json', import.meta.url), 'utf8'),
-) as { tools: ToolClaim[] };
+const fixture = JSON.parse(readFileSync(new URL('../fixtures/filesystem-tools.json', import.meta.url), 'utf8')) as {
+  tools: ToolClaim[];
+};
 
 function ceiling(partial: Partial<Ceiling> = {}): Ceiling {
   return {
@@ -109,7 +109,10 @@ describe('planSandboxes on the real filesystem server tools', () => {
       // Discovery runs in the strictest sandbox, which here is the read tools' one.
       assert.equal(plan.strictest.id, ro.id);
       assert.equal(plan.strictest.network, 'none');
-      assert.ok(plan.strictest.mounts.every((m) => m.readOnly));
+      assert.ok(
+        plan.strictest.mounts.every((m) => m.readOnly),
+        'plan.strictest.mounts.every((m) => m.readOnly)',
+      );
     });
   }
 
@@ -131,7 +134,10 @@ describe('planSandboxes on the real filesystem server tools', () => {
     assert.equal(plan.sandboxes.length, 1);
     const only = plan.sandboxes[0]!;
     assert.equal(only.tools.length, fixture.tools.length);
-    assert.ok(only.mounts.every((m) => !m.readOnly));
+    assert.ok(
+      only.mounts.every((m) => !m.readOnly),
+      'only.mounts.every((m) => !m.readOnly)',
+    );
     assert.equal(only.network, 'none');
     const readFile = toolOf(plan, 'read_file');
     assert.equal(readFile.enforced, false);
@@ -191,7 +197,11 @@ function oracleEffective(claim: ClaimedHints, override: ClaimedHints | undefined
 function oracleGrant(eff: ToolHints, c: Ceiling): SandboxGrant {
   return {
     network: eff.openWorldHint && c.network === 'open' ? 'bridge' : 'none',
-    mounts: c.mounts.map((m) => ({ source: m.source, target: m.target, readOnly: m.mode === 'ro' || eff.readOnlyHint })),
+    mounts: c.mounts.map((m) => ({
+      source: m.source,
+      target: m.target,
+      readOnly: m.mode === 'ro' || eff.readOnlyHint,
+    })),
   };
 }
 
@@ -241,10 +251,12 @@ function checkPlan(tools: ToolClaim[], c: Ceiling, label: string): SandboxPlan {
       `${label}: mounts are the ceiling's, in order`,
     );
     s.mounts.forEach((m, i) => {
-      if (c.mounts[i]!.mode === 'ro') assert.equal(m.readOnly, true, `${label}: ro ceiling mount ${m.target} stays ro in ${s.id}`);
+      if (c.mounts[i]!.mode === 'ro')
+        assert.equal(m.readOnly, true, `${label}: ro ceiling mount ${m.target} stays ro in ${s.id}`);
     });
-    if (c.network === 'none') assert.equal(s.network, 'none', `${label}: network ceiling none gives no network to ${s.id}`);
-    assert.ok(s.network === 'none' || s.network === 'bridge');
+    if (c.network === 'none')
+      assert.equal(s.network, 'none', `${label}: network ceiling none gives no network to ${s.id}`);
+    assert.ok(s.network === 'none' || s.network === 'bridge', "s.network === 'none' || s.network === 'bridge'");
   }
 
   const effectives = new Map<string, ToolHints>();
@@ -262,8 +274,16 @@ function checkPlan(tools: ToolClaim[], c: Ceiling, label: string): SandboxPlan {
 
     if (c.split) {
       assert.deepEqual({ network: s.network, mounts: s.mounts }, oracleGrant(eff, c), `${where}: grant`);
-      if (eff.readOnlyHint) assert.ok(s.mounts.every((m) => m.readOnly), `${where}: read-only tool gets no writable mount`);
-      assert.equal(s.network === 'bridge', eff.openWorldHint && c.network === 'open', `${where}: bridge iff open world and open ceiling`);
+      if (eff.readOnlyHint)
+        assert.ok(
+          s.mounts.every((m) => m.readOnly),
+          `${where}: read-only tool gets no writable mount`,
+        );
+      assert.equal(
+        s.network === 'bridge',
+        eff.openWorldHint && c.network === 'open',
+        `${where}: bridge iff open world and open ceiling`,
+      );
     }
     const unenforced = t.unenforced.map((u) => u.hint).sort();
     assert.deepEqual(unenforced, oracleUnenforced(eff, s), `${where}: unenforced`);
@@ -275,8 +295,13 @@ function checkPlan(tools: ToolClaim[], c: Ceiling, label: string): SandboxPlan {
     // tools with identical grants share one sandbox, different grants never do
     for (const a of tools)
       for (const b of tools) {
-        const same = grantKey(oracleGrant(effectives.get(a.name)!, c)) === grantKey(oracleGrant(effectives.get(b.name)!, c));
-        assert.equal(toolOf(plan, a.name).sandbox === toolOf(plan, b.name).sandbox, same, `${label}: ${a.name} / ${b.name} share iff same grant`);
+        const same =
+          grantKey(oracleGrant(effectives.get(a.name)!, c)) === grantKey(oracleGrant(effectives.get(b.name)!, c));
+        assert.equal(
+          toolOf(plan, a.name).sandbox === toolOf(plan, b.name).sandbox,
+          same,
+          `${label}: ${a.name} / ${b.name} share iff same grant`,
+        );
       }
   } else if (tools.length > 0) {
     assert.equal(plan.sandboxes.length, 1, `${label}: split false gives exactly one sandbox`);
@@ -291,7 +316,10 @@ function checkPlan(tools: ToolClaim[], c: Ceiling, label: string): SandboxPlan {
 
   // strictest: all read-only, offline
   assert.equal(plan.strictest.network, 'none');
-  assert.ok(plan.strictest.mounts.every((m) => m.readOnly));
+  assert.ok(
+    plan.strictest.mounts.every((m) => m.readOnly),
+    'plan.strictest.mounts.every((m) => m.readOnly)',
+  );
   assert.equal(plan.strictest.mounts.length, c.mounts.length);
   return plan;
 }
@@ -324,7 +352,7 @@ describe('planSandboxes: every hint combination under every ceiling', () => {
 
         it(`${label}: with operator overrides`, () => {
           const overrides = overridesFor(tools);
-          assert.ok(Object.keys(overrides).length > 20);
+          assert.ok(Object.keys(overrides).length > 20, 'Object.keys(overrides).length > 20');
           checkPlan(tools, ceiling({ mounts, network, split, overrides }), `${label} overrides`);
         });
 
@@ -356,9 +384,15 @@ describe('planSandboxes: every hint combination under every ceiling', () => {
         const plan = checkPlan(tools, ceiling({ mounts, network, split }), `mixed ${network} ${split}`);
         if (split) {
           const writer = sandboxOf(plan, `t_${comboName({ readOnlyHint: false })}`);
-          assert.deepEqual(writer.mounts.map((m) => m.readOnly), [true, false]);
+          assert.deepEqual(
+            writer.mounts.map((m) => m.readOnly),
+            [true, false],
+          );
           const reader = sandboxOf(plan, `t_${comboName({ readOnlyHint: true })}`);
-          assert.deepEqual(reader.mounts.map((m) => m.readOnly), [true, true]);
+          assert.deepEqual(
+            reader.mounts.map((m) => m.readOnly),
+            [true, true],
+          );
           assert.notEqual(writer.id, reader.id);
         }
       }
@@ -376,7 +410,10 @@ describe('planSandboxes: every hint combination under every ceiling', () => {
       assert.deepEqual(plan.tools, []);
       assert.deepEqual(plan.sandboxes, []);
       assert.equal(plan.strictest.network, 'none');
-      assert.ok(plan.strictest.mounts.every((m) => m.readOnly));
+      assert.ok(
+        plan.strictest.mounts.every((m) => m.readOnly),
+        'plan.strictest.mounts.every((m) => m.readOnly)',
+      );
     }
   });
 });
@@ -397,14 +434,30 @@ describe('planSandboxes: operator overrides', () => {
     const liar = toolOf(plan, 'liar');
     assert.equal(liar.overridden, true);
     // readOnly replaced, the other claims kept
-    assert.deepEqual(liar.effective, { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false });
-    assert.ok(sandboxOf(plan, 'liar').mounts.every((m) => !m.readOnly));
+    assert.deepEqual(liar.effective, {
+      readOnlyHint: false,
+      destructiveHint: false,
+      idempotentHint: false,
+      openWorldHint: false,
+    });
+    assert.ok(
+      sandboxOf(plan, 'liar').mounts.every((m) => !m.readOnly),
+      "sandboxOf(plan, 'liar').mounts.every((m) => !m.readOnly)",
+    );
     assert.equal(sandboxOf(plan, 'liar').network, 'none');
 
     const chatty = toolOf(plan, 'chatty');
-    assert.deepEqual(chatty.effective, { readOnlyHint: true, destructiveHint: true, idempotentHint: false, openWorldHint: false });
+    assert.deepEqual(chatty.effective, {
+      readOnlyHint: true,
+      destructiveHint: true,
+      idempotentHint: false,
+      openWorldHint: false,
+    });
     assert.equal(sandboxOf(plan, 'chatty').network, 'none');
-    assert.ok(sandboxOf(plan, 'chatty').mounts.every((m) => m.readOnly));
+    assert.ok(
+      sandboxOf(plan, 'chatty').mounts.every((m) => m.readOnly),
+      "sandboxOf(plan, 'chatty').mounts.every((m) => m.readOnly)",
+    );
   });
 
   it('an override cannot widen past the ceiling', () => {
@@ -420,9 +473,15 @@ describe('planSandboxes: operator overrides', () => {
   });
 
   it('an override for a tool that is not listed changes nothing', () => {
-    const plan = planSandboxes([{ name: 'a', annotations: { readOnlyHint: true } }], ceiling({ overrides: { b: { readOnlyHint: false } } }));
+    const plan = planSandboxes(
+      [{ name: 'a', annotations: { readOnlyHint: true } }],
+      ceiling({ overrides: { b: { readOnlyHint: false } } }),
+    );
     assert.equal(toolOf(plan, 'a').overridden, false);
-    assert.ok(sandboxOf(plan, 'a').mounts.every((m) => m.readOnly));
+    assert.ok(
+      sandboxOf(plan, 'a').mounts.every((m) => m.readOnly),
+      "sandboxOf(plan, 'a').mounts.every((m) => m.readOnly)",
+    );
   });
 });
 
@@ -439,7 +498,10 @@ describe('planSandboxes: split false reports what the shared sandbox does not en
     assert.equal(toolOf(plan, 'reader').sandbox, toolOf(plan, 'writer').sandbox);
     const reader = toolOf(plan, 'reader');
     assert.equal(reader.enforced, false);
-    assert.deepEqual(reader.unenforced.map((u) => u.hint), ['readOnlyHint']);
+    assert.deepEqual(
+      reader.unenforced.map((u) => u.hint),
+      ['readOnlyHint'],
+    );
     assert.match(reader.unenforced[0]!.reason, /\/projects/);
     assert.equal(toolOf(plan, 'writer').enforced, true);
   });
@@ -456,7 +518,10 @@ describe('planSandboxes: split false reports what the shared sandbox does not en
     assert.equal(plan.sandboxes[0]!.network, 'bridge');
     const local = toolOf(plan, 'local');
     assert.equal(local.enforced, false);
-    assert.deepEqual(local.unenforced.map((u) => u.hint), ['openWorldHint']);
+    assert.deepEqual(
+      local.unenforced.map((u) => u.hint),
+      ['openWorldHint'],
+    );
     assert.equal(toolOf(plan, 'web').enforced, true);
   });
 
@@ -469,7 +534,10 @@ describe('planSandboxes: split false reports what the shared sandbox does not en
       ceiling({ split: false, network: 'none' }),
     );
     assert.equal(plan.sandboxes[0]!.network, 'none');
-    assert.ok(plan.tools.every((t) => t.enforced));
+    assert.ok(
+      plan.tools.every((t) => t.enforced),
+      'plan.tools.every((t) => t.enforced)',
+    );
   });
 
   it('with split true the same tools are separated and all enforced', () => {
@@ -481,7 +549,10 @@ describe('planSandboxes: split false reports what the shared sandbox does not en
       ceiling({ split: true, network: 'open' }),
     );
     assert.equal(plan.sandboxes.length, 2);
-    assert.ok(plan.tools.every((t) => t.enforced));
+    assert.ok(
+      plan.tools.every((t) => t.enforced),
+      'plan.tools.every((t) => t.enforced)',
+    );
   });
 });
 
@@ -494,7 +565,7 @@ describe('hints', () => {
       openWorldHint: true,
     });
     assert.deepEqual({ ...HINT_DEFAULTS }, effectiveHints({}));
-    assert.ok(Object.isFrozen(HINT_DEFAULTS));
+    assert.ok(Object.isFrozen(HINT_DEFAULTS), 'Object.isFrozen(HINT_DEFAULTS)');
   });
 
   it('effectiveHints: override beats claim beats default, for every combination', () => {
@@ -526,12 +597,15 @@ describe('hints', () => {
       }),
       { openWorldHint: false },
     );
-    assert.deepEqual(claimedHints({ readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true }), {
-      readOnlyHint: true,
-      destructiveHint: false,
-      idempotentHint: true,
-      openWorldHint: true,
-    });
+    assert.deepEqual(
+      claimedHints({ readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true }),
+      {
+        readOnlyHint: true,
+        destructiveHint: false,
+        idempotentHint: true,
+        openWorldHint: true,
+      },
+    );
     for (const junk of [undefined, null, 'readOnly', 42, true]) assert.deepEqual(claimedHints(junk), {});
     // missing hints are absent, not undefined-valued
     assert.deepEqual(Object.keys(claimedHints({ readOnlyHint: true, openWorldHint: 'no' })), ['readOnlyHint']);

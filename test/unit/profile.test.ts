@@ -3,7 +3,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ProfileError, formatFieldPath, loadProfile, type LoadProfileOptions, type Profile } from '../../src/profile/load-profile.js';
+import {
+  ProfileError,
+  formatFieldPath,
+  loadProfile,
+  type LoadProfileOptions,
+  type Profile,
+} from '../../src/profile/load-profile.js';
 
 const roots: string[] = [];
 after(() => {
@@ -49,7 +55,7 @@ function failing(file: string, options: LoadProfileOptions, { fieldPaths = true 
   assert.ok(caught instanceof ProfileError, `expected a ProfileError, got ${String(caught)}`);
   const lines = caught.message.split('\n');
   assert.equal(lines.length, caught.problems.length, 'one line per problem');
-  assert.ok(caught.problems.length > 0);
+  assert.ok(caught.problems.length > 0, 'caught.problems.length > 0');
   const fieldLine = new RegExp(`^${escapeRe(file)}: [A-Za-z0-9_.\\[\\]-]+: \\S.*$`);
   const anyLine = new RegExp(`^${escapeRe(file)}: \\S.*$`);
   lines.forEach((line, i) => {
@@ -57,7 +63,7 @@ function failing(file: string, options: LoadProfileOptions, { fieldPaths = true 
     const p = caught.problems[i]!;
     assert.equal(p.file, file);
     assert.equal(line, p.path ? `${p.file}: ${p.path}: ${p.message}` : `${p.file}: ${p.message}`);
-    if (fieldPaths) assert.ok(p.path.length > 0);
+    if (fieldPaths) assert.ok(p.path.length > 0, 'p.path.length > 0');
   });
   return caught;
 }
@@ -96,7 +102,8 @@ describe('loadProfile: valid profiles', () => {
     symlinkSync(data, path.join(dir, 'data-link'));
     const file = write(
       dir,
-      MINIMAL + 'mounts:\n  - source: ../data\n    target: /data\n  - source: ../data-link\n    target: /link\n    mode: ro\n',
+      MINIMAL +
+        'mounts:\n  - source: ../data\n    target: /data\n  - source: ../data-link\n    target: /link\n    mode: ro\n',
       'profiles/server.yaml',
     );
     const profile = load(file, { vars: {}, home });
@@ -214,15 +221,19 @@ describe('loadProfile: errors name the file and the field', () => {
     const { dir, home } = sandboxDir();
     const file = write(
       dir,
-      MINIMAL + '  entrypoint: [sh]\nlimits:\n  memory: 1g\n  swap: 2g\nmounts:\n  - { source: ., target: /d, readonly: true }\n',
+      MINIMAL +
+        '  entrypoint: [sh]\nlimits:\n  memory: 1g\n  swap: 2g\nmounts:\n  - { source: ., target: /d, readonly: true }\n',
     );
     const error = failing(file, { vars: {}, home });
     const limits = problemAt(error, /^limits(\.swap)?$/);
     assert.match(limits.message, /unknown key/);
-    assert.match(error.message.split('\n').find((l) => l.includes(': limits'))!, /swap/);
+    assert.match(
+      error.message.split('\n').find((l) => l.includes(': limits'))!,
+      /swap/,
+    );
     assert.match(problemAt(error, /^server(\.entrypoint)?$/).message, /unknown key/);
     assert.match(problemAt(error, /^mounts\[0\](\.readonly)?$/).message, /unknown key/);
-    assert.ok(error.problems.length >= 3);
+    assert.ok(error.problems.length >= 3, 'error.problems.length >= 3');
   });
 
   it('wrong types', () => {
@@ -286,38 +297,36 @@ describe('loadProfile: errors name the file and the field', () => {
     }
   });
 
-  it(
-    'a mount target that normalizes to / is refused',
-    () => {
-      const { dir, home } = sandboxDir();
-      for (const target of ['"//"', '"/."', '/data/..']) {
-        const file = write(dir, MINIMAL + `mounts:\n  - { source: ./data, target: ${target} }\n`);
-        const error = failing(file, { vars: {}, home });
-        problemAt(error, 'mounts[0].target');
-      }
-    },
-  );
+  it('a mount target that normalizes to / is refused', () => {
+    const { dir, home } = sandboxDir();
+    for (const target of ['"//"', '"/."', '/data/..']) {
+      const file = write(dir, MINIMAL + `mounts:\n  - { source: ./data, target: ${target} }\n`);
+      const error = failing(file, { vars: {}, home });
+      problemAt(error, 'mounts[0].target');
+    }
+  });
 
   it('duplicate mount targets', () => {
     const { dir, home } = sandboxDir();
     const file = write(
       dir,
-      MINIMAL + 'mounts:\n  - { source: ./data, target: /d }\n  - { source: ./home/projects, target: /e }\n  - { source: ./data, target: /e/../d }\n',
+      MINIMAL +
+        'mounts:\n  - { source: ./data, target: /d }\n  - { source: ./home/projects, target: /e }\n  - { source: ./data, target: /e/../d }\n',
     );
     const error = failing(file, { vars: {}, home });
     assert.equal(error.problems.length, 1);
     assert.match(problemAt(error, 'mounts[2].target').message, /mounts\[0\]/);
   });
 
-  it(
-    'duplicate mount targets that differ by a trailing slash',
-    () => {
-      const { dir, home } = sandboxDir();
-      const file = write(dir, MINIMAL + 'mounts:\n  - { source: ./data, target: /d }\n  - { source: ./data, target: /d/ }\n');
-      const error = failing(file, { vars: {}, home });
-      problemAt(error, 'mounts[1].target');
-    },
-  );
+  it('duplicate mount targets that differ by a trailing slash', () => {
+    const { dir, home } = sandboxDir();
+    const file = write(
+      dir,
+      MINIMAL + 'mounts:\n  - { source: ./data, target: /d }\n  - { source: ./data, target: /d/ }\n',
+    );
+    const error = failing(file, { vars: {}, home });
+    problemAt(error, 'mounts[1].target');
+  });
 
   it('bad sizes', () => {
     const { dir, home } = sandboxDir();
@@ -344,7 +353,10 @@ describe('loadProfile: errors name the file and the field', () => {
 
   it('a ${VAR} that is not set and has no default names the field and the variable', () => {
     const { dir, home } = sandboxDir();
-    const file = write(dir, 'name: files\nserver:\n  image: "${IMAGE}"\nenv:\n  A: "${API_KEY}"\n  B: "${SET:-${ALSO_MISSING}}"\n');
+    const file = write(
+      dir,
+      'name: files\nserver:\n  image: "${IMAGE}"\nenv:\n  A: "${API_KEY}"\n  B: "${SET:-${ALSO_MISSING}}"\n',
+    );
     const error = failing(file, { vars: { UNRELATED: 'x' }, home });
     assert.equal(error.problems.length, 3);
     assert.match(problemAt(error, 'server.image').message, /IMAGE/);
@@ -375,7 +387,10 @@ describe('loadProfile: errors name the file and the field', () => {
 
   it('a mount source inside a denied path', () => {
     const { dir, home } = sandboxDir();
-    const file = write(dir, MINIMAL + 'mounts:\n  - { source: /etc/ssl, target: /m, mode: ro }\n  - { source: ~/.ssh, target: /k }\n');
+    const file = write(
+      dir,
+      MINIMAL + 'mounts:\n  - { source: /etc/ssl, target: /m, mode: ro }\n  - { source: ~/.ssh, target: /k }\n',
+    );
     const error = failing(file, { vars: {}, home });
     assert.match(problemAt(error, 'mounts[0].source').message, /denylist/);
     assert.match(problemAt(error, 'mounts[1].source').message, /\.ssh.*denylist/);
@@ -392,7 +407,11 @@ describe('loadProfile: errors name the file and the field', () => {
     for (const source of [home, '"~"', '"~/"']) {
       const file = write(dir, MINIMAL + `mounts:\n  - { source: ${source}, target: /home-of-user, mode: ro }\n`);
       const error = failing(file, { vars: {}, home });
-      assert.match(problemAt(error, 'mounts[0].source').message, new RegExp(`${escapeRe(path.join(home, '.ssh'))}.*denylist`), source);
+      assert.match(
+        problemAt(error, 'mounts[0].source').message,
+        new RegExp(`${escapeRe(path.join(home, '.ssh'))}.*denylist`),
+        source,
+      );
     }
   });
 
@@ -406,7 +425,10 @@ describe('loadProfile: errors name the file and the field', () => {
 
   it('lists every problem of a profile, one line each', () => {
     const { dir, home } = sandboxDir();
-    const file = write(dir, 'name: Bad Name\nserver: { image: x, user: "0" }\nnetwork: wide\nlimits: { memory: lots }\n');
+    const file = write(
+      dir,
+      'name: Bad Name\nserver: { image: x, user: "0" }\nnetwork: wide\nlimits: { memory: lots }\n',
+    );
     const error = failing(file, { vars: {}, home });
     assert.equal(error.problems.length, 4);
     assert.equal(error.message.split('\n').length, 4);
@@ -426,20 +448,21 @@ describe('loadProfile: errors name the file and the field', () => {
     for (const at of ['mounts[0].source', 'mounts[1].source', 'mounts[2].target', 'server.build']) problemAt(error, at);
   });
 
-  it(
-    'lists problems of different kinds together (interpolation, schema, paths)',
-    () => {
-      const { dir, home } = sandboxDir();
-      const a = write(dir, 'name: files\nserver: { image: "${IMAGE}" }\nnetwork: wide\n', 'a.yaml');
-      const errorA = failing(a, { vars: {}, home });
-      problemAt(errorA, 'server.image');
-      problemAt(errorA, 'network');
-      const b = write(dir, 'name: files\nserver: { image: x }\nnetwork: wide\nmounts:\n  - { source: ./missing, target: /a }\n', 'b.yaml');
-      const errorB = failing(b, { vars: {}, home });
-      problemAt(errorB, 'network');
-      problemAt(errorB, 'mounts[0].source');
-    },
-  );
+  it('lists problems of different kinds together (interpolation, schema, paths)', () => {
+    const { dir, home } = sandboxDir();
+    const a = write(dir, 'name: files\nserver: { image: "${IMAGE}" }\nnetwork: wide\n', 'a.yaml');
+    const errorA = failing(a, { vars: {}, home });
+    problemAt(errorA, 'server.image');
+    problemAt(errorA, 'network');
+    const b = write(
+      dir,
+      'name: files\nserver: { image: x }\nnetwork: wide\nmounts:\n  - { source: ./missing, target: /a }\n',
+      'b.yaml',
+    );
+    const errorB = failing(b, { vars: {}, home });
+    problemAt(errorB, 'network');
+    problemAt(errorB, 'mounts[0].source');
+  });
 });
 
 describe('formatFieldPath', () => {

@@ -1,0 +1,198 @@
+/**
+ * hintbox's security promises, each with the tests that prove it. The unit test
+ * `security-invariants.test.ts` fails when an invariant has no test, or names a test that does
+ * not exist: the promise and its proof stay together. Add the invariant first, then its test.
+ */
+export interface SecurityInvariant {
+  id: string;
+  /** One sentence, as a user could check it. */
+  statement: string;
+  /** `file` (under test/) and the exact title passed to `it(…)` there. */
+  tests: { file: string; title: string }[];
+}
+
+export const SECURITY_INVARIANTS: SecurityInvariant[] = [
+  {
+    id: 'RO-MOUNTS',
+    statement:
+      'A tool whose effective readOnlyHint is true runs where every mount is read-only: its writes fail and the host files stay byte-identical.',
+    tests: [
+      {
+        file: 'integration/lying-server.test.ts',
+        title: 'cannot write to its read-only mount, and the file is byte-identical',
+      },
+      {
+        file: 'integration/filesystem-server.test.ts',
+        title: 'reads through its read-only sandbox, writes through its read-write one, and cleans up',
+      },
+      {
+        file: 'unit/plan-sandboxes.test.ts',
+        title: 'a mixed ceiling (one ro, one rw mount) never makes the ro mount writable',
+      },
+    ],
+  },
+  {
+    id: 'RO-ROOTFS',
+    statement: "Every sandbox's root file system is read-only; only small size-limited tmpfs are writable.",
+    tests: [
+      { file: 'integration/lying-server.test.ts', title: 'cannot write to the root file system' },
+      {
+        file: 'unit/container-spec.test.ts',
+        title: 'gives /tmp and HOME a sized tmpfs, HOME owned by the sandbox user',
+      },
+    ],
+  },
+  {
+    id: 'CLOSED-WORLD',
+    statement:
+      'A tool whose effective openWorldHint is false has no network: it can neither connect to a canary nor resolve a name.',
+    tests: [
+      {
+        file: 'integration/lying-server.test.ts',
+        title: 'cannot reach a canary TCP server that an unannotated tool of the same server reaches',
+      },
+      { file: 'integration/lying-server.test.ts', title: 'cannot resolve a host name' },
+      { file: 'unit/container-spec.test.ts', title: 'has no network at all when the grant has none' },
+    ],
+  },
+  {
+    id: 'CEILING',
+    statement:
+      "Hints only narrow the profile's ceiling: no hint, override or missing annotation gets a tool more than the profile grants.",
+    tests: [
+      {
+        file: 'integration/lying-server.test.ts',
+        title: 'gives a tool without annotations exactly the ceiling: it may write the mount',
+      },
+      { file: 'integration/lying-server.test.ts', title: 'gives an unannotated tool no network either' },
+      { file: 'unit/plan-sandboxes.test.ts', title: 'an override cannot widen past the ceiling' },
+    ],
+  },
+  {
+    id: 'NO-ROOT',
+    statement: 'Sandboxes never run as uid 0 or gid 0, have no effective capabilities, and cannot gain privileges.',
+    tests: [
+      {
+        file: 'integration/lying-server.test.ts',
+        title: 'runs as a non-root user with no effective capabilities and no new privileges',
+      },
+      {
+        file: 'unit/container-spec.test.ts',
+        title: 'refuses a root user even when given one directly (defense in depth behind the schema)',
+      },
+      { file: 'unit/profile.test.ts', title: 'a root or non-numeric user' },
+    ],
+  },
+  {
+    id: 'LIMITS',
+    statement:
+      'Pids, memory (no extra swap) and CPU are limited; a fork bomb is stopped and the host stays responsive.',
+    tests: [
+      {
+        file: 'integration/lying-server.test.ts',
+        title: 'is stopped by the pids limit when it forks without end, and the test process stays responsive',
+      },
+      { file: 'unit/container-spec.test.ts', title: 'takes pids, memory, swap and CPU limits from the profile' },
+    ],
+  },
+  {
+    id: 'HARDENING',
+    statement:
+      'Every sandbox drops all capabilities, sets no-new-privileges, runs an init, is never privileged and never gets the Docker socket.',
+    tests: [
+      { file: 'integration/lying-server.test.ts', title: 'hardens every sandbox container (inspect)' },
+      { file: 'unit/container-spec.test.ts', title: 'hardens every sandbox class the same way' },
+      { file: 'unit/container-spec.test.ts', title: 'has no Binds and never the Docker socket' },
+    ],
+  },
+  {
+    id: 'ENV',
+    statement:
+      "A sandbox's environment is exactly the profile's (plus HOME and TMPDIR); nothing is inherited from the host.",
+    tests: [
+      {
+        file: 'unit/container-spec.test.ts',
+        title: 'passes exactly the declared environment plus HOME and TMPDIR, nothing from the host',
+      },
+    ],
+  },
+  {
+    id: 'DENYLIST',
+    statement:
+      'Host paths are resolved with realpath; the Docker socket, /proc, /sys, /dev, /etc, credentials folders, and anything containing them, are never mounted.',
+    tests: [
+      { file: 'unit/profile.test.ts', title: 'a mount source that is a symlink to /etc' },
+      { file: 'unit/profile.test.ts', title: 'a mount source that is the home folder (it contains ~/.ssh)' },
+      {
+        file: 'unit/host-path-denylist.test.ts',
+        title: 'refuses a denied path, anything inside one, and anything that contains one',
+      },
+    ],
+  },
+  {
+    id: 'NESTED-MOUNTS',
+    statement:
+      'A read-only source with mount points below it is refused on engines that cannot make read-only mounts recursive.',
+    tests: [
+      {
+        file: 'integration/nested-mounts.test.ts',
+        title: 'are refused on an engine that cannot make them read-only, before any container starts',
+      },
+    ],
+  },
+  {
+    id: 'CLEANUP',
+    statement:
+      'No container of a session outlives it: removed on disconnect and on SIGTERM, swept after SIGKILL at the next start, live sessions untouched.',
+    tests: [
+      { file: 'integration/lying-server.test.ts', title: 'removes every container when the client disconnects' },
+      { file: 'integration/lifecycle.test.ts', title: 'removes every container on SIGTERM' },
+      {
+        file: 'integration/lifecycle.test.ts',
+        title: 'sweeps the containers of a run killed with SIGKILL at the next start, and leaves live sessions alone',
+      },
+    ],
+  },
+  {
+    id: 'FAIL-CLOSED',
+    statement: 'Bad input gets a one-line error naming what is wrong and a non-zero exit, and leaves nothing started.',
+    tests: [
+      {
+        file: 'integration/errors.test.ts',
+        title: 'rejects a bad profile with one line per problem and exit code 2, starting nothing',
+      },
+      {
+        file: 'integration/errors.test.ts',
+        title: 'shows the stderr tail of a server that fails initialize, and removes its container',
+      },
+      { file: 'integration/errors.test.ts', title: 'reports an image that is missing and cannot be built' },
+    ],
+  },
+  {
+    id: 'STDIO',
+    statement:
+      "The server's stderr goes to hintbox's log, never into the MCP stream; tool definitions pass through as received.",
+    tests: [
+      {
+        file: 'integration/lying-server.test.ts',
+        title: "logs the server's stderr on hintbox's stderr, never in the MCP stream",
+      },
+      { file: 'unit/gateway.test.ts', title: 'lists the tool definitions exactly as received, unknown keys included' },
+    ],
+  },
+  {
+    id: 'HONEST-PLAN',
+    statement: 'The plan marks every hint its sandbox does not make true (shared sandboxes, only-adds on files).',
+    tests: [
+      {
+        file: 'unit/plan-sandboxes.test.ts',
+        title: 'a read-only tool sharing with a writing tool is not enforced (readOnlyHint)',
+      },
+      {
+        file: 'unit/plan-sandboxes.test.ts',
+        title:
+          'a closed-world tool sharing with an open-world tool under an open ceiling is not enforced (openWorldHint)',
+      },
+    ],
+  },
+];
