@@ -1,7 +1,7 @@
 import os from 'node:os';
 import { connectDocker, type DockerConnection } from '../../../src/sandbox/docker-connection.js';
 import { ImageBuilder, IMAGES_DIR, NODE_SERVER_IMAGE } from '../../../src/images/image-builder.js';
-import { createLogger, silentLogger } from '../../../src/util/logger.js';
+import { createLogger } from '../../../src/util/logger.js';
 import { LABEL_OWNER_PID, LABEL_SESSION } from '../../../src/sandbox/container-spec.js';
 import { GenericContainer } from 'testcontainers';
 import path from 'node:path';
@@ -27,7 +27,8 @@ let images: Promise<void> | undefined;
 export function ensureTestImages(): Promise<void> {
   images ??= (async () => {
     const { docker: d } = await docker();
-    const log = process.env.HINTBOX_TEST_VERBOSE ? createLogger('info') : silentLogger;
+    // Image builds show their progress on stderr, as the CLI's do (quiet when nothing is built).
+    const log = createLogger(process.env.HINTBOX_TEST_VERBOSE ? 'debug' : 'info');
     const builder = new ImageBuilder({ docker: d, log });
     await builder.ensure(FILESYSTEM_IMAGE, path.join(IMAGES_DIR, 'server-filesystem'));
     await GenericContainer.fromDockerfile(path.join(FIXTURES, 'liar'))
