@@ -29,6 +29,8 @@ const REPO = fileURLToPath(new URL('../', import.meta.url));
 const IMAGE = 'hintbox/server-filesystem:2026.8.31';
 const SERVER_ENTRY = 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js';
 const CACHE = path.join(REPO, '.hintbox', 'bench');
+/** The `hintbox` bin as a client's config runs it (the bundle, through its shebang). */
+const HINTBOX_BIN = path.join(REPO, 'dist', 'hintbox.mjs');
 const log = createLogger('info', (line) => process.stderr.write(line + '\n'), 'bench');
 
 type VariantName = 'bare' | 'docker' | 'hintbox';
@@ -86,14 +88,10 @@ async function main(): Promise<void> {
     docker: () =>
       spawnServer('docker', ['run', '-i', '--rm', '--network', 'none', '-v', `${workspace}:/workspace`, IMAGE]),
     hintbox: () =>
-      spawnServer(
-        process.execPath,
-        [path.join(REPO, 'dist/cli/main.js'), 'run', path.join(REPO, 'profiles/filesystem.yaml')],
-        {
-          WORKSPACE: workspace,
-          HINTBOX_LOG_LEVEL: 'warn',
-        },
-      ),
+      spawnServer(HINTBOX_BIN, ['run', path.join(REPO, 'profiles/filesystem.yaml')], {
+        WORKSPACE: workspace,
+        HINTBOX_LOG_LEVEL: 'warn',
+      }),
   };
 
   const rounds: Record<VariantName, RoundResult>[] = [];
@@ -229,14 +227,10 @@ async function measureScale(workspace: string, docker: Docker): Promise<ScaleRes
     const t0 = performance.now();
     const all = await Promise.all(
       Array.from({ length: n }, () =>
-        spawnServer(
-          process.execPath,
-          [path.join(REPO, 'dist/cli/main.js'), 'run', path.join(REPO, 'profiles/filesystem.yaml')],
-          {
-            WORKSPACE: workspace,
-            HINTBOX_LOG_LEVEL: 'warn',
-          },
-        ).then(async (r) => (await r.client.listTools(), r)),
+        spawnServer(HINTBOX_BIN, ['run', path.join(REPO, 'profiles/filesystem.yaml')], {
+          WORKSPACE: workspace,
+          HINTBOX_LOG_LEVEL: 'warn',
+        }).then(async (r) => (await r.client.listTools(), r)),
       ),
     );
     const startMs = performance.now() - t0;

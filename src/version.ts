@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { packagePath } from './util/package-root.js';
 
-/** hintbox's version, from package.json (one level above both src/ and dist/). */
-export const VERSION: string = (
-  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
-).version;
+/** hintbox's version, from its package.json. */
+export const VERSION: string = (JSON.parse(readFileSync(packagePath('package.json'), 'utf8')) as { version: string })
+  .version;

@@ -1,11 +1,11 @@
 import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { LABEL_CLASS, LABEL_OWNER_PID } from '../sandbox/container-spec.js';
 import { connectDocker } from '../sandbox/docker-connection.js';
+import { packagePath } from '../util/package-root.js';
 import { VERSION } from '../version.js';
 import type { CommandSpec } from './main.js';
 
@@ -16,8 +16,9 @@ as an MCP client would, and shows what hintbox did: the sandboxes and their moun
 write that lands on the host, and the cleanup. Builds the images it needs on first use (the
 progress goes to stderr). Needs a running Docker engine.`;
 
-const PROFILE = fileURLToPath(new URL('../../profiles/filesystem.yaml', import.meta.url));
-const MAIN = fileURLToPath(new URL('./main.js', import.meta.url));
+const PROFILE = packagePath('profiles', 'filesystem.yaml');
+/** The running CLI (the bundle, or dist/cli/main.js): the demo launches `hintbox run` with it. */
+const MAIN = process.argv[1] ?? packagePath('dist', 'hintbox.mjs');
 
 export const demoCommand: CommandSpec = {
   help: HELP,

@@ -3,10 +3,10 @@ import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type Docker from 'dockerode';
 import { pack } from 'tar-fs';
 import type { Logger } from '../util/logger.js';
+import { packagePath } from '../util/package-root.js';
 
 /**
  * Images hintbox builds itself. Dockerfiles are standard (`FROM ${BASE_IMAGE}`); where the
@@ -16,7 +16,7 @@ import type { Logger } from '../util/logger.js';
  */
 
 /** The folder of hintbox's own Dockerfiles (`images/` in the package). */
-export const IMAGES_DIR = fileURLToPath(new URL('../../images/', import.meta.url));
+export const IMAGES_DIR = packagePath('images');
 
 export const DEBIAN_IMAGE = 'debian:bookworm-slim';
 export const SEEDED_DEBIAN_IMAGE = 'hintbox/debian-seed:bookworm';
@@ -87,13 +87,17 @@ export class ImageBuilder {
 
   private async build(image: string, context: string, extraArgs: Record<string, string>): Promise<void> {
     const { docker, log } = this.options;
-    const base = await this.resolveBase();
+    // The staleness key: the build folder, the build args, and the id of the parent image we
+    // build (so a rebuilt node-server rebuilds its dependents). Not the Debian base's name:
+    // resolving it may try a registry, which a start that builds nothing must not wait for.
+    let parentId: string | undefined;
     if ('NODE_SERVER_IMAGE' in extraArgs && image !== NODE_SERVER_IMAGE) {
       await this.buildOnce(NODE_SERVER_IMAGE, path.join(IMAGES_DIR, 'node-server'), {});
+      parentId = await this.idOf(NODE_SERVER_IMAGE);
     }
-    const buildargs = { BASE_IMAGE: base, ...extraArgs };
-    const hash = contextHash(context, buildargs);
+    const hash = contextHash(context, { ...extraArgs, ...(parentId ? { PARENT_IMAGE_ID: parentId } : {}) });
     if (!this.options.rebuild && (await this.labelOf(image, LABEL_CONTEXT_HASH)) === hash) return;
+    const buildargs = { BASE_IMAGE: await this.resolveBase(), ...extraArgs };
 
     const staged = mkdtempSync(path.join(os.tmpdir(), 'hintbox-build-'));
     try {
@@ -177,6 +181,14 @@ export class ImageBuilder {
       return true;
     } catch {
       return false;
+    }
+  }
+
+  private async idOf(image: string): Promise<string | undefined> {
+    try {
+      return (await this.options.docker.getImage(image).inspect()).Id;
+    } catch {
+      return undefined;
     }
   }
 

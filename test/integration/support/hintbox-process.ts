@@ -8,7 +8,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { stringify } from 'yaml';
 import { REPO } from './docker.js';
 
-export const HINTBOX_BIN = path.join(REPO, 'dist', 'cli', 'main.js');
+/** The shipped CLI: the one-file bundle that the `hintbox` bin runs. */
+export const HINTBOX_BIN = path.join(REPO, 'dist', 'hintbox.mjs');
 
 /** A temp folder the sandbox user (uid 10001 when tests run as root) may use. */
 export function sandboxFolder(prefix = 'hintbox-test-'): string {
@@ -37,8 +38,8 @@ export interface RunningHintbox extends AsyncDisposable {
 /** `hintbox run <profile>` as an MCP client's config would launch it, driven by the SDK client. */
 export async function runHintbox(profile: string, env: Record<string, string> = {}): Promise<RunningHintbox> {
   const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [HINTBOX_BIN, 'run', profile],
+    command: HINTBOX_BIN,
+    args: ['run', profile],
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', ...dockerEnv(), ...env },
     stderr: 'pipe',
   });
@@ -85,7 +86,7 @@ export function hintboxCommand(
   env: Record<string, string> = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [HINTBOX_BIN, ...args], {
+    const child = spawn(HINTBOX_BIN, args, {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', ...dockerEnv(), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
