@@ -1,5 +1,5 @@
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Gateway } from '../gateway/gateway.js';
+import { NdjsonTransport } from '../gateway/ndjson-transport.js';
 import { removeSession } from '../sandbox/sweep.js';
 import { HintboxSession, newSessionId } from '../session/hintbox-session.js';
 import { cliLog, dockerReady, profileArg } from './common.js';
@@ -66,7 +66,7 @@ export const runCommand: CommandSpec = {
       process.stdin.once('close', resolve);
       gateway.server.onclose = () => resolve();
     });
-    await gateway.server.connect(new StdioServerTransport());
+    await gateway.connect(new NdjsonTransport(process.stdin, process.stdout, false));
     log.info(
       `serving ${session.plan.tools.length} tool(s) of ${profile.name} from ${session.plan.sandboxes.length} sandbox(es) ` +
         `(${session.plan.sandboxes.map((s) => s.id).join(', ')}), session ${sessionId}`,

@@ -1,26 +1,33 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
-  CallToolRequestSchema,
   ErrorCode,
   ListToolsRequestSchema,
-  McpError,
   type CallToolResult,
+  type JSONRPCMessage,
+  type RequestId,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { z } from 'zod';
 import type { Logger } from '../util/logger.js';
 import { VERSION } from '../version.js';
 
 /**
  * The MCP server hintbox shows the client. It lists the server's tools as they were received
  * and routes each `tools/call` to the upstream (sandbox) that the plan gave the tool.
- * Progress notifications and cancellation pass through; a sandbox that dies answers its
- * pending calls with an error result and is started again on the next call.
+ *
+ * `initialize`, `tools/list`, `ping` and the rest go through the SDK's `Server`. `tools/call`
+ * does not: it is the hot path, so it is forwarded as JSON-RPC, under an id of hintbox's own,
+ * with its params untouched (progress tokens included), and its result is passed back as the
+ * server sent it. That saves the SDK's schema validation of every message and result, several
+ * times per call. Progress notifications and cancellation pass through; a call's deadline is
+ * reset by progress; a sandbox that dies answers its pending calls with an error result and is
+ * started again on the next call.
  */
 
 /** A connected upstream: the MCP client of one running sandbox. */
 export interface Upstream {
+  /** An SDK client, connected: its transport carries the forwarded calls too. */
   readonly client: Client;
   /** Resolves when the upstream's connection ends, expectedly or not. */
   readonly closed: Promise<void>;
@@ -50,16 +57,37 @@ export interface GatewayOptions {
   instructions?: string;
 }
 
-/** Results are passed on as the server sent them; the SDK server validates their shape. */
-const PassthroughResult = z.looseObject({});
-
 interface UpstreamSlot {
   current?: Promise<Upstream>;
 }
 
+/** A `tools/call` forwarded to an upstream and not yet answered. */
+interface PendingCall {
+  clientId: RequestId;
+  upstreamId: string;
+  upstream: Upstream;
+  sandbox: string;
+  tool: string;
+  progressToken?: string | number;
+  timer?: NodeJS.Timeout;
+}
+
+type JsonRpcObject = Record<string, unknown> & { id?: RequestId; method?: string; params?: Record<string, unknown> };
+
+/** The id space of forwarded calls; the upstream SDK client's own ids are numbers. */
+const FORWARDED_ID_PREFIX = 'hintbox:';
+
 export class Gateway {
   readonly server: Server;
   private readonly slots = new Map<string, UpstreamSlot>();
+  /** Forwarded calls by hintbox's upstream id. */
+  private readonly pending = new Map<string, PendingCall>();
+  /** The same calls by the client's request id. */
+  private readonly pendingByClientId = new Map<RequestId, PendingCall>();
+  /** Upstreams whose transport has been tapped for forwarded traffic. */
+  private readonly tapped = new WeakSet<Upstream>();
+  private clientTransport?: Transport;
+  private nextId = 1;
   private closing = false;
 
   constructor(private readonly options: GatewayOptions) {
@@ -71,20 +99,196 @@ export class Gateway {
       },
     );
     for (const [id, upstream] of options.started ?? []) this.adopt(id, upstream);
-
     this.server.setRequestHandler(ListToolsRequestSchema, () => ({
       tools: [...options.tools.values()].map((t) => t.definition),
     }));
-    this.server.setRequestHandler(CallToolRequestSchema, (request, extra) => this.callTool(request, extra));
+  }
+
+  /** Serves the client on `transport`. */
+  async connect(transport: Transport): Promise<void> {
+    await this.server.connect(transport);
+    this.clientTransport = transport;
+    const sdkOnMessage = transport.onmessage?.bind(transport);
+    transport.onmessage = (message, extra) => {
+      const m = message as JsonRpcObject;
+      if (m.method === 'tools/call' && m.id !== undefined) {
+        void this.forwardCall(m).catch((error: Error) =>
+          this.options.log.error(`tools/call ${String(m.id)} failed in hintbox: ${error.message}`),
+        );
+      } else if (m.method === 'notifications/cancelled' && this.cancelFromClient(m)) {
+        // handled: the cancelled call was one of ours
+      } else {
+        sdkOnMessage?.(message, extra);
+      }
+    };
+    const sdkOnClose = transport.onclose?.bind(transport);
+    transport.onclose = () => {
+      // Nobody is left to answer: stop the work upstream.
+      for (const call of [...this.pending.values()]) {
+        if (this.settle(call)) this.cancelUpstream(call, 'the client disconnected');
+      }
+      sdkOnClose?.();
+    };
   }
 
   /** Closes the client connection and every upstream. */
   async close(): Promise<void> {
     this.closing = true;
+    for (const call of [...this.pending.values()]) this.settle(call);
     await this.server.close().catch(() => undefined);
     const upstreams = [...this.slots.values()].flatMap((s) => (s.current ? [s.current] : []));
     this.slots.clear();
     await Promise.all(upstreams.map((p) => p.then((u) => u.close()).catch(() => undefined)));
+  }
+
+  private async forwardCall(request: JsonRpcObject): Promise<void> {
+    const clientId = request.id as RequestId;
+    const params = request.params;
+    const name = params?.name;
+    if (!params || typeof name !== 'string' || (params.arguments !== undefined && !isObject(params.arguments))) {
+      return this.replyError(
+        clientId,
+        ErrorCode.InvalidParams,
+        'Invalid tools/call request: expected params.name (string) and params.arguments (object)',
+      );
+    }
+    const routed = this.options.tools.get(name);
+    if (!routed) return this.replyError(clientId, ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+
+    let upstream: Upstream;
+    try {
+      upstream = await this.upstreamFor(routed.sandbox);
+    } catch (error) {
+      return this.replyResult(
+        clientId,
+        errorResult(`hintbox could not start sandbox ${routed.sandbox} for ${name}: ${(error as Error).message}`),
+      );
+    }
+    const transport = upstream.client.transport;
+    if (!transport) {
+      return this.replyResult(clientId, errorResult(`sandbox ${routed.sandbox} for ${name} is not connected`));
+    }
+    this.tap(upstream, transport);
+
+    const meta = isObject(params._meta) ? params._meta : undefined;
+    const token = meta?.progressToken;
+    const call: PendingCall = {
+      clientId,
+      upstreamId: `${FORWARDED_ID_PREFIX}${this.nextId++}`,
+      upstream,
+      sandbox: routed.sandbox,
+      tool: name,
+      ...(typeof token === 'string' || typeof token === 'number' ? { progressToken: token } : {}),
+    };
+    this.pending.set(call.upstreamId, call);
+    this.pendingByClientId.set(clientId, call);
+    this.armTimer(call);
+    try {
+      await transport.send({ jsonrpc: '2.0', id: call.upstreamId, method: 'tools/call', params });
+    } catch (error) {
+      if (this.settle(call)) {
+        this.replyResult(clientId, this.diedResult(call, `sending the call failed: ${(error as Error).message}`));
+      }
+    }
+  }
+
+  /** Diverts the upstream's answers to forwarded calls before its SDK client sees them. */
+  private tap(upstream: Upstream, transport: Transport): void {
+    if (this.tapped.has(upstream)) return;
+    this.tapped.add(upstream);
+    const clientOnMessage = transport.onmessage?.bind(transport);
+    transport.onmessage = (message, extra) => {
+      const m = message as JsonRpcObject;
+      if (typeof m.id === 'string' && m.id.startsWith(FORWARDED_ID_PREFIX) && m.method === undefined) {
+        const call = this.pending.get(m.id);
+        if (call && this.settle(call)) this.sendToClient({ ...m, id: call.clientId });
+        return; // an answer to a call that was cancelled or timed out: dropped
+      }
+      if (m.method === 'notifications/progress' && this.forwardProgress(m)) return;
+      clientOnMessage?.(message, extra);
+    };
+    void upstream.closed.then(() => {
+      for (const call of [...this.pending.values()]) {
+        if (call.upstream === upstream && this.settle(call)) this.replyResult(call.clientId, this.diedResult(call));
+      }
+    });
+  }
+
+  private forwardProgress(notification: JsonRpcObject): boolean {
+    const token = notification.params?.progressToken;
+    for (const call of this.pending.values()) {
+      if (call.progressToken !== undefined && call.progressToken === token) {
+        this.armTimer(call); // progress resets the deadline
+        this.sendToClient(notification);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private cancelFromClient(notification: JsonRpcObject): boolean {
+    const requestId = notification.params?.requestId as RequestId | undefined;
+    const call = requestId === undefined ? undefined : this.pendingByClientId.get(requestId);
+    if (!call || !this.settle(call)) return false;
+    // A cancelled request gets no answer (MCP): pass the cancellation on, drop the late result.
+    const reason = notification.params?.reason;
+    this.cancelUpstream(call, typeof reason === 'string' ? reason : undefined);
+    return true;
+  }
+
+  private cancelUpstream(call: PendingCall, reason?: string): void {
+    void call.upstream.client.transport
+      ?.send({
+        jsonrpc: '2.0',
+        method: 'notifications/cancelled',
+        params: { requestId: call.upstreamId, ...(reason ? { reason } : {}) },
+      })
+      .catch(() => undefined);
+  }
+
+  private armTimer(call: PendingCall): void {
+    if (call.timer) clearTimeout(call.timer);
+    call.timer = setTimeout(() => {
+      if (!this.settle(call)) return;
+      const seconds = Math.round(this.options.callTimeoutMs / 1000);
+      this.cancelUpstream(call, `hintbox: no answer within ${seconds} s`);
+      this.replyError(
+        call.clientId,
+        ErrorCode.RequestTimeout,
+        `${call.tool} gave no answer within ${seconds} s (sandbox ${call.sandbox})`,
+      );
+    }, this.options.callTimeoutMs);
+    call.timer.unref();
+  }
+
+  /** Marks a call answered. False when it already was (each call is answered once). */
+  private settle(call: PendingCall): boolean {
+    if (!this.pending.delete(call.upstreamId)) return false;
+    this.pendingByClientId.delete(call.clientId);
+    if (call.timer) clearTimeout(call.timer);
+    return true;
+  }
+
+  private diedResult(call: PendingCall, detail?: string): CallToolResult {
+    const why = call.upstream.diagnostics();
+    return errorResult(
+      `sandbox ${call.sandbox} of ${this.options.serverName} died during the call to ${call.tool}` +
+        `${detail ? ` (${detail})` : ''}${why ? `; its last words:\n${why}` : ''}\nIt will be started again on the next call.`,
+    );
+  }
+
+  private replyResult(id: RequestId, result: CallToolResult): void {
+    this.sendToClient({ jsonrpc: '2.0', id, result });
+  }
+
+  private replyError(id: RequestId, code: number, message: string): void {
+    this.sendToClient({ jsonrpc: '2.0', id, error: { code, message } });
+  }
+
+  private sendToClient(message: Record<string, unknown>): void {
+    void this.clientTransport?.send(message as JSONRPCMessage).catch((error: Error) => {
+      this.options.log.warn(`could not answer the client: ${error.message}`);
+    });
   }
 
   private adopt(sandboxId: string, upstream: Upstream): void {
@@ -126,53 +330,10 @@ export class Gateway {
     });
     return starting;
   }
+}
 
-  private async callTool(
-    request: z.infer<typeof CallToolRequestSchema>,
-    extra: Parameters<Parameters<Server['setRequestHandler']>[1]>[1],
-  ): Promise<CallToolResult> {
-    const { name } = request.params;
-    const routed = this.options.tools.get(name);
-    if (!routed) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
-
-    let upstream: Upstream;
-    try {
-      upstream = await this.upstreamFor(routed.sandbox);
-    } catch (error) {
-      return errorResult(`hintbox could not start sandbox ${routed.sandbox} for ${name}: ${(error as Error).message}`);
-    }
-
-    const progressToken = request.params._meta?.progressToken;
-    try {
-      const result = await upstream.client.request(
-        { method: 'tools/call', params: request.params },
-        PassthroughResult,
-        {
-          signal: extra.signal,
-          timeout: this.options.callTimeoutMs,
-          resetTimeoutOnProgress: true,
-          ...(progressToken !== undefined
-            ? {
-                onprogress: (progress) =>
-                  void extra
-                    .sendNotification({ method: 'notifications/progress', params: { ...progress, progressToken } })
-                    .catch(() => undefined),
-              }
-            : {}),
-        },
-      );
-      return result as CallToolResult;
-    } catch (error) {
-      if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
-        const why = upstream.diagnostics();
-        return errorResult(
-          `sandbox ${routed.sandbox} of ${this.options.serverName} died during the call to ${name}` +
-            `${why ? `; its last words:\n${why}` : ''}\nIt will be started again on the next call.`,
-        );
-      }
-      throw error;
-    }
-  }
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 function errorResult(text: string): CallToolResult {

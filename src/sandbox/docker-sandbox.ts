@@ -4,7 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type Docker from 'dockerode';
 import type { Logger } from '../util/logger.js';
 import { VERSION } from '../version.js';
-import { ContainerStdioTransport } from './container-stdio-transport.js';
+import { NdjsonTransport } from '../gateway/ndjson-transport.js';
 
 /** A running sandbox container with an initialized MCP client on its stdio. */
 export interface StartedSandbox extends AsyncDisposable {
@@ -77,7 +77,7 @@ export async function startSandbox(options: StartSandboxOptions): Promise<Starte
     });
     collectStderr(stderr, tail, log);
 
-    const transport = new ContainerStdioTransport(stream, stdout);
+    const transport = new NdjsonTransport(stdout, stream);
     const closed = new Promise<void>((resolve) => stdout.once('close', resolve).once('end', resolve));
 
     await container.start();

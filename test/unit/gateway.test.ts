@@ -112,19 +112,19 @@ afterEach(async () => {
 async function connect(
   tools: Map<string, RoutedTool>,
   upstreams: UpstreamFactory,
-  extra: { started?: Map<string, Upstream>; log?: Logger } = {},
+  extra: { started?: Map<string, Upstream>; log?: Logger; callTimeoutMs?: number } = {},
 ): Promise<{ gateway: Gateway; client: Client }> {
   const gateway = new Gateway({
     serverName: 'files',
     tools,
     upstreams,
     log: extra.log ?? silentLogger,
-    callTimeoutMs: 10_000,
+    callTimeoutMs: extra.callTimeoutMs ?? 10_000,
     ...(extra.started ? { started: extra.started } : {}),
   });
   const client = new Client({ name: 'test-client', version: '1.0.0' });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  await gateway.server.connect(serverSide);
+  await gateway.connect(serverSide);
   await client.connect(clientSide);
   cleanups.push(
     () => client.close(),
@@ -322,6 +322,54 @@ describe('Gateway', () => {
     const reason = await withTimeout(sawAbort.promise, 2000, 'the upstream handler saw its signal aborted');
     assert.ok(reason !== undefined, 'reason !== undefined');
     assert.equal(f.started[0]!.calls.length, 1);
+  });
+
+  it('answers a call past its deadline with RequestTimeout and cancels it upstream; progress resets the deadline', async () => {
+    const sawAbort = deferred<unknown>();
+    const f = factory({
+      'ro-offline': async (request, extra) => {
+        if ((request.params.arguments as { path?: string } | undefined)?.path === 'progressing') {
+          // Six progress steps 60 ms apart: 360 ms in all, past a 150 ms deadline that each step resets.
+          for (let step = 1; step <= 6; step++) {
+            await new Promise((r) => setTimeout(r, 60));
+            await extra.sendNotification({
+              method: 'notifications/progress',
+              params: { progressToken: extra._meta?.progressToken ?? 'none', progress: step, total: 6 },
+            });
+          }
+          return { content: [{ type: 'text', text: 'done' }] };
+        }
+        return new Promise<CallToolResult>(() => {
+          extra.signal.addEventListener('abort', () => sawAbort.resolve(extra.signal.reason));
+        });
+      },
+    });
+    const { client } = await connect(routes([[READ_DEF, 'ro-offline']]), f, { callTimeoutMs: 150 });
+    await assert.rejects(
+      client.callTool({ name: 'read', arguments: { path: 'hangs' } }, undefined, { timeout: 5000 }),
+      (error: unknown) => error instanceof McpError && error.code === ErrorCode.RequestTimeout,
+    );
+    await withTimeout(sawAbort.promise, 2000, 'the upstream saw the call cancelled');
+    const steps: number[] = [];
+    const done = await client.callTool({ name: 'read', arguments: { path: 'progressing' } }, undefined, {
+      timeout: 5000,
+      onprogress: (p) => steps.push(p.progress),
+    });
+    assert.equal(text(done), 'done');
+    assert.deepEqual(steps, [1, 2, 3, 4, 5, 6]);
+  });
+
+  it('answers malformed tools/call params with InvalidParams', async () => {
+    const f = factory();
+    const { client } = await connect(routes([[READ_DEF, 'ro-offline']]), f);
+    await assert.rejects(
+      client.request(
+        { method: 'tools/call', params: { name: 'read', arguments: 'not an object' } },
+        z.object({}),
+      ),
+      (error: unknown) => error instanceof McpError && error.code === ErrorCode.InvalidParams,
+    );
+    assert.equal(f.started.length, 0, 'nothing was started');
   });
 
   it('cancels upstream calls when the client goes away', async () => {

@@ -1,0 +1,115 @@
+import type { Readable, Writable } from 'node:stream';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+
+/** Lines longer than this are dropped (and reported): a server cannot make hintbox buffer without end. */
+export const MAX_LINE_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Splits a byte stream into newline-delimited JSON-RPC messages. Pure framing, tested with
+ * plain Buffers. Unlike the SDK's ReadBuffer it does not validate each message against the
+ * protocol schema: the SDK validates what it handles, and forwarded calls are passed on as
+ * received, so validating every message here would only cost time on the hot path.
+ */
+export class LineReader {
+  private chunks: Buffer[] = [];
+  private size = 0;
+
+  /** Feeds bytes; returns the complete messages, and errors for lines that are not JSON-RPC. */
+  push(chunk: Buffer): { messages: JSONRPCMessage[]; errors: Error[] } {
+    const messages: JSONRPCMessage[] = [];
+    const errors: Error[] = [];
+    let start = 0;
+    for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
+      const piece = chunk.subarray(start, nl);
+      const line = this.chunks.length ? Buffer.concat([...this.chunks, piece]) : piece;
+      this.chunks = [];
+      this.size = 0;
+      start = nl + 1;
+      const parsed = parseLine(line);
+      if (parsed instanceof Error) errors.push(parsed);
+      else if (parsed) messages.push(parsed);
+    }
+    if (start < chunk.length) {
+      const rest = chunk.subarray(start);
+      this.size += rest.length;
+      if (this.size > MAX_LINE_BYTES) {
+        this.chunks = [];
+        this.size = 0;
+        errors.push(new Error(`a line longer than ${MAX_LINE_BYTES} bytes was dropped`));
+      } else {
+        this.chunks.push(rest);
+      }
+    }
+    return { messages, errors };
+  }
+}
+
+function parseLine(line: Buffer): JSONRPCMessage | Error | undefined {
+  const text = line.toString('utf8').replace(/\r$/, '');
+  if (text.trim() === '') return undefined;
+  try {
+    const value: unknown = JSON.parse(text);
+    if (value !== null && typeof value === 'object' && (value as { jsonrpc?: unknown }).jsonrpc === '2.0') {
+      return value as JSONRPCMessage;
+    }
+    return new Error(`not a JSON-RPC 2.0 message: ${text.slice(0, 200)}`);
+  } catch {
+    return new Error(`not JSON: ${text.slice(0, 200)}`);
+  }
+}
+
+/**
+ * MCP over a pair of byte streams with newline-delimited JSON: a container's stdio attached
+ * through the Docker API (demultiplexed outside, so stderr never reaches it), or hintbox's own
+ * stdin/stdout facing the client.
+ */
+export class NdjsonTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+
+  private readonly reader = new LineReader();
+  private closed = false;
+
+  constructor(
+    private readonly input: Readable,
+    private readonly output: Writable,
+    /** End `output` on close (not for process.stdout). */
+    private readonly endOutputOnClose = true,
+  ) {}
+
+  start(): Promise<void> {
+    this.input.on('data', (chunk: Buffer) => {
+      const { messages, errors } = this.reader.push(chunk);
+      for (const error of errors) this.onerror?.(error);
+      for (const message of messages) this.onmessage?.(message);
+    });
+    this.input.on('end', () => this.finish());
+    this.input.on('close', () => this.finish());
+    this.input.on('error', (error) => this.onerror?.(error));
+    this.output.on('error', (error) => this.onerror?.(error));
+    return Promise.resolve();
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('the connection is closed'));
+    return new Promise<void>((resolve, reject) => {
+      const ok = this.output.write(JSON.stringify(message) + '\n', (error) => (error ? reject(error) : undefined));
+      if (ok) resolve();
+      else this.output.once('drain', resolve);
+    });
+  }
+
+  close(): Promise<void> {
+    if (!this.closed && this.endOutputOnClose) this.output.end();
+    this.finish();
+    return Promise.resolve();
+  }
+
+  private finish(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.onclose?.();
+  }
+}
