@@ -1,0 +1,105 @@
+import { mkdir, open, readFile, unlink } from 'node:fs/promises';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { SqlStateStore, StateStoreError, type SqlAdapter, type StateStoreOptions } from './state-store.js';
+
+/**
+ * The state store embedded in the hintbox process: PGlite (Postgres compiled to WebAssembly)
+ * with its data in a local folder, so that `hintbox run` needs no database server. Same SQL,
+ * same schema and migrations as the Postgres store.
+ *
+ * PGlite is single-process and does not lock its data folder: two instances on one folder
+ * silently diverge and can corrupt it. So the folder is locked (a lock file with the owner's
+ * pid) for as long as the store is open; a second open fails with {@link StateStoreLockedError}.
+ * Concurrent hintbox processes need the Postgres store (`HINTBOX_DATABASE_URL`).
+ */
+
+/** The default state folder, relative to the working directory. */
+export const DEFAULT_STATE_DIR = path.join('.hintbox', 'state');
+
+export interface PgliteStateStoreOptions extends StateStoreOptions {
+  /** The state folder; created if missing. The database is in `pgdata/` inside it. */
+  dir: string;
+}
+
+/** The state folder is in use by another open store. */
+export class StateStoreLockedError extends StateStoreError {
+  constructor(
+    readonly lockFile: string,
+    readonly pid: number,
+  ) {
+    super(
+      `the state folder is in use by process ${pid} (lock ${lockFile}); ` +
+        'stop it, or set HINTBOX_DATABASE_URL to share a Postgres database between hintbox processes',
+    );
+    this.name = 'StateStoreLockedError';
+  }
+}
+
+/** Is a process with this pid alive (as far as this process can tell)? */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists but belongs to someone else.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Takes the folder's lock: creates the lock file exclusively, or takes over one left by a
+ * process that is gone (a crash). Returns the release function.
+ */
+async function lockFolder(lockFile: string): Promise<() => Promise<void>> {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const handle = await open(lockFile, 'wx', 0o600);
+      await handle.writeFile(`${process.pid}\n`);
+      await handle.close();
+      return async () => {
+        await unlink(lockFile).catch(() => undefined);
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    const pid = Number.parseInt(await readFile(lockFile, 'utf8').catch(() => ''), 10);
+    if (Number.isInteger(pid) && pid > 0 && alive(pid)) throw new StateStoreLockedError(lockFile, pid);
+    // Stale (its owner died, or it is unreadable): remove it and try once more. If another
+    // process takes it in between, the exclusive create above fails again and we report it.
+    await unlink(lockFile).catch(() => undefined);
+  }
+  const pid = Number.parseInt(await readFile(lockFile, 'utf8').catch(() => ''), 10);
+  throw new StateStoreLockedError(lockFile, Number.isInteger(pid) ? pid : -1);
+}
+
+/** An {@link SqlAdapter} over a PGlite instance. */
+export function pgliteAdapter(db: PGlite): SqlAdapter {
+  const run = async (client: SqlLike, sql: string, params: readonly unknown[] = []) =>
+    (await client.query<Record<string, unknown>>(sql, [...params])).rows;
+  return {
+    query: (sql, params) => run(db, sql, params),
+    transaction: (work) => db.transaction((tx) => work({ query: (sql, params) => run(tx, sql, params) })),
+    close: () => db.close(),
+  };
+}
+
+/** What PGlite and its transactions have in common. */
+interface SqlLike {
+  query<T>(sql: string, params?: unknown[]): Promise<{ rows: T[] }>;
+}
+
+/** Locks the folder, opens (or creates) the database, brings the schema up to date. */
+export async function openPgliteStateStore(options: PgliteStateStoreOptions): Promise<SqlStateStore> {
+  const dir = path.resolve(options.dir);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const release = await lockFolder(path.join(dir, 'hintbox.lock'));
+  let db: PGlite;
+  try {
+    db = await PGlite.create(path.join(dir, 'pgdata'));
+  } catch (error) {
+    await release();
+    throw error;
+  }
+  return SqlStateStore.open(pgliteAdapter(db), options, release);
+}
