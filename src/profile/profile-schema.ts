@@ -53,6 +53,36 @@ export const ToolRuleSchema = z.strictObject({
   /** Operator's annotations for this tool; they replace the server's claims field by field. */
   annotations: HintOverridesSchema.optional(),
   tags: z.array(z.string().min(1)).default([]),
+  /**
+   * Operator's approval rule: `confirm` (always ask), `deny` (never run), `allow` (run without
+   * asking: honoured only for a trusted server; it never removes friction from an untrusted one).
+   */
+  approval: z.enum(['confirm', 'deny', 'allow']).optional(),
+});
+
+/** A regular expression, checked when the profile loads. */
+const RegexSource = z.string().refine((source) => {
+  try {
+    new RegExp(source, 'u');
+    return true;
+  } catch {
+    return false;
+  }
+}, 'expected a valid regular expression');
+
+/**
+ * A pre-approval for unattended use: calls of `tool` whose arguments match run without asking
+ * (each use is logged as such). Every listed argument must be present and its value (a string,
+ * or the JSON of any other value) must match the whole regular expression.
+ */
+export const PreApprovalSchema = z.strictObject({
+  tool: z.string().min(1),
+  arguments: z.record(z.string(), RegexSource).default({}),
+});
+
+export const ApprovalSettingsSchema = z.strictObject({
+  /** Seconds to wait for a person's answer; no answer is a denial. Default 120. */
+  timeout: z.number().positive().max(86_400).default(120),
 });
 
 export const ServerSchema = z.strictObject({
@@ -106,6 +136,9 @@ export const ProfileSchema = z.strictObject({
   tools: z.record(z.string().min(1), ToolRuleSchema).default({}),
   /** Tags for every tool of this server. */
   tags: z.array(z.string().min(1)).default([]),
+  /** Calls that run without asking (unattended use). */
+  preApprove: z.array(PreApprovalSchema).default([]),
+  approval: ApprovalSettingsSchema.default({ timeout: 120 }),
   /**
    * May the server's tools be split over several sandboxes? Set false for servers that keep
    * state in process memory across tools; the one sandbox then gets the union of rights.
