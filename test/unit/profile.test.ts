@@ -94,6 +94,8 @@ describe('loadProfile: valid profiles', () => {
       tools: {},
       tags: [],
       split: true,
+      preApprove: [],
+      approval: { timeout: 120 },
     });
   });
 
