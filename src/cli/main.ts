@@ -4,6 +4,8 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ProfileError } from '../profile/load-profile.js';
 import { VERSION } from '../version.js';
 import { cliLog as log } from './common.js';
+import { approveCommand } from './approve-command.js';
+import { auditCommand } from './audit-command.js';
 import { demoCommand } from './demo-command.js';
 import { imagesBuildCommand } from './images-command.js';
 import { planCommand } from './plan-command.js';
@@ -18,6 +20,8 @@ Usage: hintbox <command> [options]
 Commands:
   run <profile>           serve the profile's MCP server on stdio, each tool in its sandbox
   plan <profile>          show which sandbox each tool gets, and what is enforced
+  approve <profile> ...   approve tool definitions (pins): named tools, or --all
+  audit                   list recorded calls (filters: --server --tool --tag --decision …)
   images build <profile>  build the images a profile needs
   demo                    run the filesystem server on a scratch folder and show what happens
   sweep                   remove containers left by hintbox runs that are no longer running
@@ -29,6 +33,8 @@ Options:
 Environment:
   DOCKER_HOST             Docker engine to use (default unix:///var/run/docker.sock)
   HINTBOX_LOG_LEVEL       debug | info (default) | warn | error; the log goes to stderr
+  HINTBOX_DATABASE_URL    Postgres for pins and the audit trail (shared by hintbox processes)
+  HINTBOX_STATE_DIR       embedded state folder instead (default ~/.local/state/hintbox)
   HINTBOX_BASE_IMAGE      Debian bookworm image to build on (default debian:bookworm-slim,
                           seeded with debootstrap where it cannot be pulled)
 
@@ -44,6 +50,8 @@ const COMMANDS: Record<string, CommandSpec> = {
   run: runCommand,
   plan: planCommand,
   images: imagesBuildCommand,
+  approve: approveCommand,
+  audit: auditCommand,
   demo: demoCommand,
   sweep: sweepCommand,
 };

@@ -1,11 +1,13 @@
 import type { Gateway } from '../gateway/gateway.js';
 import { NdjsonTransport } from '../gateway/ndjson-transport.js';
+import { parseTagFilter } from '../policy/tool-tags.js';
 import { removeSession } from '../sandbox/sweep.js';
+import { openStateStore, stateLocation } from '../store/open-state-store.js';
 import { HintboxSession, newSessionId } from '../session/hintbox-session.js';
 import { cliLog, dockerReady, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';
 
-const HELP = `Usage: hintbox run <profile> [--rebuild]
+const HELP = `Usage: hintbox run <profile> [--tags a,b] [--rebuild]
 
 Serves the profile's MCP server on stdio. hintbox starts the server in the strictest sandbox
 (read-only mounts, no network) to list its tools, plans one sandbox per class of tools from
@@ -19,17 +21,32 @@ hintbox start.
 In an MCP client's config:
   {"command": "npx", "args": ["hintbox", "run", "profiles/filesystem.yaml"]}
 
+Each call is decided before it is forwarded: an untrusted server's calls, and calls that may
+write, need a person's confirmation (MCP elicitation); a trusted server's read-only tools that
+its sandbox enforces run without asking. Tool definitions are pinned: a changed (or, for an
+untrusted server, a never approved) tool is hidden and refused until "hintbox approve".
+Every call is recorded in the audit trail ("hintbox audit"): Postgres at HINTBOX_DATABASE_URL,
+else an embedded Postgres in HINTBOX_STATE_DIR (default ~/.local/state/hintbox/<server>).
+
 Options:
+  --tags a,b  serve only tools with one of these tags (profile tags; server claims if trusted)
   --rebuild   rebuild the server's image even when it looks current
   -h, --help  this help`;
 
 export const runCommand: CommandSpec = {
   help: HELP,
-  options: { rebuild: { type: 'boolean' } },
+  options: { rebuild: { type: 'boolean' }, tags: { type: 'string' } },
   async run({ positionals, values }) {
     const log = cliLog;
     const profile = profileArg('run', positionals);
+    const tagFilter = typeof values.tags === 'string' ? parseTagFilter(values.tags) : undefined;
     const docker = await dockerReady(log);
+    // Pins and the audit trail first: without them no call may run, so nothing starts either.
+    const location = stateLocation(profile.name);
+    const store = await openStateStore(location).catch((error: Error) => {
+      throw new Error(`cannot open the state store (${location.describe}): ${error.message}`);
+    });
+    log.debug(`state: ${location.kind} ${location.describe}`);
     const sessionId = newSessionId();
     // Filled in as the session comes up; a signal may arrive at any point before.
     const live: { session?: HintboxSession; gateway?: Gateway } = {};
@@ -52,6 +69,7 @@ export const runCommand: CommandSpec = {
         // A start still under way may create containers after the first removal.
         await Promise.race([opening.catch(() => undefined), delay(15_000)]);
         await removeSession(docker.docker, sessionId).catch(() => undefined);
+        await store.close().catch((error: Error) => log.warn(`closing the state store: ${error.message}`));
       })());
     for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
       process.once(signal, () => {
@@ -59,8 +77,11 @@ export const runCommand: CommandSpec = {
       });
     }
 
-    const session = (live.session = await opening);
-    const gateway = (live.gateway = session.createGateway());
+    const session = (live.session = await opening.catch(async (error: unknown) => {
+      await store.close().catch(() => undefined);
+      throw error;
+    }));
+    const gateway = (live.gateway = await session.createGateway({ store, ...(tagFilter ? { tagFilter } : {}) }));
     const disconnected = new Promise<void>((resolve) => {
       process.stdin.once('end', resolve);
       process.stdin.once('close', resolve);

@@ -9,7 +9,9 @@ import {
   type RequestId,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
+import type { AuditOutcomeReport } from '../store/state-store.js';
 import type { Logger } from '../util/logger.js';
+import type { ClientChannel, Gatekeeper } from './call-guard.js';
 import { VERSION } from '../version.js';
 
 /**
@@ -55,7 +57,12 @@ export interface GatewayOptions {
   /** Per-call timeout in ms, reset by progress. */
   callTimeoutMs: number;
   instructions?: string;
+  /** Approval and audit per call; without one every routed call is forwarded (tests of routing). */
+  gatekeeper?: Gatekeeper;
 }
+
+/** Timed-out calls of tools whose decision allows retries are sent again this many times. */
+export const MAX_RETRIES = 2;
 
 interface UpstreamSlot {
   current?: Promise<Upstream>;
@@ -70,6 +77,11 @@ interface PendingCall {
   tool: string;
   progressToken?: string | number;
   timer?: NodeJS.Timeout;
+  /** The call's audit record, when a gatekeeper admitted it. */
+  auditId?: string;
+  params: Record<string, unknown>;
+  attempts: number;
+  retriesLeft: number;
 }
 
 type JsonRpcObject = Record<string, unknown> & { id?: RequestId; method?: string; params?: Record<string, unknown> };
@@ -100,7 +112,9 @@ export class Gateway {
     );
     for (const [id, upstream] of options.started ?? []) this.adopt(id, upstream);
     this.server.setRequestHandler(ListToolsRequestSchema, () => ({
-      tools: [...options.tools.values()].map((t) => t.definition),
+      tools: [...options.tools.entries()]
+        .filter(([name]) => options.gatekeeper?.visible(name) ?? true)
+        .map(([, t]) => t.definition),
     }));
   }
 
@@ -125,7 +139,9 @@ export class Gateway {
     transport.onclose = () => {
       // Nobody is left to answer: stop the work upstream.
       for (const call of [...this.pending.values()]) {
-        if (this.settle(call)) this.cancelUpstream(call, 'the client disconnected');
+        if (this.settle(call, { outcome: 'cancelled', detail: 'the client disconnected' })) {
+          this.cancelUpstream(call, 'the client disconnected');
+        }
       }
       sdkOnClose?.();
     };
@@ -134,7 +150,8 @@ export class Gateway {
   /** Closes the client connection and every upstream. */
   async close(): Promise<void> {
     this.closing = true;
-    for (const call of [...this.pending.values()]) this.settle(call);
+    for (const call of [...this.pending.values()])
+      this.settle(call, { outcome: 'cancelled', detail: 'hintbox stopped' });
     await this.server.close().catch(() => undefined);
     const upstreams = [...this.slots.values()].flatMap((s) => (s.current ? [s.current] : []));
     this.slots.clear();
@@ -155,14 +172,23 @@ export class Gateway {
     const routed = this.options.tools.get(name);
     if (!routed) return this.replyError(clientId, ErrorCode.InvalidParams, `Unknown tool: ${name}`);
 
+    let auditId: string | undefined;
+    let retriesLeft = 0;
+    if (this.options.gatekeeper) {
+      const args = params.arguments as Record<string, unknown> | undefined;
+      const admission = await this.options.gatekeeper.admit(name, args, this.clientChannel);
+      if (!admission.allowed) return this.replyResult(clientId, admission.result);
+      auditId = admission.auditId;
+      if (admission.decision.retryOnTimeout) retriesLeft = MAX_RETRIES;
+    }
+
     let upstream: Upstream;
     try {
       upstream = await this.upstreamFor(routed.sandbox);
     } catch (error) {
-      return this.replyResult(
-        clientId,
-        errorResult(`hintbox could not start sandbox ${routed.sandbox} for ${name}: ${(error as Error).message}`),
-      );
+      const text = `hintbox could not start sandbox ${routed.sandbox} for ${name}: ${(error as Error).message}`;
+      if (auditId) this.options.gatekeeper?.finish(auditId, { outcome: 'sandbox-died', detail: text });
+      return this.replyResult(clientId, errorResult(text));
     }
     const transport = upstream.client.transport;
     if (!transport) {
@@ -179,18 +205,39 @@ export class Gateway {
       sandbox: routed.sandbox,
       tool: name,
       ...(typeof token === 'string' || typeof token === 'number' ? { progressToken: token } : {}),
+      ...(auditId ? { auditId } : {}),
+      params,
+      attempts: 1,
+      retriesLeft,
     };
     this.pending.set(call.upstreamId, call);
     this.pendingByClientId.set(clientId, call);
     this.armTimer(call);
+    await this.send(call);
+  }
+
+  private async send(call: PendingCall): Promise<void> {
     try {
-      await transport.send({ jsonrpc: '2.0', id: call.upstreamId, method: 'tools/call', params });
+      const transport = call.upstream.client.transport;
+      if (!transport) throw new Error('not connected');
+      await transport.send({
+        jsonrpc: '2.0',
+        id: call.upstreamId,
+        method: 'tools/call',
+        params: call.params,
+      } as JSONRPCMessage);
     } catch (error) {
-      if (this.settle(call)) {
-        this.replyResult(clientId, this.diedResult(call, `sending the call failed: ${(error as Error).message}`));
+      if (this.settle(call, { outcome: 'sandbox-died', detail: (error as Error).message })) {
+        this.replyResult(call.clientId, this.diedResult(call, `sending the call failed: ${(error as Error).message}`));
       }
     }
   }
+
+  /** The person at the client, for confirmations. */
+  private readonly clientChannel: ClientChannel = {
+    canElicit: () => this.server.getClientCapabilities()?.elicitation !== undefined,
+    elicit: (params, timeoutMs) => this.server.elicitInput(params, { timeout: timeoutMs }),
+  };
 
   /** Diverts the upstream's answers to forwarded calls before its SDK client sees them. */
   private tap(upstream: Upstream, transport: Transport): void {
@@ -201,7 +248,7 @@ export class Gateway {
       const m = message as JsonRpcObject;
       if (typeof m.id === 'string' && m.id.startsWith(FORWARDED_ID_PREFIX) && m.method === undefined) {
         const call = this.pending.get(m.id);
-        if (call && this.settle(call)) this.sendToClient({ ...m, id: call.clientId });
+        if (call && this.settle(call, outcomeOf(m))) this.sendToClient({ ...m, id: call.clientId });
         return; // an answer to a call that was cancelled or timed out: dropped
       }
       if (m.method === 'notifications/progress' && this.forwardProgress(m)) return;
@@ -209,7 +256,12 @@ export class Gateway {
     };
     void upstream.closed.then(() => {
       for (const call of [...this.pending.values()]) {
-        if (call.upstream === upstream && this.settle(call)) this.replyResult(call.clientId, this.diedResult(call));
+        if (
+          call.upstream === upstream &&
+          this.settle(call, { outcome: 'sandbox-died', detail: upstream.diagnostics() })
+        ) {
+          this.replyResult(call.clientId, this.diedResult(call));
+        }
       }
     });
   }
@@ -229,9 +281,10 @@ export class Gateway {
   private cancelFromClient(notification: JsonRpcObject): boolean {
     const requestId = notification.params?.requestId as RequestId | undefined;
     const call = requestId === undefined ? undefined : this.pendingByClientId.get(requestId);
-    if (!call || !this.settle(call)) return false;
-    // A cancelled request gets no answer (MCP): pass the cancellation on, drop the late result.
     const reason = notification.params?.reason;
+    const detail = typeof reason === 'string' ? `cancelled by the client: ${reason}` : 'cancelled by the client';
+    if (!call || !this.settle(call, { outcome: 'cancelled', detail })) return false;
+    // A cancelled request gets no answer (MCP): pass the cancellation on, drop the late result.
     this.cancelUpstream(call, typeof reason === 'string' ? reason : undefined);
     return true;
   }
@@ -249,8 +302,9 @@ export class Gateway {
   private armTimer(call: PendingCall): void {
     if (call.timer) clearTimeout(call.timer);
     call.timer = setTimeout(() => {
-      if (!this.settle(call)) return;
       const seconds = Math.round(this.options.callTimeoutMs / 1000);
+      if (call.retriesLeft > 0 && this.pending.has(call.upstreamId)) return this.retry(call, seconds);
+      if (!this.settle(call, { outcome: 'error', detail: `no answer within ${seconds} s` })) return;
       this.cancelUpstream(call, `hintbox: no answer within ${seconds} s`);
       this.replyError(
         call.clientId,
@@ -261,11 +315,35 @@ export class Gateway {
     call.timer.unref();
   }
 
-  /** Marks a call answered. False when it already was (each call is answered once). */
-  private settle(call: PendingCall): boolean {
+  /**
+   * An idempotent tool of a trusted server timed out: cancel the attempt and send the call again
+   * under a new id after a backoff (1 s, 2 s). Logged; the audit record counts the attempts.
+   */
+  private retry(call: PendingCall, seconds: number): void {
+    this.cancelUpstream(call, `hintbox: no answer within ${seconds} s; retrying`);
+    this.pending.delete(call.upstreamId);
+    call.retriesLeft--;
+    call.attempts++;
+    call.upstreamId = `${FORWARDED_ID_PREFIX}${this.nextId++}`;
+    this.pending.set(call.upstreamId, call);
+    const backoffMs = 1000 * 2 ** (call.attempts - 2);
+    this.options.log.warn(
+      `${call.tool} gave no answer within ${seconds} s; idempotent tool of a trusted server: attempt ${call.attempts} in ${backoffMs} ms`,
+    );
+    call.timer = setTimeout(() => {
+      if (!this.pending.has(call.upstreamId)) return;
+      this.armTimer(call);
+      void this.send(call);
+    }, backoffMs);
+    call.timer.unref();
+  }
+
+  /** Marks a call answered and records its outcome. False when it already was: each call is answered once. */
+  private settle(call: PendingCall, report: AuditOutcomeReport): boolean {
     if (!this.pending.delete(call.upstreamId)) return false;
     this.pendingByClientId.delete(call.clientId);
     if (call.timer) clearTimeout(call.timer);
+    if (call.auditId) this.options.gatekeeper?.finish(call.auditId, { ...report, attempts: call.attempts });
     return true;
   }
 
@@ -330,6 +408,13 @@ export class Gateway {
     });
     return starting;
   }
+}
+
+/** The audit outcome of an upstream's answer. */
+function outcomeOf(message: JsonRpcObject): AuditOutcomeReport {
+  if (isObject(message.error)) return { outcome: 'error', detail: String(message.error.message ?? 'error') };
+  const result = isObject(message.result) ? message.result : {};
+  return { outcome: result.isError === true ? 'tool-error' : 'ok' };
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

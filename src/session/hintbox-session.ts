@@ -19,6 +19,9 @@ import { startSandbox, type StartedSandbox } from '../sandbox/docker-sandbox.js'
 import { hostMountPoints, nestedMountPoints } from '../sandbox/nested-mounts.js';
 import { removeSession } from '../sandbox/sweep.js';
 import type { Logger } from '../util/logger.js';
+import { CallGuard, compilePreApprovals } from '../gateway/call-guard.js';
+import type { StateStore } from '../store/state-store.js';
+import { guardTools } from './guarded-tools.js';
 
 /** A short random id for a session; it names and labels everything the session creates. */
 export function newSessionId(): string {
@@ -76,6 +79,13 @@ export interface SessionOptions {
   rebuildImages?: boolean;
 }
 
+export interface GatewaySettings {
+  /** Pins and the audit trail; without a store no call is approved or recorded (tests of routing). */
+  store?: StateStore;
+  /** `--tags`: serve only tools with one of these tags. */
+  tagFilter?: readonly string[];
+}
+
 /**
  * One server under hintbox: discovery, plan, sandboxes. Created by `HintboxSession.open`;
  * disposing it removes every container it made (also those of failed starts).
@@ -118,13 +128,39 @@ export class HintboxSession implements AsyncDisposable {
   }
 
   /** A gateway over this session's sandboxes (routes by the plan). */
-  createGateway(): Gateway {
+  async createGateway(settings: GatewaySettings = {}): Promise<Gateway> {
     const byName = new Map(this.tools.map((t) => [t.name, t]));
+    const guarded = settings.store
+      ? await guardTools({
+          profile: this.profile,
+          tools: this.tools,
+          plan: this.plan.tools,
+          pins: settings.store.pins,
+          log: this.options.log,
+          ...(settings.tagFilter ? { tagFilter: settings.tagFilter } : {}),
+        })
+      : undefined;
     const routed = new Map<string, RoutedTool>();
     for (const planned of this.plan.tools) {
       const definition = byName.get(planned.name);
-      if (definition) routed.set(planned.name, { definition, sandbox: planned.sandbox });
+      if (definition && (!guarded || guarded.has(planned.name))) {
+        routed.set(planned.name, { definition, sandbox: planned.sandbox });
+      }
     }
+    const gatekeeper =
+      settings.store && guarded
+        ? new CallGuard({
+            server: this.profile.name,
+            session: this.sessionId,
+            trust: this.profile.trust,
+            tools: guarded,
+            preApprovals: compilePreApprovals(this.profile.preApprove),
+            audit: settings.store.audit,
+            approvalTimeoutMs: this.profile.approval.timeout * 1000,
+            profileFile: this.profile.file,
+            log: this.options.log,
+          })
+        : undefined;
     const started = new Map(this.started);
     this.started.clear();
     return new Gateway({
@@ -135,6 +171,7 @@ export class HintboxSession implements AsyncDisposable {
       log: this.options.log,
       callTimeoutMs: this.profile.timeouts.call * 1000,
       ...(this.instructions ? { instructions: this.instructions } : {}),
+      ...(gatekeeper ? { gatekeeper } : {}),
     });
   }
 

@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { LABEL_CLASS } from '../../src/sandbox/container-spec.js';
 import { containersOf, docker, ensureTestImages, eventually, REPO, assertNoLeftovers } from './support/docker.js';
-import { runHintbox, sandboxFolder } from './support/hintbox-process.js';
+import { hintboxCommand, runHintbox, sandboxFolder } from './support/hintbox-process.js';
 
 const PROFILE = path.join(REPO, 'profiles', 'filesystem.yaml');
 
@@ -17,6 +17,9 @@ describe('the filesystem reference server under hintbox run', { timeout: 240_000
   it('reads through its read-only sandbox, writes through its read-write one, and cleans up', async () => {
     const workspace = sandboxFolder();
     writeFileSync(path.join(workspace, 'notes.txt'), 'from the host\n');
+    // An untrusted server: its tools are served only once approved, and every call is confirmed.
+    const approve = await hintboxCommand(['approve', PROFILE, '--all'], { WORKSPACE: workspace });
+    assert.equal(approve.code, 0, approve.stderr);
     const hintbox = await runHintbox(PROFILE, { WORKSPACE: workspace });
     const pid = hintbox.pid;
     try {
@@ -37,6 +40,8 @@ describe('the filesystem reference server under hintbox run', { timeout: 240_000
       });
       assert.notEqual(write.isError, true, JSON.stringify(write));
       assert.equal(readFileSync(path.join(workspace, 'out.txt'), 'utf8'), 'from the server\n');
+      assert.equal(hintbox.asked.length, 2, 'both calls of the untrusted server were confirmed');
+      assert.match(hintbox.asked[1]?.message ?? '', /irreversible[\s\S]*"content": "from the server\\n"/);
 
       await assert.rejects(
         hintbox.client.callTool({ name: 'no_such_tool', arguments: {} }),

@@ -5,7 +5,12 @@ import { containersOf, docker, ensureTestImages, eventually, LIAR_IMAGE, assertN
 import { hintboxCommand, outcomeOf, runHintbox, writeProfile } from './support/hintbox-process.js';
 
 const liarProfile = (suffix: string) =>
-  writeProfile({ name: `liar-${suffix}-${process.pid}`, server: { image: LIAR_IMAGE }, limits: { pids: 64 } });
+  writeProfile({
+    name: `liar-${suffix}-${process.pid}`,
+    server: { image: LIAR_IMAGE },
+    trust: 'trusted',
+    limits: { pids: 64 },
+  });
 
 describe('sandbox lifecycle', { timeout: 240_000 }, () => {
   after(assertNoLeftovers);

@@ -53,6 +53,7 @@ describe('a lying server under hintbox run', { timeout: 240_000 }, () => {
     profile = writeProfile({
       name: `liar-${process.pid}`,
       server: { image: LIAR_IMAGE },
+      trust: 'trusted',
       mounts: [{ source: workspace, target: '/data' }],
       // The ceiling allows network, so only the hints decide who gets it.
       network: 'open',
@@ -216,6 +217,7 @@ describe('a server whose ceiling is no network', { timeout: 120_000 }, () => {
       const profile = writeProfile({
         name: `liar-closed-${process.pid}`,
         server: { image: LIAR_IMAGE },
+        trust: 'trusted',
         network: 'none',
       });
       await using hintbox = await runHintbox(profile);

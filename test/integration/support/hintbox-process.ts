@@ -5,11 +5,21 @@ import path from 'node:path';
 import type { PassThrough } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ElicitRequestSchema, type ElicitRequest, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { stringify } from 'yaml';
 import { REPO } from './docker.js';
 
 /** The shipped CLI: the one-file bundle that the `hintbox` bin runs. */
 export const HINTBOX_BIN = path.join(REPO, 'dist', 'hintbox.mjs');
+
+/**
+ * This test process's own state folder (pins, audit): tests never touch the user's, and the
+ * embedded store of one server is never shared between test processes.
+ */
+export const STATE_DIR = mkdtempSync(path.join(os.tmpdir(), 'hintbox-test-state-'));
+
+/** How the test client answers hintbox's confirmations: approve, deny, or never answer. */
+export type Confirmations = 'approve' | 'deny' | 'never' | 'unsupported';
 
 /** A temp folder the sandbox user (uid 10001 when tests run as root) may use. */
 export function sandboxFolder(prefix = 'hintbox-test-'): string {
@@ -36,11 +46,15 @@ export interface RunningHintbox extends AsyncDisposable {
 }
 
 /** `hintbox run <profile>` as an MCP client's config would launch it, driven by the SDK client. */
-export async function runHintbox(profile: string, env: Record<string, string> = {}): Promise<RunningHintbox> {
+export async function runHintbox(
+  profile: string,
+  env: Record<string, string> = {},
+  confirmations: Confirmations = 'approve',
+): Promise<RunningHintbox & { asked: ElicitRequest['params'][] }> {
   const transport = new StdioClientTransport({
     command: HINTBOX_BIN,
     args: ['run', profile],
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', ...dockerEnv(), ...env },
+    env: { ...baseEnv(), ...env },
     stderr: 'pipe',
   });
   let stderr = '';
@@ -49,7 +63,18 @@ export async function runHintbox(profile: string, env: Record<string, string> = 
     stderr += chunk.toString('utf8');
     if (process.env.HINTBOX_TEST_VERBOSE) process.stderr.write(chunk);
   });
-  const client = new Client({ name: 'hintbox-test', version: '1.0.0' });
+  const asked: ElicitRequest['params'][] = [];
+  const client = new Client(
+    { name: 'hintbox-test', version: '1.0.0' },
+    { capabilities: confirmations === 'unsupported' ? {} : { elicitation: {} } },
+  );
+  if (confirmations !== 'unsupported') {
+    client.setRequestHandler(ElicitRequestSchema, (request): Promise<ElicitResult> | ElicitResult => {
+      asked.push(request.params);
+      if (confirmations === 'never') return new Promise<ElicitResult>(() => {});
+      return { action: 'accept', content: { approve: confirmations === 'approve' } };
+    });
+  }
   try {
     await client.connect(transport);
   } catch (error) {
@@ -68,6 +93,7 @@ export async function runHintbox(profile: string, env: Record<string, string> = 
     }, 50);
   });
   return {
+    asked,
     client,
     transport,
     pid,
@@ -87,7 +113,7 @@ export function hintboxCommand(
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(HINTBOX_BIN, args, {
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', ...dockerEnv(), ...env },
+      env: { ...baseEnv(), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -99,8 +125,13 @@ export function hintboxCommand(
   });
 }
 
-function dockerEnv(): Record<string, string> {
-  return process.env.DOCKER_HOST ? { DOCKER_HOST: process.env.DOCKER_HOST } : {};
+function baseEnv(): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '/root',
+    HINTBOX_STATE_DIR: STATE_DIR,
+    ...(process.env.DOCKER_HOST ? { DOCKER_HOST: process.env.DOCKER_HOST } : {}),
+  };
 }
 
 /** The JSON a liar tool answered (its structuredContent). */

@@ -1,0 +1,137 @@
+import { readdirSync } from 'node:fs';
+import { openStateStore, stateLocation, stateRoot } from '../store/open-state-store.js';
+import {
+  AUDIT_OUTCOMES,
+  type AuditDecision,
+  type AuditOutcome,
+  type AuditQuery,
+  type AuditRecord,
+} from '../store/state-store.js';
+import { cliLog } from './common.js';
+import type { CommandSpec } from './main.js';
+import { UsageError } from './usage-error.js';
+
+const HELP = `Usage: hintbox audit [filters] [--json]
+
+Lists recorded calls, newest first: time, server/tool, decision and who made it, outcome,
+duration, tags and arguments. A record without an outcome means hintbox stopped between
+forwarding the call and its answer.
+
+Filters:
+  --server S      one server (with the embedded store: that server's folder only)
+  --tool T        one tool
+  --tag T         calls of tools with this tag
+  --decision D    allowed | denied | blocked
+  --outcome O     ok | tool-error | error | cancelled | sandbox-died | not-run | none
+  --since WHEN    an ISO time, or an age such as 30m, 2h, 7d
+  --limit N       at most N records (default 100)
+  --json          full records (untruncated arguments) as JSON
+
+The audit trail is in Postgres at HINTBOX_DATABASE_URL, else in the embedded stores under
+HINTBOX_STATE_DIR (default ~/.local/state/hintbox); an embedded store is readable only while no
+"hintbox run" of that server holds it.`;
+
+export const auditCommand: CommandSpec = {
+  help: HELP,
+  options: {
+    server: { type: 'string' },
+    tool: { type: 'string' },
+    tag: { type: 'string' },
+    decision: { type: 'string' },
+    outcome: { type: 'string' },
+    since: { type: 'string' },
+    limit: { type: 'string' },
+    json: { type: 'boolean' },
+  },
+  async run({ positionals, values }) {
+    if (positionals.length) throw new UsageError(`audit: unexpected argument ${positionals[0]}`);
+    const query = auditQuery(values);
+    const servers = typeof values.server === 'string' ? [values.server] : knownServers();
+    const records: AuditRecord[] = [];
+    const seen = new Set<string>();
+    for (const server of servers) {
+      const location = stateLocation(server);
+      if (location.kind === 'postgres' && seen.has(location.describe)) continue;
+      seen.add(location.describe);
+      try {
+        await using store = await openStateStore(location);
+        records.push(...(await store.audit.query(query)));
+      } catch (error) {
+        cliLog.warn(`${server}: ${(error as Error).message}`);
+      }
+    }
+    records.sort((a, b) => b.time.getTime() - a.time.getTime());
+    const limited = records.slice(0, query.limit ?? 100);
+    process.stdout.write((values.json ? JSON.stringify(limited, null, 2) : formatAudit(limited)) + '\n');
+    return 0;
+  },
+};
+
+function knownServers(): string[] {
+  if (process.env.HINTBOX_DATABASE_URL) return ['*'];
+  try {
+    return readdirSync(stateRoot(), { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name)
+      .sort();
+  } catch {
+    return [];
+  }
+}
+
+/** Builds the store query from the flags; bad values are usage errors. Pure apart from the clock. */
+export function auditQuery(values: Record<string, unknown>, now = new Date()): AuditQuery {
+  const query: AuditQuery = {};
+  if (typeof values.server === 'string' && values.server !== '*') query.server = values.server;
+  if (typeof values.tool === 'string') query.tool = values.tool;
+  if (typeof values.tag === 'string') query.tag = values.tag;
+  if (typeof values.decision === 'string') {
+    if (!['allowed', 'denied', 'blocked'].includes(values.decision))
+      throw new UsageError(`audit: --decision must be allowed, denied or blocked`);
+    query.decision = values.decision as AuditDecision;
+  }
+  if (typeof values.outcome === 'string') {
+    if (values.outcome === 'none') query.outcome = null;
+    else if ((AUDIT_OUTCOMES as readonly string[]).includes(values.outcome))
+      query.outcome = values.outcome as AuditOutcome;
+    else throw new UsageError(`audit: --outcome must be one of ${AUDIT_OUTCOMES.join(', ')}, none`);
+  }
+  if (typeof values.since === 'string') query.since = parseSince(values.since, now);
+  if (typeof values.limit === 'string') {
+    const limit = Number(values.limit);
+    if (!Number.isInteger(limit) || limit < 1) throw new UsageError('audit: --limit must be a positive integer');
+    query.limit = limit;
+  }
+  return query;
+}
+
+function parseSince(text: string, now: Date): Date {
+  const age = /^(\d+)([smhd])$/.exec(text);
+  if (age) {
+    const unit = { s: 1, m: 60, h: 3600, d: 86400 }[age[2] as 's' | 'm' | 'h' | 'd'];
+    return new Date(now.getTime() - Number(age[1]) * unit * 1000);
+  }
+  const time = new Date(text);
+  if (Number.isNaN(time.getTime()))
+    throw new UsageError(`audit: --since must be an ISO time or an age such as 2h (got ${text})`);
+  return time;
+}
+
+export function formatAudit(records: readonly AuditRecord[]): string {
+  if (records.length === 0) return 'no recorded calls';
+  return records
+    .map((r) => {
+      const outcome = r.outcome ?? 'NO OUTCOME (hintbox stopped during the call)';
+      const args = JSON.stringify(r.arguments ?? {});
+      return [
+        r.time.toISOString(),
+        `${r.server}/${r.tool}`,
+        `${r.decision} by ${r.decidedBy}`,
+        outcome,
+        r.durationMs === null ? '' : `${r.durationMs} ms`,
+        r.tags.map((t) => t.name).join(',') || '-',
+        args.length > 80 ? `${args.slice(0, 77)}...` : args,
+      ].join('  ');
+    })
+    .join('\n');
+}

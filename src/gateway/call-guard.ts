@@ -1,0 +1,287 @@
+import type { CallToolResult, ElicitRequestFormParams, ElicitResult } from '@modelcontextprotocol/sdk/types.js';
+import {
+  APPROVAL_WARNING_TEXT,
+  decideApproval,
+  type ApprovalDecision,
+  type OperatorRule,
+  type PinState,
+  type ServerTrust,
+} from '../policy/approval-decision.js';
+import type { ClaimedHints, ToolHints } from '../policy/hints.js';
+import { diffPins, formatPinChanges, type PinnedDefinition, type ToolPin } from '../policy/tool-pin.js';
+import { formatTags, type ToolTag } from '../policy/tool-tags.js';
+import type { AuditDecider, AuditDecision, AuditLog, AuditOutcomeReport } from '../store/state-store.js';
+import type { Logger } from '../util/logger.js';
+
+/**
+ * Per call, before it is forwarded: decide (pure, `decideApproval`), ask a person through MCP
+ * elicitation when the decision says so, and write the audit intent. Nothing is forwarded
+ * unless its intent is recorded: a store that fails means the call is refused (fail closed).
+ */
+
+/** What the guard knows of one tool, fixed when the session plans it. */
+export interface GuardedTool {
+  name: string;
+  sandbox: string;
+  claimed: ClaimedHints;
+  effective: ToolHints;
+  /** The server sent no hints and the operator overrode none: the worst case. */
+  annotationsMissing: boolean;
+  enforced: boolean;
+  tags: ToolTag[];
+  pin: ToolPin;
+  pinState: PinState;
+  /** The approved definition when the pin changed (for the message naming what changed). */
+  approvedDefinition?: PinnedDefinition;
+  rule?: OperatorRule;
+}
+
+/** A pre-approval from the profile, with its patterns compiled. */
+export interface PreApproval {
+  tool: string;
+  arguments: ReadonlyMap<string, RegExp>;
+}
+
+/** How the guard reaches the person at the client. */
+export interface ClientChannel {
+  canElicit(): boolean;
+  elicit(params: ElicitRequestFormParams, timeoutMs: number): Promise<ElicitResult>;
+}
+
+export type Admission =
+  { allowed: true; auditId: string; decision: ApprovalDecision } | { allowed: false; result: CallToolResult };
+
+/** The gateway's view of the guard (absent in tests of routing alone). */
+export interface Gatekeeper {
+  /** Whether `tools/list` shows the tool (tools blocked by their pin are hidden). */
+  visible(tool: string): boolean;
+  admit(tool: string, args: Record<string, unknown> | undefined, client: ClientChannel): Promise<Admission>;
+  /** Records a call's outcome; never throws (failures are logged). */
+  finish(auditId: string, report: AuditOutcomeReport): void;
+}
+
+export interface CallGuardOptions {
+  server: string;
+  session: string;
+  trust: ServerTrust;
+  tools: ReadonlyMap<string, GuardedTool>;
+  preApprovals: readonly PreApproval[];
+  audit: AuditLog;
+  /** How long a person has to answer, in ms; no answer is a denial. */
+  approvalTimeoutMs: number;
+  /** The profile file, for the `hintbox approve` command in messages. */
+  profileFile: string;
+  log: Logger;
+}
+
+/** Does a pre-approval match these arguments? Every listed argument must be present and match whole. */
+export function matchesPreApproval(
+  rule: PreApproval,
+  tool: string,
+  args: Record<string, unknown> | undefined,
+): boolean {
+  if (rule.tool !== tool) return false;
+  for (const [name, pattern] of rule.arguments) {
+    const value = args?.[name];
+    if (value === undefined) return false;
+    const text = typeof value === 'string' ? value : JSON.stringify(value);
+    pattern.lastIndex = 0;
+    if (!pattern.test(text)) return false;
+  }
+  return true;
+}
+
+/** Compiles the profile's patterns: each must match the whole value. */
+export function compilePreApprovals(
+  rules: readonly { tool: string; arguments: Record<string, string> }[],
+): PreApproval[] {
+  return rules.map((rule) => ({
+    tool: rule.tool,
+    arguments: new Map(
+      Object.entries(rule.arguments).map(([name, source]) => [name, new RegExp(`^(?:${source})$`, 'u')]),
+    ),
+  }));
+}
+
+export class CallGuard implements Gatekeeper {
+  constructor(private readonly options: CallGuardOptions) {}
+
+  visible(tool: string): boolean {
+    const t = this.options.tools.get(tool);
+    if (!t) return false;
+    return !(t.pinState === 'changed' || (t.pinState === 'unpinned' && this.options.trust === 'untrusted'));
+  }
+
+  async admit(name: string, args: Record<string, unknown> | undefined, client: ClientChannel): Promise<Admission> {
+    const { options } = this;
+    const tool = options.tools.get(name);
+    if (!tool) return { allowed: false, result: errorResult(`hintbox has no record of tool ${name}`) };
+    const preApproved = options.preApprovals.some((rule) => matchesPreApproval(rule, name, args));
+    const decision = decideApproval({
+      hints: tool.effective,
+      annotationsMissing: tool.annotationsMissing,
+      trust: options.trust,
+      pin: tool.pinState,
+      enforced: tool.enforced,
+      rule: tool.rule,
+      preApproved,
+    });
+
+    if (decision.action === 'blocked') {
+      const changes = tool.approvedDefinition
+        ? formatPinChanges(diffPins(tool.approvedDefinition, tool.pin.definition))
+        : [];
+      const what = changes.length
+        ? `its definition changed since it was approved:\n${changes.join('\n')}`
+        : 'it has not been approved';
+      return this.refuse(
+        tool,
+        args,
+        'blocked',
+        'pin',
+        `hintbox blocked ${name}: ${what}\nApprove it with: hintbox approve ${options.profileFile} ${name}`,
+      );
+    }
+    if (decision.action === 'deny') {
+      return this.refuse(tool, args, 'denied', 'rule', `hintbox denied ${name}: ${decision.reasons.join('; ')}`);
+    }
+
+    let decidedBy: AuditDecider = decision.decidedBy === 'pin' ? 'auto' : decision.decidedBy;
+    if (decision.action === 'confirm') {
+      if (!client.canElicit()) {
+        const how =
+          options.trust === 'untrusted'
+            ? 'Calls of an untrusted server always need a person: use a client that supports MCP elicitation, or mark the server trusted in its profile if you vouch for it.'
+            : `To run it unattended, pre-approve it in the profile, e.g.\n  preApprove:\n    - tool: ${name}\n      arguments: { <name>: <regular expression> }`;
+        return this.refuse(
+          tool,
+          args,
+          'denied',
+          'no-elicitation',
+          `hintbox denied ${name}: it needs a person's confirmation (${decision.reasons.join('; ')}), and this client cannot be asked (no MCP elicitation).\n${how}`,
+        );
+      }
+      const answer = await this.ask(tool, args, decision, client);
+      if (answer !== 'approved') {
+        return this.refuse(
+          tool,
+          args,
+          'denied',
+          answer === 'timeout' ? 'timeout' : 'person',
+          answer === 'timeout'
+            ? `hintbox denied ${name}: nobody answered the confirmation within ${Math.round(options.approvalTimeoutMs / 1000)} s`
+            : `hintbox denied ${name}: the confirmation was declined`,
+        );
+      }
+      decidedBy = 'person';
+    }
+
+    try {
+      const auditId = await this.record(tool, args, 'allowed', decidedBy);
+      if (decidedBy === 'pre-approval') options.log.info(`${name}: run under a pre-approval rule (audit ${auditId})`);
+      return { allowed: true, auditId, decision };
+    } catch (error) {
+      options.log.error(`audit trail unavailable, refusing ${name}: ${(error as Error).message}`);
+      return {
+        allowed: false,
+        result: errorResult(`hintbox refused ${name}: the audit trail cannot record it (${(error as Error).message})`),
+      };
+    }
+  }
+
+  finish(auditId: string, report: AuditOutcomeReport): void {
+    void this.options.audit.recordOutcome(auditId, report).catch((error: Error) => {
+      this.options.log.error(`could not record the outcome of audit ${auditId}: ${error.message}`);
+    });
+  }
+
+  private async ask(
+    tool: GuardedTool,
+    args: Record<string, unknown> | undefined,
+    decision: ApprovalDecision,
+    client: ClientChannel,
+  ): Promise<'approved' | 'declined' | 'timeout'> {
+    const { options } = this;
+    const json = JSON.stringify(args ?? {}, null, 2);
+    const shown =
+      decision.showFullArguments || json.length <= 2000
+        ? json
+        : `${json.slice(0, 2000)}\n… (${json.length} characters)`;
+    const lines = [
+      `${options.server} wants to run ${tool.name}${tool.tags.length ? ` [${formatTags(tool.tags)}]` : ''} (sandbox ${tool.sandbox}).`,
+      ...decision.warnings.map((w) => `WARNING: ${APPROVAL_WARNING_TEXT[w]}`),
+      // Previews (a dry run over a copy of the mount) are not built yet: say so, never imply one.
+      ...(tool.effective.readOnlyHint ? [] : ['No preview of the effect of this call is available.']),
+      `Why you are asked: ${decision.reasons.join('; ')}.`,
+      `Arguments${decision.showFullArguments ? ' (in full)' : ''}:`,
+      shown,
+    ];
+    try {
+      const result = await client.elicit(
+        {
+          message: lines.join('\n'),
+          requestedSchema: {
+            type: 'object',
+            properties: {
+              approve: {
+                type: 'boolean',
+                title: `Run ${tool.name}?`,
+                description: 'true runs the call; false denies it',
+              },
+            },
+            required: ['approve'],
+          },
+        },
+        options.approvalTimeoutMs,
+      );
+      return result.action === 'accept' && result.content?.approve === true ? 'approved' : 'declined';
+    } catch (error) {
+      const message = (error as Error).message;
+      options.log.warn(`confirmation of ${tool.name} failed: ${message}`);
+      return /timed? ?out/i.test(message) ? 'timeout' : 'declined';
+    }
+  }
+
+  private async refuse(
+    tool: GuardedTool,
+    args: Record<string, unknown> | undefined,
+    decision: AuditDecision,
+    decidedBy: AuditDecider,
+    text: string,
+  ): Promise<Admission> {
+    try {
+      const id = await this.record(tool, args, decision, decidedBy);
+      this.finish(id, { outcome: 'not-run', detail: text.split('\n')[0] ?? text });
+    } catch (error) {
+      this.options.log.error(`could not record the refusal of ${tool.name}: ${(error as Error).message}`);
+    }
+    this.options.log.info(text.split('\n')[0] ?? text);
+    return { allowed: false, result: errorResult(text) };
+  }
+
+  private record(
+    tool: GuardedTool,
+    args: Record<string, unknown> | undefined,
+    decision: AuditDecision,
+    decidedBy: AuditDecider,
+  ): Promise<string> {
+    const { options } = this;
+    return options.audit.recordIntent({
+      session: options.session,
+      server: options.server,
+      tool: tool.name,
+      tags: tool.tags,
+      claimedHints: tool.claimed,
+      effectiveHints: tool.effective,
+      sandbox: tool.sandbox,
+      decision,
+      decidedBy,
+      arguments: args ?? {},
+      pinHash: tool.pin.hash,
+    });
+  }
+}
+
+function errorResult(text: string): CallToolResult {
+  return { isError: true, content: [{ type: 'text', text }] };
+}
