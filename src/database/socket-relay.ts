@@ -1,0 +1,361 @@
+import { chmod, chown, mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import {
+  BackendMessageScanner,
+  INSUFFICIENT_PRIVILEGE,
+  READ_ONLY_SQL_TRANSACTION,
+  encodeCancelRequest,
+  encodeErrorResponse,
+  parseErrorFields,
+  readStartupPacket,
+} from './pg-wire.js';
+
+/**
+ * A sandbox's way to its database: a Unix socket in a directory of its own, bound into the
+ * container, relaying each connection to the real Postgres. A sandbox without a network still
+ * reaches the database this way, and only as the role it was given. The relay watches the
+ * server's answers for privilege errors (a tool did what its hints said it would not) and can
+ * cut every session at once (shutdown, a call's deadline).
+ */
+
+/** Where the socket directory is bound inside the container. */
+export const SANDBOX_PG_SOCKET_DIR = '/run/hintbox/pg';
+/** libpq looks for `<PGHOST>/.s.PGSQL.<PGPORT>`. */
+export const PG_SOCKET_PORT = 5432;
+export const PG_SOCKET_FILE = `.s.PGSQL.${PG_SOCKET_PORT}`;
+
+/** The real Postgres: TCP, or the path of its Unix socket file. */
+export type RelayUpstream = { host: string; port: number } | { path: string };
+
+/** Postgres refused something a sandbox's session tried: its hints were not true. */
+export interface PrivilegeViolation {
+  /** 42501 insufficient_privilege or 25006 read_only_sql_transaction. */
+  sqlstate: string;
+  message: string;
+  severity: string;
+  /** The relay's id for the connection (1, 2, …). */
+  connectionId: number;
+  /** As the client gave them in its startup packet. */
+  user: string;
+  database: string;
+  at: Date;
+}
+
+/** The relay refused a connection itself (before Postgres saw it). */
+export interface RefusedConnection {
+  connectionId: number;
+  reason: string;
+}
+
+export interface SocketRelayOptions {
+  upstream: RelayUpstream;
+  /** Parent of the fresh socket directory. Default: the OS temp dir. */
+  baseDir?: string;
+  /**
+   * The uid:gid the sandbox runs as. When it is not hintbox's own uid, the directory and socket
+   * are given to it (hintbox runs as root) or, failing that, opened to all local users (the
+   * directory's name is random, and the role's password is still needed).
+   */
+  sandboxUser?: { uid: number; gid: number };
+  /** When set, only startups with exactly this user and database are relayed. */
+  allow?: { user: string; database: string };
+  onViolation?: (violation: PrivilegeViolation) => void;
+  onRefused?: (refused: RefusedConnection) => void;
+  /** A connection must finish its startup packet within this. Default 10 s. */
+  startupTimeoutMs?: number;
+  /** How long cutAll() waits for its cancel requests. Default 2 s. */
+  cancelTimeoutMs?: number;
+  now?: () => Date;
+}
+
+/** A running relay. Disposing it closes it. */
+export interface SocketRelay extends AsyncDisposable {
+  /** The host directory to bind into the container (at SANDBOX_PG_SOCKET_DIR). */
+  readonly dir: string;
+  readonly socketPath: string;
+  /** How the sandbox user gets access: it is hintbox's uid, or chown'ed to it, or world-accessible. */
+  readonly access: 'owner' | 'chown' | 'world';
+  /** Connections open now. */
+  readonly connectionCount: number;
+  /**
+   * Ends every open session now: both sockets destroyed, and for each session whose server key
+   * is known a CancelRequest to Postgres, so a running query stops instead of running on.
+   * Returns how many connections were cut. New connections are still accepted.
+   */
+  cutAll(): Promise<number>;
+  /** Stops accepting, cuts every session, removes the socket and its directory. */
+  close(): Promise<void>;
+}
+
+/** The environment a sandbox needs to reach its database through the relay, as libpq and most drivers read it. */
+export function sandboxDatabaseEnv(
+  role: { user: string; password: string; database: string },
+  socketDir: string = SANDBOX_PG_SOCKET_DIR,
+): Record<string, string> {
+  const enc = encodeURIComponent;
+  return {
+    PGHOST: socketDir,
+    PGPORT: String(PG_SOCKET_PORT),
+    PGUSER: role.user,
+    PGPASSWORD: role.password,
+    PGDATABASE: role.database,
+    DATABASE_URL: `postgresql://${enc(role.user)}:${enc(role.password)}@/${enc(role.database)}?host=${socketDir}`,
+  };
+}
+
+/** Unix socket paths are limited (108 bytes on Linux, 104 on macOS, both with the NUL). */
+const MAX_SOCKET_PATH_BYTES = 103;
+
+interface RelayConnection {
+  id: number;
+  client: net.Socket;
+  upstream?: net.Socket;
+  /** From BackendKeyData: what a CancelRequest for this session needs. */
+  keyData?: Buffer;
+  user: string;
+  database: string;
+}
+
+/** Starts a relay in a fresh directory under `baseDir`. */
+export async function startSocketRelay(options: SocketRelayOptions): Promise<SocketRelay> {
+  const dir = await mkdtemp(path.join(options.baseDir ?? os.tmpdir(), 'hintbox-pg-'));
+  const socketPath = path.join(dir, PG_SOCKET_FILE);
+  try {
+    if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH_BYTES) {
+      throw new Error(`socket path ${socketPath} is too long for a Unix socket; choose a shorter baseDir`);
+    }
+    const relay = new PgSocketRelay(options, dir, socketPath);
+    await relay.listen();
+    return relay;
+  } catch (error) {
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+class PgSocketRelay implements SocketRelay {
+  access: 'owner' | 'chown' | 'world' = 'owner';
+  private readonly server: net.Server;
+  private readonly connections = new Map<number, RelayConnection>();
+  private nextId = 0;
+  private closed = false;
+
+  constructor(
+    private readonly options: SocketRelayOptions,
+    readonly dir: string,
+    readonly socketPath: string,
+  ) {
+    this.server = net.createServer((socket) => this.accept(socket));
+  }
+
+  get connectionCount(): number {
+    return this.connections.size;
+  }
+
+  async listen(): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.socketPath, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    const me = process.getuid?.();
+    const user = this.options.sandboxUser;
+    if (!user || user.uid === me) {
+      await chmod(this.socketPath, 0o600);
+    } else if (me === 0) {
+      await chown(this.dir, user.uid, user.gid);
+      await chown(this.socketPath, user.uid, user.gid);
+      await chmod(this.socketPath, 0o600);
+      this.access = 'chown';
+    } else {
+      // Without root we cannot give the files away: let others traverse (not list) the
+      // random-named directory and connect. The role's password is still required.
+      await chmod(this.dir, 0o711);
+      await chmod(this.socketPath, 0o666);
+      this.access = 'world';
+    }
+  }
+
+  async cutAll(): Promise<number> {
+    const cut = [...this.connections.values()];
+    this.connections.clear();
+    for (const conn of cut) {
+      conn.client.destroy();
+      conn.upstream?.destroy();
+    }
+    await Promise.all(cut.flatMap((conn) => (conn.keyData ? [this.cancel(conn.keyData)] : [])));
+    return cut.length;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const stopped = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await this.cutAll();
+    await stopped;
+    await rm(this.dir, { recursive: true, force: true });
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  private accept(client: net.Socket): void {
+    const conn: RelayConnection = { id: ++this.nextId, client, user: '', database: '' };
+    this.connections.set(conn.id, conn);
+    const timer = setTimeout(
+      () => this.refuse(conn, '08P01', 'no startup packet in time'),
+      this.options.startupTimeoutMs ?? 10_000,
+    );
+    client.on('error', () => this.drop(conn));
+    client.on('close', () => {
+      clearTimeout(timer);
+      this.connections.delete(conn.id);
+      // Let the server read the end of the stream (the pipe ends it), and make sure it goes.
+      if (conn.upstream && !conn.upstream.destroyed) {
+        conn.upstream.end();
+        setTimeout(() => conn.upstream?.destroy(), 5_000).unref();
+      }
+    });
+
+    let pending = Buffer.alloc(0);
+    const onData = (chunk: Buffer): void => {
+      pending = Buffer.concat([pending, chunk]);
+      for (;;) {
+        const read = readStartupPacket(pending);
+        if (!read) return;
+        const raw = pending.subarray(0, read.bytes);
+        pending = pending.subarray(read.bytes);
+        const { packet } = read;
+        if (packet.kind === 'ssl-request' || packet.kind === 'gssenc-request') {
+          // Refuse encryption on the local socket: the relay must be able to read the answers,
+          // and the hop to Postgres is the relay's own.
+          client.write('N');
+          continue;
+        }
+        clearTimeout(timer);
+        client.pause();
+        client.off('data', onData);
+        if (packet.kind === 'invalid') {
+          this.refuse(conn, '08P01', `invalid startup packet: ${packet.reason}`);
+        } else if (packet.kind === 'cancel-request') {
+          this.relay(conn, Buffer.concat([raw, pending]), false);
+        } else {
+          conn.user = packet.parameters.user ?? '';
+          conn.database = packet.parameters.database ?? conn.user;
+          const allow = this.options.allow;
+          if (allow && (conn.user !== allow.user || conn.database !== allow.database)) {
+            this.refuse(
+              conn,
+              '28000',
+              `this sandbox may connect only as user "${allow.user}" to database "${allow.database}"`,
+            );
+          } else {
+            this.relay(conn, Buffer.concat([raw, pending]), true);
+          }
+        }
+        return;
+      }
+    };
+    client.on('data', onData);
+  }
+
+  /** Connects to Postgres, sends what the client sent so far, and relays both ways. */
+  private relay(conn: RelayConnection, first: Buffer, watch: boolean): void {
+    const { client } = conn;
+    const target = this.options.upstream;
+    const upstream = 'path' in target ? net.connect(target.path) : net.connect(target.port, target.host);
+    conn.upstream = upstream;
+    let answered = false;
+    upstream.on('error', (error) => {
+      if (!answered && !client.destroyed) {
+        client.end(
+          encodeErrorResponse({
+            severity: 'FATAL',
+            sqlstate: '08006',
+            message: `hintbox relay: cannot reach the database (${(error as NodeJS.ErrnoException).code ?? error.message})`,
+          }),
+        );
+      } else {
+        client.destroy();
+      }
+    });
+    // The server ended the session (Terminate, pg_terminate_backend): pass the end on after its last bytes.
+    upstream.on('close', () => {
+      if (!client.destroyed) client.end();
+    });
+
+    const scanner = watch ? new BackendMessageScanner() : undefined;
+    upstream.on('data', (chunk: Buffer) => {
+      answered = true;
+      if (scanner) this.watch(conn, scanner, chunk);
+      if (!client.write(chunk)) {
+        upstream.pause();
+        client.once('drain', () => upstream.resume());
+      }
+    });
+    upstream.write(first);
+    client.pipe(upstream);
+  }
+
+  private watch(conn: RelayConnection, scanner: BackendMessageScanner, chunk: Buffer): void {
+    for (const message of scanner.push(chunk)) {
+      if (message.type === 'K' && message.body) conn.keyData = message.body;
+      if (message.type !== 'E' || !message.body) continue;
+      const error = parseErrorFields(message.body);
+      if (error.sqlstate !== INSUFFICIENT_PRIVILEGE && error.sqlstate !== READ_ONLY_SQL_TRANSACTION) continue;
+      try {
+        this.options.onViolation?.({
+          sqlstate: error.sqlstate,
+          message: error.message,
+          severity: error.severity,
+          connectionId: conn.id,
+          user: conn.user,
+          database: conn.database,
+          at: this.options.now?.() ?? new Date(),
+        });
+      } catch {
+        // A listener's failure must not break the sandbox's session.
+      }
+    }
+  }
+
+  /** Answers a connection with a FATAL error of the relay's own and closes it. */
+  private refuse(conn: RelayConnection, sqlstate: string, reason: string): void {
+    if (!conn.client.destroyed) {
+      conn.client.end(encodeErrorResponse({ severity: 'FATAL', sqlstate, message: `hintbox relay: ${reason}` }));
+      setTimeout(() => conn.client.destroy(), 1_000).unref();
+    }
+    this.connections.delete(conn.id);
+    try {
+      this.options.onRefused?.({ connectionId: conn.id, reason });
+    } catch {
+      // As for violations: the listener's problem, not the relay's.
+    }
+  }
+
+  private drop(conn: RelayConnection): void {
+    conn.client.destroy();
+    conn.upstream?.destroy();
+    this.connections.delete(conn.id);
+  }
+
+  /** A CancelRequest on a connection of its own, as libpq's PQcancel does. Best effort. */
+  private cancel(keyData: Buffer): Promise<void> {
+    const target = this.options.upstream;
+    return new Promise<void>((resolve) => {
+      const socket = 'path' in target ? net.connect(target.path) : net.connect(target.port, target.host);
+      const timer = setTimeout(() => socket.destroy(), this.options.cancelTimeoutMs ?? 2_000);
+      socket.on('error', () => undefined);
+      socket.on('close', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      socket.end(encodeCancelRequest(keyData));
+    });
+  }
+}
