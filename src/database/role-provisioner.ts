@@ -72,7 +72,8 @@ function parseUrl(adminUrl: string): URL {
 export function withDatabase(adminUrl: string, database: string): string {
   const url = parseUrl(adminUrl);
   url.pathname = `/${encodeURIComponent(database)}`;
-  url.searchParams.delete('dbname');
+  // Touching searchParams re-encodes the query (host=/tmp → %2Ftmp), so only when needed.
+  if (url.searchParams.has('dbname')) url.searchParams.delete('dbname');
   return url.toString();
 }
 
@@ -578,7 +579,7 @@ export class RoleProvisioner implements AsyncDisposable {
     await this.client.query(terminateSessionsQuery(name));
     await this.waitForNoSessions(name);
 
-    const other = database === this.database ? undefined : await this.connectTo(database);
+    const other = database === this.database ? undefined : await this.connectOrGone(database);
     try {
       for (const statement of dropRoleStatements(name)) await (other ?? this.client).query(statement);
     } finally {
@@ -678,8 +679,17 @@ export class RoleProvisioner implements AsyncDisposable {
     }
   }
 
-  private connectTo(database: string): Promise<Client> {
-    return connectAdmin(this.options.adminUrl, database, this.connectTimeoutMs);
+  /**
+   * An admin connection to the role's own database, for DROP OWNED there. Undefined when that
+   * database no longer exists: its grants went with it, and the role can be dropped from here.
+   */
+  private async connectOrGone(database: string): Promise<Client | undefined> {
+    try {
+      return await connectAdmin(this.options.adminUrl, database, this.connectTimeoutMs);
+    } catch (error) {
+      if ((error as { cause?: { code?: string } }).cause?.code === '3D000') return undefined;
+      throw error;
+    }
   }
 
   private async transaction(work: () => Promise<void>): Promise<void> {

@@ -500,6 +500,23 @@ describe('database roles against a real PostgreSQL 15', { timeout: 300_000 }, ()
       await provisioner.dropRole(elsewhere.name);
     });
 
+    it('sweepRoles drops a dead role whose database has since been dropped', async () => {
+      const deadPid = spawnSync(process.execPath, ['-e', '']).pid;
+      await admin.query('CREATE DATABASE gone');
+      const section = { database: 'gone', schemas: ['public'] };
+      const gone = await connectProvisioner({ section });
+      let role: CreatedRole;
+      try {
+        await gone.prepare();
+        role = await gone.createRole({ identity: identity({ ownerPid: deadPid }), classId: 'ro', privilege: 'read' });
+      } finally {
+        await gone.close();
+      }
+      await admin.query('DROP DATABASE gone');
+      assert.deepEqual(await provisioner.sweepRoles(makeIsOwnerAlive(os.hostname())), [role.name]);
+      assert.ok(!(await hintboxRoles()).includes(role.name), 'the role is gone');
+    });
+
     it('after all drops, no role with the hintbox prefix remains', async () => {
       for (const name of await hintboxRoles()) await provisioner.dropRole(name);
       assert.deepEqual(await hintboxRoles(), []);
