@@ -450,6 +450,27 @@ describe('database roles against a real PostgreSQL 15', { timeout: 300_000 }, ()
       assert.equal(await provisioner.dropRole(role.name), false, 'dropping it again is a no-op');
     });
 
+    it('terminateSessions ends the sessions and keeps the role; renewRole moves VALID UNTIL', async () => {
+      const role = await provisioner.createRole({ identity: identity(), classId: 'ro-offline', privilege: 'read' });
+      const open = await connectAs(role);
+      assert.equal(await provisioner.terminateSessions(role.name), 1);
+      await assert.rejects(open.query('SELECT 1'), 'the session was terminated');
+      await open.end().catch(() => undefined);
+      const again = await connectAs(role);
+      await again.end();
+
+      const validUntil = async () =>
+        (
+          await admin.query<{ v: Date }>('SELECT rolvaliduntil AS v FROM pg_roles WHERE rolname = $1', [role.name])
+        ).rows[0]!.v.getTime();
+      const before = await validUntil();
+      await new Promise((r) => setTimeout(r, 20));
+      const renewed = await provisioner.renewRole(role.name);
+      assert.equal(await validUntil(), renewed.getTime());
+      assert.ok(renewed.getTime() > before, 'later than before');
+      await provisioner.dropRole(role.name);
+    });
+
     it('a role past its VALID UNTIL cannot log in', async () => {
       await using past = await connectProvisioner({ now: () => new Date(Date.now() - 2 * 60 * 60_000) });
       const role = await past.createRole({ identity: identity(), classId: 'ro-offline', privilege: 'read' });
