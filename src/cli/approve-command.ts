@@ -24,7 +24,7 @@ export const approveCommand: CommandSpec = {
     const [file, ...names] = positionals;
     const profile = profileArg('approve', file === undefined ? [] : [file]);
     if (!values.all && names.length === 0) throw new UsageError('approve: name the tools to approve, or --all');
-    const location = stateLocation(profile.name);
+    const location = stateLocation();
     await using store = await openStateStore(location);
     const docker = await dockerReady();
     await using session = await HintboxSession.open({ profile, docker, log: cliLog, startAll: false });

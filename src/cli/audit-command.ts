@@ -1,5 +1,4 @@
-import { readdirSync } from 'node:fs';
-import { openStateStore, stateLocation, stateRoot } from '../store/open-state-store.js';
+import { openStateStore, stateLocation } from '../store/open-state-store.js';
 import {
   AUDIT_OUTCOMES,
   type AuditDecision,
@@ -7,7 +6,6 @@ import {
   type AuditQuery,
   type AuditRecord,
 } from '../store/state-store.js';
-import { cliLog } from './common.js';
 import type { CommandSpec } from './main.js';
 import { UsageError } from './usage-error.js';
 
@@ -18,7 +16,7 @@ duration, tags and arguments. A record without an outcome means hintbox stopped 
 forwarding the call and its answer.
 
 Filters:
-  --server S      one server (with the embedded store: that server's folder only)
+  --server S      one server
   --tool T        one tool
   --tag T         calls of tools with this tag
   --decision D    allowed | denied | blocked
@@ -27,9 +25,8 @@ Filters:
   --limit N       at most N records (default 100)
   --json          full records (untruncated arguments) as JSON
 
-The audit trail is in Postgres at HINTBOX_DATABASE_URL, else in the embedded stores under
-HINTBOX_STATE_DIR (default ~/.local/state/hintbox); an embedded store is readable only while no
-"hintbox run" of that server holds it.`;
+The audit trail is in Postgres at HINTBOX_DATABASE_URL, else in the embedded store under
+HINTBOX_STATE_DIR (default ~/.local/state/hintbox), served by hintbox's state daemon.`;
 
 export const auditCommand: CommandSpec = {
   help: HELP,
@@ -46,43 +43,18 @@ export const auditCommand: CommandSpec = {
   async run({ positionals, values }) {
     if (positionals.length) throw new UsageError(`audit: unexpected argument ${positionals[0]}`);
     const query = auditQuery(values);
-    const servers = typeof values.server === 'string' ? [values.server] : knownServers();
-    const records: AuditRecord[] = [];
-    const seen = new Set<string>();
-    for (const server of servers) {
-      const location = stateLocation(server);
-      if (location.kind === 'postgres' && seen.has(location.describe)) continue;
-      seen.add(location.describe);
-      try {
-        await using store = await openStateStore(location);
-        records.push(...(await store.audit.query(query)));
-      } catch (error) {
-        cliLog.warn(`${server}: ${(error as Error).message}`);
-      }
-    }
-    records.sort((a, b) => b.time.getTime() - a.time.getTime());
-    const limited = records.slice(0, query.limit ?? 100);
+    const location = stateLocation();
+    await using store = await openStateStore(location);
+    const limited = await store.audit.query(query);
     process.stdout.write((values.json ? JSON.stringify(limited, null, 2) : formatAudit(limited)) + '\n');
     return 0;
   },
 };
 
-function knownServers(): string[] {
-  if (process.env.HINTBOX_DATABASE_URL) return ['*'];
-  try {
-    return readdirSync(stateRoot(), { withFileTypes: true })
-      .filter((d) => d.isDirectory())
-      .map((d) => d.name)
-      .sort();
-  } catch {
-    return [];
-  }
-}
-
 /** Builds the store query from the flags; bad values are usage errors. Pure apart from the clock. */
 export function auditQuery(values: Record<string, unknown>, now = new Date()): AuditQuery {
   const query: AuditQuery = {};
-  if (typeof values.server === 'string' && values.server !== '*') query.server = values.server;
+  if (typeof values.server === 'string') query.server = values.server;
   if (typeof values.tool === 'string') query.tool = values.tool;
   if (typeof values.tag === 'string') query.tag = values.tag;
   if (typeof values.decision === 'string') {

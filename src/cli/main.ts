@@ -10,6 +10,7 @@ import { demoCommand } from './demo-command.js';
 import { imagesBuildCommand } from './images-command.js';
 import { planCommand } from './plan-command.js';
 import { runCommand } from './run-command.js';
+import { stateDaemonCommand } from './state-daemon-command.js';
 import { sweepCommand } from './sweep-command.js';
 import { UsageError } from './usage-error.js';
 
@@ -54,6 +55,7 @@ const COMMANDS: Record<string, CommandSpec> = {
   audit: auditCommand,
   demo: demoCommand,
   sweep: sweepCommand,
+  'state-daemon': stateDaemonCommand,
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -41,9 +41,10 @@ export const runCommand: CommandSpec = {
     const profile = profileArg('run', positionals);
     const tagFilter = typeof values.tags === 'string' ? parseTagFilter(values.tags) : undefined;
     const docker = await dockerReady(log);
-    // Pins and the audit trail first: without them no call may run, so nothing starts either.
-    const location = stateLocation(profile.name);
-    const store = await openStateStore(location).catch((error: Error) => {
+    // Pins and the audit trail open while the sandboxes start (the embedded store takes a while);
+    // no client is served until both are up, and if the store fails the sandboxes are removed.
+    const location = stateLocation();
+    const storeOpening = openStateStore(location).catch((error: Error) => {
       throw new Error(`cannot open the state store (${location.describe}): ${error.message}`);
     });
     log.debug(`state: ${location.kind} ${location.describe}`);
@@ -69,7 +70,8 @@ export const runCommand: CommandSpec = {
         // A start still under way may create containers after the first removal.
         await Promise.race([opening.catch(() => undefined), delay(15_000)]);
         await removeSession(docker.docker, sessionId).catch(() => undefined);
-        await store.close().catch((error: Error) => log.warn(`closing the state store: ${error.message}`));
+        const store = await storeOpening.catch(() => undefined);
+        await store?.close().catch((error: Error) => log.warn(`closing the state store: ${error.message}`));
       })());
     for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
       process.once(signal, () => {
@@ -77,10 +79,14 @@ export const runCommand: CommandSpec = {
       });
     }
 
-    const session = (live.session = await opening.catch(async (error: unknown) => {
-      await store.close().catch(() => undefined);
-      throw error;
-    }));
+    const [opened, storeOpened] = await Promise.allSettled([opening, storeOpening]);
+    if (opened.status === 'rejected' || storeOpened.status === 'rejected') {
+      if (opened.status === 'fulfilled') await opened.value.dispose();
+      if (storeOpened.status === 'fulfilled') await storeOpened.value.close().catch(() => undefined);
+      throw opened.status === 'rejected' ? opened.reason : (storeOpened as PromiseRejectedResult).reason;
+    }
+    const store = storeOpened.value;
+    const session = (live.session = opened.value);
     const gateway = (live.gateway = await session.createGateway({ store, ...(tagFilter ? { tagFilter } : {}) }));
     const disconnected = new Promise<void>((resolve) => {
       process.stdin.once('end', resolve);

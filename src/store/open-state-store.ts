@@ -1,16 +1,17 @@
 import os from 'node:os';
 import path from 'node:path';
 import { openPgStateStore } from './pg-state-store.js';
-import type { StateStore } from './state-store.js';
+import { packagePath } from '../util/package-root.js';
+import { connectStateDaemon, spawnStateDaemon } from './state-daemon.js';
+import { SqlStateStore, type StateStore } from './state-store.js';
 
 /**
  * Where hintbox keeps pins and the audit trail, from the environment (read here only):
  *
  * - `HINTBOX_DATABASE_URL`: a Postgres database, shared by every hintbox process.
  * - otherwise an embedded Postgres (PGlite) in `HINTBOX_STATE_DIR`, default
- *   `$XDG_STATE_HOME/hintbox` (`~/.local/state/hintbox`), one folder per server. PGlite is
- *   single-process: while `hintbox run` has a server's folder open, a second run of the same
- *   server (or `hintbox approve`/`audit` on it) is refused with a message saying so.
+ *   `$XDG_STATE_HOME/hintbox` (`~/.local/state/hintbox`), served to every hintbox process of
+ *   the machine by one state daemon (see state-daemon.ts) that the first of them starts.
  */
 export interface StateLocation {
   kind: 'postgres' | 'embedded';
@@ -26,18 +27,22 @@ export function stateRoot(env: NodeJS.ProcessEnv = process.env): string {
   return path.join(base, 'hintbox');
 }
 
-export function stateLocation(server: string, env: NodeJS.ProcessEnv = process.env): StateLocation {
+export function stateLocation(env: NodeJS.ProcessEnv = process.env): StateLocation {
   const url = env.HINTBOX_DATABASE_URL;
   if (url) return { kind: 'postgres', url, describe: redact(url) };
-  const dir = path.join(stateRoot(env), server);
+  const dir = stateRoot(env);
   return { kind: 'embedded', dir, describe: dir };
 }
 
-/** Opens the state store for a server. PGlite (WebAssembly) is loaded only when used. */
-export async function openStateStore(location: StateLocation): Promise<StateStore> {
+/** Opens the state store: Postgres, or the embedded store through its daemon (started if needed). */
+export async function openStateStore(location: StateLocation = stateLocation()): Promise<StateStore> {
   if (location.kind === 'postgres' && location.url) return openPgStateStore({ url: location.url });
-  const { openPgliteStateStore } = await import('./pglite-state-store.js');
-  return openPgliteStateStore({ dir: location.dir ?? '.' });
+  const dir = location.dir ?? stateRoot();
+  const adapter = await connectStateDaemon({
+    dir,
+    startDaemon: (d) => spawnStateDaemon(packagePath('dist', 'hintbox.mjs'), d),
+  });
+  return SqlStateStore.open(adapter);
 }
 
 function redact(url: string): string {

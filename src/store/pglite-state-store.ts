@@ -91,15 +91,22 @@ interface SqlLike {
 
 /** Locks the folder, opens (or creates) the database, brings the schema up to date. */
 export async function openPgliteStateStore(options: PgliteStateStoreOptions): Promise<SqlStateStore> {
-  const dir = path.resolve(options.dir);
+  const { adapter, release } = await openLockedPglite(options.dir);
+  return SqlStateStore.open(adapter, options, release);
+}
+
+/**
+ * Locks the folder and opens (or creates) its database; for the state daemon, which serves the
+ * adapter to other processes. Closing the adapter does not release the lock: call `release`.
+ */
+export async function openLockedPglite(folder: string): Promise<{ adapter: SqlAdapter; release: () => Promise<void> }> {
+  const dir = path.resolve(folder);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const release = await lockFolder(path.join(dir, 'hintbox.lock'));
-  let db: PGlite;
   try {
-    db = await PGlite.create(path.join(dir, 'pgdata'));
+    return { adapter: pgliteAdapter(await PGlite.create(path.join(dir, 'pgdata'))), release };
   } catch (error) {
     await release();
     throw error;
   }
-  return SqlStateStore.open(pgliteAdapter(db), options, release);
 }

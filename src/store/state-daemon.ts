@@ -1,0 +1,341 @@
+import { spawn } from 'node:child_process';
+import { chmodSync, mkdirSync, openSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import type { Logger } from '../util/logger.js';
+import type { SqlAdapter, SqlExecutor, SqlParam, SqlRow } from './state-store.js';
+
+/**
+ * The embedded store, shared. PGlite (Postgres in WebAssembly) takes ~250 MB and half a second
+ * to open, and only one process may open its folder. So one small process per state folder
+ * holds it — the state daemon — and every hintbox process on the machine talks SQL to it over
+ * a Unix socket in that folder (owner-only). The first hintbox that needs it starts it; it
+ * exits when no client has been connected for a while.
+ *
+ * The wire: newline-delimited JSON. Requests `{id, op, sql?, params?}` with op `query`,
+ * `begin`, `commit`, `rollback`; answers `{id, rows}` or `{id, error}`. A connection has at most
+ * one transaction; a connection that closes inside one rolls it back.
+ */
+
+export const STATE_SOCKET = 'state.sock';
+
+interface Request {
+  id: number;
+  op: 'query' | 'begin' | 'commit' | 'rollback';
+  sql?: string;
+  params?: SqlParam[];
+}
+
+interface Answer {
+  id: number;
+  rows?: SqlRow[];
+  error?: string;
+}
+
+export interface StateDaemonOptions {
+  /** The state folder: PGlite's data under `pgdata/`, the socket, the lock. */
+  dir: string;
+  /** Exit after this long without clients. Default 5 minutes. */
+  idleMs?: number;
+  log: Logger;
+  /** Opens the database the daemon serves (PGlite in production, injectable for tests). */
+  openDatabase: (dir: string) => Promise<SqlAdapter>;
+}
+
+export interface RunningStateDaemon {
+  socketPath: string;
+  /** Resolves when the daemon has stopped (idle, or `stop()`). */
+  stopped: Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Serves the state folder's database on its socket until idle. */
+export async function serveStateDaemon(options: StateDaemonOptions): Promise<RunningStateDaemon> {
+  const { dir, log } = options;
+  const idleMs = options.idleMs ?? 5 * 60_000;
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  // Opening takes the folder's lock: a second daemon fails here, before touching the socket.
+  const db = await options.openDatabase(dir);
+  const socketPath = path.join(dir, STATE_SOCKET);
+  rmSync(socketPath, { force: true });
+
+  const clients = new Set<net.Socket>();
+  let idleTimer: NodeJS.Timeout | undefined;
+  let stopping: Promise<void> | undefined;
+  let resolveStopped!: () => void;
+  const stopped = new Promise<void>((resolve) => (resolveStopped = resolve));
+
+  const server = net.createServer((socket) => {
+    clients.add(socket);
+    if (idleTimer) clearTimeout(idleTimer);
+    serveConnection(socket, db, log);
+    socket.on('close', () => {
+      clients.delete(socket);
+      armIdle();
+    });
+  });
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      if (idleTimer) clearTimeout(idleTimer);
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const socket of clients) socket.destroy();
+      await db.close().catch((error: Error) => log.warn(`closing the state database: ${error.message}`));
+      rmSync(socketPath, { force: true });
+      resolveStopped();
+    })());
+  const armIdle = (): void => {
+    if (clients.size > 0 || stopping) return;
+    if (idleTimer) clearTimeout(idleTimer);
+    idleTimer = setTimeout(() => {
+      log.info(`no client for ${Math.round(idleMs / 1000)} s: stopping`);
+      void stop();
+    }, idleMs);
+  };
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(socketPath, () => resolve());
+  });
+  chmodSync(socketPath, 0o600);
+  armIdle();
+  log.info(`serving ${dir} on ${socketPath}`);
+  return { socketPath, stopped, stop };
+}
+
+function serveConnection(socket: net.Socket, db: SqlAdapter, log: Logger): void {
+  let buffered = '';
+  // The open transaction of this connection: its executor and how to end it.
+  let tx: { executor: SqlExecutor; finish: (commit: boolean) => Promise<void> } | undefined;
+  // Requests of one connection run in order.
+  let queue = Promise.resolve();
+  const answer = (a: Answer): void => {
+    if (!socket.destroyed) socket.write(JSON.stringify(a) + '\n');
+  };
+
+  const handle = async (request: Request): Promise<void> => {
+    try {
+      switch (request.op) {
+        case 'query': {
+          const rows = await (tx?.executor ?? db).query(request.sql ?? '', request.params ?? []);
+          return answer({ id: request.id, rows });
+        }
+        case 'begin': {
+          if (tx) throw new Error('a transaction is already open on this connection');
+          tx = await beginTransaction(db);
+          return answer({ id: request.id, rows: [] });
+        }
+        case 'commit':
+        case 'rollback': {
+          if (!tx) throw new Error('no transaction is open on this connection');
+          const current = tx;
+          tx = undefined;
+          await current.finish(request.op === 'commit');
+          return answer({ id: request.id, rows: [] });
+        }
+      }
+    } catch (error) {
+      answer({ id: request.id, error: (error as Error).message });
+    }
+  };
+
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk: string) => {
+    buffered += chunk;
+    let nl: number;
+    while ((nl = buffered.indexOf('\n')) !== -1) {
+      const line = buffered.slice(0, nl);
+      buffered = buffered.slice(nl + 1);
+      let request: Request;
+      try {
+        request = JSON.parse(line) as Request;
+      } catch {
+        log.warn('a client sent a line that is not JSON; closing its connection');
+        socket.destroy();
+        return;
+      }
+      queue = queue.then(() => handle(request));
+    }
+  });
+  socket.on('close', () => {
+    // A client gone inside a transaction: roll it back so the database is not held.
+    queue = queue.then(async () => {
+      const current = tx;
+      tx = undefined;
+      await current?.finish(false).catch(() => undefined);
+    });
+  });
+  socket.on('error', () => undefined);
+}
+
+/** Opens a transaction that stays open until `finish` is called. */
+async function beginTransaction(
+  db: SqlAdapter,
+): Promise<{ executor: SqlExecutor; finish: (commit: boolean) => Promise<void> }> {
+  let release!: (commit: boolean) => void;
+  const decided = new Promise<boolean>((resolve) => (release = resolve));
+  let ready!: (executor: SqlExecutor) => void;
+  const started = new Promise<SqlExecutor>((resolve) => (ready = resolve));
+  const done = db
+    .transaction(async (executor) => {
+      ready(executor);
+      if (!(await decided)) throw new RollbackSignal();
+    })
+    .catch((error: unknown) => {
+      if (!(error instanceof RollbackSignal)) throw error;
+    });
+  const executor = await Promise.race([
+    started,
+    done.then(() => Promise.reject(new Error('the transaction ended before it began'))),
+  ]);
+  return {
+    executor,
+    finish: async (commit) => {
+      release(commit);
+      await done;
+    },
+  };
+}
+
+class RollbackSignal extends Error {}
+
+// ---------------------------------------------------------------------------------------------
+// The client
+
+export interface StateClientOptions {
+  dir: string;
+  /** Starts a daemon for `dir` when none answers (detached). */
+  startDaemon: (dir: string) => void;
+  /** How long to wait for a daemon to answer. Default 30 s (a first start runs initdb). */
+  connectTimeoutMs?: number;
+}
+
+/** A SqlAdapter that talks to the state daemon of `dir`, starting it when needed. */
+export async function connectStateDaemon(options: StateClientOptions): Promise<SqlAdapter> {
+  const socketPath = path.join(options.dir, STATE_SOCKET);
+  const socket = await connectOrStart(socketPath, options);
+  return new RemoteSqlAdapter(socket);
+}
+
+async function connectOrStart(socketPath: string, options: StateClientOptions): Promise<net.Socket> {
+  const deadline = Date.now() + (options.connectTimeoutMs ?? 30_000);
+  let started = false;
+  let lastError: Error | undefined;
+  while (Date.now() < deadline) {
+    try {
+      return await connectSocket(socketPath);
+    } catch (error) {
+      lastError = error as Error;
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ECONNREFUSED') throw error;
+      if (!started) {
+        mkdirSync(options.dir, { recursive: true, mode: 0o700 });
+        options.startDaemon(options.dir);
+        started = true;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  throw new Error(
+    `the state daemon for ${options.dir} did not answer within ${Math.round((options.connectTimeoutMs ?? 30_000) / 1000)} s` +
+      ` (${lastError?.message ?? 'no answer'}); see ${path.join(options.dir, 'state-daemon.log')}`,
+  );
+}
+
+function connectSocket(socketPath: string): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(socketPath);
+    socket.once('connect', () => {
+      socket.off('error', reject);
+      resolve(socket);
+    });
+    socket.once('error', reject);
+  });
+}
+
+class RemoteSqlAdapter implements SqlAdapter {
+  private nextId = 1;
+  private readonly waiting = new Map<number, { resolve: (rows: SqlRow[]) => void; reject: (e: Error) => void }>();
+  private buffered = '';
+  private closedError?: Error;
+  /** One transaction at a time on this connection; other work waits for it. */
+  private txLock: Promise<void> = Promise.resolve();
+
+  constructor(private readonly socket: net.Socket) {
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => {
+      this.buffered += chunk;
+      let nl: number;
+      while ((nl = this.buffered.indexOf('\n')) !== -1) {
+        const answer = JSON.parse(this.buffered.slice(0, nl)) as Answer;
+        this.buffered = this.buffered.slice(nl + 1);
+        const waiter = this.waiting.get(answer.id);
+        this.waiting.delete(answer.id);
+        if (answer.error !== undefined) waiter?.reject(new Error(answer.error));
+        else waiter?.resolve(answer.rows ?? []);
+      }
+    });
+    const fail = (error: Error): void => {
+      this.closedError = error;
+      for (const waiter of this.waiting.values()) waiter.reject(error);
+      this.waiting.clear();
+    };
+    socket.on('error', (error) => fail(error));
+    socket.on('close', () => fail(this.closedError ?? new Error('the state daemon closed the connection')));
+  }
+
+  private send(op: Request['op'], sql?: string, params?: readonly SqlParam[]): Promise<SqlRow[]> {
+    if (this.closedError) return Promise.reject(this.closedError);
+    const id = this.nextId++;
+    return new Promise<SqlRow[]>((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      this.socket.write(
+        JSON.stringify({ id, op, ...(sql !== undefined ? { sql } : {}), ...(params ? { params } : {}) }) + '\n',
+      );
+    });
+  }
+
+  async query(sql: string, params?: readonly SqlParam[]): Promise<SqlRow[]> {
+    await this.txLock;
+    return this.send('query', sql, params);
+  }
+
+  async transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    const previous = this.txLock;
+    let unlock!: () => void;
+    this.txLock = new Promise<void>((resolve) => (unlock = resolve));
+    await previous;
+    try {
+      await this.send('begin');
+      try {
+        const result = await work({ query: (sql, params) => this.send('query', sql, params) });
+        await this.send('commit');
+        return result;
+      } catch (error) {
+        await this.send('rollback').catch(() => undefined);
+        throw error;
+      }
+    } finally {
+      unlock();
+    }
+  }
+
+  close(): Promise<void> {
+    this.socket.end();
+    return Promise.resolve();
+  }
+}
+
+/** Starts `hintbox state-daemon <dir>` detached, its output in `<dir>/state-daemon.log`. */
+export function spawnStateDaemon(cli: string, dir: string): void {
+  const logFd = openSync(path.join(dir, 'state-daemon.log'), 'a', 0o600);
+  const child = spawn(process.execPath, [cli, 'state-daemon', dir], {
+    detached: true,
+    stdio: ['ignore', logFd, logFd],
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      HINTBOX_LOG_LEVEL: process.env.HINTBOX_LOG_LEVEL ?? 'info',
+    },
+  });
+  child.unref();
+}
