@@ -72,7 +72,10 @@ export interface SocketRelayOptions {
 
 /** A running relay. Disposing it closes it. */
 export interface SocketRelay extends AsyncDisposable {
-  /** The host directory to bind into the container (at SANDBOX_PG_SOCKET_DIR). */
+  /**
+   * The host directory to bind into the container at SANDBOX_PG_SOCKET_DIR. Bind it read-only:
+   * connecting to a socket needs no write access to the mount, and the sandbox cannot plant files.
+   */
   readonly dir: string;
   readonly socketPath: string;
   /** How the sandbox user gets access: it is hintbox's uid, or chown'ed to it, or world-accessible. */

@@ -75,7 +75,7 @@ function demux(logs: Buffer): string {
   return out;
 }
 
-/** Runs psql in a sandbox-like container: no network, read-only root, uid 10001, the socket dir bound. */
+/** Runs a script in a sandbox-like container: no network, read-only root, uid 10001, the socket dir bound read-only. */
 async function psqlInSandbox(env: Record<string, string>, script: string): Promise<{ code: number; output: string }> {
   const { docker: d } = await docker();
   const container = await d.createContainer({
@@ -90,7 +90,7 @@ async function psqlInSandbox(env: Record<string, string>, script: string): Promi
       ReadonlyRootfs: true,
       CapDrop: ['ALL'],
       SecurityOpt: ['no-new-privileges:true'],
-      Mounts: [{ Type: 'bind', Source: relay.dir, Target: SANDBOX_PG_SOCKET_DIR, ReadOnly: false }],
+      Mounts: [{ Type: 'bind', Source: relay.dir, Target: SANDBOX_PG_SOCKET_DIR, ReadOnly: true }],
     },
   });
   try {
@@ -279,7 +279,7 @@ describe('socket relay to a real PostgreSQL 15', { timeout: 300_000 }, () => {
     }
   });
 
-  it('a network-less container running as uid 10001 reaches the database through the bound socket, by PG* variables and by DATABASE_URL', async () => {
+  it('a network-less container running as uid 10001 reaches the database through the bound socket, by PG* variables and by DATABASE_URL, through a read-only bind mount', async () => {
     violations.length = 0;
     const env = sandboxDatabaseEnv({ user: role.name, password: role.password, database: DB });
     const { DATABASE_URL = '', ...pgVars } = env;
@@ -305,6 +305,12 @@ describe('socket relay to a real PostgreSQL 15', { timeout: 300_000 }, () => {
       ['42501'],
     );
     assert.equal(await rowCount(), 2, 'the data is unchanged');
+
+    // The socket works through a read-only bind mount, so the sandbox cannot plant files beside it.
+    const plant = await psqlInSandbox({}, `touch ${SANDBOX_PG_SOCKET_DIR}/planted`);
+    assert.notEqual(plant.code, 0, 'touch fails');
+    assert.match(plant.output, /Read-only file system/);
+    assert.equal(existsSync(path.join(relay.dir, 'planted')), false);
   });
 
   it('close() removes the socket and its directory, and cuts what is open', async () => {
