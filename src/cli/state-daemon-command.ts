@@ -7,7 +7,7 @@ const HELP = `Usage: hintbox state-daemon <state folder>
 
 Internal: serves the embedded state store (PGlite) of a folder to the hintbox processes of
 this machine over <folder>/state.sock. hintbox starts it when it needs it; it stops after
-five minutes without clients. Its log is <folder>/state-daemon.log.`;
+five minutes without clients (HINTBOX_STATE_DAEMON_IDLE seconds, if set). Its log is <folder>/state-daemon.log.`;
 
 export const stateDaemonCommand: CommandSpec = {
   help: HELP,
@@ -17,9 +17,11 @@ export const stateDaemonCommand: CommandSpec = {
     const log = cliLog.child('state');
     const { openLockedPglite } = await import('../store/pglite-state-store.js');
     let release: (() => Promise<void>) | undefined;
+    const idle = Number(process.env.HINTBOX_STATE_DAEMON_IDLE);
     const daemon = await serveStateDaemon({
       dir: positionals[0] as string,
       log,
+      ...(idle > 0 ? { idleMs: idle * 1000 } : {}),
       openDatabase: async (dir) => {
         const opened = await openLockedPglite(dir);
         release = opened.release;

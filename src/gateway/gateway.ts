@@ -175,7 +175,7 @@ export class Gateway {
     let auditId: string | undefined;
     let retriesLeft = 0;
     if (this.options.gatekeeper) {
-      const args = params.arguments as Record<string, unknown> | undefined;
+      const args = params.arguments;
       const admission = await this.options.gatekeeper.admit(name, args, this.clientChannel);
       if (!admission.allowed) return this.replyResult(clientId, admission.result);
       auditId = admission.auditId;
@@ -225,7 +225,7 @@ export class Gateway {
         id: call.upstreamId,
         method: 'tools/call',
         params: call.params,
-      } as JSONRPCMessage);
+      });
     } catch (error) {
       if (this.settle(call, { outcome: 'sandbox-died', detail: (error as Error).message })) {
         this.replyResult(call.clientId, this.diedResult(call, `sending the call failed: ${(error as Error).message}`));
@@ -412,7 +412,10 @@ export class Gateway {
 
 /** The audit outcome of an upstream's answer. */
 function outcomeOf(message: JsonRpcObject): AuditOutcomeReport {
-  if (isObject(message.error)) return { outcome: 'error', detail: String(message.error.message ?? 'error') };
+  if (isObject(message.error)) {
+    const text = message.error.message;
+    return { outcome: 'error', detail: typeof text === 'string' ? text : 'error' };
+  }
   const result = isObject(message.result) ? message.result : {};
   return { outcome: result.isError === true ? 'tool-error' : 'ok' };
 }

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { openPgStateStore } from './pg-state-store.js';
 import { packagePath } from '../util/package-root.js';
 import { connectStateDaemon, spawnStateDaemon } from './state-daemon.js';
-import { SqlStateStore, type StateStore } from './state-store.js';
+import { SqlStateStore, type StateStore, type StateStoreOptions } from './state-store.js';
 
 /**
  * Where hintbox keeps pins and the audit trail, from the environment (read here only):
@@ -37,12 +37,19 @@ export function stateLocation(env: NodeJS.ProcessEnv = process.env): StateLocati
 /** Opens the state store: Postgres, or the embedded store through its daemon (started if needed). */
 export async function openStateStore(location: StateLocation = stateLocation()): Promise<StateStore> {
   if (location.kind === 'postgres' && location.url) return openPgStateStore({ url: location.url });
-  const dir = location.dir ?? stateRoot();
+  return openDaemonStateStore({ dir: location.dir ?? stateRoot() });
+}
+
+/** The embedded store of `dir` through its daemon; starts the daemon (the CLI bundle) if none answers. */
+export async function openDaemonStateStore(
+  options: StateStoreOptions & { dir: string; startDaemon?: (dir: string) => void },
+): Promise<StateStore> {
+  const { dir, startDaemon, ...storeOptions } = options;
   const adapter = await connectStateDaemon({
     dir,
-    startDaemon: (d) => spawnStateDaemon(packagePath('dist', 'hintbox.mjs'), d),
+    startDaemon: startDaemon ?? ((d) => spawnStateDaemon(packagePath('dist', 'hintbox.mjs'), d)),
   });
-  return SqlStateStore.open(adapter);
+  return SqlStateStore.open(adapter, storeOptions);
 }
 
 function redact(url: string): string {

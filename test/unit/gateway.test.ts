@@ -363,10 +363,7 @@ describe('Gateway', () => {
     const f = factory();
     const { client } = await connect(routes([[READ_DEF, 'ro-offline']]), f);
     await assert.rejects(
-      client.request(
-        { method: 'tools/call', params: { name: 'read', arguments: 'not an object' } },
-        z.object({}),
-      ),
+      client.request({ method: 'tools/call', params: { name: 'read', arguments: 'not an object' } }, z.object({})),
       (error: unknown) => error instanceof McpError && error.code === ErrorCode.InvalidParams,
     );
     assert.equal(f.started.length, 0, 'nothing was started');

@@ -130,6 +130,8 @@ function baseEnv(): Record<string, string> {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '/root',
     HINTBOX_STATE_DIR: STATE_DIR,
+    // The state daemon these tests start stops soon after the last of them.
+    HINTBOX_STATE_DAEMON_IDLE: '3',
     ...(process.env.DOCKER_HOST ? { DOCKER_HOST: process.env.DOCKER_HOST } : {}),
   };
 }
