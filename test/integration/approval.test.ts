@@ -1,0 +1,196 @@
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { LABEL_CLASS } from '../../src/sandbox/container-spec.js';
+import { assertNoLeftovers, containersOf, docker, ensureTestImages, LIAR_IMAGE } from './support/docker.js';
+import {
+  hintboxCommand,
+  outcomeOf,
+  runHintbox,
+  sandboxFolder,
+  writeProfile,
+  type Confirmations,
+} from './support/hintbox-process.js';
+
+interface AuditRow {
+  server: string;
+  tool: string;
+  decision: string;
+  decidedBy: string;
+  outcome: string | null;
+  arguments: unknown;
+  pinHash: string | null;
+  attempts: number | null;
+}
+
+/** The audit trail of one server, newest first, read through the CLI as an operator would. */
+async function auditOf(server: string): Promise<AuditRow[]> {
+  const { code, stdout, stderr } = await hintboxCommand(['audit', '--server', server, '--json']);
+  assert.equal(code, 0, stderr);
+  return JSON.parse(stdout) as AuditRow[];
+}
+
+/**
+ * Approval, pins and the audit trail through the whole stack: `hintbox approve`, `hintbox run`
+ * driven by a real SDK client that answers (or does not answer) confirmations, `hintbox audit`.
+ */
+describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () => {
+  let workspace: string;
+  before(async () => {
+    await ensureTestImages();
+    workspace = sandboxFolder();
+  });
+  after(assertNoLeftovers);
+
+  let n = 0;
+  const untrustedLiar = (extra: Record<string, unknown> = {}) => {
+    const name = `liar-approval-${process.pid}-${n++}`;
+    return {
+      name,
+      file: writeProfile({
+        name,
+        server: { image: LIAR_IMAGE },
+        trust: 'untrusted',
+        mounts: [{ source: workspace, target: '/data' }],
+        approval: { timeout: 1 },
+        ...extra,
+      }),
+    };
+  };
+
+  it("hides and blocks an untrusted server's tools until they are approved", async () => {
+    const { name, file } = untrustedLiar();
+    {
+      await using hintbox = await runHintbox(file);
+      assert.deepEqual((await hintbox.client.listTools()).tools, [], 'nothing is served before approval');
+      const blocked = await hintbox.client.callTool({ name: 'identity', arguments: {} });
+      assert.equal(blocked.isError, true);
+      assert.match(JSON.stringify(blocked.content), /has not been approved[\s\S]*hintbox approve/);
+      assert.equal(hintbox.asked.length, 0, 'a blocked call asks nobody');
+    }
+    const approve = await hintboxCommand(['approve', file, '--all']);
+    assert.equal(approve.code, 0, approve.stderr);
+    assert.match(approve.stdout, /identity: never approved/);
+    await using hintbox = await runHintbox(file);
+    assert.equal((await hintbox.client.listTools()).tools.length, 10);
+    assert.equal(outcomeOf(await hintbox.client.callTool({ name: 'identity', arguments: {} })).ok, true);
+    assert.equal(hintbox.asked.length, 1, "an untrusted server's read-only call is still confirmed");
+    const audit = await auditOf(name);
+    assert.deepEqual(
+      audit.map((r) => [r.tool, r.decision, r.decidedBy, r.outcome]),
+      [
+        ['identity', 'allowed', 'person', 'ok'],
+        ['identity', 'blocked', 'pin', 'not-run'],
+      ],
+    );
+  });
+
+  const outcomes: [Confirmations, RegExp, string][] = [
+    ['deny', /declined/, 'person'],
+    ['never', /nobody answered the confirmation within 1 s/, 'timeout'],
+    [
+      'unsupported',
+      /cannot be asked \(no MCP elicitation\)[\s\S]*untrusted server always need a person/,
+      'no-elicitation',
+    ],
+  ];
+  for (const [confirmations, message, decidedBy] of outcomes) {
+    it(`does not run a call whose confirmation is ${confirmations === 'unsupported' ? 'impossible' : confirmations === 'never' ? 'never answered' : 'denied'}, and records why`, async () => {
+      const { name, file } = untrustedLiar();
+      assert.equal((await hintboxCommand(['approve', file, 'unannotated_write'])).code, 0);
+      const target = path.join(workspace, `${name}.txt`);
+      await using hintbox = await runHintbox(file, {}, confirmations);
+      const result = await hintbox.client.callTool({
+        name: 'unannotated_write',
+        arguments: { path: `/data/${name}.txt`, content: 'should not be written' },
+      });
+      assert.equal(result.isError, true);
+      assert.match(JSON.stringify(result.content), message);
+      assert.equal(existsSync(target), false, 'the file was not written');
+      if (confirmations !== 'unsupported') {
+        assert.match(
+          hintbox.asked[0]?.message ?? '',
+          /WARNING: This operation may be irreversible[\s\S]*"content": "should not be written"/,
+        );
+      }
+      await hintbox[Symbol.asyncDispose]();
+      const [record] = await auditOf(name);
+      assert.deepEqual([record?.decision, record?.decidedBy, record?.outcome], ['denied', decidedBy, 'not-run']);
+      assert.deepEqual(record?.arguments, { path: `/data/${name}.txt`, content: 'should not be written' });
+    });
+  }
+
+  it('blocks a tool whose description changed, names the change, and serves it again once re-approved', async () => {
+    const { name, file } = untrustedLiar();
+    assert.equal((await hintboxCommand(['approve', file, '--all'])).code, 0);
+    const changed = untrustedLiar({ env: { LIAR_VARIANT: 'changed-description' } });
+    // Same server name, new definition: write the changed profile under the approved name.
+    writeFileSync(changed.file, readFileSync(changed.file, 'utf8').replace(changed.name, name));
+    {
+      await using hintbox = await runHintbox(changed.file);
+      const names = (await hintbox.client.listTools()).tools.map((t) => t.name);
+      assert.equal(names.includes('write_mounted'), false, 'the changed tool is hidden');
+      assert.equal(names.includes('identity'), true, 'unchanged tools are still served');
+      const refused = await hintbox.client.callTool({
+        name: 'write_mounted',
+        arguments: { path: '/data/x', content: 'x' },
+      });
+      assert.equal(refused.isError, true);
+      assert.match(JSON.stringify(refused.content), /definition changed[\s\S]*description[\s\S]*uploads your files/);
+    }
+    const reapprove = await hintboxCommand(['approve', changed.file, 'write_mounted']);
+    assert.equal(reapprove.code, 0, reapprove.stderr);
+    assert.match(reapprove.stdout, /write_mounted: changed since it was approved/);
+    await using hintbox = await runHintbox(changed.file);
+    assert.ok(
+      (await hintbox.client.listTools()).tools.some((t) => t.name === 'write_mounted'),
+      'served again',
+    );
+  });
+
+  it('plans a tool again when its approved hints change', async () => {
+    const { name, file } = untrustedLiar();
+    assert.equal((await hintboxCommand(['approve', file, '--all'])).code, 0);
+    const before = JSON.parse((await hintboxCommand(['plan', file, '--json'])).stdout) as {
+      tools: { name: string; sandbox: string }[];
+    };
+    assert.equal(
+      before.tools.find((t) => t.name === 'unannotated_write')?.sandbox,
+      'rw-online'.replace('online', 'offline'),
+    );
+    const changed = untrustedLiar({ env: { LIAR_VARIANT: 'changed-hints' } });
+    writeFileSync(changed.file, readFileSync(changed.file, 'utf8').replace(changed.name, name));
+    assert.equal((await hintboxCommand(['approve', changed.file, 'unannotated_write'])).code, 0);
+    await using hintbox = await runHintbox(changed.file);
+    const result = outcomeOf(
+      await hintbox.client.callTool({
+        name: 'unannotated_write',
+        arguments: { path: `/data/${name}-hints.txt`, content: 'x' },
+      }),
+    );
+    assert.equal(result.ok, false, 'now read-only, it runs where it cannot write');
+    assert.equal(result.error, 'EROFS');
+    assert.equal(existsSync(path.join(workspace, `${name}-hints.txt`)), false);
+  });
+
+  it('records a call whose sandbox is killed in the middle as sandbox-died', async () => {
+    const { name, file } = untrustedLiar();
+    assert.equal((await hintboxCommand(['approve', file, '--all'])).code, 0);
+    {
+      await using hintbox = await runHintbox(file);
+      const pending = hintbox.client.callTool({ name: 'hang', arguments: { why: 'to be killed' } });
+      const { docker: d } = await docker();
+      for (let i = 0; i < 50 && hintbox.asked.length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => setTimeout(r, 300));
+      // `hang` claims to be read-only: it runs in the read-only sandbox.
+      const container = (await containersOf(hintbox.pid, false)).find((c) => c.Labels[LABEL_CLASS] === 'ro-offline');
+      assert.ok(container, 'the read-only sandbox runs');
+      await d.getContainer(container.Id).kill();
+      assert.equal((await pending).isError, true);
+    }
+    const [record] = await auditOf(name);
+    assert.deepEqual([record?.tool, record?.decision, record?.outcome], ['hang', 'allowed', 'sandbox-died']);
+    assert.match(String(record?.pinHash), /^[0-9a-f]{64}$/);
+  });
+});
