@@ -1,8 +1,11 @@
-import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import type Docker from 'dockerode';
 import { LABEL_CLASS, LABEL_OWNER_PID } from '../sandbox/container-spec.js';
 import { connectDocker } from '../sandbox/docker-connection.js';
 import { packagePath } from '../util/package-root.js';
@@ -12,8 +15,10 @@ import type { CommandSpec } from './main.js';
 const HELP = `Usage: hintbox demo
 
 Runs the real @modelcontextprotocol/server-filesystem under "hintbox run" on a scratch folder,
-as an MCP client would, and shows what hintbox did: the sandboxes and their mounts, a read, a
-write that lands on the host, and the cleanup. Builds the images it needs on first use (the
+as an MCP client would, and shows what hintbox did: the approval of its tool definitions, the
+sandboxes and their mounts, confirmations (the demo plays the person: it approves a read and a
+write, and declines a move), the cleanup, and the audit trail. Its pins and audit trail are kept
+in a scratch state folder. Builds the images it needs on first use (the
 progress goes to stderr). Needs a running Docker engine.`;
 
 const PROFILE = packagePath('profiles', 'filesystem.yaml');
@@ -27,58 +32,105 @@ export const demoCommand: CommandSpec = {
     const say = (line = ''): void => void process.stdout.write(line + '\n');
     const { docker } = await connectDocker();
     const workspace = mkdtempSync(path.join(os.tmpdir(), 'hintbox-demo-'));
+    // The demo's pins and audit trail live in a scratch state folder, not in yours.
+    const state = mkdtempSync(path.join(os.tmpdir(), 'hintbox-demo-state-'));
     writeFileSync(path.join(workspace, 'notes.txt'), 'written on the host before the demo\n');
     // Run as root, hintbox gives its sandboxes uid 10001 (never root): let that uid use the folder.
     if (process.getuid?.() === 0)
       for (const p of [workspace, path.join(workspace, 'notes.txt')]) chownSync(p, 10001, 10001);
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [MAIN, 'run', PROFILE],
-      env: { ...stringEnv(process.env), WORKSPACE: workspace },
-      stderr: 'inherit',
-    });
-    const client = new Client({ name: 'hintbox-demo', version: VERSION });
+    const env = {
+      ...stringEnv(process.env),
+      WORKSPACE: workspace,
+      HINTBOX_STATE_DIR: state,
+      HINTBOX_STATE_DAEMON_IDLE: '2',
+    };
+    const cli = (args: string[]): string => execFileSync(process.execPath, [MAIN, ...args], { env, encoding: 'utf8' });
+
+    let ownerPid: number | null = null;
     try {
-      say(`1. hintbox run ${path.relative(process.cwd(), PROFILE)} with WORKSPACE=${workspace}`);
-      await client.connect(transport);
-      const { tools } = await client.listTools();
-      say(`   the client sees ${tools.length} tools: ${tools.map((t) => t.name).join(', ')}`);
+      say(`1. the filesystem server is untrusted: its tools are served only once approved (pinned)`);
+      const approved = cli(['approve', PROFILE, '--all'])
+        .split('\n')
+        .filter((l) => / approved \(/.test(l));
+      say(`   hintbox approve ${path.relative(process.cwd(), PROFILE)} --all -> ${approved.length} tools pinned`);
 
-      const containers = await docker.listContainers({ filters: { label: [`${LABEL_OWNER_PID}=${transport.pid}`] } });
-      say(`2. sandboxes (one container per class of tools):`);
-      for (const c of containers) {
-        const info = await docker.getContainer(c.Id).inspect();
-        const mounts = info.Mounts.map((m) => `${m.Destination} ${m.RW ? 'read-write' : 'read-only'}`).join(', ');
-        const capDrop = (info.HostConfig.CapDrop as string[] | undefined) ?? [];
-        say(
-          `   ${c.Labels[LABEL_CLASS]}: network ${info.HostConfig.NetworkMode}, ${mounts}, ` +
-            `user ${info.Config.User}, capabilities dropped: ${capDrop.join(',')}`,
-        );
-      }
-
-      const read = await client.callTool({ name: 'read_text_file', arguments: { path: '/workspace/notes.txt' } });
-      say(`3. read_text_file (read-only sandbox) -> ${JSON.stringify(firstText(read))}`);
-      await client.callTool({
-        name: 'write_file',
-        arguments: { path: '/workspace/hello.txt', content: 'written by the server\n' },
+      const transport = new StdioClientTransport({
+        command: process.execPath,
+        args: [MAIN, 'run', PROFILE],
+        env,
+        stderr: 'inherit',
       });
-      say(
-        `4. write_file (read-write sandbox) -> on the host: ${JSON.stringify(readFileSync(path.join(workspace, 'hello.txt'), 'utf8'))}`,
-      );
-      const unknown = await client.callTool({ name: 'no_such_tool', arguments: {} }).catch((e: Error) => e.message);
-      say(`5. an unknown tool -> ${typeof unknown === 'string' ? unknown : JSON.stringify(unknown)}`);
+      // A client that can be asked (MCP elicitation): the demo plays the person, and says so.
+      const client = new Client({ name: 'hintbox-demo', version: VERSION }, { capabilities: { elicitation: {} } });
+      client.setRequestHandler(ElicitRequestSchema, (request) => {
+        const lines = request.params.message.split('\n');
+        const approve = !lines[0]?.includes('move_file');
+        say(`   [confirmation] ${lines.filter((l) => !/^[ {}"]/.test(l)).join(' | ')}`);
+        say(`   [the demo ${approve ? 'approves' : 'declines'}]`);
+        return { action: 'accept', content: { approve } };
+      });
+      try {
+        say(`2. hintbox run ${path.relative(process.cwd(), PROFILE)} with WORKSPACE=${workspace}`);
+        await client.connect(transport);
+        ownerPid = transport.pid;
+        const { tools } = await client.listTools();
+        say(`   the client sees ${tools.length} tools: ${tools.map((t) => t.name).join(', ')}`);
+
+        const containers = await docker.listContainers({ filters: { label: [`${LABEL_OWNER_PID}=${ownerPid}`] } });
+        say(`3. sandboxes (one container per class of tools):`);
+        for (const c of containers) {
+          const info = await docker.getContainer(c.Id).inspect();
+          const mounts = info.Mounts.map((m) => `${m.Destination} ${m.RW ? 'read-write' : 'read-only'}`).join(', ');
+          const capDrop = (info.HostConfig.CapDrop as string[] | undefined) ?? [];
+          say(
+            `   ${c.Labels[LABEL_CLASS]}: network ${info.HostConfig.NetworkMode}, ${mounts}, ` +
+              `user ${info.Config.User}, capabilities dropped: ${capDrop.join(',')}`,
+          );
+        }
+
+        say(`4. read_text_file (read-only sandbox):`);
+        const read = await client.callTool({ name: 'read_text_file', arguments: { path: '/workspace/notes.txt' } });
+        say(`   -> ${JSON.stringify(firstText(read))}`);
+        say(`5. write_file (read-write sandbox):`);
+        await client.callTool({
+          name: 'write_file',
+          arguments: { path: '/workspace/hello.txt', content: 'written by the server\n' },
+        });
+        say(`   -> on the host: ${JSON.stringify(readFileSync(path.join(workspace, 'hello.txt'), 'utf8'))}`);
+        say(`6. move_file, declined by the person:`);
+        const moved = await client.callTool({
+          name: 'move_file',
+          arguments: { source: '/workspace/notes.txt', destination: '/workspace/gone.txt' },
+        });
+        say(
+          `   -> ${firstText(moved).split('\n')[0]}; notes.txt is ${existsSync(path.join(workspace, 'notes.txt')) ? 'still there' : 'GONE'}`,
+        );
+      } finally {
+        await client.close();
+      }
+      const left = await waitForNoContainers(docker, ownerPid);
+      say(`7. client disconnected: ${left} container(s) of the session left`);
+      say(`8. hintbox audit:`);
+      for (const line of cli(['audit']).trimEnd().split('\n')) say(`   ${line}`);
+      return left === 0 ? 0 : 1;
     } finally {
-      await client.close();
       rmSync(workspace, { recursive: true, force: true });
+      await new Promise((r) => setTimeout(r, 2500).unref()); // the scratch state daemon stops when idle
+      rmSync(state, { recursive: true, force: true });
     }
-    const left = await docker.listContainers({
-      all: true,
-      filters: { label: [`${LABEL_OWNER_PID}=${transport.pid ?? -1}`] },
-    });
-    say(`6. client disconnected: ${left.length} container(s) of the session left`);
-    return left.length === 0 ? 0 : 1;
   },
 };
+
+async function waitForNoContainers(docker: Docker, ownerPid: number | null): Promise<number> {
+  let left = 0;
+  for (let i = 0; i < 100; i++) {
+    left = (await docker.listContainers({ all: true, filters: { label: [`${LABEL_OWNER_PID}=${ownerPid ?? -1}`] } }))
+      .length;
+    if (left === 0) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return left;
+}
 
 function stringEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
