@@ -13,6 +13,54 @@ export interface SecurityInvariant {
 
 export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
+    id: 'APPROVAL-UNTRUSTED',
+    statement:
+      "An untrusted server's calls always need a person's confirmation; no annotation, rule or pre-approval removes it, and a call nobody approves does not run.",
+    tests: [
+      { file: 'unit/approval-decision.test.ts', title: 'never runs a call of an untrusted server' },
+      {
+        file: 'unit/approval-decision.test.ts',
+        title: 'never lets a rule or a pre-approval remove friction for an untrusted server',
+      },
+      {
+        file: 'integration/approval.test.ts',
+        title: "hides and blocks an untrusted server's tools until they are approved",
+      },
+    ],
+  },
+  {
+    id: 'PINS',
+    statement:
+      'A tool whose definition differs from its approved pin is hidden and refused, naming what changed, until approved again; changed hints are planned again.',
+    tests: [
+      {
+        file: 'unit/approval-decision.test.ts',
+        title: 'blocks every tool whose definition changed, whatever the trust and the rules',
+      },
+      {
+        file: 'integration/approval.test.ts',
+        title: 'blocks a tool whose description changed, names the change, and serves it again once re-approved',
+      },
+      { file: 'integration/approval.test.ts', title: 'plans a tool again when its approved hints change' },
+    ],
+  },
+  {
+    id: 'AUDIT',
+    statement:
+      'Every call is recorded before it is forwarded and its outcome after, with its full arguments; a crash in between leaves a record that says so.',
+    tests: [
+      {
+        file: 'integration/support/state-store-contract.ts',
+        title: 'keeps a record that says so when the process dies between intent and outcome',
+      },
+      { file: 'integration/support/state-store-contract.ts', title: 'keeps a 4 MB argument untruncated' },
+      {
+        file: 'integration/approval.test.ts',
+        title: 'records a call whose sandbox is killed in the middle as sandbox-died',
+      },
+    ],
+  },
+  {
     id: 'RO-MOUNTS',
     statement:
       'A tool whose effective readOnlyHint is true runs where every mount is read-only: its writes fail and the host files stay byte-identical.',
