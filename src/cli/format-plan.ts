@@ -15,7 +15,13 @@ export function planToJson(server: string, plan: SandboxPlan, rejected: readonly
       enforced: t.enforced,
       unenforced: t.unenforced,
     })),
-    sandboxes: plan.sandboxes.map((s) => ({ id: s.id, tools: s.tools, network: s.network, mounts: s.mounts })),
+    sandboxes: plan.sandboxes.map((s) => ({
+      id: s.id,
+      tools: s.tools,
+      network: s.network,
+      mounts: s.mounts,
+      ...(s.database ? { database: s.database } : {}),
+    })),
     rejected,
   };
 }
@@ -39,6 +45,8 @@ export function hintCode(h: ClaimedHints | ToolHints, effective = false): string
 /** The human table of `hintbox plan`. */
 export function formatPlanTable(server: string, plan: SandboxPlan, rejected: readonly RejectedTool[] = []): string {
   const sandboxes = new Map(plan.sandboxes.map((s) => [s.id, s]));
+  // The DATABASE column (the role's privilege) only for profiles with a database.
+  const withDatabase = plan.sandboxes.some((s) => s.database);
   const rows = plan.tools.map((t) => {
     const s = sandboxes.get(t.sandbox);
     return [
@@ -48,10 +56,20 @@ export function formatPlanTable(server: string, plan: SandboxPlan, rejected: rea
       t.sandbox,
       s?.mounts.map((m) => `${m.target}:${m.readOnly ? 'ro' : 'rw'}`).join(' ') || '-',
       s?.network ?? '?',
+      ...(withDatabase ? [s?.database ?? '-'] : []),
       t.enforced ? 'yes' : `NO: ${t.unenforced.map((u) => `${u.hint} (${u.reason})`).join('; ')}`,
     ];
   });
-  const header = ['TOOL', 'CLAIMED', 'EFFECTIVE', 'SANDBOX', 'MOUNTS', 'NETWORK', 'ENFORCED'];
+  const header = [
+    'TOOL',
+    'CLAIMED',
+    'EFFECTIVE',
+    'SANDBOX',
+    'MOUNTS',
+    'NETWORK',
+    ...(withDatabase ? ['DATABASE'] : []),
+    'ENFORCED',
+  ];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]): string =>
     cells
@@ -72,7 +90,8 @@ export function formatPlanTable(server: string, plan: SandboxPlan, rejected: rea
     const mounts =
       s.mounts.map((m) => `${m.source} -> ${m.target} (${m.readOnly ? 'read-only' : 'read-write'})`).join(', ') ||
       'no mounts';
-    out.push(`sandbox ${s.id}: network ${s.network}; ${mounts}; tools: ${s.tools.join(', ')}`);
+    const database = s.database ? `; database role: ${s.database}` : '';
+    out.push(`sandbox ${s.id}: network ${s.network}; ${mounts}${database}; tools: ${s.tools.join(', ')}`);
   }
   for (const r of rejected) out.push(`left out: tool #${r.index}${r.name ? ` (${r.name})` : ''}: ${r.reason}`);
   return out.join('\n');

@@ -6,6 +6,7 @@ import { VERSION } from '../version.js';
 import { cliLog as log } from './common.js';
 import { approveCommand } from './approve-command.js';
 import { auditCommand } from './audit-command.js';
+import { dbCommand } from './db-command.js';
 import { demoCommand } from './demo-command.js';
 import { imagesBuildCommand } from './images-command.js';
 import { planCommand } from './plan-command.js';
@@ -25,7 +26,8 @@ Commands:
   audit                   list recorded calls (filters: --server --tool --tag --decision …)
   images build <profile>  build the images a profile needs
   demo                    run the filesystem server on a scratch folder and show what happens
-  sweep                   remove containers left by hintbox runs that are no longer running
+  sweep [<profile>]       remove containers (and, with a database profile, roles) of dead runs
+  db prepare <profile>    revoke the PUBLIC grants that would undo the database roles' limits
 
 Options:
   -h, --help              help for a command: hintbox <command> --help
@@ -55,6 +57,7 @@ const COMMANDS: Record<string, CommandSpec> = {
   audit: auditCommand,
   demo: demoCommand,
   sweep: sweepCommand,
+  db: dbCommand,
   'state-daemon': stateDaemonCommand,
 };
 

@@ -68,7 +68,9 @@ export const runCommand: CommandSpec = {
         await live.session?.dispose();
         await removeSession(docker.docker, sessionId).catch(() => undefined);
         // A start still under way may create containers after the first removal.
-        await Promise.race([opening.catch(() => undefined), delay(15_000)]);
+        const late = await Promise.race([opening.catch(() => undefined), delay(15_000)]);
+        // A session that came up after the signal: its relays and database roles go too.
+        if (late && late !== live.session) await late.dispose();
         await removeSession(docker.docker, sessionId).catch(() => undefined);
         const store = await storeOpening.catch(() => undefined);
         await store?.close().catch((error: Error) => log.warn(`closing the state store: ${error.message}`));

@@ -1,22 +1,37 @@
 import os from 'node:os';
+import { databaseAdminUrl } from '../database/database-env.js';
+import { RoleProvisioner } from '../database/role-provisioner.js';
 import { connectDocker } from '../sandbox/docker-connection.js';
 import { makeIsOwnerAlive, sweepOrphans } from '../sandbox/sweep.js';
-import { cliLog } from './common.js';
+import { cliLog, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';
 
-const HELP = `Usage: hintbox sweep
+const HELP = `Usage: hintbox sweep [<profile>]
 
 Removes the containers of hintbox sessions whose hintbox process is no longer running on this
 host (labels hintbox.session, hintbox.owner-host, hintbox.owner-pid). Every hintbox start does
-this too. Containers of live sessions and of other hosts are left alone.`;
+this too. Containers of live sessions and of other hosts are left alone.
+
+With a profile that has a database section, also drops the Postgres roles (hintbox_…) of such
+sessions on that Postgres server, using the admin URL in the variable named by
+database.adminUrlEnv (every hintbox run of that profile does this too). Roles record their
+owner's host and pid in their comment; roles of live sessions and of other hosts stay.`;
 
 export const sweepCommand: CommandSpec = {
   help: HELP,
   options: {},
-  async run() {
+  async run({ positionals }) {
+    const profile = positionals.length > 0 ? profileArg('sweep', positionals) : undefined;
+    const isOwnerAlive = makeIsOwnerAlive(os.hostname());
     const docker = await connectDocker();
-    const removed = await sweepOrphans(docker.docker, makeIsOwnerAlive(os.hostname()), cliLog);
+    const removed = await sweepOrphans(docker.docker, isOwnerAlive, cliLog);
     cliLog.info(`swept ${removed.length} container(s)`);
+    if (profile?.database) {
+      const adminUrl = databaseAdminUrl({ file: profile.file, database: profile.database });
+      await using provisioner = await RoleProvisioner.connect({ adminUrl, section: profile.database, log: cliLog });
+      const dropped = await provisioner.sweepRoles(isOwnerAlive);
+      cliLog.info(`swept ${dropped.length} database role(s)`);
+    }
     return 0;
   },
 };

@@ -104,12 +104,33 @@ export function compilePreApprovals(
 }
 
 export class CallGuard implements Gatekeeper {
+  /** Why the server lost the operator's trust in this session (a hint it was seen to break). */
+  private untrustedBecause?: string;
+
   constructor(private readonly options: CallGuardOptions) {}
+
+  /** The profile's trust, unless the server broke a hint in this session: then untrusted. */
+  get trust(): ServerTrust {
+    return this.untrustedBecause === undefined ? this.options.trust : 'untrusted';
+  }
+
+  /**
+   * From now on, for the rest of the session, the server is treated as untrusted whatever its
+   * profile says: every call is confirmed, and tools never approved are blocked. Only adds
+   * friction; there is no way back within the session.
+   */
+  markUntrusted(reason: string): void {
+    if (this.untrustedBecause !== undefined) return;
+    this.untrustedBecause = reason;
+    if (this.options.trust === 'trusted') {
+      this.options.log.warn(`${this.options.server} is treated as untrusted for the rest of this session: ${reason}`);
+    }
+  }
 
   visible(tool: string): boolean {
     const t = this.options.tools.get(tool);
     if (!t) return false;
-    return !(t.pinState === 'changed' || (t.pinState === 'unpinned' && this.options.trust === 'untrusted'));
+    return !(t.pinState === 'changed' || (t.pinState === 'unpinned' && this.trust === 'untrusted'));
   }
 
   async admit(name: string, args: Record<string, unknown> | undefined, client: ClientChannel): Promise<Admission> {
@@ -120,7 +141,7 @@ export class CallGuard implements Gatekeeper {
     const decision = decideApproval({
       hints: tool.effective,
       annotationsMissing: tool.annotationsMissing,
-      trust: options.trust,
+      trust: this.trust,
       pin: tool.pinState,
       enforced: tool.enforced,
       rule: tool.rule,
@@ -150,7 +171,7 @@ export class CallGuard implements Gatekeeper {
     if (decision.action === 'confirm') {
       if (!client.canElicit()) {
         const how =
-          options.trust === 'untrusted'
+          this.trust === 'untrusted'
             ? 'Calls of an untrusted server always need a person: use a client that supports MCP elicitation, or mark the server trusted in its profile if you vouch for it.'
             : `To run it unattended, pre-approve it in the profile, e.g.\n  preApprove:\n    - tool: ${name}\n      arguments: { <name>: <regular expression> }`;
         return this.refuse(
@@ -210,6 +231,9 @@ export class CallGuard implements Gatekeeper {
     const lines = [
       `${options.server} wants to run ${tool.name}${tool.tags.length ? ` [${formatTags(tool.tags)}]` : ''} (sandbox ${tool.sandbox}).`,
       ...decision.warnings.map((w) => `WARNING: ${APPROVAL_WARNING_TEXT[w]}`),
+      ...(this.untrustedBecause
+        ? [`WARNING: this server broke a hint earlier in this session: ${this.untrustedBecause}`]
+        : []),
       // Previews (a dry run over a copy of the mount) are not built yet: say so, never imply one.
       ...(tool.effective.readOnlyHint ? [] : ['No preview of the effect of this call is available.']),
       `Why you are asked: ${decision.reasons.join('; ')}.`,

@@ -59,6 +59,8 @@ export interface GatewayOptions {
   instructions?: string;
   /** Approval and audit per call; without one every routed call is forwarded (tests of routing). */
   gatekeeper?: Gatekeeper;
+  /** A call's deadline passed (before a retry, or for good): e.g. cut the sandbox's database sessions. */
+  onDeadline?: (sandbox: string, tool: string) => void;
 }
 
 /** Timed-out calls of tools whose decision allows retries are sent again this many times. */
@@ -82,6 +84,8 @@ interface PendingCall {
   params: Record<string, unknown>;
   attempts: number;
   retriesLeft: number;
+  /** A hint the call was seen to break while it ran (recorded with its outcome). */
+  hintViolation?: string;
 }
 
 type JsonRpcObject = Record<string, unknown> & { id?: RequestId; method?: string; params?: Record<string, unknown> };
@@ -156,6 +160,21 @@ export class Gateway {
     const upstreams = [...this.slots.values()].flatMap((s) => (s.current ? [s.current] : []));
     this.slots.clear();
     await Promise.all(upstreams.map((p) => p.then((u) => u.close()).catch(() => undefined)));
+  }
+
+  /**
+   * A sandbox was seen breaking a hint (e.g. Postgres refused its role a write): marks every call
+   * in flight in that sandbox, so their audit outcomes record `violation`, and returns those
+   * calls' tool names (empty when none was running).
+   */
+  noteHintViolation(sandbox: string, violation: string): string[] {
+    const tools: string[] = [];
+    for (const call of this.pending.values()) {
+      if (call.sandbox !== sandbox) continue;
+      call.hintViolation = call.hintViolation ? `${call.hintViolation}; ${violation}` : violation;
+      tools.push(call.tool);
+    }
+    return tools;
   }
 
   private async forwardCall(request: JsonRpcObject): Promise<void> {
@@ -303,6 +322,7 @@ export class Gateway {
     if (call.timer) clearTimeout(call.timer);
     call.timer = setTimeout(() => {
       const seconds = Math.round(this.options.callTimeoutMs / 1000);
+      if (this.pending.has(call.upstreamId)) this.options.onDeadline?.(call.sandbox, call.tool);
       if (call.retriesLeft > 0 && this.pending.has(call.upstreamId)) return this.retry(call, seconds);
       if (!this.settle(call, { outcome: 'error', detail: `no answer within ${seconds} s` })) return;
       this.cancelUpstream(call, `hintbox: no answer within ${seconds} s`);
@@ -343,7 +363,13 @@ export class Gateway {
     if (!this.pending.delete(call.upstreamId)) return false;
     this.pendingByClientId.delete(call.clientId);
     if (call.timer) clearTimeout(call.timer);
-    if (call.auditId) this.options.gatekeeper?.finish(call.auditId, { ...report, attempts: call.attempts });
+    if (call.auditId) {
+      this.options.gatekeeper?.finish(call.auditId, {
+        ...report,
+        attempts: call.attempts,
+        ...(call.hintViolation ? { hintViolation: call.hintViolation } : {}),
+      });
+    }
     return true;
   }
 

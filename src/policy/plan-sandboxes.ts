@@ -1,3 +1,9 @@
+import {
+  maxPrivilege,
+  toolPrivilege,
+  unenforcedDatabaseHint,
+  type DatabasePrivilege,
+} from '../database/role-grants.js';
 import { claimedHints, effectiveHints, type ClaimedHints, type ToolHints } from './hints.js';
 
 /**
@@ -20,6 +26,8 @@ export interface Ceiling {
   split: boolean;
   /** Operator overrides by tool name; they replace the server's claims field by field. */
   overrides: Readonly<Record<string, ClaimedHints | undefined>>;
+  /** The profile's database privilege ceiling; absent when the profile has no database. */
+  database?: DatabasePrivilege;
 }
 
 /** A tool as discovered: its name and its raw annotations (claims). */
@@ -40,6 +48,8 @@ export interface SandboxMount {
 export interface SandboxGrant {
   network: NetworkMode;
   mounts: SandboxMount[];
+  /** The sandbox's database role privilege; absent when the profile has no database. */
+  database?: DatabasePrivilege;
 }
 
 export interface PlannedSandbox extends SandboxGrant {
@@ -84,6 +94,7 @@ export function grantFor(hints: ToolHints, ceiling: Ceiling): SandboxGrant {
       target: m.target,
       readOnly: m.mode === 'ro' || hints.readOnlyHint,
     })),
+    ...(ceiling.database ? { database: toolPrivilege(hints, ceiling.database) } : {}),
   };
 }
 
@@ -92,6 +103,7 @@ export function strictestGrant(ceiling: Ceiling): SandboxGrant {
   return {
     network: 'none',
     mounts: ceiling.mounts.map((m) => ({ source: m.source, target: m.target, readOnly: true })),
+    ...(ceiling.database ? { database: 'read' as const } : {}),
   };
 }
 
@@ -104,11 +116,15 @@ export function unionGrant(grants: readonly SandboxGrant[], ceiling: Ceiling): S
       const target = union.mounts[i];
       if (target && !m.readOnly) target.readOnly = false;
     });
+    if (union.database && grant.database) union.database = maxPrivilege(union.database, grant.database);
   }
   return union;
 }
 
-/** `ro-offline`, `rw-online`, `nomounts-offline`, `mixed-offline` (some mounts capped ro). */
+/**
+ * `ro-offline`, `rw-online`, `nomounts-offline`, `mixed-offline` (some mounts capped ro); with a
+ * database, the role's privilege follows: `ro-offline-dbread`, `rw-offline-dbappend`, ….
+ */
 export function sandboxId(grant: SandboxGrant): string {
   const files =
     grant.mounts.length === 0
@@ -118,11 +134,16 @@ export function sandboxId(grant: SandboxGrant): string {
         : grant.mounts.every((m) => !m.readOnly)
           ? 'rw'
           : 'mixed';
-  return `${files}-${grant.network === 'none' ? 'offline' : 'online'}`;
+  const database = grant.database ? `-db${grant.database}` : '';
+  return `${files}-${grant.network === 'none' ? 'offline' : 'online'}${database}`;
 }
 
 function grantKey(grant: SandboxGrant): string {
-  return JSON.stringify([grant.network, grant.mounts.map((m) => [m.source, m.target, m.readOnly])]);
+  return JSON.stringify([
+    grant.network,
+    grant.mounts.map((m) => [m.source, m.target, m.readOnly]),
+    grant.database ?? null,
+  ]);
 }
 
 /** Which of a tool's narrowing hints its sandbox does not make true. */
@@ -132,6 +153,8 @@ export function unenforcedHints(hints: ToolHints, grant: SandboxGrant): Unenforc
   if (hints.readOnlyHint && writable.length > 0) {
     out.push({ hint: 'readOnlyHint', reason: `sandbox can write ${writable.join(', ')}` });
   }
+  const database = grant.database ? unenforcedDatabaseHint(hints, grant.database) : undefined;
+  if (database) out.push(database);
   if (!hints.readOnlyHint && !hints.destructiveHint && writable.length > 0) {
     out.push({
       hint: 'destructiveHint',

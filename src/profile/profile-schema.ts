@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { DatabaseSectionSchema } from '../database/database-profile-schema.js';
 
 /**
  * The operator's profile for one MCP server, as written in `profiles/*.yaml`.
@@ -144,6 +145,11 @@ export const ProfileSchema = z.strictObject({
    * state in process memory across tools; the one sandbox then gets the union of rights.
    */
   split: z.boolean().default(true),
+  /**
+   * The Postgres database the server may use, and the most it may do there (`read`, `append`,
+   * `write`). Each sandbox gets a role of its own whose grants follow its tools' hints.
+   */
+  database: DatabaseSectionSchema.optional(),
 });
 
 export type ProfileInput = z.input<typeof ProfileSchema>;

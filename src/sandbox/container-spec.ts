@@ -2,6 +2,7 @@ import type Docker from 'dockerode';
 import type { SandboxGrant } from '../policy/plan-sandboxes.js';
 import { parseSize, sandboxUser } from '../profile/profile-schema.js';
 import type { Profile } from '../profile/load-profile.js';
+import { SANDBOX_PG_SOCKET_DIR } from '../database/socket-relay.js';
 
 /**
  * Pure translation of a planned sandbox into Docker's container-create options.
@@ -38,6 +39,21 @@ export interface ContainerSpecInput {
   engine: EngineFeatures;
   /** uid/gid of the hintbox process: the default sandbox user (never root). */
   hostUser?: { uid: number; gid: number };
+  /**
+   * The sandbox's way to its database: the host directory of its socket relay (bound read-only
+   * at SANDBOX_PG_SOCKET_DIR) and the PG* / DATABASE_URL variables of its own role.
+   */
+  database?: { socketDir: string; env: Record<string, string> };
+}
+
+/** The numeric uid and gid a sandbox of this profile runs as (never 0). */
+export function sandboxUserIds(
+  profile: Pick<Profile, 'server'>,
+  hostUser?: { uid: number; gid: number },
+): { uid: number; gid: number } {
+  const user = sandboxUser(profile.server.user, hostUser?.uid, hostUser?.gid);
+  const [uid, gid = uid] = user.split(':') as [string, string?];
+  return { uid: Number(uid), gid: Number(gid) };
 }
 
 export function containerName(session: SessionIdentity, server: string, sandboxId: string): string {
@@ -46,8 +62,7 @@ export function containerName(session: SessionIdentity, server: string, sandboxI
 
 export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerCreateOptions {
   const { session, profile, sandboxId, grant, engine } = input;
-  const user = sandboxUser(profile.server.user, input.hostUser?.uid, input.hostUser?.gid);
-  const [uid, gid = uid] = user.split(':') as [string, string?];
+  const { uid, gid } = sandboxUserIds(profile, input.hostUser);
   const tmpfsSize = parseSize(profile.limits.tmpfs);
   const memory = parseSize(profile.limits.memory);
 
@@ -63,8 +78,23 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
       ...(m.readOnly && engine.recursiveReadOnly ? { ReadOnlyForceRecursive: true } : {}),
     },
   }));
+  if (input.database) {
+    // Read-only: connecting to a Unix socket needs no write access, and nothing can be planted.
+    mounts.push({
+      Type: 'bind',
+      Source: input.database.socketDir,
+      Target: SANDBOX_PG_SOCKET_DIR,
+      ReadOnly: true,
+      BindOptions: { Propagation: 'rprivate' },
+    });
+  }
 
-  const env = Object.entries({ ...profile.env, HOME: SANDBOX_HOME, TMPDIR: SANDBOX_TMP }).map(([k, v]) => `${k}=${v}`);
+  const env = Object.entries({
+    ...profile.env,
+    ...input.database?.env,
+    HOME: SANDBOX_HOME,
+    TMPDIR: SANDBOX_TMP,
+  }).map(([k, v]) => `${k}=${v}`);
 
   return {
     name: containerName(session, profile.name, sandboxId),

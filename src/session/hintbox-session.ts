@@ -13,7 +13,10 @@ import {
   type SandboxPlan,
 } from '../policy/plan-sandboxes.js';
 import type { Profile } from '../profile/load-profile.js';
-import { buildContainerSpec, type SessionIdentity } from '../sandbox/container-spec.js';
+import { buildContainerSpec, sandboxUserIds, type SessionIdentity } from '../sandbox/container-spec.js';
+import { databaseAdminUrl } from '../database/database-env.js';
+import { SessionDatabase } from '../database/session-database.js';
+import type { PrivilegeViolation } from '../database/socket-relay.js';
 import type { DockerConnection } from '../sandbox/docker-connection.js';
 import { startSandbox, type StartedSandbox } from '../sandbox/docker-sandbox.js';
 import { hostMountPoints, nestedMountPoints } from '../sandbox/nested-mounts.js';
@@ -39,6 +42,7 @@ export function ceilingOf(profile: Profile): Ceiling {
     network: profile.network,
     split: profile.split,
     overrides: Object.fromEntries(Object.entries(profile.tools).map(([name, rule]) => [name, rule.annotations])),
+    ...(profile.database ? { database: profile.database.privilege } : {}),
   };
 }
 
@@ -77,6 +81,8 @@ export interface SessionOptions {
   sessionId?: string;
   /** Rebuild images even when they look current. */
   rebuildImages?: boolean;
+  /** The admin URL of the profile's database; default: read from the variable the profile names. */
+  databaseAdminUrl?: string;
 }
 
 export interface GatewaySettings {
@@ -101,6 +107,12 @@ export class HintboxSession implements AsyncDisposable {
   private readonly grants = new Map<string, SandboxGrant>();
   private readonly generations = new Map<string, number>();
   private disposed = false;
+  /** Roles and socket relays, when the profile has a database. */
+  private database?: SessionDatabase;
+  private gateway?: Gateway;
+  private guard?: CallGuard;
+  /** Set when a sandbox broke a hint: the server is untrusted for the rest of the session. */
+  private untrustedBecause?: string;
 
   private constructor(private readonly options: SessionOptions) {
     this.sessionId = options.sessionId ?? newSessionId();
@@ -161,9 +173,14 @@ export class HintboxSession implements AsyncDisposable {
             log: this.options.log,
           })
         : undefined;
+    if (gatekeeper) {
+      this.guard = gatekeeper;
+      if (this.untrustedBecause) gatekeeper.markUntrusted(this.untrustedBecause);
+    }
     const started = new Map(this.started);
     this.started.clear();
-    return new Gateway({
+    const database = this.database;
+    this.gateway = new Gateway({
       serverName: this.profile.name,
       tools: routed,
       started,
@@ -172,7 +189,22 @@ export class HintboxSession implements AsyncDisposable {
       callTimeoutMs: this.profile.timeouts.call * 1000,
       ...(this.instructions ? { instructions: this.instructions } : {}),
       ...(gatekeeper ? { gatekeeper } : {}),
+      ...(database
+        ? {
+            // A call past its deadline may hold a lock or run a query on: cut its sandbox's sessions.
+            onDeadline: (sandbox: string, tool: string) => {
+              void database.cutSessions(sandbox).then(
+                (n) =>
+                  n > 0 &&
+                  this.options.log.warn(`${tool}: deadline passed, cut ${n} database session(s) of sandbox ${sandbox}`),
+                (error: Error) =>
+                  this.options.log.warn(`could not cut the database sessions of ${sandbox}: ${error.message}`),
+              );
+            },
+          }
+        : {}),
     });
+    return this.gateway;
   }
 
   async dispose(): Promise<void> {
@@ -184,6 +216,8 @@ export class HintboxSession implements AsyncDisposable {
     await removeSession(this.options.docker.docker, this.sessionId).catch((error: Error) =>
       this.options.log.warn(`could not remove the containers of session ${this.sessionId}: ${error.message}`),
     );
+    // Only once no container can use them: relays closed, roles dropped.
+    await this.database?.close();
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -193,6 +227,18 @@ export class HintboxSession implements AsyncDisposable {
   private async discoverAndPlan(startAll: boolean): Promise<void> {
     const { profile, docker, log } = this.options;
     assertNoNestedMounts(profile, docker);
+    if (profile.database) {
+      // Before any container: a database that cannot be reached or is not prepared stops the run.
+      const adminUrl =
+        this.options.databaseAdminUrl ?? databaseAdminUrl({ file: profile.file, database: profile.database });
+      this.database = await SessionDatabase.open({
+        adminUrl,
+        section: profile.database,
+        identity: this.identity,
+        log,
+        onViolation: (sandboxId, role, violation) => this.onDatabaseViolation(sandboxId, role, violation),
+      });
+    }
     const builder = new ImageBuilder({
       docker: docker.docker,
       log,
@@ -238,18 +284,54 @@ export class HintboxSession implements AsyncDisposable {
     }
   }
 
+  /**
+   * Postgres refused a sandbox's session (42501, 25006): a tool did what its hints said it would
+   * not. Logged as a hint violation naming the server and the tools running there, recorded on
+   * those calls' audit outcomes, and the server is untrusted for the rest of the session.
+   */
+  private onDatabaseViolation(sandboxId: string, role: string, violation: PrivilegeViolation): void {
+    const privilege = this.grants.get(sandboxId)?.database;
+    const hint =
+      privilege === 'read'
+        ? 'readOnlyHint'
+        : privilege === 'append'
+          ? 'destructiveHint'
+          : "the profile's database grant";
+    const text = `${hint}: Postgres refused the ${privilege ?? ''} role ${role} (SQLSTATE ${violation.sqlstate}: ${violation.message})`;
+    const running = this.gateway?.noteHintViolation(sandboxId, text) ?? [];
+    const plan = this.plan as SandboxPlan | undefined;
+    const tools = running.length
+      ? [...new Set(running)]
+      : (plan?.sandboxes.find((s) => s.id === sandboxId)?.tools ?? []);
+    const who = running.length
+      ? `tool ${tools.join(', ')}`
+      : `one of the tools ${tools.join(', ') || '(discovery)'} (no call was running)`;
+    this.options.log.error(`hint violation: server ${this.profile.name}, ${who}, sandbox ${sandboxId}: ${text}`);
+    const reason = `${tools.join(', ') || sandboxId} broke ${text}`;
+    this.untrustedBecause ??= reason;
+    this.guard?.markUntrusted(reason);
+  }
+
   private async startUpstream(id: string): Promise<Upstream> {
     if (this.disposed) throw new Error(`session ${this.sessionId} is closed`);
     const { profile, docker, log } = this.options;
     const grant = this.grants.get(id);
     if (!grant) throw new Error(`no sandbox ${id} in the plan`);
+    const hostUser = process.getuid && process.getgid ? { uid: process.getuid(), gid: process.getgid() } : undefined;
+    // The role and relay are made on the class's first start and reused by its restarts.
+    const database =
+      grant.database && this.database
+        ? await this.database.access(id, grant.database, sandboxUserIds(profile, hostUser))
+        : undefined;
+    if (this.disposed) throw new Error(`session ${this.sessionId} is closed`);
     const spec = buildContainerSpec({
       session: this.identity,
       profile,
       sandboxId: id,
       grant,
       engine: { recursiveReadOnly: docker.recursiveReadOnly },
-      ...(process.getuid && process.getgid ? { hostUser: { uid: process.getuid(), gid: process.getgid() } } : {}),
+      ...(hostUser ? { hostUser } : {}),
+      ...(database ? { database } : {}),
     });
     // Restarts get a fresh name: the dead container may still be on its way out.
     const generation = this.generations.get(id) ?? 0;

@@ -11,6 +11,7 @@ export const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url
 export const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 export const FILESYSTEM_IMAGE = 'hintbox/server-filesystem:2026.8.31';
 export const LIAR_IMAGE = 'hintbox-test/liar:latest';
+export const DBLIAR_IMAGE = 'hintbox-test/dbliar:latest';
 export const CANARY_IMAGE = NODE_SERVER_IMAGE;
 
 let connection: Promise<DockerConnection> | undefined;
@@ -36,6 +37,18 @@ export function ensureTestImages(): Promise<void> {
       .build(LIAR_IMAGE, { deleteOnExit: false });
   })();
   return images;
+}
+
+let dbImage: Promise<void> | undefined;
+/** The database fixture (test/fixtures/dbliar: Node base + Debian's psql), once per process. */
+export function ensureDatabaseFixtureImage(): Promise<void> {
+  dbImage ??= (async () => {
+    await ensureTestImages();
+    await GenericContainer.fromDockerfile(path.join(FIXTURES, 'dbliar'))
+      .withBuildArgs({ NODE_SERVER_IMAGE })
+      .build(DBLIAR_IMAGE, { deleteOnExit: false });
+  })();
+  return dbImage;
 }
 
 /** Containers labelled by hintbox whose owner is the given hintbox process. */

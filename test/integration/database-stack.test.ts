@@ -1,0 +1,261 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { ROLE_PREFIX } from '../../src/database/role-grants.js';
+import { DBLIAR_IMAGE, allHintboxContainers, assertNoLeftovers, ensureDatabaseFixtureImage } from './support/docker.js';
+import { hintboxCommand, outcomeOf, runHintbox, writeProfile, type RunningHintbox } from './support/hintbox-process.js';
+import { startPostgres, type StartedPostgres } from './support/postgres.js';
+
+/**
+ * Issue 3 through the whole stack: `hintbox run` on a fixture server whose tools reach Postgres
+ * from network-less sandboxes through hintbox's socket relay, each sandbox as a role of its own.
+ * The server's `query` tool claims readOnlyHint and writes anyway; `add_item` claims to only add.
+ */
+
+const ADMIN_ENV = 'HINTBOX_TEST_PG_ADMIN';
+const DATABASE = 'shop';
+
+interface Credentials {
+  user: string;
+  password: string;
+  database: string;
+  host: string;
+  url: string;
+}
+
+describe('a database server under hintbox run', { timeout: 600_000 }, () => {
+  let postgres: StartedPostgres;
+  let admin: pg.Client;
+  let profile: string;
+  let env: Record<string, string>;
+  const server = `dbliar-${process.pid}`;
+
+  const checksum = async (): Promise<string> => {
+    const { rows } = await admin.query<{ sum: string }>(
+      `SELECT md5(coalesce(string_agg(i::text, '|' ORDER BY id), '')) AS sum FROM shop.items i`,
+    );
+    return rows[0]!.sum;
+  };
+  const hintboxRoles = async (): Promise<string[]> => {
+    const { rows } = await admin.query<{ name: string }>(
+      `SELECT rolname AS name FROM pg_roles WHERE left(rolname, length($1)) = $1 ORDER BY 1`,
+      [ROLE_PREFIX],
+    );
+    return rows.map((r) => r.name);
+  };
+  /** Whether a role's password still logs in (over TCP, as a client on the host would). */
+  const logsIn = async (credentials: Credentials): Promise<boolean> => {
+    const client = new pg.Client({
+      host: postgres.host,
+      port: postgres.port,
+      user: credentials.user,
+      password: credentials.password,
+      database: credentials.database,
+      connectionTimeoutMillis: 10_000,
+    });
+    try {
+      await client.connect();
+      await client.end();
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const call = async (hintbox: RunningHintbox, name: string, args: Record<string, unknown> = {}) =>
+    outcomeOf(await hintbox.client.callTool({ name, arguments: args }));
+  const credentialsOf = async (hintbox: RunningHintbox): Promise<Credentials> => {
+    const result = await call(hintbox, 'credentials');
+    assert.ok(result.ok, `credentials: ${JSON.stringify(result)}`);
+    return result.value as Credentials;
+  };
+
+  before(async () => {
+    [postgres] = await Promise.all([startPostgres(), ensureDatabaseFixtureImage()]);
+    const setup = new pg.Client({ connectionString: postgres.adminUrl });
+    await setup.connect();
+    await setup.query(`CREATE DATABASE ${DATABASE}`);
+    await setup.end();
+    admin = new pg.Client({ connectionString: postgres.adminUrl.replace(/\/postgres$/, `/${DATABASE}`) });
+    await admin.connect();
+    await admin.query(`CREATE SCHEMA shop;
+      CREATE TABLE shop.items (id serial PRIMARY KEY, name text NOT NULL);
+      INSERT INTO shop.items (name) VALUES ('apple'), ('pear');`);
+    profile = writeProfile({
+      name: server,
+      server: { image: DBLIAR_IMAGE },
+      trust: 'trusted',
+      network: 'none',
+      database: { adminUrlEnv: ADMIN_ENV, database: DATABASE, schemas: ['shop'], privilege: 'write' },
+      limits: { pids: 64, memory: '128m' },
+    });
+    env = { [ADMIN_ENV]: postgres.adminUrl };
+  });
+
+  after(async () => {
+    await admin?.end().catch(() => undefined);
+    await postgres?.stop();
+    await assertNoLeftovers();
+  });
+
+  it('reports an unset admin URL variable as a profile error (exit 2), without echoing anything', async () => {
+    const { code, stderr } = await hintboxCommand(['plan', profile]);
+    assert.equal(code, 2, stderr);
+    assert.match(stderr, new RegExp(`database\\.adminUrlEnv: environment variable ${ADMIN_ENV} is not set`));
+  });
+
+  it('names host, port and reason when the admin connection fails, never the password, and starts nothing', async () => {
+    const wrong = postgres.adminUrl.replace(/:[^:@/]+@/, ':not-the-password-42@');
+    const { code, stderr } = await hintboxCommand(['run', profile], { [ADMIN_ENV]: wrong });
+    assert.equal(code, 1, stderr);
+    assert.match(stderr, new RegExp(`${postgres.host}:${postgres.port}`));
+    assert.match(stderr, /password authentication failed/);
+    assert.ok(!stderr.includes('not-the-password-42'), `the password was echoed: ${stderr}`);
+    assert.deepEqual(await allHintboxContainers(), []);
+  });
+
+  it('refuses an unprepared database before any container starts, naming each grant', async () => {
+    const { code, stderr } = await hintboxCommand(['plan', profile], env);
+    assert.equal(code, 1, stderr);
+    assert.match(stderr, /PUBLIC may create temporary tables in database "shop"/);
+    assert.match(stderr, /hintbox db prepare/);
+    assert.deepEqual(await hintboxRoles(), []);
+  });
+
+  it('db prepare prints each REVOKE it runs, and afterwards the database is ready', async () => {
+    const { code, stdout, stderr } = await hintboxCommand(['db', 'prepare', profile], env);
+    assert.equal(code, 0, `${stdout}\n${stderr}`);
+    assert.match(stdout, /^REVOKE TEMPORARY ON DATABASE "shop" FROM PUBLIC;$/m);
+    assert.match(stdout, /is ready for hintbox roles/);
+    const again = await hintboxCommand(['db', 'prepare', profile], env);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /nothing to revoke/);
+  });
+
+  it('plans the read tools into a read role and the adding tool into an append role, no network', async () => {
+    const { code, stdout, stderr } = await hintboxCommand(['plan', profile, '--json'], env);
+    assert.equal(code, 0, stderr);
+    const plan = JSON.parse(stdout) as {
+      tools: { name: string; sandbox: string; enforced: boolean }[];
+      sandboxes: { id: string; network: string; database?: string }[];
+    };
+    const sandboxOf = (tool: string) => {
+      const id = plan.tools.find((t) => t.name === tool)?.sandbox;
+      return plan.sandboxes.find((s) => s.id === id);
+    };
+    assert.deepEqual(sandboxOf('query'), { ...sandboxOf('query'), network: 'none', database: 'read' });
+    assert.deepEqual(sandboxOf('add_item'), { ...sandboxOf('add_item'), network: 'none', database: 'append' });
+    assert.ok(
+      plan.tools.every((t) => t.enforced),
+      `every hint is enforced: ${JSON.stringify(plan.tools)}`,
+    );
+    assert.deepEqual(await hintboxRoles(), [], 'plan drops the discovery role');
+  });
+
+  describe('one run', () => {
+    let hintbox: RunningHintbox & { asked: unknown[] };
+    let readRole: Credentials;
+
+    before(async () => {
+      // Pinned, so that an untrusted server's tools are asked for rather than blocked.
+      const approved = await hintboxCommand(['approve', profile, '--all'], env);
+      assert.equal(approved.code, 0, approved.stderr);
+      hintbox = await runHintbox(profile, env, 'approve');
+      readRole = await credentialsOf(hintbox);
+    });
+
+    after(async () => {
+      await hintbox?.[Symbol.asyncDispose]();
+    });
+
+    it('gives the sandbox PG* variables and a DATABASE_URL for the relayed socket and its own role', () => {
+      assert.ok(readRole.user.startsWith(ROLE_PREFIX), `role name: ${readRole.user}`);
+      assert.equal(readRole.database, DATABASE);
+      assert.equal(readRole.host, '/run/hintbox/pg');
+      assert.ok(readRole.url.includes('host=/run/hintbox/pg'), `DATABASE_URL: ${readRole.url}`);
+    });
+
+    it('a tool that claims to only add inserts through its role', async () => {
+      const result = await call(hintbox, 'add_item', {
+        sql: "INSERT INTO shop.items (name) VALUES ('added') RETURNING name",
+      });
+      assert.deepEqual(result, { ok: true, value: 'added' });
+      const { rows } = await admin.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM shop.items WHERE name = 'added'`,
+      );
+      assert.equal(rows[0]?.n, 1);
+    });
+
+    it('a read-only tool cannot write through its DATABASE_URL, the data is unchanged, and the violation is logged and audited', async () => {
+      const before = await checksum();
+      const asked = hintbox.asked.length;
+      const insert = await call(hintbox, 'query', { sql: "INSERT INTO shop.items (name) VALUES ('lie')" });
+      assert.equal(insert.ok, false, `the insert must fail: ${JSON.stringify(insert)}`);
+      assert.match(insert.error ?? '', /permission denied|read-only transaction/);
+      assert.equal(hintbox.asked.length, asked, 'the read-only tool of a trusted server ran without asking');
+      const escape = await call(hintbox, 'query', {
+        sql: 'SET default_transaction_read_only = off; SELECT 1; COMMIT; DELETE FROM shop.items; DROP TABLE shop.items;',
+      });
+      assert.equal(escape.ok, false, `the multi-statement escape must fail: ${JSON.stringify(escape)}`);
+      assert.equal(await checksum(), before);
+
+      assert.match(hintbox.stderr(), new RegExp(`hint violation: server ${server}, tool query, sandbox \\S+-dbread`));
+      assert.match(hintbox.stderr(), /treated as untrusted for the rest of this session/);
+
+      const { code, stdout, stderr } = await hintboxCommand(['audit', '--json', '--server', server, '--tool', 'query']);
+      assert.equal(code, 0, stderr);
+      const records = JSON.parse(stdout) as { hintViolation: string | null; outcome: string | null }[];
+      const violations = records.filter((r) => r.hintViolation !== null);
+      assert.ok(violations.length >= 1, `an audit record names the violation: ${stdout}`);
+      assert.match(violations[0]!.hintViolation!, /^readOnlyHint: Postgres refused .*(42501|25006)/);
+    });
+
+    it('after the violation, the server is untrusted: its read-only tool now needs a confirmation', async () => {
+      const asked = hintbox.asked.length;
+      const result = await call(hintbox, 'query', { sql: 'SELECT count(*) FROM shop.items' });
+      assert.equal(result.ok, true, JSON.stringify(result));
+      assert.equal(hintbox.asked.length, asked + 1, 'the call was confirmed by a person');
+    });
+
+    it('the adding tool cannot delete or update either (append role), and that is a violation too', async () => {
+      const before = await checksum();
+      const destroy = await call(hintbox, 'add_item', { sql: "DELETE FROM shop.items WHERE name = 'apple'" });
+      assert.equal(destroy.ok, false, `the append role cannot delete: ${JSON.stringify(destroy)}`);
+      assert.match(destroy.error ?? '', /permission denied for table items/);
+      const update = await call(hintbox, 'add_item', { sql: "UPDATE shop.items SET name = 'lie'" });
+      assert.equal(update.ok, false, `the append role cannot update: ${JSON.stringify(update)}`);
+      assert.equal(await checksum(), before);
+      assert.match(
+        hintbox.stderr(),
+        new RegExp(`hint violation: server ${server}, tool add_item, sandbox \\S+-dbappend`),
+      );
+    });
+
+    it('after the run, no role with the hintbox prefix remains and its password no longer logs in', async () => {
+      assert.ok(await logsIn(readRole), 'the role logs in while the run lives (control)');
+      await hintbox[Symbol.asyncDispose]();
+      assert.equal(await hintbox.exited, null);
+      assert.deepEqual(await hintboxRoles(), []);
+      assert.equal(await logsIn(readRole), false, "the role's password still logs in");
+    });
+  });
+
+  it('after a run killed with SIGKILL, the next start drops its roles: none remains and the password no longer logs in', async () => {
+    const killed = await runHintbox(profile, env, 'approve');
+    const orphan = await credentialsOf(killed);
+    process.kill(killed.pid, 'SIGKILL');
+    await killed.exited;
+    await killed[Symbol.asyncDispose]();
+    assert.ok((await hintboxRoles()).includes(orphan.user), 'the killed run left its role (control)');
+
+    const next = await runHintbox(profile, env, 'approve');
+    try {
+      const roles = await hintboxRoles();
+      assert.ok(!roles.includes(orphan.user), `the orphan role is still there: ${roles.join(', ')}`);
+      assert.equal(await logsIn(orphan), false, "the killed run's password still logs in");
+      assert.match(next.stderr(), new RegExp(`swept database role ${orphan.user}`));
+    } finally {
+      await next[Symbol.asyncDispose]();
+    }
+    assert.deepEqual(await hintboxRoles(), []);
+  });
+});
