@@ -51,6 +51,10 @@ interface RoundResult {
   sandboxMb: number[];
 }
 
+/** Set in main(): the trusted profile copy and the environment hintbox runs with. */
+let hintboxProfile = '';
+let hintboxEnv: Record<string, string> = {};
+
 const { values } = parseArgs({
   options: {
     json: { type: 'boolean' },
@@ -77,6 +81,25 @@ async function main(): Promise<void> {
   await new ImageBuilder({ docker, log }).ensure(IMAGE, path.join(IMAGES_DIR, 'server-filesystem'));
   const bareDir = prepareBareServer();
   const workspace = mkdtempSync(path.join(os.tmpdir(), 'hintbox-bench-'));
+  // hintbox as a platform team would run a server it vouches for: trusted, so a read-only
+  // tool its sandbox enforces runs without a confirmation (each call is still audited), with
+  // the embedded state store in a scratch folder, its daemon started (initdb) before timing.
+  const state = mkdtempSync(path.join(os.tmpdir(), 'hintbox-bench-state-'));
+  const profile = path.join(state, 'filesystem-trusted.yaml');
+  writeFileSync(
+    profile,
+    readFileSync(path.join(REPO, 'profiles/filesystem.yaml'), 'utf8')
+      .replace(/^trust: untrusted$/m, 'trust: trusted')
+      .replace('build: ../images/server-filesystem', `build: ${path.join(IMAGES_DIR, 'server-filesystem')}`),
+  );
+  hintboxEnv = {
+    WORKSPACE: workspace,
+    HINTBOX_LOG_LEVEL: 'warn',
+    HINTBOX_STATE_DIR: state,
+    HINTBOX_STATE_DAEMON_IDLE: '30',
+  };
+  execFileSync(HINTBOX_BIN, ['audit', '--limit', '1'], { env: { ...process.env, ...hintboxEnv }, stdio: 'ignore' });
+  hintboxProfile = profile;
   writeFileSync(path.join(workspace, 'file.txt'), 'benchmark\n');
   if (process.getuid?.() === 0) {
     chownSync(workspace, 10001, 10001);
@@ -87,11 +110,7 @@ async function main(): Promise<void> {
     bare: () => spawnServer(process.execPath, [path.join(bareDir, SERVER_ENTRY), workspace]),
     docker: () =>
       spawnServer('docker', ['run', '-i', '--rm', '--network', 'none', '-v', `${workspace}:/workspace`, IMAGE]),
-    hintbox: () =>
-      spawnServer(HINTBOX_BIN, ['run', path.join(REPO, 'profiles/filesystem.yaml')], {
-        WORKSPACE: workspace,
-        HINTBOX_LOG_LEVEL: 'warn',
-      }),
+    hintbox: () => spawnServer(HINTBOX_BIN, ['run', hintboxProfile], hintboxEnv),
   };
 
   const rounds: Record<VariantName, RoundResult>[] = [];
@@ -104,11 +123,13 @@ async function main(): Promise<void> {
       }
       rounds.push(results);
     }
-    const scale = await measureScale(workspace, docker);
-    const report = summarize(rounds, scale);
+    const scale = await measureScale(docker);
+    const daemonPid = Number(readFileSync(path.join(state, 'hintbox.lock'), 'utf8').trim());
+    const report = { ...summarize(rounds, scale), stateDaemonMb: rssMb(daemonPid) };
     process.stdout.write(values.json ? JSON.stringify(report, null, 2) + '\n' : formatReport(report) + '\n');
   } finally {
     rmSync(workspace, { recursive: true, force: true });
+    rmSync(state, { recursive: true, force: true });
   }
 }
 
@@ -220,17 +241,16 @@ interface ScaleResult {
   sandboxMb: number;
 }
 
-async function measureScale(workspace: string, docker: Docker): Promise<ScaleResult[]> {
+async function measureScale(docker: Docker): Promise<ScaleResult[]> {
   const out: ScaleResult[] = [];
   for (const n of SCALE) {
     log.info(`scale: ${n} server(s) under hintbox at once`);
     const t0 = performance.now();
     const all = await Promise.all(
       Array.from({ length: n }, () =>
-        spawnServer(HINTBOX_BIN, ['run', path.join(REPO, 'profiles/filesystem.yaml')], {
-          WORKSPACE: workspace,
-          HINTBOX_LOG_LEVEL: 'warn',
-        }).then(async (r) => (await r.client.listTools(), r)),
+        spawnServer(HINTBOX_BIN, ['run', hintboxProfile], hintboxEnv).then(
+          async (r) => (await r.client.listTools(), r),
+        ),
       ),
     );
     const startMs = performance.now() - t0;
@@ -312,7 +332,7 @@ function summarize(rounds: Record<VariantName, RoundResult>[], scale: ScaleResul
   };
 }
 
-function formatReport(report: ReturnType<typeof summarize>): string {
+function formatReport(report: ReturnType<typeof summarize> & { stateDaemonMb: number }): string {
   const fmt = (x: number) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
   const rows = report.figures.map((f) => [
     f.name,
@@ -336,6 +356,7 @@ function formatReport(report: ReturnType<typeof summarize>): string {
     ...rows.map(line),
     '',
     `memory per hintbox sandbox (container, without page cache): median ${fmt(report.sandboxMemoryMb.median)} MB, ${report.sandboxMemoryMb.perSandbox} sandboxes per server`,
+    `memory of the state daemon (embedded PGlite store, one per machine, shared by every hintbox): ${fmt(report.stateDaemonMb)} MB`,
     '',
     'scale: N filesystem servers under hintbox at once',
     ...report.scale.map(
