@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
-import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { PGlite } from '@electric-sql/pglite';
 import { openDaemonStateStore } from '../../src/store/open-state-store.js';
 import { openLockedPglite } from '../../src/store/pglite-state-store.js';
 import {
@@ -14,6 +12,7 @@ import {
   type RunningStateDaemon,
 } from '../../src/store/state-daemon.js';
 import { silentLogger } from '../../src/util/logger.js';
+import { pgliteFolders } from '../integration/support/pglite-folders.js';
 import { stateStoreContract, type StoreHarness } from '../integration/support/state-store-contract.js';
 
 /**
@@ -21,18 +20,7 @@ import { stateStoreContract, type StoreHarness } from '../integration/support/st
  * socket. The daemon runs in this process; clients connect as another process would.
  */
 
-const root = mkdtempSync(path.join(os.tmpdir(), 'hintbox-daemon-test-'));
-after(() => rmSync(root, { recursive: true, force: true }));
-
-let template: Promise<string> | undefined;
-function pristineDatabase(): Promise<string> {
-  template ??= (async () => {
-    const dir = path.join(root, 'template');
-    await (await PGlite.create(dir)).close();
-    return dir;
-  })();
-  return template;
-}
+const { newFolder } = pgliteFolders('hintbox-daemon-test-');
 
 async function daemonOn(dir: string, idleMs?: number): Promise<RunningStateDaemon & { released: Promise<void> }> {
   let release: () => Promise<void> = async () => {};
@@ -54,8 +42,7 @@ const noSpawn = (): void => {
 };
 
 async function newHarness(): Promise<StoreHarness> {
-  const dir = mkdtempSync(path.join(root, 'state-'));
-  cpSync(await pristineDatabase(), path.join(dir, 'pgdata'), { recursive: true });
+  const dir = await newFolder();
   const daemon = await daemonOn(dir);
   return {
     open: (options) => openDaemonStateStore({ ...options, dir, startDaemon: noSpawn }),
@@ -98,8 +85,7 @@ describe('the state daemon', () => {
   });
 
   it('stops after its idle time without clients, removing its socket and lock', async () => {
-    const dir = mkdtempSync(path.join(root, 'idle-'));
-    cpSync(await pristineDatabase(), path.join(dir, 'pgdata'), { recursive: true });
+    const dir = await newFolder('idle-');
     const daemon = await daemonOn(dir, 200);
     const client = await connectStateDaemon({ dir, startDaemon: noSpawn });
     await new Promise((r) => setTimeout(r, 400));
@@ -111,8 +97,7 @@ describe('the state daemon', () => {
   });
 
   it('refuses a second daemon on the same folder', async () => {
-    const dir = mkdtempSync(path.join(root, 'twice-'));
-    cpSync(await pristineDatabase(), path.join(dir, 'pgdata'), { recursive: true });
+    const dir = await newFolder('twice-');
     const first = await daemonOn(dir);
     try {
       await assert.rejects(daemonOn(dir), /in use by process/);
