@@ -243,4 +243,131 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'DB-READ',
+    statement:
+      "A sandbox whose tools claim readOnlyHint connects to Postgres as a role of its own with SELECT only: writes, DDL, TEMP, sequences, files and SECURITY DEFINER calls fail and every table's checksum is unchanged, also when the server writes through its DATABASE_URL under hintbox run.",
+    tests: [
+      { file: 'integration/database-roles.test.ts', title: 'reads its schema' },
+      {
+        file: 'integration/database-roles.test.ts',
+        title: 'is capped by the profile: asking for write under a read ceiling gives a read role',
+      },
+      {
+        file: 'integration/database-roles.test.ts',
+        title: 'refuses to create a role while those grants exist, naming each, and creates nothing',
+      },
+      {
+        file: 'integration/database-stack.test.ts',
+        title:
+          'a read-only tool cannot write through its DATABASE_URL, the data is unchanged, and the violation is logged and audited',
+      },
+      {
+        file: 'integration/database-stack.test.ts',
+        title: 'refuses an unprepared database before any container starts, naming each grant',
+      },
+      {
+        file: 'unit/plan-sandboxes.test.ts',
+        title: 'a role never exceeds what the hints claim nor the profile ceiling, for every combination',
+      },
+    ],
+  },
+  {
+    id: 'DB-APPEND',
+    statement:
+      'A sandbox whose tools claim to only add (not read-only, not destructive) gets SELECT and INSERT: UPDATE, DELETE, TRUNCATE and upserts fail; destructive tools get UPDATE and DELETE, never TRUNCATE or DDL.',
+    tests: [
+      {
+        file: 'integration/database-roles.test.ts',
+        title: 'INSERTs into a serial and an identity table; existing rows stay as they were',
+      },
+      {
+        file: 'integration/database-roles.test.ts',
+        title: 'UPDATEs, DELETEs and upserts, but cannot TRUNCATE or create tables',
+      },
+      { file: 'integration/database-stack.test.ts', title: 'a tool that claims to only add inserts through its role' },
+      {
+        file: 'integration/database-stack.test.ts',
+        title: 'the adding tool cannot delete or update either (append role), and that is a violation too',
+      },
+    ],
+  },
+  {
+    id: 'DB-TEARDOWN',
+    statement:
+      "A session's roles are dropped when it ends, and those of a run killed with SIGKILL at the next start: no role with the hintbox prefix remains and its password no longer logs in.",
+    tests: [
+      {
+        file: 'integration/database-stack.test.ts',
+        title: 'after the run, no role with the hintbox prefix remains and its password no longer logs in',
+      },
+      {
+        file: 'integration/database-stack.test.ts',
+        title:
+          'after a run killed with SIGKILL, the next start drops its roles: none remains and the password no longer logs in',
+      },
+      {
+        file: 'integration/database-roles.test.ts',
+        title: 'dropRole ends the open sessions, drops the role, and its password no longer logs in',
+      },
+      {
+        file: 'integration/database-roles.test.ts',
+        title:
+          "sweepRoles drops the roles of a dead owner, even from another database, and leaves live and other hosts' roles",
+      },
+    ],
+  },
+  {
+    id: 'DB-RELAY',
+    statement:
+      'A network-less sandbox reaches its database only through its own Unix socket relay, bound read-only, and only as its own role and database.',
+    tests: [
+      {
+        file: 'integration/database-relay.test.ts',
+        title:
+          'a network-less container running as uid 10001 reaches the database through the bound socket, by PG* variables and by DATABASE_URL, through a read-only bind mount',
+      },
+      {
+        file: 'integration/database-relay.test.ts',
+        title: 'refuses a startup for another database or user before Postgres sees it',
+      },
+      {
+        file: 'integration/database-relay.test.ts',
+        title: 'cutAll() ends an idle and a busy session at once, cancels the running query, and the relay still works',
+      },
+      {
+        file: 'unit/container-spec.test.ts',
+        title: 'binds the relay socket directory read-only at the fixed path, and nothing else changes',
+      },
+    ],
+  },
+  {
+    id: 'DB-VIOLATION',
+    statement:
+      "When Postgres refuses a sandbox's session (42501, 25006), hintbox logs a hint violation naming the server and tool, records it on the call's audit outcome, and treats the server as untrusted for the rest of the session.",
+    tests: [
+      {
+        file: 'integration/database-relay.test.ts',
+        title: 'reports a privilege error (42501) and a read-only error (25006) through onViolation, and nothing else',
+      },
+      {
+        file: 'integration/database-stack.test.ts',
+        title:
+          'a read-only tool cannot write through its DATABASE_URL, the data is unchanged, and the violation is logged and audited',
+      },
+      {
+        file: 'integration/database-stack.test.ts',
+        title: 'after the violation, the server is untrusted: its read-only tool now needs a confirmation',
+      },
+      {
+        file: 'unit/gateway.test.ts',
+        title: 'records a hint violation on the audit outcome of the calls running in that sandbox, and only those',
+      },
+      {
+        file: 'unit/call-guard.test.ts',
+        title:
+          'a trusted server that broke a hint is untrusted for the rest of the session: its read-only tool now needs a person, and never-approved tools are blocked',
+      },
+    ],
+  },
 ];

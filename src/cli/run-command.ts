@@ -28,6 +28,11 @@ untrusted server, a never approved) tool is hidden and refused until "hintbox ap
 Every call is recorded in the audit trail ("hintbox audit"): Postgres at HINTBOX_DATABASE_URL,
 else an embedded Postgres in HINTBOX_STATE_DIR (default ~/.local/state/hintbox/<server>).
 
+With a database section, each sandbox reaches Postgres through a Unix socket relay as a role
+of its own whose privileges follow its tools' hints (read, append, write; capped by the
+profile); a privilege error from Postgres is logged as a hint violation and makes the server
+untrusted for the rest of the session. Roles are dropped on exit (see hintbox db prepare).
+
 Options:
   --tags a,b  serve only tools with one of these tags (profile tags; server claims if trusted)
   --rebuild   rebuild the server's image even when it looks current

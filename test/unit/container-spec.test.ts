@@ -11,8 +11,10 @@ import {
   SANDBOX_TMP,
   buildContainerSpec,
   containerName,
+  sandboxUserIds,
   type ContainerSpecInput,
 } from '../../src/sandbox/container-spec.js';
+import { SANDBOX_PG_SOCKET_DIR, sandboxDatabaseEnv } from '../../src/database/socket-relay.js';
 import { planSandboxes, type Ceiling, type PlannedSandbox } from '../../src/policy/plan-sandboxes.js';
 
 const CANARY = 'HINTBOX_TEST_CANARY_7f3a';
@@ -301,5 +303,50 @@ describe('sizes and users', () => {
     assert.equal(sandboxUser(undefined, 1000, 1000), '1000:1000');
     assert.equal(sandboxUser(undefined, 1000, undefined), '1000:1000');
     assert.equal(sandboxUser('1234:5', 1000, 1000), '1234:5');
+  });
+  describe('with a database', () => {
+    const env = sandboxDatabaseEnv({ user: 'hintbox_sess42_ro_offline_dbread', password: 'pw', database: 'shop' });
+    const database = { socketDir: '/tmp/hintbox-pg-abc123', env };
+
+    it('binds the relay socket directory read-only at the fixed path, and nothing else changes', () => {
+      const without = buildContainerSpec(input());
+      const spec = buildContainerSpec(input({ database }));
+      const mounts = spec.HostConfig!.Mounts!;
+      assert.deepEqual(mounts.slice(0, -1), without.HostConfig!.Mounts);
+      assert.deepEqual(mounts.at(-1), {
+        Type: 'bind',
+        Source: '/tmp/hintbox-pg-abc123',
+        Target: SANDBOX_PG_SOCKET_DIR,
+        ReadOnly: true,
+        BindOptions: { Propagation: 'rprivate' },
+      });
+      assert.equal(spec.HostConfig!.NetworkMode, without.HostConfig!.NetworkMode);
+      assert.equal(spec.NetworkDisabled, without.NetworkDisabled);
+    });
+
+    it("passes the role's PG* variables and DATABASE_URL, and still cannot move HOME or TMPDIR", () => {
+      const base = input();
+      const spec = buildContainerSpec({
+        ...base,
+        profile: { ...base.profile, env: { FOO: 'bar', PGHOST: 'db.example', HOME: '/x' } },
+        database: { ...database, env: { ...env, TMPDIR: '/projects' } },
+      });
+      const vars = Object.fromEntries(spec.Env!.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
+      assert.equal(vars.PGHOST, SANDBOX_PG_SOCKET_DIR, "the role's socket wins over the profile's PGHOST");
+      assert.deepEqual(vars, {
+        FOO: 'bar',
+        ...env,
+        HOME: SANDBOX_HOME,
+        TMPDIR: SANDBOX_TMP,
+      });
+    });
+
+    it('sandboxUserIds is the user the spec runs as', () => {
+      for (const hostUser of [undefined, { uid: 0, gid: 0 }, { uid: 1000, gid: 1001 }]) {
+        const spec = buildContainerSpec({ ...input(), ...(hostUser ? { hostUser } : { hostUser: undefined }) });
+        const ids = sandboxUserIds(input().profile, hostUser);
+        assert.equal(spec.User, `${ids.uid}:${ids.gid}`);
+      }
+    });
   });
 });

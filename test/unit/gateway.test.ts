@@ -14,6 +14,9 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { Gateway, type RoutedTool, type Upstream, type UpstreamFactory } from '../../src/gateway/gateway.js';
 import { createLogger, silentLogger, type Logger } from '../../src/util/logger.js';
+import type { Gatekeeper } from '../../src/gateway/call-guard.js';
+import type { ApprovalDecision } from '../../src/policy/approval-decision.js';
+import type { AuditOutcomeReport } from '../../src/store/state-store.js';
 
 type CallHandler = Parameters<Server['setRequestHandler']>[1];
 type HandlerExtra = Parameters<CallHandler>[1];
@@ -112,7 +115,13 @@ afterEach(async () => {
 async function connect(
   tools: Map<string, RoutedTool>,
   upstreams: UpstreamFactory,
-  extra: { started?: Map<string, Upstream>; log?: Logger; callTimeoutMs?: number } = {},
+  extra: {
+    started?: Map<string, Upstream>;
+    log?: Logger;
+    callTimeoutMs?: number;
+    gatekeeper?: Gatekeeper;
+    onDeadline?: (sandbox: string, tool: string) => void;
+  } = {},
 ): Promise<{ gateway: Gateway; client: Client }> {
   const gateway = new Gateway({
     serverName: 'files',
@@ -121,6 +130,8 @@ async function connect(
     log: extra.log ?? silentLogger,
     callTimeoutMs: extra.callTimeoutMs ?? 10_000,
     ...(extra.started ? { started: extra.started } : {}),
+    ...(extra.gatekeeper ? { gatekeeper: extra.gatekeeper } : {}),
+    ...(extra.onDeadline ? { onDeadline: extra.onDeadline } : {}),
   });
   const client = new Client({ name: 'test-client', version: '1.0.0' });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
@@ -471,6 +482,64 @@ describe('Gateway', () => {
       assert.equal(u.closedByGateway, true, u.id);
       await withTimeout(u.closed, 1000, `${u.id} closed`);
     }
+  });
+  it('records a hint violation on the audit outcome of the calls running in that sandbox, and only those', async () => {
+    const reading = deferred();
+    const release = deferred();
+    const f = factory({
+      'ro-offline-dbread': async (request) => {
+        reading.resolve();
+        await release.promise;
+        return { content: [{ type: 'text', text: `read ${String(request.params.name)}` }] };
+      },
+    });
+    const outcomes = new Map<string, AuditOutcomeReport>();
+    let next = 0;
+    const gatekeeper: Gatekeeper = {
+      visible: () => true,
+      admit: (tool) =>
+        Promise.resolve({
+          allowed: true,
+          auditId: `${tool}-${++next}`,
+          decision: { retryOnTimeout: false } as ApprovalDecision,
+        }),
+      finish: (id, report) => outcomes.set(id, report),
+    };
+    const { gateway, client } = await connect(
+      routes([
+        [READ_DEF, 'ro-offline-dbread'],
+        [WRITE_DEF, 'rw-offline-dbwrite'],
+      ]),
+      f,
+      { gatekeeper },
+    );
+    assert.equal(text(await client.callTool({ name: 'write', arguments: {} })), 'rw-offline-dbwrite:write:{}');
+    const read = client.callTool({ name: 'read', arguments: { path: 'x' } });
+    await withTimeout(reading.promise, 2000, 'the read call reached its sandbox');
+    assert.deepEqual(gateway.noteHintViolation('ro-offline-dbread', 'readOnlyHint: refused (25006)'), ['read']);
+    assert.deepEqual(gateway.noteHintViolation('rw-offline-dbwrite', 'nothing runs there'), []);
+    release.resolve();
+    await read;
+    assert.deepEqual(outcomes.get('write-1'), { outcome: 'ok', attempts: 1 });
+    assert.deepEqual(outcomes.get('read-2'), {
+      outcome: 'ok',
+      attempts: 1,
+      hintViolation: 'readOnlyHint: refused (25006)',
+    });
+  });
+
+  it('tells its owner when a call passes its deadline (onDeadline), with the sandbox and the tool', async () => {
+    const f = factory({ 'ro-offline-dbread': () => new Promise<CallToolResult>(() => {}) });
+    const deadlines: Array<[string, string]> = [];
+    const { client } = await connect(routes([[READ_DEF, 'ro-offline-dbread']]), f, {
+      callTimeoutMs: 100,
+      onDeadline: (sandbox, tool) => deadlines.push([sandbox, tool]),
+    });
+    await assert.rejects(
+      client.callTool({ name: 'read', arguments: { path: 'hangs' } }, undefined, { timeout: 5000 }),
+      (error: unknown) => error instanceof McpError && error.code === ErrorCode.RequestTimeout,
+    );
+    assert.deepEqual(deadlines, [['ro-offline-dbread', 'read']]);
   });
 });
 

@@ -611,3 +611,105 @@ describe('hints', () => {
     assert.deepEqual(Object.keys(claimedHints({ readOnlyHint: true, openWorldHint: 'no' })), ['readOnlyHint']);
   });
 });
+
+describe('planSandboxes: database roles', () => {
+  const PRIVILEGES = ['read', 'append', 'write'] as const;
+  const rank = (p: string | undefined) => PRIVILEGES.indexOf(p as (typeof PRIVILEGES)[number]);
+  const needed = (h: ToolHints) => (h.readOnlyHint ? 'read' : h.destructiveHint ? 'write' : 'append');
+  const tools: ToolClaim[] = COMBOS.map((c) => ({ name: `t_${comboName(c)}`, annotations: { ...c } }));
+
+  it('a role never exceeds what the hints claim nor the profile ceiling, for every combination', () => {
+    for (const database of PRIVILEGES)
+      for (const split of [true, false])
+        for (const mounts of [[], [{ source: '/srv/a', target: '/a', mode: 'rw' as const }]]) {
+          const plan = planSandboxes(tools, ceiling({ mounts, split, database }));
+          const label = `database=${database} split=${split} mounts=${mounts.length}`;
+          for (const tool of plan.tools) {
+            const granted = sandboxOf(plan, tool.name).database;
+            assert.ok(rank(granted) >= 0, `${label} ${tool.name}: every sandbox has a role`);
+            assert.ok(rank(granted) <= rank(database), `${label} ${tool.name}: ${granted} exceeds the ceiling`);
+            const claimed = needed(tool.effective);
+            if (split) {
+              assert.equal(rank(granted), Math.min(rank(claimed), rank(database)), `${label} ${tool.name}`);
+            }
+            // Whenever the role can do more than the tool claims, the plan says so.
+            const dbUnenforced = tool.unenforced.some((u) => u.reason.startsWith('database role'));
+            assert.equal(dbUnenforced, rank(granted) > rank(claimed), `${label} ${tool.name}: enforced column`);
+          }
+          assert.ok(
+            plan.sandboxes.every((s) => s.id.endsWith(`-db${s.database}`)),
+            `${label}: ids name the role privilege`,
+          );
+        }
+  });
+
+  it('read-only tools get a read role, adding tools append, destructive tools write, each its own sandbox', () => {
+    const plan = planSandboxes(
+      [
+        { name: 'select', annotations: { readOnlyHint: true, openWorldHint: false } },
+        { name: 'insert', annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false } },
+        { name: 'update', annotations: { readOnlyHint: false, destructiveHint: true, openWorldHint: false } },
+      ],
+      ceiling({ mounts: [], database: 'write' }),
+    );
+    assert.deepEqual(
+      plan.tools.map((t) => [t.name, t.sandbox, t.enforced]),
+      [
+        ['select', 'nomounts-offline-dbread', true],
+        ['insert', 'nomounts-offline-dbappend', true],
+        ['update', 'nomounts-offline-dbwrite', true],
+      ],
+    );
+    assert.equal(plan.strictest.id, 'nomounts-offline-dbread');
+    assert.equal(plan.strictest.database, 'read');
+  });
+
+  it('a read ceiling gives every tool a read role: writing tools then share the read sandbox', () => {
+    const plan = planSandboxes(tools, ceiling({ mounts: [], database: 'read' }));
+    assert.deepEqual([...new Set(plan.sandboxes.map((s) => s.database))], ['read']);
+    assert.ok(
+      plan.tools.every((t) => t.enforced),
+      'a role narrower than the claim enforces the claim',
+    );
+  });
+
+  it('split false gives the one sandbox the most any tool needs, and marks narrower database claims unenforced', () => {
+    const plan = planSandboxes(
+      [
+        { name: 'select', annotations: { readOnlyHint: true, openWorldHint: false } },
+        { name: 'insert', annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false } },
+      ],
+      ceiling({ mounts: [], database: 'write', split: false }),
+    );
+    assert.deepEqual(
+      plan.sandboxes.map((s) => [s.id, s.database]),
+      [['nomounts-offline-dbappend', 'append']],
+    );
+    assert.deepEqual(toolOf(plan, 'select').unenforced, [
+      { hint: 'readOnlyHint', reason: 'database role has append privilege (shared with tools that need it)' },
+    ]);
+    assert.equal(toolOf(plan, 'insert').enforced, true);
+  });
+
+  it('an adding tool is enforced by its append role alone, but not when it also has a read-write mount', () => {
+    const insert = {
+      name: 'insert',
+      annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false },
+    };
+    assert.equal(toolOf(planSandboxes([insert], ceiling({ mounts: [], database: 'write' })), 'insert').enforced, true);
+    const withMount = toolOf(planSandboxes([insert], ceiling({ database: 'write' })), 'insert');
+    assert.deepEqual(
+      withMount.unenforced.map((u) => u.hint),
+      ['destructiveHint'],
+    );
+  });
+
+  it('without a database section no sandbox has a role and ids are unchanged', () => {
+    const plan = planSandboxes(tools, ceiling());
+    assert.ok(
+      plan.sandboxes.every((s) => s.database === undefined && !s.id.includes('-db')),
+      'no database in any grant',
+    );
+    assert.equal(plan.strictest.database, undefined);
+  });
+});

@@ -10,6 +10,7 @@ import {
   type LoadProfileOptions,
   type Profile,
 } from '../../src/profile/load-profile.js';
+import { databaseAdminUrl } from '../../src/database/database-env.js';
 
 const roots: string[] = [];
 after(() => {
@@ -473,5 +474,44 @@ describe('formatFieldPath', () => {
     assert.equal(formatFieldPath(['limits']), 'limits');
     assert.equal(formatFieldPath([]), '');
     assert.equal(formatFieldPath([0, 'a', 1, 2]), '[0].a[1][2]');
+  });
+});
+
+describe('profile database section', () => {
+  const DB = `${MINIMAL}database:\n  adminUrlEnv: SHOP_PG_ADMIN\n  database: shop\n  schemas: [app]\n  privilege: append\n`;
+
+  it('is optional, and validated with its defaults filled in', () => {
+    const { dir, home } = sandboxDir();
+    assert.equal(load(write(dir, MINIMAL), { vars: {}, home }).database, undefined);
+    const profile = load(write(dir, DB), { vars: {}, home });
+    assert.deepEqual(profile.database, {
+      adminUrlEnv: 'SHOP_PG_ADMIN',
+      database: 'shop',
+      schemas: ['app'],
+      privilege: 'append',
+      roleTtlMinutes: 480,
+      connectionLimit: 10,
+    });
+  });
+
+  it('refuses a URL written in the profile and a bad privilege, one line each with the field', () => {
+    const { dir, home } = sandboxDir();
+    const bad = `${MINIMAL}database:\n  adminUrlEnv: "postgresql://admin:secret@db/shop"\n  database: shop\n  schemas: [app]\n  privilege: all\n`;
+    const error = failing(write(dir, bad), { vars: {}, home });
+    assert.match(problemAt(error, 'database.adminUrlEnv').message, /must not be written in the profile/);
+    assert.ok(problemAt(error, 'database.privilege'), 'the privilege is named');
+  });
+
+  it('reads the admin URL from the named variable, and reports a missing one with file and field, never a value', () => {
+    const { dir, home } = sandboxDir();
+    const profile = load(write(dir, DB), { vars: {}, home });
+    const section = { file: profile.file, database: profile.database! };
+    assert.equal(databaseAdminUrl(section, { SHOP_PG_ADMIN: 'postgresql://a:b@h/shop' }), 'postgresql://a:b@h/shop');
+    assert.throws(
+      () => databaseAdminUrl(section, { OTHER: 'postgresql://a:b@h/shop' }),
+      (error: unknown) =>
+        error instanceof ProfileError &&
+        error.message === `${profile.file}: database.adminUrlEnv: environment variable SHOP_PG_ADMIN is not set`,
+    );
   });
 });

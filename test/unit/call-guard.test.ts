@@ -1,0 +1,98 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ElicitResult } from '@modelcontextprotocol/sdk/types.js';
+import { CallGuard, type ClientChannel, type GuardedTool } from '../../src/gateway/call-guard.js';
+import { effectiveHints } from '../../src/policy/hints.js';
+import { pinTool } from '../../src/policy/tool-pin.js';
+import type { AuditIntent, AuditLog, AuditOutcomeReport } from '../../src/store/state-store.js';
+import { silentLogger } from '../../src/util/logger.js';
+
+/** An in-memory audit log: intents and outcomes by id. */
+function memoryAudit(): AuditLog & { intents: Map<string, AuditIntent>; outcomes: Map<string, AuditOutcomeReport> } {
+  const intents = new Map<string, AuditIntent>();
+  const outcomes = new Map<string, AuditOutcomeReport>();
+  return {
+    intents,
+    outcomes,
+    recordIntent: (intent) => {
+      const id = `a${intents.size + 1}`;
+      intents.set(id, intent);
+      return Promise.resolve(id);
+    },
+    recordOutcome: (id, report) => {
+      outcomes.set(id, report);
+      return Promise.resolve();
+    },
+    get: () => Promise.resolve(undefined),
+    query: () => Promise.resolve([]),
+  };
+}
+
+function tool(name: string, pinState: GuardedTool['pinState']): GuardedTool {
+  const claimed = { readOnlyHint: true, openWorldHint: false };
+  return {
+    name,
+    sandbox: 'nomounts-offline-dbread',
+    claimed,
+    effective: effectiveHints(claimed),
+    annotationsMissing: false,
+    enforced: true,
+    tags: [],
+    pin: pinTool({ name, inputSchema: { type: 'object' }, annotations: claimed }),
+    pinState,
+  };
+}
+
+/** A person who approves everything, counting the questions. */
+function approvingPerson(): ClientChannel & { asked: string[] } {
+  const asked: string[] = [];
+  return {
+    asked,
+    canElicit: () => true,
+    elicit: (params) => {
+      asked.push(params.message);
+      return Promise.resolve<ElicitResult>({ action: 'accept', content: { approve: true } });
+    },
+  };
+}
+
+describe('CallGuard.markUntrusted', () => {
+  const guardFor = () =>
+    new CallGuard({
+      server: 'db',
+      session: 'sess42',
+      trust: 'trusted',
+      tools: new Map([
+        ['query', tool('query', 'approved')],
+        ['fresh', tool('fresh', 'unpinned')],
+      ]),
+      preApprovals: [],
+      audit: memoryAudit(),
+      approvalTimeoutMs: 1000,
+      profileFile: '/profiles/db.yaml',
+      log: silentLogger,
+    });
+
+  it('a trusted server that broke a hint is untrusted for the rest of the session: its read-only tool now needs a person, and never-approved tools are blocked', async () => {
+    const guard = guardFor();
+    const person = approvingPerson();
+    assert.equal(guard.trust, 'trusted');
+    const before = await guard.admit('query', {}, person);
+    assert.equal(before.allowed, true);
+    assert.equal(person.asked.length, 0, 'a trusted, enforced read-only tool runs without asking');
+    assert.equal(guard.visible('fresh'), true);
+
+    guard.markUntrusted('query broke readOnlyHint: Postgres refused the read role (SQLSTATE 25006)');
+    assert.equal(guard.trust, 'untrusted');
+    const after = await guard.admit('query', {}, person);
+    assert.equal(after.allowed, true, 'the person approved');
+    assert.equal(person.asked.length, 1, 'the call was confirmed');
+    assert.match(person.asked[0]!, /broke a hint earlier in this session: query broke readOnlyHint/);
+    assert.equal(guard.visible('fresh'), false, 'an untrusted server’s unapproved tool is hidden');
+    const fresh = await guard.admit('fresh', {}, person);
+    assert.equal(fresh.allowed, false, 'and blocked');
+
+    guard.markUntrusted('a second reason');
+    assert.equal(guard.trust, 'untrusted', 'there is no way back within the session');
+  });
+});
