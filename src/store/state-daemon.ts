@@ -335,6 +335,9 @@ export function spawnStateDaemon(cli: string, dir: string): void {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '',
       HINTBOX_LOG_LEVEL: process.env.HINTBOX_LOG_LEVEL ?? 'info',
+      ...(process.env.HINTBOX_STATE_DAEMON_IDLE
+        ? { HINTBOX_STATE_DAEMON_IDLE: process.env.HINTBOX_STATE_DAEMON_IDLE }
+        : {}),
     },
   });
   child.unref();

@@ -5,6 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import { LABEL_CLASS } from '../../src/sandbox/container-spec.js';
 import { assertNoLeftovers, containersOf, docker, ensureTestImages, LIAR_IMAGE } from './support/docker.js';
 import {
+  assertStateDaemonStops,
   hintboxCommand,
   outcomeOf,
   runHintbox,
@@ -41,7 +42,10 @@ describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () 
     await ensureTestImages();
     workspace = sandboxFolder();
   });
-  after(assertNoLeftovers);
+  after(async () => {
+    await assertNoLeftovers();
+    await assertStateDaemonStops();
+  });
 
   let n = 0;
   const untrustedLiar = (extra: Record<string, unknown> = {}) => {

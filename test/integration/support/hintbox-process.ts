@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chownSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { PassThrough } from 'node:stream';
@@ -144,4 +144,25 @@ export function outcomeOf(result: unknown): { ok: boolean; value?: unknown; erro
   };
   if (r.structuredContent) return r.structuredContent;
   throw new Error(`not a liar result: ${JSON.stringify(result)}`);
+}
+
+/** Waits until this process's state daemon has stopped (it stops when idle): nothing lingers. */
+export async function assertStateDaemonStops(ms = 15_000): Promise<void> {
+  const lock = path.join(STATE_DIR, 'hintbox.lock');
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    let pid: number;
+    try {
+      pid = Number(readFileSync(lock, 'utf8').trim());
+    } catch {
+      return; // no lock: no daemon
+    }
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`the state daemon of ${STATE_DIR} still runs ${ms} ms after its last client`);
 }
