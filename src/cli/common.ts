@@ -1,4 +1,5 @@
 import os from 'node:os';
+import { sweepRelayDirs } from '../database/sweep-relay-dirs.js';
 import { loadProfile, type Profile } from '../profile/load-profile.js';
 import { connectDocker, type DockerConnection } from '../sandbox/docker-connection.js';
 import { makeIsOwnerAlive, sweepOrphans } from '../sandbox/sweep.js';
@@ -22,5 +23,6 @@ export async function dockerReady(log: Logger = cliLog): Promise<DockerConnectio
   const docker = await connectDocker();
   log.debug(`Docker at ${docker.endpoint}, API ${docker.apiVersion}`);
   await sweepOrphans(docker.docker, makeIsOwnerAlive(os.hostname()), log);
+  for (const dir of sweepRelayDirs()) log.debug(`swept relay directory ${dir} (its run is gone)`);
   return docker;
 }

@@ -1,0 +1,43 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { PG_SOCKET_FILE } from '../../src/database/socket-relay.js';
+import { listeningSocketPaths, sweepRelayDirs } from '../../src/database/sweep-relay-dirs.js';
+
+const base = mkdtempSync(path.join(os.tmpdir(), 'hintbox-sweep-relay-'));
+after(() => rmSync(base, { recursive: true, force: true }));
+
+describe('sweepRelayDirs', () => {
+  it('reads listening sockets from /proc/net/unix', () => {
+    const text = [
+      'Num       RefCount Protocol Flags    Type St Inode Path',
+      '0000000000000000: 00000002 00000000 00010000 0001 01 1234 /tmp/hintbox-pg-a/.s.PGSQL.5432',
+      '0000000000000000: 00000003 00000000 00000000 0001 03 1235 /tmp/hintbox-pg-b/.s.PGSQL.5432',
+    ].join('\n');
+    assert.deepEqual([...listeningSocketPaths(text)], ['/tmp/hintbox-pg-a/.s.PGSQL.5432']);
+  });
+
+  it('removes relay directories nobody listens in, and keeps a live one and anything else', async () => {
+    const dead = path.join(base, 'hintbox-pg-dead');
+    mkdirSync(dead);
+    writeFileSync(path.join(dead, PG_SOCKET_FILE), ''); // a socket file left by a killed run
+    const other = path.join(base, 'not-ours');
+    mkdirSync(other);
+    const live = path.join(base, 'hintbox-pg-live');
+    mkdirSync(live);
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(path.join(live, PG_SOCKET_FILE), resolve));
+    try {
+      const removed = sweepRelayDirs(base);
+      assert.deepEqual(removed, [dead]);
+      assert.equal(existsSync(dead), false, 'the dead relay directory is gone');
+      assert.equal(existsSync(live), true, 'the live relay directory is kept');
+      assert.equal(existsSync(other), true, 'other directories are not touched');
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
