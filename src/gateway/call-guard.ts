@@ -107,7 +107,16 @@ export class CallGuard implements Gatekeeper {
   /** Why the server lost the operator's trust in this session (a hint it was seen to break). */
   private untrustedBecause?: string;
 
-  constructor(private readonly options: CallGuardOptions) {}
+  private tools: ReadonlyMap<string, GuardedTool>;
+
+  constructor(private readonly options: CallGuardOptions) {
+    this.tools = options.tools;
+  }
+
+  /** The tools after a re-listing (new pins, new plan). */
+  replaceTools(tools: ReadonlyMap<string, GuardedTool>): void {
+    this.tools = tools;
+  }
 
   /** The profile's trust, unless the server broke a hint in this session: then untrusted. */
   get trust(): ServerTrust {
@@ -128,14 +137,14 @@ export class CallGuard implements Gatekeeper {
   }
 
   visible(tool: string): boolean {
-    const t = this.options.tools.get(tool);
+    const t = this.tools.get(tool);
     if (!t) return false;
     return !(t.pinState === 'changed' || (t.pinState === 'unpinned' && this.trust === 'untrusted'));
   }
 
   async admit(name: string, args: Record<string, unknown> | undefined, client: ClientChannel): Promise<Admission> {
     const { options } = this;
-    const tool = options.tools.get(name);
+    const tool = this.tools.get(name);
     if (!tool) return { allowed: false, result: errorResult(`hintbox has no record of tool ${name}`) };
     const preApproved = options.preApprovals.some((rule) => matchesPreApproval(rule, name, args));
     const decision = decideApproval({

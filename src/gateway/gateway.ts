@@ -61,6 +61,11 @@ export interface GatewayOptions {
   gatekeeper?: Gatekeeper;
   /** A call's deadline passed (before a retry, or for good): e.g. cut the sandbox's database sessions. */
   onDeadline?: (sandbox: string, tool: string) => void;
+  /**
+   * A server said its tools changed (`notifications/tools/list_changed`): the session lists
+   * them again, re-pins and re-plans, and hands the gateway the new routes (`updateTools`).
+   */
+  onToolsListChanged?: (from: Upstream) => Promise<void>;
 }
 
 /** Timed-out calls of tools whose decision allows retries are sent again this many times. */
@@ -102,6 +107,11 @@ export class Gateway {
   private readonly pendingByClientId = new Map<RequestId, PendingCall>();
   /** Upstreams whose transport has been tapped for forwarded traffic. */
   private readonly tapped = new WeakSet<Upstream>();
+  /** The routes served now; replaced when the server's tools change. */
+  private tools: Map<string, RoutedTool>;
+  /** One re-listing at a time; a change announced during one is handled after it. */
+  private relisting?: Promise<void>;
+  private relistAgain = false;
   private clientTransport?: Transport;
   private nextId = 1;
   private closing = false;
@@ -115,11 +125,8 @@ export class Gateway {
       },
     );
     for (const [id, upstream] of options.started ?? []) this.adopt(id, upstream);
-    this.server.setRequestHandler(ListToolsRequestSchema, () => ({
-      tools: [...options.tools.entries()]
-        .filter(([name]) => options.gatekeeper?.visible(name) ?? true)
-        .map(([, t]) => t.definition),
-    }));
+    this.tools = new Map(options.tools);
+    this.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: this.visibleDefinitions() }));
   }
 
   /** Serves the client on `transport`. */
@@ -149,6 +156,48 @@ export class Gateway {
       }
       sdkOnClose?.();
     };
+  }
+
+  /**
+   * Serves new routes (after a re-listing). Tells the client when what it sees changed, so
+   * it lists again (`notifications/tools/list_changed`).
+   */
+  async updateTools(tools: ReadonlyMap<string, RoutedTool>, updateGatekeeper?: () => void): Promise<void> {
+    const before = this.visibleDefinitions();
+    updateGatekeeper?.(); // what is visible also depends on the gatekeeper's pins
+    this.tools = new Map(tools);
+    if (JSON.stringify(before) !== JSON.stringify(this.visibleDefinitions())) {
+      await this.server
+        .sendToolListChanged()
+        .catch((error: Error) =>
+          this.options.log.warn(`could not tell the client its tool list changed: ${error.message}`),
+        );
+    }
+  }
+
+  private visibleDefinitions(): Tool[] {
+    return [...this.tools.entries()]
+      .filter(([name]) => this.options.gatekeeper?.visible(name) ?? true)
+      .map(([, t]) => t.definition);
+  }
+
+  private toolsListChanged(from: Upstream): void {
+    const handler = this.options.onToolsListChanged;
+    if (!handler || this.closing) return;
+    if (this.relisting) {
+      this.relistAgain = true;
+      return;
+    }
+    this.relisting = (async () => {
+      do {
+        this.relistAgain = false;
+        try {
+          await handler(from);
+        } catch (error) {
+          this.options.log.error(`listing the tools again failed: ${(error as Error).message}`);
+        }
+      } while (this.relistAgain && !this.closing);
+    })().finally(() => (this.relisting = undefined));
   }
 
   /** Closes the client connection and every upstream. */
@@ -188,7 +237,7 @@ export class Gateway {
         'Invalid tools/call request: expected params.name (string) and params.arguments (object)',
       );
     }
-    const routed = this.options.tools.get(name);
+    const routed = this.tools.get(name);
     if (!routed) return this.replyError(clientId, ErrorCode.InvalidParams, `Unknown tool: ${name}`);
 
     let auditId: string | undefined;
@@ -271,6 +320,7 @@ export class Gateway {
         return; // an answer to a call that was cancelled or timed out: dropped
       }
       if (m.method === 'notifications/progress' && this.forwardProgress(m)) return;
+      if (m.method === 'notifications/tools/list_changed') return this.toolsListChanged(upstream);
       clientOnMessage?.(message, extra);
     };
     void upstream.closed.then(() => {
@@ -399,6 +449,8 @@ export class Gateway {
     const slot = this.slot(sandboxId);
     const current = Promise.resolve(upstream);
     slot.current = current;
+    const transport = upstream.client.transport;
+    if (transport) this.tap(upstream, transport);
     void upstream.closed.then(() => {
       if (slot.current !== current) return;
       slot.current = undefined;

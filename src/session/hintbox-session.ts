@@ -22,7 +22,7 @@ import { startSandbox, type StartedSandbox } from '../sandbox/docker-sandbox.js'
 import { hostMountPoints, nestedMountPoints } from '../sandbox/nested-mounts.js';
 import { removeSession } from '../sandbox/sweep.js';
 import type { Logger } from '../util/logger.js';
-import { CallGuard, compilePreApprovals } from '../gateway/call-guard.js';
+import { CallGuard, compilePreApprovals, type GuardedTool } from '../gateway/call-guard.js';
 import type { StateStore } from '../store/state-store.js';
 import { guardTools } from './guarded-tools.js';
 
@@ -141,24 +141,7 @@ export class HintboxSession implements AsyncDisposable {
 
   /** A gateway over this session's sandboxes (routes by the plan). */
   async createGateway(settings: GatewaySettings = {}): Promise<Gateway> {
-    const byName = new Map(this.tools.map((t) => [t.name, t]));
-    const guarded = settings.store
-      ? await guardTools({
-          profile: this.profile,
-          tools: this.tools,
-          plan: this.plan.tools,
-          pins: settings.store.pins,
-          log: this.options.log,
-          ...(settings.tagFilter ? { tagFilter: settings.tagFilter } : {}),
-        })
-      : undefined;
-    const routed = new Map<string, RoutedTool>();
-    for (const planned of this.plan.tools) {
-      const definition = byName.get(planned.name);
-      if (definition && (!guarded || guarded.has(planned.name))) {
-        routed.set(planned.name, { definition, sandbox: planned.sandbox });
-      }
-    }
+    const { routed, guarded } = await this.routes(settings);
     const gatekeeper =
       settings.store && guarded
         ? new CallGuard({
@@ -189,6 +172,7 @@ export class HintboxSession implements AsyncDisposable {
       callTimeoutMs: this.profile.timeouts.call * 1000,
       ...(this.instructions ? { instructions: this.instructions } : {}),
       ...(gatekeeper ? { gatekeeper } : {}),
+      onToolsListChanged: (from) => this.relist(from, settings),
       ...(database
         ? {
             // A call past its deadline may hold a lock or run a query on: cut its sandbox's sessions.
@@ -205,6 +189,50 @@ export class HintboxSession implements AsyncDisposable {
         : {}),
     });
     return this.gateway;
+  }
+
+  /**
+   * The server announced that its tools changed: list them again (from the sandbox that said
+   * so), validate, plan again, compare with the approved pins — a changed tool is hidden and
+   * refused until approved again — and hand the gateway its new routes.
+   */
+  private async relist(from: Upstream, settings: GatewaySettings): Promise<void> {
+    const raw = await listToolsRaw(from.client, this.profile.timeouts.start * 1000);
+    const { tools, rejected } = validateTools(raw);
+    for (const r of rejected)
+      this.options.log.warn(`tool #${r.index}${r.name ? ` (${r.name})` : ''} left out: ${r.reason}`);
+    this.tools = tools;
+    this.rejected = rejected;
+    this.plan = planSandboxes(tools, ceilingOf(this.profile));
+    for (const sandbox of this.plan.sandboxes) this.grants.set(sandbox.id, sandbox);
+    const { routed, guarded } = await this.routes(settings);
+    await this.gateway?.updateTools(routed, () => guarded && this.guard?.replaceTools(guarded));
+    this.options.log.info(`${this.profile.name} changed its tools: listed again, ${routed.size} routed`);
+  }
+
+  /** Routes (and, with a store, the guard's view) of the current tools and plan. */
+  private async routes(
+    settings: GatewaySettings,
+  ): Promise<{ routed: Map<string, RoutedTool>; guarded?: Map<string, GuardedTool> }> {
+    const byName = new Map(this.tools.map((t) => [t.name, t]));
+    const guarded = settings.store
+      ? await guardTools({
+          profile: this.profile,
+          tools: this.tools,
+          plan: this.plan.tools,
+          pins: settings.store.pins,
+          log: this.options.log,
+          ...(settings.tagFilter ? { tagFilter: settings.tagFilter } : {}),
+        })
+      : undefined;
+    const routed = new Map<string, RoutedTool>();
+    for (const planned of this.plan.tools) {
+      const definition = byName.get(planned.name);
+      if (definition && (!guarded || guarded.has(planned.name))) {
+        routed.set(planned.name, { definition, sandbox: planned.sandbox });
+      }
+    }
+    return guarded ? { routed, guarded } : { routed };
   }
 
   async dispose(): Promise<void> {
@@ -312,6 +340,7 @@ export class HintboxSession implements AsyncDisposable {
     this.guard?.markUntrusted(reason);
   }
 
+  /** Dry runs of calls, in throwaway sandboxes over copies of the writable mounts (no network). */
   private async startUpstream(id: string): Promise<Upstream> {
     if (this.disposed) throw new Error(`session ${this.sessionId} is closed`);
     const { profile, docker, log } = this.options;

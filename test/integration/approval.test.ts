@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { LABEL_CLASS } from '../../src/sandbox/container-spec.js';
-import { assertNoLeftovers, containersOf, docker, ensureTestImages, LIAR_IMAGE } from './support/docker.js';
+import { assertNoLeftovers, containersOf, docker, ensureTestImages, eventually, LIAR_IMAGE } from './support/docker.js';
 import {
   assertStateDaemonStops,
   hintboxCommand,
@@ -77,7 +78,7 @@ describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () 
     assert.equal(approve.code, 0, approve.stderr);
     assert.match(approve.stdout, /identity: never approved/);
     await using hintbox = await runHintbox(file);
-    assert.equal((await hintbox.client.listTools()).tools.length, 10);
+    assert.equal((await hintbox.client.listTools()).tools.length, 11);
     assert.equal(outcomeOf(await hintbox.client.callTool({ name: 'identity', arguments: {} })).ok, true);
     assert.equal(hintbox.asked.length, 1, "an untrusted server's read-only call is still confirmed");
     const audit = await auditOf(name);
@@ -176,6 +177,50 @@ describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () 
     assert.equal(result.ok, false, 'now read-only, it runs where it cannot write');
     assert.equal(result.error, 'EROFS');
     assert.equal(existsSync(path.join(workspace, `${name}-hints.txt`)), false);
+  });
+
+  it('lists again when the server says its tools changed: a changed tool is hidden and blocked, re-approved it is served and re-planned', async () => {
+    const { name, file } = untrustedLiar({ trust: 'trusted' }); // a trusted first run pins what it finds
+    await using hintbox = await runHintbox(file);
+    const changes: number[] = [];
+    hintbox.client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changes.push(Date.now()));
+    const listed = async () => (await hintbox.client.listTools()).tools.map((t) => t.name);
+    assert.ok((await listed()).includes('write_mounted'), 'served at first');
+
+    assert.equal(
+      outcomeOf(await hintbox.client.callTool({ name: 'mutate', arguments: { change: 'changed-description' } })).ok,
+      true,
+    );
+    await eventually(async () => changes.length > 0, 10_000, "hintbox's own tools/list_changed");
+    assert.equal((await listed()).includes('write_mounted'), false, 'the changed tool is hidden');
+    const refused = await hintbox.client.callTool({
+      name: 'write_mounted',
+      arguments: { path: '/data/x', content: 'x' },
+    });
+    assert.match(JSON.stringify(refused.content), /definition changed[\s\S]*uploads your files/);
+
+    // The other change: unannotated_write now claims readOnlyHint. Approve it (the state store is
+    // shared with the running hintbox), then let the server announce a change again.
+    assert.equal(
+      outcomeOf(await hintbox.client.callTool({ name: 'mutate', arguments: { change: 'changed-hints' } })).ok,
+      true,
+    );
+    await eventually(async () => !(await listed()).includes('unannotated_write'), 10_000, 'unannotated_write hidden');
+    const changed = untrustedLiar({ env: { LIAR_VARIANT: 'changed-hints' } });
+    writeFileSync(changed.file, readFileSync(changed.file, 'utf8').replace(changed.name, name));
+    assert.equal((await hintboxCommand(['approve', changed.file, 'unannotated_write'])).code, 0);
+    const seen = changes.length;
+    await hintbox.client.callTool({ name: 'mutate', arguments: { change: 'none' } });
+    await eventually(async () => changes.length > seen, 10_000, 'a second tools/list_changed');
+    assert.ok((await listed()).includes('unannotated_write'), 'served again once approved');
+    const result = outcomeOf(
+      await hintbox.client.callTool({
+        name: 'unannotated_write',
+        arguments: { path: `/data/${name}-relisted.txt`, content: 'x' },
+      }),
+    );
+    assert.deepEqual([result.ok, result.error], [false, 'EROFS'], 're-planned into the read-only sandbox');
+    assert.equal(existsSync(path.join(workspace, `${name}-relisted.txt`)), false);
   });
 
   it('records a call whose sandbox is killed in the middle as sandbox-died', async () => {
