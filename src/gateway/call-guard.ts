@@ -10,6 +10,7 @@ import {
 import type { ClaimedHints, ToolHints } from '../policy/hints.js';
 import { diffPins, formatPinChanges, type PinnedDefinition, type ToolPin } from '../policy/tool-pin.js';
 import { formatTags, type ToolTag } from '../policy/tool-tags.js';
+import type { CallPreviewer } from '../sandbox/preview.js';
 import type { AuditDecider, AuditDecision, AuditLog, AuditOutcomeReport } from '../store/state-store.js';
 import type { Logger } from '../util/logger.js';
 
@@ -72,6 +73,11 @@ export interface CallGuardOptions {
   /** The profile file, for the `hintbox approve` command in messages. */
   profileFile: string;
   log: Logger;
+  /**
+   * Dry runs over copies of writable mounts, shown in confirmations. Only informs the person:
+   * it never changes the decision, and its failure never blocks the call.
+   */
+  previewer?: CallPreviewer;
 }
 
 /** Does a pre-approval match these arguments? Every listed argument must be present and match whole. */
@@ -237,14 +243,14 @@ export class CallGuard implements Gatekeeper {
       decision.showFullArguments || json.length <= 2000
         ? json
         : `${json.slice(0, 2000)}\n… (${json.length} characters)`;
+    const preview = await this.previewLines(tool, args);
     const lines = [
       `${options.server} wants to run ${tool.name}${tool.tags.length ? ` [${formatTags(tool.tags)}]` : ''} (sandbox ${tool.sandbox}).`,
       ...decision.warnings.map((w) => `WARNING: ${APPROVAL_WARNING_TEXT[w]}`),
       ...(this.untrustedBecause
         ? [`WARNING: this server broke a hint earlier in this session: ${this.untrustedBecause}`]
         : []),
-      // Previews (a dry run over a copy of the mount) are not built yet: say so, never imply one.
-      ...(tool.effective.readOnlyHint ? [] : ['No preview of the effect of this call is available.']),
+      ...preview,
       `Why you are asked: ${decision.reasons.join('; ')}.`,
       `Arguments${decision.showFullArguments ? ' (in full)' : ''}:`,
       shown,
@@ -272,6 +278,23 @@ export class CallGuard implements Gatekeeper {
       const message = (error as Error).message;
       options.log.warn(`confirmation of ${tool.name} failed: ${message}`);
       return /timed? ?out/i.test(message) ? 'timeout' : 'declined';
+    }
+  }
+
+  /** The preview section of a confirmation, or one line saying why there is none. Never throws. */
+  private async previewLines(tool: GuardedTool, args: Record<string, unknown> | undefined): Promise<string[]> {
+    const { previewer } = this.options;
+    if (!previewer) {
+      // Without a previewer (tests of the guard alone): say so, never imply a preview.
+      return tool.effective.readOnlyHint ? [] : ['No preview of the effect of this call is available.'];
+    }
+    try {
+      const preview = await previewer.preview(tool.sandbox, tool.name, args);
+      if (preview.available) return [preview.text];
+      const reason = preview.reason.charAt(0).toUpperCase() + preview.reason.slice(1);
+      return [`${reason}.`];
+    } catch (error) {
+      return [`No preview: the dry run failed: ${(error as Error).message.split('\n')[0] ?? ''}.`];
     }
   }
 

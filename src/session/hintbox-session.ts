@@ -19,6 +19,7 @@ import { SessionDatabase } from '../database/session-database.js';
 import type { PrivilegeViolation } from '../database/socket-relay.js';
 import type { DockerConnection } from '../sandbox/docker-connection.js';
 import { startSandbox, type StartedSandbox } from '../sandbox/docker-sandbox.js';
+import { Previewer } from '../sandbox/preview.js';
 import { hostMountPoints, nestedMountPoints } from '../sandbox/nested-mounts.js';
 import { removeSession } from '../sandbox/sweep.js';
 import type { Logger } from '../util/logger.js';
@@ -154,6 +155,7 @@ export class HintboxSession implements AsyncDisposable {
             approvalTimeoutMs: this.profile.approval.timeout * 1000,
             profileFile: this.profile.file,
             log: this.options.log,
+            previewer: this.previewer(),
           })
         : undefined;
     if (gatekeeper) {
@@ -341,6 +343,26 @@ export class HintboxSession implements AsyncDisposable {
   }
 
   /** Dry runs of calls, in throwaway sandboxes over copies of the writable mounts (no network). */
+  private previewer(): Previewer {
+    const { profile, docker, log } = this.options;
+    const hostUser = process.getuid && process.getgid ? { uid: process.getuid(), gid: process.getgid() } : undefined;
+    return new Previewer({
+      docker: docker.docker,
+      log,
+      grantOf: (id) => this.grants.get(id),
+      specFor: (id, grant) =>
+        buildContainerSpec({
+          session: this.identity,
+          profile,
+          sandboxId: id,
+          grant,
+          engine: { recursiveReadOnly: docker.recursiveReadOnly },
+          ...(hostUser ? { hostUser } : {}),
+        }),
+      startTimeoutMs: profile.timeouts.start * 1000,
+    });
+  }
+
   private async startUpstream(id: string): Promise<Upstream> {
     if (this.disposed) throw new Error(`session ${this.sessionId} is closed`);
     const { profile, docker, log } = this.options;

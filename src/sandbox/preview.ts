@@ -1,0 +1,284 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { constants as fsConstants } from 'node:fs';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type Docker from 'dockerode';
+import type { SandboxGrant, SandboxMount } from '../policy/plan-sandboxes.js';
+import {
+  compareSnapshots,
+  formatChanges,
+  truncateText,
+  type Snapshot,
+  type SnapshotEntry,
+} from '../policy/file-changes.js';
+import type { Logger } from '../util/logger.js';
+import { LABEL_CLASS } from './container-spec.js';
+import { startSandbox, type StartedSandbox } from './docker-sandbox.js';
+
+/**
+ * Preview of a call: the same call, run first in a throwaway sandbox of the same grant whose
+ * writable mounts are copies (network forced off), and the file changes it made to the copies.
+ * The preview only informs the person asked; it never decides, and its failures never block.
+ */
+
+/** Every preview container carries this label (besides the session's labels). */
+export const LABEL_PREVIEW = 'hintbox.preview';
+
+/** A preview, or one line saying why there is none. */
+export type CallPreview = { available: true; text: string } | { available: false; reason: string };
+
+/** What the call guard needs: a preview of one call in the sandbox its tool runs in. */
+export interface CallPreviewer {
+  preview(sandbox: string, tool: string, args: Record<string, unknown> | undefined): Promise<CallPreview>;
+}
+
+export interface PreviewLimits {
+  /** Largest writable mount copied, in bytes of regular files. */
+  maxBytes: number;
+  /** Most entries (files, folders, links) of a writable mount copied. */
+  maxFiles: number;
+  /** How long the dry run's tools/call may take, in ms. */
+  callTimeoutMs: number;
+  /** Files up to this size are kept for a diff; larger ones get a size and hash summary. */
+  maxDiffFileBytes: number;
+  /** The preview text in a confirmation is cut beyond this many characters. */
+  maxChars: number;
+}
+
+export const DEFAULT_PREVIEW_LIMITS: PreviewLimits = {
+  maxBytes: 50 * 1024 * 1024,
+  maxFiles: 5000,
+  callTimeoutMs: 10_000,
+  maxDiffFileBytes: 256 * 1024,
+  maxChars: 4000,
+};
+
+export interface PreviewerOptions {
+  docker: Docker;
+  log: Logger;
+  /** The grant of a planned sandbox. */
+  grantOf(sandbox: string): SandboxGrant | undefined;
+  /** The container-create options of a sandbox with this grant (as for the real one). */
+  specFor(sandbox: string, grant: SandboxGrant): Docker.ContainerCreateOptions;
+  startTimeoutMs: number;
+  limits?: Partial<PreviewLimits>;
+  /** Where copies are made; default the OS temp folder. */
+  tmpDir?: string;
+}
+
+/** A preview refused for a reason a person should read (too large, …). */
+export class NoPreview extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'NoPreview';
+  }
+}
+
+export class Previewer implements CallPreviewer {
+  private readonly limits: PreviewLimits;
+
+  constructor(private readonly options: PreviewerOptions) {
+    this.limits = { ...DEFAULT_PREVIEW_LIMITS, ...options.limits };
+  }
+
+  async preview(sandbox: string, tool: string, args: Record<string, unknown> | undefined): Promise<CallPreview> {
+    const grant = this.options.grantOf(sandbox);
+    if (!grant) return { available: false, reason: `no preview: no sandbox ${sandbox} in the plan` };
+    const writable = grant.mounts.filter((m) => !m.readOnly);
+    if (!writable.length) return { available: false, reason: 'no preview needed: the sandbox has no writable mount' };
+    if (grant.database) {
+      // A dry run would reach the real database: its changes cannot be kept to a copy.
+      return { available: false, reason: 'no preview: the sandbox has database access, which a dry run would change' };
+    }
+    try {
+      return { available: true, text: await this.run(sandbox, grant, writable, tool, args) };
+    } catch (error) {
+      if (error instanceof NoPreview) return { available: false, reason: `no preview: ${error.message}` };
+      this.options.log.warn(`preview of ${tool} failed: ${(error as Error).message}`);
+      return { available: false, reason: `no preview: the dry run failed: ${firstLine((error as Error).message)}` };
+    }
+  }
+
+  private async run(
+    sandbox: string,
+    grant: SandboxGrant,
+    writable: SandboxMount[],
+    tool: string,
+    args: Record<string, unknown> | undefined,
+  ): Promise<string> {
+    const { limits, options } = this;
+    const dir = await fs.mkdtemp(path.join(options.tmpDir ?? os.tmpdir(), 'hintbox-preview-'));
+    let started: StartedSandbox | undefined;
+    try {
+      const copies = new Map<SandboxMount, string>();
+      for (const [index, mount] of writable.entries()) {
+        const copy = path.join(dir, `m${index}`);
+        await copyTree(mount.source, copy, mount.target, limits);
+        copies.set(mount, copy);
+      }
+      const before = new Map<SandboxMount, Snapshot>();
+      for (const [mount, copy] of copies) before.set(mount, await snapshotTree(copy, limits, 1));
+
+      const previewGrant: SandboxGrant = {
+        network: 'none',
+        mounts: grant.mounts.map((m) => (m.readOnly ? m : { ...m, source: copies.get(m) as string })),
+      };
+      const spec = options.specFor(sandbox, previewGrant);
+      spec.name = `${spec.name ?? 'hintbox'}-preview-${randomBytes(3).toString('hex')}`;
+      spec.Labels = { ...spec.Labels, [LABEL_CLASS]: `preview-${sandbox}`, [LABEL_PREVIEW]: '1' };
+      // Never the outside world, whatever the spec says.
+      spec.NetworkDisabled = true;
+      spec.HostConfig = { ...spec.HostConfig, NetworkMode: 'none' };
+      started = await startSandbox({
+        docker: options.docker,
+        id: `preview-${sandbox}`,
+        spec,
+        log: options.log.child(`preview/${sandbox}`),
+        startTimeoutMs: options.startTimeoutMs,
+      });
+      let outcome = '';
+      try {
+        const result = await started.client.callTool({ name: tool, arguments: args ?? {} }, undefined, {
+          timeout: limits.callTimeoutMs,
+        });
+        if (result.isError) {
+          const text = JSON.stringify(result.content ?? '');
+          outcome = `The dry run ended with a tool error: ${text.length > 300 ? `${text.slice(0, 300)}…` : text}`;
+        }
+      } catch (error) {
+        outcome = `The dry run did not finish (${firstLine((error as Error).message)}); the changes below are those made until then.`;
+      }
+      // The container is gone before the copies are read: nothing changes them any more.
+      await started.remove();
+      started = undefined;
+
+      const lines: string[] = [];
+      for (const [mount, copy] of copies) {
+        const after = await snapshotTree(copy, limits, 4);
+        const shown = (rel: string): string => (rel ? path.posix.join(mount.target, rel) : mount.target);
+        lines.push(...formatChanges(compareSnapshots(before.get(mount) as Snapshot, after), shown));
+      }
+      const targets = writable.map((m) => m.target).join(', ');
+      const head = `Preview (a dry run of this call in a throwaway sandbox, without network, over a copy of ${targets}; nothing real was changed):`;
+      const body = lines.length ? lines.join('\n') : 'The dry run changed no files.';
+      return truncateText([head, ...(outcome ? [outcome] : []), body].join('\n'), limits.maxChars);
+    } finally {
+      if (started) {
+        await started
+          .remove()
+          .catch((e: Error) => options.log.warn(`could not remove the preview sandbox: ${e.message}`));
+      }
+      await fs
+        .rm(dir, { recursive: true, force: true })
+        .catch((e: Error) => options.log.warn(`could not remove the preview copy ${dir}: ${e.message}`));
+    }
+  }
+}
+
+function firstLine(text: string): string {
+  const line = text.split('\n')[0] ?? text;
+  return line.length > 300 ? `${line.slice(0, 300)}…` : line;
+}
+
+const asRoot = (): boolean => process.getuid?.() === 0;
+
+/**
+ * Copies a mount's source (never following links; special files left out), keeping modes and,
+ * when hintbox runs as root, owners (so the sandbox user may write the copy as it may the
+ * source). Refuses beyond the limits.
+ */
+export async function copyTree(
+  source: string,
+  destination: string,
+  target: string,
+  limits: Pick<PreviewLimits, 'maxBytes' | 'maxFiles'>,
+): Promise<void> {
+  let files = 0;
+  let bytes = 0;
+  const root = asRoot();
+  const tooLarge = (): never => {
+    throw new NoPreview(
+      `the mount ${target} is larger than ${Math.round(limits.maxBytes / (1024 * 1024))} MB / ${limits.maxFiles} files`,
+    );
+  };
+  const walk = async (from: string, to: string): Promise<void> => {
+    const st = await fs.lstat(from);
+    if (++files > limits.maxFiles) tooLarge();
+    if (st.isDirectory()) {
+      await fs.mkdir(to, { mode: 0o700 });
+      for (const name of await fs.readdir(from)) await walk(path.join(from, name), path.join(to, name));
+      await fs.chmod(to, st.mode & 0o7777);
+    } else if (st.isFile()) {
+      bytes += st.size;
+      if (bytes > limits.maxBytes) tooLarge();
+      await fs.copyFile(from, to);
+      await fs.chmod(to, st.mode & 0o7777);
+    } else if (st.isSymbolicLink()) {
+      await fs.symlink(await fs.readlink(from), to);
+    } else {
+      return;
+    }
+    if (root) await fs.lchown(to, st.uid, st.gid);
+  };
+  await walk(source, destination);
+}
+
+/**
+ * A snapshot of a folder, read without following links. Files up to maxDiffFileBytes are kept
+ * for a diff. `factor` widens the limits (a dry run may add files).
+ */
+export async function snapshotTree(
+  rootPath: string,
+  limits: Pick<PreviewLimits, 'maxBytes' | 'maxFiles' | 'maxDiffFileBytes'>,
+  factor: number,
+): Promise<Snapshot> {
+  const out = new Map<string, SnapshotEntry>();
+  let bytes = 0;
+  const walk = async (rel: string): Promise<void> => {
+    const full = rel ? path.join(rootPath, rel) : rootPath;
+    const st = await fs.lstat(full);
+    if (out.size >= limits.maxFiles * factor) {
+      throw new NoPreview(`the dry run left more than ${limits.maxFiles * factor} files`);
+    }
+    if (st.isDirectory()) {
+      out.set(rel, { kind: 'dir' });
+      for (const name of (await fs.readdir(full)).sort()) await walk(rel ? path.posix.join(rel, name) : name);
+    } else if (st.isFile()) {
+      bytes += st.size;
+      if (bytes > limits.maxBytes * factor) {
+        throw new NoPreview(`the dry run left more than ${Math.round((limits.maxBytes * factor) / (1024 * 1024))} MB`);
+      }
+      out.set(rel, await readFileEntry(full, st.size <= limits.maxDiffFileBytes));
+    } else if (st.isSymbolicLink()) {
+      out.set(rel, { kind: 'symlink', target: await fs.readlink(full) });
+    } else {
+      out.set(rel, { kind: 'other' });
+    }
+  };
+  await walk('');
+  return out;
+}
+
+async function readFileEntry(file: string, keep: boolean): Promise<SnapshotEntry> {
+  const handle = await fs.open(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
+  try {
+    const hash = createHash('sha256');
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of handle.createReadStream({ autoClose: false })) {
+      const buffer = chunk as Buffer;
+      hash.update(buffer);
+      size += buffer.length;
+      if (keep) chunks.push(buffer);
+    }
+    return {
+      kind: 'file',
+      size,
+      hash: hash.digest('hex'),
+      ...(keep ? { content: new Uint8Array(Buffer.concat(chunks)) } : {}),
+    };
+  } finally {
+    await handle.close();
+  }
+}

@@ -1,0 +1,104 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ElicitResult } from '@modelcontextprotocol/sdk/types.js';
+import { CallGuard, type ClientChannel, type GuardedTool } from '../../src/gateway/call-guard.js';
+import type { ServerTrust } from '../../src/policy/approval-decision.js';
+import type { ClaimedHints } from '../../src/policy/hints.js';
+import { effectiveHints } from '../../src/policy/hints.js';
+import { pinTool } from '../../src/policy/tool-pin.js';
+import type { CallPreview, CallPreviewer } from '../../src/sandbox/preview.js';
+import type { AuditLog } from '../../src/store/state-store.js';
+import { silentLogger } from '../../src/util/logger.js';
+
+const audit: AuditLog = {
+  recordIntent: () => Promise.resolve('a1'),
+  recordOutcome: () => Promise.resolve(),
+  get: () => Promise.resolve(undefined),
+  query: () => Promise.resolve([]),
+};
+
+function tool(name: string, claimed: ClaimedHints): GuardedTool {
+  return {
+    name,
+    sandbox: 'rw-offline',
+    claimed,
+    effective: effectiveHints(claimed),
+    annotationsMissing: false,
+    enforced: true,
+    tags: [],
+    pin: pinTool({ name, inputSchema: { type: 'object' }, annotations: claimed }),
+    pinState: 'approved',
+  };
+}
+
+function person(approve: boolean): ClientChannel & { asked: string[] } {
+  const asked: string[] = [];
+  return {
+    asked,
+    canElicit: () => true,
+    elicit: (params) => {
+      asked.push(params.message);
+      return Promise.resolve<ElicitResult>({ action: 'accept', content: { approve } });
+    },
+  };
+}
+
+function guardWith(preview: () => Promise<CallPreview>, trust: ServerTrust = 'untrusted') {
+  const calls: string[] = [];
+  const previewer: CallPreviewer = {
+    preview: (sandbox, name) => {
+      calls.push(`${sandbox}/${name}`);
+      return preview();
+    },
+  };
+  const guard = new CallGuard({
+    server: 'fs',
+    session: 's1',
+    trust,
+    tools: new Map([
+      ['write', tool('write', { readOnlyHint: false, destructiveHint: true, openWorldHint: false })],
+      ['read', tool('read', { readOnlyHint: true, openWorldHint: false })],
+    ]),
+    preApprovals: [],
+    audit,
+    approvalTimeoutMs: 1000,
+    profileFile: '/p.yaml',
+    log: silentLogger,
+    previewer,
+  });
+  return { guard, calls };
+}
+
+describe('CallGuard with a previewer', () => {
+  it('shows the preview in the confirmation, and the person still decides', async () => {
+    const { guard, calls } = guardWith(() => Promise.resolve({ available: true, text: 'Preview (…):\nadded: /w/x' }));
+    const yes = person(true);
+    assert.equal((await guard.admit('write', { path: '/w/x' }, yes)).allowed, true);
+    assert.deepEqual(calls, ['rw-offline/write']);
+    assert.match(yes.asked[0] ?? '', /Preview \(…\):\nadded: \/w\/x\nWhy you are asked/);
+    const no = person(false);
+    assert.equal((await guard.admit('write', {}, no)).allowed, false, 'a preview never approves');
+  });
+
+  it('says why there is no preview, and a failing previewer never blocks the call', async () => {
+    const none = guardWith(() =>
+      Promise.resolve({ available: false, reason: 'no preview: the mount /w is too large' }),
+    );
+    const a = person(true);
+    assert.equal((await none.guard.admit('write', {}, a)).allowed, true);
+    assert.match(a.asked[0] ?? '', /\nNo preview: the mount \/w is too large\.\n/);
+
+    const broken = guardWith(() => Promise.reject(new Error('docker is gone\nstack')));
+    const b = person(true);
+    assert.equal((await broken.guard.admit('write', {}, b)).allowed, true, 'the call is still admitted');
+    assert.match(b.asked[0] ?? '', /\nNo preview: the dry run failed: docker is gone\.\n/);
+  });
+
+  it('runs no preview for calls that are not confirmed', async () => {
+    const { guard, calls } = guardWith(() => Promise.resolve({ available: true, text: 'x' }), 'trusted');
+    const p = person(true);
+    assert.equal((await guard.admit('read', {}, p)).allowed, true);
+    assert.equal(p.asked.length, 0, 'a trusted, enforced read-only tool is not confirmed');
+    assert.deepEqual(calls, [], 'and not previewed');
+  });
+});
