@@ -65,7 +65,16 @@ export const demoCommand: CommandSpec = {
       client.setRequestHandler(ElicitRequestSchema, (request) => {
         const lines = request.params.message.split('\n');
         const approve = !lines[0]?.includes('move_file');
-        say(`   [confirmation] ${lines.filter((l) => !/^[ {}"]/.test(l)).join(' | ')}`);
+        // What the person sees, up to the arguments (the demo printed those itself).
+        const shown = lines.slice(
+          0,
+          Math.max(
+            1,
+            lines.findIndex((l) => l.startsWith('Arguments')),
+          ),
+        );
+        say(`   ┌ confirmation asked through MCP elicitation`);
+        for (const line of shown) say(`   │ ${line}`);
         say(`   [the demo ${approve ? 'approves' : 'declines'}]`);
         return { action: 'accept', content: { approve } };
       });
