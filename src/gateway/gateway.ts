@@ -107,6 +107,9 @@ export class Gateway {
   private readonly pendingByClientId = new Map<RequestId, PendingCall>();
   /** Upstreams whose transport has been tapped for forwarded traffic. */
   private readonly tapped = new WeakSet<Upstream>();
+  /** Calls waiting for their admission (a person may be asked), by the client's id. */
+  private readonly admitting = new Set<RequestId>();
+  private readonly cancelledWhileAdmitting = new Set<RequestId>();
   /** The routes served now; replaced when the server's tools change. */
   private tools: Map<string, RoutedTool>;
   /** One re-listing at a time; a change announced during one is handled after it. */
@@ -244,8 +247,23 @@ export class Gateway {
     let retriesLeft = 0;
     if (this.options.gatekeeper) {
       const args = params.arguments;
-      const admission = await this.options.gatekeeper.admit(name, args, this.clientChannel);
-      if (!admission.allowed) return this.replyResult(clientId, admission.result);
+      // While a person is asked, the client may cancel: then the call is never forwarded.
+      this.admitting.add(clientId);
+      let admission;
+      try {
+        admission = await this.options.gatekeeper.admit(name, args, this.clientChannel);
+      } finally {
+        this.admitting.delete(clientId);
+      }
+      const cancelled = this.cancelledWhileAdmitting.delete(clientId);
+      if (!admission.allowed) return cancelled ? undefined : this.replyResult(clientId, admission.result);
+      if (cancelled) {
+        this.options.gatekeeper.finish(admission.auditId, {
+          outcome: 'cancelled',
+          detail: 'cancelled by the client before it was forwarded',
+        });
+        return;
+      }
       auditId = admission.auditId;
       if (admission.decision.retryOnTimeout) retriesLeft = MAX_RETRIES;
     }
@@ -349,6 +367,10 @@ export class Gateway {
 
   private cancelFromClient(notification: JsonRpcObject): boolean {
     const requestId = notification.params?.requestId as RequestId | undefined;
+    if (requestId !== undefined && this.admitting.has(requestId)) {
+      this.cancelledWhileAdmitting.add(requestId);
+      return true;
+    }
     const call = requestId === undefined ? undefined : this.pendingByClientId.get(requestId);
     const reason = notification.params?.reason;
     const detail = typeof reason === 'string' ? `cancelled by the client: ${reason}` : 'cancelled by the client';

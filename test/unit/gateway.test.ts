@@ -528,6 +528,32 @@ describe('Gateway', () => {
     });
   });
 
+  it('never forwards a call that the client cancelled while a person was being asked', async () => {
+    const f = factory();
+    const asked = deferred();
+    const answer = deferred();
+    const outcomes = new Map<string, AuditOutcomeReport>();
+    const gatekeeper: Gatekeeper = {
+      visible: () => true,
+      admit: async (tool) => {
+        asked.resolve();
+        await answer.promise; // the person takes their time, then approves
+        return { allowed: true, auditId: `${tool}-1`, decision: { retryOnTimeout: false } as ApprovalDecision };
+      },
+      finish: (id, report) => outcomes.set(id, report),
+    };
+    const { client } = await connect(routes([[WRITE_DEF, 'rw-offline']]), f, { gatekeeper });
+    const controller = new AbortController();
+    const call = client.callTool({ name: 'write', arguments: {} }, undefined, { signal: controller.signal });
+    await withTimeout(asked.promise, 2000, 'the gatekeeper was asked');
+    controller.abort('changed my mind');
+    await assert.rejects(call);
+    answer.resolve();
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(f.started.length, 0, 'no sandbox was started for it, nothing was forwarded');
+    assert.equal(outcomes.get('write-1')?.outcome, 'cancelled');
+  });
+
   it('tells its owner when a call passes its deadline (onDeadline), with the sandbox and the tool', async () => {
     const f = factory({ 'ro-offline-dbread': () => new Promise<CallToolResult>(() => {}) });
     const deadlines: Array<[string, string]> = [];
