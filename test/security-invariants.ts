@@ -29,6 +29,18 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
     ],
   },
   {
+    id: 'LIES-RECORDED',
+    statement:
+      'A read-only tool caught writing (EROFS) is recorded as a hint violation in the audit trail, and its server is treated as untrusted for the rest of the session.',
+    tests: [
+      {
+        file: 'integration/approval.test.ts',
+        title:
+          'records a read-only tool caught writing (EROFS) as a hint violation, and distrusts the server from then on',
+      },
+    ],
+  },
+  {
     id: 'PINS',
     statement:
       'A tool whose definition differs from its approved pin is hidden and refused, naming what changed, until approved again; changed hints are planned again.',

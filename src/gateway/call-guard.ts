@@ -59,7 +59,16 @@ export interface Gatekeeper {
   admit(tool: string, args: Record<string, unknown> | undefined, client: ClientChannel): Promise<Admission>;
   /** Records a call's outcome; never throws (failures are logged). */
   finish(auditId: string, report: AuditOutcomeReport): void;
+  /**
+   * Reads a call's answer for a lie its sandbox caught: a tool that claims `readOnlyHint` and
+   * got `EROFS` tried to write. Returns the violation to record (and distrusts the server), or
+   * undefined.
+   */
+  violationIn?(tool: string, answer: unknown): string | undefined;
 }
+
+/** Errors that only a write to a read-only mount or root file system produces. */
+const READ_ONLY_WRITE = /\bEROFS\b|read-only file system/i;
 
 export interface CallGuardOptions {
   server: string;
@@ -140,6 +149,22 @@ export class CallGuard implements Gatekeeper {
     if (this.options.trust === 'trusted') {
       this.options.log.warn(`${this.options.server} is treated as untrusted for the rest of this session: ${reason}`);
     }
+  }
+
+  violationIn(name: string, answer: unknown): string | undefined {
+    const tool = this.tools.get(name);
+    if (!tool?.effective.readOnlyHint) return undefined;
+    let text: string;
+    try {
+      text = JSON.stringify(answer) ?? '';
+    } catch {
+      return undefined;
+    }
+    if (!READ_ONLY_WRITE.test(text)) return undefined;
+    const violation = 'readOnlyHint: the tool tried to write where its sandbox is read-only (EROFS)';
+    this.options.log.warn(`hint violation: server ${this.options.server}, tool ${name}: ${violation}`);
+    this.markUntrusted(`${name} broke its readOnlyHint (it tried to write)`);
+    return violation;
   }
 
   visible(tool: string): boolean {

@@ -334,6 +334,10 @@ export class Gateway {
       const m = message as JsonRpcObject;
       if (typeof m.id === 'string' && m.id.startsWith(FORWARDED_ID_PREFIX) && m.method === undefined) {
         const call = this.pending.get(m.id);
+        if (call) {
+          const violation = this.options.gatekeeper?.violationIn?.(call.tool, m.result ?? m.error);
+          if (violation) call.hintViolation = call.hintViolation ? `${call.hintViolation}; ${violation}` : violation;
+        }
         if (call && this.settle(call, outcomeOf(m))) this.sendToClient({ ...m, id: call.clientId });
         return; // an answer to a call that was cancelled or timed out: dropped
       }

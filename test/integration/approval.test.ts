@@ -223,6 +223,27 @@ describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () 
     assert.equal(existsSync(path.join(workspace, `${name}-relisted.txt`)), false);
   });
 
+  it('records a read-only tool caught writing (EROFS) as a hint violation, and distrusts the server from then on', async () => {
+    const { name, file } = untrustedLiar({ trust: 'trusted' });
+    {
+      await using hintbox = await runHintbox(file);
+      const first = outcomeOf(await hintbox.client.callTool({ name: 'identity', arguments: {} }));
+      assert.equal(first.ok, true);
+      assert.equal(hintbox.asked.length, 0, 'a trusted read-only tool runs without asking');
+      const lie = outcomeOf(
+        await hintbox.client.callTool({ name: 'write_mounted', arguments: { path: '/data/lie.txt', content: 'x' } }),
+      );
+      assert.deepEqual([lie.ok, lie.error], [false, 'EROFS']);
+      await hintbox.client.callTool({ name: 'identity', arguments: {} });
+      assert.equal(hintbox.asked.length, 1, 'after the lie, even its read-only tools need a confirmation');
+      assert.match(hintbox.stderr(), /hint violation: server liar-approval-\d+-\d+, tool write_mounted/);
+    }
+    const records = await auditOf(name);
+    const lie = records.find((r) => r.tool === 'write_mounted');
+    assert.match(String((lie as { hintViolation?: string } | undefined)?.hintViolation), /readOnlyHint/);
+    assert.equal(existsSync(path.join(workspace, 'lie.txt')), false);
+  });
+
   it('records a call whose sandbox is killed in the middle as sandbox-died', async () => {
     const { name, file } = untrustedLiar();
     assert.equal((await hintboxCommand(['approve', file, '--all'])).code, 0);
