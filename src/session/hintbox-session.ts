@@ -13,7 +13,13 @@ import {
   type SandboxPlan,
 } from '../policy/plan-sandboxes.js';
 import type { Profile } from '../profile/load-profile.js';
-import { buildContainerSpec, sandboxUserIds, type SessionIdentity } from '../sandbox/container-spec.js';
+import {
+  buildContainerSpec,
+  sandboxUserIds,
+  type ContainerSpecInput,
+  type SessionIdentity,
+} from '../sandbox/container-spec.js';
+import type Docker from 'dockerode';
 import { databaseAdminUrl } from '../database/database-env.js';
 import { SessionDatabase } from '../database/session-database.js';
 import type { PrivilegeViolation } from '../database/socket-relay.js';
@@ -26,6 +32,11 @@ import type { Logger } from '../util/logger.js';
 import { CallGuard, compilePreApprovals, type GuardedTool } from '../gateway/call-guard.js';
 import type { StateStore } from '../store/state-store.js';
 import { guardTools } from './guarded-tools.js';
+
+/** uid/gid of this hintbox process (the default sandbox user, never root), where the platform has them. */
+function hostUserIds(): { uid: number; gid: number } | undefined {
+  return process.getuid && process.getgid ? { uid: process.getuid(), gid: process.getgid() } : undefined;
+}
 
 /** A short random id for a session; it names and labels everything the session creates. */
 export function newSessionId(): string {
@@ -345,21 +356,30 @@ export class HintboxSession implements AsyncDisposable {
   /** Dry runs of calls, in throwaway sandboxes over copies of the writable mounts (no network). */
   private previewer(): Previewer {
     const { profile, docker, log } = this.options;
-    const hostUser = process.getuid && process.getgid ? { uid: process.getuid(), gid: process.getgid() } : undefined;
     return new Previewer({
       docker: docker.docker,
       log,
       grantOf: (id) => this.grants.get(id),
-      specFor: (id, grant) =>
-        buildContainerSpec({
-          session: this.identity,
-          profile,
-          sandboxId: id,
-          grant,
-          engine: { recursiveReadOnly: docker.recursiveReadOnly },
-          ...(hostUser ? { hostUser } : {}),
-        }),
+      specFor: (id, grant) => this.containerSpec(id, grant),
       startTimeoutMs: profile.timeouts.start * 1000,
+    });
+  }
+
+  /** The container of a sandbox class: the one place the session's identity and user go in. */
+  private containerSpec(
+    id: string,
+    grant: SandboxGrant,
+    database?: ContainerSpecInput['database'],
+  ): Docker.ContainerCreateOptions {
+    const { profile, docker } = this.options;
+    return buildContainerSpec({
+      session: this.identity,
+      profile,
+      sandboxId: id,
+      grant,
+      engine: { recursiveReadOnly: docker.recursiveReadOnly },
+      ...(hostUserIds() ? { hostUser: hostUserIds() } : {}),
+      ...(database ? { database } : {}),
     });
   }
 
@@ -368,22 +388,13 @@ export class HintboxSession implements AsyncDisposable {
     const { profile, docker, log } = this.options;
     const grant = this.grants.get(id);
     if (!grant) throw new Error(`no sandbox ${id} in the plan`);
-    const hostUser = process.getuid && process.getgid ? { uid: process.getuid(), gid: process.getgid() } : undefined;
     // The role and relay are made on the class's first start and reused by its restarts.
     const database =
       grant.database && this.database
-        ? await this.database.access(id, grant.database, sandboxUserIds(profile, hostUser))
+        ? await this.database.access(id, grant.database, sandboxUserIds(profile, hostUserIds()))
         : undefined;
     if (this.disposed) throw new Error(`session ${this.sessionId} is closed`);
-    const spec = buildContainerSpec({
-      session: this.identity,
-      profile,
-      sandboxId: id,
-      grant,
-      engine: { recursiveReadOnly: docker.recursiveReadOnly },
-      ...(hostUser ? { hostUser } : {}),
-      ...(database ? { database } : {}),
-    });
+    const spec = this.containerSpec(id, grant, database);
     // Restarts get a fresh name: the dead container may still be on its way out.
     const generation = this.generations.get(id) ?? 0;
     this.generations.set(id, generation + 1);
