@@ -60,8 +60,8 @@ export interface Gatekeeper {
   /** Records a call's outcome; never throws (failures are logged). */
   finish(auditId: string, report: AuditOutcomeReport): void;
   /**
-   * Reads a call's answer for a lie its sandbox caught: a tool that claims `readOnlyHint` and
-   * got `EROFS` tried to write. Returns the violation to record (and distrusts the server), or
+   * Reads a call's error answer for a lie its sandbox caught: a tool that claims `readOnlyHint`
+   * and failed with `EROFS` tried to write. Returns the violation to record (and distrusts the server), or
    * undefined.
    */
   violationIn?(tool: string, answer: unknown): string | undefined;
@@ -154,6 +154,9 @@ export class CallGuard implements Gatekeeper {
   violationIn(name: string, answer: unknown): string | undefined {
     const tool = this.tools.get(name);
     if (!tool?.effective.readOnlyHint) return undefined;
+    // Only error answers are read: the hot path of successful calls pays nothing.
+    const failed = answer !== null && typeof answer === 'object' && (answer as { isError?: unknown }).isError === true;
+    if (!failed) return undefined;
     let text: string;
     try {
       text = JSON.stringify(answer) ?? '';
