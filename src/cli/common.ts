@@ -1,5 +1,6 @@
 import os from 'node:os';
 import { sweepRelayDirs } from '../database/sweep-relay-dirs.js';
+import { sweepPreviewDirs } from '../sandbox/preview.js';
 import { loadProfile, type Profile } from '../profile/load-profile.js';
 import { connectDocker, type DockerConnection } from '../sandbox/docker-connection.js';
 import { makeIsOwnerAlive, sweepOrphans } from '../sandbox/sweep.js';
@@ -24,5 +25,6 @@ export async function dockerReady(log: Logger = cliLog): Promise<DockerConnectio
   log.debug(`Docker at ${docker.endpoint}, API ${docker.apiVersion}`);
   await sweepOrphans(docker.docker, makeIsOwnerAlive(os.hostname()), log);
   for (const dir of sweepRelayDirs()) log.debug(`swept relay directory ${dir} (its run is gone)`);
+  for (const dir of await sweepPreviewDirs()) log.debug(`swept preview copy ${dir} (its run is gone)`);
   return docker;
 }

@@ -65,14 +65,10 @@ export const demoCommand: CommandSpec = {
       client.setRequestHandler(ElicitRequestSchema, (request) => {
         const lines = request.params.message.split('\n');
         const approve = !lines[0]?.includes('move_file');
-        // What the person sees, up to the arguments (the demo printed those itself).
-        const shown = lines.slice(
-          0,
-          Math.max(
-            1,
-            lines.findIndex((l) => l.startsWith('Arguments')),
-          ),
-        );
+        // What the person sees, but the arguments (the demo printed those itself).
+        const args = lines.findIndex((l) => l.startsWith('Arguments'));
+        const preview = lines.findIndex((l) => /^(No preview|Preview)/.test(l));
+        const shown = [...lines.slice(0, Math.max(1, args)), ...(preview >= 0 ? lines.slice(preview) : [])];
         say(`   ┌ confirmation asked through MCP elicitation`);
         for (const line of shown) say(`   │ ${line}`);
         say(`   [the demo ${approve ? 'approves' : 'declines'}]`);

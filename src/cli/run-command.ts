@@ -94,19 +94,23 @@ export const runCommand: CommandSpec = {
     }
     const store = storeOpened.value;
     const session = (live.session = opened.value);
-    const gateway = (live.gateway = await session.createGateway({ store, ...(tagFilter ? { tagFilter } : {}) }));
-    const disconnected = new Promise<void>((resolve) => {
-      process.stdin.once('end', resolve);
-      process.stdin.once('close', resolve);
-      gateway.server.onclose = () => resolve();
-    });
-    await gateway.connect(new NdjsonTransport(process.stdin, process.stdout, false));
-    log.info(
-      `serving ${session.plan.tools.length} tool(s) of ${profile.name} from ${session.plan.sandboxes.length} sandbox(es) ` +
-        `(${session.plan.sandboxes.map((s) => s.id).join(', ')}), session ${sessionId}`,
-    );
-    await disconnected;
-    await stop('client disconnected');
+    try {
+      const gateway = (live.gateway = await session.createGateway({ store, ...(tagFilter ? { tagFilter } : {}) }));
+      const disconnected = new Promise<void>((resolve) => {
+        process.stdin.once('end', resolve);
+        process.stdin.once('close', resolve);
+        gateway.server.onclose = () => resolve();
+      });
+      await gateway.connect(new NdjsonTransport(process.stdin, process.stdout, false));
+      log.info(
+        `serving ${session.plan.tools.length} tool(s) of ${profile.name} from ${session.plan.sandboxes.length} sandbox(es) ` +
+          `(${session.plan.sandboxes.map((s) => s.id).join(', ')}), session ${sessionId}`,
+      );
+      await disconnected;
+    } finally {
+      // Also when setting up the gateway failed: nothing of the session outlives it.
+      await stop('client disconnected');
+    }
     return 0;
   },
 };

@@ -3,6 +3,7 @@ import { databaseAdminUrl } from '../database/database-env.js';
 import { RoleProvisioner } from '../database/role-provisioner.js';
 import { connectDocker } from '../sandbox/docker-connection.js';
 import { sweepRelayDirs } from '../database/sweep-relay-dirs.js';
+import { sweepPreviewDirs } from '../sandbox/preview.js';
 import { makeIsOwnerAlive, sweepOrphans } from '../sandbox/sweep.js';
 import { cliLog, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';
@@ -27,8 +28,8 @@ export const sweepCommand: CommandSpec = {
     const docker = await connectDocker();
     const removed = await sweepOrphans(docker.docker, isOwnerAlive, cliLog);
     cliLog.info(`swept ${removed.length} container(s)`);
-    const dirs = sweepRelayDirs();
-    if (dirs.length) cliLog.info(`swept ${dirs.length} database relay folder(s) of runs that are gone`);
+    const dirs = [...sweepRelayDirs(), ...(await sweepPreviewDirs())];
+    if (dirs.length) cliLog.info(`swept ${dirs.length} relay or preview folder(s) of runs that are gone`);
     if (profile?.database) {
       const adminUrl = databaseAdminUrl({ file: profile.file, database: profile.database });
       await using provisioner = await RoleProvisioner.connect({ adminUrl, section: profile.database, log: cliLog });

@@ -13,6 +13,7 @@ import { formatTags, type ToolTag } from '../policy/tool-tags.js';
 import type { CallPreviewer } from '../sandbox/preview.js';
 import type { AuditDecider, AuditDecision, AuditLog, AuditOutcomeReport } from '../store/state-store.js';
 import type { Logger } from '../util/logger.js';
+import { visibleText } from '../util/visible-text.js';
 
 /**
  * Per call, before it is forwarded: decide (pure, `decideApproval`), ask a person through MCP
@@ -266,11 +267,8 @@ export class CallGuard implements Gatekeeper {
     client: ClientChannel,
   ): Promise<'approved' | 'declined' | 'timeout'> {
     const { options } = this;
-    const json = JSON.stringify(args ?? {}, null, 2);
-    const shown =
-      decision.showFullArguments || json.length <= 2000
-        ? json
-        : `${json.slice(0, 2000)}\n… (${json.length} characters)`;
+    // Every argument is shown; only long values are cut (unless the call may be irreversible).
+    const shown = JSON.stringify(decision.showFullArguments ? (args ?? {}) : clipValues(args ?? {}), null, 2);
     const preview = await this.previewLines(tool, args);
     const lines = [
       `${options.server} wants to run ${tool.name}${tool.tags.length ? ` [${formatTags(tool.tags)}]` : ''} (sandbox ${tool.sandbox}).`,
@@ -278,10 +276,12 @@ export class CallGuard implements Gatekeeper {
       ...(this.untrustedBecause
         ? [`WARNING: this server broke a hint earlier in this session: ${this.untrustedBecause}`]
         : []),
-      ...preview,
       `Why you are asked: ${decision.reasons.join('; ')}.`,
-      `Arguments${decision.showFullArguments ? ' (in full)' : ''}:`,
+      `Arguments${decision.showFullArguments ? ' (in full)' : ' (long values cut)'}:`,
       shown,
+      // Last, and fenced: the preview is the server's own output (file names, contents, errors),
+      // so it must not be able to pass for hintbox's text above it.
+      ...fence(preview),
     ];
     try {
       const result = await client.elicit(
@@ -364,6 +364,24 @@ export class CallGuard implements Gatekeeper {
       pinHash: tool.pin.hash,
     });
   }
+}
+
+/** Top-level argument values longer than this are cut in confirmations that may cut. */
+const MAX_SHOWN_VALUE = 500;
+
+function clipValues(args: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(args).map(([key, value]) => {
+      const text = typeof value === 'string' ? value : JSON.stringify(value);
+      if (text === undefined || text.length <= MAX_SHOWN_VALUE) return [key, value];
+      return [key, `${text.slice(0, MAX_SHOWN_VALUE)}… (${text.length} characters; cut)`];
+    }),
+  );
+}
+
+/** Marks every line of server-made text, with control characters made visible. */
+function fence(lines: readonly string[]): string[] {
+  return lines.flatMap((l) => l.split('\n')).map((l, i) => (i === 0 ? '' : '│ ') + visibleText(l));
 }
 
 function errorResult(text: string): CallToolResult {

@@ -243,63 +243,77 @@ export class Gateway {
     const routed = this.tools.get(name);
     if (!routed) return this.replyError(clientId, ErrorCode.InvalidParams, `Unknown tool: ${name}`);
 
+    // Until the call is pending upstream (a person may be asked, a sandbox may start), a
+    // cancellation from the client is remembered here; then the call is never forwarded.
+    this.admitting.add(clientId);
     let auditId: string | undefined;
-    let retriesLeft = 0;
-    if (this.options.gatekeeper) {
-      const args = params.arguments;
-      // While a person is asked, the client may cancel: then the call is never forwarded.
-      this.admitting.add(clientId);
-      let admission;
-      try {
-        admission = await this.options.gatekeeper.admit(name, args, this.clientChannel);
-      } finally {
-        this.admitting.delete(clientId);
-      }
-      const cancelled = this.cancelledWhileAdmitting.delete(clientId);
-      if (!admission.allowed) return cancelled ? undefined : this.replyResult(clientId, admission.result);
-      if (cancelled) {
-        this.options.gatekeeper.finish(admission.auditId, {
-          outcome: 'cancelled',
-          detail: 'cancelled by the client before it was forwarded',
-        });
-        return;
-      }
-      auditId = admission.auditId;
-      if (admission.decision.retryOnTimeout) retriesLeft = MAX_RETRIES;
-    }
-
-    let upstream: Upstream;
-    try {
-      upstream = await this.upstreamFor(routed.sandbox);
-    } catch (error) {
-      const text = `hintbox could not start sandbox ${routed.sandbox} for ${name}: ${(error as Error).message}`;
-      if (auditId) this.options.gatekeeper?.finish(auditId, { outcome: 'sandbox-died', detail: text });
-      return this.replyResult(clientId, errorResult(text));
-    }
-    const transport = upstream.client.transport;
-    if (!transport) {
-      return this.replyResult(clientId, errorResult(`sandbox ${routed.sandbox} for ${name} is not connected`));
-    }
-    this.tap(upstream, transport);
-
-    const meta = isObject(params._meta) ? params._meta : undefined;
-    const token = meta?.progressToken;
-    const call: PendingCall = {
-      clientId,
-      upstreamId: `${FORWARDED_ID_PREFIX}${this.nextId++}`,
-      upstream,
-      sandbox: routed.sandbox,
-      tool: name,
-      ...(typeof token === 'string' || typeof token === 'number' ? { progressToken: token } : {}),
-      ...(auditId ? { auditId } : {}),
-      params,
-      attempts: 1,
-      retriesLeft,
+    const finish = (report: AuditOutcomeReport): void => {
+      if (auditId) this.options.gatekeeper?.finish(auditId, report);
     };
-    this.pending.set(call.upstreamId, call);
-    this.pendingByClientId.set(clientId, call);
-    this.armTimer(call);
-    await this.send(call);
+    try {
+      let retriesLeft = 0;
+      if (this.options.gatekeeper) {
+        const admission = await this.options.gatekeeper.admit(name, params.arguments, this.clientChannel);
+        if (!admission.allowed) {
+          return this.cancelledWhileAdmitting.has(clientId) ? undefined : this.replyResult(clientId, admission.result);
+        }
+        auditId = admission.auditId;
+        if (admission.decision.retryOnTimeout) retriesLeft = MAX_RETRIES;
+      }
+      if (this.cancelledWhileAdmitting.has(clientId)) {
+        return finish({ outcome: 'cancelled', detail: 'cancelled by the client before it was forwarded' });
+      }
+
+      let upstream: Upstream;
+      try {
+        upstream = await this.upstreamFor(routed.sandbox);
+      } catch (error) {
+        const text = `hintbox could not start sandbox ${routed.sandbox} for ${name}: ${(error as Error).message}`;
+        finish({ outcome: 'sandbox-died', detail: text });
+        return this.replyResult(clientId, errorResult(text));
+      }
+      if (this.cancelledWhileAdmitting.has(clientId)) {
+        return finish({ outcome: 'cancelled', detail: 'cancelled by the client before it was forwarded' });
+      }
+      const transport = upstream.client.transport;
+      if (!transport) {
+        const text = `sandbox ${routed.sandbox} for ${name} is not connected`;
+        finish({ outcome: 'sandbox-died', detail: text });
+        return this.replyResult(clientId, errorResult(text));
+      }
+      this.tap(upstream, transport);
+
+      const meta = isObject(params._meta) ? params._meta : undefined;
+      const token = meta?.progressToken;
+      const call: PendingCall = {
+        clientId,
+        upstreamId: `${FORWARDED_ID_PREFIX}${this.nextId++}`,
+        upstream,
+        sandbox: routed.sandbox,
+        tool: name,
+        ...(typeof token === 'string' || typeof token === 'number' ? { progressToken: token } : {}),
+        ...(auditId ? { auditId } : {}),
+        params,
+        attempts: 1,
+        retriesLeft,
+      };
+      this.pending.set(call.upstreamId, call);
+      this.pendingByClientId.set(clientId, call);
+      this.admitting.delete(clientId);
+      this.armTimer(call);
+      await this.send(call);
+    } catch (error) {
+      // A failure of hintbox itself: the client still gets an answer, the audit an outcome.
+      finish({ outcome: 'error', detail: `hintbox: ${(error as Error).message}` });
+      this.replyError(
+        clientId,
+        ErrorCode.InternalError,
+        `hintbox failed to forward ${name}: ${(error as Error).message}`,
+      );
+    } finally {
+      this.admitting.delete(clientId);
+      this.cancelledWhileAdmitting.delete(clientId);
+    }
   }
 
   private async send(call: PendingCall): Promise<void> {
@@ -333,7 +347,9 @@ export class Gateway {
     transport.onmessage = (message, extra) => {
       const m = message as JsonRpcObject;
       if (typeof m.id === 'string' && m.id.startsWith(FORWARDED_ID_PREFIX) && m.method === undefined) {
-        const call = this.pending.get(m.id);
+        // Only the sandbox a call was sent to may answer it: ids are guessable, sandboxes are not trusted.
+        const sent = this.pending.get(m.id);
+        const call = sent?.upstream === upstream ? sent : undefined;
         if (call) {
           const violation = this.options.gatekeeper?.violationIn?.(call.tool, m.result ?? m.error);
           if (violation) call.hintViolation = call.hintViolation ? `${call.hintViolation}; ${violation}` : violation;
@@ -341,7 +357,7 @@ export class Gateway {
         if (call && this.settle(call, outcomeOf(m))) this.sendToClient({ ...m, id: call.clientId });
         return; // an answer to a call that was cancelled or timed out: dropped
       }
-      if (m.method === 'notifications/progress' && this.forwardProgress(m)) return;
+      if (m.method === 'notifications/progress' && this.forwardProgress(m, upstream)) return;
       if (m.method === 'notifications/tools/list_changed') return this.toolsListChanged(upstream);
       clientOnMessage?.(message, extra);
     };
@@ -357,10 +373,10 @@ export class Gateway {
     });
   }
 
-  private forwardProgress(notification: JsonRpcObject): boolean {
+  private forwardProgress(notification: JsonRpcObject, from: Upstream): boolean {
     const token = notification.params?.progressToken;
     for (const call of this.pending.values()) {
-      if (call.progressToken !== undefined && call.progressToken === token) {
+      if (call.upstream === from && call.progressToken !== undefined && call.progressToken === token) {
         this.armTimer(call); // progress resets the deadline
         this.sendToClient(notification);
         return true;

@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type Docker from 'dockerode';
 import type { Logger } from '../util/logger.js';
+import { visibleText } from '../util/visible-text.js';
 import { VERSION } from '../version.js';
 import { NdjsonTransport } from '../gateway/ndjson-transport.js';
 
@@ -36,6 +37,7 @@ export interface StartSandboxOptions {
 }
 
 const STDERR_TAIL_LINES = 20;
+const STDERR_LINE_MAX = 8192;
 
 /**
  * Creates and starts a sandbox container, attaches to its stdio through the Docker API (before
@@ -121,12 +123,19 @@ function collectStderr(stderr: PassThrough, tail: string[], log: Logger): void {
     const lines = (partial + chunk).split('\n');
     partial = lines.pop() ?? '';
     for (const line of lines) push(line);
+    // A server that never ends its line must not grow hintbox's memory: cut it.
+    if (partial.length > STDERR_LINE_MAX) {
+      push(`${partial.slice(0, STDERR_LINE_MAX)} …(cut)`);
+      partial = '';
+    }
   });
   stderr.on('end', () => {
     if (partial) push(partial);
     partial = '';
   });
-  function push(line: string): void {
+  function push(raw: string): void {
+    // The server's text, not terminal control: no escape sequences or fake log lines.
+    const line = visibleText(raw);
     tail.push(line);
     if (tail.length > STDERR_TAIL_LINES) tail.shift();
     log.info(line);

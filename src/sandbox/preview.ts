@@ -13,7 +13,7 @@ import {
   type SnapshotEntry,
 } from '../policy/file-changes.js';
 import type { Logger } from '../util/logger.js';
-import { LABEL_CLASS } from './container-spec.js';
+import { LABEL_SESSION, LABEL_CLASS } from './container-spec.js';
 import { startSandbox, type StartedSandbox } from './docker-sandbox.js';
 
 /**
@@ -65,6 +65,8 @@ export interface PreviewerOptions {
   limits?: Partial<PreviewLimits>;
   /** Where copies are made; default the OS temp folder. */
   tmpDir?: string;
+  /** The session's label value: its sandboxes that can write a copied folder are paused while it is copied. */
+  sessionLabel?: string;
 }
 
 /** A preview refused for a reason a person should read (too large, …). */
@@ -108,14 +110,22 @@ export class Previewer implements CallPreviewer {
     args: Record<string, unknown> | undefined,
   ): Promise<string> {
     const { limits, options } = this;
-    const dir = await fs.mkdtemp(path.join(options.tmpDir ?? os.tmpdir(), 'hintbox-preview-'));
+    const dir = await fs.mkdtemp(path.join(options.tmpDir ?? os.tmpdir(), `hintbox-preview-${process.pid}-`));
     let started: StartedSandbox | undefined;
     try {
       const copies = new Map<SandboxMount, string>();
-      for (const [index, mount] of writable.entries()) {
-        const copy = path.join(dir, `m${index}`);
-        await copyTree(mount.source, copy, mount.target, limits);
-        copies.set(mount, copy);
+      // The session's own sandboxes can write these folders. While they are copied on the host,
+      // those containers are paused: nothing can swap a folder for a symlink (to ~/.ssh, say)
+      // between the copy's checks and its reads, nor plant a FIFO that would block it.
+      const resume = await this.pauseWriters(writable.map((m) => m.source));
+      try {
+        for (const [index, mount] of writable.entries()) {
+          const copy = path.join(dir, `m${index}`);
+          await copyTree(mount.source, copy, mount.target, limits);
+          copies.set(mount, copy);
+        }
+      } finally {
+        await resume();
       }
       const before = new Map<SandboxMount, Snapshot>();
       for (const [mount, copy] of copies) before.set(mount, await snapshotTree(copy, limits, 1));
@@ -169,11 +179,73 @@ export class Previewer implements CallPreviewer {
           .remove()
           .catch((e: Error) => options.log.warn(`could not remove the preview sandbox: ${e.message}`));
       }
+      // The dry run may have left folders without write or search rights: restore ours first.
+      await makeRemovable(dir);
       await fs
         .rm(dir, { recursive: true, force: true })
         .catch((e: Error) => options.log.warn(`could not remove the preview copy ${dir}: ${e.message}`));
     }
   }
+
+  /** Pauses the running containers that mount any of `sources` read-write; returns how to resume them. */
+  private async pauseWriters(sources: readonly string[]): Promise<() => Promise<void>> {
+    const { docker } = this.options;
+    const session = this.options.sessionLabel;
+    if (!session) return async () => {};
+    const running = await docker.listContainers({
+      filters: { label: [`${LABEL_SESSION}=${session}`], status: ['running'] },
+    });
+    const writers = running.filter((c) => c.Mounts.some((m) => m.RW && sources.includes(m.Source)));
+    const paused: string[] = [];
+    for (const c of writers) {
+      await docker.getContainer(c.Id).pause();
+      paused.push(c.Id);
+    }
+    return async () => {
+      for (const id of paused) {
+        await docker
+          .getContainer(id)
+          .unpause()
+          .catch((e: Error) => this.options.log.warn(`could not resume sandbox ${id.slice(0, 12)}: ${e.message}`));
+      }
+    };
+  }
+}
+
+/**
+ * Removes preview copies (`hintbox-preview-<pid>-*` under `baseDir`) left by a hintbox process
+ * that is gone (killed during a preview). Returns the removed folders.
+ */
+export async function sweepPreviewDirs(baseDir = os.tmpdir()): Promise<string[]> {
+  const removed: string[] = [];
+  for (const name of await fs.readdir(baseDir).catch(() => [] as string[])) {
+    const pid = /^hintbox-preview-(\d+)-/.exec(name)?.[1];
+    if (!pid || processAlive(Number(pid))) continue;
+    const dir = path.join(baseDir, name);
+    await makeRemovable(dir);
+    await fs.rm(dir, { recursive: true, force: true }).catch(() => undefined);
+    removed.push(dir);
+  }
+  return removed;
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Gives the owner rwx on every folder below `dir` (so that it can be removed), without following links. */
+async function makeRemovable(dir: string): Promise<void> {
+  const walk = async (folder: string): Promise<void> => {
+    await fs.chmod(folder, 0o700).catch(() => undefined);
+    const entries = await fs.readdir(folder, { withFileTypes: true }).catch(() => []);
+    for (const entry of entries) if (entry.isDirectory()) await walk(path.join(folder, entry.name));
+  };
+  await walk(dir);
 }
 
 function firstLine(text: string): string {

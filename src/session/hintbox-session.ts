@@ -362,6 +362,7 @@ export class HintboxSession implements AsyncDisposable {
       grantOf: (id) => this.grants.get(id),
       specFor: (id, grant) => this.containerSpec(id, grant),
       startTimeoutMs: profile.timeouts.start * 1000,
+      sessionLabel: this.sessionId,
     });
   }
 

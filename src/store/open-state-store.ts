@@ -54,9 +54,9 @@ export async function openDaemonStateStore(
 
 function redact(url: string): string {
   try {
+    // Only where it is: host, port and database. Passwords may also hide in query parameters.
     const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
+    return `${u.protocol}//${u.hostname}${u.port ? `:${u.port}` : ''}${u.pathname}`;
   } catch {
     return '(an unparsable URL)';
   }

@@ -18,6 +18,8 @@ import type { SqlAdapter, SqlExecutor, SqlParam, SqlRow } from './state-store.js
  */
 
 export const STATE_SOCKET = 'state.sock';
+/** How long a client waits for one answer of the daemon. */
+const REQUEST_TIMEOUT_MS = 30_000;
 
 interface Request {
   id: number;
@@ -77,8 +79,10 @@ export async function serveStateDaemon(options: StateDaemonOptions): Promise<Run
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
       if (idleTimer) clearTimeout(idleTimer);
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      // Clients first: server.close() waits for every connection to end.
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const socket of clients) socket.destroy();
+      await closed;
       await db.close().catch((error: Error) => log.warn(`closing the state database: ${error.message}`));
       rmSync(socketPath, { force: true });
       resolveStopped();
@@ -218,7 +222,7 @@ export async function connectStateDaemon(options: StateClientOptions): Promise<S
 
 async function connectOrStart(socketPath: string, options: StateClientOptions): Promise<net.Socket> {
   const deadline = Date.now() + (options.connectTimeoutMs ?? 30_000);
-  let started = false;
+  let lastStart = 0;
   let lastError: Error | undefined;
   while (Date.now() < deadline) {
     try {
@@ -227,10 +231,12 @@ async function connectOrStart(socketPath: string, options: StateClientOptions): 
       lastError = error as Error;
       const code = (error as NodeJS.ErrnoException).code;
       if (code !== 'ENOENT' && code !== 'ECONNREFUSED') throw error;
-      if (!started) {
+      // Start a daemon, and again every 2 s while none answers: one that was stopping when we
+      // came (idle) still held the folder's lock, so our first start may have been refused.
+      if (Date.now() - lastStart > 2000) {
         mkdirSync(options.dir, { recursive: true, mode: 0o700 });
         options.startDaemon(options.dir);
-        started = true;
+        lastStart = Date.now();
       }
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -287,7 +293,16 @@ class RemoteSqlAdapter implements SqlAdapter {
     if (this.closedError) return Promise.reject(this.closedError);
     const id = this.nextId++;
     return new Promise<SqlRow[]>((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject });
+      // A stuck daemon must not hang calls: their audit intent fails, so they are refused.
+      const timer = setTimeout(() => {
+        if (this.waiting.delete(id))
+          reject(new Error(`the state daemon gave no answer within ${REQUEST_TIMEOUT_MS / 1000} s`));
+      }, REQUEST_TIMEOUT_MS);
+      timer.unref();
+      this.waiting.set(id, {
+        resolve: (rows) => (clearTimeout(timer), resolve(rows)),
+        reject: (error) => (clearTimeout(timer), reject(error)),
+      });
       this.socket.write(
         JSON.stringify({ id, op, ...(sql !== undefined ? { sql } : {}), ...(params ? { params } : {}) }) + '\n',
       );

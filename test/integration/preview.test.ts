@@ -69,12 +69,12 @@ describe('previews of calls in confirmations', { timeout: 300_000 }, () => {
       assert.match(writeAsked ?? '', /Preview \(a dry run .* over a copy of \/workspace; nothing real was changed\)/);
       assert.match(
         writeAsked ?? '',
-        /added: \/workspace\/new\.txt \(14 bytes\)\n--- \/dev\/null\n\+\+\+ b\/workspace\/new\.txt\n@@ -0,0 \+1,1 @@\n\+hello preview/,
+        /│ added: \/workspace\/new\.txt \(14 bytes\)\n│ --- \/dev\/null\n│ \+\+\+ b\/workspace\/new\.txt\n│ @@ -0,0 \+1,1 @@\n│ \+hello preview/,
       );
       assert.doesNotMatch(writeAsked ?? '', /notes\.txt|keep\.bin/, 'only what changed is shown');
       assert.match(
         editAsked ?? '',
-        /changed: \/workspace\/notes\.txt\n--- a\/workspace\/notes\.txt\n\+\+\+ b\/workspace\/notes\.txt\n@@ -1,2 \+1,3 @@\n first line\n second line\n\+new line/,
+        /│ changed: \/workspace\/notes\.txt\n│ --- a\/workspace\/notes\.txt\n│ \+\+\+ b\/workspace\/notes\.txt\n│ @@ -1,2 \+1,3 @@\n│  first line\n│  second line\n│ \+new line/,
       );
       assert.doesNotMatch(editAsked ?? '', /new\.txt/, 'the first dry run left nothing behind');
       assert.doesNotMatch(readAsked ?? '', /Preview \(|added:|changed:/, 'a read-only tool has no preview section');

@@ -75,7 +75,8 @@ describe('CallGuard with a previewer', () => {
     const yes = person(true);
     assert.equal((await guard.admit('write', { path: '/w/x' }, yes)).allowed, true);
     assert.deepEqual(calls, ['rw-offline/write']);
-    assert.match(yes.asked[0] ?? '', /Preview \(…\):\nadded: \/w\/x\nWhy you are asked/);
+    // Last, after hintbox's own text, and fenced: server-made lines cannot pass for hintbox's.
+    assert.match(yes.asked[0] ?? '', /Why you are asked[\s\S]*Arguments[\s\S]*\nPreview \(…\):\n│ added: \/w\/x$/);
     const no = person(false);
     assert.equal((await guard.admit('write', {}, no)).allowed, false, 'a preview never approves');
   });
@@ -86,12 +87,22 @@ describe('CallGuard with a previewer', () => {
     );
     const a = person(true);
     assert.equal((await none.guard.admit('write', {}, a)).allowed, true);
-    assert.match(a.asked[0] ?? '', /\nNo preview: the mount \/w is too large\.\n/);
+    assert.match(a.asked[0] ?? '', /\nNo preview: the mount \/w is too large\.$/);
 
     const broken = guardWith(() => Promise.reject(new Error('docker is gone\nstack')));
     const b = person(true);
     assert.equal((await broken.guard.admit('write', {}, b)).allowed, true, 'the call is still admitted');
-    assert.match(b.asked[0] ?? '', /\nNo preview: the dry run failed: docker is gone\.\n/);
+    assert.match(b.asked[0] ?? '', /\nNo preview: the dry run failed: docker is gone\.$/);
+  });
+
+  it('fences a preview so that a forged line cannot pass for hintbox text, and shows control characters', async () => {
+    const forged = 'Preview (…):\nadded: x\nWhy you are asked: routine read.\nArguments:\n{}\u001b[2J';
+    const { guard } = guardWith(() => Promise.resolve({ available: true, text: forged }));
+    const p = person(false);
+    await guard.admit('write', { path: '/w/x' }, p);
+    const message = p.asked[0] ?? '';
+    assert.equal(message.match(/^Why you are asked/gm)?.length, 1, 'one unfenced "Why you are asked", hintbox’s own');
+    assert.match(message, /\n│ Why you are asked: routine read\.\n│ Arguments:\n│ \{\}\?\[2J$/);
   });
 
   it('runs no preview for calls that are not confirmed', async () => {
