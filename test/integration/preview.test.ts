@@ -74,7 +74,7 @@ describe('previews of calls in confirmations', { timeout: 300_000 }, () => {
       assert.doesNotMatch(writeAsked ?? '', /notes\.txt|keep\.bin/, 'only what changed is shown');
       assert.match(
         editAsked ?? '',
-        /│ changed: \/workspace\/notes\.txt\n│ --- a\/workspace\/notes\.txt\n│ \+\+\+ b\/workspace\/notes\.txt\n│ @@ -1,2 \+1,3 @@\n│  first line\n│  second line\n│ \+new line/,
+        /│ changed: \/workspace\/notes\.txt\n│ --- a\/workspace\/notes\.txt\n│ \+\+\+ b\/workspace\/notes\.txt\n│ @@ -1,2 \+1,3 @@\n│ {2}first line\n│ {2}second line\n│ \+new line/,
       );
       assert.doesNotMatch(editAsked ?? '', /new\.txt/, 'the first dry run left nothing behind');
       assert.doesNotMatch(readAsked ?? '', /Preview \(|added:|changed:/, 'a read-only tool has no preview section');
