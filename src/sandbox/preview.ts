@@ -13,6 +13,7 @@ import {
   type SnapshotEntry,
 } from '../policy/file-changes.js';
 import type { Logger } from '../util/logger.js';
+import { isProcessAlive } from '../util/process-alive.js';
 import { LABEL_SESSION, LABEL_CLASS } from './container-spec.js';
 import { startSandbox, type StartedSandbox } from './docker-sandbox.js';
 
@@ -220,22 +221,13 @@ export async function sweepPreviewDirs(baseDir = os.tmpdir()): Promise<string[]>
   const removed: string[] = [];
   for (const name of await fs.readdir(baseDir).catch(() => [] as string[])) {
     const pid = /^hintbox-preview-(\d+)-/.exec(name)?.[1];
-    if (!pid || processAlive(Number(pid))) continue;
+    if (!pid || isProcessAlive(Number(pid))) continue;
     const dir = path.join(baseDir, name);
     await makeRemovable(dir);
     await fs.rm(dir, { recursive: true, force: true }).catch(() => undefined);
     removed.push(dir);
   }
   return removed;
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** Gives the owner rwx on every folder below `dir` (so that it can be removed), without following links. */

@@ -1,5 +1,6 @@
 import type Docker from 'dockerode';
 import type { Logger } from '../util/logger.js';
+import { isProcessAlive } from '../util/process-alive.js';
 import { LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION } from './container-spec.js';
 
 /** Is the hintbox process that owns a session still running? Injected for tests. */
@@ -9,12 +10,7 @@ export type IsOwnerAlive = (ownerHost: string | undefined, ownerPid: number) => 
 export function makeIsOwnerAlive(thisHost: string): IsOwnerAlive {
   return (ownerHost, ownerPid) => {
     if (ownerHost !== thisHost || !Number.isInteger(ownerPid) || ownerPid <= 0) return true;
-    try {
-      process.kill(ownerPid, 0);
-      return true;
-    } catch (error) {
-      return (error as NodeJS.ErrnoException).code === 'EPERM';
-    }
+    return isProcessAlive(ownerPid);
   };
 }
 

@@ -373,13 +373,14 @@ export class HintboxSession implements AsyncDisposable {
     database?: ContainerSpecInput['database'],
   ): Docker.ContainerCreateOptions {
     const { profile, docker } = this.options;
+    const hostUser = hostUserIds();
     return buildContainerSpec({
       session: this.identity,
       profile,
       sandboxId: id,
       grant,
       engine: { recursiveReadOnly: docker.recursiveReadOnly },
-      ...(hostUserIds() ? { hostUser: hostUserIds() } : {}),
+      ...(hostUser ? { hostUser } : {}),
       ...(database ? { database } : {}),
     });
   }

@@ -2,6 +2,7 @@ import { mkdir, open, readFile, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { SqlStateStore, StateStoreError, type SqlAdapter, type StateStoreOptions } from './state-store.js';
+import { isProcessAlive } from '../util/process-alive.js';
 
 /**
  * The state store embedded in the hintbox process: PGlite (Postgres compiled to WebAssembly)
@@ -36,17 +37,6 @@ export class StateStoreLockedError extends StateStoreError {
   }
 }
 
-/** Is a process with this pid alive (as far as this process can tell)? */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it exists but belongs to someone else.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /**
  * Takes the folder's lock: creates the lock file exclusively, or takes over one left by a
  * process that is gone (a crash). Returns the release function.
@@ -64,7 +54,7 @@ async function lockFolder(lockFile: string): Promise<() => Promise<void>> {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
     const pid = Number.parseInt(await readFile(lockFile, 'utf8').catch(() => ''), 10);
-    if (Number.isInteger(pid) && pid > 0 && alive(pid)) throw new StateStoreLockedError(lockFile, pid);
+    if (Number.isInteger(pid) && pid > 0 && isProcessAlive(pid)) throw new StateStoreLockedError(lockFile, pid);
     // Stale (its owner died, or it is unreadable): remove it and try once more. If another
     // process takes it in between, the exclusive create above fails again and we report it.
     await unlink(lockFile).catch(() => undefined);

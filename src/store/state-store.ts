@@ -146,22 +146,11 @@ export interface AuditOutcomeReport {
 }
 
 /** One call as the audit trail has it. */
-export interface AuditRecord {
+export interface AuditRecord extends Omit<AuditIntent, 'tags'> {
   id: string;
   /** When the intent was recorded (from the store's clock). */
   time: Date;
-  session: string;
-  server: string;
-  tool: string;
   tags: ToolTag[];
-  claimedHints: ClaimedHints;
-  effectiveHints: ToolHints;
-  sandbox: string | null;
-  decision: AuditDecision;
-  decidedBy: AuditDecider;
-  /** Undefined when the call had no arguments. */
-  arguments?: unknown;
-  pinHash: string | null;
   /** Null: no outcome was recorded (intent only). */
   outcome: AuditOutcome | null;
   detail: string | null;
