@@ -59,8 +59,21 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'AUDIT',
     statement:
-      'Every call is recorded before it is forwarded and its outcome after, with its full arguments; a crash in between leaves a record that says so.',
+      'Every call is recorded (in the write-ahead journal, then the store) before it is forwarded and its outcome after, with its full arguments; a crash in between leaves a record that says so; a call whose intent cannot be recorded, or that comes while the store fails, is refused.',
     tests: [
+      {
+        file: 'unit/audit-journal.test.ts',
+        title: 'has the intent in its file before recordIntent returns, and in the store after the flush',
+      },
+      {
+        file: 'unit/audit-journal.test.ts',
+        title:
+          'keeps the records of a run killed with SIGKILL between intent and outcome, and replays them into the store',
+      },
+      {
+        file: 'unit/audit-journal.test.ts',
+        title: 'makes the guard refuse calls while the audit store fails (fail closed)',
+      },
       {
         file: 'integration/support/state-store-contract.ts',
         title: 'keeps a record that says so when the process dies between intent and outcome',

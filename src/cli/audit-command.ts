@@ -1,4 +1,5 @@
-import { openStateStore, stateLocation } from '../store/open-state-store.js';
+import { replayJournals } from '../store/audit-journal.js';
+import { journalFolder, openStateStore, stateLocation } from '../store/open-state-store.js';
 import {
   AUDIT_OUTCOMES,
   type AuditDecision,
@@ -6,6 +7,7 @@ import {
   type AuditQuery,
   type AuditRecord,
 } from '../store/state-store.js';
+import { cliLog } from './common.js';
 import type { CommandSpec } from './main.js';
 import { UsageError } from './usage-error.js';
 
@@ -26,7 +28,9 @@ Filters:
   --json          full records (untruncated arguments) as JSON
 
 The audit trail is in Postgres at HINTBOX_DATABASE_URL, else in the embedded store under
-HINTBOX_STATE_DIR (default ~/.local/state/hintbox), served by hintbox's state daemon.`;
+HINTBOX_STATE_DIR (default ~/.local/state/hintbox), served by hintbox's state daemon. Records
+of runs that crashed before their journal reached the store are written to it first. A run
+still going writes its records a few milliseconds after its calls: the last ones may be missing.`;
 
 export const auditCommand: CommandSpec = {
   help: HELP,
@@ -45,6 +49,7 @@ export const auditCommand: CommandSpec = {
     const query = auditQuery(values);
     const location = stateLocation();
     await using store = await openStateStore(location);
+    await replayJournals({ dir: journalFolder(location), store: store.audit, log: cliLog });
     const limited = await store.audit.query(query);
     process.stdout.write((values.json ? JSON.stringify(limited, null, 2) : formatAudit(limited)) + '\n');
     return 0;

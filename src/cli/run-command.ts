@@ -2,7 +2,7 @@ import type { Gateway } from '../gateway/gateway.js';
 import { NdjsonTransport } from '../gateway/ndjson-transport.js';
 import { parseTagFilter } from '../policy/tool-tags.js';
 import { removeSession } from '../sandbox/sweep.js';
-import { openStateStore, stateLocation } from '../store/open-state-store.js';
+import { openJournaledStateStore, stateLocation } from '../store/open-state-store.js';
 import { HintboxSession, newSessionId } from '../session/hintbox-session.js';
 import { cliLog, dockerReady, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';
@@ -26,7 +26,9 @@ write, need a person's confirmation (MCP elicitation); a trusted server's read-o
 its sandbox enforces run without asking. Tool definitions are pinned: a changed (or, for an
 untrusted server, a never approved) tool is hidden and refused until "hintbox approve".
 Every call is recorded in the audit trail ("hintbox audit"): Postgres at HINTBOX_DATABASE_URL,
-else an embedded Postgres in HINTBOX_STATE_DIR (default ~/.local/state/hintbox/<server>).
+else an embedded Postgres in HINTBOX_STATE_DIR (default ~/.local/state/hintbox). Each call's
+intent is first appended to a journal in that folder (journal/), then written to the store in
+batches; the journal of a run that crashed is written to the store at the next start.
 
 With a database section, each sandbox reaches Postgres through a Unix socket relay as a role
 of its own whose privileges follow its tools' hints (read, append, write; capped by the
@@ -48,8 +50,10 @@ export const runCommand: CommandSpec = {
     const docker = await dockerReady(log);
     // Pins and the audit trail open while the sandboxes start (the embedded store takes a while);
     // no client is served until both are up, and if the store fails the sandboxes are removed.
+    // The audit trail is written through a local journal (intent on disk before the call is
+    // forwarded, then batched into the store); closing the store flushes it.
     const location = stateLocation();
-    const storeOpening = openStateStore(location).catch((error: Error) => {
+    const storeOpening = openJournaledStateStore(location, log).catch((error: Error) => {
       throw new Error(`cannot open the state store (${location.describe}): ${error.message}`);
     });
     log.debug(`state: ${location.kind} ${location.describe}`);

@@ -198,6 +198,30 @@ export interface AuditLog {
   query(filter?: AuditQuery): Promise<AuditRecord[]>;
 }
 
+/**
+ * One audit entry with its id and time already fixed, as the write-ahead journal keeps it
+ * (`audit-journal.ts`): an intent (`at`: when it was recorded) or an outcome (`at`: when the
+ * call ended), checked and normalised (see {@link auditIntentRow}, {@link auditOutcomeRow});
+ * `at` is an ISO time as `Date.toISOString()` writes it.
+ */
+export type AuditBatchEntry =
+  | { kind: 'intent'; id: string; at: string; intent: AuditIntentRow }
+  | { kind: 'outcome'; id: string; at: string; outcome: AuditOutcomeRow };
+
+/** The store's audit trail, with the batch write that the journal flushes through. */
+export interface BatchAuditLog extends AuditLog {
+  /**
+   * Writes entries whose id and time are already fixed, in one statement (one round trip; all
+   * or nothing). Idempotent, so that a journal can be replayed: an intent whose id is already
+   * recorded is left as it is; an outcome only fills a record that has none and whose decision
+   * it fits; an outcome whose record is missing or complete changes nothing. Entries must come
+   * from {@link auditIntentRow} / {@link auditOutcomeRow} or, when read back from a file,
+   * {@link checkAuditBatchEntry}: they are not checked again here (the database's constraints
+   * still refuse a malformed one, and the whole batch with it).
+   */
+  recordBatch(entries: readonly AuditBatchEntry[]): Promise<void>;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The store
 
@@ -223,6 +247,182 @@ export class StateStoreError extends Error {
     super(message);
     this.name = 'StateStoreError';
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checking audit entries: pure, shared by the store and by the journal in front of it, so that
+// an entry the journal accepts is one the store accepts.
+
+/** The four known hints, each a boolean: the record says what was decided on, nothing else. */
+export type RecordedHints = { [K in (typeof HINT_NAMES)[number]]?: boolean };
+
+/** An intent as the store keeps it: checked, tags split by source and normalised, hints reduced. */
+export interface AuditIntentRow {
+  session: string;
+  server: string;
+  tool: string;
+  /** Profile tags, normalised, in order. */
+  tags: string[];
+  /** The server's claimed tags, normalised, in order. */
+  claimedTags: string[];
+  claimedHints: RecordedHints;
+  effectiveHints: RecordedHints;
+  sandbox: string | null;
+  decision: AuditDecision;
+  decidedBy: AuditDecider;
+  /** The arguments as the JSON text that is stored; null when the call had none. */
+  arguments: string | null;
+  pinHash: string | null;
+}
+
+/** An outcome as the store keeps it: checked, defaults filled in. */
+export interface AuditOutcomeRow {
+  outcome: AuditOutcome;
+  detail: string | null;
+  hintViolation: string | null;
+  attempts: number;
+}
+
+function oneOf<T extends string>(value: unknown, allowed: readonly T[], what: string): T {
+  if (typeof value === 'string' && (allowed as readonly string[]).includes(value)) return value as T;
+  throw new StateStoreError(`${what}: expected one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
+}
+
+function nonEmpty(value: unknown, what: string): string {
+  if (typeof value !== 'string' || value === '') throw new StateStoreError(`${what}: expected a non-empty string`);
+  return value;
+}
+
+function textOrNull(value: unknown, what: string): string | null {
+  if (value === null || value === undefined) return null;
+  if (typeof value !== 'string') throw new StateStoreError(`${what}: expected a string or null`);
+  return value;
+}
+
+const DECISIONS = Object.keys(DECIDERS_OF) as AuditDecision[];
+const DECIDERS: AuditDecider[] = [...new Set(Object.values(DECIDERS_OF).flat())];
+
+function recordedHints(hints: unknown, what: string): RecordedHints {
+  if (hints === null || typeof hints !== 'object' || Array.isArray(hints)) {
+    throw new StateStoreError(`${what}: expected an object`);
+  }
+  const out: RecordedHints = {};
+  for (const name of HINT_NAMES) {
+    const value = (hints as Record<string, unknown>)[name];
+    if (typeof value === 'boolean') out[name] = value;
+  }
+  return out;
+}
+
+function tagNames(names: unknown, what: string): string[] {
+  if (!Array.isArray(names) || !names.every((n): n is string => typeof n === 'string')) {
+    throw new StateStoreError(`${what}: expected an array of strings`);
+  }
+  return names.map(normalizeTag);
+}
+
+/** Checks an intent and puts it in the form the store keeps. Throws a {@link StateStoreError}. */
+export function auditIntentRow(intent: AuditIntent): AuditIntentRow {
+  const decision = oneOf(intent.decision, DECISIONS, 'decision');
+  const decidedBy = oneOf(intent.decidedBy, DECIDERS_OF[decision], `decidedBy of a ${decision} call`);
+  if (!Array.isArray(intent.tags)) throw new StateStoreError('tags: expected an array');
+  const named = (source: ToolTag['source']): unknown[] =>
+    intent.tags.filter((t) => t.source === source).map((t) => t.name);
+  return {
+    session: nonEmpty(intent.session, 'session'),
+    server: nonEmpty(intent.server, 'server'),
+    tool: nonEmpty(intent.tool, 'tool'),
+    tags: tagNames(named('profile'), 'tags'),
+    claimedTags: tagNames(named('server'), 'claimed tags'),
+    claimedHints: recordedHints(intent.claimedHints, 'claimedHints'),
+    effectiveHints: recordedHints(intent.effectiveHints, 'effectiveHints'),
+    sandbox: textOrNull(intent.sandbox, 'sandbox'),
+    decision,
+    decidedBy,
+    arguments: intent.arguments === undefined ? null : JSON.stringify(intent.arguments),
+    pinHash: textOrNull(intent.pinHash, 'pinHash'),
+  };
+}
+
+/** Checks an outcome and fills in its defaults. Throws a {@link StateStoreError}. */
+export function auditOutcomeRow(report: AuditOutcomeReport): AuditOutcomeRow {
+  const outcome = oneOf(report.outcome, AUDIT_OUTCOMES, 'outcome');
+  const attempts = report.attempts ?? 1;
+  if (!Number.isInteger(attempts) || attempts < 1) throw new StateStoreError('attempts: expected an integer ≥ 1');
+  return {
+    outcome,
+    detail: textOrNull(report.detail, 'detail'),
+    hintViolation: textOrNull(report.hintViolation, 'hintViolation'),
+    attempts,
+  };
+}
+
+/** `not-run` is the outcome of a denied or blocked call, and only theirs (the database checks the same). */
+export function outcomeFitsDecision(outcome: AuditOutcome, decision: AuditDecision): boolean {
+  return (decision === 'allowed') === (outcome !== 'not-run');
+}
+
+/** Why an outcome is refused when it contradicts its record's decision. */
+export function contradictionMessage(id: string, outcome: AuditOutcome, decision: AuditDecision): string {
+  return `audit record ${id}: outcome ${outcome} contradicts decision ${decision}`;
+}
+
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/**
+ * Checks a batch entry that comes from outside the process (a journal file): every field of
+ * the right type and within its allowed values, as {@link auditIntentRow} and
+ * {@link auditOutcomeRow} would have made it. Returns the entry rebuilt from the checked
+ * fields only; throws a {@link StateStoreError} naming what is wrong.
+ */
+export function checkAuditBatchEntry(value: unknown): AuditBatchEntry {
+  if (value === null || typeof value !== 'object') throw new StateStoreError('entry: expected an object');
+  const entry = value as Record<string, unknown>;
+  const id = nonEmpty(entry.id, 'id');
+  const at = entry.at;
+  if (typeof at !== 'string' || !ISO_TIME.test(at) || Number.isNaN(Date.parse(at))) {
+    throw new StateStoreError('at: expected an ISO time such as 2026-03-01T12:00:00.000Z');
+  }
+  if (entry.kind === 'intent') {
+    const row = entry.intent as Record<string, unknown> | null | undefined;
+    if (row === null || typeof row !== 'object') throw new StateStoreError('intent: expected an object');
+    const decision = oneOf(row.decision, DECISIONS, 'decision');
+    const args = textOrNull(row.arguments, 'arguments');
+    if (args !== null) {
+      try {
+        JSON.parse(args);
+      } catch {
+        throw new StateStoreError('arguments: expected JSON text');
+      }
+    }
+    const intent: AuditIntentRow = {
+      session: nonEmpty(row.session, 'session'),
+      server: nonEmpty(row.server, 'server'),
+      tool: nonEmpty(row.tool, 'tool'),
+      tags: tagNames(row.tags, 'tags'),
+      claimedTags: tagNames(row.claimedTags, 'claimedTags'),
+      claimedHints: recordedHints(row.claimedHints, 'claimedHints'),
+      effectiveHints: recordedHints(row.effectiveHints, 'effectiveHints'),
+      sandbox: textOrNull(row.sandbox, 'sandbox'),
+      decision,
+      decidedBy: oneOf(row.decidedBy, DECIDERS_OF[decision], `decidedBy of a ${decision} call`),
+      arguments: args,
+      pinHash: textOrNull(row.pinHash, 'pinHash'),
+    };
+    return { kind: 'intent', id, at, intent };
+  }
+  if (entry.kind === 'outcome') {
+    const row = entry.outcome as Record<string, unknown> | null | undefined;
+    if (row === null || typeof row !== 'object') throw new StateStoreError('outcome: expected an object');
+    const outcome = auditOutcomeRow({
+      outcome: row.outcome as AuditOutcome,
+      detail: textOrNull(row.detail, 'detail') ?? undefined,
+      hintViolation: textOrNull(row.hintViolation, 'hintViolation') ?? undefined,
+      attempts: row.attempts as number,
+    });
+    return { kind: 'outcome', id, at, outcome };
+  }
+  throw new StateStoreError(`kind: expected intent or outcome, got ${JSON.stringify(entry.kind)}`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -284,26 +484,6 @@ function nullableNumber(row: SqlRow, column: string): number | null {
   return value;
 }
 
-function oneOf<T extends string>(value: unknown, allowed: readonly T[], what: string): T {
-  if (typeof value === 'string' && (allowed as readonly string[]).includes(value)) return value as T;
-  throw new StateStoreError(`${what}: expected one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
-}
-
-function nonEmpty(value: unknown, what: string): string {
-  if (typeof value !== 'string' || value === '') throw new StateStoreError(`${what}: expected a non-empty string`);
-  return value;
-}
-
-const DECISIONS = Object.keys(DECIDERS_OF) as AuditDecision[];
-const DECIDERS: AuditDecider[] = [...new Set(Object.values(DECIDERS_OF).flat())];
-
-function hintsJson(hints: ClaimedHints): string {
-  // Only the four known hints, each a boolean: the record says what was decided on, nothing else.
-  const out: Record<string, boolean> = {};
-  for (const name of HINT_NAMES) if (typeof hints[name] === 'boolean') out[name] = hints[name];
-  return JSON.stringify(out);
-}
-
 function toPin(row: SqlRow): ApprovedPin {
   return {
     server: text(row, 'server'),
@@ -354,7 +534,7 @@ function toRecord(row: SqlRow): AuditRecord {
  */
 export class SqlStateStore implements StateStore {
   readonly pins: PinStore;
-  readonly audit: AuditLog;
+  readonly audit: BatchAuditLog;
   private closed = false;
 
   private constructor(
@@ -372,6 +552,7 @@ export class SqlStateStore implements StateStore {
     this.audit = {
       recordIntent: (intent) => this.recordIntent(intent),
       recordOutcome: (id, report) => this.recordOutcome(id, report),
+      recordBatch: (entries) => this.recordBatch(entries),
       get: (id) => this.getRecord(id),
       query: (filter) => this.queryRecords(filter ?? {}),
     };
@@ -458,10 +639,7 @@ export class SqlStateStore implements StateStore {
   }
 
   private async recordIntent(intent: AuditIntent): Promise<string> {
-    const decision = oneOf(intent.decision, DECISIONS, 'decision');
-    const decidedBy = oneOf(intent.decidedBy, DECIDERS_OF[decision], `decidedBy of a ${decision} call`);
-    const profileTags = intent.tags.filter((t) => t.source === 'profile').map((t) => normalizeTag(t.name));
-    const claimedTags = intent.tags.filter((t) => t.source === 'server').map((t) => normalizeTag(t.name));
+    const row = auditIntentRow(intent);
     const id = nonEmpty(this.ids(), 'generated id');
     await this.db.query(
       `INSERT INTO hintbox.audit_calls (id, started_at, session, server, tool, tags, claimed_tags, claimed_hints,
@@ -471,34 +649,32 @@ export class SqlStateStore implements StateStore {
       [
         id,
         this.now(),
-        nonEmpty(intent.session, 'session'),
-        nonEmpty(intent.server, 'server'),
-        nonEmpty(intent.tool, 'tool'),
-        JSON.stringify(profileTags),
-        JSON.stringify(claimedTags),
-        hintsJson(intent.claimedHints),
-        hintsJson(intent.effectiveHints),
-        intent.sandbox,
-        decision,
-        decidedBy,
-        intent.arguments === undefined ? null : JSON.stringify(intent.arguments),
-        intent.pinHash,
+        row.session,
+        row.server,
+        row.tool,
+        JSON.stringify(row.tags),
+        JSON.stringify(row.claimedTags),
+        JSON.stringify(row.claimedHints),
+        JSON.stringify(row.effectiveHints),
+        row.sandbox,
+        row.decision,
+        row.decidedBy,
+        row.arguments,
+        row.pinHash,
       ],
     );
     return id;
   }
 
   private async recordOutcome(id: string, report: AuditOutcomeReport): Promise<void> {
-    const outcome = oneOf(report.outcome, AUDIT_OUTCOMES, 'outcome');
-    const attempts = report.attempts ?? 1;
-    if (!Number.isInteger(attempts) || attempts < 1) throw new StateStoreError('attempts: expected an integer ≥ 1');
+    const row = auditOutcomeRow(report);
     const updated = await this.db.query(
       `UPDATE hintbox.audit_calls
        SET outcome = $2::text, detail = $3::text, hint_violation = $4::text, attempts = $5::int,
            ended_at = $6::text::timestamptz
        WHERE id = $1::text AND outcome IS NULL AND (decision = 'allowed') = ($2::text <> 'not-run')
        RETURNING id`,
-      [id, outcome, report.detail ?? null, report.hintViolation ?? null, attempts, this.now()],
+      [id, row.outcome, row.detail, row.hintViolation, row.attempts, this.now()],
     );
     if (updated.length === 1) return;
     const existing = await this.getRecord(id);
@@ -506,7 +682,83 @@ export class SqlStateStore implements StateStore {
     if (existing.outcome !== null) {
       throw new StateStoreError(`audit record ${id} already has its outcome (${existing.outcome})`);
     }
-    throw new StateStoreError(`audit record ${id}: outcome ${outcome} contradicts decision ${existing.decision}`);
+    throw new StateStoreError(contradictionMessage(id, row.outcome, existing.decision));
+  }
+
+  private async recordBatch(entries: readonly AuditBatchEntry[]): Promise<void> {
+    // Intents become rows to insert; an outcome in the same batch goes into its intent's row
+    // (one statement cannot insert a row and then update it). Other outcomes update rows
+    // recorded earlier. The first of two entries with the same id and kind stands.
+    const intents = new Map<string, Record<string, unknown>>();
+    const outcomes = new Map<string, Record<string, unknown>>();
+    for (const entry of entries) {
+      if (entry.kind !== 'intent' || intents.has(entry.id)) continue;
+      const i = entry.intent;
+      intents.set(entry.id, {
+        id: entry.id,
+        started_at: entry.at,
+        session: i.session,
+        server: i.server,
+        tool: i.tool,
+        tags: i.tags,
+        claimed_tags: i.claimedTags,
+        claimed_hints: i.claimedHints,
+        effective_hints: i.effectiveHints,
+        sandbox: i.sandbox,
+        decision: i.decision,
+        decided_by: i.decidedBy,
+        arguments: i.arguments,
+        pin_hash: i.pinHash,
+      });
+    }
+    for (const entry of entries) {
+      if (entry.kind !== 'outcome' || outcomes.has(entry.id)) continue;
+      const o = entry.outcome;
+      const ended = {
+        outcome: o.outcome,
+        detail: o.detail,
+        hint_violation: o.hintViolation,
+        attempts: o.attempts,
+        ended_at: entry.at,
+      };
+      outcomes.set(entry.id, ended);
+      const row = intents.get(entry.id);
+      // An outcome that contradicts its decision is dropped, as `recordOutcome` would refuse it.
+      if (row && outcomeFitsDecision(o.outcome, row.decision as AuditDecision)) Object.assign(row, ended);
+    }
+    const updates = [...outcomes].filter(([id]) => !intents.has(id)).map(([id, o]) => ({ id, ...o }));
+    if (intents.size === 0 && updates.length === 0) return;
+    const elements = (param: string) =>
+      `ARRAY(SELECT t FROM json_array_elements_text(${param}) WITH ORDINALITY AS x(t, n) ORDER BY n)`;
+    await this.db.query(
+      `WITH intents AS (
+         SELECT e, i FROM json_array_elements($1::text::json) WITH ORDINALITY AS a(e, i)
+       ), inserted AS (
+         INSERT INTO hintbox.audit_calls AS c (id, started_at, session, server, tool, tags, claimed_tags,
+           claimed_hints, effective_hints, sandbox, decision, decided_by, arguments, pin_hash,
+           outcome, detail, hint_violation, attempts, ended_at)
+         SELECT e->>'id', (e->>'started_at')::timestamptz, e->>'session', e->>'server', e->>'tool',
+           ${elements(`e->'tags'`)}, ${elements(`e->'claimed_tags'`)}, e->'claimed_hints', e->'effective_hints',
+           e->>'sandbox', e->>'decision', e->>'decided_by', (e->>'arguments')::json, e->>'pin_hash',
+           e->>'outcome', e->>'detail', e->>'hint_violation', (e->>'attempts')::int, (e->>'ended_at')::timestamptz
+         FROM intents ORDER BY i
+         ON CONFLICT (id) DO UPDATE
+           SET outcome = EXCLUDED.outcome, detail = EXCLUDED.detail, hint_violation = EXCLUDED.hint_violation,
+               attempts = EXCLUDED.attempts, ended_at = EXCLUDED.ended_at
+           WHERE c.outcome IS NULL AND EXCLUDED.outcome IS NOT NULL
+             AND (c.decision = 'allowed') = (EXCLUDED.outcome <> 'not-run')
+         RETURNING c.id
+       ), updated AS (
+         UPDATE hintbox.audit_calls AS c
+         SET outcome = o.e->>'outcome', detail = o.e->>'detail', hint_violation = o.e->>'hint_violation',
+             attempts = (o.e->>'attempts')::int, ended_at = (o.e->>'ended_at')::timestamptz
+         FROM json_array_elements($2::text::json) AS o(e)
+         WHERE c.id = o.e->>'id' AND c.outcome IS NULL AND (c.decision = 'allowed') = ((o.e->>'outcome') <> 'not-run')
+         RETURNING c.id
+       )
+       SELECT (SELECT count(*) FROM inserted)::int AS inserted, (SELECT count(*) FROM updated)::int AS updated`,
+      [JSON.stringify([...intents.values()]), JSON.stringify(updates)],
+    );
   }
 
   private async getRecord(id: string): Promise<AuditRecord | undefined> {

@@ -6,9 +6,13 @@ import { HINT_DEFAULTS, type ToolHints } from '../../../src/policy/hints.js';
 import { pinHash, pinTool, type PinnableTool } from '../../../src/policy/tool-pin.js';
 import { MIGRATIONS, SchemaTooNewError, migrate, type Migration } from '../../../src/store/migrations.js';
 import {
+  auditIntentRow,
+  auditOutcomeRow,
   StateStoreError,
+  type AuditBatchEntry,
   type AuditIntent,
   type AuditRecord,
+  type BatchAuditLog,
   type Clock,
   type IdGenerator,
   type SqlAdapter,
@@ -24,7 +28,7 @@ import {
 
 /** One empty database, opened as often as a test needs (one store open at a time). */
 export interface StoreHarness {
-  open(options?: StateStoreOptions): Promise<StateStore>;
+  open(options?: StateStoreOptions): Promise<StateStore & { readonly audit: BatchAuditLog }>;
   /** Direct SQL on the same database, for what the store does not show. Only while no store is open. */
   rawAdapter(): Promise<SqlAdapter>;
   /** How a child process opens a store on this database: `module[exportName](options)`. */
@@ -375,6 +379,83 @@ export function stateStoreContract(name: string, newHarness: () => Promise<Store
         /no audit record no-such-call/,
       );
       assert.equal(await store.audit.get('no-such-call'), undefined);
+    });
+
+    it('writes a batch with fixed ids and times in one statement, and writing it again changes nothing', async () => {
+      const batchStore = store as StateStore & { audit: BatchAuditLog };
+      const entries: AuditBatchEntry[] = [
+        { kind: 'intent', id: 'batch-1', at: '2026-05-01T08:00:00.000Z', intent: auditIntentRow(intent()) },
+        {
+          kind: 'intent',
+          id: 'batch-2',
+          at: '2026-05-01T08:00:00.000Z',
+          intent: auditIntentRow(
+            intent({ decision: 'denied', decidedBy: 'person', arguments: { big: 'x'.repeat(1e5) } }),
+          ),
+        },
+        {
+          kind: 'outcome',
+          id: 'batch-1',
+          at: '2026-05-01T08:00:01.500Z',
+          outcome: auditOutcomeRow({
+            outcome: 'tool-error',
+            detail: 'EROFS',
+            hintViolation: 'readOnlyHint',
+            attempts: 2,
+          }),
+        },
+        // Contradicts its decision: dropped, as recordOutcome would refuse it.
+        { kind: 'outcome', id: 'batch-2', at: '2026-05-01T08:00:02.000Z', outcome: auditOutcomeRow({ outcome: 'ok' }) },
+        // No such record: changes nothing.
+        {
+          kind: 'outcome',
+          id: 'batch-none',
+          at: '2026-05-01T08:00:02.000Z',
+          outcome: auditOutcomeRow({ outcome: 'ok' }),
+        },
+      ];
+      await batchStore.audit.recordBatch(entries);
+      await batchStore.audit.recordBatch(entries);
+      const one = await store.audit.get('batch-1');
+      assert.deepEqual(
+        [one?.time, one?.outcome, one?.detail, one?.hintViolation, one?.attempts, one?.durationMs],
+        [new Date('2026-05-01T08:00:00.000Z'), 'tool-error', 'EROFS', 'readOnlyHint', 2, 1500],
+      );
+      assert.deepEqual(one?.tags, intent().tags);
+      const two = await store.audit.get('batch-2');
+      assert.equal(two?.outcome, null, 'the contradicting outcome was dropped');
+      assert.equal((two?.arguments as { big: string }).big.length, 1e5);
+      assert.equal(await store.audit.get('batch-none'), undefined);
+
+      // Later batches: an outcome for a record written earlier; a replayed intent changes nothing.
+      await batchStore.audit.recordBatch([
+        {
+          kind: 'intent',
+          id: 'batch-2',
+          at: '2026-06-01T00:00:00.000Z',
+          intent: auditIntentRow(intent({ decision: 'denied', decidedBy: 'person', arguments: { replayed: true } })),
+        },
+        {
+          kind: 'outcome',
+          id: 'batch-2',
+          at: '2026-05-01T08:00:03.000Z',
+          outcome: auditOutcomeRow({ outcome: 'not-run' }),
+        },
+        { kind: 'outcome', id: 'batch-1', at: '2026-05-01T08:00:09.000Z', outcome: auditOutcomeRow({ outcome: 'ok' }) },
+      ]);
+      const twoAgain = await store.audit.get('batch-2');
+      assert.deepEqual(
+        [
+          twoAgain?.time,
+          (twoAgain?.arguments as { big?: string }).big?.length,
+          twoAgain?.outcome,
+          twoAgain?.durationMs,
+        ],
+        [new Date('2026-05-01T08:00:00.000Z'), 1e5, 'not-run', 3000],
+        'the first intent stands, and the outcome fills it',
+      );
+      assert.equal((await store.audit.get('batch-1'))?.outcome, 'tool-error', 'the first outcome stands');
+      await batchStore.audit.recordBatch([]);
     });
 
     it('keeps a record that says so when the process dies between intent and outcome', async () => {

@@ -1,0 +1,607 @@
+import { randomBytes } from 'node:crypto';
+import {
+  closeSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Logger } from '../util/logger.js';
+import { isProcessAlive } from '../util/process-alive.js';
+import {
+  auditIntentRow,
+  auditOutcomeRow,
+  checkAuditBatchEntry,
+  contradictionMessage,
+  outcomeFitsDecision,
+  randomIds,
+  StateStoreError,
+  systemClock,
+  type AuditBatchEntry,
+  type AuditDecision,
+  type AuditIntent,
+  type AuditLog,
+  type AuditOutcomeReport,
+  type AuditQuery,
+  type AuditRecord,
+  type BatchAuditLog,
+  type Clock,
+  type IdGenerator,
+  type StateStore,
+} from './state-store.js';
+
+/**
+ * A write-ahead journal in front of the state store's audit trail.
+ *
+ * The audit promise: a call's intent is durably recorded before the call is forwarded; a crash
+ * between intent and outcome leaves a record without an outcome; if the audit cannot be
+ * written the call is refused; no record is lost. A round trip to the store per call (an
+ * INSERT through the state daemon) costs about a millisecond and serialises every call, so
+ * the journal keeps the promise locally instead:
+ *
+ * - `recordIntent` checks the intent as the store would (`auditIntentRow`), fixes its id and
+ *   time, and appends one NDJSON line to this process's journal file with a synchronous
+ *   `write` on an `O_APPEND` descriptor, before it returns. The line is then in the page
+ *   cache: it survives hintbox crashing or being killed (SIGKILL), not the machine losing
+ *   power: there is no fsync (a sync per call would cost what the journal saves). That is the
+ *   embedded store's durability too; the operator's Postgres syncs its commits, so there a
+ *   power loss can take the records of the last milliseconds that were only in the journal.
+ *   A failed append throws, and the guard refuses the call.
+ * - Entries are queued and written to the store by a flusher, in batches of one statement
+ *   each (`recordBatch`, idempotent), starting as soon as something is queued and no batch is
+ *   in flight. When the store has everything, the file is truncated to nothing.
+ * - When a batch fails, the journal logs it once and enters the "store failing" state: new
+ *   intents are refused (fail closed) while outcomes are still journaled, and the batch is
+ *   retried with backoff until it succeeds. Nothing queued is dropped.
+ * - `close()` flushes (waiting at most a few seconds) and removes the file; what the store did
+ *   not take stays in the file, and is said so.
+ * - The files of processes that died (a crash, SIGKILL) are replayed into the store by the
+ *   next `hintbox run` or `hintbox audit` of this host ({@link replayJournals}), then removed.
+ *
+ * Reads (`get`, `query`) go to the store, after what this process recorded so far is flushed;
+ * another process reading the trail may miss the last few milliseconds of a live session.
+ */
+
+/** A journal file: `<host>.<pid>.<random>.ndjson`, the host URI-encoded. */
+const JOURNAL_FILE = /^(.+)\.(\d+)\.([0-9a-f]{16})\.ndjson$/;
+
+/** At most this many entries, or about this many bytes, per statement to the store. */
+const MAX_BATCH_ENTRIES = 1000;
+const MAX_BATCH_BYTES = 16 * 1024 * 1024;
+/** More queued than this: a new intent waits for the store to catch up (bounded memory). */
+const MAX_QUEUED = 10_000;
+/** A file this large whose entries never all reach the store at once is replaced by a fresh one. */
+const ROTATE_BYTES = 8 * 1024 * 1024;
+
+/** Journal files this process writes (or wrote and has not yet removed), by full path. */
+const ownFiles = new Set<string>();
+
+function journalFileName(host: string, pid: number): string {
+  return `${encodeURIComponent(host)}.${pid}.${randomBytes(8).toString('hex')}.ndjson`;
+}
+
+/** The owner of a journal file, from its name; undefined for a name that is not a journal's. */
+export function journalOwner(file: string): { host: string; pid: number } | undefined {
+  const match = JOURNAL_FILE.exec(path.basename(file));
+  if (!match) return undefined;
+  try {
+    return { host: decodeURIComponent(match[1]!), pid: Number(match[2]) };
+  } catch {
+    return undefined;
+  }
+}
+
+export interface AuditJournalOptions {
+  /** The store's audit trail: where the entries end up, and where reads go. */
+  store: BatchAuditLog;
+  /** The journal folder, created (0700) if missing. */
+  dir: string;
+  log: Logger;
+  /** Times of intents and outcomes. Default: the system clock. */
+  clock?: Clock;
+  /** Ids of records. Default: random UUIDs. */
+  ids?: IdGenerator;
+  /** How long `close()` waits for the store to take everything. Default 5 s. */
+  closeTimeoutMs?: number;
+  /** Wait before the first retry of a failed batch; doubles up to `maxRetryMs`. Default 100 ms, 5 s. */
+  retryMs?: number;
+  maxRetryMs?: number;
+}
+
+interface Queued {
+  entry: AuditBatchEntry;
+  /** Its line's size in the file. */
+  bytes: number;
+  /** 1, 2, 3, … in order of appending. */
+  seq: number;
+}
+
+export class JournaledAuditLog implements AuditLog, AsyncDisposable {
+  private readonly store: BatchAuditLog;
+  private readonly log: Logger;
+  private readonly clock: Clock;
+  private readonly ids: IdGenerator;
+  private readonly closeTimeoutMs: number;
+  private readonly retryMs: number;
+  private readonly maxRetryMs: number;
+
+  private currentFile: string;
+  private fd: number | undefined;
+  /** Bytes in the current file. */
+  private fileBytes = 0;
+  /** A failed append may have left part of a line: the next one starts on a fresh line. */
+  private needsNewline = false;
+  /** Files replaced by a fresh one, each removed once the store has its last entry. */
+  private readonly retired: { file: string; lastSeq: number }[] = [];
+
+  private readonly queue: Queued[] = [];
+  private appended = 0;
+  private stored = 0;
+  private readonly waiters: { seq: number; resolve: () => void }[] = [];
+  /** Intents of this journal whose outcome is not recorded yet, with their decision. */
+  private readonly open = new Map<string, AuditDecision>();
+
+  private flushing: Promise<void> | undefined;
+  private scheduled = false;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private retryDelay: number;
+  /** Set while the store fails: new intents are refused. */
+  private failure: Error | undefined;
+  private closing: Promise<void> | undefined;
+  /** Set by `close()` when it gave up waiting: no more batches start. */
+  private abandoned = false;
+
+  constructor(options: AuditJournalOptions) {
+    this.store = options.store;
+    this.log = options.log;
+    this.clock = options.clock ?? systemClock;
+    this.ids = options.ids ?? randomIds;
+    this.closeTimeoutMs = options.closeTimeoutMs ?? 5000;
+    this.retryMs = options.retryMs ?? 100;
+    this.maxRetryMs = options.maxRetryMs ?? 5000;
+    this.retryDelay = this.retryMs;
+    const dir = path.resolve(options.dir);
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const { file, fd } = createJournalFile(dir);
+    this.currentFile = file;
+    this.fd = fd;
+  }
+
+  /** The file new entries are appended to. */
+  get file(): string {
+    return this.currentFile;
+  }
+
+  /** Why the store is failing, while it is (new intents are refused meanwhile). */
+  get storeFailure(): Error | undefined {
+    return this.failure;
+  }
+
+  /** Entries journaled but not yet in the store. */
+  get backlog(): number {
+    return this.queue.length;
+  }
+
+  async recordIntent(intent: AuditIntent): Promise<string> {
+    this.refuseIntents();
+    // Bounded memory: when the store falls far behind, wait for it (it fails, or catches up).
+    if (this.queue.length >= MAX_QUEUED) {
+      await this.flushed();
+      this.refuseIntents();
+    }
+    const row = auditIntentRow(intent);
+    const id = this.ids();
+    if (typeof id !== 'string' || id === '') throw new StateStoreError('generated id: expected a non-empty string');
+    this.append({ kind: 'intent', id, at: this.clock.now().toISOString(), intent: row });
+    this.open.set(id, row.decision);
+    return id;
+  }
+
+  recordOutcome(id: string, report: AuditOutcomeReport): Promise<void> {
+    // What the executor throws rejects the promise.
+    return new Promise((resolve) => {
+      const row = auditOutcomeRow(report);
+      const decision = this.open.get(id);
+      if (decision === undefined) {
+        throw new StateStoreError(
+          `no audit record ${id} awaits its outcome here (unknown, or its outcome is recorded)`,
+        );
+      }
+      if (!outcomeFitsDecision(row.outcome, decision)) {
+        throw new StateStoreError(contradictionMessage(id, row.outcome, decision));
+      }
+      // Also while the store fails: the call already ran, its end must be kept.
+      this.append({ kind: 'outcome', id, at: this.clock.now().toISOString(), outcome: row });
+      this.open.delete(id);
+      resolve();
+    });
+  }
+
+  async get(id: string): Promise<AuditRecord | undefined> {
+    await this.flushed();
+    return this.store.get(id);
+  }
+
+  async query(filter?: AuditQuery): Promise<AuditRecord[]> {
+    await this.flushed();
+    return this.store.query(filter);
+  }
+
+  /**
+   * Resolves once everything journaled so far is in the store, or as soon as the store fails
+   * (then the entries are still queued and journaled). Never rejects.
+   */
+  flushed(): Promise<void> {
+    const seq = this.appended;
+    if (this.stored >= seq || this.failure || this.abandoned) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ seq, resolve }));
+  }
+
+  /**
+   * Stops taking intents, flushes (waiting at most `closeTimeoutMs`), and removes the journal
+   * when the store has everything; otherwise leaves it for replay, and says so.
+   */
+  close(): Promise<void> {
+    this.closing ??= this.shutDown();
+    return this.closing;
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  private refuseIntents(): void {
+    if (this.closing) throw new StateStoreError('the audit journal is closed');
+    if (this.failure) {
+      throw new StateStoreError(
+        `the audit store is failing (${this.failure.message}); new calls are refused until it recovers`,
+      );
+    }
+  }
+
+  /** Appends one line, synchronously, then queues the entry for the store. Throws if it cannot. */
+  private append(entry: AuditBatchEntry): void {
+    if (this.fd === undefined) throw new StateStoreError('the audit journal is closed');
+    const line = Buffer.from(`${this.needsNewline ? '\n' : ''}${JSON.stringify(entry)}\n`, 'utf8');
+    try {
+      let written = 0;
+      while (written < line.length) written += writeSync(this.fd, line, written, line.length - written);
+    } catch (error) {
+      this.needsNewline = true;
+      throw new StateStoreError(`cannot write the audit journal ${this.currentFile}: ${(error as Error).message}`);
+    }
+    this.needsNewline = false;
+    this.fileBytes += line.length;
+    this.queue.push({ entry, bytes: line.length, seq: ++this.appended });
+    this.schedule();
+  }
+
+  /** Starts a flush soon (entries recorded in the same turn go in one batch), unless one runs or waits. */
+  private schedule(): void {
+    if (this.scheduled || this.flushing || this.retryTimer || this.abandoned) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      void this.flush();
+    });
+  }
+
+  private flush(): Promise<void> {
+    this.flushing ??= (async () => {
+      await Promise.resolve(); // `flushing` is set before the loop below can end
+      try {
+        while (this.queue.length > 0 && !this.abandoned) {
+          const batch = this.nextBatch();
+          try {
+            await this.store.recordBatch(batch.map((q) => q.entry));
+          } catch (error) {
+            this.failed(error as Error);
+            return;
+          }
+          this.succeeded(batch);
+        }
+      } finally {
+        // In the same turn as the loop's last look at the queue: an entry appended after it
+        // schedules a flush of its own.
+        this.flushing = undefined;
+      }
+    })();
+    return this.flushing;
+  }
+
+  private nextBatch(): Queued[] {
+    let bytes = 0;
+    let n = 0;
+    while (n < this.queue.length && n < MAX_BATCH_ENTRIES) {
+      bytes += this.queue[n]!.bytes;
+      if (n > 0 && bytes > MAX_BATCH_BYTES) break;
+      n++;
+    }
+    return this.queue.slice(0, n);
+  }
+
+  private succeeded(batch: Queued[]): void {
+    this.queue.splice(0, batch.length);
+    this.stored = batch.at(-1)!.seq;
+    if (this.failure) {
+      this.log.info(`the audit store works again; the journaled records are being written to it`);
+      this.failure = undefined;
+    }
+    this.retryDelay = this.retryMs;
+    for (let i = this.waiters.length - 1; i >= 0; i--) {
+      const waiter = this.waiters[i]!;
+      if (waiter.seq <= this.stored) {
+        this.waiters.splice(i, 1);
+        waiter.resolve();
+      }
+    }
+    while (this.retired[0] && this.retired[0].lastSeq <= this.stored) {
+      removeJournalFile(this.retired.shift()!.file, this.log);
+    }
+    if (this.fd === undefined) return;
+    if (this.queue.length === 0) {
+      // Everything journaled is in the store. Synchronous from the check above to here:
+      // nothing can be appended in between.
+      if (this.fileBytes > 0) {
+        try {
+          ftruncateSync(this.fd, 0);
+          this.fileBytes = 0;
+          this.needsNewline = false;
+        } catch (error) {
+          this.log.warn(`cannot truncate the audit journal ${this.currentFile}: ${(error as Error).message}`);
+        }
+      }
+    } else if (this.fileBytes >= ROTATE_BYTES) {
+      this.rotate();
+    }
+  }
+
+  /** The store never caught up completely while the file grew: go on in a fresh file. */
+  private rotate(): void {
+    let fresh: { file: string; fd: number };
+    try {
+      fresh = createJournalFile(path.dirname(this.currentFile));
+    } catch (error) {
+      this.log.warn(`cannot start a fresh audit journal: ${(error as Error).message}`);
+      return;
+    }
+    closeSync(this.fd!);
+    this.retired.push({ file: this.currentFile, lastSeq: this.appended });
+    this.currentFile = fresh.file;
+    this.fd = fresh.fd;
+    this.fileBytes = 0;
+    this.needsNewline = false;
+  }
+
+  private failed(error: Error): void {
+    if (!this.failure) {
+      this.log.error(
+        `the audit store failed (${error.message}): new calls are refused until it recovers; ` +
+          `${this.queue.length} journaled record(s) are kept in ${this.currentFile} and retried`,
+      );
+    }
+    this.failure = error;
+    for (const waiter of this.waiters.splice(0)) waiter.resolve();
+    if (this.abandoned) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      void this.flush();
+    }, this.retryDelay);
+    this.retryTimer.unref();
+    this.retryDelay = Math.min(this.retryDelay * 2, this.maxRetryMs);
+  }
+
+  private async shutDown(): Promise<void> {
+    const deadline = Date.now() + this.closeTimeoutMs;
+    while (this.queue.length > 0 && Date.now() < deadline) {
+      if (this.retryTimer) {
+        clearTimeout(this.retryTimer);
+        this.retryTimer = undefined;
+      }
+      if (this.failure) await delay(Math.min(this.retryDelay, deadline - Date.now()));
+      await Promise.race([this.flush(), delay(deadline - Date.now())]);
+    }
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    const fd = this.fd;
+    this.fd = undefined;
+    if (fd !== undefined) closeSync(fd);
+    if (this.queue.length === 0) {
+      for (const { file } of this.retired.splice(0)) removeJournalFile(file, this.log);
+      removeJournalFile(this.currentFile, this.log);
+      return;
+    }
+    this.abandoned = true;
+    for (const waiter of this.waiters.splice(0)) waiter.resolve();
+    const files = [...this.retired.map((r) => r.file), this.currentFile];
+    for (const file of files) ownFiles.delete(file);
+    this.log.warn(
+      `${this.queue.length} audit record(s) did not reach the store within ${Math.round(this.closeTimeoutMs / 1000)} s` +
+        `${this.failure ? ` (${this.failure.message})` : ''}; they are kept in ${files.join(', ')} ` +
+        'and written to the store by the next hintbox run or hintbox audit',
+    );
+  }
+}
+
+function createJournalFile(dir: string): { file: string; fd: number } {
+  const file = path.join(dir, journalFileName(os.hostname(), process.pid));
+  // 'ax': O_APPEND | O_CREAT | O_EXCL | O_WRONLY. Every write goes to the end, whatever the
+  // offset, also after a truncation.
+  const fd = openSync(file, 'ax', 0o600);
+  ownFiles.add(file);
+  return { file, fd };
+}
+
+function removeJournalFile(file: string, log: Logger): void {
+  ownFiles.delete(file);
+  try {
+    unlinkSync(file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
+      log.warn(`cannot remove the audit journal ${file}: ${(error as Error).message}`);
+    }
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)).unref());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Replay of the journals of dead processes
+
+export interface ReplayOptions {
+  /** The journal folder; a missing folder has nothing to replay. */
+  dir: string;
+  store: BatchAuditLog;
+  log: Logger;
+  /** This host's name (journals of other hosts are never touched). Default `os.hostname()`. */
+  host?: string;
+  /** Default: {@link isProcessAlive}. */
+  isAlive?: (pid: number) => boolean;
+}
+
+export interface ReplayResult {
+  /** Journal files replayed and removed. */
+  files: number;
+  /** Entries written (idempotently) to the store. */
+  entries: number;
+  /** Lines skipped: torn or damaged. */
+  skipped: number;
+}
+
+/**
+ * Writes the journals of this host's dead processes into the store, then removes them.
+ * Idempotent (a record already in the store is left as it is), so a replay that is repeated,
+ * or runs in two processes at once, records each entry once. A torn last line (the process
+ * died while writing it: its call was never forwarded, or its outcome is lost and the record
+ * says so) and damaged lines are skipped with a warning. A journal that cannot be read, or
+ * that the store refuses, is kept for the next replay (with a warning; never thrown: replay
+ * must not keep anyone from the trail). Journals of live processes, of other hosts, and this
+ * process's own are left alone.
+ */
+export async function replayJournals(options: ReplayOptions): Promise<ReplayResult> {
+  const { store, log } = options;
+  const dir = path.resolve(options.dir);
+  const host = options.host ?? os.hostname();
+  const isAlive = options.isAlive ?? isProcessAlive;
+  const result: ReplayResult = { files: 0, entries: 0, skipped: 0 };
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
+      log.warn(`cannot read the audit journals in ${dir}: ${(error as Error).message}`);
+    }
+    return result;
+  }
+  for (const name of names.sort()) {
+    const owner = journalOwner(name);
+    const file = path.join(dir, name);
+    if (!owner || owner.host !== host || ownFiles.has(file)) continue;
+    // A file of this pid that this process does not write is a dead process's whose pid came back.
+    if (owner.pid !== process.pid && isAlive(owner.pid)) continue;
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (error) {
+      // ENOENT: replayed by another process meanwhile.
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
+        log.warn(`cannot read the audit journal ${file}: ${(error as Error).message}; it is kept for the next time`);
+      }
+      continue;
+    }
+    const { entries, skipped } = parseJournal(text, file, log);
+    try {
+      for (const batch of batches(entries)) await store.recordBatch(batch);
+    } catch (error) {
+      log.warn(
+        `cannot replay the audit journal ${file} into the store (${(error as Error).message}); it is kept for the next time`,
+      );
+      continue;
+    }
+    removeJournalFile(file, log);
+    result.files++;
+    result.entries += entries.length;
+    result.skipped += skipped;
+    if (entries.length > 0) {
+      log.info(
+        `wrote ${entries.length} audit entr${entries.length === 1 ? 'y' : 'ies'} of process ${owner.pid}, which ended ` +
+          'before they reached the store, from its journal',
+      );
+    }
+  }
+  return result;
+}
+
+/** The entries of a journal's text; torn and damaged lines are skipped with a warning. */
+export function parseJournal(text: string, file: string, log: Logger): { entries: AuditBatchEntry[]; skipped: number } {
+  const entries: AuditBatchEntry[] = [];
+  let skipped = 0;
+  const lines = text.split('\n');
+  lines.forEach((line, i) => {
+    if (line === '') return;
+    try {
+      entries.push(checkAuditBatchEntry(JSON.parse(line)));
+    } catch (error) {
+      skipped++;
+      const last = i === lines.length - 1;
+      log.warn(
+        last
+          ? `${file}: skipped its torn last line (${Buffer.byteLength(line)} bytes): the process died while writing it`
+          : `${file}: skipped damaged line ${i + 1}: ${(error as Error).message}`,
+      );
+    }
+  });
+  return { entries, skipped };
+}
+
+function* batches(entries: readonly AuditBatchEntry[]): Generator<AuditBatchEntry[]> {
+  let start = 0;
+  while (start < entries.length) {
+    let end = start;
+    let bytes = 0;
+    while (end < entries.length && end - start < MAX_BATCH_ENTRIES) {
+      bytes += JSON.stringify(entries[end]).length;
+      if (end > start && bytes > MAX_BATCH_BYTES) break;
+      end++;
+    }
+    yield entries.slice(start, end);
+    start = end;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A store with the journal in front of its audit trail
+
+/**
+ * Replays the journals of dead processes into `store`, then returns a store whose audit trail
+ * is a new journal in `dir` (pins go straight to the store). Closing it closes the journal
+ * (flushing it) and then the store.
+ */
+export async function withAuditJournal(
+  store: StateStore & { readonly audit: BatchAuditLog },
+  options: Omit<AuditJournalOptions, 'store'>,
+): Promise<StateStore & { readonly audit: JournaledAuditLog }> {
+  await replayJournals({ dir: options.dir, store: store.audit, log: options.log });
+  const journal = new JournaledAuditLog({ ...options, store: store.audit });
+  const close = async (): Promise<void> => {
+    try {
+      await journal.close();
+    } finally {
+      await store.close();
+    }
+  };
+  return {
+    pins: store.pins,
+    audit: journal,
+    schema: store.schema,
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}
