@@ -4,6 +4,7 @@
  *   npm run bench                     # table on stdout, progress on stderr
  *   npm run bench -- --json           # the same as JSON
  *   npm run bench -- --rounds 3 --calls 100 --scale 1,5
+ *   npm run bench -- --verbose        # and hintbox's own log on stderr
  *
  * Variants are interleaved round by round (bare, docker, hintbox, bare, …) so drift on a noisy
  * machine hits each alike; ratios to docker are taken pair by pair within a round, then the
@@ -58,6 +59,8 @@ let hintboxEnv: Record<string, string> = {};
 const { values } = parseArgs({
   options: {
     json: { type: 'boolean' },
+    /** hintbox's own log (info) on stderr, to see where its time goes. */
+    verbose: { type: 'boolean' },
     rounds: { type: 'string', default: '5' },
     calls: { type: 'string', default: '300' },
     scale: { type: 'string', default: '1,5,20' },
@@ -94,7 +97,7 @@ async function main(): Promise<void> {
   );
   hintboxEnv = {
     WORKSPACE: workspace,
-    HINTBOX_LOG_LEVEL: 'warn',
+    HINTBOX_LOG_LEVEL: values.verbose ? 'debug' : 'warn',
     HINTBOX_STATE_DIR: state,
     HINTBOX_STATE_DAEMON_IDLE: '30',
   };
@@ -155,7 +158,13 @@ async function spawnServer(command: string, args: string[], env: Record<string, 
     command,
     args,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', ...env },
-    stderr: 'ignore',
+    stderr: values.verbose && command === HINTBOX_BIN ? 'pipe' : 'ignore',
+  });
+  const launched = performance.now();
+  transport.stderr?.on('data', (chunk: Buffer) => {
+    for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) {
+      process.stderr.write(`${(performance.now() - launched).toFixed(0).padStart(6)} ms  ${line}\n`);
+    }
   });
   const client = new Client({ name: 'hintbox-bench', version: '1.0.0' });
   await client.connect(transport);

@@ -254,6 +254,37 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
     ],
   },
   {
+    id: 'GATE',
+    statement:
+      "Every sandbox starts with hintbox's own static gate, bound read-only: nothing of the image runs until hintbox releases it, a sandbox removed unreleased never ran the server, and only the sandbox's user can reach its socket.",
+    tests: [
+      {
+        file: 'integration/gate.test.ts',
+        title: 'runs nothing of the image until released, and a held sandbox removed never ran',
+      },
+      {
+        file: 'unit/gate.test.ts',
+        title: 'refuses a dynamically linked executable: the image would run its own loader first',
+      },
+      {
+        file: 'unit/gate.test.ts',
+        title: 'lets only the sandbox user in, takes one connection, then removes its folder',
+      },
+    ],
+  },
+  {
+    id: 'EARLY-START',
+    statement:
+      "A sandbox started early, from the tools the same image listed before, is removed when this start's tools do not plan it; the tools this start listed are what the next start uses.",
+    tests: [
+      {
+        file: 'integration/filesystem-server.test.ts',
+        title:
+          "starts the sandboxes its tools planned last time in parallel with discovery, and removes an early one this start's tools do not plan",
+      },
+    ],
+  },
+  {
     id: 'HONEST-PLAN',
     statement: 'The plan marks every hint its sandbox does not make true (shared sandboxes, only-adds on files).',
     tests: [

@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { sweepRelayDirs } from '../database/sweep-relay-dirs.js';
+import { sweepSocketDirs } from '../util/sweep-socket-dirs.js';
 import { sweepPreviewDirs } from '../sandbox/preview.js';
 import { loadProfile, type Profile } from '../profile/load-profile.js';
 import { connectDocker, type DockerConnection } from '../sandbox/docker-connection.js';
@@ -24,7 +24,7 @@ export async function dockerReady(log: Logger = cliLog): Promise<DockerConnectio
   const docker = await connectDocker();
   log.debug(`Docker at ${docker.endpoint}, API ${docker.apiVersion}`);
   await sweepOrphans(docker.docker, makeIsOwnerAlive(os.hostname()), log);
-  for (const dir of sweepRelayDirs()) log.debug(`swept relay directory ${dir} (its run is gone)`);
+  for (const dir of sweepSocketDirs()) log.debug(`swept socket folder ${dir} (its run is gone)`);
   for (const dir of await sweepPreviewDirs()) log.debug(`swept preview copy ${dir} (its run is gone)`);
   return docker;
 }

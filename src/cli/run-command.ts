@@ -1,9 +1,11 @@
+import path from 'node:path';
 import type { Gateway } from '../gateway/gateway.js';
 import { NdjsonTransport } from '../gateway/ndjson-transport.js';
 import { parseTagFilter } from '../policy/tool-tags.js';
 import { removeSession } from '../sandbox/sweep.js';
-import { openJournaledStateStore, stateLocation } from '../store/open-state-store.js';
+import { openJournaledStateStore, stateLocation, stateRoot } from '../store/open-state-store.js';
 import { HintboxSession, newSessionId } from '../session/hintbox-session.js';
+import { knownToolsIn } from '../session/known-tools.js';
 import { cliLog, dockerReady, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';
 
@@ -12,7 +14,9 @@ const HELP = `Usage: hintbox run <profile> [--tags a,b] [--rebuild]
 Serves the profile's MCP server on stdio. hintbox starts the server in the strictest sandbox
 (read-only mounts, no network) to list its tools, plans one sandbox per class of tools from
 their annotations and the profile's ceiling, starts them in parallel, and routes each
-tools/call to the sandbox of its tool. The log goes to stderr; stdout is the MCP stream.
+tools/call to the sandbox of its tool. When the same image listed its tools before, the
+classes they planned start alongside discovery; those this start's tools do not plan are
+removed when discovery answers. The log goes to stderr; stdout is the MCP stream.
 
 When the client disconnects (stdin closes), or on SIGINT/SIGTERM/SIGHUP, every container of
 the session is removed. Containers of a run killed with SIGKILL are removed by the next
@@ -68,6 +72,7 @@ export const runCommand: CommandSpec = {
       log,
       sessionId,
       startAll: true,
+      knownTools: knownToolsIn(path.join(stateRoot(), 'known-tools')),
       ...(values.rebuild ? { rebuildImages: true } : {}),
     });
     const stop = (why: string): Promise<void> =>

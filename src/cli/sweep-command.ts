@@ -2,7 +2,7 @@ import os from 'node:os';
 import { databaseAdminUrl } from '../database/database-env.js';
 import { RoleProvisioner } from '../database/role-provisioner.js';
 import { connectDocker } from '../sandbox/docker-connection.js';
-import { sweepRelayDirs } from '../database/sweep-relay-dirs.js';
+import { sweepSocketDirs } from '../util/sweep-socket-dirs.js';
 import { sweepPreviewDirs } from '../sandbox/preview.js';
 import { makeIsOwnerAlive, sweepOrphans } from '../sandbox/sweep.js';
 import { cliLog, profileArg } from './common.js';
@@ -28,7 +28,7 @@ export const sweepCommand: CommandSpec = {
     const docker = await connectDocker();
     const removed = await sweepOrphans(docker.docker, isOwnerAlive, cliLog);
     cliLog.info(`swept ${removed.length} container(s)`);
-    const dirs = [...sweepRelayDirs(), ...(await sweepPreviewDirs())];
+    const dirs = [...sweepSocketDirs(), ...(await sweepPreviewDirs())];
     if (dirs.length) cliLog.info(`swept ${dirs.length} relay or preview folder(s) of runs that are gone`);
     if (profile?.database) {
       const adminUrl = databaseAdminUrl({ file: profile.file, database: profile.database });

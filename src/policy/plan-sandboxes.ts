@@ -138,7 +138,8 @@ export function sandboxId(grant: SandboxGrant): string {
   return `${files}-${grant.network === 'none' ? 'offline' : 'online'}${database}`;
 }
 
-function grantKey(grant: SandboxGrant): string {
+/** Equal for grants that give the same rights (same network, mounts and database privilege). */
+export function grantKey(grant: SandboxGrant): string {
   return JSON.stringify([
     grant.network,
     grant.mounts.map((m) => [m.source, m.target, m.readOnly]),

@@ -3,6 +3,7 @@ import type { SandboxGrant } from '../policy/plan-sandboxes.js';
 import { parseSize, sandboxUser } from '../profile/profile-schema.js';
 import type { Profile } from '../profile/load-profile.js';
 import { SANDBOX_PG_SOCKET_DIR } from '../database/socket-relay.js';
+import { GATE_SOCKET_ENV, SANDBOX_GATE_PATH, SANDBOX_IO_DIR } from './gate.js';
 
 /**
  * Pure translation of a planned sandbox into Docker's container-create options.
@@ -44,6 +45,44 @@ export interface ContainerSpecInput {
    * at SANDBOX_PG_SOCKET_DIR) and the PG* / DATABASE_URL variables of its own role.
    */
   database?: { socketDir: string; env: Record<string, string> };
+  /** The server's program and arguments, resolved once from the profile and the image (`serverCommand`). */
+  command: readonly string[];
+  /** The sandbox gate: its binary on the host and this sandbox's socket (see gate.ts). */
+  gate: GateMounts;
+}
+
+export interface GateMounts {
+  /** Host path of the static gate binary. */
+  binary: string;
+  /** Host folder of the sandbox's gate socket. */
+  hostDir: string;
+  /** The socket's path inside the sandbox. */
+  sandboxPath: string;
+}
+
+/** The parts of an image's configuration that say what it runs. */
+export interface ImageCommand {
+  Entrypoint?: string | string[] | null;
+  Cmd?: string | string[] | null;
+}
+
+/**
+ * What the sandbox runs, as Docker would: the profile's command, else the image's entrypoint;
+ * then the profile's args, else (only when the entrypoint is the image's) the image's cmd.
+ * The gate executes it, so hintbox must know it. Pure.
+ */
+export function serverCommand(
+  server: Pick<Profile['server'], 'command' | 'args' | 'image'>,
+  image: ImageCommand,
+): string[] {
+  const list = (x: string | string[] | null | undefined): string[] => (typeof x === 'string' ? [x] : (x ?? []));
+  const entrypoint = server.command ?? list(image.Entrypoint);
+  const args = server.args ?? (server.command ? [] : list(image.Cmd));
+  const command = [...entrypoint, ...args];
+  if (!command.length || !command[0]) {
+    throw new Error(`image ${server.image} names no command to run and the profile gives none (server.command)`);
+  }
+  return command;
 }
 
 /** The numeric uid and gid a sandbox of this profile runs as (never 0). */
@@ -78,6 +117,23 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
       ...(m.readOnly && engine.recursiveReadOnly ? { ReadOnlyForceRecursive: true } : {}),
     },
   }));
+  // The gate and its socket's folder: read-only, so nothing can be planted beside them.
+  mounts.push(
+    {
+      Type: 'bind',
+      Source: input.gate.binary,
+      Target: SANDBOX_GATE_PATH,
+      ReadOnly: true,
+      BindOptions: { Propagation: 'rprivate' },
+    },
+    {
+      Type: 'bind',
+      Source: input.gate.hostDir,
+      Target: SANDBOX_IO_DIR,
+      ReadOnly: true,
+      BindOptions: { Propagation: 'rprivate' },
+    },
+  );
   if (input.database) {
     // Read-only: connecting to a Unix socket needs no write access, and nothing can be planted.
     mounts.push({
@@ -94,13 +150,16 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
     ...input.database?.env,
     HOME: SANDBOX_HOME,
     TMPDIR: SANDBOX_TMP,
+    [GATE_SOCKET_ENV]: input.gate.sandboxPath,
   }).map(([k, v]) => `${k}=${v}`);
 
   return {
     name: containerName(session, profile.name, sandboxId),
     Image: profile.server.image,
-    ...(profile.server.command ? { Entrypoint: profile.server.command } : {}),
-    ...(profile.server.args ? { Cmd: profile.server.args } : {}),
+    // The gate runs first and executes the server once hintbox releases it. An empty Cmd with
+    // an Entrypoint given: Docker adds nothing of the image's.
+    Entrypoint: [SANDBOX_GATE_PATH, ...input.command],
+    Cmd: [],
     User: `${uid}:${gid}`,
     WorkingDir: profile.server.workdir ?? SANDBOX_HOME,
     Env: env,
@@ -111,10 +170,11 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
       [LABEL_OWNER_HOST]: session.ownerHost,
       [LABEL_OWNER_PID]: String(session.ownerPid),
     },
-    AttachStdin: true,
+    // MCP goes over the gate's socket; Docker carries only what the server writes to stderr.
+    AttachStdin: false,
     AttachStdout: true,
     AttachStderr: true,
-    OpenStdin: true,
+    OpenStdin: false,
     StdinOnce: false,
     Tty: false,
     NetworkDisabled: grant.network === 'none',

@@ -1,11 +1,13 @@
-import { PassThrough } from 'node:stream';
-import type { Duplex } from 'node:stream';
+import type { Socket } from 'node:net';
+import { PassThrough, type Readable } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type Docker from 'dockerode';
 import type { Logger } from '../util/logger.js';
 import { visibleText } from '../util/visible-text.js';
 import { VERSION } from '../version.js';
 import { NdjsonTransport } from '../gateway/ndjson-transport.js';
+import type { GateMounts } from './container-spec.js';
+import { gateBinary, openGateSocket, releaseGate } from './gate.js';
 
 /** A running sandbox container with an initialized MCP client on its stdio. */
 export interface StartedSandbox extends AsyncDisposable {
@@ -30,90 +32,158 @@ export class SandboxStartError extends Error {
 export interface StartSandboxOptions {
   docker: Docker;
   id: string;
-  spec: Docker.ContainerCreateOptions;
+  /** The container to create, given this start's gate (its socket is made anew for each start). */
+  spec: (gate: GateMounts) => Docker.ContainerCreateOptions;
+  /** Who the sandbox runs as: the only user that may connect to its gate socket. */
+  sandboxUser: { uid: number; gid: number };
   log: Logger;
-  /** Milliseconds to wait for the server's `initialize` answer. */
+  /** Milliseconds to wait for the gate to connect, and again for the server's `initialize` answer. */
   startTimeoutMs: number;
+  /** Host folder of gate sockets (default: the system's temporary folder). */
+  ioBaseDir?: string;
+}
+
+/** A sandbox whose container runs but whose server is still held at the gate. */
+export interface HeldSandbox {
+  readonly id: string;
+  readonly containerId: string;
+  /** Lets the server run and makes the MCP handshake; on failure the container is removed. */
+  release(): Promise<StartedSandbox>;
+  /** Removes the container; the server never ran (idempotent). */
+  remove(): Promise<void>;
 }
 
 const STDERR_TAIL_LINES = 20;
 const STDERR_LINE_MAX = 8192;
 
+/** Creates, holds and releases a sandbox: `holdSandbox` then `release`. */
+export async function startSandbox(options: StartSandboxOptions): Promise<StartedSandbox> {
+  return (await holdSandbox(options)).release();
+}
+
 /**
- * Creates and starts a sandbox container, attaches to its stdio through the Docker API (before
- * start, so nothing is lost) and runs the MCP handshake. On any failure the container is
+ * Creates and starts a sandbox container whose first program is hintbox's gate, and waits for
+ * the gate to connect: the container is up, nothing of the image has run. Stderr is attached
+ * before start, so nothing is lost. On any failure the container and the socket folder are
  * removed before the error is thrown: nothing half started is left behind.
  */
-export async function startSandbox(options: StartSandboxOptions): Promise<StartedSandbox> {
-  const { docker, id, spec, log, startTimeoutMs } = options;
-  const container = await docker.createContainer(spec);
-  const tail: string[] = [];
+export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSandbox> {
+  const { docker, id, log, startTimeoutMs } = options;
+  const gate = await openGateSocket({
+    sandboxUser: options.sandboxUser,
+    ...(options.ioBaseDir ? { baseDir: options.ioBaseDir } : {}),
+  });
+  let container: Docker.Container | undefined;
+  let socket: Socket | undefined;
   let removed: Promise<void> | undefined;
   const remove = (): Promise<void> =>
-    (removed ??= container.remove({ force: true, v: true }).then(
-      () => undefined,
-      (error: { statusCode?: number }) => {
-        // 404: already gone; 409: removal already in progress.
-        if (error.statusCode !== 404 && error.statusCode !== 409) throw error;
-      },
-    ));
+    (removed ??= (async () => {
+      socket?.destroy();
+      await gate.close();
+      await container?.remove({ force: true, v: true }).then(
+        () => undefined,
+        (error: { statusCode?: number }) => {
+          // 404: already gone; 409: removal already in progress.
+          if (error.statusCode !== 404 && error.statusCode !== 409) throw error;
+        },
+      );
+    })());
+  const tail: string[] = [];
+  const stderrSays = (): string =>
+    tail.length ? `; its stderr ends with:\n${tail.join('\n')}` : '; it wrote nothing to stderr';
 
   try {
-    const stream = (await container.attach({
-      stream: true,
-      stdin: true,
-      stdout: true,
-      stderr: true,
-      hijack: true,
-    })) as unknown as Duplex;
+    container = await docker.createContainer(
+      options.spec({ binary: gateBinary(), hostDir: gate.hostDir, sandboxPath: gate.sandboxPath }),
+    );
+    const stream = (await container.attach({ stream: true, stdout: true, stderr: true })) as unknown as Readable;
     const stdout = new PassThrough();
     const stderr = new PassThrough();
     docker.modem.demuxStream(stream, stdout, stderr);
-    stream.on('end', () => {
-      stdout.end();
-      stderr.end();
+    const exited = new Promise<void>((resolve) => {
+      const end = (): void => {
+        stdout.end();
+        stderr.end();
+        resolve();
+      };
+      stream.once('end', end).once('close', end);
     });
-    stream.on('close', () => {
-      stdout.end();
-      stderr.end();
-    });
+    // The gate has made stdout the MCP socket; anything written to the old one is shown as stderr.
+    collectStderr(stdout, tail, log);
     collectStderr(stderr, tail, log);
 
-    const transport = new NdjsonTransport(stdout, stream);
-    const closed = new Promise<void>((resolve) => stdout.once('close', resolve).once('end', resolve));
-
     await container.start();
-    const client = new Client({ name: 'hintbox', version: VERSION }, { capabilities: {} });
-    try {
-      await client.connect(transport, { timeout: startTimeoutMs });
-    } catch (error) {
-      // Let the last stderr lines arrive before quoting them.
-      await Promise.race([closed, delay(300)]);
-      const stderrText = tail.length ? `; its stderr ends with:\n${tail.join('\n')}` : '; it wrote nothing to stderr';
-      throw new SandboxStartError(
-        `sandbox ${id}: the server failed to initialize (${(error as Error).message})${stderrText}`,
-      );
-    }
-
+    socket = await waitFor(gate.connection, exited, startTimeoutMs).catch(async (error: Error) => {
+      await Promise.race([exited, delay(300)]);
+      throw new SandboxStartError(`sandbox ${id}: the gate did not connect (${error.message})${stderrSays()}`);
+    });
+    const held = socket;
+    const containerId = container.id;
     return {
       id,
-      containerId: container.id,
-      client,
-      closed,
-      stderrTail: () => tail.join('\n'),
-      remove: async () => {
-        await client.close().catch(() => undefined);
-        await remove();
-      },
-      [Symbol.asyncDispose]: async () => {
-        await client.close().catch(() => undefined);
-        await remove();
+      containerId,
+      remove,
+      release: async () => {
+        try {
+          return await release(held, { id, containerId, startTimeoutMs, tail, remove, stderrSays });
+        } catch (error) {
+          await remove().catch((e: Error) => log.warn(`could not remove container ${containerId}: ${e.message}`));
+          throw error;
+        }
       },
     };
   } catch (error) {
-    await remove().catch((e: Error) => log.warn(`could not remove container ${container.id}: ${e.message}`));
+    await remove().catch((e: Error) => log.warn(`could not remove sandbox ${id}: ${e.message}`));
     throw error;
   }
+}
+
+async function release(
+  socket: Socket,
+  ctx: {
+    id: string;
+    containerId: string;
+    startTimeoutMs: number;
+    tail: string[];
+    remove: () => Promise<void>;
+    stderrSays: () => string;
+  },
+): Promise<StartedSandbox> {
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  const transport = new NdjsonTransport(socket, socket);
+  releaseGate(socket);
+  const client = new Client({ name: 'hintbox', version: VERSION }, { capabilities: {} });
+  try {
+    await client.connect(transport, { timeout: ctx.startTimeoutMs });
+  } catch (error) {
+    // Let the last stderr lines arrive before quoting them.
+    await Promise.race([closed, delay(300)]);
+    throw new SandboxStartError(
+      `sandbox ${ctx.id}: the server failed to initialize (${(error as Error).message})${ctx.stderrSays()}`,
+    );
+  }
+  const remove = async (): Promise<void> => {
+    await client.close().catch(() => undefined);
+    await ctx.remove();
+  };
+  return {
+    id: ctx.id,
+    containerId: ctx.containerId,
+    client,
+    closed,
+    stderrTail: () => ctx.tail.join('\n'),
+    remove,
+    [Symbol.asyncDispose]: remove,
+  };
+}
+
+/** `promise`, unless the container ends or the time runs out first. */
+function waitFor<T>(promise: Promise<T>, exited: Promise<void>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no connection within ${ms} ms`)), ms);
+    void exited.then(() => reject(new Error('the container exited')));
+    promise.then(resolve, reject).finally(() => clearTimeout(timer));
+  });
 }
 
 function collectStderr(stderr: PassThrough, tail: string[], log: Logger): void {

@@ -14,7 +14,7 @@ import {
 } from '../policy/file-changes.js';
 import type { Logger } from '../util/logger.js';
 import { isProcessAlive } from '../util/process-alive.js';
-import { LABEL_SESSION, LABEL_CLASS } from './container-spec.js';
+import { LABEL_SESSION, LABEL_CLASS, type GateMounts } from './container-spec.js';
 import { startSandbox, type StartedSandbox } from './docker-sandbox.js';
 
 /**
@@ -61,7 +61,9 @@ export interface PreviewerOptions {
   /** The grant of a planned sandbox. */
   grantOf(sandbox: string): SandboxGrant | undefined;
   /** The container-create options of a sandbox with this grant (as for the real one). */
-  specFor(sandbox: string, grant: SandboxGrant): Docker.ContainerCreateOptions;
+  specFor(sandbox: string, grant: SandboxGrant, gate: GateMounts): Docker.ContainerCreateOptions;
+  /** Who sandboxes run as (see StartSandboxOptions). */
+  sandboxUser: { uid: number; gid: number };
   startTimeoutMs: number;
   limits?: Partial<PreviewLimits>;
   /** Where copies are made; default the OS temp folder. */
@@ -135,16 +137,20 @@ export class Previewer implements CallPreviewer {
         network: 'none',
         mounts: grant.mounts.map((m) => (m.readOnly ? m : { ...m, source: copies.get(m) as string })),
       };
-      const spec = options.specFor(sandbox, previewGrant);
-      spec.name = `${spec.name ?? 'hintbox'}-preview-${randomBytes(3).toString('hex')}`;
-      spec.Labels = { ...spec.Labels, [LABEL_CLASS]: `preview-${sandbox}`, [LABEL_PREVIEW]: '1' };
-      // Never the outside world, whatever the spec says.
-      spec.NetworkDisabled = true;
-      spec.HostConfig = { ...spec.HostConfig, NetworkMode: 'none' };
+      const spec = (gate: GateMounts): Docker.ContainerCreateOptions => {
+        const spec = options.specFor(sandbox, previewGrant, gate);
+        spec.name = `${spec.name ?? 'hintbox'}-preview-${randomBytes(3).toString('hex')}`;
+        spec.Labels = { ...spec.Labels, [LABEL_CLASS]: `preview-${sandbox}`, [LABEL_PREVIEW]: '1' };
+        // Never the outside world, whatever the spec says.
+        spec.NetworkDisabled = true;
+        spec.HostConfig = { ...spec.HostConfig, NetworkMode: 'none' };
+        return spec;
+      };
       started = await startSandbox({
         docker: options.docker,
         id: `preview-${sandbox}`,
         spec,
+        sandboxUser: options.sandboxUser,
         log: options.log.child(`preview/${sandbox}`),
         startTimeoutMs: options.startTimeoutMs,
       });

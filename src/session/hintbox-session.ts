@@ -5,6 +5,7 @@ import { Gateway, type RoutedTool, type Upstream } from '../gateway/gateway.js';
 import { listToolsRaw, validateTools, type RejectedTool } from '../gateway/discover-tools.js';
 import { ImageBuilder } from '../images/image-builder.js';
 import {
+  grantKey,
   planSandboxes,
   sandboxId,
   strictestGrant,
@@ -16,6 +17,8 @@ import type { Profile } from '../profile/load-profile.js';
 import {
   buildContainerSpec,
   sandboxUserIds,
+  serverCommand,
+  type GateMounts,
   type ContainerSpecInput,
   type SessionIdentity,
 } from '../sandbox/container-spec.js';
@@ -32,6 +35,7 @@ import type { Logger } from '../util/logger.js';
 import { CallGuard, compilePreApprovals, type GuardedTool } from '../gateway/call-guard.js';
 import type { StateStore } from '../store/state-store.js';
 import { guardTools } from './guarded-tools.js';
+import type { KnownTools } from './known-tools.js';
 
 /** uid/gid of this hintbox process (the default sandbox user, never root), where the platform has them. */
 function hostUserIds(): { uid: number; gid: number } | undefined {
@@ -86,8 +90,16 @@ export function assertNoNestedMounts(
   if (problems.length) throw new SandboxPolicyError(problems.join('\n'));
 }
 
+/** A sandbox started before discovery answered, and the rights it was started with. */
+interface EarlyStart {
+  key: string;
+  upstream: Promise<Upstream>;
+}
+
 export interface SessionOptions {
   profile: Profile;
+  /** The tools each image listed last time: their sandboxes start in parallel with discovery. */
+  knownTools?: KnownTools;
   docker: DockerConnection;
   log: Logger;
   sessionId?: string;
@@ -125,6 +137,8 @@ export class HintboxSession implements AsyncDisposable {
   private guard?: CallGuard;
   /** Set when a sandbox broke a hint: the server is untrusted for the rest of the session. */
   private untrustedBecause?: string;
+  /** The server's program and arguments (from the profile and the image). */
+  private command?: string[];
 
   private constructor(private readonly options: SessionOptions) {
     this.sessionId = options.sessionId ?? newSessionId();
@@ -287,11 +301,15 @@ export class HintboxSession implements AsyncDisposable {
       ...(this.options.rebuildImages ? { rebuild: true } : {}),
     });
     await builder.ensure(profile.server.image, profile.server.build);
+    // The gate executes the server: what the image would run, resolved once.
+    const image = await docker.docker.getImage(profile.server.image).inspect();
+    this.command = serverCommand(profile.server, image.Config);
 
     const ceiling = ceilingOf(profile);
     const strictest = strictestGrant(ceiling);
     const discoveryId = sandboxId(strictest);
     this.grants.set(discoveryId, strictest);
+    const early = startAll ? await this.startEarly(image.Id, ceiling, discoveryId) : new Map<string, EarlyStart>();
     log.info(`discovering tools in the strictest sandbox (${discoveryId}: read-only mounts, no network)`);
     const discovery = await this.startUpstream(discoveryId);
     this.started.set(discoveryId, discovery);
@@ -307,22 +325,56 @@ export class HintboxSession implements AsyncDisposable {
     if (instructions) this.instructions = instructions;
     this.plan = planSandboxes(tools, ceiling);
     for (const sandbox of this.plan.sandboxes) this.grants.set(sandbox.id, sandbox);
+    void this.options.knownTools
+      ?.write(profile.name, image.Id, tools)
+      .catch((error: Error) => log.debug(`could not keep the tools of ${profile.name}: ${error.message}`));
 
+    // Early starts the plan does not have (or gives other rights) go at once.
+    const planned = new Map(this.plan.sandboxes.map((s) => [s.id, grantKey(s)]));
+    for (const [id, start] of early) {
+      if (planned.get(id) === start.key) continue;
+      early.delete(id);
+      log.info(`sandbox ${id} was started early but this start's tools do not plan it: removing it`);
+      void start.upstream.then((u) => u.close()).catch(() => undefined);
+    }
     if (!this.plan.sandboxes.some((s) => s.id === discoveryId)) {
       this.started.delete(discoveryId);
       await discovery.close();
     }
     if (startAll) {
-      const toStart = this.plan.sandboxes.filter((s) => !this.started.has(s.id));
-      log.info(
-        `starting ${toStart.length} more sandbox(es) in parallel: ${toStart.map((s) => s.id).join(', ') || '(none)'}`,
-      );
-      const results = await Promise.allSettled(
-        toStart.map(async (s) => this.started.set(s.id, await this.startUpstream(s.id))),
-      );
+      const toStart = this.plan.sandboxes.filter((s) => !this.started.has(s.id) && !early.has(s.id));
+      if (toStart.length) {
+        log.info(`starting ${toStart.length} more sandbox(es) in parallel: ${toStart.map((s) => s.id).join(', ')}`);
+      }
+      const results = await Promise.allSettled([
+        ...toStart.map(async (s) => this.started.set(s.id, await this.startUpstream(s.id))),
+        ...[...early].map(async ([id, start]) => this.started.set(id, await start.upstream)),
+      ]);
       const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
       if (failed) throw failed.reason;
     }
+  }
+
+  /**
+   * Starts, in parallel with discovery, the sandboxes that the tools this image listed at its
+   * last start plan under the current ceiling (none on a first start or a changed image).
+   * They get no more than the same image's tools claimed before under this profile; discovery
+   * still decides, and those it does not plan are removed as soon as it answers.
+   */
+  private async startEarly(imageId: string, ceiling: Ceiling, discoveryId: string): Promise<Map<string, EarlyStart>> {
+    const { profile, log, knownTools } = this.options;
+    const known = await knownTools?.read(profile.name, imageId).catch(() => undefined);
+    const early = new Map<string, EarlyStart>();
+    if (!known) return early;
+    for (const sandbox of planSandboxes(known, ceiling).sandboxes) {
+      if (sandbox.id === discoveryId) continue;
+      this.grants.set(sandbox.id, sandbox);
+      const upstream = this.startUpstream(sandbox.id);
+      upstream.catch(() => undefined); // awaited (or dropped) once discovery has answered
+      early.set(sandbox.id, { key: grantKey(sandbox), upstream });
+    }
+    if (early.size) log.info(`starting ${[...early.keys()].join(', ')} early, as this image's tools planned last time`);
+    return early;
   }
 
   /**
@@ -360,7 +412,8 @@ export class HintboxSession implements AsyncDisposable {
       docker: docker.docker,
       log,
       grantOf: (id) => this.grants.get(id),
-      specFor: (id, grant) => this.containerSpec(id, grant),
+      specFor: (id, grant, gate) => this.containerSpec(id, grant, gate),
+      sandboxUser: sandboxUserIds(profile, hostUserIds()),
       startTimeoutMs: profile.timeouts.start * 1000,
       sessionLabel: this.sessionId,
     });
@@ -370,16 +423,20 @@ export class HintboxSession implements AsyncDisposable {
   private containerSpec(
     id: string,
     grant: SandboxGrant,
+    gate: GateMounts,
     database?: ContainerSpecInput['database'],
   ): Docker.ContainerCreateOptions {
     const { profile, docker } = this.options;
     const hostUser = hostUserIds();
+    if (!this.command) throw new Error(`session ${this.sessionId}: the server's command is not known yet`);
     return buildContainerSpec({
       session: this.identity,
       profile,
       sandboxId: id,
       grant,
       engine: { recursiveReadOnly: docker.recursiveReadOnly },
+      command: this.command,
+      gate,
       ...(hostUser ? { hostUser } : {}),
       ...(database ? { database } : {}),
     });
@@ -396,15 +453,18 @@ export class HintboxSession implements AsyncDisposable {
         ? await this.database.access(id, grant.database, sandboxUserIds(profile, hostUserIds()))
         : undefined;
     if (this.disposed) throw new Error(`session ${this.sessionId} is closed`);
-    const spec = this.containerSpec(id, grant, database);
     // Restarts get a fresh name: the dead container may still be on its way out.
     const generation = this.generations.get(id) ?? 0;
     this.generations.set(id, generation + 1);
-    if (generation > 0) spec.name = `${spec.name}-${generation}`;
     const sandbox: StartedSandbox = await startSandbox({
       docker: docker.docker,
       id,
-      spec,
+      spec: (gate) => {
+        const spec = this.containerSpec(id, grant, gate, database);
+        if (generation > 0) spec.name = `${spec.name}-${generation}`;
+        return spec;
+      },
+      sandboxUser: sandboxUserIds(profile, hostUserIds()),
       log: log.child(`${profile.name}/${id}`),
       startTimeoutMs: profile.timeouts.start * 1000,
     });

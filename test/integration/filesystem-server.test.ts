@@ -1,11 +1,20 @@
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { LABEL_CLASS } from '../../src/sandbox/container-spec.js';
-import { containersOf, docker, ensureTestImages, eventually, REPO, assertNoLeftovers } from './support/docker.js';
-import { hintboxCommand, runHintbox, sandboxFolder } from './support/hintbox-process.js';
+import { parse } from 'yaml';
+import {
+  assertNoLeftovers,
+  containersOf,
+  docker,
+  ensureTestImages,
+  eventually,
+  FILESYSTEM_IMAGE,
+  REPO,
+} from './support/docker.js';
+import { hintboxCommand, runHintbox, sandboxFolder, STATE_DIR, writeProfile } from './support/hintbox-process.js';
 
 const PROFILE = path.join(REPO, 'profiles', 'filesystem.yaml');
 
@@ -13,6 +22,56 @@ const PROFILE = path.join(REPO, 'profiles', 'filesystem.yaml');
 describe('the filesystem reference server under hintbox run', { timeout: 240_000 }, () => {
   after(assertNoLeftovers);
   before(ensureTestImages);
+
+  it("starts the sandboxes its tools planned last time in parallel with discovery, and removes an early one this start's tools do not plan", async () => {
+    const workspace = sandboxFolder();
+    // A ceiling with network, and a kept tool list (as a tampered or stale file might say) with
+    // an unannotated tool: it plans the ceiling's class, rw-online, which the real tools do not.
+    const profile = writeProfile({
+      ...(parse(readFileSync(PROFILE, 'utf8')) as Record<string, unknown>),
+      server: { image: FILESYSTEM_IMAGE, args: ['/workspace'] },
+      network: 'open',
+    });
+    const { docker: d } = await docker();
+    const imageId = (await d.getImage(FILESYSTEM_IMAGE).inspect()).Id;
+    const known = path.join(STATE_DIR, 'known-tools', 'filesystem.json');
+    mkdirSync(path.dirname(known), { recursive: true });
+    writeFileSync(known, JSON.stringify({ imageId, tools: [{ name: 'planted' }] }));
+
+    const classesOf = async (pid: number) =>
+      (await containersOf(pid, false)).map((c) => c.Labels[LABEL_CLASS] ?? '').sort();
+    const first = await runHintbox(profile, { WORKSPACE: workspace });
+    try {
+      await first.client.listTools();
+      assert.match(first.stderr(), /starting rw-online early/);
+      assert.match(
+        first.stderr(),
+        /sandbox rw-online was started early but this start's tools do not plan it: removing it/,
+      );
+      await eventually(
+        async () => JSON.stringify(await classesOf(first.pid)) === '["ro-offline","rw-offline"]',
+        10_000,
+        'only the planned sandboxes',
+      );
+      const kept = JSON.parse(readFileSync(known, 'utf8')) as { imageId: string; tools: { name: string }[] };
+      assert.equal(kept.imageId, imageId);
+      assert.equal(kept.tools.length, 14, 'the tools this start listed are kept for the next');
+    } finally {
+      await first.client.close();
+      await first.exited;
+    }
+
+    const second = await runHintbox(profile, { WORKSPACE: workspace });
+    try {
+      await second.client.listTools();
+      assert.match(second.stderr(), /starting rw-offline early, as this image's tools planned last time/);
+      assert.doesNotMatch(second.stderr(), /removing it/);
+      assert.deepEqual(await classesOf(second.pid), ['ro-offline', 'rw-offline']);
+    } finally {
+      await second.client.close();
+      await second.exited;
+    }
+  });
 
   it('reads through its read-only sandbox, writes through its read-write one, and cleans up', async () => {
     const workspace = sandboxFolder();
@@ -54,16 +113,21 @@ describe('the filesystem reference server under hintbox run', { timeout: 240_000
       assert.deepEqual([...byClass.keys()].sort(), ['ro-offline', 'rw-offline']);
       const ro = await d.getContainer(byClass.get('ro-offline') as string).inspect();
       assert.equal(ro.HostConfig.NetworkMode, 'none');
-      assert.deepEqual(
-        ro.Mounts.map((m) => [m.Destination, m.RW]),
-        [['/workspace', false]],
-      );
+      // The workspace, and hintbox's gate and its socket folder (both always read-only).
+      const mounts = (info: typeof ro): [string, boolean][] =>
+        info.Mounts.map((m): [string, boolean] => [m.Destination, m.RW]).sort(([a], [b]) => a.localeCompare(b));
+      assert.deepEqual(mounts(ro), [
+        ['/run/hintbox/gate', false],
+        ['/run/hintbox/io', false],
+        ['/workspace', false],
+      ]);
       const rw = await d.getContainer(byClass.get('rw-offline') as string).inspect();
       assert.equal(rw.HostConfig.NetworkMode, 'none');
-      assert.deepEqual(
-        rw.Mounts.map((m) => [m.Destination, m.RW]),
-        [['/workspace', true]],
-      );
+      assert.deepEqual(mounts(rw), [
+        ['/run/hintbox/gate', false],
+        ['/run/hintbox/io', false],
+        ['/workspace', true],
+      ]);
     } finally {
       await hintbox.client.close();
       await hintbox.exited;

@@ -191,7 +191,8 @@ describe('a lying server under hintbox run', { timeout: 240_000 }, () => {
         assert.equal(host.NetworkMode, 'none');
         assert.deepEqual(
           info.Mounts.map((m) => m.RW),
-          [false],
+          [false, false, false],
+          'the workspace, the gate and its socket folder: all read-only',
         );
       }
     }

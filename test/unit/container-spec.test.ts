@@ -12,12 +12,25 @@ import {
   buildContainerSpec,
   containerName,
   sandboxUserIds,
+  serverCommand,
   type ContainerSpecInput,
 } from '../../src/sandbox/container-spec.js';
+import { GATE_SOCKET_ENV, SANDBOX_GATE_PATH, SANDBOX_IO_DIR } from '../../src/sandbox/gate.js';
 import { SANDBOX_PG_SOCKET_DIR, sandboxDatabaseEnv } from '../../src/database/socket-relay.js';
 import { planSandboxes, type Ceiling, type PlannedSandbox } from '../../src/policy/plan-sandboxes.js';
 
 const CANARY = 'HINTBOX_TEST_CANARY_7f3a';
+const GATE = {
+  binary: '/opt/hintbox/dist/hintbox-gate',
+  hostDir: '/tmp/hintbox-io-Ab12Cd',
+  sandboxPath: '/run/hintbox/io/f00d.sock',
+};
+const GATE_ENV = `${GATE_SOCKET_ENV}=${GATE.sandboxPath}`;
+/** The gate's own mounts: the binary and its socket folder, both read-only. */
+const GATE_MOUNTS = [
+  ['bind', GATE.binary, SANDBOX_GATE_PATH, true],
+  ['bind', GATE.hostDir, SANDBOX_IO_DIR, true],
+];
 
 const ceiling: Ceiling = {
   mounts: [
@@ -56,6 +69,8 @@ function input(overrides: Partial<ContainerSpecInput> = {}, sandbox = sandboxOfT
     grant: { network: sandbox.network, mounts: sandbox.mounts },
     engine: { recursiveReadOnly: false },
     hostUser: { uid: 1000, gid: 1000 },
+    command: ['node', 'server.js', '/projects'],
+    gate: GATE,
     ...overrides,
   };
 }
@@ -174,18 +189,12 @@ describe('buildContainerSpec', () => {
     const ro = buildContainerSpec(input({}, sandboxOfTool('read'))).HostConfig!.Mounts!;
     assert.deepEqual(
       ro.map((m) => [m.Type, m.Source, m.Target, m.ReadOnly]),
-      [
-        ['bind', '/srv/projects', '/projects', true],
-        ['bind', '/srv/reference', '/reference', true],
-      ],
+      [['bind', '/srv/projects', '/projects', true], ['bind', '/srv/reference', '/reference', true], ...GATE_MOUNTS],
     );
     const rw = buildContainerSpec(input({}, sandboxOfTool('write'))).HostConfig!.Mounts!;
     assert.deepEqual(
-      rw.map((m) => [m.Source, m.Target, m.ReadOnly]),
-      [
-        ['/srv/projects', '/projects', false],
-        ['/srv/reference', '/reference', true],
-      ],
+      rw.map((m) => [m.Type, m.Source, m.Target, m.ReadOnly]),
+      [['bind', '/srv/projects', '/projects', false], ['bind', '/srv/reference', '/reference', true], ...GATE_MOUNTS],
     );
   });
 
@@ -210,7 +219,9 @@ describe('buildContainerSpec', () => {
 
     const modernRo = buildContainerSpec(input({ engine: { recursiveReadOnly: true } }, sandboxOfTool('read')))
       .HostConfig!.Mounts!;
-    for (const m of modernRo) assert.equal(recursive(m), true, m.Target);
+    for (const m of modernRo.filter((m) => !m.Target.startsWith('/run/hintbox/'))) {
+      assert.equal(recursive(m), true, m.Target);
+    }
   });
 
   it('labels the container with session, server, class and owner', () => {
@@ -236,7 +247,7 @@ describe('buildContainerSpec', () => {
     const spec = buildContainerSpec(input());
     assert.deepEqual(
       [...spec.Env!].sort(),
-      ['EMPTY=', 'FOO=bar', `HOME=${SANDBOX_HOME}`, `TMPDIR=${SANDBOX_TMP}`].sort(),
+      ['EMPTY=', 'FOO=bar', `HOME=${SANDBOX_HOME}`, `TMPDIR=${SANDBOX_TMP}`, GATE_ENV].sort(),
     );
     assert.ok(
       !spec.Env!.some((e) => e.includes(CANARY) || e.includes('leaked-from-host')),
@@ -247,13 +258,13 @@ describe('buildContainerSpec', () => {
     }
   });
 
-  it('does not let the profile env move HOME or TMPDIR off the tmpfs', () => {
+  it('does not let the profile env move HOME or TMPDIR off the tmpfs, nor point the gate elsewhere', () => {
     const base = input();
     const spec = buildContainerSpec({
       ...base,
-      profile: { ...base.profile, env: { HOME: '/projects', TMPDIR: '/projects' } },
+      profile: { ...base.profile, env: { HOME: '/projects', TMPDIR: '/projects', [GATE_SOCKET_ENV]: '/projects/s' } },
     });
-    assert.deepEqual([...spec.Env!].sort(), [`HOME=${SANDBOX_HOME}`, `TMPDIR=${SANDBOX_TMP}`]);
+    assert.deepEqual([...spec.Env!].sort(), [GATE_ENV, `HOME=${SANDBOX_HOME}`, `TMPDIR=${SANDBOX_TMP}`].sort());
   });
 
   it('has no Binds and never the Docker socket', () => {
@@ -266,24 +277,49 @@ describe('buildContainerSpec', () => {
     }
   });
 
-  it('uses the image, entrypoint, args and workdir from the profile', () => {
+  it('runs the gate first, which runs the resolved command; MCP does not use the container stdin', () => {
     const base = input();
     const spec = buildContainerSpec({
       ...base,
-      profile: {
-        ...base.profile,
-        server: { image: 'img:1', command: ['node', 'x.js'], args: ['--a'], workdir: '/work' },
-      },
+      profile: { ...base.profile, server: { image: 'img:1', workdir: '/work' } },
+      command: ['node', 'x.js', '--a'],
     });
     assert.equal(spec.Image, 'img:1');
-    assert.deepEqual(spec.Entrypoint, ['node', 'x.js']);
-    assert.deepEqual(spec.Cmd, ['--a']);
+    assert.deepEqual(spec.Entrypoint, [SANDBOX_GATE_PATH, 'node', 'x.js', '--a']);
+    assert.deepEqual(spec.Cmd, [], 'an empty Cmd: nothing of the image is appended');
     assert.equal(spec.WorkingDir, '/work');
-    const bare = buildContainerSpec({ ...base, profile: { ...base.profile, server: { image: 'img:2' } } });
-    assert.equal(bare.Entrypoint, undefined);
-    assert.equal(bare.Cmd, undefined);
-    assert.equal(spec.OpenStdin, true);
+    assert.equal(spec.OpenStdin, false);
+    assert.equal(spec.AttachStdin, false);
     assert.equal(spec.Tty, false);
+  });
+});
+
+describe('serverCommand', () => {
+  const image = { Entrypoint: ['/usr/bin/tini', '--', 'node', 'main.js'], Cmd: ['/data'] };
+  it('is what Docker would run', () => {
+    assert.deepEqual(serverCommand({ image: 'i' }, image), ['/usr/bin/tini', '--', 'node', 'main.js', '/data']);
+    assert.deepEqual(serverCommand({ image: 'i', args: ['/w'] }, image), [
+      '/usr/bin/tini',
+      '--',
+      'node',
+      'main.js',
+      '/w',
+    ]);
+    // A profile command replaces the entrypoint and drops the image's cmd, as `docker run --entrypoint` does.
+    assert.deepEqual(serverCommand({ image: 'i', command: ['python', 's.py'] }, image), ['python', 's.py']);
+    assert.deepEqual(serverCommand({ image: 'i', command: ['python'], args: ['-u'] }, image), ['python', '-u']);
+    assert.deepEqual(serverCommand({ image: 'i' }, { Entrypoint: null, Cmd: ['server', '--stdio'] }), [
+      'server',
+      '--stdio',
+    ]);
+    assert.deepEqual(serverCommand({ image: 'i' }, { Entrypoint: '/entry', Cmd: null }), ['/entry']);
+  });
+  it('refuses an image that runs nothing', () => {
+    assert.throws(() => serverCommand({ image: 'scratchy' }, {}), /image scratchy names no command/);
+    assert.throws(
+      () => serverCommand({ image: 'x', args: [] }, { Entrypoint: [], Cmd: ['ignored'] }),
+      /names no command/,
+    );
   });
 });
 
@@ -338,6 +374,7 @@ describe('sizes and users', () => {
         ...env,
         HOME: SANDBOX_HOME,
         TMPDIR: SANDBOX_TMP,
+        [GATE_SOCKET_ENV]: GATE.sandboxPath,
       });
     });
 

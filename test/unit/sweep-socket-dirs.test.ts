@@ -5,12 +5,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { PG_SOCKET_FILE } from '../../src/database/socket-relay.js';
-import { listeningSocketPaths, sweepRelayDirs } from '../../src/database/sweep-relay-dirs.js';
+import { listeningSocketPaths, sweepSocketDirs } from '../../src/util/sweep-socket-dirs.js';
 
 const base = mkdtempSync(path.join(os.tmpdir(), 'hintbox-sweep-relay-'));
 after(() => rmSync(base, { recursive: true, force: true }));
 
-describe('sweepRelayDirs', () => {
+describe('sweepSocketDirs', () => {
   it('reads listening sockets from /proc/net/unix', () => {
     const text = [
       'Num       RefCount Protocol Flags    Type St Inode Path',
@@ -20,24 +20,33 @@ describe('sweepRelayDirs', () => {
     assert.deepEqual([...listeningSocketPaths(text)], ['/tmp/hintbox-pg-a/.s.PGSQL.5432']);
   });
 
-  it('removes relay directories nobody listens in, and keeps a live one and anything else', async () => {
+  it('removes relay and gate folders nobody listens in, and keeps live, young and other ones', async () => {
     const dead = path.join(base, 'hintbox-pg-dead');
     mkdirSync(dead);
     writeFileSync(path.join(dead, PG_SOCKET_FILE), ''); // a socket file left by a killed run
+    const deadGate = path.join(base, 'hintbox-io-dead');
+    mkdirSync(deadGate);
+    writeFileSync(path.join(deadGate, 'a1b2.sock'), '');
     const other = path.join(base, 'not-ours');
     mkdirSync(other);
     const live = path.join(base, 'hintbox-pg-live');
     mkdirSync(live);
-    const server = net.createServer();
-    await new Promise<void>((resolve) => server.listen(path.join(live, PG_SOCKET_FILE), resolve));
+    const liveGate = path.join(base, 'hintbox-io-live');
+    mkdirSync(liveGate);
+    const servers = [net.createServer(), net.createServer()];
+    await new Promise<void>((resolve) => servers[0]!.listen(path.join(live, PG_SOCKET_FILE), resolve));
+    await new Promise<void>((resolve) => servers[1]!.listen(path.join(liveGate, 'c3d4.sock'), resolve));
     try {
-      const removed = sweepRelayDirs(base);
-      assert.deepEqual(removed, [dead]);
+      assert.deepEqual(sweepSocketDirs(base), [], 'folders younger than a minute are not swept');
+      const removed = sweepSocketDirs(base, '/proc/net/unix', Date.now() + 120_000);
+      assert.deepEqual(removed.sort(), [dead, deadGate].sort());
       assert.equal(existsSync(dead), false, 'the dead relay directory is gone');
+      assert.equal(existsSync(deadGate), false, 'the dead gate folder is gone');
       assert.equal(existsSync(live), true, 'the live relay directory is kept');
+      assert.equal(existsSync(liveGate), true, 'the live gate folder is kept');
       assert.equal(existsSync(other), true, 'other directories are not touched');
     } finally {
-      await new Promise((resolve) => server.close(resolve));
+      for (const server of servers) await new Promise((resolve) => server.close(resolve));
     }
   });
 });

@@ -1,0 +1,48 @@
+import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+/** Paths of the Unix sockets listening on this host, from a `/proc/net/unix` text. Pure. */
+export function listeningSocketPaths(procNetUnix: string): Set<string> {
+  const paths = new Set<string>();
+  for (const line of procNetUnix.split('\n').slice(1)) {
+    const fields = line.trim().split(/\s+/);
+    // Num RefCount Protocol Flags Type St Inode Path; flag 00010000 = __SO_ACCEPTCON (listening)
+    if (fields.length >= 8 && fields[3] === '00010000' && fields[7]) paths.add(fields[7]);
+  }
+  return paths;
+}
+
+/** Folders of hintbox's Unix sockets: database relays and sandbox gates. */
+const SOCKET_DIR_PREFIXES = ['hintbox-pg-', 'hintbox-io-'];
+/** Younger folders are left alone: their run may be between making the folder and listening. */
+const MIN_AGE_MS = 60_000;
+
+/**
+ * Removes socket folders (`hintbox-pg-*`, `hintbox-io-*` under `baseDir`) in which nobody
+ * listens and that are older than a minute: what a run killed with SIGKILL left. A live relay's
+ * or a starting sandbox's socket is listening, so its folder is kept. Returns the removed
+ * folders. Linux only (reads /proc/net/unix); elsewhere it does nothing.
+ */
+export function sweepSocketDirs(baseDir = os.tmpdir(), procNetUnix = '/proc/net/unix', now = Date.now()): string[] {
+  let listening: string[];
+  try {
+    listening = [...listeningSocketPaths(readFileSync(procNetUnix, 'utf8'))];
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const name of readdirSync(baseDir)) {
+    if (!SOCKET_DIR_PREFIXES.some((prefix) => name.startsWith(prefix))) continue;
+    const dir = path.join(baseDir, name);
+    if (listening.some((socket) => socket.startsWith(`${dir}/`))) continue;
+    try {
+      if (now - statSync(dir).mtimeMs < MIN_AGE_MS) continue;
+    } catch {
+      continue; // gone meanwhile
+    }
+    rmSync(dir, { recursive: true, force: true });
+    removed.push(dir);
+  }
+  return removed;
+}

@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { buildContainerSpec, sandboxUserIds } from '../../src/sandbox/container-spec.js';
+import type Docker from 'dockerode';
+import { holdSandbox, SandboxStartError, type HeldSandbox } from '../../src/sandbox/docker-sandbox.js';
+import { IO_DIR_PREFIX } from '../../src/sandbox/gate.js';
+import { sessionIdentity, newSessionId } from '../../src/session/hintbox-session.js';
+import { createLogger } from '../../src/util/logger.js';
+import { CANARY_IMAGE, allHintboxContainers, assertNoLeftovers, docker, ensureTestImages } from './support/docker.js';
+
+const log = createLogger('warn');
+const workspace = mkdtempSync(path.join(os.tmpdir(), 'hintbox-gate-ws-'));
+const ioBase = mkdtempSync(path.join(os.tmpdir(), 'hintbox-gate-io-'));
+const host = { uid: process.getuid!(), gid: process.getgid!() };
+const profile = {
+  name: 'gatecheck',
+  server: { image: CANARY_IMAGE },
+  env: {},
+  limits: { memory: '128m', cpus: 1, pids: 64, tmpfs: '16m' },
+};
+const user = sandboxUserIds(profile, host);
+if (host.uid === 0) chownSync(workspace, user.uid, user.gid);
+
+/** A "server" whose first act is to write a marker into the read-write workspace. */
+const MARKER = path.join(workspace, 'ran');
+const command = [
+  'node',
+  '-e',
+  "require('fs').writeFileSync('/workspace/ran', 'the image ran'); setTimeout(() => {}, 60000)",
+];
+
+describe('the sandbox gate', () => {
+  before(ensureTestImages);
+  after(async () => {
+    await assertNoLeftovers();
+    rmSync(workspace, { recursive: true, force: true });
+    rmSync(ioBase, { recursive: true, force: true });
+  });
+
+  it('runs nothing of the image until released, and a held sandbox removed never ran', async () => {
+    const { docker: d } = await docker();
+    const held = await holdSandboxWith(d, newSessionId());
+    try {
+      const info = await d.getContainer(held.containerId).inspect();
+      assert.equal(info.State.Running, true, 'the container runs (held at the gate)');
+      await new Promise((r) => setTimeout(r, 1500));
+      assert.equal(existsSync(MARKER), false, 'the image wrote nothing while held');
+      assert.deepEqual(
+        readdirSync(ioBase).filter((n) => n.startsWith(IO_DIR_PREFIX)),
+        [],
+        'the socket folder is gone once the gate is connected',
+      );
+    } finally {
+      await held.remove();
+    }
+    assert.equal(existsSync(MARKER), false, 'removed unreleased: the image never ran');
+    assert.equal((await allHintboxContainers()).length, 0, 'the container is gone');
+
+    // The positive control: released, the same sandbox runs the image (which is no MCP server,
+    // so the handshake fails and the start is undone).
+    const control = await holdSandboxWith(d, newSessionId());
+    await assert.rejects(control.release(), SandboxStartError);
+    assert.equal(existsSync(MARKER), true, 'once released, the image ran');
+    assert.equal((await allHintboxContainers()).length, 0, 'a failed release leaves no container');
+  });
+});
+
+/** Holds a sandbox of the marker-writing "server" over the workspace, read-write. */
+function holdSandboxWith(d: Docker, sessionId: string): Promise<HeldSandbox> {
+  return holdSandbox({
+    docker: d,
+    id: 'rw-offline',
+    sandboxUser: user,
+    log,
+    startTimeoutMs: 3000,
+    ioBaseDir: ioBase,
+    spec: (gate) =>
+      buildContainerSpec({
+        session: sessionIdentity(sessionId),
+        profile,
+        sandboxId: 'rw-offline',
+        grant: { network: 'none', mounts: [{ source: workspace, target: '/workspace', readOnly: false }] },
+        engine: { recursiveReadOnly: false },
+        hostUser: host,
+        command,
+        gate,
+      }),
+  });
+}
