@@ -123,6 +123,7 @@ async function main(): Promise<void> {
       for (const variant of VARIANTS) {
         log.info(`round ${round}/${ROUNDS}: ${variant}`);
         results[variant] = await measure(starters[variant], docker);
+        await settle(docker);
       }
       rounds.push(results);
     }
@@ -209,6 +210,20 @@ async function measure(start: () => Promise<Running>, docker: Docker): Promise<R
   }
 }
 
+/**
+ * Waits until the variant's containers are gone and the engine is idle again: Docker removes a
+ * container (and its mounts and namespaces) after the client has gone, and the next variant's
+ * start must not pay for that.
+ */
+async function settle(docker: Docker): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const left = await docker.listContainers({ all: true, filters: { ancestor: [IMAGE] } });
+    if (left.length === 0) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await new Promise((r) => setTimeout(r, 1000));
+}
+
 async function callsPerSecond(call: () => Promise<unknown>, inFlight: number, total: number): Promise<number> {
   let next = 0;
   const start = performance.now();
@@ -271,6 +286,7 @@ async function measureScale(docker: Docker): Promise<ScaleResult[]> {
       sandboxMb: sandbox.reduce((a, b) => a + b, 0),
     });
     await Promise.all(all.map((r) => r.close()));
+    await settle(docker);
   }
   return out;
 }

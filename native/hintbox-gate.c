@@ -1,12 +1,13 @@
 /*
  * hintbox-gate: the first program of every hintbox sandbox.
  *
- *   HINTBOX_GATE_SOCKET=/run/hintbox/io/NAME.sock hintbox-gate PROGRAM [ARG...]
+ *   HINTBOX_GATE_SOCKET=/run/hintbox/io/NAME.sock HINTBOX_GATE_TOKEN=HEX hintbox-gate PROGRAM [ARG...]
  *
  * It connects to the Unix socket hintbox listens on (bound into the container read-only),
- * waits for hintbox to release it (one byte, 'G'), makes that connection the server's stdin
- * and stdout, and executes the server. Until the release nothing of the image runs; if hintbox
- * closes the connection instead, the gate exits and the server never starts.
+ * sends the token (hintbox takes no other connection as the gate's), waits for hintbox to
+ * release it (one byte, 'G'), makes that connection the server's stdin and stdout, and
+ * executes the server. Until the release nothing of the image runs; if hintbox closes the
+ * connection instead, the gate exits and the server never starts.
  *
  * Why a static binary of hintbox's own, bound in from the host: the image is untrusted. Its
  * /bin/sh, its dynamic loader and its libc are the image's to replace, so a gate built on any
@@ -34,10 +35,23 @@ static void say(const char *what, const char *detail) {
   }
 }
 
+/* Writes all of buf, across short writes and interruptions. */
+static int write_all(int fd, const char *buf, size_t len) {
+  while (len > 0) {
+    ssize_t n = write(fd, buf, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return -1;
+    buf += n;
+    len -= (size_t)n;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *path = getenv("HINTBOX_GATE_SOCKET");
-  if (path == NULL || argc < 2) {
-    say("usage", "HINTBOX_GATE_SOCKET=PATH hintbox-gate PROGRAM [ARG...]");
+  const char *token = getenv("HINTBOX_GATE_TOKEN");
+  if (path == NULL || token == NULL || argc < 2) {
+    say("usage", "HINTBOX_GATE_SOCKET=PATH HINTBOX_GATE_TOKEN=HEX hintbox-gate PROGRAM [ARG...]");
     return GATE_FAILED;
   }
   struct sockaddr_un addr = {.sun_family = AF_UNIX};
@@ -46,13 +60,22 @@ int main(int argc, char **argv) {
     return GATE_FAILED;
   }
   strcpy(addr.sun_path, path);
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+  /* Not close-on-exec: the descriptor becomes the server's stdin and stdout. */
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  int rc;
+  do rc = fd < 0 ? -1 : connect(fd, (struct sockaddr *)&addr, sizeof addr);
+  while (rc != 0 && errno == EINTR);
+  if (rc != 0) {
     say("cannot connect to hintbox", strerror(errno));
     return GATE_FAILED;
   }
-  /* The socket's name is hintbox's secret: the server does not inherit it. */
+  if (write_all(fd, token, strlen(token)) != 0 || write_all(fd, "\n", 1) != 0) {
+    say("cannot send the token to hintbox", strerror(errno));
+    return GATE_FAILED;
+  }
+  /* hintbox's, not the server's: it does not inherit them. */
   unsetenv("HINTBOX_GATE_SOCKET");
+  unsetenv("HINTBOX_GATE_TOKEN");
 
   char release = 0;
   ssize_t n;
@@ -60,11 +83,11 @@ int main(int argc, char **argv) {
   while (n < 0 && errno == EINTR);
   if (n != 1 || release != 'G') return GATE_FAILED; /* not released: the server never runs */
 
-  /* dup2 clears close-on-exec on the copies; the original closes at exec. */
-  if (dup2(fd, STDIN_FILENO) < 0 || dup2(fd, STDOUT_FILENO) < 0) {
+  if ((fd != STDIN_FILENO && dup2(fd, STDIN_FILENO) < 0) || (fd != STDOUT_FILENO && dup2(fd, STDOUT_FILENO) < 0)) {
     say("cannot hand the connection to the server", strerror(errno));
     return GATE_FAILED;
   }
+  if (fd > STDERR_FILENO) close(fd);
   execvp(argv[1], argv + 1);
   say("cannot run the server", strerror(errno));
   say("command", argv[1]);

@@ -256,11 +256,15 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'GATE',
     statement:
-      "Every sandbox starts with hintbox's own static gate, bound read-only: nothing of the image runs until hintbox releases it, a sandbox removed unreleased never ran the server, and only the sandbox's user can reach its socket.",
+      "Every sandbox starts with hintbox's own static gate, bound read-only: nothing of the image runs until hintbox releases it (not even its HEALTHCHECK), a sandbox removed unreleased never ran the server, and only the gate (by its token) is taken on the sandbox's socket.",
     tests: [
       {
         file: 'integration/gate.test.ts',
         title: 'runs nothing of the image until released, and a held sandbox removed never ran',
+      },
+      {
+        file: 'integration/gate.test.ts',
+        title: "does not let the image's HEALTHCHECK run code in a held sandbox",
       },
       {
         file: 'unit/gate.test.ts',
@@ -275,7 +279,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'EARLY-START',
     statement:
-      "A sandbox started early, from the tools the same image listed before, is removed when this start's tools do not plan it; the tools this start listed are what the next start uses.",
+      "A sandbox started early, from the tools the same image listed before, runs nothing of the image until this start's tools plan it, and is removed unreleased when they do not.",
     tests: [
       {
         file: 'integration/filesystem-server.test.ts',

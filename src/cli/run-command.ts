@@ -15,8 +15,8 @@ Serves the profile's MCP server on stdio. hintbox starts the server in the stric
 (read-only mounts, no network) to list its tools, plans one sandbox per class of tools from
 their annotations and the profile's ceiling, starts them in parallel, and routes each
 tools/call to the sandbox of its tool. When the same image listed its tools before, the
-classes they planned start alongside discovery; those this start's tools do not plan are
-removed when discovery answers. The log goes to stderr; stdout is the MCP stream.
+classes they planned are started alongside discovery, held at hintbox's gate (nothing of the
+image runs) until this start's tools confirm them; the others are removed. The log goes to stderr; stdout is the MCP stream.
 
 When the client disconnects (stdin closes), or on SIGINT/SIGTERM/SIGHUP, every container of
 the session is removed. Containers of a run killed with SIGKILL are removed by the next

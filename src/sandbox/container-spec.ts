@@ -3,7 +3,7 @@ import type { SandboxGrant } from '../policy/plan-sandboxes.js';
 import { parseSize, sandboxUser } from '../profile/profile-schema.js';
 import type { Profile } from '../profile/load-profile.js';
 import { SANDBOX_PG_SOCKET_DIR } from '../database/socket-relay.js';
-import { GATE_SOCKET_ENV, SANDBOX_GATE_PATH, SANDBOX_IO_DIR } from './gate.js';
+import { GATE_SOCKET_ENV, GATE_TOKEN_ENV, SANDBOX_GATE_PATH, SANDBOX_IO_DIR } from './gate.js';
 
 /**
  * Pure translation of a planned sandbox into Docker's container-create options.
@@ -45,6 +45,8 @@ export interface ContainerSpecInput {
    * at SANDBOX_PG_SOCKET_DIR) and the PG* / DATABASE_URL variables of its own role.
    */
   database?: { socketDir: string; env: Record<string, string> };
+  /** The image's id (content hash) as inspected at start; containers are created from it. */
+  imageId?: string;
   /** The server's program and arguments, resolved once from the profile and the image (`serverCommand`). */
   command: readonly string[];
   /** The sandbox gate: its binary on the host and this sandbox's socket (see gate.ts). */
@@ -58,6 +60,8 @@ export interface GateMounts {
   hostDir: string;
   /** The socket's path inside the sandbox. */
   sandboxPath: string;
+  /** What the gate sends first to prove it is the gate. */
+  token: string;
 }
 
 /** The parts of an image's configuration that say what it runs. */
@@ -151,11 +155,16 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
     HOME: SANDBOX_HOME,
     TMPDIR: SANDBOX_TMP,
     [GATE_SOCKET_ENV]: input.gate.sandboxPath,
+    [GATE_TOKEN_ENV]: input.gate.token,
+    // Read by the static gate's libc before the release: the image's ENV may not tune it.
+    GLIBC_TUNABLES: '',
   }).map(([k, v]) => `${k}=${v}`);
 
   return {
     name: containerName(session, profile.name, sandboxId),
-    Image: profile.server.image,
+    // By id, as resolved once at start: a tag moved meanwhile cannot swap the image under the
+    // command and plan that were read from this one.
+    Image: input.imageId ?? profile.server.image,
     // The gate runs first and executes the server once hintbox releases it. An empty Cmd with
     // an Entrypoint given: Docker adds nothing of the image's.
     Entrypoint: [SANDBOX_GATE_PATH, ...input.command],
@@ -177,6 +186,8 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
     OpenStdin: false,
     StdinOnce: false,
     Tty: false,
+    // The image's HEALTHCHECK would be run by Docker inside the sandbox, before the release too.
+    Healthcheck: { Test: ['NONE'] },
     NetworkDisabled: grant.network === 'none',
     HostConfig: {
       NetworkMode: grant.network,

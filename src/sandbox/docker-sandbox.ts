@@ -87,16 +87,20 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
           if (error.statusCode !== 404 && error.statusCode !== 409) throw error;
         },
       );
-    })());
+    })().catch((error: unknown) => {
+      removed = undefined; // a later call tries again
+      throw error;
+    }));
   const tail: string[] = [];
   const stderrSays = (): string =>
     tail.length ? `; its stderr ends with:\n${tail.join('\n')}` : '; it wrote nothing to stderr';
 
   try {
     container = await docker.createContainer(
-      options.spec({ binary: gateBinary(), hostDir: gate.hostDir, sandboxPath: gate.sandboxPath }),
+      options.spec({ binary: gateBinary(), hostDir: gate.hostDir, sandboxPath: gate.sandboxPath, token: gate.token }),
     );
     const stream = (await container.attach({ stream: true, stdout: true, stderr: true })) as unknown as Readable;
+    stream.on('error', (error) => log.debug(`sandbox ${id}: log stream error: ${error.message}`));
     const stdout = new PassThrough();
     const stderr = new PassThrough();
     docker.modem.demuxStream(stream, stdout, stderr);
@@ -114,10 +118,16 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
 
     await container.start();
     socket = await waitFor(gate.connection, exited, startTimeoutMs).catch(async (error: Error) => {
+      void gate.connection.then(
+        (late) => late.destroy(),
+        () => undefined,
+      );
       await Promise.race([exited, delay(300)]);
       throw new SandboxStartError(`sandbox ${id}: the gate did not connect (${error.message})${stderrSays()}`);
     });
     const held = socket;
+    // Until the transport takes it over; a reset connection then shows as a closed sandbox.
+    held.on('error', (error) => log.debug(`sandbox ${id}: connection error: ${error.message}`));
     const containerId = container.id;
     return {
       id,
@@ -152,6 +162,7 @@ async function release(
   const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
   const transport = new NdjsonTransport(socket, socket);
   releaseGate(socket);
+  socket.resume();
   const client = new Client({ name: 'hintbox', version: VERSION }, { capabilities: {} });
   try {
     await client.connect(transport, { timeout: ctx.startTimeoutMs });
@@ -181,8 +192,14 @@ async function release(
 function waitFor<T>(promise: Promise<T>, exited: Promise<void>, ms: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no connection within ${ms} ms`)), ms);
-    void exited.then(() => reject(new Error('the container exited')));
-    promise.then(resolve, reject).finally(() => clearTimeout(timer));
+    const settled =
+      <A extends unknown[]>(f: (...args: A) => void) =>
+      (...args: A): void => {
+        clearTimeout(timer);
+        f(...args);
+      };
+    void exited.then(settled(() => reject(new Error('the container exited'))));
+    promise.then(settled(resolve), settled(reject));
   });
 }
 

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { chmod, chown, mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
@@ -20,6 +20,10 @@ export const SANDBOX_GATE_PATH = '/run/hintbox/gate';
 export const SANDBOX_IO_DIR = '/run/hintbox/io';
 /** The variable that tells the gate its socket; the gate unsets it before the server runs. */
 export const GATE_SOCKET_ENV = 'HINTBOX_GATE_SOCKET';
+/** The gate's token, sent first on its connection; the gate unsets it before the server runs. */
+export const GATE_TOKEN_ENV = 'HINTBOX_GATE_TOKEN';
+/** How long a connection may take to send the token. */
+const TOKEN_DEADLINE_MS = 5000;
 /** The byte that releases a gate. */
 const RELEASE = 'G';
 /** Host folders of gate sockets are named so: a sweep finds those of killed runs. */
@@ -80,6 +84,8 @@ export interface GateSocket {
   readonly hostDir: string;
   /** The socket's path inside the sandbox (the gate's HINTBOX_GATE_SOCKET). */
   readonly sandboxPath: string;
+  /** What the gate must send first (its HINTBOX_GATE_TOKEN). */
+  readonly token: string;
   /** The gate's connection; only the first is taken, then the folder is removed. */
   readonly connection: Promise<net.Socket>;
   /** Stops listening and removes the folder (idempotent); a pending `connection` rejects. */
@@ -90,10 +96,13 @@ export interface GateSocket {
 const MAX_SOCKET_PATH_BYTES = 103;
 
 /**
- * Listens for one sandbox's gate. Who can connect: the sandbox's user (and root). When hintbox
- * runs as that user the folder is private; as root it is given to the sandbox user; otherwise
- * others may traverse (not list) it, and the socket's random name is the secret, handed to the
- * gate in its environment (readable by its own user only), never on a command line.
+ * Listens for one sandbox's gate. The gate proves itself with a random token it got in its
+ * environment (readable only by its own user and root, never on a command line); a connection
+ * that does not send it within a few seconds is dropped and the socket keeps listening, so
+ * neither another local user (socket paths are public in /proc/net/unix) nor another sandbox
+ * can take the sandbox's place. The folder is also closed to others where hintbox can arrange
+ * it: private when hintbox runs as the sandbox user, given to that user when hintbox is root,
+ * else others may only traverse it.
  */
 export async function openGateSocket(options: {
   sandboxUser: { uid: number; gid: number };
@@ -101,28 +110,57 @@ export async function openGateSocket(options: {
 }): Promise<GateSocket> {
   const hostDir = await mkdtemp(path.join(options.baseDir ?? os.tmpdir(), IO_DIR_PREFIX));
   const name = `${randomBytes(16).toString('hex')}.sock`;
+  const token = randomBytes(32).toString('hex');
+  const expected = Buffer.from(`${token}\n`);
   const socketPath = path.join(hostDir, name);
   const server = net.createServer();
   let settle: { resolve: (s: net.Socket) => void; reject: (e: Error) => void } | undefined;
   const connection = new Promise<net.Socket>((resolve, reject) => (settle = { resolve, reject }));
   connection.catch(() => undefined);
+  const candidates = new Set<net.Socket>();
   let closed: Promise<void> | undefined;
   const close = (): Promise<void> =>
     (closed ??= (async () => {
       settle?.reject(new GateError('the sandbox gate never connected'));
+      settle = undefined;
+      for (const candidate of candidates) candidate.destroy();
       // Stops listening at once; the callback would wait for the gate's connection to end.
       server.close();
-      await rm(hostDir, { recursive: true, force: true });
+      await rm(hostDir, { recursive: true, force: true }).catch(() => undefined);
     })());
+  server.on('error', () => void close());
   server.on('connection', (socket) => {
     if (!settle) {
-      socket.destroy(); // only the first connection is the gate's
+      socket.destroy();
       return;
     }
-    const { resolve } = settle;
-    settle = undefined;
-    resolve(socket);
-    void close();
+    candidates.add(socket);
+    let received = Buffer.alloc(0);
+    const drop = (): void => {
+      candidates.delete(socket);
+      socket.destroy();
+    };
+    const timer = setTimeout(drop, TOKEN_DEADLINE_MS);
+    socket.on('error', drop);
+    const onData = (chunk: Buffer): void => {
+      received = Buffer.concat([received, chunk]);
+      if (received.length < expected.length) return;
+      clearTimeout(timer);
+      socket.off('data', onData);
+      candidates.delete(socket);
+      const proof = received.subarray(0, expected.length);
+      if (!settle || !timingSafeEqual(proof, expected) || received.length > expected.length) {
+        socket.destroy(); // not the gate (the gate sends nothing more before its release)
+        return;
+      }
+      socket.off('error', drop);
+      socket.pause(); // until the transport reads it (see release in docker-sandbox.ts)
+      const { resolve } = settle;
+      settle = undefined;
+      resolve(socket);
+      void close();
+    };
+    socket.on('data', onData);
   });
   try {
     if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH_BYTES) {
@@ -151,7 +189,7 @@ export async function openGateSocket(options: {
     await close();
     throw error;
   }
-  return { hostDir, sandboxPath: path.posix.join(SANDBOX_IO_DIR, name), connection, close };
+  return { hostDir, sandboxPath: path.posix.join(SANDBOX_IO_DIR, name), token, connection, close };
 }
 
 /** Lets the gate run the server on `socket`. */

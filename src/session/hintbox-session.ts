@@ -27,7 +27,7 @@ import { databaseAdminUrl } from '../database/database-env.js';
 import { SessionDatabase } from '../database/session-database.js';
 import type { PrivilegeViolation } from '../database/socket-relay.js';
 import type { DockerConnection } from '../sandbox/docker-connection.js';
-import { startSandbox, type StartedSandbox } from '../sandbox/docker-sandbox.js';
+import { holdSandbox, type HeldSandbox, type StartedSandbox } from '../sandbox/docker-sandbox.js';
 import { Previewer } from '../sandbox/preview.js';
 import { hostMountPoints, nestedMountPoints } from '../sandbox/nested-mounts.js';
 import { removeSession } from '../sandbox/sweep.js';
@@ -90,10 +90,18 @@ export function assertNoNestedMounts(
   if (problems.length) throw new SandboxPolicyError(problems.join('\n'));
 }
 
-/** A sandbox started before discovery answered, and the rights it was started with. */
+/** A sandbox started before discovery answered (held at its gate), and the rights it has. */
 interface EarlyStart {
   key: string;
-  upstream: Promise<Upstream>;
+  held: Promise<HeldUpstream>;
+}
+
+/** A sandbox whose server waits at the gate. */
+interface HeldUpstream {
+  /** Lets the server run and connects to it. */
+  release(): Promise<Upstream>;
+  /** Removes the sandbox; its server never ran. */
+  remove(): Promise<void>;
 }
 
 export interface SessionOptions {
@@ -130,6 +138,8 @@ export class HintboxSession implements AsyncDisposable {
   private readonly started = new Map<string, Upstream>();
   private readonly grants = new Map<string, SandboxGrant>();
   private readonly generations = new Map<string, number>();
+  /** Sandbox starts under way: `dispose` waits for them (each removes itself once disposed). */
+  private readonly pending = new Set<Promise<unknown>>();
   private disposed = false;
   /** Roles and socket relays, when the profile has a database. */
   private database?: SessionDatabase;
@@ -139,6 +149,8 @@ export class HintboxSession implements AsyncDisposable {
   private untrustedBecause?: string;
   /** The server's program and arguments (from the profile and the image). */
   private command?: string[];
+  /** The image's id as inspected at start: every sandbox of the session runs exactly it. */
+  private imageId?: string;
 
   private constructor(private readonly options: SessionOptions) {
     this.sessionId = options.sessionId ?? newSessionId();
@@ -267,6 +279,10 @@ export class HintboxSession implements AsyncDisposable {
     this.disposed = true;
     await Promise.all([...this.started.values()].map((u) => u.close().catch(() => undefined)));
     this.started.clear();
+    // Starts under way see `disposed` when they end and remove what they made; wait for them
+    // (bounded by the start timeout) so that nothing is created after the removal below.
+    const timeoutMs = this.options.profile.timeouts.start * 1000;
+    await Promise.race([Promise.allSettled([...this.pending]), delay(timeoutMs)]);
     // Whatever was started and not tracked (a start cut short): remove by label.
     await removeSession(this.options.docker.docker, this.sessionId).catch((error: Error) =>
       this.options.log.warn(`could not remove the containers of session ${this.sessionId}: ${error.message}`),
@@ -304,6 +320,7 @@ export class HintboxSession implements AsyncDisposable {
     // The gate executes the server: what the image would run, resolved once.
     const image = await docker.docker.getImage(profile.server.image).inspect();
     this.command = serverCommand(profile.server, image.Config);
+    this.imageId = image.Id;
 
     const ceiling = ceilingOf(profile);
     const strictest = strictestGrant(ceiling);
@@ -334,8 +351,8 @@ export class HintboxSession implements AsyncDisposable {
     for (const [id, start] of early) {
       if (planned.get(id) === start.key) continue;
       early.delete(id);
-      log.info(`sandbox ${id} was started early but this start's tools do not plan it: removing it`);
-      void start.upstream.then((u) => u.close()).catch(() => undefined);
+      log.info(`sandbox ${id} was started early but this start's tools do not plan it: removing it (it never ran)`);
+      void start.held.then((h) => h.remove()).catch(() => undefined);
     }
     if (!this.plan.sandboxes.some((s) => s.id === discoveryId)) {
       this.started.delete(discoveryId);
@@ -348,7 +365,7 @@ export class HintboxSession implements AsyncDisposable {
       }
       const results = await Promise.allSettled([
         ...toStart.map(async (s) => this.started.set(s.id, await this.startUpstream(s.id))),
-        ...[...early].map(async ([id, start]) => this.started.set(id, await start.upstream)),
+        ...[...early].map(async ([id, start]) => this.started.set(id, await (await start.held).release())),
       ]);
       const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
       if (failed) throw failed.reason;
@@ -356,10 +373,10 @@ export class HintboxSession implements AsyncDisposable {
   }
 
   /**
-   * Starts, in parallel with discovery, the sandboxes that the tools this image listed at its
-   * last start plan under the current ceiling (none on a first start or a changed image).
-   * They get no more than the same image's tools claimed before under this profile; discovery
-   * still decides, and those it does not plan are removed as soon as it answers.
+   * Creates and starts, in parallel with discovery, the sandboxes that the tools this image
+   * listed at its last start plan under the current ceiling (none on a first start or a
+   * changed image), each held at its gate: none runs anything of the image until discovery
+   * has answered and this start's plan has the same class with the same rights.
    */
   private async startEarly(imageId: string, ceiling: Ceiling, discoveryId: string): Promise<Map<string, EarlyStart>> {
     const { profile, log, knownTools } = this.options;
@@ -369,11 +386,13 @@ export class HintboxSession implements AsyncDisposable {
     for (const sandbox of planSandboxes(known, ceiling).sandboxes) {
       if (sandbox.id === discoveryId) continue;
       this.grants.set(sandbox.id, sandbox);
-      const upstream = this.startUpstream(sandbox.id);
-      upstream.catch(() => undefined); // awaited (or dropped) once discovery has answered
-      early.set(sandbox.id, { key: grantKey(sandbox), upstream });
+      const held = this.holdUpstream(sandbox.id);
+      held.catch(() => undefined); // awaited (or dropped) once discovery has answered
+      early.set(sandbox.id, { key: grantKey(sandbox), held });
     }
-    if (early.size) log.info(`starting ${[...early.keys()].join(', ')} early, as this image's tools planned last time`);
+    if (early.size) {
+      log.info(`starting ${[...early.keys()].join(', ')} early (held at the gate until discovery answers)`);
+    }
     return early;
   }
 
@@ -436,6 +455,7 @@ export class HintboxSession implements AsyncDisposable {
       grant,
       engine: { recursiveReadOnly: docker.recursiveReadOnly },
       command: this.command,
+      ...(this.imageId ? { imageId: this.imageId } : {}),
       gate,
       ...(hostUser ? { hostUser } : {}),
       ...(database ? { database } : {}),
@@ -443,6 +463,24 @@ export class HintboxSession implements AsyncDisposable {
   }
 
   private async startUpstream(id: string): Promise<Upstream> {
+    return (await this.holdUpstream(id)).release();
+  }
+
+  /**
+   * Creates and starts a sandbox of class `id` whose server is held at the gate: nothing of
+   * the image runs until `release`. Tracked until it settles, so that `dispose` can wait for it.
+   */
+  private holdUpstream(id: string): Promise<HeldUpstream> {
+    const holding = this.hold(id);
+    this.pending.add(holding);
+    void holding.then(
+      () => this.pending.delete(holding),
+      () => this.pending.delete(holding),
+    );
+    return holding;
+  }
+
+  private async hold(id: string): Promise<HeldUpstream> {
     if (this.disposed) throw new Error(`session ${this.sessionId} is closed`);
     const { profile, docker, log } = this.options;
     const grant = this.grants.get(id);
@@ -456,7 +494,7 @@ export class HintboxSession implements AsyncDisposable {
     // Restarts get a fresh name: the dead container may still be on its way out.
     const generation = this.generations.get(id) ?? 0;
     this.generations.set(id, generation + 1);
-    const sandbox: StartedSandbox = await startSandbox({
+    const held: HeldSandbox = await holdSandbox({
       docker: docker.docker,
       id,
       spec: (gate) => {
@@ -469,14 +507,28 @@ export class HintboxSession implements AsyncDisposable {
       startTimeoutMs: profile.timeouts.start * 1000,
     });
     if (this.disposed) {
-      await sandbox.remove();
+      await held.remove();
       throw new Error(`session ${this.sessionId} is closed`);
     }
     return {
-      client: sandbox.client,
-      closed: sandbox.closed,
-      diagnostics: () => sandbox.stderrTail(),
-      close: () => sandbox.remove(),
+      remove: () => held.remove(),
+      release: async () => {
+        if (this.disposed) {
+          await held.remove();
+          throw new Error(`session ${this.sessionId} is closed`);
+        }
+        const sandbox: StartedSandbox = await held.release();
+        return {
+          client: sandbox.client,
+          closed: sandbox.closed,
+          diagnostics: () => sandbox.stderrTail(),
+          close: () => sandbox.remove(),
+        };
+      },
     };
   }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }

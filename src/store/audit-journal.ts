@@ -53,8 +53,10 @@ import {
  *   power loss can take the records of the last milliseconds that were only in the journal.
  *   A failed append throws, and the guard refuses the call.
  * - Entries are queued and written to the store by a flusher, in batches of one statement
- *   each (`recordBatch`, idempotent), starting as soon as something is queued and no batch is
- *   in flight. When the store has everything, the file is truncated to nothing.
+ *   each (`recordBatch`, idempotent), starting `flushDelayMs` (20 ms) after something is
+ *   queued, unless a batch is in flight. The wait gathers many calls into one batch: each
+ *   statement costs the state daemon CPU that the sandboxes and hintbox share, whatever its
+ *   size. When the store has everything, the file is truncated to nothing.
  * - When a batch fails, the journal logs it once and enters the "store failing" state: new
  *   intents are refused (fail closed) while outcomes are still journaled, and the batch is
  *   retried with backoff until it succeeds. Nothing queued is dropped.
@@ -64,7 +66,7 @@ import {
  *   next `hintbox run` or `hintbox audit` of this host ({@link replayJournals}), then removed.
  *
  * Reads (`get`, `query`) go to the store, after what this process recorded so far is flushed;
- * another process reading the trail may miss the last few milliseconds of a live session.
+ * another process reading the trail may miss the last few tens of milliseconds of a live session.
  */
 
 /** A journal file: `<host>.<pid>.<random>.ndjson`, the host URI-encoded. */
@@ -111,6 +113,8 @@ export interface AuditJournalOptions {
   /** Wait before the first retry of a failed batch; doubles up to `maxRetryMs`. Default 100 ms, 5 s. */
   retryMs?: number;
   maxRetryMs?: number;
+  /** How long queued entries wait to be batched with later ones. Default 20 ms. */
+  flushDelayMs?: number;
 }
 
 interface Queued {
@@ -129,6 +133,7 @@ export class JournaledAuditLog implements AuditLog, AsyncDisposable {
   private readonly closeTimeoutMs: number;
   private readonly retryMs: number;
   private readonly maxRetryMs: number;
+  private readonly flushDelayMs: number;
 
   private currentFile: string;
   private fd: number | undefined;
@@ -164,6 +169,7 @@ export class JournaledAuditLog implements AuditLog, AsyncDisposable {
     this.closeTimeoutMs = options.closeTimeoutMs ?? 5000;
     this.retryMs = options.retryMs ?? 100;
     this.maxRetryMs = options.maxRetryMs ?? 5000;
+    this.flushDelayMs = options.flushDelayMs ?? 20;
     this.retryDelay = this.retryMs;
     const dir = path.resolve(options.dir);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -281,14 +287,14 @@ export class JournaledAuditLog implements AuditLog, AsyncDisposable {
     this.schedule();
   }
 
-  /** Starts a flush soon (entries recorded in the same turn go in one batch), unless one runs or waits. */
+  /** Starts a flush after `flushDelayMs` (entries recorded meanwhile go in one batch), unless one runs or waits. */
   private schedule(): void {
     if (this.scheduled || this.flushing || this.retryTimer || this.abandoned) return;
     this.scheduled = true;
-    setImmediate(() => {
+    setTimeout(() => {
       this.scheduled = false;
       void this.flush();
-    });
+    }, this.flushDelayMs);
   }
 
   private flush(): Promise<void> {

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -32,17 +32,21 @@ export function sweepSocketDirs(baseDir = os.tmpdir(), procNetUnix = '/proc/net/
     return [];
   }
   const removed: string[] = [];
+  const me = process.getuid?.();
   for (const name of readdirSync(baseDir)) {
     if (!SOCKET_DIR_PREFIXES.some((prefix) => name.startsWith(prefix))) continue;
     const dir = path.join(baseDir, name);
     if (listening.some((socket) => socket.startsWith(`${dir}/`))) continue;
     try {
-      if (now - statSync(dir).mtimeMs < MIN_AGE_MS) continue;
+      // Only real folders of this user (not a symlink or another user's plant), old enough.
+      const stat = lstatSync(dir);
+      if (!stat.isDirectory() || (me !== undefined && me !== 0 && stat.uid !== me)) continue;
+      if (now - stat.mtimeMs < MIN_AGE_MS) continue;
+      rmSync(dir, { recursive: true, force: true });
+      removed.push(dir);
     } catch {
-      continue; // gone meanwhile
+      continue; // gone meanwhile, or not ours to remove: never a reason to stop a start
     }
-    rmSync(dir, { recursive: true, force: true });
-    removed.push(dir);
   }
   return removed;
 }

@@ -64,7 +64,7 @@ describe('the filesystem reference server under hintbox run', { timeout: 240_000
     const second = await runHintbox(profile, { WORKSPACE: workspace });
     try {
       await second.client.listTools();
-      assert.match(second.stderr(), /starting rw-offline early, as this image's tools planned last time/);
+      assert.match(second.stderr(), /starting rw-offline early \(held at the gate until discovery answers\)/);
       assert.doesNotMatch(second.stderr(), /removing it/);
       assert.deepEqual(await classesOf(second.pid), ['ro-offline', 'rw-offline']);
     } finally {

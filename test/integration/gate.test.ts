@@ -9,7 +9,17 @@ import { holdSandbox, SandboxStartError, type HeldSandbox } from '../../src/sand
 import { IO_DIR_PREFIX } from '../../src/sandbox/gate.js';
 import { sessionIdentity, newSessionId } from '../../src/session/hintbox-session.js';
 import { createLogger } from '../../src/util/logger.js';
-import { CANARY_IMAGE, allHintboxContainers, assertNoLeftovers, docker, ensureTestImages } from './support/docker.js';
+import { GenericContainer } from 'testcontainers';
+import {
+  CANARY_IMAGE,
+  FIXTURES,
+  allHintboxContainers,
+  assertNoLeftovers,
+  docker,
+  ensureTestImages,
+} from './support/docker.js';
+
+const HEALTHCHECK_IMAGE = 'hintbox-test/healthcheck:latest';
 
 const log = createLogger('warn');
 const workspace = mkdtempSync(path.join(os.tmpdir(), 'hintbox-gate-ws-'));
@@ -66,10 +76,26 @@ describe('the sandbox gate', () => {
     assert.equal(existsSync(MARKER), true, 'once released, the image ran');
     assert.equal((await allHintboxContainers()).length, 0, 'a failed release leaves no container');
   });
+
+  it("does not let the image's HEALTHCHECK run code in a held sandbox", async () => {
+    const { docker: d } = await docker();
+    await GenericContainer.fromDockerfile(path.join(FIXTURES, 'healthcheck'))
+      .withBuildArgs({ NODE_SERVER_IMAGE: CANARY_IMAGE })
+      .build(HEALTHCHECK_IMAGE, { deleteOnExit: false });
+    const health = path.join(workspace, 'health');
+    const held = await holdSandboxWith(d, newSessionId(), HEALTHCHECK_IMAGE);
+    try {
+      // The image asks for a check every second; held three seconds, none ran.
+      await new Promise((r) => setTimeout(r, 3000));
+      assert.equal(existsSync(health), false, 'no health check ran while held');
+    } finally {
+      await held.remove();
+    }
+  });
 });
 
 /** Holds a sandbox of the marker-writing "server" over the workspace, read-write. */
-function holdSandboxWith(d: Docker, sessionId: string): Promise<HeldSandbox> {
+function holdSandboxWith(d: Docker, sessionId: string, image = CANARY_IMAGE): Promise<HeldSandbox> {
   return holdSandbox({
     docker: d,
     id: 'rw-offline',
@@ -80,7 +106,7 @@ function holdSandboxWith(d: Docker, sessionId: string): Promise<HeldSandbox> {
     spec: (gate) =>
       buildContainerSpec({
         session: sessionIdentity(sessionId),
-        profile,
+        profile: { ...profile, server: { image } },
         sandboxId: 'rw-offline',
         grant: { network: 'none', mounts: [{ source: workspace, target: '/workspace', readOnly: false }] },
         engine: { recursiveReadOnly: false },

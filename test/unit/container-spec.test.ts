@@ -15,7 +15,7 @@ import {
   serverCommand,
   type ContainerSpecInput,
 } from '../../src/sandbox/container-spec.js';
-import { GATE_SOCKET_ENV, SANDBOX_GATE_PATH, SANDBOX_IO_DIR } from '../../src/sandbox/gate.js';
+import { GATE_SOCKET_ENV, GATE_TOKEN_ENV, SANDBOX_GATE_PATH, SANDBOX_IO_DIR } from '../../src/sandbox/gate.js';
 import { SANDBOX_PG_SOCKET_DIR, sandboxDatabaseEnv } from '../../src/database/socket-relay.js';
 import { planSandboxes, type Ceiling, type PlannedSandbox } from '../../src/policy/plan-sandboxes.js';
 
@@ -24,8 +24,10 @@ const GATE = {
   binary: '/opt/hintbox/dist/hintbox-gate',
   hostDir: '/tmp/hintbox-io-Ab12Cd',
   sandboxPath: '/run/hintbox/io/f00d.sock',
+  token: 'c0ffee',
 };
-const GATE_ENV = `${GATE_SOCKET_ENV}=${GATE.sandboxPath}`;
+/** What every sandbox's environment holds for the gate (and against the image's libc tunables). */
+const GATE_ENV = [`${GATE_SOCKET_ENV}=${GATE.sandboxPath}`, `${GATE_TOKEN_ENV}=c0ffee`, 'GLIBC_TUNABLES='];
 /** The gate's own mounts: the binary and its socket folder, both read-only. */
 const GATE_MOUNTS = [
   ['bind', GATE.binary, SANDBOX_GATE_PATH, true],
@@ -247,7 +249,7 @@ describe('buildContainerSpec', () => {
     const spec = buildContainerSpec(input());
     assert.deepEqual(
       [...spec.Env!].sort(),
-      ['EMPTY=', 'FOO=bar', `HOME=${SANDBOX_HOME}`, `TMPDIR=${SANDBOX_TMP}`, GATE_ENV].sort(),
+      ['EMPTY=', 'FOO=bar', `HOME=${SANDBOX_HOME}`, `TMPDIR=${SANDBOX_TMP}`, ...GATE_ENV].sort(),
     );
     assert.ok(
       !spec.Env!.some((e) => e.includes(CANARY) || e.includes('leaked-from-host')),
@@ -264,7 +266,7 @@ describe('buildContainerSpec', () => {
       ...base,
       profile: { ...base.profile, env: { HOME: '/projects', TMPDIR: '/projects', [GATE_SOCKET_ENV]: '/projects/s' } },
     });
-    assert.deepEqual([...spec.Env!].sort(), [GATE_ENV, `HOME=${SANDBOX_HOME}`, `TMPDIR=${SANDBOX_TMP}`].sort());
+    assert.deepEqual([...spec.Env!].sort(), [...GATE_ENV, `HOME=${SANDBOX_HOME}`, `TMPDIR=${SANDBOX_TMP}`].sort());
   });
 
   it('has no Binds and never the Docker socket', () => {
@@ -290,6 +292,12 @@ describe('buildContainerSpec', () => {
     assert.equal(spec.WorkingDir, '/work');
     assert.equal(spec.OpenStdin, false);
     assert.equal(spec.AttachStdin, false);
+    assert.deepEqual(spec.Healthcheck, { Test: ['NONE'] }, "the image's HEALTHCHECK never runs");
+    assert.equal(
+      buildContainerSpec({ ...base, imageId: 'sha256:abc' }).Image,
+      'sha256:abc',
+      'created from the image id resolved at start, not the tag',
+    );
     assert.equal(spec.Tty, false);
   });
 });
@@ -375,6 +383,8 @@ describe('sizes and users', () => {
         HOME: SANDBOX_HOME,
         TMPDIR: SANDBOX_TMP,
         [GATE_SOCKET_ENV]: GATE.sandboxPath,
+        [GATE_TOKEN_ENV]: GATE.token,
+        GLIBC_TUNABLES: '',
       });
     });
 

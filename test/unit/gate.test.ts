@@ -60,15 +60,27 @@ describe('openGateSocket', () => {
       assert.ok(gate.sandboxPath.startsWith(`${SANDBOX_IO_DIR}/`), gate.sandboxPath);
       assert.match(path.basename(gate.sandboxPath), /^[0-9a-f]{32}\.sock$/, 'a random name');
       const hostSocket = path.join(gate.hostDir, path.basename(gate.sandboxPath));
+
+      // Connections that are not the gate: a wrong token, and one that says nothing. Neither
+      // is taken, and neither keeps the gate out.
+      const impostor = await connect(hostSocket);
+      const impostorClosed = new Promise((resolve) => impostor.once('close', resolve));
+      impostor.write(`${'0'.repeat(gate.token.length)}\n`);
+      await impostorClosed;
+      const silent = await connect(hostSocket);
+
       const first = await connect(hostSocket);
+      first.write(`${gate.token}\n`);
       const accepted = await gate.connection;
+      accepted.resume();
       first.write('hello');
       const got = await new Promise<string>((resolve) => accepted.once('data', (b: Buffer) => resolve(b.toString())));
       assert.equal(got, 'hello');
       // The folder goes as soon as the gate is in: nobody else can connect after it.
       for (let i = 0; i < 50 && existsSync(gate.hostDir); i++) await new Promise((r) => setTimeout(r, 10));
-      assert.equal(existsSync(gate.hostDir), false, 'the socket folder is removed after the first connection');
+      assert.equal(existsSync(gate.hostDir), false, 'the socket folder is removed after the gate connected');
       await assert.rejects(connect(hostSocket), /ENOENT|ECONNREFUSED/);
+      await new Promise((resolve) => (silent.destroyed ? resolve(undefined) : silent.once('close', resolve)));
       first.destroy();
       accepted.destroy();
     } finally {
