@@ -3,7 +3,7 @@
  *
  *   npm run bench                     # table on stdout, progress on stderr
  *   npm run bench -- --json           # the same as JSON
- *   npm run bench -- --rounds 3 --calls 100 --scale 1,5
+ *   npm run bench -- --rounds 3 --calls 100 --warmup 50 --scale 1,5
  *   npm run bench -- --verbose        # and hintbox's own log on stderr
  *
  * Variants are interleaved round by round (bare, docker, hintbox, bare, …) so drift on a noisy
@@ -62,13 +62,16 @@ const { values } = parseArgs({
     /** hintbox's own log (info) on stderr, to see where its time goes. */
     verbose: { type: 'boolean' },
     rounds: { type: 'string', default: '5' },
-    calls: { type: 'string', default: '300' },
+    calls: { type: 'string', default: '1000' },
+    /** Calls before measuring: MCP sessions are long-lived, the figures are of the steady state. */
+    warmup: { type: 'string', default: '200' },
     scale: { type: 'string', default: '1,5,20' },
     concurrency: { type: 'string', default: '1,8,32' },
   },
 });
 const ROUNDS = Number(values.rounds);
 const CALLS = Number(values.calls);
+const WARMUP = Number(values.warmup);
 const SCALE = values.scale
   .split(',')
   .map(Number)
@@ -187,7 +190,7 @@ async function measure(start: () => Promise<Running>, docker: Docker): Promise<R
     const coldStartMs = performance.now() - t0;
 
     const call = () => running.client.callTool({ name: 'list_allowed_directories', arguments: {} });
-    for (let i = 0; i < 20; i++) await call(); // warm-up
+    for (let i = 0; i < WARMUP; i++) await call();
     const samples: number[] = [];
     for (let i = 0; i < CALLS; i++) {
       const s = performance.now();
@@ -291,13 +294,16 @@ async function measureScale(docker: Docker): Promise<ScaleResult[]> {
   return out;
 }
 
+/** Until the process is gone (or only a zombie, which its parent reaps in its own time). */
 async function waitForExit(pid: number): Promise<void> {
   for (let i = 0; i < 300; i++) {
+    let state: string;
     try {
-      process.kill(pid, 0);
+      state = /^\d+ \(.*\) (\S)/.exec(readFileSync(`/proc/${pid}/stat`, 'utf8'))?.[1] ?? 'Z';
     } catch {
       return;
     }
+    if (state === 'Z' || state === 'X') return;
     await new Promise((r) => setTimeout(r, 50));
   }
 }

@@ -71,6 +71,9 @@ export class NdjsonTransport implements Transport {
 
   private readonly reader = new LineReader();
   private closed = false;
+  /** Messages sent in this turn of the event loop, written together. */
+  private queued: string[] = [];
+  private senders: { resolve: () => void; reject: (error: Error) => void }[] = [];
 
   constructor(
     private readonly input: Readable,
@@ -92,19 +95,44 @@ export class NdjsonTransport implements Transport {
     return Promise.resolve();
   }
 
+  /**
+   * Queues the message; everything queued in one turn of the event loop goes out in one write
+   * (one system call instead of one per message when many calls are in flight). Resolves once
+   * written (or, when the stream is full, once it drains).
+   */
   send(message: JSONRPCMessage): Promise<void> {
     if (this.closed) return Promise.reject(new Error('the connection is closed'));
     return new Promise<void>((resolve, reject) => {
-      const ok = this.output.write(JSON.stringify(message) + '\n', (error) => (error ? reject(error) : undefined));
-      if (ok) resolve();
-      else this.output.once('drain', resolve);
+      this.queued.push(JSON.stringify(message) + '\n');
+      this.senders.push({ resolve, reject });
+      if (this.queued.length === 1) setImmediate(() => this.writeQueued());
     });
   }
 
   close(): Promise<void> {
-    if (!this.closed && this.endOutputOnClose) this.output.end();
+    if (!this.closed && this.endOutputOnClose) {
+      this.writeQueued();
+      this.output.end();
+    }
     this.finish();
     return Promise.resolve();
+  }
+
+  private writeQueued(): void {
+    if (this.queued.length === 0) return;
+    const text = this.queued.length === 1 ? (this.queued[0] as string) : this.queued.join('');
+    const senders = this.senders;
+    this.queued = [];
+    this.senders = [];
+    if (this.closed) {
+      for (const s of senders) s.reject(new Error('the connection is closed'));
+      return;
+    }
+    const ok = this.output.write(text, (error) => {
+      if (error) for (const s of senders) s.reject(error);
+    });
+    if (ok) for (const s of senders) s.resolve();
+    else this.output.once('drain', () => senders.forEach((s) => s.resolve()));
   }
 
   private finish(): void {

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { after, before, describe, it } from 'node:test';
+import { assertNoLeftovers, ensureTestImages, REPO } from './support/docker.js';
+
+interface Figure {
+  name: string;
+  values: Record<'bare' | 'docker' | 'hintbox', { median: number; spread: number }>;
+  ratio: number;
+  target?: { text: string; met: boolean };
+}
+
+/** One quick iteration of `npm run bench`: it runs, all three variants answer, and it cleans up. No timing is judged. */
+describe('the benchmark, smoke run', { timeout: 300_000 }, () => {
+  before(ensureTestImages);
+  after(assertNoLeftovers);
+
+  it('measures bare, docker and hintbox once and prints every figure as JSON', async () => {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        path.join(REPO, 'bench', 'run-bench.ts'),
+        '--json',
+        '--rounds',
+        '1',
+        '--calls',
+        '5',
+        '--warmup',
+        '1',
+        '--concurrency',
+        '1,2',
+        '--scale',
+        '1',
+      ],
+      { cwd: REPO, maxBuffer: 16 * 1024 * 1024 },
+    );
+    const report = JSON.parse(stdout) as {
+      rounds: number;
+      figures: Figure[];
+      scale: { servers: number; startMs: number; hintboxRssMb: number }[];
+    };
+    assert.equal(report.rounds, 1);
+    const names = report.figures.map((f) => f.name);
+    for (const expected of [
+      /cold start/,
+      /latency p50/,
+      /latency p99/,
+      /1 in flight/,
+      /2 in flight/,
+      /resident memory/,
+    ]) {
+      assert.ok(
+        names.some((n) => expected.test(n)),
+        `a figure ${expected} in ${names.join(', ')}`,
+      );
+    }
+    for (const figure of report.figures) {
+      for (const variant of ['bare', 'docker', 'hintbox'] as const) {
+        const value = figure.values[variant].median;
+        assert.ok(Number.isFinite(value) && value > 0, `${figure.name}, ${variant}: ${value}`);
+      }
+      assert.ok(Number.isFinite(figure.ratio) && figure.ratio > 0, `${figure.name}: ratio ${figure.ratio}`);
+      assert.equal(typeof figure.target?.met, 'boolean', `${figure.name} says whether its target is met`);
+    }
+    assert.equal(report.scale.length, 1);
+    assert.equal(report.scale[0]?.servers, 1);
+    assert.ok((report.scale[0]?.startMs ?? 0) > 0, 'the scale run started a server');
+    assert.ok((report.scale[0]?.hintboxRssMb ?? 0) > 0, 'and read its memory');
+  });
+});
