@@ -1,5 +1,5 @@
-#!/usr/bin/env -S node --max-semi-space-size=1
-// A 1 MB young generation keeps hintbox's resident memory low; its per-call garbage is small.
+#!/usr/bin/env -S node --max-semi-space-size=1 --optimize-for-size
+// A 1 MB young generation and V8's optimize-for-size mode keep hintbox's resident memory low (BENCHMARKS.md).
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ProfileError } from '../profile/load-profile.js';
 import { VERSION } from '../version.js';
