@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CallGuard, type ClientChannel } from '../../src/gateway/call-guard.js';
-import { effectiveHints, HINT_DEFAULTS, type ToolHints } from '../../src/policy/hints.js';
+import { effectiveHints, HINT_DEFAULTS } from '../../src/policy/hints.js';
 import { pinTool } from '../../src/policy/tool-pin.js';
 import { JournaledAuditLog, journalOwner, replayJournals, withAuditJournal } from '../../src/store/audit-journal.js';
 import { openPgliteStateStore } from '../../src/store/pglite-state-store.js';
@@ -19,7 +19,7 @@ import {
 } from '../../src/store/state-store.js';
 import { createLogger, silentLogger, type Logger } from '../../src/util/logger.js';
 import { pgliteFolders } from '../integration/support/pglite-folders.js';
-import { ManualClock } from '../integration/support/state-store-contract.js';
+import { ManualClock, READ_ONLY, sampleIntent } from '../integration/support/state-store-contract.js';
 
 /**
  * The write-ahead audit journal in front of the real embedded store (PGlite in this process).
@@ -30,32 +30,17 @@ import { ManualClock } from '../integration/support/state-store-contract.js';
 const { root, newFolder } = pgliteFolders('hintbox-journal-test-');
 const host = os.hostname();
 
-const READ_ONLY: ToolHints = {
-  readOnlyHint: true,
-  destructiveHint: false,
-  idempotentHint: false,
-  openWorldHint: false,
-};
-
 let sessions = 0;
 function intent(partial: Partial<AuditIntent> = {}): AuditIntent {
-  return {
+  return sampleIntent({
     session: `session-${sessions}`,
-    server: 'filesystem',
-    tool: 'read_text_file',
     tags: [
       { name: ' FS ', source: 'profile' },
       { name: 'files', source: 'server' },
     ],
-    claimedHints: { readOnlyHint: true, openWorldHint: false },
-    effectiveHints: READ_ONLY,
-    sandbox: 'ro-offline',
-    decision: 'allowed',
-    decidedBy: 'auto',
     arguments: { path: '/projects/README.md', n: 1 },
-    pinHash: 'a'.repeat(64),
     ...partial,
-  };
+  });
 }
 
 /** A logger that keeps its lines. */

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chownSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { PassThrough } from 'node:stream';
@@ -12,25 +12,37 @@ import { REPO } from './docker.js';
 /** The shipped CLI: the one-file bundle that the `hintbox` bin runs. */
 export const HINTBOX_BIN = path.join(REPO, 'dist', 'hintbox.mjs');
 
+/** The temp folders this test process made (state, profiles, workspaces): removed when it exits. */
+const scratch: string[] = [];
+process.on('exit', () => {
+  for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
+});
+
+function scratchFolder(prefix: string): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  scratch.push(dir);
+  return dir;
+}
+
 /**
  * This test process's own state folder (pins, audit): tests never touch the user's, and the
  * embedded store of one server is never shared between test processes.
  */
-export const STATE_DIR = mkdtempSync(path.join(os.tmpdir(), 'hintbox-test-state-'));
+export const STATE_DIR = scratchFolder('hintbox-test-state-');
 
 /** How the test client answers hintbox's confirmations: approve, deny, or never answer. */
 export type Confirmations = 'approve' | 'deny' | 'never' | 'unsupported';
 
 /** A temp folder the sandbox user (uid 10001 when tests run as root) may use. */
 export function sandboxFolder(prefix = 'hintbox-test-'): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  const dir = scratchFolder(prefix);
   if (process.getuid?.() === 0) chownSync(dir, 10001, 10001);
   return dir;
 }
 
 /** Writes a profile YAML into a fresh temp folder and returns its path. */
 export function writeProfile(profile: Record<string, unknown>): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'hintbox-profile-'));
+  const dir = scratchFolder('hintbox-profile-');
   const file = path.join(dir, 'profile.yaml');
   writeFileSync(file, stringify(profile));
   return file;

@@ -56,14 +56,15 @@ export function counterIds(prefix: string): IdGenerator {
   return () => `${prefix}-${++n}`;
 }
 
-const READ_ONLY: ToolHints = {
+export const READ_ONLY: ToolHints = {
   readOnlyHint: true,
   destructiveHint: false,
   idempotentHint: false,
   openWorldHint: false,
 };
 
-function intent(partial: Partial<AuditIntent> = {}): AuditIntent {
+/** A read-only call's audit intent, for tests of the trail (override what a test is about). */
+export function sampleIntent(partial: Partial<AuditIntent> = {}): AuditIntent {
   return {
     session: 'session-a',
     server: 'filesystem',
@@ -273,7 +274,7 @@ export function stateStoreContract(name: string, newHarness: () => Promise<Store
 
     it('records the intent with every field, and no outcome yet', async () => {
       clock.set('2026-03-01T12:00:00.000Z');
-      const id = await store.audit.recordIntent(intent());
+      const id = await store.audit.recordIntent(sampleIntent());
       assert.equal(id, 'call-1');
       const record = await store.audit.get(id);
       assert.deepEqual(record, {
@@ -305,7 +306,7 @@ export function stateStoreContract(name: string, newHarness: () => Promise<Store
     it('records the outcome once, with its time, duration, attempts and hint violation', async () => {
       clock.set('2026-03-01T13:00:00.000Z');
       const id = await store.audit.recordIntent(
-        intent({ tool: 'write_file', decidedBy: 'person', effectiveHints: HINT_DEFAULTS, sandbox: 'rw-offline' }),
+        sampleIntent({ tool: 'write_file', decidedBy: 'person', effectiveHints: HINT_DEFAULTS, sandbox: 'rw-offline' }),
       );
       clock.advance(1_250);
       await store.audit.recordOutcome(id, {
@@ -331,7 +332,7 @@ export function stateStoreContract(name: string, newHarness: () => Promise<Store
     });
 
     it('defaults attempts to 1 and leaves detail and violation empty', async () => {
-      const id = await store.audit.recordIntent(intent());
+      const id = await store.audit.recordIntent(sampleIntent());
       await store.audit.recordOutcome(id, { outcome: 'ok' });
       const record = await store.audit.get(id);
       assert.equal(record?.attempts, 1);
@@ -341,16 +342,18 @@ export function stateStoreContract(name: string, newHarness: () => Promise<Store
     });
 
     it('records a denied or blocked call as not run, and refuses outcomes that contradict the decision', async () => {
-      const denied = await store.audit.recordIntent(intent({ decision: 'denied', decidedBy: 'timeout' }));
+      const denied = await store.audit.recordIntent(sampleIntent({ decision: 'denied', decidedBy: 'timeout' }));
       await expectStoreError(store.audit.recordOutcome(denied, { outcome: 'ok' }), /contradicts decision denied/);
       await store.audit.recordOutcome(denied, { outcome: 'not-run', detail: 'no answer within 60 s' });
       assert.equal((await store.audit.get(denied))?.outcome, 'not-run');
 
-      const blocked = await store.audit.recordIntent(intent({ decision: 'blocked', decidedBy: 'pin', sandbox: null }));
+      const blocked = await store.audit.recordIntent(
+        sampleIntent({ decision: 'blocked', decidedBy: 'pin', sandbox: null }),
+      );
       await store.audit.recordOutcome(blocked, { outcome: 'not-run' });
       assert.equal((await store.audit.get(blocked))?.sandbox, null);
 
-      const allowed = await store.audit.recordIntent(intent());
+      const allowed = await store.audit.recordIntent(sampleIntent());
       await expectStoreError(
         store.audit.recordOutcome(allowed, { outcome: 'not-run' }),
         /contradicts decision allowed/,
@@ -361,17 +364,17 @@ export function stateStoreContract(name: string, newHarness: () => Promise<Store
     it('refuses a decider that cannot give the decision, an unknown outcome and an unknown record', async () => {
       const count = (await store.audit.query({ limit: 10_000 })).length;
       await expectStoreError(
-        store.audit.recordIntent(intent({ decision: 'allowed', decidedBy: 'timeout' })),
+        store.audit.recordIntent(sampleIntent({ decision: 'allowed', decidedBy: 'timeout' })),
         /decidedBy of a allowed call/,
       );
       await expectStoreError(
-        store.audit.recordIntent(intent({ decision: 'blocked', decidedBy: 'person' })),
+        store.audit.recordIntent(sampleIntent({ decision: 'blocked', decidedBy: 'person' })),
         /decidedBy of a blocked call/,
       );
-      await expectStoreError(store.audit.recordIntent(intent({ session: '' })), /session/);
+      await expectStoreError(store.audit.recordIntent(sampleIntent({ session: '' })), /session/);
       assert.equal((await store.audit.query({ limit: 10_000 })).length, count, 'nothing was recorded');
 
-      const id = await store.audit.recordIntent(intent());
+      const id = await store.audit.recordIntent(sampleIntent());
       await expectStoreError(store.audit.recordOutcome(id, { outcome: 'fine' as never }), /outcome: expected one of/);
       await expectStoreError(store.audit.recordOutcome(id, { outcome: 'ok', attempts: 0 }), /attempts/);
       await expectStoreError(
@@ -384,13 +387,13 @@ export function stateStoreContract(name: string, newHarness: () => Promise<Store
     it('writes a batch with fixed ids and times in one statement, and writing it again changes nothing', async () => {
       const batchStore = store as StateStore & { audit: BatchAuditLog };
       const entries: AuditBatchEntry[] = [
-        { kind: 'intent', id: 'batch-1', at: '2026-05-01T08:00:00.000Z', intent: auditIntentRow(intent()) },
+        { kind: 'intent', id: 'batch-1', at: '2026-05-01T08:00:00.000Z', intent: auditIntentRow(sampleIntent()) },
         {
           kind: 'intent',
           id: 'batch-2',
           at: '2026-05-01T08:00:00.000Z',
           intent: auditIntentRow(
-            intent({ decision: 'denied', decidedBy: 'person', arguments: { big: 'x'.repeat(1e5) } }),
+            sampleIntent({ decision: 'denied', decidedBy: 'person', arguments: { big: 'x'.repeat(1e5) } }),
           ),
         },
         {
@@ -421,7 +424,7 @@ export function stateStoreContract(name: string, newHarness: () => Promise<Store
         [one?.time, one?.outcome, one?.detail, one?.hintViolation, one?.attempts, one?.durationMs],
         [new Date('2026-05-01T08:00:00.000Z'), 'tool-error', 'EROFS', 'readOnlyHint', 2, 1500],
       );
-      assert.deepEqual(one?.tags, intent().tags);
+      assert.deepEqual(one?.tags, sampleIntent().tags);
       const two = await store.audit.get('batch-2');
       assert.equal(two?.outcome, null, 'the contradicting outcome was dropped');
       assert.equal((two?.arguments as { big: string }).big.length, 1e5);
@@ -433,7 +436,9 @@ export function stateStoreContract(name: string, newHarness: () => Promise<Store
           kind: 'intent',
           id: 'batch-2',
           at: '2026-06-01T00:00:00.000Z',
-          intent: auditIntentRow(intent({ decision: 'denied', decidedBy: 'person', arguments: { replayed: true } })),
+          intent: auditIntentRow(
+            sampleIntent({ decision: 'denied', decidedBy: 'person', arguments: { replayed: true } }),
+          ),
         },
         {
           kind: 'outcome',
@@ -462,7 +467,7 @@ export function stateStoreContract(name: string, newHarness: () => Promise<Store
       // The child needs the database to itself (PGlite is single-process); `after` closing the
       // store again is harmless.
       await store.close();
-      const id = await recordIntentThenDie(harness, intent({ session: 'crashed', tool: 'write_file' }));
+      const id = await recordIntentThenDie(harness, sampleIntent({ session: 'crashed', tool: 'write_file' }));
       store = await harness.open({ clock, ids: counterIds('after-crash') });
       const record = await store.audit.get(id);
       assert.ok(record, `record ${id} survived the crash`);
@@ -525,7 +530,7 @@ export function stateStoreContract(name: string, newHarness: () => Promise<Store
       store = await harness.open({ clock, ids: counterIds('q') });
       for (const call of calls) {
         clock.set(call.at);
-        const id = await store.audit.recordIntent(intent(call.intent));
+        const id = await store.audit.recordIntent(sampleIntent(call.intent));
         ids[call.key] = id;
         if (call.outcome) await store.audit.recordOutcome(id, { outcome: call.outcome });
       }
@@ -619,7 +624,7 @@ export function stateStoreContract(name: string, newHarness: () => Promise<Store
     });
 
     async function roundTrip(args: unknown): Promise<unknown> {
-      const id = await store.audit.recordIntent(intent({ arguments: args }));
+      const id = await store.audit.recordIntent(sampleIntent({ arguments: args }));
       const record = await store.audit.get(id);
       assert.ok(record, `record ${id} reads back`);
       return record.arguments;
@@ -651,7 +656,7 @@ export function stateStoreContract(name: string, newHarness: () => Promise<Store
       assert.deepEqual(await roundTrip(['a', 1]), ['a', 1]);
       assert.equal(await roundTrip('just a string'), 'just a string');
       assert.equal(await roundTrip(null), null);
-      const id = await store.audit.recordIntent(intent({ arguments: undefined }));
+      const id = await store.audit.recordIntent(sampleIntent({ arguments: undefined }));
       const record = await store.audit.get(id);
       assert.ok(record && !('arguments' in record), 'no arguments key when the call had none');
     });
