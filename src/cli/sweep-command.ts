@@ -12,7 +12,10 @@ const HELP = `Usage: hintbox sweep [<profile>]
 
 Removes the containers of hintbox sessions whose hintbox process is no longer running on this
 host (labels hintbox.session, hintbox.owner-host, hintbox.owner-pid). Every hintbox start does
-this too. Containers of live sessions and of other hosts are left alone.
+this too. Containers of live sessions and of other hosts are left alone. Also removes the
+folders a killed run left in the temporary folder: database relay and sandbox gate sockets
+(hintbox-pg-*, hintbox-io-*: nobody listens in them, older than a minute, this user's) and
+preview copies.
 
 With a profile that has a database section, also drops the Postgres roles (hintbox_…) of such
 sessions on that Postgres server, using the admin URL in the variable named by
@@ -29,7 +32,7 @@ export const sweepCommand: CommandSpec = {
     const removed = await sweepOrphans(docker.docker, isOwnerAlive, cliLog);
     cliLog.info(`swept ${removed.length} container(s)`);
     const dirs = [...sweepSocketDirs(), ...(await sweepPreviewDirs())];
-    if (dirs.length) cliLog.info(`swept ${dirs.length} relay or preview folder(s) of runs that are gone`);
+    if (dirs.length) cliLog.info(`swept ${dirs.length} socket or preview folder(s) of runs that are gone`);
     if (profile?.database) {
       const adminUrl = databaseAdminUrl({ file: profile.file, database: profile.database });
       await using provisioner = await RoleProvisioner.connect({ adminUrl, section: profile.database, log: cliLog });
