@@ -38,6 +38,13 @@ export function apiAtLeast(version: string, minimum: string): boolean {
 export async function connectDocker(env: NodeJS.ProcessEnv = process.env): Promise<DockerConnection> {
   const host = env.DOCKER_HOST;
   const endpoint = host ? `${host} (from DOCKER_HOST)` : `unix://${DEFAULT_SOCKET} (default; DOCKER_HOST is not set)`;
+  if (host && !host.startsWith('unix://')) {
+    // The gate binary, its sockets, relay sockets and preview copies are host files bound into
+    // sandboxes: an engine on another machine would not see them.
+    throw new DockerUnavailableError(
+      `DOCKER_HOST=${host}: hintbox needs a Docker engine on this host (unix://…), because it binds its own files and sockets into every sandbox`,
+    );
+  }
   let docker: Docker;
   try {
     docker = host ? new Docker() : new Docker({ socketPath: DEFAULT_SOCKET });

@@ -123,7 +123,11 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
         () => undefined,
       );
       await Promise.race([exited, delay(300)]);
-      throw new SandboxStartError(`sandbox ${id}: the gate did not connect (${error.message})${stderrSays()}`);
+      // The gate could not reach its socket: the engine maps users (rootless Docker, userns-remap).
+      const why = tail.some((line) => line.includes('cannot connect to hintbox'))
+        ? ". The sandbox user could not reach hintbox's socket: rootless Docker and user-namespace remapping are not supported"
+        : '';
+      throw new SandboxStartError(`sandbox ${id}: the gate did not connect (${error.message})${why}${stderrSays()}`);
     });
     const held = socket;
     // Until the transport takes it over; a reset connection then shows as a closed sandbox.
