@@ -152,7 +152,8 @@ function prepareBareServer(): string {
     cpSync(path.join(IMAGES_DIR, 'server-filesystem', f), path.join(dir, f));
   execFileSync('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], {
     cwd: dir,
-    stdio: 'inherit',
+    // npm's report goes to stderr: stdout is the table or the JSON.
+    stdio: ['ignore', 2, 2],
   });
   return dir;
 }

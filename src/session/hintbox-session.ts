@@ -351,6 +351,7 @@ export class HintboxSession implements AsyncDisposable {
     for (const [id, start] of early) {
       if (planned.get(id) === start.key) continue;
       early.delete(id);
+      if (!planned.has(id)) this.grants.delete(id);
       log.info(`sandbox ${id} was started early but this start's tools do not plan it: removing it (it never ran)`);
       void start.held.then((h) => h.remove()).catch(() => undefined);
     }
