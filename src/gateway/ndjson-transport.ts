@@ -4,6 +4,8 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 
 /** Lines longer than this are dropped (and reported): a server cannot make hintbox buffer without end. */
 export const MAX_LINE_BYTES = 64 * 1024 * 1024;
+/** Bytes sent but not yet taken by the other side, at most (see NdjsonTransport). */
+export const MAX_UNREAD_BYTES = 64 * 1024 * 1024;
 
 /**
  * Splits a byte stream into newline-delimited JSON-RPC messages. Pure framing, tested with
@@ -73,6 +75,7 @@ export class NdjsonTransport implements Transport {
   private closed = false;
   /** Messages sent in this turn of the event loop, written together. */
   private queued: string[] = [];
+  private queuedBytes = 0;
   private senders: { resolve: () => void; reject: (error: Error) => void }[] = [];
 
   constructor(
@@ -80,6 +83,11 @@ export class NdjsonTransport implements Transport {
     private readonly output: Writable,
     /** End `output` on close (not for process.stdout). */
     private readonly endOutputOnClose = true,
+    /**
+     * Bytes that may wait for the other side to read them. Beyond, `send` fails at once: a
+     * server that never reads its input cannot make hintbox buffer without end.
+     */
+    private readonly maxUnreadBytes = MAX_UNREAD_BYTES,
   ) {}
 
   start(): Promise<void> {
@@ -102,8 +110,16 @@ export class NdjsonTransport implements Transport {
    */
   send(message: JSONRPCMessage): Promise<void> {
     if (this.closed) return Promise.reject(new Error('the connection is closed'));
+    const line = JSON.stringify(message) + '\n';
+    const unread = this.output.writableLength + this.queuedBytes;
+    if (unread > 0 && unread + line.length > this.maxUnreadBytes) {
+      return Promise.reject(
+        new Error(`the other side is not reading: ${unread} bytes are still waiting to be written to it`),
+      );
+    }
     return new Promise<void>((resolve, reject) => {
-      this.queued.push(JSON.stringify(message) + '\n');
+      this.queued.push(line);
+      this.queuedBytes += line.length;
       this.senders.push({ resolve, reject });
       if (this.queued.length === 1) setImmediate(() => this.writeQueued());
     });
@@ -123,6 +139,7 @@ export class NdjsonTransport implements Transport {
     const text = this.queued.length === 1 ? (this.queued[0] as string) : this.queued.join('');
     const senders = this.senders;
     this.queued = [];
+    this.queuedBytes = 0;
     this.senders = [];
     if (this.closed) {
       for (const s of senders) s.reject(new Error('the connection is closed'));

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { PassThrough } from 'node:stream';
+import { PassThrough, Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { LineReader, MAX_LINE_BYTES, NdjsonTransport } from '../../src/gateway/ndjson-transport.js';
 
@@ -70,5 +70,40 @@ describe('NdjsonTransport', () => {
     await transport.close();
     assert.equal(closes, 1);
     await assert.rejects(transport.send(messages[0] as never), /closed/);
+  });
+
+  it('writes what one turn sends in one write, and refuses to buffer without end for a side that never reads', async () => {
+    const writes: string[] = [];
+    // A server that takes the first write and then never reads again.
+    const stuck = new Writable({
+      highWaterMark: 16,
+      write(chunk: Buffer, _encoding, callback) {
+        writes.push(chunk.toString());
+        if (writes.length === 1) callback();
+      },
+    });
+    const transport = new NdjsonTransport(new PassThrough(), stuck, true, 4096);
+    await transport.start();
+    const call = (id: number) => ({
+      jsonrpc: '2.0' as const,
+      id,
+      method: 'tools/call',
+      params: { pad: 'x'.repeat(100) },
+    });
+    await Promise.all([transport.send(call(1)), transport.send(call(2)), transport.send(call(3))]);
+    assert.equal(writes.length, 1, 'three messages of one turn, one write');
+    assert.equal(writes[0]?.split('\n').length, 4);
+
+    // Sends pile up behind the stuck write until the limit; then a send fails at once.
+    let refused: Error | undefined;
+    let sent = 0;
+    for (let id = 4; id < 1000 && !refused; id++) {
+      transport.send(call(id)).catch((error: Error) => (refused ??= error));
+      await new Promise((r) => setImmediate(r));
+      if (!refused) sent++;
+    }
+    assert.match(refused?.message ?? '', /the other side is not reading: \d+ bytes are still waiting/);
+    assert.ok(stuck.writableLength <= 4096 + 200, `at most the limit waits (${stuck.writableLength} bytes)`);
+    assert.ok(sent > 0, 'sends went through until the limit');
   });
 });
