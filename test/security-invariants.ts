@@ -54,6 +54,10 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         title: 'blocks a tool whose description changed, names the change, and serves it again once re-approved',
       },
       { file: 'integration/approval.test.ts', title: 'plans a tool again when its approved hints change' },
+      {
+        file: 'unit/call-guard.test.ts',
+        title: 'reads the pin again when a blocked tool is called, and serves it once the same definition is approved',
+      },
     ],
   },
   {

@@ -11,7 +11,7 @@ import type { ClaimedHints, ToolHints } from '../policy/hints.js';
 import { diffPins, formatPinChanges, type PinnedDefinition, type ToolPin } from '../policy/tool-pin.js';
 import { formatTags, type ToolTag } from '../policy/tool-tags.js';
 import type { CallPreviewer } from '../sandbox/preview.js';
-import type { AuditDecider, AuditDecision, AuditLog, AuditOutcomeReport } from '../store/state-store.js';
+import type { AuditDecider, AuditDecision, AuditLog, AuditOutcomeReport, PinStore } from '../store/state-store.js';
 import type { Logger } from '../util/logger.js';
 import { visibleText } from '../util/visible-text.js';
 
@@ -88,6 +88,14 @@ export interface CallGuardOptions {
    * it never changes the decision, and its failure never blocks the call.
    */
   previewer?: CallPreviewer;
+  /**
+   * The approved pins, read again when a blocked tool is called: a tool approved with
+   * `hintbox approve` while the session runs is served from then on, if its definition is
+   * still the one approved.
+   */
+  pins?: Pick<PinStore, 'get'>;
+  /** A blocked tool became approved (its visibility changed): tell the client its list changed. */
+  onApproved?: (tool: string) => void;
 }
 
 /** Does a pre-approval match these arguments? Every listed argument must be present and match whole. */
@@ -171,6 +179,28 @@ export class CallGuard implements Gatekeeper {
     return violation;
   }
 
+  /**
+   * Whether `hintbox approve` has approved exactly this definition since the session pinned it;
+   * if so the tool counts as approved from now on. A store that cannot answer changes nothing.
+   */
+  private async approvedMeanwhile(tool: GuardedTool): Promise<boolean> {
+    const { pins, server, log, onApproved } = this.options;
+    if (!pins) return false;
+    const approved = await pins.get(server, tool.name).catch((error: Error) => {
+      log.warn(`could not read the pin of ${tool.name} again: ${error.message}`);
+      return undefined;
+    });
+    if (approved?.hash !== tool.pin.hash || this.tools.get(tool.name) !== tool) return false;
+    const now: GuardedTool = { ...tool, pinState: 'approved' };
+    delete now.approvedDefinition;
+    this.tools = new Map(this.tools).set(tool.name, now);
+    log.info(
+      `${tool.name} was approved (${approved.approvedBy}, ${approved.approvedAt.toISOString()}): served from now on`,
+    );
+    onApproved?.(tool.name);
+    return true;
+  }
+
   visible(tool: string): boolean {
     const t = this.tools.get(tool);
     if (!t) return false;
@@ -193,6 +223,7 @@ export class CallGuard implements Gatekeeper {
     });
 
     if (decision.action === 'blocked') {
+      if (await this.approvedMeanwhile(tool)) return this.admit(name, args, client);
       const changes = tool.approvedDefinition
         ? formatPinChanges(diffPins(tool.approvedDefinition, tool.pin.definition))
         : [];

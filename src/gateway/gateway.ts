@@ -165,17 +165,20 @@ export class Gateway {
    * Serves new routes (after a re-listing). Tells the client when what it sees changed, so
    * it lists again (`notifications/tools/list_changed`).
    */
+  /** What the client may see changed without new routes (a tool was approved): tell it. */
+  async announceToolListChanged(): Promise<void> {
+    await this.server
+      .sendToolListChanged()
+      .catch((error: Error) =>
+        this.options.log.warn(`could not tell the client its tool list changed: ${error.message}`),
+      );
+  }
+
   async updateTools(tools: ReadonlyMap<string, RoutedTool>, updateGatekeeper?: () => void): Promise<void> {
     const before = this.visibleDefinitions();
     updateGatekeeper?.(); // what is visible also depends on the gatekeeper's pins
     this.tools = new Map(tools);
-    if (JSON.stringify(before) !== JSON.stringify(this.visibleDefinitions())) {
-      await this.server
-        .sendToolListChanged()
-        .catch((error: Error) =>
-          this.options.log.warn(`could not tell the client its tool list changed: ${error.message}`),
-        );
-    }
+    if (JSON.stringify(before) !== JSON.stringify(this.visibleDefinitions())) await this.announceToolListChanged();
   }
 
   private visibleDefinitions(): Tool[] {

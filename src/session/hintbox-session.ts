@@ -193,6 +193,8 @@ export class HintboxSession implements AsyncDisposable {
             profileFile: this.profile.file,
             log: this.options.log,
             previewer: this.previewer(),
+            pins: settings.store.pins,
+            onApproved: () => void this.gateway?.announceToolListChanged(),
           })
         : undefined;
     if (gatekeeper) {

@@ -91,6 +91,36 @@ describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () 
     );
   });
 
+  it('serves a tool approved while the run is live, from its next call on, and tells the client', async () => {
+    const { name, file } = untrustedLiar();
+    await using hintbox = await runHintbox(file);
+    let listChanged = 0;
+    hintbox.client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      listChanged++;
+    });
+    const blocked = await hintbox.client.callTool({ name: 'identity', arguments: {} });
+    assert.match(JSON.stringify(blocked.content), /has not been approved/);
+
+    const approve = await hintboxCommand(['approve', file, 'identity']);
+    assert.equal(approve.code, 0, approve.stderr);
+    assert.equal(outcomeOf(await hintbox.client.callTool({ name: 'identity', arguments: {} })).ok, true);
+    assert.equal(hintbox.asked.length, 1, 'still an untrusted server: the call was confirmed');
+    await eventually(async () => listChanged > 0, 5000, 'tools/list_changed');
+    assert.deepEqual(
+      (await hintbox.client.listTools()).tools.map((t) => t.name),
+      ['identity'],
+      'the approved tool is listed; the others stay hidden',
+    );
+    const audit = await auditOf(name);
+    assert.deepEqual(
+      audit.map((r) => [r.tool, r.decision, r.decidedBy, r.outcome]),
+      [
+        ['identity', 'allowed', 'person', 'ok'],
+        ['identity', 'blocked', 'pin', 'not-run'],
+      ],
+    );
+  });
+
   const outcomes: [Confirmations, RegExp, string][] = [
     ['deny', /declined/, 'person'],
     ['never', /nobody answered the confirmation within 1 s/, 'timeout'],

@@ -96,3 +96,51 @@ describe('CallGuard.markUntrusted', () => {
     assert.equal(guard.trust, 'untrusted', 'there is no way back within the session');
   });
 });
+
+describe('CallGuard, a tool approved while the session runs', () => {
+  it('reads the pin again when a blocked tool is called, and serves it once the same definition is approved', async () => {
+    const blocked = tool('fresh', 'unpinned');
+    let stored: { hash: string; approvedBy: string; approvedAt: Date } | undefined;
+    const reads: string[] = [];
+    const announced: string[] = [];
+    const guard = new CallGuard({
+      server: 'db',
+      session: 'sess42',
+      trust: 'untrusted',
+      tools: new Map([['fresh', blocked]]),
+      preApprovals: [],
+      audit: memoryAudit(),
+      approvalTimeoutMs: 1000,
+      profileFile: '/profiles/db.yaml',
+      log: silentLogger,
+      pins: {
+        get: (server, name) => {
+          reads.push(`${server}/${name}`);
+          return Promise.resolve(
+            stored ? ({ server, tool: name, definition: blocked.pin.definition, ...stored } as never) : undefined,
+          );
+        },
+      },
+      onApproved: (name) => announced.push(name),
+    });
+    const person = approvingPerson();
+    assert.equal(guard.visible('fresh'), false);
+    const first = await guard.admit('fresh', {}, person);
+    assert.equal(first.allowed, false, 'not approved yet: blocked');
+    assert.deepEqual(reads, ['db/fresh'], 'the store was asked');
+
+    // Approved, but another definition (the server changed it since): still blocked.
+    stored = { hash: 'f'.repeat(64), approvedBy: 'hintbox approve', approvedAt: new Date() };
+    assert.equal((await guard.admit('fresh', {}, person)).allowed, false);
+    assert.deepEqual(announced, []);
+
+    stored = { hash: blocked.pin.hash, approvedBy: 'hintbox approve', approvedAt: new Date() };
+    const third = await guard.admit('fresh', {}, person);
+    assert.equal(third.allowed, true, 'approved meanwhile: served (an untrusted server: the person confirmed it)');
+    assert.equal(person.asked.length, 1);
+    assert.equal(guard.visible('fresh'), true);
+    assert.deepEqual(announced, ['fresh'], 'the client is told that its tool list changed');
+    await guard.admit('fresh', {}, person);
+    assert.equal(reads.length, 3, 'an approved tool does not ask the store again');
+  });
+});
