@@ -14,9 +14,10 @@ const HELP = `Usage: hintbox run <profile> [--tags a,b] [--rebuild]
 Serves the profile's MCP server on stdio. hintbox starts the server in the strictest sandbox
 (read-only mounts, no network) to list its tools, plans one sandbox per class of tools from
 their annotations and the profile's ceiling, starts them in parallel, and routes each
-tools/call to the sandbox of its tool. When the same image listed its tools before, the
-classes they planned are started alongside discovery, held at hintbox's gate (nothing of the
-image runs) until this start's tools confirm them; the others are removed. The log goes to stderr; stdout is the MCP stream.
+tools/call to the sandbox of its tool. The classes the same image's tools planned last time
+(at a first start: the profile's widest class) are started alongside discovery, held at
+hintbox's gate (nothing of the image runs) until this start's tools confirm them; the others
+are removed. The log goes to stderr; stdout is the MCP stream.
 
 When the client disconnects (stdin closes), or on SIGINT/SIGTERM/SIGHUP, every container of
 the session is removed. Containers of a run killed with SIGKILL are removed by the next

@@ -377,16 +377,20 @@ export class HintboxSession implements AsyncDisposable {
 
   /**
    * Creates and starts, in parallel with discovery, the sandboxes that the tools this image
-   * listed at its last start plan under the current ceiling (none on a first start or a
-   * changed image), each held at its gate: none runs anything of the image until discovery
-   * has answered and this start's plan has the same class with the same rights.
+   * listed at its last start plan under the current ceiling (on a first start or a changed
+   * image: the ceiling's class), each held at its gate: none runs anything of the image until
+   * discovery has answered and this start's plan has the same class with the same rights.
    */
   private async startEarly(imageId: string, ceiling: Ceiling, discoveryId: string): Promise<Map<string, EarlyStart>> {
     const { profile, log, knownTools } = this.options;
-    const known = await knownTools?.read(profile.name, imageId).catch(() => undefined);
     const early = new Map<string, EarlyStart>();
-    if (!known) return early;
-    for (const sandbox of planSandboxes(known, ceiling).sandboxes) {
+    if (!knownTools) return early;
+    const known = await knownTools.read(profile.name, imageId).catch(() => undefined);
+    // Nothing known of this image yet: guess the class an unannotated tool gets (the ceiling's),
+    // which is also where writing tools land when the ceiling has no network. Held, a wrong
+    // guess costs a container start and nothing else.
+    const claims = known ?? [{ name: '(a tool without annotations)' }];
+    for (const sandbox of planSandboxes(claims, ceiling).sandboxes) {
       if (sandbox.id === discoveryId) continue;
       this.grants.set(sandbox.id, sandbox);
       const held = this.holdUpstream(sandbox.id);
@@ -394,7 +398,9 @@ export class HintboxSession implements AsyncDisposable {
       early.set(sandbox.id, { key: grantKey(sandbox), held });
     }
     if (early.size) {
-      log.info(`starting ${[...early.keys()].join(', ')} early (held at the gate until discovery answers)`);
+      log.info(
+        `starting ${[...early.keys()].join(', ')} early (held at the gate until discovery answers${known ? '' : "; a guess: nothing is known of this image's tools yet"})`,
+      );
     }
     return early;
   }

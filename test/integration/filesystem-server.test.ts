@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
@@ -35,11 +35,28 @@ describe('the filesystem reference server under hintbox run', { timeout: 240_000
     const { docker: d } = await docker();
     const imageId = (await d.getImage(FILESYSTEM_IMAGE).inspect()).Id;
     const known = path.join(STATE_DIR, 'known-tools', 'filesystem.json');
-    mkdirSync(path.dirname(known), { recursive: true });
-    writeFileSync(known, JSON.stringify({ imageId, tools: [{ name: 'planted' }] }));
-
     const classesOf = async (pid: number) =>
       (await containersOf(pid, false)).map((c) => c.Labels[LABEL_CLASS] ?? '').sort();
+
+    // Nothing known of the image: the ceiling's class is guessed, held, and removed unreleased.
+    rmSync(known, { force: true });
+    const guessing = await runHintbox(profile, { WORKSPACE: workspace });
+    try {
+      await guessing.client.listTools();
+      assert.match(guessing.stderr(), /starting rw-online early \(held at the gate until discovery answers; a guess/);
+      assert.match(guessing.stderr(), /sandbox rw-online was started early but this start's tools do not plan it/);
+      await eventually(
+        async () => JSON.stringify(await classesOf(guessing.pid)) === '["ro-offline","rw-offline"]',
+        10_000,
+        'only the planned sandboxes',
+      );
+    } finally {
+      await guessing.client.close();
+      await guessing.exited;
+    }
+
+    mkdirSync(path.dirname(known), { recursive: true });
+    writeFileSync(known, JSON.stringify({ imageId, tools: [{ name: 'planted' }] }));
     const first = await runHintbox(profile, { WORKSPACE: workspace });
     try {
       await first.client.listTools();
