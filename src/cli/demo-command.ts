@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { isProcessAlive } from '../util/process-alive.js';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -120,7 +121,8 @@ export const demoCommand: CommandSpec = {
       return left === 0 ? 0 : 1;
     } finally {
       rmSync(workspace, { recursive: true, force: true });
-      await new Promise((r) => setTimeout(r, 2500).unref()); // the scratch state daemon stops when idle
+      // The scratch state daemon writes its folder until it has stopped: stop it, then remove.
+      await stopStateDaemon(state);
       rmSync(state, { recursive: true, force: true });
     }
   },
@@ -144,4 +146,29 @@ function stringEnv(env: NodeJS.ProcessEnv): Record<string, string> {
 function firstText(result: unknown): string {
   const content = (result as { content?: { type: string; text?: string }[] }).content ?? [];
   return content.find((c) => c.type === 'text')?.text ?? '';
+}
+
+/** Stops the state daemon of `dir` (its pid is in the folder's lock) and waits until it is gone. */
+async function stopStateDaemon(dir: string): Promise<void> {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(path.join(dir, 'hintbox.lock'), 'utf8').trim());
+  } catch {
+    return; // never started, or already gone
+  }
+  if (!Number.isInteger(pid) || pid <= 0 || !isProcessAlive(pid)) return;
+  // Only that daemon: a stale lock's pid may belong to another process by now.
+  let cmdline: string[];
+  try {
+    cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  } catch {
+    return;
+  }
+  if (!cmdline.includes('state-daemon') || !cmdline.includes(dir)) return;
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch {
+    return;
+  }
+  for (let i = 0; i < 100 && isProcessAlive(pid); i++) await new Promise((r) => setTimeout(r, 100));
 }
