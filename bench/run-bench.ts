@@ -23,6 +23,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { ImageBuilder, IMAGES_DIR } from '../src/images/image-builder.js';
 import { LABEL_OWNER_PID } from '../src/sandbox/container-spec.js';
 import { connectDocker } from '../src/sandbox/docker-connection.js';
+import { stateDaemonPid } from '../src/store/state-daemon.js';
 import { createLogger } from '../src/util/logger.js';
 import { median, percentile, spread } from './stats.js';
 
@@ -131,8 +132,8 @@ async function main(): Promise<void> {
       rounds.push(results);
     }
     const scale = await measureScale(docker);
-    const daemonPid = Number(readFileSync(path.join(state, 'hintbox.lock'), 'utf8').trim());
-    const report = { ...summarize(rounds, scale), stateDaemonMb: rssMb(daemonPid) };
+    const daemonPid = stateDaemonPid(state);
+    const report = { ...summarize(rounds, scale), stateDaemonMb: daemonPid === undefined ? 0 : rssMb(daemonPid) };
     process.stdout.write(values.json ? JSON.stringify(report, null, 2) + '\n' : formatReport(report) + '\n');
   } finally {
     rmSync(workspace, { recursive: true, force: true });

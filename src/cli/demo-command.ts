@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { isProcessAlive } from '../util/process-alive.js';
+import { stateDaemonPid } from '../store/state-daemon.js';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -148,15 +149,10 @@ function firstText(result: unknown): string {
   return content.find((c) => c.type === 'text')?.text ?? '';
 }
 
-/** Stops the state daemon of `dir` (its pid is in the folder's lock) and waits until it is gone. */
+/** Stops the state daemon of `dir` and waits until it is gone. */
 async function stopStateDaemon(dir: string): Promise<void> {
-  let pid: number;
-  try {
-    pid = Number(readFileSync(path.join(dir, 'hintbox.lock'), 'utf8').trim());
-  } catch {
-    return; // never started, or already gone
-  }
-  if (!Number.isInteger(pid) || pid <= 0 || !isProcessAlive(pid)) return;
+  const pid = stateDaemonPid(dir);
+  if (pid === undefined) return; // never started, or already gone
   // Only that daemon: a stale lock's pid may belong to another process by now.
   let cmdline: string[];
   try {

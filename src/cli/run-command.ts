@@ -8,6 +8,7 @@ import { HintboxSession, newSessionId } from '../session/hintbox-session.js';
 import { knownToolsIn } from '../session/known-tools.js';
 import { cliLog, dockerReady, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';
+import { delay } from '../util/delay.js';
 
 const HELP = `Usage: hintbox run <profile> [--tags a,b] [--rebuild]
 
@@ -124,7 +125,3 @@ export const runCommand: CommandSpec = {
     return 0;
   },
 };
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
-}

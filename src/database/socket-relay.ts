@@ -1,7 +1,8 @@
-import { chmod, chown, mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { listenFor, type SocketAccess } from '../util/unix-socket.js';
 import {
   BackendMessageScanner,
   INSUFFICIENT_PRIVILEGE,
@@ -79,7 +80,7 @@ export interface SocketRelay extends AsyncDisposable {
   readonly dir: string;
   readonly socketPath: string;
   /** How the sandbox user gets access: it is hintbox's uid, or chown'ed to it, or world-accessible. */
-  readonly access: 'owner' | 'chown' | 'world';
+  readonly access: SocketAccess;
   /** Connections open now. */
   readonly connectionCount: number;
   /**
@@ -108,9 +109,6 @@ export function sandboxDatabaseEnv(
   };
 }
 
-/** Unix socket paths are limited (108 bytes on Linux, 104 on macOS, both with the NUL). */
-const MAX_SOCKET_PATH_BYTES = 103;
-
 interface RelayConnection {
   id: number;
   client: net.Socket;
@@ -126,9 +124,6 @@ export async function startSocketRelay(options: SocketRelayOptions): Promise<Soc
   const dir = await mkdtemp(path.join(options.baseDir ?? os.tmpdir(), 'hintbox-pg-'));
   const socketPath = path.join(dir, PG_SOCKET_FILE);
   try {
-    if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH_BYTES) {
-      throw new Error(`socket path ${socketPath} is too long for a Unix socket; choose a shorter baseDir`);
-    }
     const relay = new PgSocketRelay(options, dir, socketPath);
     await relay.listen();
     return relay;
@@ -139,7 +134,7 @@ export async function startSocketRelay(options: SocketRelayOptions): Promise<Soc
 }
 
 class PgSocketRelay implements SocketRelay {
-  access: 'owner' | 'chown' | 'world' = 'owner';
+  access: SocketAccess = 'owner';
   private readonly server: net.Server;
   private readonly connections = new Map<number, RelayConnection>();
   private nextId = 0;
@@ -158,29 +153,14 @@ class PgSocketRelay implements SocketRelay {
   }
 
   async listen(): Promise<void> {
-    await new Promise<void>((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(this.socketPath, () => {
-        this.server.off('error', reject);
-        resolve();
-      });
-    });
-    const me = process.getuid?.();
-    const user = this.options.sandboxUser;
-    if (!user || user.uid === me) {
-      await chmod(this.socketPath, 0o600);
-    } else if (me === 0) {
-      await chown(this.dir, user.uid, user.gid);
-      await chown(this.socketPath, user.uid, user.gid);
-      await chmod(this.socketPath, 0o600);
-      this.access = 'chown';
-    } else {
-      // Without root we cannot give the files away: let others traverse (not list) the
-      // random-named directory and connect. The role's password is still required.
-      await chmod(this.dir, 0o711);
-      await chmod(this.socketPath, 0o666);
-      this.access = 'world';
-    }
+    // In the 'world' case the role's password is still required.
+    this.access = await listenFor(
+      this.server,
+      this.dir,
+      this.socketPath,
+      this.options.sandboxUser,
+      'choose a shorter baseDir',
+    );
   }
 
   async cutAll(): Promise<number> {

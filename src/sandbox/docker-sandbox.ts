@@ -8,6 +8,7 @@ import { VERSION } from '../version.js';
 import { NdjsonTransport } from '../gateway/ndjson-transport.js';
 import type { GateMounts } from './container-spec.js';
 import { gateBinary, openGateSocket, releaseGate } from './gate.js';
+import { delay } from '../util/delay.js';
 
 /** A running sandbox container with an initialized MCP client on its stdio. */
 export interface StartedSandbox extends AsyncDisposable {
@@ -231,8 +232,4 @@ function collectStderr(stderr: PassThrough, tail: string[], log: Logger): void {
     if (tail.length > STDERR_TAIL_LINES) tail.shift();
     log.info(line);
   }
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }

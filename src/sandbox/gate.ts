@@ -1,10 +1,11 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { chmod, chown, mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { packagePath } from '../util/package-root.js';
+import { listenFor } from '../util/unix-socket.js';
 
 /**
  * hintbox's sandbox gate (native/hintbox-gate.c): a static binary bound read-only into every
@@ -92,9 +93,6 @@ export interface GateSocket {
   close(): Promise<void>;
 }
 
-/** Unix socket paths are limited (108 bytes on Linux with the NUL). */
-const MAX_SOCKET_PATH_BYTES = 103;
-
 /**
  * Listens for one sandbox's gate. The gate proves itself with a random token it got in its
  * environment (readable only by its own user and root, never on a command line); a connection
@@ -163,28 +161,7 @@ export async function openGateSocket(options: {
     socket.on('data', onData);
   });
   try {
-    if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH_BYTES) {
-      throw new GateError(`socket path ${socketPath} is too long for a Unix socket; set TMPDIR to a shorter folder`);
-    }
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(socketPath, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-    const me = process.getuid?.();
-    const { uid, gid } = options.sandboxUser;
-    if (uid === me) {
-      await chmod(socketPath, 0o600);
-    } else if (me === 0) {
-      await chown(hostDir, uid, gid);
-      await chown(socketPath, uid, gid);
-      await chmod(socketPath, 0o600);
-    } else {
-      await chmod(hostDir, 0o711);
-      await chmod(socketPath, 0o666);
-    }
+    await listenFor(server, hostDir, socketPath, options.sandboxUser, 'set TMPDIR to a shorter folder');
   } catch (error) {
     await close();
     throw error;

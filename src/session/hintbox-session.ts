@@ -36,6 +36,7 @@ import { CallGuard, compilePreApprovals, type GuardedTool } from '../gateway/cal
 import type { StateStore } from '../store/state-store.js';
 import { guardTools } from './guarded-tools.js';
 import type { KnownTools } from './known-tools.js';
+import { delay } from '../util/delay.js';
 
 /** uid/gid of this hintbox process (the default sandbox user, never root), where the platform has them. */
 function hostUserIds(): { uid: number; gid: number } | undefined {
@@ -536,8 +537,4 @@ export class HintboxSession implements AsyncDisposable {
       },
     };
   }
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }

@@ -34,6 +34,7 @@ import {
   type IdGenerator,
   type StateStore,
 } from './state-store.js';
+import { delay } from '../util/delay.js';
 
 /**
  * A write-ahead journal in front of the state store's audit trail.
@@ -452,10 +453,6 @@ function removeJournalFile(file: string, log: Logger): void {
       log.warn(`cannot remove the audit journal ${file}: ${(error as Error).message}`);
     }
   }
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)).unref());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { SqlStateStore, StateStoreError, type SqlAdapter, type StateStoreOptions } from './state-store.js';
 import { isProcessAlive } from '../util/process-alive.js';
+import { STATE_LOCK_FILE } from './state-daemon.js';
 
 /**
  * The state store embedded in the hintbox process: PGlite (Postgres compiled to WebAssembly)
@@ -92,7 +93,7 @@ export async function openPgliteStateStore(options: PgliteStateStoreOptions): Pr
 export async function openLockedPglite(folder: string): Promise<{ adapter: SqlAdapter; release: () => Promise<void> }> {
   const dir = path.resolve(folder);
   await mkdir(dir, { recursive: true, mode: 0o700 });
-  const release = await lockFolder(path.join(dir, 'hintbox.lock'));
+  const release = await lockFolder(path.join(dir, STATE_LOCK_FILE));
   try {
     return { adapter: pgliteAdapter(await PGlite.create(path.join(dir, 'pgdata'))), release };
   } catch (error) {

@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, openSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import type { Logger } from '../util/logger.js';
+import { isProcessAlive } from '../util/process-alive.js';
 import type { SqlAdapter, SqlExecutor, SqlParam, SqlRow } from './state-store.js';
 
 /**
@@ -18,6 +19,19 @@ import type { SqlAdapter, SqlExecutor, SqlParam, SqlRow } from './state-store.js
  */
 
 export const STATE_SOCKET = 'state.sock';
+/** The embedded store's lock in the state folder: the pid of the process that holds it, the daemon. */
+export const STATE_LOCK_FILE = 'hintbox.lock';
+
+/** The pid of the live process holding the state folder's lock (its daemon), if any. */
+export function stateDaemonPid(dir: string): number | undefined {
+  let pid: number;
+  try {
+    pid = Number.parseInt(readFileSync(path.join(dir, STATE_LOCK_FILE), 'utf8'), 10);
+  } catch {
+    return undefined;
+  }
+  return isProcessAlive(pid) ? pid : undefined;
+}
 /** How long a client waits for one answer of the daemon. */
 const REQUEST_TIMEOUT_MS = 30_000;
 

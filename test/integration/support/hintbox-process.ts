@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { PassThrough } from 'node:stream';
@@ -8,6 +8,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { ElicitRequestSchema, type ElicitRequest, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { stringify } from 'yaml';
 import { REPO } from './docker.js';
+import { stateDaemonPid } from '../../../src/store/state-daemon.js';
 
 /** The shipped CLI: the one-file bundle that the `hintbox` bin runs. */
 export const HINTBOX_BIN = path.join(REPO, 'dist', 'hintbox.mjs');
@@ -160,20 +161,9 @@ export function outcomeOf(result: unknown): { ok: boolean; value?: unknown; erro
 
 /** Waits until this process's state daemon has stopped (it stops when idle): nothing lingers. */
 export async function assertStateDaemonStops(ms = 15_000): Promise<void> {
-  const lock = path.join(STATE_DIR, 'hintbox.lock');
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
-    let pid: number;
-    try {
-      pid = Number(readFileSync(lock, 'utf8').trim());
-    } catch {
-      return; // no lock: no daemon
-    }
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return;
-    }
+    if (stateDaemonPid(STATE_DIR) === undefined) return; // no lock, or its owner is gone
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error(`the state daemon of ${STATE_DIR} still runs ${ms} ms after its last client`);
