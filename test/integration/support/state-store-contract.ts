@@ -627,6 +627,24 @@ export function stateStoreContract(name: string, newHarness: () => Promise<Store
       const id = await store.audit.recordIntent(sampleIntent({ arguments: args }));
       const record = await store.audit.get(id);
       assert.ok(record, `record ${id} reads back`);
+      // The journal's path: the same intent in a batch must come back the same.
+      const batchId = `${id}-batched`;
+      await (store.audit as BatchAuditLog).recordBatch([
+        {
+          kind: 'intent',
+          id: batchId,
+          at: new Date().toISOString(),
+          intent: auditIntentRow(sampleIntent({ arguments: args })),
+        },
+      ]);
+      const batched = await store.audit.get(batchId);
+      assert.ok(batched, `record ${batchId} reads back`);
+      assert.equal(
+        JSON.stringify(batched.arguments),
+        JSON.stringify(record.arguments),
+        'a batch keeps the arguments as a single insert does',
+      );
+      assert.equal('arguments' in batched, 'arguments' in record, 'a batch tells absent arguments from JSON null too');
       return record.arguments;
     }
 
@@ -659,6 +677,16 @@ export function stateStoreContract(name: string, newHarness: () => Promise<Store
       const id = await store.audit.recordIntent(sampleIntent({ arguments: undefined }));
       const record = await store.audit.get(id);
       assert.ok(record && !('arguments' in record), 'no arguments key when the call had none');
+      await (store.audit as BatchAuditLog).recordBatch([
+        {
+          kind: 'intent',
+          id: 'absent-batched',
+          at: new Date().toISOString(),
+          intent: auditIntentRow(sampleIntent({ arguments: undefined })),
+        },
+      ]);
+      const batched = await store.audit.get('absent-batched');
+      assert.ok(batched && !('arguments' in batched), 'no arguments key when a batched call had none');
     });
   });
 }
