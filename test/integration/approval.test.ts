@@ -1,16 +1,20 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { LABEL_CLASS } from '../../src/sandbox/container-spec.js';
 import { assertNoLeftovers, containersOf, docker, ensureTestImages, eventually, LIAR_IMAGE } from './support/docker.js';
+import { STATE_DAEMON_NICENESS } from '../../src/cli/state-daemon-command.js';
+import { stateDaemonPid } from '../../src/store/state-daemon.js';
 import {
   assertStateDaemonStops,
   hintboxCommand,
   outcomeOf,
   runHintbox,
   sandboxFolder,
+  STATE_DIR,
   writeProfile,
   type Confirmations,
 } from './support/hintbox-process.js';
@@ -46,6 +50,17 @@ describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () 
   after(async () => {
     await assertNoLeftovers();
     await assertStateDaemonStops();
+  });
+
+  it('runs the state daemon below the priority of the calls whose records it stores', async () => {
+    await auditOf('no-such-server'); // the daemon runs while the CLI talks to it, and a while after
+    const pid = stateDaemonPid(STATE_DIR);
+    assert.ok(pid !== undefined, `a state daemon holds ${STATE_DIR}`);
+    assert.equal(
+      os.getPriority(pid),
+      Math.min(os.getPriority() + STATE_DAEMON_NICENESS, 19),
+      'the daemon runs at a lower CPU priority (higher nice) than the hintbox that started it',
+    );
   });
 
   let n = 0;

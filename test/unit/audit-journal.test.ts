@@ -221,6 +221,36 @@ describe('the audit journal', () => {
     }
   });
 
+  it('gathers what arrives while a batch is in flight, and right after, into one next batch', async () => {
+    const control = controlled(store);
+    const journal = new JournaledAuditLog({
+      store: control.audit,
+      dir: newDir(),
+      log: capturingLog(),
+      flushDelayMs: 200,
+    });
+    try {
+      const s = session();
+      const release = control.hold();
+      await journal.recordIntent(intent({ session: s }));
+      await eventually(() => control.batches.length === 1, 'the first batch is in flight');
+      for (let i = 0; i < 3; i++) await journal.recordIntent(intent({ session: s }));
+      release();
+      await eventually(() => journal.backlog === 3, 'the first batch is stored');
+      for (let i = 0; i < 2; i++) await journal.recordIntent(intent({ session: s }));
+      await journal.flushed();
+      // Going on at once would have sent the 3 alone, then the 2: a statement per few entries.
+      assert.deepEqual(
+        control.batches.map((b) => b.length),
+        [1, 5],
+        'one batch for the entries of the flight and of the delay after it',
+      );
+      assert.equal((await store.audit.query({ session: s })).length, 6, 'all six are in the store');
+    } finally {
+      await journal.close();
+    }
+  });
+
   it('refuses an intent or outcome the store would refuse, and journals nothing for it', async () => {
     const journal = new JournaledAuditLog({ store: store.audit, dir: newDir(), log: capturingLog() });
     try {
