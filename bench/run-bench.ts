@@ -11,7 +11,7 @@
  * median over rounds is reported.
  */
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { chownSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -37,6 +37,8 @@ const log = createLogger('info', (line) => process.stderr.write(line + '\n'), 'b
 
 type VariantName = 'bare' | 'docker' | 'hintbox';
 const VARIANTS: VariantName[] = ['bare', 'docker', 'hintbox'];
+/** What the launched process is, per variant. */
+const LAUNCHED: Record<VariantName, string> = { bare: 'server', docker: 'docker CLI', hintbox: 'hintbox' };
 
 interface Running {
   client: Client;
@@ -51,6 +53,8 @@ interface RoundResult {
   throughput: Record<number, number>;
   rssMb: number;
   sandboxMb: number[];
+  /** CPU time per call (µs) at the highest concurrency, by component, all processes of the machine. */
+  cpu: Record<string, number>;
 }
 
 /** Set in main(): the trusted profile copy and the environment hintbox runs with. */
@@ -201,6 +205,7 @@ async function measure(start: () => Promise<Running>, docker: Docker): Promise<R
     }
     const throughput: Record<number, number> = {};
     for (const inFlight of CONCURRENCY) throughput[inFlight] = await callsPerSecond(call, inFlight, CALLS);
+    const cpu = await cpuPerCall(call, Math.max(...CONCURRENCY), CALLS * CPU_CALLS_FACTOR, running.pid);
 
     const sandboxMb = await sandboxMemory(docker, running.pid);
     return {
@@ -209,6 +214,7 @@ async function measure(start: () => Promise<Running>, docker: Docker): Promise<R
       throughput,
       rssMb: rssMb(running.pid),
       sandboxMb,
+      cpu,
     };
   } finally {
     await running.close();
@@ -239,6 +245,77 @@ async function callsPerSecond(call: () => Promise<unknown>, inFlight: number, to
   );
   return (total / (performance.now() - start)) * 1000;
 }
+
+/** The CPU figure runs this many times `--calls`: /proc counts CPU time in 10 ms ticks. */
+const CPU_CALLS_FACTOR = 5;
+
+/** CPU time (user + system, in clock ticks) of every process now, with what it is. */
+function processTicks(): Map<number, { comm: string; ticks: number; inContainer: boolean }> {
+  const out = new Map<number, { comm: string; ticks: number; inContainer: boolean }>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8').trim();
+      const match = /^\d+ \((.*)\) (.*)$/s.exec(stat);
+      if (!match) continue;
+      const fields = (match[2] ?? '').split(' ');
+      // Fields 14 and 15 of stat (utime, stime); `fields` starts at field 3.
+      const ticks = Number(fields[11]) + Number(fields[12]);
+      const cgroup = readFileSync(`/proc/${entry}/cgroup`, 'utf8');
+      out.set(Number(entry), {
+        comm: match[1] ?? '',
+        ticks,
+        inContainer: /\/docker[/-]/.test(cgroup),
+      });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/**
+ * `total` calls with `inFlight` at a time, and the CPU time every process of the machine spent
+ * meanwhile, per call, by component: the client (this process), the launched process (hintbox,
+ * the docker CLI, the bare server), the state daemon, the containers' processes, the Docker
+ * engine (dockerd, containerd, its shims) and the rest. The machine is otherwise idle, so
+ * "the rest" is small; it is reported, not hidden.
+ */
+async function cpuPerCall(
+  call: () => Promise<unknown>,
+  inFlight: number,
+  total: number,
+  launchedPid: number,
+): Promise<Record<string, number>> {
+  const daemonPid = stateDaemonPid(hintboxEnv.HINTBOX_STATE_DIR ?? '');
+  const before = processTicks();
+  await callsPerSecond(call, inFlight, total);
+  const after = processTicks();
+  const tickUs = 1e6 / CLOCK_TICKS_PER_SECOND;
+  const out: Record<string, number> = {};
+  for (const [pid, now] of after) {
+    const spent = now.ticks - (before.get(pid)?.ticks ?? now.ticks);
+    if (spent <= 0) continue;
+    const component =
+      pid === process.pid
+        ? 'client'
+        : pid === launchedPid
+          ? 'launched'
+          : pid === daemonPid
+            ? 'state daemon'
+            : now.inContainer
+              ? 'containers'
+              : /^(dockerd|containerd|containerd-shim|docker-proxy|runc)/.test(now.comm)
+                ? 'docker engine'
+                : 'other';
+    out[component] = (out[component] ?? 0) + (spent * tickUs) / total;
+  }
+  out.total = Object.values(out).reduce((a, b) => a + b, 0);
+  return out;
+}
+
+/** USER_HZ: the unit of /proc's CPU times (100 on Linux everywhere that matters). */
+const CLOCK_TICKS_PER_SECOND = 100;
 
 function rssMb(pid: number): number {
   try {
@@ -344,6 +421,7 @@ function summarize(rounds: Record<VariantName, RoundResult>[], scale: ScaleResul
     ...CONCURRENCY.map((c) =>
       figure(`throughput, ${c} in flight`, 'calls/s', (r) => r.throughput[c] ?? 0, atLeast(0.9)),
     ),
+    figure(`CPU per call, ${Math.max(...CONCURRENCY)} in flight (all processes)`, 'µs', (r) => r.cpu.total ?? 0),
     figure(
       'resident memory of the launched process',
       'MB',
@@ -361,6 +439,12 @@ function summarize(rounds: Record<VariantName, RoundResult>[], scale: ScaleResul
     calls: CALLS,
     figures,
     sandboxMemoryMb: { median: median(sandboxMb), perSandbox: sandboxMb.length / Math.max(rounds.length, 1) },
+    cpuPerCall: Object.fromEntries(
+      VARIANTS.map((v) => {
+        const components = [...new Set(rounds.flatMap((r) => Object.keys(r[v].cpu)))];
+        return [v, Object.fromEntries(components.map((c) => [c, median(rounds.map((r) => r[v].cpu[c] ?? 0))]))];
+      }),
+    ) as Record<VariantName, Record<string, number>>,
     scale,
   };
 }
@@ -390,6 +474,15 @@ function formatReport(report: ReturnType<typeof summarize> & { stateDaemonMb: nu
     '',
     `memory per hintbox sandbox (container, without page cache): median ${fmt(report.sandboxMemoryMb.median)} MB, ${report.sandboxMemoryMb.perSandbox} sandboxes per server`,
     `memory of the state daemon (embedded PGlite store, one per machine, shared by every hintbox): ${fmt(report.stateDaemonMb)} MB`,
+    '',
+    `CPU per call at ${Math.max(...CONCURRENCY)} in flight, by process (µs, median over rounds; ${CPU_CALLS_FACTOR} × ${report.calls} calls):`,
+    ...VARIANTS.map((v) => {
+      const parts = Object.entries(report.cpuPerCall[v])
+        .filter(([c]) => c !== 'total')
+        .sort((a, b) => b[1] - a[1])
+        .map(([c, us]) => `${c === 'launched' ? LAUNCHED[v] : c} ${fmt(us)}`);
+      return `  ${v.padEnd(7)} ${fmt(report.cpuPerCall[v].total ?? 0)} = ${parts.join(' + ')}`;
+    }),
     '',
     'scale: N filesystem servers under hintbox at once',
     ...report.scale.map(
