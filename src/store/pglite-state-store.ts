@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdir, open, readFile, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
@@ -78,6 +79,11 @@ export function pgliteAdapter(db: PGlite): SqlAdapter {
 /** What PGlite and its transactions have in common. */
 interface SqlLike {
   query<T>(sql: string, params?: unknown[]): Promise<{ rows: T[] }>;
+}
+
+/** Whether the state folder has a database already (it is created at the first open otherwise). */
+export function pgliteDataExists(folder: string): boolean {
+  return existsSync(path.join(folder, 'pgdata', 'PG_VERSION'));
 }
 
 /** Locks the folder, opens (or creates) the database, brings the schema up to date. */
