@@ -14,8 +14,10 @@ import type { SqlAdapter, SqlExecutor, SqlParam, SqlRow } from './state-store.js
  * exits when no client has been connected for a while.
  *
  * The wire: newline-delimited JSON. Requests `{id, op, sql?, params?}` with op `query`,
- * `begin`, `commit`, `rollback`; answers `{id, rows}` or `{id, error}`. A connection has at most
- * one transaction; a connection that closes inside one rolls it back.
+ * `begin`, `commit`, `rollback`, or `{id, op: 'copy', table, columns, data}` (COPY's text
+ * format; outside transactions); answers `{id, rows}` or `{id, error}`. A connection has at
+ * most one transaction; a connection that closes inside one rolls it back. (Whoever can reach
+ * the socket can run any SQL: it is owner-only.)
  */
 
 export const STATE_SOCKET = 'state.sock';
@@ -37,9 +39,13 @@ const REQUEST_TIMEOUT_MS = 30_000;
 
 interface Request {
   id: number;
-  op: 'query' | 'begin' | 'commit' | 'rollback';
+  op: 'query' | 'begin' | 'commit' | 'rollback' | 'copy';
   sql?: string;
   params?: SqlParam[];
+  /** For `copy`: where, and the rows in COPY's text format. */
+  table?: string;
+  columns?: string[];
+  data?: string;
 }
 
 interface Answer {
@@ -136,6 +142,12 @@ function serveConnection(socket: net.Socket, db: SqlAdapter, log: Logger): void 
         case 'query': {
           const rows = await (tx?.executor ?? db).query(request.sql ?? '', request.params ?? []);
           return answer({ id: request.id, rows });
+        }
+        case 'copy': {
+          if (tx) throw new Error('copy: not inside a transaction');
+          if (!db.copyRows) throw new Error('copy: this database cannot');
+          await db.copyRows(request.table ?? '', request.columns ?? [], request.data ?? '');
+          return answer({ id: request.id, rows: [] });
         }
         case 'begin': {
           if (tx) throw new Error('a transaction is already open on this connection');
@@ -303,7 +315,12 @@ class RemoteSqlAdapter implements SqlAdapter {
     socket.on('close', () => fail(this.closedError ?? new Error('the state daemon closed the connection')));
   }
 
-  private send(op: Request['op'], sql?: string, params?: readonly SqlParam[]): Promise<SqlRow[]> {
+  private send(
+    op: Request['op'],
+    sql?: string,
+    params?: readonly SqlParam[],
+    copy?: Pick<Request, 'table' | 'columns' | 'data'>,
+  ): Promise<SqlRow[]> {
     if (this.closedError) return Promise.reject(this.closedError);
     const id = this.nextId++;
     return new Promise<SqlRow[]>((resolve, reject) => {
@@ -318,7 +335,8 @@ class RemoteSqlAdapter implements SqlAdapter {
         reject: (error) => (clearTimeout(timer), reject(error)),
       });
       this.socket.write(
-        JSON.stringify({ id, op, ...(sql !== undefined ? { sql } : {}), ...(params ? { params } : {}) }) + '\n',
+        JSON.stringify({ id, op, ...(sql !== undefined ? { sql } : {}), ...(params ? { params } : {}), ...copy }) +
+          '\n',
       );
     });
   }
@@ -326,6 +344,11 @@ class RemoteSqlAdapter implements SqlAdapter {
   async query(sql: string, params?: readonly SqlParam[]): Promise<SqlRow[]> {
     await this.txLock;
     return this.send('query', sql, params);
+  }
+
+  async copyRows(table: string, columns: readonly string[], data: string): Promise<void> {
+    await this.txLock;
+    await this.send('copy', undefined, undefined, { table, columns: [...columns], data });
   }
 
   async transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T> {

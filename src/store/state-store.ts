@@ -443,6 +443,12 @@ export interface SqlExecutor {
 export interface SqlAdapter extends SqlExecutor {
   /** Runs `work` in a transaction on one connection: committed if it resolves, else rolled back. */
   transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+  /**
+   * `COPY table (columns) FROM …` with `data` as its input, in COPY's text format: one
+   * statement, all rows or none. Only where the driver can feed COPY its data (PGlite, and the
+   * state daemon's client for it); the Postgres adapter has none.
+   */
+  copyRows?(table: string, columns: readonly string[], data: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -452,6 +458,48 @@ export interface SqlAdapter extends SqlExecutor {
 // Columns come back only as text, int4 or float8 (json as ::text, timestamps as epoch ms in
 // float8, arrays as JSON text): pg and PGlite parse int8, json, arrays and dates differently;
 // on these they agree.
+
+/** The columns of `hintbox.audit_calls` that a batch's COPY fills, in the order of its text. */
+const AUDIT_COPY_COLUMNS = [
+  'id',
+  'started_at',
+  'session',
+  'server',
+  'tool',
+  'tags',
+  'claimed_tags',
+  'claimed_hints',
+  'effective_hints',
+  'sandbox',
+  'decision',
+  'decided_by',
+  'arguments',
+  'pin_hash',
+  'outcome',
+  'detail',
+  'hint_violation',
+  'attempts',
+  'ended_at',
+] as const;
+
+/** A value in COPY's text format: `\N` for null; backslash, newline, return and tab escaped. */
+function copyField(value: unknown): string {
+  if (value === null || value === undefined) return '\\N';
+  const text = Array.isArray(value)
+    ? `{${(value as string[]).map((v) => `"${v.replace(/["\\]/g, '\\$&')}"`).join(',')}}`
+    : typeof value === 'string'
+      ? value
+      : JSON.stringify(value); // numbers
+  return text.replace(/[\\\n\r\t]/g, (c) => COPY_ESCAPES[c] ?? c);
+}
+const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+/** The rows of a batch's new records (as `recordBatch` builds them) in COPY's text format. */
+function auditCopyText(rows: Iterable<Record<string, unknown>>): string {
+  let text = '';
+  for (const row of rows) text += AUDIT_COPY_COLUMNS.map((c) => copyField(row[c])).join('\t') + '\n';
+  return text;
+}
 
 const PIN_COLUMNS = `server, tool, hash, definition::text AS definition,
   (extract(epoch FROM approved_at) * 1000)::float8 AS approved_ms, approved_by`;
@@ -730,6 +778,20 @@ export class SqlStateStore implements StateStore {
     }
     const updates = [...outcomes].filter(([id]) => !intents.has(id)).map(([id, o]) => ({ id, ...o }));
     if (intents.size === 0 && updates.length === 0) return;
+    // Where the store can, new records go in with COPY: about half the CPU per record of the
+    // statement below (~25 against ~45 µs in the embedded store), whose CPU the calls share.
+    // COPY cannot skip records that are there already (a replayed journal, a batch retried
+    // after a lost answer): then it fails as a whole and the statement below, which can, does
+    // the batch. The outcomes of earlier records are updated by the statement either way.
+    if (intents.size > 0 && this.db.copyRows) {
+      try {
+        await this.db.copyRows('hintbox.audit_calls', AUDIT_COPY_COLUMNS, auditCopyText(intents.values()));
+        intents.clear();
+      } catch {
+        // the statement below writes the batch, or says why it cannot
+      }
+      if (intents.size === 0 && updates.length === 0) return;
+    }
     // Each batch is parsed once into typed rows (`json_to_recordset`), not field by field: the
     // `->>` operator on a `json` value parses the element again for each field, which cost the
     // embedded store ~100 µs per call (against ~50 µs this way), CPU the sandboxes share.

@@ -12,7 +12,8 @@ import {
   openPgliteStateStore,
   pgliteAdapter,
 } from '../../src/store/pglite-state-store.js';
-import { stateStoreContract, type StoreHarness } from '../integration/support/state-store-contract.js';
+import { auditIntentRow, auditOutcomeRow, SqlStateStore, type AuditBatchEntry } from '../../src/store/state-store.js';
+import { sampleIntent, stateStoreContract, type StoreHarness } from '../integration/support/state-store-contract.js';
 
 /**
  * The embedded store: PGlite in a temporary folder. No Docker, no server. A pristine database
@@ -98,5 +99,81 @@ describe('PGlite store: its state folder', () => {
     assert.equal(readFileSync(path.join(dir, 'hintbox.lock'), 'utf8').trim(), String(process.pid));
     await store.close();
     await harness.dispose();
+  });
+});
+
+describe('PGlite store: audit batches through COPY', () => {
+  it('writes new records with COPY, exactly, and a batch written again falls back to the statement and changes nothing', async () => {
+    const harness = await newHarness();
+    const adapter = await harness.rawAdapter();
+    const copies: { ok: boolean }[] = [];
+    const copyRows = adapter.copyRows!.bind(adapter);
+    const store = await SqlStateStore.open({
+      ...adapter,
+      copyRows: async (table, columns, data) => {
+        try {
+          await copyRows(table, columns, data);
+          copies.push({ ok: true });
+        } catch (error) {
+          copies.push({ ok: false });
+          throw error;
+        }
+      },
+    });
+    try {
+      // What COPY's text format must escape, in every kind of column.
+      const awkward = 'tab\there, line\nbreak, return\r, back\\slash \\N, quote " comma , {brace}';
+      const args = '{"path" :\t"a\\tb\\\\c",\n  "z": [1, {"y": "\\u0000"}], "a": "é 😀 \\ud800"}';
+      const entries: AuditBatchEntry[] = [
+        {
+          kind: 'intent',
+          id: 'copy-1',
+          at: '2026-05-01T08:00:00.000Z',
+          intent: {
+            ...auditIntentRow(sampleIntent({ session: awkward, tool: `${awkward} tool` })),
+            tags: ['plain', awkward, 'NULL', ''],
+            claimedTags: [awkward],
+            arguments: args,
+          },
+        },
+        {
+          kind: 'outcome',
+          id: 'copy-1',
+          at: '2026-05-01T08:00:01.250Z',
+          outcome: auditOutcomeRow({ outcome: 'tool-error', detail: awkward, hintViolation: awkward, attempts: 3 }),
+        },
+        { kind: 'intent', id: 'copy-2', at: '2026-05-01T08:00:02.000Z', intent: auditIntentRow(sampleIntent()) },
+      ];
+      await store.audit.recordBatch(entries);
+      assert.deepEqual(copies, [{ ok: true }], 'the new records went in with one COPY');
+      const one = await store.audit.get('copy-1');
+      assert.ok(one, 'copy-1 reads back');
+      assert.deepEqual(
+        [one.session, one.tool, one.detail, one.hintViolation, one.attempts, one.durationMs, one.outcome],
+        [awkward, `${awkward} tool`, awkward, awkward, 3, 1250, 'tool-error'],
+      );
+      assert.deepEqual(
+        one.tags.map((t) => t.name),
+        ['plain', awkward, 'NULL', '', awkward],
+        'tags, with the claimed one, exactly',
+      );
+      const raw = await adapter.query(`SELECT arguments::text AS a FROM hintbox.audit_calls WHERE id = 'copy-1'`);
+      assert.equal(raw[0]?.a, args, 'the arguments are stored as the very text they were sent as');
+      const two = await store.audit.get('copy-2');
+      assert.equal(two?.outcome, null, 'an intent without its outcome yet');
+
+      // Again (a replay): COPY refuses the existing ids, the statement skips them, the outcome fills.
+      await store.audit.recordBatch([
+        ...entries,
+        { kind: 'outcome', id: 'copy-2', at: '2026-05-01T08:00:03.000Z', outcome: auditOutcomeRow({ outcome: 'ok' }) },
+      ]);
+      assert.deepEqual(copies, [{ ok: true }, { ok: false }], 'the second COPY failed as a whole');
+      assert.equal((await store.audit.get('copy-1'))?.detail, awkward, 'the first record stands');
+      assert.equal((await store.audit.get('copy-2'))?.outcome, 'ok', 'the outcome of the replay is recorded');
+      assert.equal((await store.audit.query({ limit: 100 })).length, 2, 'no record twice');
+    } finally {
+      await store.close();
+      await harness.dispose();
+    }
   });
 });
