@@ -52,7 +52,16 @@ interface Answer {
   id: number;
   rows?: SqlRow[];
   error?: string;
+  /** What the daemon speaks (absent: 1, before `copy`). */
+  protocol?: number;
 }
+
+/**
+ * The wire's version: 2 added `copy`. A client may meet a daemon of an older hintbox (one
+ * still running, idle, after an upgrade), which answers nothing to an op it does not know: so
+ * every answer says what the daemon speaks, and a client uses `copy` only once a daemon said 2.
+ */
+const PROTOCOL = 2;
 
 export interface StateDaemonOptions {
   /** The state folder: PGlite's data under `pgdata/`, the socket, the lock. */
@@ -133,7 +142,7 @@ function serveConnection(socket: net.Socket, db: SqlAdapter, log: Logger): void 
   // Requests of one connection run in order.
   let queue = Promise.resolve();
   const answer = (a: Answer): void => {
-    if (!socket.destroyed) socket.write(JSON.stringify(a) + '\n');
+    if (!socket.destroyed) socket.write(JSON.stringify({ ...a, protocol: PROTOCOL }) + '\n');
   };
 
   const handle = async (request: Request): Promise<void> => {
@@ -162,6 +171,8 @@ function serveConnection(socket: net.Socket, db: SqlAdapter, log: Logger): void 
           await current.finish(request.op === 'commit');
           return answer({ id: request.id, rows: [] });
         }
+        default:
+          throw new Error(`unknown op ${JSON.stringify((request as { op?: unknown }).op)}`);
       }
     } catch (error) {
       answer({ id: request.id, error: (error as Error).message });
@@ -286,6 +297,8 @@ function connectSocket(socketPath: string): Promise<net.Socket> {
 
 class RemoteSqlAdapter implements SqlAdapter {
   private nextId = 1;
+  /** What the daemon speaks, from its answers; 1 until one says more (see PROTOCOL). */
+  private daemonProtocol = 1;
   private readonly waiting = new Map<number, { resolve: (rows: SqlRow[]) => void; reject: (e: Error) => void }>();
   private buffered = '';
   private closedError?: Error;
@@ -300,6 +313,7 @@ class RemoteSqlAdapter implements SqlAdapter {
       while ((nl = this.buffered.indexOf('\n')) !== -1) {
         const answer = JSON.parse(this.buffered.slice(0, nl)) as Answer;
         this.buffered = this.buffered.slice(nl + 1);
+        this.daemonProtocol = answer.protocol ?? 1;
         const waiter = this.waiting.get(answer.id);
         this.waiting.delete(answer.id);
         if (answer.error !== undefined) waiter?.reject(new Error(answer.error));
@@ -348,6 +362,7 @@ class RemoteSqlAdapter implements SqlAdapter {
 
   async copyRows(table: string, columns: readonly string[], data: string): Promise<void> {
     await this.txLock;
+    if (this.daemonProtocol < 2) throw new Error('copy: the state daemon does not speak it (an older hintbox)');
     await this.send('copy', undefined, undefined, { table, columns: [...columns], data });
   }
 
