@@ -58,8 +58,10 @@ import { delay } from '../util/delay.js';
  *   queued, unless a batch is in flight; what arrives while a batch is in flight waits for the
  *   next delay too (unless a full batch is waiting, the journal is closing, or a reader waits).
  *   The wait gathers many calls into one batch: each statement costs the state daemon CPU that
- *   the sandboxes and hintbox share, whatever its size. When the store has everything, the
- *   file is truncated to nothing.
+ *   the sandboxes and hintbox share, whatever its size. The intent of a call still running
+ *   waits for its outcome (up to `holdOpenMs`, 1 s) so that the two go in as one record, not
+ *   a record and then an update of it. When the store has everything, the file is truncated
+ *   to nothing.
  * - When a batch fails, the journal logs it once and enters the "store failing" state: new
  *   intents are refused (fail closed) while outcomes are still journaled, and the batch is
  *   retried with backoff until it succeeds. Nothing queued is dropped.
@@ -69,7 +71,8 @@ import { delay } from '../util/delay.js';
  *   next `hintbox run` or `hintbox audit` of this host ({@link replayJournals}), then removed.
  *
  * Reads (`get`, `query`) go to the store, after what this process recorded so far is flushed;
- * another process reading the trail may miss the last few tens of milliseconds of a live session.
+ * another process reading the trail may miss the last few tens of milliseconds of a live
+ * session, and the calls still running for up to a second (they are in the journal).
  */
 
 /** A journal file: `<host>.<pid>.<random>.ndjson`, the host URI-encoded. */
@@ -118,6 +121,12 @@ export interface AuditJournalOptions {
   maxRetryMs?: number;
   /** How long queued entries wait to be batched with later ones. Default 20 ms. */
   flushDelayMs?: number;
+  /**
+   * How long the intent of a call still running waits for its outcome, to go to the store in
+   * one record with it (one row written once, instead of a row and then an update of it).
+   * Default 1000 ms; a call that runs longer has its intent written alone.
+   */
+  holdOpenMs?: number;
 }
 
 interface Queued {
@@ -126,6 +135,8 @@ interface Queued {
   bytes: number;
   /** 1, 2, 3, … in order of appending. */
   seq: number;
+  /** For an intent: until when (performance.now()) it waits for its outcome. */
+  holdUntil: number;
 }
 
 export class JournaledAuditLog implements AuditLog, AsyncDisposable {
@@ -137,6 +148,7 @@ export class JournaledAuditLog implements AuditLog, AsyncDisposable {
   private readonly retryMs: number;
   private readonly maxRetryMs: number;
   private readonly flushDelayMs: number;
+  private readonly holdOpenMs: number;
 
   private currentFile: string;
   private fd: number | undefined;
@@ -173,6 +185,7 @@ export class JournaledAuditLog implements AuditLog, AsyncDisposable {
     this.retryMs = options.retryMs ?? 100;
     this.maxRetryMs = options.maxRetryMs ?? 5000;
     this.flushDelayMs = options.flushDelayMs ?? 20;
+    this.holdOpenMs = options.holdOpenMs ?? 1000;
     this.retryDelay = this.retryMs;
     const dir = path.resolve(options.dir);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -286,7 +299,12 @@ export class JournaledAuditLog implements AuditLog, AsyncDisposable {
     }
     this.needsNewline = false;
     this.fileBytes += line.length;
-    this.queue.push({ entry, bytes: line.length, seq: ++this.appended });
+    this.queue.push({
+      entry,
+      bytes: line.length,
+      seq: ++this.appended,
+      holdUntil: entry.kind === 'intent' ? performance.now() + this.holdOpenMs : 0,
+    });
     this.schedule();
   }
 
@@ -306,6 +324,7 @@ export class JournaledAuditLog implements AuditLog, AsyncDisposable {
       try {
         while (this.queue.length > 0 && !this.abandoned) {
           const batch = this.nextBatch();
+          if (batch.length === 0) break; // only intents waiting for their outcomes
           try {
             await this.store.recordBatch(batch.map((q) => q.entry));
           } catch (error) {
@@ -330,20 +349,35 @@ export class JournaledAuditLog implements AuditLog, AsyncDisposable {
     return this.flushing;
   }
 
+  /**
+   * The next batch, in journal order: everything queued, up to a statement's size, except the
+   * intents of calls still running that may wait for their outcomes (see `holdOpenMs`). Nothing
+   * waits while the journal closes or a reader waits for the store.
+   */
   private nextBatch(): Queued[] {
+    const hold = !this.closing && this.waiters.length === 0;
+    const now = performance.now();
+    const batch: Queued[] = [];
     let bytes = 0;
-    let n = 0;
-    while (n < this.queue.length && n < MAX_BATCH_ENTRIES) {
-      bytes += this.queue[n]!.bytes;
-      if (n > 0 && bytes > MAX_BATCH_BYTES) break;
-      n++;
+    for (const queued of this.queue) {
+      if (batch.length >= MAX_BATCH_ENTRIES) break;
+      const { entry } = queued;
+      if (hold && entry.kind === 'intent' && queued.holdUntil > now && this.open.has(entry.id)) continue;
+      bytes += queued.bytes;
+      if (batch.length > 0 && bytes > MAX_BATCH_BYTES) break;
+      batch.push(queued);
     }
-    return this.queue.slice(0, n);
+    return batch;
   }
 
   private succeeded(batch: Queued[]): void {
-    this.queue.splice(0, batch.length);
-    this.stored = batch.at(-1)!.seq;
+    // The batch is the queue's first entries, bar the intents that wait: remove it, keeping order.
+    const written = new Set(batch);
+    let kept = 0;
+    for (const queued of this.queue) if (!written.has(queued)) this.queue[kept++] = queued;
+    this.queue.length = kept;
+    // Everything up to the first entry still queued is in the store.
+    this.stored = this.queue.length > 0 ? this.queue[0]!.seq - 1 : this.appended;
     if (this.failure) {
       this.log.info(`the audit store works again; the journaled records are being written to it`);
       this.failure = undefined;

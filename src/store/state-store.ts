@@ -792,6 +792,20 @@ export class SqlStateStore implements StateStore {
       }
       if (intents.size === 0 && updates.length === 0) return;
     }
+    if (intents.size === 0) {
+      // Outcomes only (calls that ended after their intent's batch): an UPDATE alone, which the
+      // embedded store plans in a fraction of the time of the whole statement below (~1.7 ms).
+      await this.db.query(
+        `UPDATE hintbox.audit_calls AS c
+         SET outcome = o.outcome, detail = o.detail, hint_violation = o.hint_violation,
+             attempts = o.attempts, ended_at = o.ended_at
+         FROM json_to_recordset($1::text::json) AS o(id text, outcome text, detail text, hint_violation text,
+           attempts int, ended_at timestamptz)
+         WHERE c.id = o.id AND c.outcome IS NULL AND (c.decision = 'allowed') = (o.outcome <> 'not-run')`,
+        [JSON.stringify(updates)],
+      );
+      return;
+    }
     // Each batch is parsed once into typed rows (`json_to_recordset`), not field by field: the
     // `->>` operator on a `json` value parses the element again for each field, which cost the
     // embedded store ~100 µs per call (against ~50 µs this way), CPU the sandboxes share.

@@ -228,6 +228,7 @@ describe('the audit journal', () => {
       dir: newDir(),
       log: capturingLog(),
       flushDelayMs: 200,
+      holdOpenMs: 0, // intents alone here: they must not wait for outcomes
     });
     try {
       const s = session();
@@ -249,6 +250,62 @@ describe('the audit journal', () => {
     } finally {
       await journal.close();
     }
+  });
+
+  it("keeps a running call's intent back until its outcome, so that the two are written as one record", async () => {
+    const control = controlled(store);
+    const journal = new JournaledAuditLog({
+      store: control.audit,
+      dir: newDir(),
+      log: capturingLog(),
+      flushDelayMs: 10,
+      holdOpenMs: 60_000,
+    });
+    const alone = new JournaledAuditLog({
+      store: control.audit,
+      dir: newDir(),
+      log: capturingLog(),
+      flushDelayMs: 10,
+      holdOpenMs: 50,
+    });
+    try {
+      const s = session();
+      const id = await journal.recordIntent(intent({ session: s }));
+      assert.ok(lines(journal.file).length === 1, 'the intent is in the journal at once');
+      await new Promise((r) => setTimeout(r, 150));
+      assert.equal(control.batches.length, 0, 'no batch while its call runs');
+      await journal.recordOutcome(id, { outcome: 'ok' });
+      await eventually(() => control.batches.length === 1, 'a batch once the call ended');
+      assert.deepEqual(
+        control.batches[0]?.map((e) => [e.kind, e.id]),
+        [
+          ['intent', id],
+          ['outcome', id],
+        ],
+        'intent and outcome in one batch (one row in the store)',
+      );
+      await eventually(async () => (await store.audit.get(id))?.outcome === 'ok', 'the record is complete');
+
+      // A call that runs longer than the hold: its intent goes alone, the outcome later.
+      const long = await alone.recordIntent(intent({ session: s }));
+      await eventually(() => control.batches.length === 2, 'the intent alone after the hold');
+      assert.deepEqual(
+        control.batches[1]?.map((e) => e.kind),
+        ['intent'],
+      );
+      assert.equal((await store.audit.get(long))?.outcome, null, 'in the store, without its outcome yet');
+
+      // A reader does not wait for the hold: get() sends what is held at once.
+      const held = await journal.recordIntent(intent({ session: s }));
+      const record = await journal.get(held);
+      assert.equal(record?.id, held, 'a reader of this journal sees the running call');
+      await journal.recordOutcome(held, { outcome: 'ok' });
+      await alone.recordOutcome(long, { outcome: 'tool-error' });
+    } finally {
+      await journal.close();
+      await alone.close();
+    }
+    assert.equal(control.batches.flat().length, 6, 'every entry went to the store, once');
   });
 
   it('refuses an intent or outcome the store would refuse, and journals nothing for it', async () => {
