@@ -478,7 +478,7 @@ function formatReport(report: ReturnType<typeof summarize> & { stateDaemonMb: nu
     `CPU per call at ${Math.max(...CONCURRENCY)} in flight, by process (µs, median over rounds; ${CPU_CALLS_FACTOR} × ${report.calls} calls):`,
     ...VARIANTS.map((v) => {
       const parts = Object.entries(report.cpuPerCall[v])
-        .filter(([c]) => c !== 'total')
+        .filter(([c, us]) => c !== 'total' && us >= 0.5)
         .sort((a, b) => b[1] - a[1])
         .map(([c, us]) => `${c === 'launched' ? LAUNCHED[v] : c} ${fmt(us)}`);
       return `  ${v.padEnd(7)} ${fmt(report.cpuPerCall[v].total ?? 0)} = ${parts.join(' + ')}`;
