@@ -279,7 +279,8 @@ function processTicks(): Map<number, { comm: string; ticks: number; inContainer:
  * meanwhile, per call, by component: the client (this process), the launched process (hintbox,
  * the docker CLI, the bare server), the state daemon, the containers' processes, the Docker
  * engine (dockerd, containerd, its shims) and the rest. The machine is otherwise idle, so
- * "the rest" is small; it is reported, not hidden.
+ * "the rest" is small; it is reported, not hidden. Processes that ended during the window
+ * are not counted (none of the variants starts any per call).
  */
 async function cpuPerCall(
   call: () => Promise<unknown>,
@@ -294,7 +295,9 @@ async function cpuPerCall(
   const tickUs = 1e6 / CLOCK_TICKS_PER_SECOND;
   const out: Record<string, number> = {};
   for (const [pid, now] of after) {
-    const spent = now.ticks - (before.get(pid)?.ticks ?? now.ticks);
+    // A process started meanwhile spent all its time in the window; one that ended meanwhile
+    // is not counted (its time went to its parent's children, not kept per child).
+    const spent = now.ticks - (before.get(pid)?.ticks ?? 0);
     if (spent <= 0) continue;
     const component =
       pid === process.pid

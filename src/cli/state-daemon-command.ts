@@ -1,6 +1,8 @@
 import { spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import os from 'node:os';
 import { serveStateDaemon } from '../store/state-daemon.js';
+import type { Logger } from '../util/logger.js';
 import { cliLog } from './common.js';
 import type { CommandSpec } from './main.js';
 import { UsageError } from './usage-error.js';
@@ -25,7 +27,28 @@ five minutes without clients (HINTBOX_STATE_DAEMON_IDLE seconds, if set). Its lo
 function createInChildProcess(folder: string): void {
   const cli = process.argv[1];
   if (!cli) return;
-  spawnSync(process.execPath, [cli, 'state-daemon', '--create', folder], { stdio: 'ignore', timeout: 120_000 });
+  // No timeout: killed in the middle, initdb would leave a folder that no daemon can open.
+  spawnSync(process.execPath, [cli, 'state-daemon', '--create', folder], { stdio: 'ignore' });
+}
+
+/**
+ * Sets the nice value of every thread of this process: on Linux a priority is a thread's, and
+ * V8's helper threads (GC, compilers) are already running. Threads started later inherit it.
+ */
+function lowerPriority(nice: number, log: Logger): void {
+  let threads: number[];
+  try {
+    threads = readdirSync('/proc/self/task').map(Number);
+  } catch {
+    threads = [0]; // no /proc: the calling thread
+  }
+  for (const thread of threads) {
+    try {
+      os.setPriority(thread, nice);
+    } catch (error) {
+      log.warn(`could not lower the state daemon's CPU priority (thread ${thread}): ${(error as Error).message}`);
+    }
+  }
 }
 
 /** How much lower than its starter the daemon runs once its database is open (nice). */
@@ -63,11 +86,7 @@ export const stateDaemonCommand: CommandSpec = {
     // CPU) held a core that a call's next hop was woken onto, and it waited (p99 at one call in
     // flight 3.9–4.2 ms; 3.0–3.3 ms at nice 10, measured side by side). Not lower than 10: under
     // a full machine the store must still keep up, or intents wait for it (the journal's bound).
-    try {
-      os.setPriority(Math.min(os.getPriority() + STATE_DAEMON_NICENESS, 19));
-    } catch (error) {
-      log.warn(`could not lower the state daemon's CPU priority: ${(error as Error).message}`);
-    }
+    lowerPriority(Math.min(os.getPriority() + STATE_DAEMON_NICENESS, 19), log);
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void daemon.stop());
     await daemon.stopped;
     await release?.();

@@ -83,8 +83,12 @@ const MAX_BATCH_ENTRIES = 1000;
 const MAX_BATCH_BYTES = 16 * 1024 * 1024;
 /** More queued than this: a new intent waits for the store to catch up (bounded memory). */
 const MAX_QUEUED = 10_000;
-/** A file this large whose entries never all reach the store at once is replaced by a fresh one. */
-const ROTATE_BYTES = 8 * 1024 * 1024;
+/**
+ * A file this large whose entries never all reach the store at once is replaced by a fresh one
+ * (under steady load that is the rule: the intents of running calls wait for their outcomes).
+ * It bounds what a replay after a crash writes again.
+ */
+const ROTATE_BYTES = 1024 * 1024;
 
 /** Journal files this process writes (or wrote and has not yet removed), by full path. */
 const ownFiles = new Set<string>();
@@ -337,7 +341,10 @@ export class JournaledAuditLog implements AuditLog, AsyncDisposable {
           // size, so going on at once with the few entries of a few milliseconds kept the state
           // daemon busy with tiny batches (~0.3 ms of its CPU per call at one call in flight).
           // Go on at once only with a full batch waiting, or when someone waits for the store.
-          if (!this.closing && this.waiters.length === 0 && this.queue.length < MAX_BATCH_ENTRIES) break;
+          // (Intents that wait for their outcomes do not count: they are among `open`.)
+          if (!this.closing && this.waiters.length === 0 && this.queue.length - this.open.size < MAX_BATCH_ENTRIES) {
+            break;
+          }
         }
       } finally {
         // In the same turn as the loop's last look at the queue: an entry appended after it
@@ -546,38 +553,55 @@ export async function replayJournals(options: ReplayOptions): Promise<ReplayResu
     }
     return result;
   }
+  // A process's files are replayed together, intents before outcomes: a process that rotated
+  // its journal may have an intent in one file and its outcome in a later one, and the names do
+  // not tell their order (an outcome whose record is not there yet would change nothing).
+  const byProcess = new Map<number, string[]>();
   for (const name of names.sort()) {
     const owner = journalOwner(name);
     const file = path.join(dir, name);
     if (!owner || owner.host !== host || ownFiles.has(file)) continue;
     // A file of this pid that this process does not write is a dead process's whose pid came back.
     if (owner.pid !== process.pid && isAlive(owner.pid)) continue;
-    let text: string;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch (error) {
-      // ENOENT: replayed by another process meanwhile.
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
+    byProcess.set(owner.pid, [...(byProcess.get(owner.pid) ?? []), file]);
+  }
+  for (const [pid, files] of byProcess) {
+    const read: { file: string; entries: AuditBatchEntry[]; skipped: number }[] = [];
+    let unreadable = false;
+    for (const file of files) {
+      try {
+        read.push({ file, ...parseJournal(readFileSync(file, 'utf8'), file, log) });
+      } catch (error) {
+        // ENOENT: replayed by another process meanwhile.
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue;
         log.warn(`cannot read the audit journal ${file}: ${(error as Error).message}; it is kept for the next time`);
+        unreadable = true;
       }
+    }
+    if (unreadable) {
+      log.warn(`the other audit journals of process ${pid} are kept with it, for the next time`);
       continue;
     }
-    const { entries, skipped } = parseJournal(text, file, log);
+    const entries = read.flatMap((r) => r.entries);
+    const ordered = [...entries.filter((e) => e.kind === 'intent'), ...entries.filter((e) => e.kind !== 'intent')];
     try {
-      for (const batch of batches(entries)) await store.recordBatch(batch);
+      for (const batch of batches(ordered)) await store.recordBatch(batch);
     } catch (error) {
       log.warn(
-        `cannot replay the audit journal ${file} into the store (${(error as Error).message}); it is kept for the next time`,
+        `cannot replay the audit journal(s) ${read.map((r) => r.file).join(', ')} into the store ` +
+          `(${(error as Error).message}); kept for the next time`,
       );
       continue;
     }
-    removeJournalFile(file, log);
-    result.files++;
-    result.entries += entries.length;
-    result.skipped += skipped;
+    for (const r of read) {
+      removeJournalFile(r.file, log);
+      result.files++;
+      result.entries += r.entries.length;
+      result.skipped += r.skipped;
+    }
     if (entries.length > 0) {
       log.info(
-        `wrote ${entries.length} audit entr${entries.length === 1 ? 'y' : 'ies'} of process ${owner.pid}, which ended ` +
+        `wrote ${entries.length} audit entr${entries.length === 1 ? 'y' : 'ies'} of process ${pid}, which ended ` +
           'before they reached the store, from its journal',
       );
     }

@@ -318,7 +318,21 @@ function tagNames(names: unknown, what: string): string[] {
   if (!Array.isArray(names) || !names.every((n): n is string => typeof n === 'string')) {
     throw new StateStoreError(`${what}: expected an array of strings`);
   }
-  return names.map(normalizeTag);
+  return names.map((n) => storable(normalizeTag(n)));
+}
+
+// eslint-disable-next-line no-control-regex -- NUL is what is looked for
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/**
+ * Text as Postgres can keep it: its `text` holds no NUL and only well-formed Unicode, so a NUL
+ * or a lone surrogate (in a server's error message, a tool's name, …) becomes U+FFFD. Without
+ * this one such record made its whole batch fail, again at each retry: the journal then
+ * refused every call (fail closed) and a replay never got past it. The arguments are JSON
+ * text, where both are escapes, and are kept exactly.
+ */
+function storable<T extends string | null>(text: T): T {
+  return (text === null ? null : text.replace(UNSTORABLE, '\ufffd')) as T;
 }
 
 /** Checks an intent and puts it in the form the store keeps. Throws a {@link StateStoreError}. */
@@ -329,18 +343,18 @@ export function auditIntentRow(intent: AuditIntent): AuditIntentRow {
   const named = (source: ToolTag['source']): unknown[] =>
     intent.tags.filter((t) => t.source === source).map((t) => t.name);
   return {
-    session: nonEmpty(intent.session, 'session'),
-    server: nonEmpty(intent.server, 'server'),
-    tool: nonEmpty(intent.tool, 'tool'),
+    session: storable(nonEmpty(intent.session, 'session')),
+    server: storable(nonEmpty(intent.server, 'server')),
+    tool: storable(nonEmpty(intent.tool, 'tool')),
     tags: tagNames(named('profile'), 'tags'),
     claimedTags: tagNames(named('server'), 'claimed tags'),
     claimedHints: recordedHints(intent.claimedHints, 'claimedHints'),
     effectiveHints: recordedHints(intent.effectiveHints, 'effectiveHints'),
-    sandbox: textOrNull(intent.sandbox, 'sandbox'),
+    sandbox: storable(textOrNull(intent.sandbox, 'sandbox')),
     decision,
     decidedBy,
     arguments: intent.arguments === undefined ? null : JSON.stringify(intent.arguments),
-    pinHash: textOrNull(intent.pinHash, 'pinHash'),
+    pinHash: storable(textOrNull(intent.pinHash, 'pinHash')),
   };
 }
 
@@ -351,8 +365,8 @@ export function auditOutcomeRow(report: AuditOutcomeReport): AuditOutcomeRow {
   if (!Number.isInteger(attempts) || attempts < 1) throw new StateStoreError('attempts: expected an integer ≥ 1');
   return {
     outcome,
-    detail: textOrNull(report.detail, 'detail'),
-    hintViolation: textOrNull(report.hintViolation, 'hintViolation'),
+    detail: storable(textOrNull(report.detail, 'detail')),
+    hintViolation: storable(textOrNull(report.hintViolation, 'hintViolation')),
     attempts,
   };
 }
@@ -396,18 +410,18 @@ export function checkAuditBatchEntry(value: unknown): AuditBatchEntry {
       }
     }
     const intent: AuditIntentRow = {
-      session: nonEmpty(row.session, 'session'),
-      server: nonEmpty(row.server, 'server'),
-      tool: nonEmpty(row.tool, 'tool'),
+      session: storable(nonEmpty(row.session, 'session')),
+      server: storable(nonEmpty(row.server, 'server')),
+      tool: storable(nonEmpty(row.tool, 'tool')),
       tags: tagNames(row.tags, 'tags'),
       claimedTags: tagNames(row.claimedTags, 'claimedTags'),
       claimedHints: recordedHints(row.claimedHints, 'claimedHints'),
       effectiveHints: recordedHints(row.effectiveHints, 'effectiveHints'),
-      sandbox: textOrNull(row.sandbox, 'sandbox'),
+      sandbox: storable(textOrNull(row.sandbox, 'sandbox')),
       decision,
       decidedBy: oneOf(row.decidedBy, DECIDERS_OF[decision], `decidedBy of a ${decision} call`),
       arguments: args,
-      pinHash: textOrNull(row.pinHash, 'pinHash'),
+      pinHash: storable(textOrNull(row.pinHash, 'pinHash')),
     };
     return { kind: 'intent', id, at, intent };
   }

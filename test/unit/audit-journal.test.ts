@@ -414,6 +414,32 @@ describe('the audit journal', () => {
     assert.equal(existsSync(journal.file), false, 'removed once replayed');
   });
 
+  it("replays a dead process's rotated journals together, intents first, whatever their names' order", async () => {
+    const dir = newDir();
+    const pid = deadPid();
+    const s = session();
+    const id = `${s}-rotated`;
+    // The outcome went to the fresh file after a rotation; its name sorts first.
+    const named = (suffix: string, text: string) =>
+      writeFileSync(path.join(dir, `${encodeURIComponent(host)}.${pid}.${suffix}.ndjson`), text, { mode: 0o600 });
+    named(
+      '0000000000000000',
+      entryLine({ kind: 'outcome', id, at: '2026-04-03T10:00:01.000Z', outcome: auditOutcomeRow({ outcome: 'ok' }) }),
+    );
+    named(
+      'ffffffffffffffff',
+      entryLine({ kind: 'intent', id, at: '2026-04-03T10:00:00.000Z', intent: auditIntentRow(intent({ session: s })) }),
+    );
+    assert.deepEqual(await replayJournals({ dir, store: store.audit, log: capturingLog() }), {
+      files: 2,
+      entries: 2,
+      skipped: 0,
+    });
+    const record = await store.audit.get(id);
+    assert.equal(record?.outcome, 'ok', 'the outcome found its record');
+    assert.deepEqual(readdirSync(dir), [], 'both files are removed');
+  });
+
   it("replays a dead process's journal exactly once, even when replayed twice", async () => {
     const dir = newDir();
     const pid = deadPid();

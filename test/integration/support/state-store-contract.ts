@@ -8,6 +8,7 @@ import { MIGRATIONS, SchemaTooNewError, migrate, type Migration } from '../../..
 import {
   auditIntentRow,
   auditOutcomeRow,
+  checkAuditBatchEntry,
   StateStoreError,
   type AuditBatchEntry,
   type AuditIntent,
@@ -461,6 +462,47 @@ export function stateStoreContract(name: string, newHarness: () => Promise<Store
       );
       assert.equal((await store.audit.get('batch-1'))?.outcome, 'tool-error', 'the first outcome stands');
       await batchStore.audit.recordBatch([]);
+    });
+
+    it('stores NUL and lone surrogates in text as U+FFFD on every path, so no record can fail its batch', async () => {
+      // What an untrusted server controls: its tool names, tags and error messages.
+      const hostile = 'a\u0000b\ud800c\udc00d😀';
+      const stored = 'a\ufffdb\ufffdc\ufffdd😀';
+      const batchStore = store as StateStore & { audit: BatchAuditLog };
+      const intentOf = () =>
+        sampleIntent({
+          tool: hostile,
+          tags: [{ name: hostile, source: 'server' }],
+          arguments: { text: hostile },
+        });
+      const id = await store.audit.recordIntent(intentOf());
+      await store.audit.recordOutcome(id, { outcome: 'error', detail: hostile, hintViolation: hostile });
+      const entries: AuditBatchEntry[] = [
+        { kind: 'intent', id: 'hostile-batch', at: '2026-05-02T08:00:00.000Z', intent: auditIntentRow(intentOf()) },
+        {
+          kind: 'outcome',
+          id: 'hostile-batch',
+          at: '2026-05-02T08:00:01.000Z',
+          outcome: auditOutcomeRow({ outcome: 'error', detail: hostile }),
+        },
+      ];
+      await batchStore.audit.recordBatch(entries);
+      await batchStore.audit.recordBatch(entries); // again: where COPY is used, this is the statement
+      // A journal line read back from a file.
+      const replayed = checkAuditBatchEntry(JSON.parse(JSON.stringify({ ...entries[0], id: 'hostile-file' })));
+      await batchStore.audit.recordBatch([replayed]);
+      for (const recordId of [id, 'hostile-batch', 'hostile-file']) {
+        const record = await store.audit.get(recordId);
+        assert.ok(record, `${recordId} is stored`);
+        assert.equal(record.tool, stored, `${recordId}: the tool name, made storable`);
+        assert.deepEqual(
+          record.tags.map((t) => t.name),
+          [stored],
+          `${recordId}: the tag`,
+        );
+        assert.deepEqual(record.arguments, { text: hostile }, `${recordId}: the arguments, exactly`);
+        if (recordId !== 'hostile-file') assert.equal(record.detail, stored, `${recordId}: the detail`);
+      }
     });
 
     it('keeps a record that says so when the process dies between intent and outcome', async () => {
