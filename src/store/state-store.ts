@@ -211,8 +211,10 @@ export type AuditBatchEntry =
 /** The store's audit trail, with the batch write that the journal flushes through. */
 export interface BatchAuditLog extends AuditLog {
   /**
-   * Writes entries whose id and time are already fixed, in one statement (one round trip; all
-   * or nothing). Idempotent, so that a journal can be replayed: an intent whose id is already
+   * Writes entries whose id and time are already fixed, in one or two statements (new records
+   * with COPY where the store can, then the outcomes of earlier records). Not all or nothing,
+   * but idempotent, so that a batch that failed half way is written whole by its retry, and a
+   * journal can be replayed: an intent whose id is already
    * recorded is left as it is; an outcome only fills a record that has none and whose decision
    * it fits; an outcome whose record is missing or complete changes nothing. Entries must come
    * from {@link auditIntentRow} / {@link auditOutcomeRow} or, when read back from a file,
