@@ -250,20 +250,26 @@ async function callsPerSecond(call: () => Promise<unknown>, inFlight: number, to
 const CPU_CALLS_FACTOR = 5;
 
 /** CPU time (user + system, in clock ticks) of every process now, with what it is. */
+/**
+ * `/proc/<pid>/stat` read: the command name and the fields after it (`fields[0]` is field 3,
+ * the state). Throws when the process is gone.
+ */
+function procStat(pid: number | string): { comm: string; fields: string[] } {
+  const match = /^\d+ \((.*)\) (.*)$/s.exec(readFileSync(`/proc/${pid}/stat`, 'utf8').trim());
+  return { comm: match?.[1] ?? '', fields: (match?.[2] ?? '').split(' ') };
+}
+
 function processTicks(): Map<number, { comm: string; ticks: number; inContainer: boolean }> {
   const out = new Map<number, { comm: string; ticks: number; inContainer: boolean }>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8').trim();
-      const match = /^\d+ \((.*)\) (.*)$/s.exec(stat);
-      if (!match) continue;
-      const fields = (match[2] ?? '').split(' ');
-      // Fields 14 and 15 of stat (utime, stime); `fields` starts at field 3.
+      const { comm, fields } = procStat(entry);
+      // Fields 14 and 15 of stat (utime, stime).
       const ticks = Number(fields[11]) + Number(fields[12]);
       const cgroup = readFileSync(`/proc/${entry}/cgroup`, 'utf8');
       out.set(Number(entry), {
-        comm: match[1] ?? '',
+        comm,
         ticks,
         inContainer: /\/docker[/-]/.test(cgroup),
       });
@@ -381,7 +387,7 @@ async function waitForExit(pid: number): Promise<void> {
   for (let i = 0; i < 300; i++) {
     let state: string;
     try {
-      state = /^\d+ \(.*\) (\S)/.exec(readFileSync(`/proc/${pid}/stat`, 'utf8'))?.[1] ?? 'Z';
+      state = procStat(pid).fields[0] || 'Z';
     } catch {
       return;
     }
