@@ -293,6 +293,30 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
     ],
   },
   {
+    id: 'HELD-UNTIL-CALLED',
+    statement:
+      'Server code runs with a grant that can change something (a writable mount, a network, a database role above read) only while a call allowed into that sandbox is in flight: held at its gate until the first, frozen between calls; only a trusted server may be let run free (hold: false).',
+    tests: [
+      {
+        file: 'integration/held-sandbox.test.ts',
+        title: 'runs no server code with a writable mount while every call into it is declined',
+      },
+      {
+        file: 'integration/held-sandbox.test.ts',
+        title: 'freezes a writing sandbox between calls: its server makes no progress without a call in flight',
+      },
+      {
+        file: 'unit/sandbox-activity.test.ts',
+        title: 'never leaves a call in a frozen sandbox when it enters while the freeze is under way',
+      },
+      {
+        file: 'unit/sandbox-activity.test.ts',
+        title: 'reports a freeze that failed, so the sandbox can be removed (fail closed)',
+      },
+      { file: 'unit/profile.test.ts', title: 'refuses hold: false for a server that is not trusted' },
+    ],
+  },
+  {
     id: 'HONEST-PLAN',
     statement: 'The plan marks every hint its sandbox does not make true (shared sandboxes, only-adds on files).',
     tests: [

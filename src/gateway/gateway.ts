@@ -13,6 +13,7 @@ import type { AuditOutcomeReport } from '../store/state-store.js';
 import type { Logger } from '../util/logger.js';
 import type { ClientChannel, Gatekeeper } from './call-guard.js';
 import { VERSION } from '../version.js';
+import { SandboxActivity, type SandboxFreezer } from './sandbox-activity.js';
 
 /**
  * The MCP server hintbox shows the client. It lists the server's tools as they were received
@@ -36,6 +37,11 @@ export interface Upstream {
   /** Text that explains a death, e.g. the server's last stderr lines. */
   diagnostics(): string;
   close(): Promise<void>;
+  /**
+   * Present when the sandbox may run only while a call is in flight in it: the gateway thaws it
+   * before a call and freezes it when its last call ends.
+   */
+  readonly freezer?: SandboxFreezer;
 }
 
 /** Starts (or restarts) the upstream of a sandbox. */
@@ -61,6 +67,8 @@ export interface GatewayOptions {
   gatekeeper?: Gatekeeper;
   /** A call's deadline passed (before a retry, or for good): e.g. cut the sandbox's database sessions. */
   onDeadline?: (sandbox: string, tool: string) => void;
+  /** The last call in flight in a sandbox ended (and a held sandbox is frozen again). */
+  onSandboxIdle?: (sandbox: string) => void;
   /**
    * A server said its tools changed (`notifications/tools/list_changed`): the session lists
    * them again, re-pins and re-plans, and hands the gateway the new routes (`updateTools`).
@@ -80,6 +88,8 @@ interface PendingCall {
   clientId: RequestId;
   upstreamId: string;
   upstream: Upstream;
+  /** The sandbox's count of calls in flight; the call leaves it when it is settled. */
+  activity: SandboxActivity;
   sandbox: string;
   tool: string;
   progressToken?: string | number;
@@ -107,6 +117,8 @@ export class Gateway {
   private readonly pendingByClientId = new Map<RequestId, PendingCall>();
   /** Upstreams whose transport has been tapped for forwarded traffic. */
   private readonly tapped = new WeakSet<Upstream>();
+  /** Calls in flight per upstream (a restarted sandbox is a new upstream with a count of its own). */
+  private readonly activities = new WeakMap<Upstream, SandboxActivity>();
   /** Calls waiting for their admission (a person may be asked), by the client's id. */
   private readonly admitting = new Set<RequestId>();
   private readonly cancelledWhileAdmitting = new Set<RequestId>();
@@ -197,10 +209,15 @@ export class Gateway {
     this.relisting = (async () => {
       do {
         this.relistAgain = false;
+        // A held sandbox is thawed while hintbox lists its tools (it is frozen again after).
+        const activity = this.activities.get(from);
         try {
+          await activity?.enter();
           await handler(from);
         } catch (error) {
           this.options.log.error(`listing the tools again failed: ${(error as Error).message}`);
+        } finally {
+          activity?.leave();
         }
       } while (this.relistAgain && !this.closing);
     })().finally(() => (this.relisting = undefined));
@@ -285,6 +302,7 @@ export class Gateway {
         return this.replyResult(clientId, errorResult(text));
       }
       this.tap(upstream, transport);
+      const activity = this.activityOf(upstream, routed.sandbox);
 
       const meta = isObject(params._meta) ? params._meta : undefined;
       const token = meta?.progressToken;
@@ -292,6 +310,7 @@ export class Gateway {
         clientId,
         upstreamId: `${FORWARDED_ID_PREFIX}${this.nextId++}`,
         upstream,
+        activity,
         sandbox: routed.sandbox,
         tool: name,
         ...(typeof token === 'string' || typeof token === 'number' ? { progressToken: token } : {}),
@@ -304,7 +323,15 @@ export class Gateway {
       this.pendingByClientId.set(clientId, call);
       this.admitting.delete(clientId);
       this.armTimer(call);
-      await this.send(call);
+      try {
+        await activity.enter(); // a held sandbox is thawed for the call (left again when it is settled)
+      } catch (error) {
+        const text = `hintbox could not thaw sandbox ${routed.sandbox} for ${name}: ${(error as Error).message}`;
+        if (this.settle(call, { outcome: 'sandbox-died', detail: text })) this.replyResult(clientId, errorResult(text));
+        return;
+      }
+      // Cancelled or timed out while the sandbox thawed: nothing is sent.
+      if (this.pending.has(call.upstreamId)) await this.send(call);
     } catch (error) {
       // A failure of hintbox itself: the client still gets an answer, the audit an outcome.
       finish({ outcome: 'error', detail: `hintbox: ${(error as Error).message}` });
@@ -361,7 +388,15 @@ export class Gateway {
         return; // an answer to a call that was cancelled or timed out: dropped
       }
       if (m.method === 'notifications/progress' && this.forwardProgress(m, upstream)) return;
-      if (m.method === 'notifications/tools/list_changed') return this.toolsListChanged(upstream);
+      if (m.method === 'notifications/tools/list_changed') {
+        // A held sandbox runs only for calls (and for the listing this causes): a change it
+        // announces outside any call is dropped, so that it cannot buy itself time to run.
+        if (upstream.freezer && !this.hasCallsIn(upstream)) {
+          this.options.log.debug(`a held sandbox announced a tool change outside a call: ignored`);
+          return;
+        }
+        return this.toolsListChanged(upstream);
+      }
       clientOnMessage?.(message, extra);
     };
     void upstream.closed.then(() => {
@@ -458,6 +493,7 @@ export class Gateway {
     if (!this.pending.delete(call.upstreamId)) return false;
     this.pendingByClientId.delete(call.clientId);
     if (call.timer) clearTimeout(call.timer);
+    call.activity.leave();
     if (call.auditId) {
       this.options.gatekeeper?.finish(call.auditId, {
         ...report,
@@ -506,6 +542,31 @@ export class Gateway {
       );
       void upstream.close().catch(() => undefined);
     });
+  }
+
+  /** The count of calls in flight in this upstream, made when it is first used. */
+  private activityOf(upstream: Upstream, sandboxId: string): SandboxActivity {
+    let activity = this.activities.get(upstream);
+    if (!activity) {
+      activity = new SandboxActivity({
+        ...(upstream.freezer ? { freezer: upstream.freezer } : {}),
+        onFreezeFailed: (error) => {
+          // Fail closed: a sandbox that cannot be frozen must not run on between calls.
+          this.options.log.error(
+            `could not freeze sandbox ${sandboxId} after its last call (${error.message}): removing it; it will be started again on the next call`,
+          );
+          void upstream.close().catch(() => undefined);
+        },
+        onIdle: () => this.options.onSandboxIdle?.(sandboxId),
+      });
+      this.activities.set(upstream, activity);
+    }
+    return activity;
+  }
+
+  private hasCallsIn(upstream: Upstream): boolean {
+    for (const call of this.pending.values()) if (call.upstream === upstream) return true;
+    return false;
   }
 
   private slot(sandboxId: string): UpstreamSlot {

@@ -98,6 +98,20 @@ export function grantFor(hints: ToolHints, ceiling: Ceiling): SandboxGrant {
   };
 }
 
+/**
+ * Can server code holding this grant change something outside its sandbox: a writable mount,
+ * a network, a database role above read? Such a sandbox runs only while a call allowed into
+ * it is in flight (held at its gate until the first, frozen between calls); the others, with
+ * read-only mounts, no network and at most a read role, may run freely.
+ */
+export function grantCanChange(grant: SandboxGrant): boolean {
+  return (
+    grant.network !== 'none' ||
+    grant.mounts.some((m) => !m.readOnly) ||
+    (grant.database !== undefined && grant.database !== 'read')
+  );
+}
+
 /** The least grant the ceiling allows: every mount read-only, no network. */
 export function strictestGrant(ceiling: Ceiling): SandboxGrant {
   return {

@@ -128,6 +128,13 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
     }
     targets.set(target, index);
   });
+  if (!parsed.data.hold && parsed.data.trust !== 'trusted') {
+    problems.push({
+      file: absFile,
+      path: 'hold',
+      message: 'false is allowed only for a trusted server (trust: trusted): an untrusted server is always held',
+    });
+  }
   if (parsed.data.server.build !== undefined) {
     const context = path.resolve(baseDir, parsed.data.server.build);
     if (!isFile(path.join(context, 'Dockerfile'))) {

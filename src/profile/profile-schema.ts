@@ -146,6 +146,13 @@ export const ProfileSchema = z.strictObject({
    */
   split: z.boolean().default(true),
   /**
+   * Hold sandboxes that can change something (a writable mount, a network, a database role
+   * above read) so that their server code runs only while a call allowed into them is in
+   * flight: at the gate until the first such call, frozen between calls. Default true; only a
+   * trusted server may be let run free (`false`).
+   */
+  hold: z.boolean().default(true),
+  /**
    * The Postgres database the server may use, and the most it may do there (`read`, `append`,
    * `write`). Each sandbox gets a role of its own whose grants follow its tools' hints.
    */

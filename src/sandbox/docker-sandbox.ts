@@ -21,6 +21,10 @@ export interface StartedSandbox extends AsyncDisposable {
   stderrTail(): string;
   /** Removes the container (idempotent). */
   remove(): Promise<void>;
+  /** Freezes every process of the container (the engine's pause: the cgroup freezer). */
+  freeze(): Promise<void>;
+  /** Lets the frozen processes run again. */
+  thaw(): Promise<void>;
 }
 
 export class SandboxStartError extends Error {
@@ -140,7 +144,17 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
       remove,
       release: async () => {
         try {
-          return await release(held, { id, containerId, startTimeoutMs, tail, remove, stderrSays });
+          const engine = docker.getContainer(containerId);
+          return await release(held, {
+            id,
+            containerId,
+            startTimeoutMs,
+            tail,
+            remove,
+            stderrSays,
+            freeze: async () => void (await engine.pause()),
+            thaw: async () => void (await engine.unpause()),
+          });
         } catch (error) {
           await remove().catch((e: Error) => log.warn(`could not remove container ${containerId}: ${e.message}`));
           throw error;
@@ -162,6 +176,8 @@ async function release(
     tail: string[];
     remove: () => Promise<void>;
     stderrSays: () => string;
+    freeze: () => Promise<void>;
+    thaw: () => Promise<void>;
   },
 ): Promise<StartedSandbox> {
   const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
@@ -189,6 +205,8 @@ async function release(
     closed,
     stderrTail: () => ctx.tail.join('\n'),
     remove,
+    freeze: ctx.freeze,
+    thaw: ctx.thaw,
     [Symbol.asyncDispose]: remove,
   };
 }

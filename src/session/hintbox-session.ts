@@ -5,6 +5,7 @@ import { Gateway, type RoutedTool, type Upstream } from '../gateway/gateway.js';
 import { listToolsRaw, validateTools, type RejectedTool } from '../gateway/discover-tools.js';
 import { ImageBuilder } from '../images/image-builder.js';
 import {
+  grantCanChange,
   grantKey,
   planSandboxes,
   sandboxId,
@@ -137,6 +138,11 @@ export class HintboxSession implements AsyncDisposable {
   rejected: RejectedTool[] = [];
   instructions?: string;
   private readonly started = new Map<string, Upstream>();
+  /**
+   * Sandboxes of classes that can change something, started and held at their gate until the
+   * first call allowed into them (the gateway's start of that class releases it).
+   */
+  private readonly heldAtGate = new Map<string, HeldUpstream>();
   private readonly grants = new Map<string, SandboxGrant>();
   private readonly generations = new Map<string, number>();
   /** Sandbox starts under way: `dispose` waits for them (each removes itself once disposed). */
@@ -280,8 +286,12 @@ export class HintboxSession implements AsyncDisposable {
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
-    await Promise.all([...this.started.values()].map((u) => u.close().catch(() => undefined)));
+    await Promise.all([
+      ...[...this.started.values()].map((u) => u.close().catch(() => undefined)),
+      ...[...this.heldAtGate.values()].map((held) => held.remove().catch(() => undefined)),
+    ]);
     this.started.clear();
+    this.heldAtGate.clear();
     // Starts under way see `disposed` when they end and remove what they made; wait for them
     // (bounded by the start timeout) so that nothing is created after the removal below.
     const timeoutMs = this.options.profile.timeouts.start * 1000;
@@ -367,13 +377,36 @@ export class HintboxSession implements AsyncDisposable {
       if (toStart.length) {
         log.info(`starting ${toStart.length} more sandbox(es) in parallel: ${toStart.map((s) => s.id).join(', ')}`);
       }
+      // A class that can change something stays at its gate until a call is allowed into it.
       const results = await Promise.allSettled([
-        ...toStart.map(async (s) => this.started.set(s.id, await this.startUpstream(s.id))),
-        ...[...early].map(async ([id, start]) => this.started.set(id, await (await start.held).release())),
+        ...toStart.map(async (s) =>
+          this.holdsUntilCalled(s)
+            ? this.heldAtGate.set(s.id, await this.holdUpstream(s.id))
+            : this.started.set(s.id, await this.startUpstream(s.id)),
+        ),
+        ...[...early].map(async ([id, start]) => {
+          const held = await start.held;
+          const grant = this.grants.get(id);
+          if (grant && this.holdsUntilCalled(grant)) this.heldAtGate.set(id, held);
+          else this.started.set(id, await held.release());
+        }),
       ]);
       const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
       if (failed) throw failed.reason;
+      const waiting = [...this.heldAtGate.keys()];
+      if (waiting.length) {
+        log.info(`${waiting.join(', ')}: held at the gate until a call is allowed into it (frozen between calls)`);
+      }
     }
+  }
+
+  /**
+   * Does server code in a sandbox of this grant run only while a call allowed into it is in
+   * flight? Yes when the grant can change something, unless the profile (of a trusted server:
+   * checked at load) lets it run free.
+   */
+  private holdsUntilCalled(grant: SandboxGrant): boolean {
+    return this.profile.hold && grantCanChange(grant);
   }
 
   /**
@@ -472,8 +505,11 @@ export class HintboxSession implements AsyncDisposable {
     });
   }
 
+  /** The upstream of class `id`: the one held at its gate since the start, else a new one. */
   private async startUpstream(id: string): Promise<Upstream> {
-    return (await this.holdUpstream(id)).release();
+    const waiting = this.heldAtGate.get(id);
+    this.heldAtGate.delete(id);
+    return (waiting ?? (await this.holdUpstream(id))).release();
   }
 
   /**
@@ -533,6 +569,7 @@ export class HintboxSession implements AsyncDisposable {
           closed: sandbox.closed,
           diagnostics: () => sandbox.stderrTail(),
           close: () => sandbox.remove(),
+          ...(this.holdsUntilCalled(grant) ? { freezer: { freeze: () => sandbox.freeze(), thaw: () => sandbox.thaw() } } : {}),
         };
       },
     };

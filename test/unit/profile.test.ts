@@ -95,6 +95,7 @@ describe('loadProfile: valid profiles', () => {
       tools: {},
       tags: [],
       split: true,
+      hold: true,
       preApprove: [],
       approval: { timeout: 120 },
     });
@@ -271,6 +272,16 @@ describe('loadProfile: errors name the file and the field', () => {
     ]) {
       problemAt(error, at);
     }
+  });
+
+  it('refuses hold: false for a server that is not trusted', () => {
+    const { dir, home } = sandboxDir();
+    const file = write(dir, `${MINIMAL}hold: false\n`);
+    const error = failing(file, { vars: {}, home });
+    assert.equal(error.problems.length, 1);
+    assert.match(problemAt(error, 'hold').message, /only for a trusted server/);
+    const trusted = write(dir, `${MINIMAL}hold: false\ntrust: trusted\n`, 'trusted.yaml');
+    assert.equal(load(trusted, { vars: {}, home }).hold, false);
   });
 
   it('a bad name', () => {

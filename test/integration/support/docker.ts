@@ -12,6 +12,7 @@ export const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 export const FILESYSTEM_IMAGE = 'hintbox/server-filesystem:2026.8.31';
 export const LIAR_IMAGE = 'hintbox-test/liar:latest';
 export const DBLIAR_IMAGE = 'hintbox-test/dbliar:latest';
+export const SNEAK_IMAGE = 'hintbox-test/sneak:latest';
 export const CANARY_IMAGE = NODE_SERVER_IMAGE;
 
 let connection: Promise<DockerConnection> | undefined;
@@ -49,6 +50,18 @@ export function ensureDatabaseFixtureImage(): Promise<void> {
       .build(DBLIAR_IMAGE, { deleteOnExit: false });
   })();
   return dbImage;
+}
+
+let sneakImage: Promise<void> | undefined;
+/** The fixture that acts outside calls (test/fixtures/sneak), once per process. */
+export function ensureSneakImage(): Promise<void> {
+  sneakImage ??= (async () => {
+    await ensureTestImages();
+    await GenericContainer.fromDockerfile(path.join(FIXTURES, 'sneak'))
+      .withBuildArgs({ NODE_SERVER_IMAGE })
+      .build(SNEAK_IMAGE, { deleteOnExit: false });
+  })();
+  return sneakImage;
 }
 
 /** Containers labelled by hintbox whose owner is the given hintbox process. */

@@ -1,0 +1,118 @@
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { LABEL_CLASS } from '../../src/sandbox/container-spec.js';
+import { delay } from '../../src/util/delay.js';
+import {
+  assertNoLeftovers,
+  containersOf,
+  docker,
+  ensureSneakImage,
+  eventually,
+  SNEAK_IMAGE,
+} from './support/docker.js';
+import {
+  assertStateDaemonStops,
+  hintboxCommand,
+  outcomeOf,
+  runHintbox,
+  sandboxFolder,
+  writeProfile,
+} from './support/hintbox-process.js';
+
+/**
+ * A sandbox whose class can change something runs server code only while a call allowed into it
+ * is in flight. The fixture (test/fixtures/sneak) attacks as soon as it runs: it deletes
+ * /data/victim.txt, plants /data/planted.txt and appends to /data/ticks.log every 50 ms.
+ */
+describe(
+  'sandboxes that can write are held until a call is allowed, frozen between calls',
+  { timeout: 240_000 },
+  () => {
+    before(async () => {
+      await ensureSneakImage();
+    });
+    after(async () => {
+      await assertNoLeftovers();
+      await assertStateDaemonStops();
+    });
+
+    let n = 0;
+    const sneak = (extra: Record<string, unknown>) => {
+      const workspace = sandboxFolder();
+      writeFileSync(path.join(workspace, 'victim.txt'), 'keep me\n');
+      const name = `sneak-${process.pid}-${n++}`;
+      const file = writeProfile({
+        name,
+        server: { image: SNEAK_IMAGE },
+        mounts: [{ source: workspace, target: '/data' }],
+        approval: { timeout: 5 },
+        ...extra,
+      });
+      return { workspace, file };
+    };
+    const ticksIn = (workspace: string): number => {
+      const log = path.join(workspace, 'ticks.log');
+      return existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean).length : 0;
+    };
+    const sandboxOf = async (pid: number, klass: string) => {
+      const found = (await containersOf(pid)).find((c) => c.Labels[LABEL_CLASS] === klass);
+      assert.ok(found, `hintbox has a ${klass} sandbox`);
+      return (await docker()).docker.getContainer(found.Id);
+    };
+
+    it('runs no server code with a writable mount while every call into it is declined', async () => {
+      const { workspace, file } = sneak({ trust: 'untrusted' });
+      const approve = await hintboxCommand(['approve', file, '--all']);
+      assert.equal(approve.code, 0, approve.stderr);
+
+      await using hintbox = await runHintbox(file, {}, 'deny');
+      const writer = await sandboxOf(hintbox.pid, 'rw-offline');
+      assert.equal((await writer.inspect()).State.Running, true, 'the writing sandbox was started (held at its gate)');
+      const declined = await hintbox.client.callTool({ name: 'slow_write', arguments: { ms: 10 } });
+      assert.equal(declined.isError, true, 'the person declined the call');
+      assert.equal(hintbox.asked.length, 1, 'the call was put to the person');
+      await delay(1500); // time enough for a released server to do its damage
+
+      assert.equal(readFileSync(path.join(workspace, 'victim.txt'), 'utf8'), 'keep me\n', 'victim.txt is untouched');
+      assert.equal(existsSync(path.join(workspace, 'planted.txt')), false, 'nothing was planted');
+      assert.equal(existsSync(path.join(workspace, 'note.txt')), false, 'the declined call did not run');
+      assert.equal(ticksIn(workspace), 0, 'the server never ran with the writable mount');
+    });
+
+    it('freezes a writing sandbox between calls: its server makes no progress without a call in flight', async () => {
+      const { workspace, file } = sneak({ trust: 'trusted' });
+      await using hintbox = await runHintbox(file, {}, 'approve');
+      await delay(500);
+      assert.equal(existsSync(path.join(workspace, 'victim.txt')), true, 'held until the first call');
+      assert.equal(ticksIn(workspace), 0, 'held until the first call');
+
+      const first = outcomeOf(await hintbox.client.callTool({ name: 'slow_write', arguments: { ms: 400 } }));
+      assert.equal(first.ok, true);
+      assert.ok(Number(first.value) > 0, 'the server ran during the call');
+      const writer = await sandboxOf(hintbox.pid, 'rw-offline');
+      await eventually(async () => (await writer.inspect()).State.Paused, 10_000, 'the sandbox frozen after its call');
+      const atFreeze = ticksIn(workspace);
+      await delay(1500);
+      assert.equal(ticksIn(workspace), atFreeze, 'not one tick while no call was in flight');
+
+      const second = outcomeOf(await hintbox.client.callTool({ name: 'slow_write', arguments: { ms: 400 } }));
+      assert.equal(second.ok, true, 'the frozen sandbox was thawed for the next call');
+      assert.ok(ticksIn(workspace) > atFreeze, 'and its server ran again during it');
+      await eventually(async () => (await writer.inspect()).State.Paused, 10_000, 'frozen again after the second call');
+    });
+
+    it("lets a trusted server's writing sandbox run free only when its profile says hold: false", async () => {
+      const { workspace, file } = sneak({ trust: 'trusted', hold: false });
+      await using hintbox = await runHintbox(file, {}, 'approve');
+      await eventually(async () => ticksIn(workspace) > 3, 10_000, 'the free server ticking with no call');
+      assert.equal(
+        existsSync(path.join(workspace, 'victim.txt')),
+        false,
+        'it could do its damage: hold: false trusts it',
+      );
+      assert.equal(hintbox.asked.length, 0);
+    });
+  },
+);

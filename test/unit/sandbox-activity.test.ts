@@ -1,0 +1,130 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { SandboxActivity, type SandboxFreezer } from '../../src/gateway/sandbox-activity.js';
+
+/** A freezer that records what it was asked and finishes each step when told to. */
+function recordingFreezer() {
+  const log: string[] = [];
+  const waiting: (() => void)[] = [];
+  let failNext: Error | undefined;
+  const step = (what: string) => () =>
+    new Promise<void>((resolve, reject) => {
+      log.push(what);
+      const error = failNext;
+      failNext = undefined;
+      waiting.push(() => (error ? reject(error) : resolve()));
+    });
+  const freezer: SandboxFreezer = { freeze: step('freeze'), thaw: step('thaw') };
+  return {
+    freezer,
+    log,
+    failNextStep: (error: Error) => (failNext = error),
+    /** Finishes every step asked so far, then lets the promise chain run. */
+    async finish(): Promise<void> {
+      await new Promise((r) => setImmediate(r));
+      while (waiting.length) {
+        waiting.shift()?.();
+        await new Promise((r) => setImmediate(r));
+      }
+    },
+  };
+}
+
+const settled = () => new Promise((r) => setImmediate(r));
+
+describe('SandboxActivity', () => {
+  it('freezes a held sandbox when its last call leaves and thaws it for the next', async () => {
+    const f = recordingFreezer();
+    let idle = 0;
+    const activity = new SandboxActivity({ freezer: f.freezer, onFreezeFailed: assert.fail, onIdle: () => idle++ });
+    await activity.enter(); // just released: it runs, nothing to do
+    const second = activity.enter();
+    await second;
+    assert.deepEqual(f.log, []);
+    activity.leave();
+    await settled();
+    assert.deepEqual(f.log, [], 'one call is still in flight');
+    activity.leave();
+    await settled();
+    assert.deepEqual(f.log, ['freeze']);
+    await f.finish();
+    assert.equal(idle, 1, 'idle once frozen');
+    const third = activity.enter();
+    await settled();
+    assert.deepEqual(f.log, ['freeze', 'thaw']);
+    let entered = false;
+    void third.then(() => (entered = true));
+    await settled();
+    assert.equal(entered, false, 'a call goes in only once the sandbox is thawed');
+    await f.finish();
+    assert.equal(entered, true);
+  });
+
+  it('never leaves a call in a frozen sandbox when it enters while the freeze is under way', async () => {
+    const f = recordingFreezer();
+    const activity = new SandboxActivity({ freezer: f.freezer, onFreezeFailed: assert.fail });
+    await activity.enter();
+    activity.leave(); // freeze asked
+    await settled();
+    const next = activity.enter(); // while the freeze runs
+    await f.finish();
+    await next;
+    assert.deepEqual(f.log, ['freeze', 'thaw'], 'thawed after the freeze, before the call goes in');
+  });
+
+  it('skips a freeze that a new call made unneeded', async () => {
+    const f = recordingFreezer();
+    const activity = new SandboxActivity({ freezer: f.freezer, onFreezeFailed: assert.fail });
+    await activity.enter();
+    const slow = activity.enter(); // queued behind nothing: runs, nothing to do
+    await slow;
+    activity.leave();
+    activity.leave();
+    const again = activity.enter(); // before the freeze step ran
+    await f.finish();
+    await again;
+    assert.deepEqual(f.log, [], 'the step read the count when it ran: a call was in flight again');
+  });
+
+  it('reports a freeze that failed, so the sandbox can be removed (fail closed)', async () => {
+    const f = recordingFreezer();
+    const failures: string[] = [];
+    let idle = 0;
+    const activity = new SandboxActivity({
+      freezer: f.freezer,
+      onFreezeFailed: (e) => failures.push(e.message),
+      onIdle: () => idle++,
+    });
+    await activity.enter();
+    f.failNextStep(new Error('engine said no'));
+    activity.leave();
+    await f.finish();
+    await settled();
+    assert.deepEqual(failures, ['engine said no']);
+    assert.equal(idle, 0, 'not idle: it was not frozen');
+  });
+
+  it('rejects a call whose sandbox cannot be thawed, and the count still balances', async () => {
+    const f = recordingFreezer();
+    const activity = new SandboxActivity({ freezer: f.freezer, onFreezeFailed: () => undefined });
+    await activity.enter();
+    activity.leave();
+    await f.finish();
+    f.failNextStep(new Error('no unpause'));
+    const call = activity.enter();
+    await f.finish();
+    await assert.rejects(call, /no unpause/);
+    activity.leave();
+    assert.equal(activity.calls, 0);
+  });
+
+  it('runs a free sandbox without a freezer and still reports idle', async () => {
+    let idle = 0;
+    const activity = new SandboxActivity({ onFreezeFailed: assert.fail, onIdle: () => idle++ });
+    assert.equal(activity.held, false);
+    await activity.enter();
+    activity.leave();
+    await settled();
+    assert.equal(idle, 1);
+  });
+});
