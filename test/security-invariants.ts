@@ -207,6 +207,26 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
     ],
   },
   {
+    id: 'OPERATOR-OUT-OF-REACH',
+    statement:
+      "What the operator decides lies outside every mount a server may write: a profile whose file or build folder lies inside (or contains) a read-write mount source is refused, and hintbox's own state folder and installation are never mounted.",
+    tests: [
+      { file: 'unit/profile.test.ts', title: 'refuses a profile that lies inside a mount its server may write' },
+      {
+        file: 'unit/profile.test.ts',
+        title: "refuses a writable mount that holds or lies inside the server's build folder",
+      },
+      {
+        file: 'unit/profile.test.ts',
+        title: "refuses to mount hintbox's own state folder or installation, even read-only",
+      },
+      {
+        file: 'integration/errors.test.ts',
+        title: 'refuses a profile that its server could rewrite (inside a read-write mount), starting nothing',
+      },
+    ],
+  },
+  {
     id: 'NESTED-MOUNTS',
     statement:
       'A read-only source with mount points below it is refused on engines that cannot make read-only mounts recursive.',

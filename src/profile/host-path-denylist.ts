@@ -27,10 +27,13 @@ export function deniedHostPaths(home: string): string[] {
   return [...new Set([...system, ...secrets.map((s) => path.join(home, s))])];
 }
 
-/** Why `realSource` may not be mounted, or undefined when it may. Pure. */
-export function denyReason(realSource: string, home: string): string | undefined {
+/**
+ * Why `realSource` may not be mounted, or undefined when it may. `extra`: more denied paths
+ * (hintbox's own state folder and installation). Pure.
+ */
+export function denyReason(realSource: string, home: string, extra: readonly string[] = []): string | undefined {
   const source = path.resolve(realSource);
-  for (const denied of deniedHostPaths(home)) {
+  for (const denied of [...deniedHostPaths(home), ...extra]) {
     if (source === denied) return `${source} is on the denylist`;
     if (isStrictlyInside(source, denied)) return `${source} is inside ${denied}, which is on the denylist`;
     if (isStrictlyInside(denied, source)) return `${source} contains ${denied}, which is on the denylist`;

@@ -4,6 +4,8 @@ import path from 'node:path';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { denyReason } from './host-path-denylist.js';
+import { hintboxOwnPaths, type OwnPath } from '../util/hintbox-paths.js';
+import { isStrictlyInside } from '../util/paths.js';
 import { interpolateTree, type Variables } from './interpolate.js';
 import { normalizeContainerPath, ProfileSchema, type ParsedProfile } from './profile-schema.js';
 
@@ -58,6 +60,8 @@ export interface LoadProfileOptions {
   vars?: Variables;
   /** Home directory for the denylist; default: os.homedir(). */
   home?: string;
+  /** hintbox's own folders, never mounted; default: its state folder and installation. */
+  ownPaths?: readonly OwnPath[];
 }
 
 /**
@@ -101,6 +105,7 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
     problems.push(...parsed.error.issues.flatMap((i) => zodProblems(absFile, i)).filter((p) => !seen.has(p.path)));
   }
   const home = options.home ?? os.homedir();
+  const ownPaths = (options.ownPaths ?? hintboxOwnPaths()).map((own) => ({ ...own, path: realOrResolved(own.path) }));
   const baseDir = path.dirname(absFile);
   // Host paths are checked even when the schema failed elsewhere, for every source that is a string.
   const rawMounts = (interpolated as { mounts?: unknown } | null)?.mounts;
@@ -109,7 +114,12 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
     const source = (mount as { source?: unknown } | null)?.source;
     const at = `mounts[${index}].source`;
     if (typeof source !== 'string' || source === '' || problems.some((p) => p.path === at)) return;
-    const resolved = resolveHostPath(source, baseDir, home);
+    const resolved = resolveHostPath(
+      source,
+      baseDir,
+      home,
+      ownPaths.map((own) => own.path),
+    );
     if ('error' in resolved) problems.push({ file: absFile, path: at, message: resolved.error });
     else resolvedSources.set(index, resolved.path);
   });
@@ -147,9 +157,48 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
       parsed.data.server.build = context;
     }
   }
+  problems.push(...writableMountProblems(absFile, mounts, parsed.data.server.build));
   if (problems.length > 0) throw new ProfileError(problems);
 
   return { ...parsed.data, file: absFile, mounts };
+}
+
+/**
+ * What the operator decides must lie outside every mount a tool may write: a server that could
+ * rewrite its profile (or the lock of what was approved, or its build folder) would hand itself
+ * more at the next start. hintbox's own folders are on the denylist already.
+ */
+function writableMountProblems(file: string, mounts: readonly ResolvedMount[], build?: string): ProfileProblem[] {
+  const decided = [
+    { path: realOrResolved(file), what: 'the profile file' },
+    ...(build ? [{ path: realOrResolved(build), what: "the server's build folder (server.build)" }] : []),
+  ];
+  return mounts.flatMap((mount, index) =>
+    mount.mode === 'rw'
+      ? decided.flatMap(({ path: p, what }) =>
+          p === mount.source || isStrictlyInside(p, mount.source) || isStrictlyInside(mount.source, p)
+            ? [
+                {
+                  file,
+                  path: `mounts[${index}].source`,
+                  message: `${mount.source} may be written by the server and holds ${what} (${p}): move it out, or make the mount mode: ro`,
+                },
+              ]
+            : [],
+        )
+      : [],
+  );
+}
+
+/** The real path of `p`, or (when it does not exist yet) of its nearest existing parent, joined with the rest. */
+function realOrResolved(p: string): string {
+  const absolute = path.resolve(p);
+  try {
+    return realpathSync(absolute);
+  } catch {
+    const parent = path.dirname(absolute);
+    return parent === absolute ? absolute : path.join(realOrResolved(parent), path.basename(absolute));
+  }
 }
 
 function zodProblems(file: string, issue: z.core.$ZodIssue): ProfileProblem[] {
@@ -160,7 +209,12 @@ function zodProblems(file: string, issue: z.core.$ZodIssue): ProfileProblem[] {
   return [{ file, path: formatFieldPath(issue.path), message: issue.message }];
 }
 
-function resolveHostPath(source: string, baseDir: string, home: string): { path: string } | { error: string } {
+function resolveHostPath(
+  source: string,
+  baseDir: string,
+  home: string,
+  ownPaths: readonly string[],
+): { path: string } | { error: string } {
   const expanded = source === '~' || source.startsWith('~/') ? path.join(home, source.slice(1)) : source;
   const absolute = path.resolve(baseDir, expanded);
   let real: string;
@@ -171,7 +225,7 @@ function resolveHostPath(source: string, baseDir: string, home: string): { path:
     return { error: code === 'ENOENT' ? `${absolute} does not exist` : `${absolute}: ${code ?? String(error)}` };
   }
   // Check both the path as written and where it really leads: a symlink into /etc is /etc.
-  const reason = denyReason(real, home) ?? denyReason(absolute, home);
+  const reason = denyReason(real, home, ownPaths) ?? denyReason(absolute, home, ownPaths);
   if (reason) return { error: reason };
   return { path: real };
 }

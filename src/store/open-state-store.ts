@@ -1,10 +1,12 @@
 import { createHash } from 'node:crypto';
-import os from 'node:os';
 import path from 'node:path';
 import { withAuditJournal, type JournaledAuditLog } from './audit-journal.js';
 import { openPgStateStore } from './pg-state-store.js';
 import type { Logger } from '../util/logger.js';
 import { packagePath } from '../util/package-root.js';
+import { stateRoot } from '../util/hintbox-paths.js';
+
+export { stateRoot };
 import { connectStateDaemon, spawnStateDaemon } from './state-daemon.js';
 import { SqlStateStore, type StateStore, type StateStoreOptions } from './state-store.js';
 
@@ -22,12 +24,6 @@ export interface StateLocation {
   describe: string;
   url?: string;
   dir?: string;
-}
-
-export function stateRoot(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.HINTBOX_STATE_DIR) return path.resolve(env.HINTBOX_STATE_DIR);
-  const base = env.XDG_STATE_HOME ? path.resolve(env.XDG_STATE_HOME) : path.join(os.homedir(), '.local', 'state');
-  return path.join(base, 'hintbox');
 }
 
 export function stateLocation(env: NodeJS.ProcessEnv = process.env): StateLocation {

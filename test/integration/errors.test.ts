@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, describe, it, before } from 'node:test';
 import { allHintboxContainers, ensureTestImages, LIAR_IMAGE, assertNoLeftovers } from './support/docker.js';
-import { hintboxCommand, writeProfile } from './support/hintbox-process.js';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { stringify } from 'yaml';
+import { hintboxCommand, sandboxFolder, writeProfile } from './support/hintbox-process.js';
 
 /** Failures are one clear message, a non-zero exit, and nothing left started. */
 describe('hintbox fails closed', { timeout: 180_000 }, () => {
@@ -36,6 +39,27 @@ describe('hintbox fails closed', { timeout: 180_000 }, () => {
     assert.match(stderr, /: mounts\[0\]\.target: /);
     assert.match(stderr, /: server\.user: /);
     assert.match(stderr, /: surprise: unknown key/);
+    assert.deepEqual(await idsOfOurs(), before);
+  });
+
+  it('refuses a profile that its server could rewrite (inside a read-write mount), starting nothing', async () => {
+    const before = await idsOfOurs();
+    const workspace = sandboxFolder();
+    const profile = path.join(workspace, 'profile.yaml');
+    const text = stringify({
+      name: 'selfedit',
+      server: { image: LIAR_IMAGE },
+      mounts: [{ source: '.', target: '/data' }],
+    });
+    writeFileSync(profile, text);
+    for (const command of ['run', 'plan']) {
+      const { code, stderr } = await hintboxCommand([command, profile]);
+      assert.equal(code, 2, `${command}: ${stderr}`);
+      assert.deepEqual(stderr.trim().split('\n'), [
+        `${profile}: mounts[0].source: ${workspace} may be written by the server and holds the profile file (${profile}): move it out, or make the mount mode: ro`,
+      ]);
+    }
+    assert.equal(readFileSync(profile, 'utf8'), text);
     assert.deepEqual(await idsOfOurs(), before);
   });
 

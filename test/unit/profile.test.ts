@@ -274,6 +274,61 @@ describe('loadProfile: errors name the file and the field', () => {
     }
   });
 
+  it('refuses a profile that lies inside a mount its server may write', () => {
+    const { dir, home, data } = sandboxDir();
+    const inside = write(data, `${MINIMAL}mounts:\n  - source: .\n    target: /data\n`, 'profile.yaml');
+    const error = failing(inside, { vars: {}, home, ownPaths: [] });
+    assert.equal(error.problems.length, 1);
+    assert.match(
+      problemAt(error, 'mounts[0].source').message,
+      /may be written by the server and holds the profile file/,
+    );
+    // Read-only for every tool: the server cannot rewrite it.
+    const readOnly = write(data, `${MINIMAL}mounts:\n  - source: .\n    target: /data\n    mode: ro\n`, 'ro.yaml');
+    assert.equal(load(readOnly, { vars: {}, home, ownPaths: [] }).mounts[0]?.mode, 'ro');
+    // Beside the mount, not in it: fine.
+    const beside = write(dir, `${MINIMAL}mounts:\n  - source: data\n    target: /data\n`, 'beside.yaml');
+    assert.equal(load(beside, { vars: {}, home, ownPaths: [] }).mounts.length, 1);
+  });
+
+  it("refuses a writable mount that holds or lies inside the server's build folder", () => {
+    const { dir, home, data } = sandboxDir();
+    writeFileSync(path.join(data, 'Dockerfile'), 'FROM scratch\n');
+    mkdirSync(path.join(data, 'src'));
+    for (const source of ['data', 'data/src']) {
+      const file = write(dir, `${MINIMAL}  build: data\nmounts:\n  - source: ${source}\n    target: /w\n`, 'p.yaml');
+      assert.match(
+        problemAt(failing(file, { vars: {}, home, ownPaths: [] }), 'mounts[0].source').message,
+        /holds the server's build folder/,
+        source,
+      );
+    }
+  });
+
+  it("refuses to mount hintbox's own state folder or installation, even read-only", () => {
+    const { dir, home, data } = sandboxDir();
+    const state = path.join(data, 'state');
+    mkdirSync(state);
+    const ownPaths = [{ path: state, what: "hintbox's state folder" }];
+    for (const [source, mode] of [
+      ['data', 'ro'],
+      ['data/state', 'ro'],
+      ['data/state/sub-not-yet-made', 'rw'],
+    ] as const) {
+      const file = write(
+        dir,
+        `${MINIMAL}mounts:\n  - source: ${source}\n    target: /w\n    mode: ${mode}\n`,
+        'p.yaml',
+      );
+      if (source.endsWith('not-yet-made')) mkdirSync(path.join(dir, source));
+      assert.match(
+        problemAt(failing(file, { vars: {}, home, ownPaths }), 'mounts[0].source').message,
+        /denylist/,
+        source,
+      );
+    }
+  });
+
   it('refuses hold: false for a server that is not trusted', () => {
     const { dir, home } = sandboxDir();
     const file = write(dir, `${MINIMAL}hold: false\n`);
