@@ -59,6 +59,9 @@ interface RoundResult {
 
 /** Set in main(): the trusted profile copy and the environment hintbox runs with. */
 let hintboxProfile = '';
+/** Set in main(): copies whose write_file runs unasked, held between calls or free. */
+let heldProfile = '';
+let freeProfile = '';
 let hintboxEnv: Record<string, string> = {};
 
 const { values } = parseArgs({
@@ -97,6 +100,8 @@ async function main(): Promise<void> {
   // the embedded state store in a scratch folder, its daemon started (initdb) before timing.
   const state = mkdtempSync(path.join(os.tmpdir(), 'hintbox-bench-state-'));
   const profile = path.join(state, 'filesystem-trusted.yaml');
+  heldProfile = path.join(state, 'filesystem-held.yaml');
+  freeProfile = path.join(state, 'filesystem-free.yaml');
   writeFileSync(
     profile,
     readFileSync(path.join(REPO, 'profiles/filesystem.yaml'), 'utf8')
@@ -111,6 +116,11 @@ async function main(): Promise<void> {
   };
   execFileSync(HINTBOX_BIN, ['audit', '--limit', '1'], { env: { ...process.env, ...hintboxEnv }, stdio: 'ignore' });
   hintboxProfile = profile;
+  // The same server with its writing tool allowed to run unasked, held (the default: thawed for
+  // each call, frozen after) and let run free (hold: false), for the cost of holding.
+  const allowWrites = '\ntools:\n  write_file:\n    approval: allow\n';
+  writeFileSync(heldProfile, readFileSync(profile, 'utf8') + allowWrites);
+  writeFileSync(freeProfile, readFileSync(profile, 'utf8') + allowWrites + 'hold: false\n');
   writeFileSync(path.join(workspace, 'file.txt'), 'benchmark\n');
   if (process.getuid?.() === 0) {
     chownSync(workspace, 10001, 10001);
@@ -135,9 +145,14 @@ async function main(): Promise<void> {
       }
       rounds.push(results);
     }
+    const holding = await measureHolding(docker);
     const scale = await measureScale(docker);
     const daemonPid = stateDaemonPid(state);
-    const report = { ...summarize(rounds, scale), stateDaemonMb: daemonPid === undefined ? 0 : rssMb(daemonPid) };
+    const report = {
+      ...summarize(rounds, scale),
+      holding,
+      stateDaemonMb: daemonPid === undefined ? 0 : rssMb(daemonPid),
+    };
     process.stdout.write(values.json ? JSON.stringify(report, null, 2) + '\n' : formatReport(report) + '\n');
   } finally {
     rmSync(workspace, { recursive: true, force: true });
@@ -349,6 +364,78 @@ async function sandboxMemory(docker: Docker, pid: number): Promise<number[]> {
   );
 }
 
+type HoldVariant = 'held' | 'free';
+interface HoldRound {
+  /** The first write_file call: a held sandbox's server starts (released) in it. */
+  firstWriteMs: number;
+  write: { p50: number; p99: number };
+}
+interface HoldingFigure {
+  name: string;
+  held: number;
+  free: number;
+  /** held ÷ free, median of per-round ratios. */
+  ratio: number;
+}
+
+/**
+ * What holding costs a write call: the same trusted profile with write_file allowed unasked,
+ * held (released at the first call, thawed and frozen around each) against `hold: false`,
+ * interleaved round by round. Sequential calls: each pays a thaw before and a freeze after.
+ */
+async function measureHolding(docker: Docker): Promise<HoldingFigure[]> {
+  const rounds: Record<HoldVariant, HoldRound>[] = [];
+  const calls = Math.max(20, Math.round(CALLS / 5));
+  for (let round = 1; round <= ROUNDS; round++) {
+    const result = {} as Record<HoldVariant, HoldRound>;
+    for (const variant of ['held', 'free'] as const) {
+      log.info(`holding, round ${round}/${ROUNDS}: ${variant}, ${calls} write calls`);
+      const running = await spawnServer(
+        HINTBOX_BIN,
+        ['run', variant === 'held' ? heldProfile : freeProfile],
+        hintboxEnv,
+      );
+      try {
+        await running.client.listTools();
+        let n = 0;
+        const write = async () => {
+          const r = await running.client.callTool({
+            name: 'write_file',
+            arguments: { path: '/workspace/written.txt', content: `write ${n++}\n` },
+          });
+          if (r.isError) throw new Error(`write_file failed: ${JSON.stringify(r.content)}`);
+        };
+        const s = performance.now();
+        await write();
+        const firstWriteMs = performance.now() - s;
+        for (let i = 0; i < Math.round(calls / 4); i++) await write();
+        const samples: number[] = [];
+        for (let i = 0; i < calls; i++) {
+          const t = performance.now();
+          await write();
+          samples.push(performance.now() - t);
+        }
+        result[variant] = { firstWriteMs, write: { p50: percentile(samples, 50), p99: percentile(samples, 99) } };
+      } finally {
+        await running.close();
+      }
+      await settle(docker);
+    }
+    rounds.push(result);
+  }
+  const figure = (name: string, pick: (r: HoldRound) => number): HoldingFigure => ({
+    name,
+    held: median(rounds.map((r) => pick(r.held))),
+    free: median(rounds.map((r) => pick(r.free))),
+    ratio: median(rounds.map((r) => pick(r.held) / pick(r.free))),
+  });
+  return [
+    figure('first write call (held: the server starts in it)', (r) => r.firstWriteMs),
+    figure('write call latency p50', (r) => r.write.p50),
+    figure('write call latency p99', (r) => r.write.p99),
+  ];
+}
+
 interface ScaleResult {
   servers: number;
   startMs: number;
@@ -458,7 +545,9 @@ function summarize(rounds: Record<VariantName, RoundResult>[], scale: ScaleResul
   };
 }
 
-function formatReport(report: ReturnType<typeof summarize> & { stateDaemonMb: number }): string {
+function formatReport(
+  report: ReturnType<typeof summarize> & { stateDaemonMb: number; holding: HoldingFigure[] },
+): string {
   const fmt = (x: number) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
   const rows = report.figures.map((f) => [
     f.name,
@@ -492,6 +581,12 @@ function formatReport(report: ReturnType<typeof summarize> & { stateDaemonMb: nu
         .map(([c, us]) => `${c === 'launched' ? LAUNCHED[v] : c} ${fmt(us)}`);
       return `  ${v.padEnd(7)} ${fmt(report.cpuPerCall[v].total ?? 0)} = ${parts.join(' + ')}`;
     }),
+    '',
+    'holding: write_file under hintbox, held (thawed for each call, frozen after) vs hold: false (ms, median over rounds)',
+    ...report.holding.map(
+      (h) =>
+        `  ${h.name.padEnd(50)} held ${fmt(h.held)}  free ${fmt(h.free)}  held/free ${h.ratio.toFixed(2)}×  (+${fmt(h.held - h.free)} ms)`,
+    ),
     '',
     'scale: N filesystem servers under hintbox at once',
     ...report.scale.map(

@@ -43,6 +43,7 @@ describe('the benchmark, smoke run', { timeout: 300_000 }, () => {
       figures: Figure[];
       cpuPerCall: Record<string, Record<string, number> | undefined>;
       scale: { servers: number; startMs: number; hintboxRssMb: number }[];
+      holding: { name: string; held: number; free: number; ratio: number }[];
     };
     assert.equal(report.rounds, 1);
     const names = report.figures.map((f) => f.name);
@@ -76,6 +77,13 @@ describe('the benchmark, smoke run', { timeout: 300_000 }, () => {
       }
       assert.ok(Number.isFinite(figure.ratio) && figure.ratio > 0, `${figure.name}: ratio ${figure.ratio}`);
       assert.equal(typeof figure.target?.met, 'boolean', `${figure.name} says whether its target is met`);
+    }
+    assert.deepEqual(
+      report.holding.map((h) => h.name.split(' (')[0]),
+      ['first write call', 'write call latency p50', 'write call latency p99'],
+    );
+    for (const h of report.holding) {
+      assert.ok(h.held > 0 && h.free > 0 && Number.isFinite(h.ratio), `${h.name}: ${JSON.stringify(h)}`);
     }
     assert.equal(report.scale.length, 1);
     assert.equal(report.scale[0]?.servers, 1);
