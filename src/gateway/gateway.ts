@@ -548,9 +548,13 @@ export class Gateway {
   private activityOf(upstream: Upstream, sandboxId: string): SandboxActivity {
     let activity = this.activities.get(upstream);
     if (!activity) {
+      let ended = false;
+      void upstream.closed.then(() => (ended = true));
       activity = new SandboxActivity({
         ...(upstream.freezer ? { freezer: upstream.freezer } : {}),
         onFreezeFailed: (error) => {
+          // A sandbox that died (or is being removed) cannot be frozen, and need not be.
+          if (ended || this.closing) return this.options.log.debug(`sandbox ${sandboxId} ended: no freeze`);
           // Fail closed: a sandbox that cannot be frozen must not run on between calls.
           this.options.log.error(
             `could not freeze sandbox ${sandboxId} after its last call (${error.message}): removing it; it will be started again on the next call`,

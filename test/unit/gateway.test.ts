@@ -554,6 +554,71 @@ describe('Gateway', () => {
     assert.equal(outcomes.get('write-1')?.outcome, 'cancelled');
   });
 
+  it('thaws a held sandbox before each call reaches it and freezes it when its last call ends', async () => {
+    const events: string[] = [];
+    let frozen = false;
+    const release = deferred();
+    const held = async (sandboxId: string): Promise<Upstream> => {
+      const upstream = await fakeUpstream(sandboxId, async (request) => {
+        events.push(`call ${request.params.name} (${frozen ? 'frozen!' : 'running'})`);
+        if (request.params.name === 'slow') await release.promise;
+        return { content: [] };
+      });
+      const freezer = {
+        freeze: async () => {
+          frozen = true;
+          events.push('freeze');
+        },
+        thaw: async () => {
+          frozen = false;
+          events.push('thaw');
+        },
+      };
+      return Object.assign(upstream, { freezer });
+    };
+    const idle: string[] = [];
+    const gateway = new Gateway({
+      serverName: 'files',
+      tools: routes([
+        [WRITE_DEF, 'rw-offline'],
+        [SLOW_DEF, 'rw-offline'],
+      ]),
+      upstreams: held,
+      log: silentLogger,
+      callTimeoutMs: 10_000,
+      onSandboxIdle: (sandbox) => idle.push(sandbox),
+    });
+    const client = new Client({ name: 'test-client', version: '1.0.0' });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await gateway.connect(serverSide);
+    await client.connect(clientSide);
+    cleanups.push(
+      () => client.close(),
+      () => gateway.close(),
+    );
+    const settled = () => new Promise((r) => setTimeout(r, 20));
+
+    await client.callTool({ name: 'write', arguments: {} });
+    await settled();
+    const slow = client.callTool({ name: 'slow', arguments: {} });
+    await settled();
+    await client.callTool({ name: 'write', arguments: {} }); // while slow is in flight: no freeze after it
+    await settled();
+    assert.equal(frozen, false, 'a call is still in flight');
+    release.resolve();
+    await slow;
+    await settled();
+    assert.deepEqual(events.filter(Boolean), [
+      'call write (running)',
+      'freeze',
+      'thaw',
+      'call slow (running)',
+      'call write (running)',
+      'freeze',
+    ]);
+    assert.deepEqual(idle, ['rw-offline', 'rw-offline'], 'idle each time its last call ended');
+  });
+
   it('tells its owner when a call passes its deadline (onDeadline), with the sandbox and the tool', async () => {
     const f = factory({ 'ro-offline-dbread': () => new Promise<CallToolResult>(() => {}) });
     const deadlines: Array<[string, string]> = [];
