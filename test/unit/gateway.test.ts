@@ -619,6 +619,50 @@ describe('Gateway', () => {
     assert.deepEqual(idle, ['rw-offline', 'rw-offline'], 'idle each time its last call ended');
   });
 
+  it('ignores a tool change a held sandbox announces outside a call, and lists one announced in a call with it thawed', async () => {
+    let frozen = false;
+    let upstream!: FakeUpstream;
+    const start = async (sandboxId: string): Promise<Upstream> => {
+      upstream = await fakeUpstream(sandboxId, async (_request, extra) => {
+        await extra.sendNotification({ method: 'notifications/tools/list_changed' });
+        return { content: [] };
+      });
+      const freezer = {
+        freeze: async () => void (frozen = true),
+        thaw: async () => void (frozen = false),
+      };
+      return Object.assign(upstream, { freezer });
+    };
+    const listings: boolean[] = [];
+    const gateway = new Gateway({
+      serverName: 'files',
+      tools: routes([[WRITE_DEF, 'rw-offline']]),
+      upstreams: start,
+      log: silentLogger,
+      callTimeoutMs: 10_000,
+      onToolsListChanged: async () => void listings.push(frozen),
+    });
+    const client = new Client({ name: 'test-client', version: '1.0.0' });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await gateway.connect(serverSide);
+    await client.connect(clientSide);
+    cleanups.push(
+      () => client.close(),
+      () => gateway.close(),
+    );
+    const settled = () => new Promise((r) => setTimeout(r, 30));
+
+    await client.callTool({ name: 'write', arguments: {} });
+    await settled();
+    assert.deepEqual(listings, [false], 'announced in a call: listed, with the sandbox thawed');
+    assert.equal(frozen, true, 'and frozen again after the listing');
+    // The server speaks with no call in flight (as it could in the moment before its freeze).
+    await upstream.serverTransport.send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+    await settled();
+    assert.deepEqual(listings, [false], 'outside a call: ignored, no thaw');
+    assert.equal(frozen, true);
+  });
+
   it('tells its owner when a call passes its deadline (onDeadline), with the sandbox and the tool', async () => {
     const f = factory({ 'ro-offline-dbread': () => new Promise<CallToolResult>(() => {}) });
     const deadlines: Array<[string, string]> = [];
