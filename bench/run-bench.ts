@@ -23,7 +23,6 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { ImageBuilder, IMAGES_DIR } from '../src/images/image-builder.js';
 import { LABEL_OWNER_PID } from '../src/sandbox/container-spec.js';
 import { connectDocker } from '../src/sandbox/docker-connection.js';
-import { stateDaemonPid } from '../src/store/state-daemon.js';
 import { createLogger } from '../src/util/logger.js';
 import { median, percentile, spread } from './stats.js';
 
@@ -97,7 +96,7 @@ async function main(): Promise<void> {
   const workspace = mkdtempSync(path.join(os.tmpdir(), 'hintbox-bench-'));
   // hintbox as a platform team would run a server it vouches for: trusted, so a read-only
   // tool its sandbox enforces runs without a confirmation (each call is still audited), with
-  // the embedded state store in a scratch folder, its daemon started (initdb) before timing.
+  // its state folder (and audit log) in a scratch folder.
   const state = mkdtempSync(path.join(os.tmpdir(), 'hintbox-bench-state-'));
   const profile = path.join(state, 'filesystem-trusted.yaml');
   heldProfile = path.join(state, 'filesystem-held.yaml');
@@ -112,9 +111,7 @@ async function main(): Promise<void> {
     WORKSPACE: workspace,
     HINTBOX_LOG_LEVEL: values.verbose ? 'debug' : 'warn',
     HINTBOX_STATE_DIR: state,
-    HINTBOX_STATE_DAEMON_IDLE: '30',
   };
-  execFileSync(HINTBOX_BIN, ['audit', '--limit', '1'], { env: { ...process.env, ...hintboxEnv }, stdio: 'ignore' });
   hintboxProfile = profile;
   // The same server with its writing tool allowed to run unasked, held (the default: thawed for
   // each call, frozen after) and let run free (hold: false), for the cost of holding.
@@ -147,12 +144,7 @@ async function main(): Promise<void> {
     }
     const holding = await measureHolding(docker);
     const scale = await measureScale(docker);
-    const daemonPid = stateDaemonPid(state);
-    const report = {
-      ...summarize(rounds, scale),
-      holding,
-      stateDaemonMb: daemonPid === undefined ? 0 : rssMb(daemonPid),
-    };
+    const report = { ...summarize(rounds, scale), holding };
     process.stdout.write(values.json ? JSON.stringify(report, null, 2) + '\n' : formatReport(report) + '\n');
   } finally {
     rmSync(workspace, { recursive: true, force: true });
@@ -298,7 +290,7 @@ function processTicks(): Map<number, { comm: string; ticks: number; inContainer:
 /**
  * `total` calls with `inFlight` at a time, and the CPU time every process of the machine spent
  * meanwhile, per call, by component: the client (this process), the launched process (hintbox,
- * the docker CLI, the bare server), the state daemon, the containers' processes, the Docker
+ * the docker CLI, the bare server), the containers' processes, the Docker
  * engine (dockerd, containerd, its shims) and the rest. The machine is otherwise idle, so
  * "the rest" is small; it is reported, not hidden. Processes that ended during the window
  * are not counted (none of the variants starts any per call).
@@ -309,7 +301,6 @@ async function cpuPerCall(
   total: number,
   launchedPid: number,
 ): Promise<Record<string, number>> {
-  const daemonPid = stateDaemonPid(hintboxEnv.HINTBOX_STATE_DIR ?? '');
   const before = processTicks();
   await callsPerSecond(call, inFlight, total);
   const after = processTicks();
@@ -325,13 +316,11 @@ async function cpuPerCall(
         ? 'client'
         : pid === launchedPid
           ? 'launched'
-          : pid === daemonPid
-            ? 'state daemon'
-            : now.inContainer
-              ? 'containers'
-              : /^(dockerd|containerd|containerd-shim|docker-proxy|runc)/.test(now.comm)
-                ? 'docker engine'
-                : 'other';
+          : now.inContainer
+            ? 'containers'
+            : /^(dockerd|containerd|containerd-shim|docker-proxy|runc)/.test(now.comm)
+              ? 'docker engine'
+              : 'other';
     out[component] = (out[component] ?? 0) + (spent * tickUs) / total;
   }
   out.total = Object.values(out).reduce((a, b) => a + b, 0);
@@ -545,9 +534,7 @@ function summarize(rounds: Record<VariantName, RoundResult>[], scale: ScaleResul
   };
 }
 
-function formatReport(
-  report: ReturnType<typeof summarize> & { stateDaemonMb: number; holding: HoldingFigure[] },
-): string {
+function formatReport(report: ReturnType<typeof summarize> & { holding: HoldingFigure[] }): string {
   const fmt = (x: number) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
   const rows = report.figures.map((f) => [
     f.name,
@@ -571,7 +558,6 @@ function formatReport(
     ...rows.map(line),
     '',
     `memory per hintbox sandbox (container, without page cache): median ${fmt(report.sandboxMemoryMb.median)} MB, ${report.sandboxMemoryMb.perSandbox} sandboxes per server`,
-    `memory of the state daemon (embedded PGlite store, one per machine, shared by every hintbox): ${fmt(report.stateDaemonMb)} MB`,
     '',
     `CPU per call at ${Math.max(...CONCURRENCY)} in flight, by process (µs, median over rounds; ${CPU_CALLS_FACTOR} × ${report.calls} calls):`,
     ...VARIANTS.map((v) => {

@@ -55,7 +55,5 @@ await build({
     js: "import { createRequire as __hintboxCreateRequire } from 'node:module'; const require = __hintboxCreateRequire(import.meta.url);",
   },
   plugins: [unused],
-  // PGlite loads its WebAssembly and data files next to its own module: keep it a real import.
-  external: ['@electric-sql/pglite'],
   logLevel: 'warning',
 });

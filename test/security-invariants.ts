@@ -43,7 +43,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'PINS',
     statement:
-      'A tool whose definition differs from its approved pin is hidden and refused, naming what changed, until approved again; changed hints are planned again.',
+      'A tool whose definition differs from the one approved in the lock file is hidden and refused, naming what changed, until approved again — unless the change only narrows its hints, which is served in the stricter sandbox and audited; a run never writes the lock file.',
     tests: [
       {
         file: 'unit/approval-decision.test.ts',
@@ -53,40 +53,53 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         file: 'integration/approval.test.ts',
         title: 'blocks a tool whose description changed, names the change, and serves it again once re-approved',
       },
-      { file: 'integration/approval.test.ts', title: 'plans a tool again when its approved hints change' },
+      {
+        file: 'integration/approval.test.ts',
+        title:
+          'serves a tool whose hints only narrowed without a person, in the stricter sandbox, and audits it (the lock file is not written)',
+      },
+      {
+        file: 'unit/lock-file.test.ts',
+        title: 'refuses no change, a wider hint, idempotentHint, and a narrowing together with any other change',
+      },
+      {
+        file: 'unit/lock-file.test.ts',
+        title: 'hides any other change (a wider hint, a new description) and an unapproved tool of an untrusted server',
+      },
       {
         file: 'unit/call-guard.test.ts',
-        title: 'reads the pin again when a blocked tool is called, and serves it once the same definition is approved',
+        title:
+          'reads the lock file again when a blocked tool is called, and serves it once the same definition is approved',
       },
     ],
   },
   {
     id: 'AUDIT',
     statement:
-      'Every call is recorded (in the write-ahead journal, then the store) before it is forwarded and its outcome after, with its full arguments; a crash in between leaves a record that says so; a call whose intent cannot be recorded, or that comes while the store fails, is refused.',
+      'Every call is recorded in the audit log before it is forwarded and its outcome after, with its full arguments; a crash in between leaves an intent that says so; a call whose intent cannot be appended is refused.',
     tests: [
       {
-        file: 'unit/audit-journal.test.ts',
-        title: 'has the intent in its file before recordIntent returns, and in the store after the flush',
+        file: 'unit/audit-log.test.ts',
+        title: 'writes intents and outcomes as chained lines that verify; the folder and files are owner-only',
       },
       {
-        file: 'unit/audit-journal.test.ts',
-        title:
-          'keeps the records of a run killed with SIGKILL between intent and outcome, and replays them into the store',
+        file: 'unit/audit-log.test.ts',
+        title: 'fails closed: an intent that cannot be appended throws, and the call guard refuses the call',
       },
-      {
-        file: 'unit/audit-journal.test.ts',
-        title: 'makes the guard refuse calls while the audit store fails (fail closed)',
-      },
-      {
-        file: 'integration/support/state-store-contract.ts',
-        title: 'keeps a record that says so when the process dies between intent and outcome',
-      },
-      { file: 'integration/support/state-store-contract.ts', title: 'keeps a 4 MB argument untruncated' },
       {
         file: 'integration/approval.test.ts',
         title: 'records a call whose sandbox is killed in the middle as sandbox-died',
       },
+    ],
+  },
+  {
+    id: 'AUDIT-CHAIN',
+    statement:
+      'A line of the audit log changed, removed, inserted or moved, or a file missing from the middle or start of a chain, makes `hintbox audit verify` fail, naming where.',
+    tests: [
+      { file: 'unit/audit-log.test.ts', title: 'a changed line: the line after it breaks' },
+      { file: 'unit/audit-log.test.ts', title: 'a removed line, two lines swapped, a line added' },
+      { file: 'unit/audit-log.test.ts', title: 'a file removed from the middle or the start of a chain' },
     ],
   },
   {

@@ -1,88 +1,175 @@
-import { replayJournals } from '../store/audit-journal.js';
-import { journalFolder, openStateStore, stateLocation } from '../store/open-state-store.js';
 import {
-  AUDIT_OUTCOMES,
-  type AuditDecision,
-  type AuditOutcome,
-  type AuditQuery,
-  type AuditRecord,
-} from '../store/state-store.js';
+  newestAuditEntries,
+  scanAuditLog,
+  verifyAuditLog,
+  type AuditEntry,
+  type AuditFilter,
+} from '../audit/audit-reader.js';
+import { AUDIT_DECISIONS, AUDIT_OUTCOMES, type AuditDecision, type AuditOutcome } from '../audit/audit-record.js';
+import { auditDir } from '../util/hintbox-paths.js';
+import { visibleText } from '../util/visible-text.js';
 import { cliLog } from './common.js';
 import type { CommandSpec } from './main.js';
 import { UsageError } from './usage-error.js';
 
-const HELP = `Usage: hintbox audit [filters] [--json]
+const HELP = `Usage: hintbox audit [filters] [--limit N | --all] [--events] [--json]
+       hintbox audit verify
 
-Lists recorded calls, newest first: time, server/tool, decision and who made it, outcome,
-duration, tags and arguments. A record without an outcome means hintbox stopped between
-forwarding the call and its answer.
+Lists recorded calls from the audit log, newest first: time, server/tool, decision and who
+made it, outcome, duration, tags and arguments. A call without an outcome means hintbox
+stopped between forwarding the call and its answer (or the call is still running).
 
 Filters:
   --server S      one server
   --tool T        one tool
+  --session ID    one session
   --tag T         calls of tools with this tag
   --decision D    allowed | denied | blocked
   --outcome O     ok | tool-error | error | cancelled | sandbox-died | not-run | none
   --since WHEN    an ISO time, or an age such as 30m, 2h, 7d
-  --limit N       at most N records (default 100)
-  --json          full records (untruncated arguments) as JSON
+  --until WHEN    the same, for records before it
+  --limit N       the newest N records (default 100)
+  --all           every matching record, streamed oldest hintbox process first
+  --events        also approvals asked and answered, hint violations, narrowed pins,
+                  sandbox starts and stops
+  --json          one JSON object per line (full arguments)
 
-The audit trail is in Postgres at HINTBOX_DATABASE_URL, else in the embedded store under
-HINTBOX_STATE_DIR (default ~/.local/state/hintbox), served by hintbox's state daemon. Records
-of runs that crashed before their journal reached the store are written to it first. A run
-still going writes its records a few milliseconds after its calls: the last ones may be missing.`;
+verify checks every hash chain of the log and prints where one breaks (a line changed,
+removed, inserted or moved; a file missing): exit 1 if any does. It prints each chain's head
+(the SHA-256 of its last line): a cut-off tail is only found against a head kept elsewhere.
+
+The log is in HINTBOX_AUDIT_DIR (default: audit/ in HINTBOX_STATE_DIR,
+~/.local/state/hintbox), one chain of files per hintbox process.`;
 
 export const auditCommand: CommandSpec = {
   help: HELP,
   options: {
     server: { type: 'string' },
     tool: { type: 'string' },
+    session: { type: 'string' },
     tag: { type: 'string' },
     decision: { type: 'string' },
     outcome: { type: 'string' },
     since: { type: 'string' },
+    until: { type: 'string' },
     limit: { type: 'string' },
+    all: { type: 'boolean' },
+    events: { type: 'boolean' },
     json: { type: 'boolean' },
   },
   async run({ positionals, values }) {
-    if (positionals.length) throw new UsageError(`audit: unexpected argument ${positionals[0]}`);
-    const query = auditQuery(values);
-    const location = stateLocation();
-    await using store = await openStateStore(location);
-    await replayJournals({ dir: journalFolder(location), store: store.audit, log: cliLog });
-    const limited = await store.audit.query(query);
-    process.stdout.write((values.json ? JSON.stringify(limited, null, 2) : formatAudit(limited)) + '\n');
+    const dir = auditDir();
+    if (positionals[0] === 'verify') {
+      if (positionals.length > 1) throw new UsageError(`audit verify: unexpected argument ${positionals[1]}`);
+      return verify(dir);
+    }
+    if (positionals.length) throw new UsageError(`audit: unexpected argument ${positionals[0]} (verify?)`);
+    const filter = auditFilter(values);
+    const format = values.json ? (e: AuditEntry) => JSON.stringify(e) : formatAuditEntry;
+    const out = new LineOutput();
+    let skipped: number;
+    if (values.all) {
+      if (values.limit !== undefined) throw new UsageError('audit: --all and --limit exclude each other');
+      let any = false;
+      ({ skipped } = await scanAuditLog(dir, filter, (entry) => {
+        any = true;
+        out.write(format(entry));
+      }));
+      if (!any && !values.json) out.write('no recorded calls');
+    } else {
+      const limit = auditLimit(values.limit);
+      const newest = await newestAuditEntries(dir, filter, limit);
+      skipped = newest.skipped;
+      for (const entry of newest.entries) out.write(format(entry));
+      if (newest.entries.length === 0 && !values.json) out.write('no recorded calls');
+    }
+    await out.end();
+    if (skipped > 0) cliLog.warn(`${skipped} line(s) of the log are not valid records: see hintbox audit verify`);
     return 0;
   },
 };
 
-/** Builds the store query from the flags; bad values are usage errors. Pure apart from the clock. */
-export function auditQuery(values: Record<string, unknown>, now = new Date()): AuditQuery {
-  const query: AuditQuery = {};
-  if (typeof values.server === 'string') query.server = values.server;
-  if (typeof values.tool === 'string') query.tool = values.tool;
-  if (typeof values.tag === 'string') query.tag = values.tag;
-  if (typeof values.decision === 'string') {
-    if (!['allowed', 'denied', 'blocked'].includes(values.decision))
-      throw new UsageError(`audit: --decision must be allowed, denied or blocked`);
-    query.decision = values.decision as AuditDecision;
+async function verify(dir: string): Promise<number> {
+  const chains = await verifyAuditLog(dir);
+  let broken = 0;
+  let lines = 0;
+  const out = new LineOutput();
+  for (const chain of chains) {
+    lines += chain.lines;
+    for (const b of chain.breaks) out.write(`${b.file}${b.line ? `:${b.line}` : ''}: ${b.message}`);
+    if (chain.breaks.length) broken++;
+    out.write(
+      `chain ${chain.chain}: ${chain.lines} line(s) in ${chain.files} file(s), ${chain.breaks.length ? `BROKEN (${chain.breaks.length})` : 'ok'}, ` +
+        `${chain.closed ? 'closed' : 'not closed (its process runs, or was killed)'}, head ${chain.head ?? '-'}`,
+    );
   }
-  if (typeof values.outcome === 'string') {
-    if (values.outcome === 'none') query.outcome = null;
-    else if ((AUDIT_OUTCOMES as readonly string[]).includes(values.outcome))
-      query.outcome = values.outcome as AuditOutcome;
-    else throw new UsageError(`audit: --outcome must be one of ${AUDIT_OUTCOMES.join(', ')}, none`);
-  }
-  if (typeof values.since === 'string') query.since = parseSince(values.since, now);
-  if (typeof values.limit === 'string') {
-    const limit = Number(values.limit);
-    if (!Number.isInteger(limit) || limit < 1) throw new UsageError('audit: --limit must be a positive integer');
-    query.limit = limit;
-  }
-  return query;
+  out.write(
+    broken
+      ? `audit log ${dir}: ${broken} of ${chains.length} chain(s) broken`
+      : `audit log ${dir}: ${chains.length} chain(s), ${lines} line(s), every chain holds`,
+  );
+  await out.end();
+  return broken ? 1 : 0;
 }
 
-function parseSince(text: string, now: Date): Date {
+/** stdout with backpressure: a million lines must not pile up in memory. */
+class LineOutput {
+  private buffer = '';
+  private waiting: Promise<void> | undefined;
+
+  write(line: string): void {
+    this.buffer += line + '\n';
+    if (this.buffer.length >= 1 << 16) this.flush();
+  }
+
+  private flush(): void {
+    if (this.buffer === '') return;
+    if (!process.stdout.write(this.buffer)) {
+      this.waiting ??= new Promise((resolve) => process.stdout.once('drain', () => resolve()));
+    }
+    this.buffer = '';
+  }
+
+  /** Flushes; also awaited between chunks by {@link scanAuditLog}'s callers through end(). */
+  async end(): Promise<void> {
+    this.flush();
+    await this.waiting;
+  }
+}
+
+/** Builds the filter from the flags; bad values are usage errors. Pure apart from the clock. */
+export function auditFilter(values: Record<string, unknown>, now = new Date()): AuditFilter {
+  const filter: AuditFilter = {};
+  for (const key of ['server', 'tool', 'session', 'tag'] as const) {
+    if (typeof values[key] === 'string') filter[key] = values[key];
+  }
+  if (typeof values.decision === 'string') {
+    if (!(AUDIT_DECISIONS as readonly string[]).includes(values.decision))
+      throw new UsageError(`audit: --decision must be allowed, denied or blocked`);
+    filter.decision = values.decision as AuditDecision;
+  }
+  if (typeof values.outcome === 'string') {
+    if (values.outcome === 'none') filter.outcome = null;
+    else if ((AUDIT_OUTCOMES as readonly string[]).includes(values.outcome))
+      filter.outcome = values.outcome as AuditOutcome;
+    else throw new UsageError(`audit: --outcome must be one of ${AUDIT_OUTCOMES.join(', ')}, none`);
+  }
+  if (typeof values.since === 'string') filter.since = parseWhen('since', values.since, now);
+  if (typeof values.until === 'string') filter.until = parseWhen('until', values.until, now);
+  if (values.events === true) filter.events = true;
+  return filter;
+}
+
+/** --limit: a positive integer, default 100. */
+export function auditLimit(value: unknown): number {
+  if (value === undefined) return 100;
+  const limit = Number(value);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1_000_000)
+    throw new UsageError('audit: --limit must be an integer from 1 to 1000000 (or use --all)');
+  return limit;
+}
+
+function parseWhen(flag: string, text: string, now: Date): Date {
   const age = /^(\d+)([smhd])$/.exec(text);
   if (age) {
     const unit = { s: 1, m: 60, h: 3600, d: 86400 }[age[2] as 's' | 'm' | 'h' | 'd'];
@@ -90,25 +177,32 @@ function parseSince(text: string, now: Date): Date {
   }
   const time = new Date(text);
   if (Number.isNaN(time.getTime()))
-    throw new UsageError(`audit: --since must be an ISO time or an age such as 2h (got ${text})`);
+    throw new UsageError(`audit: --${flag} must be an ISO time or an age such as 2h (got ${text})`);
   return time;
 }
 
-export function formatAudit(records: readonly AuditRecord[]): string {
-  if (records.length === 0) return 'no recorded calls';
-  return records
-    .map((r) => {
-      const outcome = r.outcome ?? 'NO OUTCOME (hintbox stopped during the call)';
-      const args = JSON.stringify(r.arguments ?? {});
-      return [
-        r.time.toISOString(),
-        `${r.server}/${r.tool}`,
-        `${r.decision} by ${r.decidedBy}`,
-        outcome,
-        r.durationMs === null ? '' : `${r.durationMs} ms`,
-        r.tags.map((t) => t.name).join(',') || '-',
-        args.length > 80 ? `${args.slice(0, 77)}...` : args,
-      ].join('  ');
-    })
-    .join('\n');
+/** One line per record; text a server controls (tool names, details) with control characters made visible. */
+export function formatAuditEntry(entry: AuditEntry): string {
+  if (entry.kind === 'event') {
+    const f = entry.fields;
+    const where = [f.server, f.tool].filter((x) => typeof x === 'string').join('/');
+    const rest = Object.entries(f)
+      .filter(([k]) => !['session', 'server', 'tool'].includes(k))
+      .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+      .join(' ');
+    return visibleText([entry.time, entry.type, where || '-', rest].join('  '));
+  }
+  const outcome = entry.outcome ?? 'NO OUTCOME (hintbox stopped during the call, or it is running)';
+  const args = JSON.stringify(entry.arguments ?? {});
+  return visibleText(
+    [
+      entry.time,
+      `${entry.server}/${entry.tool}`,
+      `${entry.decision} by ${entry.decidedBy}`,
+      outcome + (entry.hintViolation ? ` (HINT VIOLATION: ${entry.hintViolation})` : ''),
+      entry.durationMs === null ? '' : `${entry.durationMs} ms`,
+      [...entry.tags, ...entry.claimedTags.map((t) => `${t}?`)].join(',') || '-',
+      args.length > 80 ? `${args.slice(0, 77)}...` : args,
+    ].join('  '),
+  );
 }

@@ -1,7 +1,5 @@
 import { execFileSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { isProcessAlive } from '../util/process-alive.js';
-import { stateDaemonPid } from '../store/state-daemon.js';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -19,8 +17,8 @@ const HELP = `Usage: hintbox demo
 Runs the real @modelcontextprotocol/server-filesystem under "hintbox run" on a scratch folder,
 as an MCP client would, and shows what hintbox did: the approval of its tool definitions, the
 sandboxes and their mounts, confirmations (the demo plays the person: it approves a read and a
-write, and declines a move), the cleanup, and the audit trail. Its pins and audit trail are kept
-in a scratch state folder. Builds the images it needs on first use (the
+write, and declines a move), the cleanup, and the audit trail. Its profile, lock file and audit
+log are kept in a scratch folder. Builds the images it needs on first use (the
 progress goes to stderr). Needs a running Docker engine.`;
 
 const PROFILE = packagePath('profiles', 'filesystem.yaml');
@@ -34,8 +32,17 @@ export const demoCommand: CommandSpec = {
     const say = (line = ''): void => void process.stdout.write(line + '\n');
     const { docker } = await connectDocker();
     const workspace = mkdtempSync(path.join(os.tmpdir(), 'hintbox-demo-'));
-    // The demo's pins and audit trail live in a scratch state folder, not in yours.
+    // The demo's profile, lock file and audit log live in a scratch state folder, not in yours
+    // (nor beside the shipped profile, where "approve" would write a lock file).
     const state = mkdtempSync(path.join(os.tmpdir(), 'hintbox-demo-state-'));
+    const profile = path.join(state, 'filesystem.yaml');
+    writeFileSync(
+      profile,
+      readFileSync(PROFILE, 'utf8').replace(
+        /^(\s*build:\s*)(\S+)\s*$/m,
+        (_, key: string, build: string) => `${key}${JSON.stringify(path.resolve(path.dirname(PROFILE), build))}`,
+      ),
+    );
     writeFileSync(path.join(workspace, 'notes.txt'), 'written on the host before the demo\n');
     // Run as root, hintbox gives its sandboxes uid 10001 (never root): let that uid use the folder.
     if (process.getuid?.() === 0)
@@ -44,21 +51,22 @@ export const demoCommand: CommandSpec = {
       ...stringEnv(process.env),
       WORKSPACE: workspace,
       HINTBOX_STATE_DIR: state,
-      HINTBOX_STATE_DAEMON_IDLE: '2',
     };
     const cli = (args: string[]): string => execFileSync(process.execPath, [MAIN, ...args], { env, encoding: 'utf8' });
 
     let ownerPid: number | null = null;
     try {
       say(`1. the filesystem server is untrusted: its tools are served only once approved (pinned)`);
-      const approved = cli(['approve', PROFILE, '--all'])
+      const approved = cli(['approve', profile, '--all'])
         .split('\n')
         .filter((l) => / approved \(/.test(l));
-      say(`   hintbox approve ${path.relative(process.cwd(), PROFILE)} --all -> ${approved.length} tools pinned`);
+      say(
+        `   hintbox approve ${path.relative(process.cwd(), PROFILE)} --all -> ${approved.length} tools approved into the lock file`,
+      );
 
       const transport = new StdioClientTransport({
         command: process.execPath,
-        args: [MAIN, 'run', PROFILE],
+        args: [MAIN, 'run', profile],
         env,
         stderr: 'inherit',
       });
@@ -122,8 +130,6 @@ export const demoCommand: CommandSpec = {
       return left === 0 ? 0 : 1;
     } finally {
       rmSync(workspace, { recursive: true, force: true });
-      // The scratch state daemon writes its folder until it has stopped: stop it, then remove.
-      await stopStateDaemon(state);
       rmSync(state, { recursive: true, force: true });
     }
   },
@@ -147,24 +153,4 @@ function stringEnv(env: NodeJS.ProcessEnv): Record<string, string> {
 function firstText(result: unknown): string {
   const content = (result as { content?: { type: string; text?: string }[] }).content ?? [];
   return content.find((c) => c.type === 'text')?.text ?? '';
-}
-
-/** Stops the state daemon of `dir` and waits until it is gone. */
-async function stopStateDaemon(dir: string): Promise<void> {
-  const pid = stateDaemonPid(dir);
-  if (pid === undefined) return; // never started, or already gone
-  // Only that daemon: a stale lock's pid may belong to another process by now.
-  let cmdline: string[];
-  try {
-    cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-  } catch {
-    return;
-  }
-  if (!cmdline.includes('state-daemon') || !cmdline.includes(dir)) return;
-  try {
-    process.kill(pid, 'SIGTERM');
-  } catch {
-    return;
-  }
-  for (let i = 0; i < 100 && isProcessAlive(pid); i++) await new Promise((r) => setTimeout(r, 100));
 }

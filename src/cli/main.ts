@@ -1,6 +1,7 @@
 #!/usr/bin/env -S node --max-semi-space-size=1 --optimize-for-size
 // A 1 MB young generation and V8's optimize-for-size mode keep hintbox's resident memory low (BENCHMARKS.md).
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { LockFileError } from '../approvals/lock-file.js';
 import { ProfileError } from '../profile/load-profile.js';
 import { VERSION } from '../version.js';
 import { cliLog as log } from './common.js';
@@ -11,7 +12,6 @@ import { demoCommand } from './demo-command.js';
 import { imagesBuildCommand } from './images-command.js';
 import { planCommand } from './plan-command.js';
 import { runCommand } from './run-command.js';
-import { stateDaemonCommand } from './state-daemon-command.js';
 import { sweepCommand } from './sweep-command.js';
 import { UsageError } from './usage-error.js';
 
@@ -22,8 +22,9 @@ Usage: hintbox <command> [options]
 Commands:
   run <profile>           serve the profile's MCP server on stdio, each tool in its sandbox
   plan <profile>          show which sandbox each tool gets, and what is enforced
-  approve <profile> ...   approve tool definitions (pins): named tools, or --all
-  audit                   list recorded calls (filters: --server --tool --tag --decision …)
+  approve <profile> ...   approve tool definitions into the lock file: named tools, or --all
+  audit [verify]          list recorded calls (filters: --server --tool --tag --decision …),
+                          or check the audit log's hash chains
   images build <profile>  build the images a profile needs
   demo                    run the filesystem server on a scratch folder and show what happens
   sweep [<profile>]       remove containers (and, with a database profile, roles) of dead runs
@@ -36,8 +37,8 @@ Options:
 Environment:
   DOCKER_HOST             Docker engine to use (default unix:///var/run/docker.sock)
   HINTBOX_LOG_LEVEL       debug | info (default) | warn | error; the log goes to stderr
-  HINTBOX_DATABASE_URL    Postgres for pins and the audit trail (shared by hintbox processes)
-  HINTBOX_STATE_DIR       embedded state folder instead (default ~/.local/state/hintbox)
+  HINTBOX_STATE_DIR       hintbox's state folder (default ~/.local/state/hintbox)
+  HINTBOX_AUDIT_DIR       the audit log's folder (default: audit/ in the state folder)
   HINTBOX_BASE_IMAGE      Debian bookworm image to build on (default debian:bookworm-slim,
                           seeded with debootstrap where it cannot be pulled)
 
@@ -58,7 +59,6 @@ const COMMANDS: Record<string, CommandSpec> = {
   demo: demoCommand,
   sweep: sweepCommand,
   db: dbCommand,
-  'state-daemon': stateDaemonCommand,
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -96,7 +96,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    if (error instanceof ProfileError || error instanceof UsageError) {
+    if (error instanceof ProfileError || error instanceof UsageError || error instanceof LockFileError) {
       process.stderr.write(`${error.message}\n`);
       process.exitCode = 2;
     } else {

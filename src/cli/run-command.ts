@@ -3,7 +3,9 @@ import type { Gateway } from '../gateway/gateway.js';
 import { NdjsonTransport } from '../gateway/ndjson-transport.js';
 import { parseTagFilter } from '../policy/tool-tags.js';
 import { removeSession } from '../sandbox/sweep.js';
-import { openJournaledStateStore, stateLocation, stateRoot } from '../store/open-state-store.js';
+import { AuditLogWriter } from '../audit/audit-log-writer.js';
+import { lockFilePath, readLockFile, type LockFile } from '../approvals/lock-file.js';
+import { auditDir, stateRoot } from '../util/hintbox-paths.js';
 import { HintboxSession, newSessionId } from '../session/hintbox-session.js';
 import { knownToolsIn } from '../session/known-tools.js';
 import { cliLog, dockerReady, profileArg } from './common.js';
@@ -30,11 +32,13 @@ In an MCP client's config:
 Each call is decided before it is forwarded: an untrusted server's calls, and calls that may
 write, need a person's confirmation (MCP elicitation); a trusted server's read-only tools that
 its sandbox enforces run without asking. Tool definitions are pinned: a changed (or, for an
-untrusted server, a never approved) tool is hidden and refused until "hintbox approve".
-Every call is recorded in the audit trail ("hintbox audit"): Postgres at HINTBOX_DATABASE_URL,
-else an embedded Postgres in HINTBOX_STATE_DIR (default ~/.local/state/hintbox). Each call's
-intent is first appended to a journal in that folder (journal/), then written to the store in
-batches; the journal of a run that crashed is written to the store at the next start.
+untrusted server, a never approved) tool is hidden and refused until "hintbox approve"
+writes it into the lock file beside the profile (<profile>.lock.json), which the run reads and
+never writes. A tool whose hints only became stricter is served (and the change audited).
+Every call is recorded in the audit log ("hintbox audit"): its intent is appended before the
+call is forwarded (a call whose intent cannot be written is refused), its outcome after. The
+log is a hash chain of JSON Lines files of this process in HINTBOX_AUDIT_DIR (default:
+audit/ in HINTBOX_STATE_DIR, ~/.local/state/hintbox).
 
 With a database section, each sandbox reaches Postgres through a Unix socket relay as a role
 of its own whose privileges follow its tools' hints (read, append, write; capped by the
@@ -54,15 +58,19 @@ export const runCommand: CommandSpec = {
     const profile = profileArg('run', positionals);
     const tagFilter = typeof values.tags === 'string' ? parseTagFilter(values.tags) : undefined;
     const docker = await dockerReady(log);
-    // Pins and the audit trail open while the sandboxes start (the embedded store takes a while);
-    // no client is served until both are up, and if the store fails the sandboxes are removed.
-    // The audit trail is written through a local journal (intent on disk before the call is
-    // forwarded, then batched into the store); closing the store flushes it.
-    const location = stateLocation();
-    const storeOpening = openJournaledStateStore(location, log).catch((error: Error) => {
-      throw new Error(`cannot open the state store (${location.describe}): ${error.message}`);
-    });
-    log.debug(`state: ${location.kind} ${location.describe}`);
+    // The audit log first: a run that cannot record its calls does not start.
+    const dir = auditDir();
+    let audit: AuditLogWriter;
+    try {
+      audit = AuditLogWriter.open({ dir, log });
+    } catch (error) {
+      throw new Error(`cannot open the audit log in ${dir}: ${(error as Error).message}`);
+    }
+    // What a person approved: the lock file beside the profile, read (never written) by the run;
+    // a malformed one stops the run before anything starts.
+    const lockFile = lockFilePath(profile.file);
+    const approvals = (): LockFile | undefined => readLockFile(lockFile, profile.name);
+    if (!approvals()) log.info(`no lock file ${lockFile}: nothing approved yet (see hintbox approve)`);
     const sessionId = newSessionId();
     // Filled in as the session comes up; a signal may arrive at any point before.
     const live: { session?: HintboxSession; gateway?: Gateway } = {};
@@ -73,6 +81,7 @@ export const runCommand: CommandSpec = {
       docker,
       log,
       sessionId,
+      audit,
       startAll: true,
       knownTools: knownToolsIn(path.join(stateRoot(), 'known-tools')),
       ...(values.rebuild ? { rebuildImages: true } : {}),
@@ -88,8 +97,7 @@ export const runCommand: CommandSpec = {
         // A session that came up after the signal: its relays and database roles go too.
         if (late && late !== live.session) await late.dispose();
         await removeSession(docker.docker, sessionId).catch(() => undefined);
-        const store = await storeOpening.catch(() => undefined);
-        await store?.close().catch((error: Error) => log.warn(`closing the state store: ${error.message}`));
+        audit.close();
       })());
     for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
       process.once(signal, () => {
@@ -97,16 +105,19 @@ export const runCommand: CommandSpec = {
       });
     }
 
-    const [opened, storeOpened] = await Promise.allSettled([opening, storeOpening]);
-    if (opened.status === 'rejected' || storeOpened.status === 'rejected') {
-      if (opened.status === 'fulfilled') await opened.value.dispose();
-      if (storeOpened.status === 'fulfilled') await storeOpened.value.close().catch(() => undefined);
-      throw opened.status === 'rejected' ? opened.reason : (storeOpened as PromiseRejectedResult).reason;
-    }
-    const store = storeOpened.value;
-    const session = (live.session = opened.value);
+    let session: HintboxSession;
     try {
-      const gateway = (live.gateway = await session.createGateway({ store, ...(tagFilter ? { tagFilter } : {}) }));
+      session = live.session = await opening;
+    } catch (error) {
+      audit.close();
+      throw error;
+    }
+    try {
+      const gateway = (live.gateway = await session.createGateway({
+        approvals,
+        audit,
+        ...(tagFilter ? { tagFilter } : {}),
+      }));
       const disconnected = new Promise<void>((resolve) => {
         process.stdin.once('end', resolve);
         process.stdin.once('close', resolve);

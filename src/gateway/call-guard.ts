@@ -11,7 +11,7 @@ import type { ClaimedHints, ToolHints } from '../policy/hints.js';
 import { diffPins, formatPinChanges, type PinnedDefinition, type ToolPin } from '../policy/tool-pin.js';
 import { formatTags, type ToolTag } from '../policy/tool-tags.js';
 import type { CallPreviewer } from '../sandbox/preview.js';
-import type { AuditDecider, AuditDecision, AuditLog, AuditOutcomeReport, PinStore } from '../store/state-store.js';
+import type { AuditDecider, AuditDecision, AuditLog, AuditOutcomeReport } from '../audit/audit-record.js';
 import type { Logger } from '../util/logger.js';
 import { visibleText } from '../util/visible-text.js';
 
@@ -57,7 +57,13 @@ export type Admission =
 export interface Gatekeeper {
   /** Whether `tools/list` shows the tool (tools blocked by their pin are hidden). */
   visible(tool: string): boolean;
-  admit(tool: string, args: Record<string, unknown> | undefined, client: ClientChannel): Promise<Admission>;
+  /** `traceId`: the call's W3C trace id (from its `_meta.traceparent`), recorded with its intent. */
+  admit(
+    tool: string,
+    args: Record<string, unknown> | undefined,
+    client: ClientChannel,
+    traceId?: string,
+  ): Promise<Admission>;
   /** Records a call's outcome; never throws (failures are logged). */
   finish(auditId: string, report: AuditOutcomeReport): void;
   /**
@@ -89,11 +95,11 @@ export interface CallGuardOptions {
    */
   previewer?: CallPreviewer;
   /**
-   * The approved pins, read again when a blocked tool is called: a tool approved with
-   * `hintbox approve` while the session runs is served from then on, if its definition is
-   * still the one approved.
+   * The approved hash of a tool, read again (from the lock file) when a blocked tool is called:
+   * a tool approved with `hintbox approve` while the session runs is served from then on, if
+   * its definition is still the one approved. May throw (an unreadable lock file).
    */
-  pins?: Pick<PinStore, 'get'>;
+  approvedHash?: (tool: string) => string | undefined;
   /** A blocked tool became approved (its visibility changed): tell the client its list changed. */
   onApproved?: (tool: string) => void;
 }
@@ -175,28 +181,37 @@ export class CallGuard implements Gatekeeper {
     if (!READ_ONLY_WRITE.test(text)) return undefined;
     const violation = 'readOnlyHint: the tool tried to write where its sandbox is read-only (EROFS)';
     this.options.log.warn(`hint violation: server ${this.options.server}, tool ${name}: ${violation}`);
+    this.options.audit.recordEvent?.({
+      type: 'hint.violation',
+      session: this.options.session,
+      server: this.options.server,
+      tool: name,
+      sandbox: tool.sandbox,
+      violation,
+    });
     this.markUntrusted(`${name} broke its readOnlyHint (it tried to write)`);
     return violation;
   }
 
   /**
    * Whether `hintbox approve` has approved exactly this definition since the session pinned it;
-   * if so the tool counts as approved from now on. A store that cannot answer changes nothing.
+   * if so the tool counts as approved from now on. A lock file that cannot be read changes nothing.
    */
-  private async approvedMeanwhile(tool: GuardedTool): Promise<boolean> {
-    const { pins, server, log, onApproved } = this.options;
-    if (!pins) return false;
-    const approved = await pins.get(server, tool.name).catch((error: Error) => {
-      log.warn(`could not read the pin of ${tool.name} again: ${error.message}`);
-      return undefined;
-    });
-    if (approved?.hash !== tool.pin.hash || this.tools.get(tool.name) !== tool) return false;
+  private approvedMeanwhile(tool: GuardedTool): boolean {
+    const { approvedHash, log, onApproved } = this.options;
+    if (!approvedHash) return false;
+    let approved: string | undefined;
+    try {
+      approved = approvedHash(tool.name);
+    } catch (error) {
+      log.warn(`could not read the approval of ${tool.name} again: ${(error as Error).message}`);
+      return false;
+    }
+    if (approved !== tool.pin.hash || this.tools.get(tool.name) !== tool) return false;
     const now: GuardedTool = { ...tool, pinState: 'approved' };
     delete now.approvedDefinition;
     this.tools = new Map(this.tools).set(tool.name, now);
-    log.info(
-      `${tool.name} was approved (${approved.approvedBy}, ${approved.approvedAt.toISOString()}): served from now on`,
-    );
+    log.info(`${tool.name} was approved (hintbox approve, lock file): served from now on`);
     onApproved?.(tool.name);
     return true;
   }
@@ -207,8 +222,14 @@ export class CallGuard implements Gatekeeper {
     return !(t.pinState === 'changed' || (t.pinState === 'unpinned' && this.trust === 'untrusted'));
   }
 
-  async admit(name: string, args: Record<string, unknown> | undefined, client: ClientChannel): Promise<Admission> {
+  async admit(
+    name: string,
+    args: Record<string, unknown> | undefined,
+    client: ClientChannel,
+    traceId?: string,
+  ): Promise<Admission> {
     const { options } = this;
+    const trace = traceId === undefined ? {} : { traceId };
     const tool = this.tools.get(name);
     if (!tool) return { allowed: false, result: errorResult(`hintbox has no record of tool ${name}`) };
     const preApproved = options.preApprovals.some((rule) => matchesPreApproval(rule, name, args));
@@ -223,7 +244,7 @@ export class CallGuard implements Gatekeeper {
     });
 
     if (decision.action === 'blocked') {
-      if (await this.approvedMeanwhile(tool)) return this.admit(name, args, client);
+      if (this.approvedMeanwhile(tool)) return this.admit(name, args, client, traceId);
       const changes = tool.approvedDefinition
         ? formatPinChanges(diffPins(tool.approvedDefinition, tool.pin.definition))
         : [];
@@ -233,13 +254,14 @@ export class CallGuard implements Gatekeeper {
       return this.refuse(
         tool,
         args,
+        trace,
         'blocked',
         'pin',
         `hintbox blocked ${name}: ${what}\nApprove it with: hintbox approve ${options.profileFile} ${name}`,
       );
     }
     if (decision.action === 'deny') {
-      return this.refuse(tool, args, 'denied', 'rule', `hintbox denied ${name}: ${decision.reasons.join('; ')}`);
+      return this.refuse(tool, args, trace, 'denied', 'rule', `hintbox denied ${name}: ${decision.reasons.join('; ')}`);
     }
 
     let decidedBy: AuditDecider = decision.decidedBy === 'pin' ? 'auto' : decision.decidedBy;
@@ -252,16 +274,21 @@ export class CallGuard implements Gatekeeper {
         return this.refuse(
           tool,
           args,
+          trace,
           'denied',
           'no-elicitation',
           `hintbox denied ${name}: it needs a person's confirmation (${decision.reasons.join('; ')}), and this client cannot be asked (no MCP elicitation).\n${how}`,
         );
       }
+      const event = { session: options.session, server: options.server, tool: name };
+      options.audit.recordEvent?.({ type: 'approval.asked', ...event, reasons: decision.reasons });
       const answer = await this.ask(tool, args, decision, client);
+      options.audit.recordEvent?.({ type: 'approval.answered', ...event, answer });
       if (answer !== 'approved') {
         return this.refuse(
           tool,
           args,
+          trace,
           'denied',
           answer === 'timeout' ? 'timeout' : 'person',
           answer === 'timeout'
@@ -273,7 +300,7 @@ export class CallGuard implements Gatekeeper {
     }
 
     try {
-      const auditId = await this.record(tool, args, 'allowed', decidedBy);
+      const auditId = await this.record(tool, args, trace, 'allowed', decidedBy);
       if (decidedBy === 'pre-approval') options.log.info(`${name}: run under a pre-approval rule (audit ${auditId})`);
       return { allowed: true, auditId, decision };
     } catch (error) {
@@ -360,12 +387,13 @@ export class CallGuard implements Gatekeeper {
   private async refuse(
     tool: GuardedTool,
     args: Record<string, unknown> | undefined,
+    trace: { traceId?: string },
     decision: AuditDecision,
     decidedBy: AuditDecider,
     text: string,
   ): Promise<Admission> {
     try {
-      const id = await this.record(tool, args, decision, decidedBy);
+      const id = await this.record(tool, args, trace, decision, decidedBy);
       this.finish(id, { outcome: 'not-run', detail: text.split('\n')[0] ?? text });
     } catch (error) {
       this.options.log.error(`could not record the refusal of ${tool.name}: ${(error as Error).message}`);
@@ -377,6 +405,7 @@ export class CallGuard implements Gatekeeper {
   private record(
     tool: GuardedTool,
     args: Record<string, unknown> | undefined,
+    trace: { traceId?: string },
     decision: AuditDecision,
     decidedBy: AuditDecider,
   ): Promise<string> {
@@ -393,6 +422,7 @@ export class CallGuard implements Gatekeeper {
       decidedBy,
       arguments: args ?? {},
       pinHash: tool.pin.hash,
+      ...trace,
     });
   }
 }

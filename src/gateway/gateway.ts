@@ -9,7 +9,7 @@ import {
   type RequestId,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { AuditOutcomeReport } from '../store/state-store.js';
+import type { AuditOutcomeReport } from '../audit/audit-record.js';
 import type { Logger } from '../util/logger.js';
 import type { ClientChannel, Gatekeeper } from './call-guard.js';
 import { VERSION } from '../version.js';
@@ -273,7 +273,8 @@ export class Gateway {
     try {
       let retriesLeft = 0;
       if (this.options.gatekeeper) {
-        const admission = await this.options.gatekeeper.admit(name, params.arguments, this.clientChannel);
+        const traceId = traceIdOf(params._meta);
+        const admission = await this.options.gatekeeper.admit(name, params.arguments, this.clientChannel, traceId);
         if (!admission.allowed) {
           return this.cancelledWhileAdmitting.has(clientId) ? undefined : this.replyResult(clientId, admission.result);
         }
@@ -596,6 +597,14 @@ export class Gateway {
     });
     return starting;
   }
+}
+
+/** The trace id of a W3C `traceparent` in a request's `_meta` (`00-<trace id>-<span id>-<flags>`), if any. */
+export function traceIdOf(meta: unknown): string | undefined {
+  const parent = isObject(meta) ? meta.traceparent : undefined;
+  if (typeof parent !== 'string') return undefined;
+  const match = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(parent);
+  return match && !/^0+$/.test(match[1]!) ? match[1] : undefined;
 }
 
 /** The audit outcome of an upstream's answer. */

@@ -10,7 +10,7 @@ import { claimedHints, effectiveHints, HINT_NAMES, type ToolHints } from './hint
 /** A value of the JSON data model. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
-/** The fields of a listed tool that are pinned; anything else (`_meta`, `icons`, …) is not. */
+/** The fields of a listed tool that are pinned: every field of the spec's `Tool`. */
 export interface PinnableTool {
   name: string;
   title?: unknown;
@@ -18,10 +18,23 @@ export interface PinnableTool {
   inputSchema?: unknown;
   outputSchema?: unknown;
   annotations?: unknown;
+  execution?: unknown;
+  icons?: unknown;
+  _meta?: unknown;
 }
 
 /** The pinned fields, in the order a diff reports them. */
-export const PINNED_FIELDS = ['name', 'title', 'description', 'inputSchema', 'outputSchema', 'annotations'] as const;
+export const PINNED_FIELDS = [
+  'name',
+  'title',
+  'description',
+  'inputSchema',
+  'outputSchema',
+  'annotations',
+  'execution',
+  'icons',
+  '_meta',
+] as const;
 export type PinnedField = (typeof PINNED_FIELDS)[number];
 
 /** Annotations as pinned: the four hints always present (spec defaults filled in), other keys as sent. */
@@ -41,6 +54,9 @@ export interface PinnedDefinition {
   inputSchema: JsonValue;
   outputSchema: JsonValue;
   annotations: PinnedAnnotations;
+  execution: JsonValue;
+  icons: JsonValue;
+  _meta: JsonValue;
 }
 
 /** A pinned definition and its hash. */
@@ -100,6 +116,9 @@ export function pinnedDefinition(tool: PinnableTool): PinnedDefinition {
     inputSchema: toJsonValue(tool.inputSchema),
     outputSchema: toJsonValue(tool.outputSchema),
     annotations: { ...others, ...effectiveHints(claimedHints(raw)) },
+    execution: toJsonValue(tool.execution),
+    icons: toJsonValue(tool.icons),
+    _meta: toJsonValue(tool._meta),
   };
 }
 
@@ -224,4 +243,27 @@ export function formatPinChanges(changes: readonly PinChange[]): string[] {
         return change.differences.map((d) => `${change.field}${d.pointer}: ${show(d.before)} → ${show(d.after)}`);
     }
   });
+}
+
+/** The hint changes that narrow what a tool is granted (stricter hints): to read-only, to only-adds, to a closed world. */
+const NARROWING: Readonly<Record<string, { before: boolean; after: boolean }>> = {
+  readOnlyHint: { before: false, after: true },
+  destructiveHint: { before: true, after: false },
+  openWorldHint: { before: true, after: false },
+};
+
+/**
+ * True when a definition changed only in hints, each of them stricter: its sandbox can only get
+ * narrower, so the change needs no person (it is recorded, not approved). Any other change —
+ * a description, a schema, `idempotentHint` (which allows retries), a wider hint — is false.
+ */
+export function onlyNarrows(changes: readonly PinChange[]): boolean {
+  return (
+    changes.length > 0 &&
+    changes.every((change) => {
+      if (change.kind !== 'hint') return false;
+      const narrowing = NARROWING[change.hint];
+      return narrowing !== undefined && change.before === narrowing.before && change.after === narrowing.after;
+    })
+  );
 }

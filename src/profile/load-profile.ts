@@ -4,6 +4,7 @@ import path from 'node:path';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { denyReason } from './host-path-denylist.js';
+import { lockFilePath } from '../approvals/lock-file.js';
 import { hintboxOwnPaths, type OwnPath } from '../util/hintbox-paths.js';
 import { isStrictlyInside } from '../util/paths.js';
 import { interpolateTree, type Variables } from './interpolate.js';
@@ -171,23 +172,24 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
 function writableMountProblems(file: string, mounts: readonly ResolvedMount[], build?: string): ProfileProblem[] {
   const decided = [
     { path: realOrResolved(file), what: 'the profile file' },
+    { path: realOrResolved(lockFilePath(file)), what: 'the lock file of approved definitions' },
     ...(build ? [{ path: realOrResolved(build), what: "the server's build folder (server.build)" }] : []),
   ];
-  return mounts.flatMap((mount, index) =>
-    mount.mode === 'rw'
-      ? decided.flatMap(({ path: p, what }) =>
-          p === mount.source || isStrictlyInside(p, mount.source) || isStrictlyInside(mount.source, p)
-            ? [
-                {
-                  file,
-                  path: `mounts[${index}].source`,
-                  message: `${mount.source} may be written by the server and holds ${what} (${p}): move it out, or make the mount mode: ro`,
-                },
-              ]
-            : [],
-        )
-      : [],
-  );
+  return mounts.flatMap((mount, index) => {
+    if (mount.mode !== 'rw') return [];
+    const held = decided.filter(
+      ({ path: p }) => p === mount.source || isStrictlyInside(p, mount.source) || isStrictlyInside(mount.source, p),
+    );
+    if (held.length === 0) return [];
+    // One problem per mount, naming everything of the operator's it holds.
+    return [
+      {
+        file,
+        path: `mounts[${index}].source`,
+        message: `${mount.source} may be written by the server and holds ${held.map(({ path: p, what }) => `${what} (${p})`).join(' and ')}: move it out, or make the mount mode: ro`,
+      },
+    ];
+  });
 }
 
 /** The real path of `p`, or (when it does not exist yet) of its nearest existing parent, joined with the rest. */

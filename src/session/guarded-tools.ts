@@ -1,30 +1,43 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { LockFile } from '../approvals/lock-file.js';
+import type { AuditLog } from '../audit/audit-record.js';
 import type { PinState } from '../policy/approval-decision.js';
 import type { PlannedTool } from '../policy/plan-sandboxes.js';
-import { pinTool } from '../policy/tool-pin.js';
+import { diffPins, formatPinChanges, onlyNarrows, pinTool, type PinnedDefinition } from '../policy/tool-pin.js';
 import { matchesTagFilter, toolTags } from '../policy/tool-tags.js';
 import type { Profile } from '../profile/load-profile.js';
-import type { PinStore } from '../store/state-store.js';
 import type { GuardedTool } from '../gateway/call-guard.js';
 import type { Logger } from '../util/logger.js';
 
 /**
- * What the call guard needs per tool: pins compared with the approved ones, tags, the plan's
- * hints and enforcement. A trusted server's first run pins what it finds (trust on first use);
- * an untrusted server's tools are pinned only by `hintbox approve`.
+ * What the call guard needs per tool: pins compared with the approved ones (the lock file),
+ * tags, the plan's hints and enforcement.
+ *
+ * - A tool whose definition is the locked one is approved.
+ * - A tool that differs from its locked definition only in stricter hints (`onlyNarrows`) is
+ *   approved too, without a person: its sandbox is planned from the new hints, and the change
+ *   is recorded in the audit log (`pin.narrowed`), not written to the lock file.
+ * - Any other difference: changed (hidden and refused until `hintbox approve`).
+ * - Not in the lock: unpinned (an untrusted server's are hidden and refused). A trusted server
+ *   without a lock file is trusted on first use for the run: what this run first listed
+ *   (`firstSeen`) stands in for the lock, so that a change during the run is still caught.
  */
-export async function guardTools(options: {
+export function guardTools(options: {
   profile: Profile;
+  session: string;
   tools: readonly Tool[];
   plan: readonly PlannedTool[];
-  pins: PinStore;
+  /** The lock file as read now; undefined when there is none. */
+  lock: LockFile | undefined;
+  /** A trusted server's tools as first listed in this run (filled here when there is no lock file). */
+  firstSeen: Map<string, PinnedDefinition>;
+  audit?: Pick<AuditLog, 'recordEvent'>;
   log: Logger;
   /** `--tags`: only tools with one of these tags are served. */
   tagFilter?: readonly string[];
-}): Promise<Map<string, GuardedTool>> {
-  const { profile, pins, log } = options;
-  const approved = new Map((await pins.list(profile.name)).map((p) => [p.tool, p]));
-  const firstTrustedRun = profile.trust === 'trusted' && approved.size === 0;
+}): Map<string, GuardedTool> {
+  const { profile, lock, firstSeen, log } = options;
+  const trustOnFirstUse = profile.trust === 'trusted' && lock === undefined;
   const byName = new Map(options.tools.map((t) => [t.name, t]));
   const guarded = new Map<string, GuardedTool>();
   const changed: string[] = [];
@@ -42,16 +55,26 @@ export async function guardTools(options: {
       continue;
     }
     const pin = pinTool(definition);
-    let previous = approved.get(planned.name);
-    if (!previous && firstTrustedRun) {
-      previous = await pins.approve({
-        server: profile.name,
-        tool: planned.name,
-        pin,
-        approvedBy: 'first run (trusted server)',
-      });
+    if (trustOnFirstUse && !firstSeen.has(planned.name)) firstSeen.set(planned.name, pin.definition);
+    const approved = trustOnFirstUse ? firstSeen.get(planned.name) : lock?.tools[planned.name]?.definition;
+    let pinState: PinState = 'unpinned';
+    if (approved) {
+      const changes = diffPins(approved, pin.definition);
+      if (changes.length === 0) pinState = 'approved';
+      else if (onlyNarrows(changes)) {
+        pinState = 'approved';
+        const lines = formatPinChanges(changes);
+        log.info(`${planned.name}: its hints only narrowed since approved (${lines.join('; ')}): served, recorded`);
+        options.audit?.recordEvent?.({
+          type: 'pin.narrowed',
+          session: options.session,
+          server: profile.name,
+          tool: planned.name,
+          pin: pin.hash,
+          changes: lines,
+        });
+      } else pinState = 'changed';
     }
-    const pinState: PinState = !previous ? 'unpinned' : previous.hash === pin.hash ? 'approved' : 'changed';
     if (pinState === 'changed') changed.push(planned.name);
     else if (pinState === 'unpinned' && profile.trust === 'untrusted') unapproved.push(planned.name);
     guarded.set(planned.name, {
@@ -64,7 +87,7 @@ export async function guardTools(options: {
       tags,
       pin,
       pinState,
-      ...(pinState === 'changed' && previous ? { approvedDefinition: previous.definition } : {}),
+      ...(pinState === 'changed' && approved ? { approvedDefinition: approved } : {}),
       ...(rule?.approval ? { rule: rule.approval } : {}),
     });
   }

@@ -34,10 +34,17 @@ import { hostMountPoints, nestedMountPoints } from '../sandbox/nested-mounts.js'
 import { removeSession } from '../sandbox/sweep.js';
 import type { Logger } from '../util/logger.js';
 import { CallGuard, compilePreApprovals, type GuardedTool } from '../gateway/call-guard.js';
-import type { StateStore } from '../store/state-store.js';
+import type { AuditLog } from '../audit/audit-record.js';
+import { instructionsHash, type LockFile } from '../approvals/lock-file.js';
+import type { PinnedDefinition } from '../policy/tool-pin.js';
 import { guardTools } from './guarded-tools.js';
 import type { KnownTools } from './known-tools.js';
 import { delay } from '../util/delay.js';
+
+/** The approved hash of a tool in the lock file as it is now (a reader that fails counts as none). */
+function approvedHashIn(approvals: () => LockFile | undefined): (tool: string) => string | undefined {
+  return (tool) => approvals()?.tools[tool]?.sha256;
+}
 
 /** uid/gid of this hintbox process (the default sandbox user, never root), where the platform has them. */
 function hostUserIds(): { uid: number; gid: number } | undefined {
@@ -117,11 +124,19 @@ export interface SessionOptions {
   rebuildImages?: boolean;
   /** The admin URL of the profile's database; default: read from the variable the profile names. */
   databaseAdminUrl?: string;
+  /** Where sandbox starts and stops and hint violations are recorded (the run's audit log). */
+  audit?: Pick<AuditLog, 'recordEvent'>;
 }
 
 export interface GatewaySettings {
-  /** Pins and the audit trail; without a store no call is approved or recorded (tests of routing). */
-  store?: StateStore;
+  /**
+   * The lock file of approved definitions, read again when a hidden tool is called (an approval
+   * during the run); returns undefined when there is none. Without it and an audit log no call
+   * is approved or recorded (tests of routing).
+   */
+  approvals?: () => LockFile | undefined;
+  /** Where every call is recorded before it is forwarded. */
+  audit?: AuditLog;
   /** `--tags`: serve only tools with one of these tags. */
   tagFilter?: readonly string[];
 }
@@ -152,6 +167,8 @@ export class HintboxSession implements AsyncDisposable {
   private database?: SessionDatabase;
   private gateway?: Gateway;
   private guard?: CallGuard;
+  /** A trusted server without a lock file: its tools as first listed in this run (trust on first use). */
+  private readonly firstSeen = new Map<string, PinnedDefinition>();
   /** Set when a sandbox broke a hint: the server is untrusted for the rest of the session. */
   private untrustedBecause?: string;
   /** The server's program and arguments (from the profile and the image). */
@@ -185,22 +202,22 @@ export class HintboxSession implements AsyncDisposable {
   }
 
   /** A gateway over this session's sandboxes (routes by the plan). */
-  async createGateway(settings: GatewaySettings = {}): Promise<Gateway> {
-    const { routed, guarded } = await this.routes(settings);
+  createGateway(settings: GatewaySettings = {}): Promise<Gateway> {
+    const { routed, guarded } = this.routes(settings);
     const gatekeeper =
-      settings.store && guarded
+      settings.audit && guarded
         ? new CallGuard({
             server: this.profile.name,
             session: this.sessionId,
             trust: this.profile.trust,
             tools: guarded,
             preApprovals: compilePreApprovals(this.profile.preApprove),
-            audit: settings.store.audit,
+            audit: settings.audit,
             approvalTimeoutMs: this.profile.approval.timeout * 1000,
             profileFile: this.profile.file,
             log: this.options.log,
             previewer: this.previewer(),
-            pins: settings.store.pins,
+            ...(settings.approvals ? { approvedHash: approvedHashIn(settings.approvals) } : {}),
             onApproved: () => void this.gateway?.announceToolListChanged(),
           })
         : undefined;
@@ -218,7 +235,7 @@ export class HintboxSession implements AsyncDisposable {
       upstreams: (id) => this.startUpstream(id),
       log: this.options.log,
       callTimeoutMs: this.profile.timeouts.call * 1000,
-      ...(this.instructions ? { instructions: this.instructions } : {}),
+      ...(this.servedInstructions(settings) ?? {}),
       ...(gatekeeper ? { gatekeeper } : {}),
       onToolsListChanged: (from) => this.relist(from, settings),
       ...(database
@@ -236,7 +253,32 @@ export class HintboxSession implements AsyncDisposable {
           }
         : {}),
     });
-    return this.gateway;
+    return Promise.resolve(this.gateway);
+  }
+
+  /**
+   * The server's `instructions` go to the client only as approved (in the lock file, by
+   * `hintbox approve --all`): text the server controls that reaches the model. Without a lock
+   * file a trusted server's are passed on; anything else is withheld, saying why.
+   */
+  private servedInstructions(settings: GatewaySettings): { instructions: string } | undefined {
+    const text = this.instructions;
+    if (text === undefined) return undefined;
+    if (!settings.approvals) return { instructions: text };
+    let lock: LockFile | undefined;
+    try {
+      lock = settings.approvals();
+    } catch (error) {
+      this.options.log.warn(`instructions withheld: ${(error as Error).message}`);
+      return undefined;
+    }
+    if (lock ? lock.instructions.sha256 === instructionsHash(text) : this.profile.trust === 'trusted') {
+      return { instructions: text };
+    }
+    this.options.log.warn(
+      `the server's instructions are withheld from the client: ${lock ? 'they changed since approved' : 'never approved'}; see "hintbox approve ${this.profile.file} --all"`,
+    );
+    return undefined;
   }
 
   /**
@@ -253,26 +295,28 @@ export class HintboxSession implements AsyncDisposable {
     this.rejected = rejected;
     this.plan = planSandboxes(tools, ceilingOf(this.profile));
     for (const sandbox of this.plan.sandboxes) this.grants.set(sandbox.id, sandbox);
-    const { routed, guarded } = await this.routes(settings);
+    const { routed, guarded } = this.routes(settings);
     await this.gateway?.updateTools(routed, () => guarded && this.guard?.replaceTools(guarded));
     this.options.log.info(`${this.profile.name} changed its tools: listed again, ${routed.size} routed`);
   }
 
-  /** Routes (and, with a store, the guard's view) of the current tools and plan. */
-  private async routes(
-    settings: GatewaySettings,
-  ): Promise<{ routed: Map<string, RoutedTool>; guarded?: Map<string, GuardedTool> }> {
+  /** Routes (and, with pins and an audit log, the guard's view) of the current tools and plan. */
+  private routes(settings: GatewaySettings): { routed: Map<string, RoutedTool>; guarded?: Map<string, GuardedTool> } {
     const byName = new Map(this.tools.map((t) => [t.name, t]));
-    const guarded = settings.store
-      ? await guardTools({
-          profile: this.profile,
-          tools: this.tools,
-          plan: this.plan.tools,
-          pins: settings.store.pins,
-          log: this.options.log,
-          ...(settings.tagFilter ? { tagFilter: settings.tagFilter } : {}),
-        })
-      : undefined;
+    const guarded =
+      settings.approvals && settings.audit
+        ? guardTools({
+            profile: this.profile,
+            session: this.sessionId,
+            tools: this.tools,
+            plan: this.plan.tools,
+            lock: settings.approvals(),
+            firstSeen: this.firstSeen,
+            audit: settings.audit,
+            log: this.options.log,
+            ...(settings.tagFilter ? { tagFilter: settings.tagFilter } : {}),
+          })
+        : undefined;
     const routed = new Map<string, RoutedTool>();
     for (const planned of this.plan.tools) {
       const definition = byName.get(planned.name);
@@ -462,6 +506,14 @@ export class HintboxSession implements AsyncDisposable {
       ? `tool ${tools.join(', ')}`
       : `one of the tools ${tools.join(', ') || '(discovery)'} (no call was running)`;
     this.options.log.error(`hint violation: server ${this.profile.name}, ${who}, sandbox ${sandboxId}: ${text}`);
+    this.options.audit?.recordEvent?.({
+      type: 'hint.violation',
+      session: this.sessionId,
+      server: this.profile.name,
+      tool: tools.join(', ') || null,
+      sandbox: sandboxId,
+      violation: text,
+    });
     const reason = `${tools.join(', ') || sandboxId} broke ${text}`;
     this.untrustedBecause ??= reason;
     this.guard?.markUntrusted(reason);
@@ -564,12 +616,20 @@ export class HintboxSession implements AsyncDisposable {
           throw new Error(`session ${this.sessionId} is closed`);
         }
         const sandbox: StartedSandbox = await held.release();
+        const audit = this.options.audit;
+        if (audit?.recordEvent) {
+          const event = { session: this.sessionId, server: profile.name, sandbox: id, container: sandbox.containerId };
+          audit.recordEvent({ type: 'sandbox.start', ...event });
+          void sandbox.closed.then(() => audit.recordEvent?.({ type: 'sandbox.stop', ...event }));
+        }
         return {
           client: sandbox.client,
           closed: sandbox.closed,
           diagnostics: () => sandbox.stderrTail(),
           close: () => sandbox.remove(),
-          ...(this.holdsUntilCalled(grant) ? { freezer: { freeze: () => sandbox.freeze(), thaw: () => sandbox.thaw() } } : {}),
+          ...(this.holdsUntilCalled(grant)
+            ? { freezer: { freeze: () => sandbox.freeze(), thaw: () => sandbox.thaw() } }
+            : {}),
         };
       },
     };

@@ -3,13 +3,18 @@ import path from 'node:path';
 import { PACKAGE_ROOT } from './package-root.js';
 
 /**
- * hintbox's state folder (pins, the audit trail and its journals, known tools):
+ * hintbox's state folder (the audit log unless HINTBOX_AUDIT_DIR says otherwise, known tools):
  * `HINTBOX_STATE_DIR`, else `$XDG_STATE_HOME/hintbox`, else `~/.local/state/hintbox`.
  */
 export function stateRoot(env: NodeJS.ProcessEnv = process.env): string {
   if (env.HINTBOX_STATE_DIR) return path.resolve(env.HINTBOX_STATE_DIR);
   const base = env.XDG_STATE_HOME ? path.resolve(env.XDG_STATE_HOME) : path.join(os.homedir(), '.local', 'state');
   return path.join(base, 'hintbox');
+}
+
+/** The audit log's folder: `HINTBOX_AUDIT_DIR`, else `audit/` in the state folder. */
+export function auditDir(env: NodeJS.ProcessEnv = process.env): string {
+  return env.HINTBOX_AUDIT_DIR ? path.resolve(env.HINTBOX_AUDIT_DIR) : path.join(stateRoot(env), 'audit');
 }
 
 /** A folder of hintbox's own that no sandbox may see: what the operator decides lives there. */
@@ -19,10 +24,11 @@ export interface OwnPath {
   what: string;
 }
 
-/** hintbox's state folder and its installation (the package it runs from). */
+/** hintbox's state folder, its audit log and its installation (the package it runs from). */
 export function hintboxOwnPaths(env: NodeJS.ProcessEnv = process.env): OwnPath[] {
   return [
-    { path: stateRoot(env), what: "hintbox's state folder (pins, audit trail)" },
+    { path: stateRoot(env), what: "hintbox's state folder (audit log, known tools)" },
+    ...(env.HINTBOX_AUDIT_DIR ? [{ path: auditDir(env), what: "hintbox's audit log" }] : []),
     { path: PACKAGE_ROOT, what: "hintbox's installation" },
   ];
 }

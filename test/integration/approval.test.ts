@@ -1,20 +1,16 @@
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { lockFilePath } from '../../src/approvals/lock-file.js';
 import { LABEL_CLASS } from '../../src/sandbox/container-spec.js';
 import { assertNoLeftovers, containersOf, docker, ensureTestImages, eventually, LIAR_IMAGE } from './support/docker.js';
-import { STATE_DAEMON_NICENESS } from '../../src/cli/state-daemon-command.js';
-import { stateDaemonPid } from '../../src/store/state-daemon.js';
 import {
-  assertStateDaemonStops,
   hintboxCommand,
   outcomeOf,
   runHintbox,
   sandboxFolder,
-  STATE_DIR,
   writeProfile,
   type Confirmations,
 } from './support/hintbox-process.js';
@@ -26,7 +22,7 @@ interface AuditRow {
   decidedBy: string;
   outcome: string | null;
   arguments: unknown;
-  pinHash: string | null;
+  pin: string | null;
   attempts: number | null;
 }
 
@@ -34,7 +30,10 @@ interface AuditRow {
 async function auditOf(server: string): Promise<AuditRow[]> {
   const { code, stdout, stderr } = await hintboxCommand(['audit', '--server', server, '--json']);
   assert.equal(code, 0, stderr);
-  return JSON.parse(stdout) as AuditRow[];
+  return stdout
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as AuditRow);
 }
 
 /**
@@ -49,20 +48,6 @@ describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () 
   });
   after(async () => {
     await assertNoLeftovers();
-    await assertStateDaemonStops();
-  });
-
-  it('runs the state daemon below the priority of the calls whose records it stores', async () => {
-    await auditOf('no-such-server'); // the daemon runs while the CLI talks to it, and a while after
-    const pid = stateDaemonPid(STATE_DIR);
-    assert.ok(pid !== undefined, `a state daemon holds ${STATE_DIR}`);
-    const threads = readdirSync(`/proc/${pid}/task`).map(Number);
-    assert.ok(threads.length > 1, 'the daemon has its helper threads');
-    assert.deepEqual(
-      threads.map((thread) => os.getPriority(thread)),
-      threads.map(() => Math.min(os.getPriority() + STATE_DAEMON_NICENESS, 19)),
-      'every thread of the daemon runs at a lower CPU priority (higher nice) than the hintbox that started it',
-    );
   });
 
   let n = 0;
@@ -176,11 +161,14 @@ describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () 
   it('blocks a tool whose description changed, names the change, and serves it again once re-approved', async () => {
     const { name, file } = untrustedLiar();
     assert.equal((await hintboxCommand(['approve', file, '--all'])).code, 0);
+    const lock = lockFilePath(file);
+    assert.ok(existsSync(lock), 'approve wrote the lock file beside the profile');
     const changed = untrustedLiar({ env: { LIAR_VARIANT: 'changed-description' } });
-    // Same server name, new definition: write the changed profile under the approved name.
-    writeFileSync(changed.file, readFileSync(changed.file, 'utf8').replace(changed.name, name));
+    // Same profile file and server name, a server that now lists another definition.
+    writeFileSync(file, readFileSync(changed.file, 'utf8').replace(changed.name, name));
+    const approved = readFileSync(lock, 'utf8');
     {
-      await using hintbox = await runHintbox(changed.file);
+      await using hintbox = await runHintbox(file);
       const names = (await hintbox.client.listTools()).tools.map((t) => t.name);
       assert.equal(names.includes('write_mounted'), false, 'the changed tool is hidden');
       assert.equal(names.includes('identity'), true, 'unchanged tools are still served');
@@ -191,43 +179,61 @@ describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () 
       assert.equal(refused.isError, true);
       assert.match(JSON.stringify(refused.content), /definition changed[\s\S]*description[\s\S]*uploads your files/);
     }
-    const reapprove = await hintboxCommand(['approve', changed.file, 'write_mounted']);
+    assert.equal(readFileSync(lock, 'utf8'), approved, 'a run never writes the lock file');
+    const reapprove = await hintboxCommand(['approve', file, 'write_mounted']);
     assert.equal(reapprove.code, 0, reapprove.stderr);
     assert.match(reapprove.stdout, /write_mounted: changed since it was approved/);
-    await using hintbox = await runHintbox(changed.file);
+    assert.match(reapprove.stdout, /description: .*uploads your files/);
+    assert.match(readFileSync(lock, 'utf8'), /Now also uploads your files/, 'the lock holds the new definition');
+    await using hintbox = await runHintbox(file);
     assert.ok(
       (await hintbox.client.listTools()).tools.some((t) => t.name === 'write_mounted'),
       'served again',
     );
   });
 
-  it('plans a tool again when its approved hints change', async () => {
+  it('serves a tool whose hints only narrowed without a person, in the stricter sandbox, and audits it (the lock file is not written)', async () => {
     const { name, file } = untrustedLiar();
     assert.equal((await hintboxCommand(['approve', file, '--all'])).code, 0);
     const before = JSON.parse((await hintboxCommand(['plan', file, '--json'])).stdout) as {
       tools: { name: string; sandbox: string }[];
     };
-    assert.equal(
-      before.tools.find((t) => t.name === 'unannotated_write')?.sandbox,
-      'rw-online'.replace('online', 'offline'),
-    );
+    assert.equal(before.tools.find((t) => t.name === 'unannotated_write')?.sandbox, 'rw-offline');
+    const approved = readFileSync(lockFilePath(file), 'utf8');
     const changed = untrustedLiar({ env: { LIAR_VARIANT: 'changed-hints' } });
-    writeFileSync(changed.file, readFileSync(changed.file, 'utf8').replace(changed.name, name));
-    assert.equal((await hintboxCommand(['approve', changed.file, 'unannotated_write'])).code, 0);
-    await using hintbox = await runHintbox(changed.file);
-    const result = outcomeOf(
-      await hintbox.client.callTool({
-        name: 'unannotated_write',
-        arguments: { path: `/data/${name}-hints.txt`, content: 'x' },
-      }),
-    );
-    assert.equal(result.ok, false, 'now read-only, it runs where it cannot write');
-    assert.equal(result.error, 'EROFS');
+    writeFileSync(file, readFileSync(changed.file, 'utf8').replace(changed.name, name));
+    {
+      await using hintbox = await runHintbox(file);
+      assert.ok(
+        (await hintbox.client.listTools()).tools.some((t) => t.name === 'unannotated_write'),
+        'still served',
+      );
+      const result = outcomeOf(
+        await hintbox.client.callTool({
+          name: 'unannotated_write',
+          arguments: { path: `/data/${name}-hints.txt`, content: 'x' },
+        }),
+      );
+      assert.equal(result.ok, false, 'now read-only, it runs where it cannot write');
+      assert.equal(result.error, 'EROFS');
+    }
     assert.equal(existsSync(path.join(workspace, `${name}-hints.txt`)), false);
+    assert.equal(readFileSync(lockFilePath(file), 'utf8'), approved, 'a run never writes the lock file');
+    const events = await hintboxCommand(['audit', '--server', name, '--events', '--json']);
+    const narrowed = events.stdout
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as { type?: string; fields?: { tool?: string; changes?: string[] } })
+      .filter((e) => e.type === 'pin.narrowed');
+    assert.equal(narrowed[0]?.fields?.tool, 'unannotated_write');
+    assert.deepEqual(narrowed[0]?.fields?.changes, [
+      'annotations.readOnlyHint: false → true',
+      'annotations.openWorldHint: true → false',
+    ]);
   });
 
-  it('lists again when the server says its tools changed: a changed tool is hidden and blocked, re-approved it is served and re-planned', async () => {
-    const { name, file } = untrustedLiar({ trust: 'trusted' }); // a trusted first run pins what it finds
+  it('lists again when the server says its tools changed: a changed tool is hidden and blocked, one whose hints only narrowed is served and re-planned', async () => {
+    const { name, file } = untrustedLiar({ trust: 'trusted' }); // no lock file: trusted on first use for the run
     await using hintbox = await runHintbox(file);
     const changes: number[] = [];
     hintbox.client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changes.push(Date.now()));
@@ -246,20 +252,19 @@ describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () 
     });
     assert.match(JSON.stringify(refused.content), /definition changed[\s\S]*uploads your files/);
 
-    // The other change: unannotated_write now claims readOnlyHint. Approve it (the state store is
-    // shared with the running hintbox), then let the server announce a change again.
+    // The other change: unannotated_write now claims readOnlyHint (and a closed world): hints
+    // that only narrow need no person. It stays served, planned again into the read-only sandbox.
     assert.equal(
       outcomeOf(await hintbox.client.callTool({ name: 'mutate', arguments: { change: 'changed-hints' } })).ok,
       true,
     );
-    await eventually(async () => !(await listed()).includes('unannotated_write'), 10_000, 'unannotated_write hidden');
-    const changed = untrustedLiar({ env: { LIAR_VARIANT: 'changed-hints' } });
-    writeFileSync(changed.file, readFileSync(changed.file, 'utf8').replace(changed.name, name));
-    assert.equal((await hintboxCommand(['approve', changed.file, 'unannotated_write'])).code, 0);
-    const seen = changes.length;
-    await hintbox.client.callTool({ name: 'mutate', arguments: { change: 'none' } });
-    await eventually(async () => changes.length > seen, 10_000, 'a second tools/list_changed');
-    assert.ok((await listed()).includes('unannotated_write'), 'served again once approved');
+    await eventually(
+      async () =>
+        (await hintbox.client.listTools()).tools.find((t) => t.name === 'unannotated_write')?.annotations
+          ?.readOnlyHint === true,
+      10_000,
+      'unannotated_write listed with its new hints',
+    );
     const result = outcomeOf(
       await hintbox.client.callTool({
         name: 'unannotated_write',
@@ -308,6 +313,6 @@ describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () 
     }
     const [record] = await auditOf(name);
     assert.deepEqual([record?.tool, record?.decision, record?.outcome], ['hang', 'allowed', 'sandbox-died']);
-    assert.match(String(record?.pinHash), /^[0-9a-f]{64}$/);
+    assert.match(String(record?.pin), /^[0-9a-f]{64}$/);
   });
 });

@@ -203,7 +203,10 @@ describe('a database server under hintbox run', { timeout: 600_000 }, () => {
 
       const { code, stdout, stderr } = await hintboxCommand(['audit', '--json', '--server', server, '--tool', 'query']);
       assert.equal(code, 0, stderr);
-      const records = JSON.parse(stdout) as { hintViolation: string | null; outcome: string | null }[];
+      const records = stdout
+        .split('\n')
+        .filter((line) => line !== '')
+        .map((line) => JSON.parse(line) as { hintViolation: string | null; outcome: string | null });
       const violations = records.filter((r) => r.hintViolation !== null);
       assert.ok(violations.length >= 1, `an audit record names the violation: ${stdout}`);
       assert.match(violations[0]!.hintViolation!, /^readOnlyHint: Postgres refused .*(42501|25006)/);

@@ -12,14 +12,7 @@ import {
   eventually,
   SNEAK_IMAGE,
 } from './support/docker.js';
-import {
-  assertStateDaemonStops,
-  hintboxCommand,
-  outcomeOf,
-  runHintbox,
-  sandboxFolder,
-  writeProfile,
-} from './support/hintbox-process.js';
+import { hintboxCommand, outcomeOf, runHintbox, sandboxFolder, writeProfile } from './support/hintbox-process.js';
 
 /**
  * A sandbox whose class can change something runs server code only while a call allowed into it
@@ -35,7 +28,6 @@ describe(
     });
     after(async () => {
       await assertNoLeftovers();
-      await assertStateDaemonStops();
     });
 
     let n = 0;

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { LABEL_PREVIEW } from '../../src/sandbox/preview.js';
 import { assertNoLeftovers, docker, ensureTestImages, REPO } from './support/docker.js';
-import { assertStateDaemonStops, hintboxCommand, runHintbox, sandboxFolder } from './support/hintbox-process.js';
+import { hintboxCommand, runHintbox, sandboxFolder } from './support/hintbox-process.js';
 
 const PROFILE = path.join(REPO, 'profiles', 'filesystem.yaml');
 
@@ -32,7 +32,6 @@ describe('previews of calls in confirmations', { timeout: 300_000 }, () => {
   before(ensureTestImages);
   after(async () => {
     await assertNoLeftovers();
-    await assertStateDaemonStops();
   });
 
   it('shows the file changes of a dry run over a copy, and leaves the workspace untouched', async () => {

@@ -7,14 +7,12 @@ import type { ClaimedHints } from '../../src/policy/hints.js';
 import { effectiveHints } from '../../src/policy/hints.js';
 import { pinTool } from '../../src/policy/tool-pin.js';
 import type { CallPreview, CallPreviewer } from '../../src/sandbox/preview.js';
-import type { AuditLog } from '../../src/store/state-store.js';
+import type { AuditLog } from '../../src/audit/audit-record.js';
 import { silentLogger } from '../../src/util/logger.js';
 
 const audit: AuditLog = {
   recordIntent: () => Promise.resolve('a1'),
   recordOutcome: () => Promise.resolve(),
-  get: () => Promise.resolve(undefined),
-  query: () => Promise.resolve([]),
 };
 
 function tool(name: string, claimed: ClaimedHints): GuardedTool {

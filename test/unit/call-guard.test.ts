@@ -4,7 +4,7 @@ import type { ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { CallGuard, type ClientChannel, type GuardedTool } from '../../src/gateway/call-guard.js';
 import { effectiveHints } from '../../src/policy/hints.js';
 import { pinTool } from '../../src/policy/tool-pin.js';
-import type { AuditIntent, AuditLog, AuditOutcomeReport } from '../../src/store/state-store.js';
+import type { AuditIntent, AuditLog, AuditOutcomeReport } from '../../src/audit/audit-record.js';
 import { silentLogger } from '../../src/util/logger.js';
 
 /** An in-memory audit log: intents and outcomes by id. */
@@ -23,8 +23,6 @@ function memoryAudit(): AuditLog & { intents: Map<string, AuditIntent>; outcomes
       outcomes.set(id, report);
       return Promise.resolve();
     },
-    get: () => Promise.resolve(undefined),
-    query: () => Promise.resolve([]),
   };
 }
 
@@ -98,9 +96,9 @@ describe('CallGuard.markUntrusted', () => {
 });
 
 describe('CallGuard, a tool approved while the session runs', () => {
-  it('reads the pin again when a blocked tool is called, and serves it once the same definition is approved', async () => {
+  it('reads the lock file again when a blocked tool is called, and serves it once the same definition is approved', async () => {
     const blocked = tool('fresh', 'unpinned');
-    let stored: { hash: string; approvedBy: string; approvedAt: Date } | undefined;
+    let stored: string | undefined;
     const reads: string[] = [];
     const announced: string[] = [];
     const guard = new CallGuard({
@@ -113,13 +111,9 @@ describe('CallGuard, a tool approved while the session runs', () => {
       approvalTimeoutMs: 1000,
       profileFile: '/profiles/db.yaml',
       log: silentLogger,
-      pins: {
-        get: (server, name) => {
-          reads.push(`${server}/${name}`);
-          return Promise.resolve(
-            stored ? ({ server, tool: name, definition: blocked.pin.definition, ...stored } as never) : undefined,
-          );
-        },
+      approvedHash: (name) => {
+        reads.push(name);
+        return stored;
       },
       onApproved: (name) => announced.push(name),
     });
@@ -127,20 +121,20 @@ describe('CallGuard, a tool approved while the session runs', () => {
     assert.equal(guard.visible('fresh'), false);
     const first = await guard.admit('fresh', {}, person);
     assert.equal(first.allowed, false, 'not approved yet: blocked');
-    assert.deepEqual(reads, ['db/fresh'], 'the store was asked');
+    assert.deepEqual(reads, ['fresh'], 'the lock file was read again');
 
     // Approved, but another definition (the server changed it since): still blocked.
-    stored = { hash: 'f'.repeat(64), approvedBy: 'hintbox approve', approvedAt: new Date() };
+    stored = 'f'.repeat(64);
     assert.equal((await guard.admit('fresh', {}, person)).allowed, false);
     assert.deepEqual(announced, []);
 
-    stored = { hash: blocked.pin.hash, approvedBy: 'hintbox approve', approvedAt: new Date() };
+    stored = blocked.pin.hash;
     const third = await guard.admit('fresh', {}, person);
     assert.equal(third.allowed, true, 'approved meanwhile: served (an untrusted server: the person confirmed it)');
     assert.equal(person.asked.length, 1);
     assert.equal(guard.visible('fresh'), true);
     assert.deepEqual(announced, ['fresh'], 'the client is told that its tool list changed');
     await guard.admit('fresh', {}, person);
-    assert.equal(reads.length, 3, 'an approved tool does not ask the store again');
+    assert.equal(reads.length, 3, 'an approved tool does not read the lock file again');
   });
 });

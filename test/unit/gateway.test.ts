@@ -16,7 +16,7 @@ import { Gateway, type RoutedTool, type Upstream, type UpstreamFactory } from '.
 import { createLogger, silentLogger, type Logger } from '../../src/util/logger.js';
 import type { Gatekeeper } from '../../src/gateway/call-guard.js';
 import type { ApprovalDecision } from '../../src/policy/approval-decision.js';
-import type { AuditOutcomeReport } from '../../src/store/state-store.js';
+import type { AuditOutcomeReport } from '../../src/audit/audit-record.js';
 
 type CallHandler = Parameters<Server['setRequestHandler']>[1];
 type HandlerExtra = Parameters<CallHandler>[1];

@@ -281,11 +281,18 @@ describe('loadProfile: errors name the file and the field', () => {
     assert.equal(error.problems.length, 1);
     assert.match(
       problemAt(error, 'mounts[0].source').message,
-      /may be written by the server and holds the profile file/,
+      /may be written by the server and holds the profile file \(.*\) and the lock file of approved definitions \(.*profile\.lock\.json\)/,
     );
     // Read-only for every tool: the server cannot rewrite it.
     const readOnly = write(data, `${MINIMAL}mounts:\n  - source: .\n    target: /data\n    mode: ro\n`, 'ro.yaml');
     assert.equal(load(readOnly, { vars: {}, home, ownPaths: [] }).mounts[0]?.mode, 'ro');
+    // Its lock file mounted alone, writable: the server could approve itself.
+    writeFileSync(path.join(dir, 'lk.lock.json'), '{}');
+    const lockMounted = write(dir, `${MINIMAL}mounts:\n  - source: lk.lock.json\n    target: /l\n`, 'lk.yaml');
+    assert.match(
+      problemAt(failing(lockMounted, { vars: {}, home, ownPaths: [] }), 'mounts[0].source').message,
+      /holds the lock file of approved definitions/,
+    );
     // Beside the mount, not in it: fine.
     const beside = write(dir, `${MINIMAL}mounts:\n  - source: data\n    target: /data\n`, 'beside.yaml');
     assert.equal(load(beside, { vars: {}, home, ownPaths: [] }).mounts.length, 1);

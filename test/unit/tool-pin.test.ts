@@ -37,6 +37,7 @@ interface EditableTool extends PinnableTool {
   annotations: Record<string, unknown>;
   _meta?: unknown;
   execution?: unknown;
+  icons?: unknown;
 }
 
 function fsTool(name: string): EditableTool {
@@ -65,16 +66,17 @@ describe('canonicalJson', () => {
 });
 
 describe('pinTool', () => {
-  it('hashes the canonical JSON of name, title, description, schemas and filled-in annotations (golden value)', () => {
+  it('hashes the canonical JSON of every field of the tool, annotations filled in (golden value)', () => {
     const pin = pinTool(echo);
     assert.equal(
       canonicalJson(pin.definition),
-      '{"annotations":{"destructiveHint":true,"idempotentHint":false,"openWorldHint":true,"readOnlyHint":false},' +
-        '"description":"Echo text","inputSchema":{"properties":{"text":{"type":"string"}},"type":"object"},' +
+      '{"_meta":null,"annotations":{"destructiveHint":true,"idempotentHint":false,"openWorldHint":true,"readOnlyHint":false},' +
+        '"description":"Echo text","execution":null,"icons":null,' +
+        '"inputSchema":{"properties":{"text":{"type":"string"}},"type":"object"},' +
         '"name":"echo","outputSchema":null,"title":null}',
     );
     // sha256sum of the string above, computed outside Node.
-    assert.equal(pin.hash, '7e49a000492855fae24a99613d324627a9a9131ec7099f627e10af82ce04b82e');
+    assert.equal(pin.hash, 'b1acd25851f74405a3cdef0e362b88cfecb8f0fc09ca55397f8e0da0036ca711');
   });
 
   it('pins `{}`, missing annotations, explicit defaults and non-boolean hints the same', () => {
@@ -105,7 +107,7 @@ describe('pinTool', () => {
     assert.equal(a.hash, b.hash);
   });
 
-  it('changes with every pinned field and hint, but not with _meta or other unpinned fields', () => {
+  it('changes with every field and hint, _meta, execution and icons included', () => {
     const base = pinTool(fsTool('write_file')).hash;
     const variants: [string, (t: EditableTool) => void][] = [
       ['name', (t) => (t.name = 'write_file2')],
@@ -124,16 +126,15 @@ describe('pinTool', () => {
       ['destructiveHint', (t) => (t.annotations.destructiveHint = false)],
       ['idempotentHint', (t) => (t.annotations.idempotentHint = false)],
       ['openWorldHint', (t) => (t.annotations.openWorldHint = true)],
+      ['_meta', (t) => (t._meta = { tags: ['fs'] })],
+      ['execution', (t) => (t.execution = { taskSupport: 'optional' })],
+      ['icons', (t) => (t.icons = [{ src: 'https://example.invalid/i.png' }])],
     ];
     for (const [what, change] of variants) {
       const tool = fsTool('write_file');
       change(tool);
       assert.notEqual(pinTool(tool).hash, base, `${what} changes the pin`);
     }
-    const withMeta = fsTool('write_file');
-    withMeta._meta = { tags: ['fs'] };
-    withMeta.execution = { taskSupport: 'optional' };
-    assert.equal(pinTool(withMeta).hash, base, '_meta and execution are not pinned');
   });
 
   it('gives each filesystem tool its own pin, and a stored copy of the definition hashes the same', () => {

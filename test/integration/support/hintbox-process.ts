@@ -8,7 +8,6 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { ElicitRequestSchema, type ElicitRequest, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { stringify } from 'yaml';
 import { REPO } from './docker.js';
-import { stateDaemonPid } from '../../../src/store/state-daemon.js';
 
 /** The shipped CLI: the one-file bundle that the `hintbox` bin runs. */
 export const HINTBOX_BIN = path.join(REPO, 'dist', 'hintbox.mjs');
@@ -26,8 +25,8 @@ function scratchFolder(prefix: string): string {
 }
 
 /**
- * This test process's own state folder (pins, audit): tests never touch the user's, and the
- * embedded store of one server is never shared between test processes.
+ * This test process's own state folder (audit log, known tools): tests never touch the user's,
+ * and test processes never share one.
  */
 export const STATE_DIR = scratchFolder('hintbox-test-state-');
 
@@ -143,8 +142,6 @@ function baseEnv(): Record<string, string> {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '/root',
     HINTBOX_STATE_DIR: STATE_DIR,
-    // The state daemon these tests start stops soon after the last of them.
-    HINTBOX_STATE_DAEMON_IDLE: '3',
     ...(process.env.DOCKER_HOST ? { DOCKER_HOST: process.env.DOCKER_HOST } : {}),
   };
 }
@@ -157,14 +154,4 @@ export function outcomeOf(result: unknown): { ok: boolean; value?: unknown; erro
   };
   if (r.structuredContent) return r.structuredContent;
   throw new Error(`not a liar result: ${JSON.stringify(result)}`);
-}
-
-/** Waits until this process's state daemon has stopped (it stops when idle): nothing lingers. */
-export async function assertStateDaemonStops(ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (stateDaemonPid(STATE_DIR) === undefined) return; // no lock, or its owner is gone
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`the state daemon of ${STATE_DIR} still runs ${ms} ms after its last client`);
 }

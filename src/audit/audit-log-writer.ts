@@ -1,0 +1,305 @@
+import { randomBytes } from 'node:crypto';
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  fchmodSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { HINT_NAMES } from '../policy/hints.js';
+import { normalizeTag } from '../policy/tool-tags.js';
+import type { Logger } from '../util/logger.js';
+import { VERSION } from '../version.js';
+import { auditFileName, chainName, frameLine, lineHash } from './audit-chain.js';
+import {
+  AUDIT_DECISIONS,
+  AUDIT_OUTCOMES,
+  AUDIT_SCHEMA_VERSION,
+  AuditRecordError,
+  DECIDERS_OF,
+  outcomeFitsDecision,
+  randomIds,
+  systemClock,
+  type AuditDecision,
+  type AuditEvent,
+  type AuditIntent,
+  type AuditLog,
+  type AuditOutcomeReport,
+  type Clock,
+  type IdGenerator,
+} from './audit-record.js';
+
+/**
+ * The audit log of one hintbox process: a hash chain of JSON Lines files of its own in the
+ * audit folder (no daemon, no lock shared with other processes), rotated by size, owner-only.
+ *
+ * Every record is appended with one synchronous `write` on an `O_APPEND` descriptor before the
+ * method returns, so a call's intent is in the file (the page cache: it survives hintbox being
+ * killed, not the machine losing power; there is no fsync) before the call is forwarded. An
+ * append that fails throws: for an intent the call guard then refuses the call (fail closed).
+ * After a failed append the next one starts a new file (linked to the last line written whole).
+ */
+export interface AuditLogWriterOptions {
+  dir: string;
+  log: Logger;
+  /** Default: the system clock. */
+  clock?: Clock;
+  /** Default: random UUIDs. */
+  ids?: IdGenerator;
+  /** A file that would grow past this many bytes is followed by a new one. Default 16 MiB. */
+  maxFileBytes?: number;
+}
+
+export const DEFAULT_MAX_AUDIT_FILE_BYTES = 16 * 1024 * 1024;
+
+/** What the writer remembers of a call in flight, for its outcome. */
+interface OpenCall {
+  timeMs: number;
+  decision: AuditDecision;
+}
+
+export class AuditLogWriter implements AuditLog, Disposable {
+  readonly chain: string;
+  private readonly clock: Clock;
+  private readonly ids: IdGenerator;
+  private readonly maxFileBytes: number;
+  private fd: number | undefined;
+  private seq = -1;
+  private size = 0;
+  private prev: string | null = null;
+  private needsNewFile = true;
+  private closed = false;
+  private readonly open = new Map<string, OpenCall>();
+  private readonly subject: string;
+
+  private constructor(private readonly options: AuditLogWriterOptions) {
+    this.clock = options.clock ?? systemClock;
+    this.ids = options.ids ?? randomIds;
+    this.maxFileBytes = options.maxFileBytes ?? DEFAULT_MAX_AUDIT_FILE_BYTES;
+    this.chain = chainName(this.clock.now(), process.pid, randomBytes(4).toString('hex'));
+    this.subject = currentUser();
+  }
+
+  /** Creates the audit folder (owner-only) if needed and the chain's first file. Throws when it cannot. */
+  static open(options: AuditLogWriterOptions): AuditLogWriter {
+    ensureOwnerOnlyFolder(options.dir);
+    const writer = new AuditLogWriter(options);
+    writer.startFile();
+    return writer;
+  }
+
+  /** The file being written. */
+  get currentFile(): string {
+    return path.join(this.options.dir, auditFileName(this.chain, this.seq));
+  }
+
+  recordIntent(intent: AuditIntent): Promise<string> {
+    try {
+      return Promise.resolve(this.appendIntent(intent));
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  recordOutcome(id: string, report: AuditOutcomeReport): Promise<void> {
+    try {
+      this.appendOutcome(id, report);
+      return Promise.resolve();
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  recordEvent(event: AuditEvent): void {
+    if (this.closed) {
+      // e.g. a sandbox whose stop is seen after the run closed its log
+      this.options.log.debug(`${event.type} after the audit log was closed: not recorded`);
+      return;
+    }
+    try {
+      this.append({ ...this.base(event.type), ...withoutType(event) });
+    } catch (error) {
+      this.options.log.error(`could not record ${event.type} in the audit log: ${(error as Error).message}`);
+    }
+  }
+
+  /** Appends the intent; returns the call's id. Throws when the intent is malformed or cannot be written. */
+  appendIntent(intent: AuditIntent): string {
+    const decision = oneOf(intent.decision, AUDIT_DECISIONS, 'decision');
+    const decidedBy = oneOf(intent.decidedBy, DECIDERS_OF[decision], `decidedBy of a ${decision} call`);
+    const base = this.base('call.intent');
+    const tags = (source: 'profile' | 'server'): string[] =>
+      intent.tags.filter((t) => t.source === source).map((t) => normalizeTag(t.name));
+    this.append({
+      ...base,
+      session: intent.session,
+      server: intent.server,
+      tool: intent.tool,
+      tags: tags('profile'),
+      claimedTags: tags('server'),
+      claimedHints: booleanHints(intent.claimedHints),
+      effectiveHints: booleanHints(intent.effectiveHints),
+      sandbox: intent.sandbox,
+      decision,
+      decidedBy,
+      arguments: intent.arguments ?? null,
+      pin: intent.pinHash,
+      traceId: intent.traceId ?? null,
+    });
+    this.open.set(base.id, { timeMs: Date.parse(base.time), decision });
+    return base.id;
+  }
+
+  appendOutcome(id: string, report: AuditOutcomeReport): void {
+    const call = this.open.get(id);
+    if (!call) throw new AuditRecordError(`no call ${id} in flight (unknown, or its outcome is recorded)`);
+    const outcome = oneOf(report.outcome, AUDIT_OUTCOMES, 'outcome');
+    if (!outcomeFitsDecision(outcome, call.decision)) {
+      throw new AuditRecordError(`call ${id}: outcome ${outcome} contradicts decision ${call.decision}`);
+    }
+    const attempts = report.attempts ?? 1;
+    if (!Number.isInteger(attempts) || attempts < 1) throw new AuditRecordError('attempts: expected an integer ≥ 1');
+    const base = this.base('call.outcome');
+    this.append({
+      ...base,
+      callId: id,
+      outcome,
+      detail: report.detail ?? null,
+      hintViolation: report.hintViolation ?? null,
+      attempts,
+      durationMs: Math.max(0, Date.parse(base.time) - call.timeMs),
+    });
+    this.open.delete(id);
+  }
+
+  /** Writes `log.close` and closes the file. Calls still in flight keep no outcome. */
+  close(): void {
+    if (this.closed) return;
+    try {
+      this.append(this.base('log.close'));
+    } catch (error) {
+      this.options.log.error(`could not close the audit log: ${(error as Error).message}`);
+    }
+    this.closed = true;
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
+  private base(type: string): { v: number; id: string; time: string; type: string } {
+    return { v: AUDIT_SCHEMA_VERSION, id: this.ids(), time: this.clock.now().toISOString(), type };
+  }
+
+  private startFile(): void {
+    if (this.fd !== undefined) {
+      const fd = this.fd;
+      this.fd = undefined;
+      try {
+        closeSync(fd);
+      } catch {
+        // the file is left as it is; the new one links to the last line written whole
+      }
+    }
+    this.seq++;
+    const file = this.currentFile;
+    const fd = openSync(file, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_EXCL, 0o600);
+    fchmodSync(fd, 0o600); // the umask may have taken bits away, never added: make it exact
+    this.fd = fd;
+    this.size = 0;
+    this.needsNewFile = false;
+    this.write({
+      ...this.base('log.open'),
+      chain: this.chain,
+      seq: this.seq,
+      host: os.hostname(),
+      pid: process.pid,
+      subject: this.subject,
+      hintbox: VERSION,
+    });
+  }
+
+  private append(fields: Record<string, unknown>): void {
+    if (this.closed) throw new AuditRecordError('the audit log is closed');
+    if (this.needsNewFile) this.startFile();
+    let text = frameLine(fields, this.prev);
+    if (this.size > 0 && this.size + Buffer.byteLength(text) + 1 > this.maxFileBytes) {
+      this.startFile();
+      text = frameLine(fields, this.prev); // now linked to the new file's log.open
+    }
+    this.write(fields, text);
+  }
+
+  private write(fields: Record<string, unknown>, framed?: string): void {
+    const text = framed ?? frameLine(fields, this.prev);
+    const bytes = Buffer.from(text + '\n', 'utf8');
+    try {
+      if (this.fd === undefined) throw new AuditRecordError('no audit file is open');
+      const written = writeSync(this.fd, bytes);
+      if (written !== bytes.length) throw new Error(`short write (${written} of ${bytes.length} bytes)`);
+    } catch (error) {
+      this.needsNewFile = true;
+      throw new Error(`cannot append to ${this.currentFile}: ${(error as Error).message}`);
+    }
+    this.size += bytes.length;
+    this.prev = lineHash(text);
+  }
+}
+
+/**
+ * Creates `dir` (and its parents) owner-only, or checks an existing one: it must be a folder of
+ * this user's; group and others lose any access they had.
+ */
+export function ensureOwnerOnlyFolder(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const stat = statSync(dir);
+  if (!stat.isDirectory()) throw new Error(`${dir} is not a folder`);
+  const uid = process.getuid?.();
+  if (uid !== undefined && stat.uid !== uid)
+    throw new Error(`${dir} belongs to uid ${stat.uid}, not to this user (${uid})`);
+  if ((stat.mode & 0o077) !== 0) chmodSync(dir, 0o700);
+}
+
+/** The mode bits of an open file (for tests). */
+export function fileMode(fd: number): number {
+  return fstatSync(fd).mode & 0o777;
+}
+
+function currentUser(): string {
+  try {
+    const info = os.userInfo();
+    return `${info.username} (uid ${info.uid})`;
+  } catch {
+    return `uid ${process.getuid?.() ?? '?'}`;
+  }
+}
+
+function oneOf<T extends string>(value: unknown, allowed: readonly T[], what: string): T {
+  if (typeof value === 'string' && (allowed as readonly string[]).includes(value)) return value as T;
+  throw new AuditRecordError(`${what}: expected one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
+}
+
+/** The four hints, each a boolean: a record says what was decided on, nothing else. */
+function booleanHints(hints: unknown): Record<string, boolean> {
+  const out: Record<string, boolean> = {};
+  if (hints === null || typeof hints !== 'object') return out;
+  for (const name of HINT_NAMES) {
+    const value = (hints as Record<string, unknown>)[name];
+    if (typeof value === 'boolean') out[name] = value;
+  }
+  return out;
+}
+
+function withoutType(event: AuditEvent): Record<string, unknown> {
+  const rest: Record<string, unknown> = { ...event };
+  delete rest.type;
+  return rest;
+}
