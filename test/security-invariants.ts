@@ -90,6 +90,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         file: 'integration/approval.test.ts',
         title: 'records a call whose sandbox is killed in the middle as sandbox-died',
       },
+      { file: 'integration/audit-crash.test.ts', title: 'every call the server received has its intent in the log' },
     ],
   },
   {
@@ -100,6 +101,11 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       { file: 'unit/audit-log.test.ts', title: 'a changed line: the line after it breaks' },
       { file: 'unit/audit-log.test.ts', title: 'a removed line, two lines swapped, a line added' },
       { file: 'unit/audit-log.test.ts', title: 'a file removed from the middle or the start of a chain' },
+      { file: 'integration/audit-crash.test.ts', title: 'audit verify passes on the log of the killed run' },
+      {
+        file: 'integration/audit-crash.test.ts',
+        title: 'audit verify fails, naming the line, when one line of that log is edited',
+      },
     ],
   },
   {

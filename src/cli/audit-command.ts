@@ -6,7 +6,8 @@ import {
   type AuditFilter,
 } from '../audit/audit-reader.js';
 import { AUDIT_DECISIONS, AUDIT_OUTCOMES, type AuditDecision, type AuditOutcome } from '../audit/audit-record.js';
-import { auditDir } from '../util/hintbox-paths.js';
+import { PostgresAuditSink } from '../audit/postgres-sink.js';
+import { auditDir, auditSinkUrl, redactUrl } from '../util/hintbox-paths.js';
 import { visibleText } from '../util/visible-text.js';
 import { cliLog } from './common.js';
 import type { CommandSpec } from './main.js';
@@ -14,6 +15,7 @@ import { UsageError } from './usage-error.js';
 
 const HELP = `Usage: hintbox audit [filters] [--limit N | --all] [--events] [--json]
        hintbox audit verify
+       hintbox audit ship
 
 Lists recorded calls from the audit log, newest first: time, server/tool, decision and who
 made it, outcome, duration, tags and arguments. A call without an outcome means hintbox
@@ -37,6 +39,10 @@ Filters:
 verify checks every hash chain of the log and prints where one breaks (a line changed,
 removed, inserted or moved; a file missing): exit 1 if any does. It prints each chain's head
 (the SHA-256 of its last line): a cut-off tail is only found against a head kept elsewhere.
+
+ship copies what the Postgres at HINTBOX_DATABASE_URL does not have yet of the log into it
+(tables hintbox.audit_log and hintbox.audit_shipped; idempotent), as "hintbox run" does in the
+background: for a log written while the database was down, or by runs without the variable.
 
 The log is in HINTBOX_AUDIT_DIR (default: audit/ in HINTBOX_STATE_DIR,
 ~/.local/state/hintbox), one chain of files per hintbox process.`;
@@ -63,7 +69,22 @@ export const auditCommand: CommandSpec = {
       if (positionals.length > 1) throw new UsageError(`audit verify: unexpected argument ${positionals[1]}`);
       return verify(dir);
     }
-    if (positionals.length) throw new UsageError(`audit: unexpected argument ${positionals[0]} (verify?)`);
+    if (positionals[0] === 'ship') {
+      if (positionals.length > 1) throw new UsageError(`audit ship: unexpected argument ${positionals[1]}`);
+      const url = auditSinkUrl();
+      if (!url) throw new UsageError('audit ship: set HINTBOX_DATABASE_URL to the Postgres to ship to');
+      const sink = new PostgresAuditSink({ url, dir, log: cliLog });
+      try {
+        const { lines } = await sink.shipOnce();
+        process.stdout.write(`${lines} line(s) of ${dir} shipped to ${redactUrl(url)}\n`);
+      } catch (error) {
+        throw new Error(`audit ship: ${redactUrl(url)}: ${(error as Error).message}`);
+      } finally {
+        await sink.close();
+      }
+      return 0;
+    }
+    if (positionals.length) throw new UsageError(`audit: unexpected argument ${positionals[0]} (verify, ship?)`);
     const filter = auditFilter(values);
     const format = values.json ? (e: AuditEntry) => JSON.stringify(e) : formatAuditEntry;
     const out = new LineOutput();

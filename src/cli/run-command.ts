@@ -5,7 +5,8 @@ import { parseTagFilter } from '../policy/tool-tags.js';
 import { removeSession } from '../sandbox/sweep.js';
 import { AuditLogWriter } from '../audit/audit-log-writer.js';
 import { lockFilePath, readLockFile, type LockFile } from '../approvals/lock-file.js';
-import { auditDir, stateRoot } from '../util/hintbox-paths.js';
+import { PostgresAuditSink } from '../audit/postgres-sink.js';
+import { auditDir, auditSinkUrl, redactUrl, stateRoot } from '../util/hintbox-paths.js';
 import { HintboxSession, newSessionId } from '../session/hintbox-session.js';
 import { knownToolsIn } from '../session/known-tools.js';
 import { cliLog, dockerReady, profileArg } from './common.js';
@@ -38,7 +39,8 @@ never writes. A tool whose hints only became stricter is served (and the change 
 Every call is recorded in the audit log ("hintbox audit"): its intent is appended before the
 call is forwarded (a call whose intent cannot be written is refused), its outcome after. The
 log is a hash chain of JSON Lines files of this process in HINTBOX_AUDIT_DIR (default:
-audit/ in HINTBOX_STATE_DIR, ~/.local/state/hintbox).
+audit/ in HINTBOX_STATE_DIR, ~/.local/state/hintbox). With HINTBOX_DATABASE_URL the log is
+also copied into that Postgres in the background (the log stays the record).
 
 With a database section, each sandbox reaches Postgres through a Unix socket relay as a role
 of its own whose privileges follow its tools' hints (read, append, write; capped by the
@@ -65,6 +67,14 @@ export const runCommand: CommandSpec = {
       audit = AuditLogWriter.open({ dir, log });
     } catch (error) {
       throw new Error(`cannot open the audit log in ${dir}: ${(error as Error).message}`);
+    }
+    // With HINTBOX_DATABASE_URL the log is copied into Postgres in the background: the sink
+    // reads the files, never the calls, so a database that is slow or down slows nothing.
+    const sinkUrl = auditSinkUrl();
+    const sink = sinkUrl ? new PostgresAuditSink({ url: sinkUrl, dir, log }) : undefined;
+    if (sink && sinkUrl) {
+      log.info(`audit log shipped to ${redactUrl(sinkUrl)}`);
+      sink.start();
     }
     // What a person approved: the lock file beside the profile, read (never written) by the run;
     // a malformed one stops the run before anything starts.
@@ -98,6 +108,7 @@ export const runCommand: CommandSpec = {
         if (late && late !== live.session) await late.dispose();
         await removeSession(docker.docker, sessionId).catch(() => undefined);
         audit.close();
+        await sink?.stop();
       })());
     for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
       process.once(signal, () => {
@@ -110,6 +121,7 @@ export const runCommand: CommandSpec = {
       session = live.session = await opening;
     } catch (error) {
       audit.close();
+      await sink?.stop();
       throw error;
     }
     try {

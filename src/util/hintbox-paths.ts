@@ -17,6 +17,21 @@ export function auditDir(env: NodeJS.ProcessEnv = process.env): string {
   return env.HINTBOX_AUDIT_DIR ? path.resolve(env.HINTBOX_AUDIT_DIR) : path.join(stateRoot(env), 'audit');
 }
 
+/** `HINTBOX_DATABASE_URL`: the Postgres the audit log is shipped to (a sink; the log stays the record). */
+export function auditSinkUrl(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return env.HINTBOX_DATABASE_URL || undefined;
+}
+
+/** A URL without its password, for messages: host, port and database. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.hostname}${u.port ? `:${u.port}` : ''}${u.pathname}`;
+  } catch {
+    return '(an unparsable URL)';
+  }
+}
+
 /** A folder of hintbox's own that no sandbox may see: what the operator decides lives there. */
 export interface OwnPath {
   path: string;

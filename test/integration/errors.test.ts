@@ -56,7 +56,7 @@ describe('hintbox fails closed', { timeout: 180_000 }, () => {
       const { code, stderr } = await hintboxCommand([command, profile]);
       assert.equal(code, 2, `${command}: ${stderr}`);
       assert.deepEqual(stderr.trim().split('\n'), [
-        `${profile}: mounts[0].source: ${workspace} may be written by the server and holds the profile file (${profile}): move it out, or make the mount mode: ro`,
+        `${profile}: mounts[0].source: ${workspace} may be written by the server and holds the profile file (${profile}) and the lock file of approved definitions (${path.join(workspace, 'profile.lock.json')}): move it out, or make the mount mode: ro`,
       ]);
     }
     assert.equal(readFileSync(profile, 'utf8'), text);

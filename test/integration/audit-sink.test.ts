@@ -1,0 +1,149 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { lineHash } from '../../src/audit/audit-chain.js';
+import { AuditLogWriter } from '../../src/audit/audit-log-writer.js';
+import type { AuditIntent } from '../../src/audit/audit-record.js';
+import { PostgresAuditSink } from '../../src/audit/postgres-sink.js';
+import { effectiveHints } from '../../src/policy/hints.js';
+import { silentLogger } from '../../src/util/logger.js';
+import { docker } from './support/docker.js';
+import { hintboxCommand } from './support/hintbox-process.js';
+import { startPostgres, type StartedPostgres } from './support/postgres.js';
+
+/**
+ * The Postgres sink against a real Postgres 15: at least once and idempotent, remembering
+ * where it got to, catching up after the database was down, and never in the way of the log.
+ */
+describe('the audit log shipped to Postgres', { timeout: 240_000 }, () => {
+  let postgres: StartedPostgres;
+  let db: pg.Client;
+  let root: string;
+  before(async () => {
+    postgres = await startPostgres();
+    db = new pg.Client({ connectionString: postgres.adminUrl });
+    await db.connect();
+    root = mkdtempSync(path.join(os.tmpdir(), 'hintbox-sink-test-'));
+  });
+  after(async () => {
+    await db?.end();
+    await postgres?.stop();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  const intent = (i: number): AuditIntent => ({
+    session: 's1',
+    server: 'fs',
+    tool: 'read_file',
+    tags: [],
+    claimedHints: { readOnlyHint: true },
+    effectiveHints: effectiveHints({ readOnlyHint: true }),
+    sandbox: 'ro-offline',
+    decision: 'allowed',
+    decidedBy: 'auto',
+    arguments: { path: `/w/${i}` },
+    pinHash: null,
+  });
+  const writeCalls = (writer: AuditLogWriter, from: number, to: number): void => {
+    for (let i = from; i < to; i++) {
+      const id = writer.appendIntent(intent(i));
+      // Text a server controls, with what jsonb cannot hold: a NUL and a lone surrogate.
+      writer.appendOutcome(id, { outcome: 'tool-error', detail: `failed \u0000 \ud800 ${i}` });
+    }
+  };
+  const linesOnDisk = (dir: string): string[] =>
+    readdirSync(dir)
+      .sort()
+      .flatMap((f) =>
+        readFileSync(path.join(dir, f), 'utf8')
+          .split('\n')
+          .filter((l) => l !== ''),
+      );
+  const rows = async (): Promise<{ text: string; hash: string; prev: string | null }[]> =>
+    (
+      await db.query<{ text: string; hash: string; prev: string | null }>(
+        'SELECT text, hash, prev FROM hintbox.audit_log ORDER BY chain, seq, line',
+      )
+    ).rows;
+
+  it('copies every line once, exactly, with its hash; a second pass copies nothing', async () => {
+    const dir = path.join(root, 'audit');
+    const writer = AuditLogWriter.open({ dir, log: silentLogger, maxFileBytes: 4000 });
+    writeCalls(writer, 0, 40);
+    const sink = new PostgresAuditSink({ url: postgres.adminUrl, dir, log: silentLogger, batchLines: 25 });
+    try {
+      assert.equal((await sink.shipOnce()).lines, linesOnDisk(dir).length);
+      assert.ok(readdirSync(dir).length > 2, 'rotated into several files');
+      const shipped = await rows();
+      assert.deepEqual(
+        shipped.map((r) => r.text),
+        linesOnDisk(dir),
+      );
+      for (let i = 1; i < shipped.length; i++) {
+        assert.equal(shipped[i]!.hash, lineHash(shipped[i]!.text));
+        assert.equal(shipped[i]!.prev, shipped[i - 1]!.hash, 'the chain holds in the database too');
+      }
+      const { rows: details } = await db.query<{ detail: string }>(
+        `SELECT record->>'detail' AS detail FROM hintbox.audit_log WHERE type = 'call.outcome' LIMIT 1`,
+      );
+      assert.equal(details[0]?.detail, 'failed \ufffd \ufffd 0', 'queryable, with what jsonb cannot hold replaced');
+      assert.equal((await sink.shipOnce()).lines, 0);
+      // Another shipper (another process) learns from the database where the log got to.
+      const other = new PostgresAuditSink({ url: postgres.adminUrl, dir, log: silentLogger });
+      assert.equal((await other.shipOnce()).lines, 0);
+      await other.close();
+      assert.equal((await rows()).length, linesOnDisk(dir).length);
+    } finally {
+      writer.close();
+      await sink.close();
+    }
+  });
+
+  it('falls behind while the database is down without slowing the log, and catches up once it is back', async () => {
+    const dir = path.join(root, 'audit-down');
+    const writer = AuditLogWriter.open({ dir, log: silentLogger });
+    writeCalls(writer, 0, 5);
+    const sink = new PostgresAuditSink({ url: postgres.adminUrl, dir, log: silentLogger, timeoutMs: 2000 });
+    const container = (await docker()).docker.getContainer(postgres.container.getId());
+    try {
+      const before = (await rows()).length; // the other tests' lines
+      await sink.shipOnce();
+      await container.pause();
+      try {
+        sink.start(100); // the loop keeps trying
+        const started = performance.now();
+        writeCalls(writer, 5, 105);
+        const perCall = (performance.now() - started) / 100;
+        assert.ok(perCall < 5, `appending does not wait for the database (${perCall.toFixed(3)} ms per call)`);
+        await assert.rejects(sink.shipOnce(), /timeout|timed out|terminated/i);
+      } finally {
+        await container.unpause();
+      }
+      writer.close();
+      await sink.stop(15_000); // its last pass catches up
+      const lines = linesOnDisk(dir);
+      const now = await rows();
+      assert.equal(now.length - before, lines.length, 'every line of the log, once');
+      assert.deepEqual(new Set(now.map((r) => r.text)).size, now.length, 'no line twice');
+    } finally {
+      writer.close();
+      await sink.close();
+    }
+  });
+
+  it('hintbox audit ship ships a folder from the command line', async () => {
+    const dir = path.join(root, 'audit-cli');
+    const writer = AuditLogWriter.open({ dir, log: silentLogger });
+    writeCalls(writer, 0, 3);
+    writer.close();
+    const env = { HINTBOX_AUDIT_DIR: dir, HINTBOX_DATABASE_URL: postgres.adminUrl };
+    const first = await hintboxCommand(['audit', 'ship'], env);
+    assert.equal(first.code, 0, first.stderr);
+    assert.match(first.stdout, new RegExp(`^${linesOnDisk(dir).length} line\\(s\\) of .* shipped to postgres://`));
+    assert.doesNotMatch(first.stdout + first.stderr, /hintbox-test-admin/, 'never the password');
+    assert.match((await hintboxCommand(['audit', 'ship'], env)).stdout, /^0 line\(s\)/);
+  });
+});
