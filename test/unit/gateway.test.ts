@@ -586,7 +586,7 @@ describe('Gateway', () => {
       upstreams: held,
       log: silentLogger,
       callTimeoutMs: 10_000,
-      onSandboxIdle: (sandbox) => idle.push(sandbox),
+      onSandboxIdle: (sandbox) => void idle.push(sandbox),
     });
     const client = new Client({ name: 'test-client', version: '1.0.0' });
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
