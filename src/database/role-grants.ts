@@ -187,6 +187,39 @@ export interface GrantObjects {
   sequences: readonly QualifiedName[];
 }
 
+/**
+ * Bounds on a role's sessions, set as the role's defaults (ALTER ROLE … SET), in milliseconds.
+ * They hold where hintbox is not watching (a sandbox that runs between calls, a hintbox that
+ * died); the boundary is the relay, which ends a call's sessions when the call ends. A role can
+ * change its own settings with SET, so these are a second layer, like the read-only default.
+ */
+export interface SessionBounds {
+  /** `statement_timeout`: a statement cannot usefully outlive the call that ran it. */
+  statementTimeoutMs: number;
+  /** `idle_in_transaction_session_timeout`: an open transaction holds its locks while idle. */
+  idleInTransactionTimeoutMs: number;
+  /** `idle_session_timeout`: a session-level advisory lock or LISTEN lives as long as its session. */
+  idleSessionTimeoutMs: number;
+}
+
+/** An open transaction idle for this long inside a call is a mistake or an attack. */
+export const MAX_IDLE_IN_TRANSACTION_MS = 60_000;
+
+/**
+ * The bounds for a profile whose calls may take `callTimeoutMs`: a statement and an idle
+ * session at most as long as a call, an idle transaction at most a minute. No lock_timeout:
+ * waiting for a lock is part of a statement (statement_timeout bounds it), and lock_timeout
+ * only shortens the role's own waits, it frees nothing another client waits for.
+ */
+export function sessionBounds(callTimeoutMs: number): SessionBounds {
+  const call = Math.max(1, Math.ceil(callTimeoutMs));
+  return {
+    statementTimeoutMs: call,
+    idleInTransactionTimeoutMs: Math.min(call, MAX_IDLE_IN_TRANSACTION_MS),
+    idleSessionTimeoutMs: call,
+  };
+}
+
 export interface RoleSpec {
   name: string;
   /** A SCRAM verifier (see scramSha256Verifier); a plaintext password would be hashed by the server. */
@@ -196,6 +229,7 @@ export interface RoleSpec {
   schemas: readonly string[];
   validUntil: Date;
   connectionLimit: number;
+  bounds: SessionBounds;
   comment: RoleComment;
 }
 
@@ -228,7 +262,8 @@ function grantOn(
  * - read: CONNECT on the database, USAGE on the schemas, SELECT on the relations, and
  *   `default_transaction_read_only = on` (a second layer only);
  * - append: + INSERT, and USAGE on the sequences the relations' defaults use;
- * - write: + UPDATE, DELETE.
+ * - write: + UPDATE, DELETE;
+ * and, at every privilege, the session bounds as the role's defaults.
  * Never TRUNCATE, REFERENCES, TRIGGER, CREATE, TEMP, ownership, membership or EXECUTE.
  */
 export function createRoleStatements(spec: RoleSpec, objects: GrantObjects): string[] {
@@ -239,6 +274,11 @@ export function createRoleStatements(spec: RoleSpec, objects: GrantObjects): str
     throw new Error('the connection limit must be a positive integer');
   }
   if (Number.isNaN(spec.validUntil.getTime())) throw new Error('validUntil must be a valid date');
+  const bounds = Object.values(spec.bounds);
+  // Postgres's timeouts are int milliseconds; 0 would mean "none".
+  if (!bounds.every((ms) => Number.isInteger(ms) && ms >= 1 && ms <= 2_147_483_647)) {
+    throw new Error('session bounds must be whole milliseconds, from 1 to 2147483647');
+  }
   const role = quoteIdent(spec.name);
   const statements = [
     `CREATE ROLE ${role} WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS NOINHERIT` +
@@ -257,6 +297,11 @@ export function createRoleStatements(spec: RoleSpec, objects: GrantObjects): str
     statements.push(...grantOn('USAGE', 'SEQUENCE', objects.sequences, spec.name));
     if (spec.privilege === 'write') statements.push(...grantOn('UPDATE, DELETE', 'TABLE', dml, spec.name));
   }
+  statements.push(
+    `ALTER ROLE ${role} SET statement_timeout = ${spec.bounds.statementTimeoutMs}`,
+    `ALTER ROLE ${role} SET idle_in_transaction_session_timeout = ${spec.bounds.idleInTransactionTimeoutMs}`,
+    `ALTER ROLE ${role} SET idle_session_timeout = ${spec.bounds.idleSessionTimeoutMs}`,
+  );
   return statements;
 }
 

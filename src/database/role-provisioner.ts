@@ -7,6 +7,7 @@ import { sectionTables, type DatabasePrivilege, type DatabaseSection } from './d
 import {
   ROLE_PREFIX,
   createRoleStatements,
+  sessionBounds,
   disableLoginStatement,
   dropRoleStatements,
   minPrivilege,
@@ -166,6 +167,11 @@ export interface RoleProvisionerOptions {
   randomBytes?: (size: number) => Buffer;
   /** Default 10 s. */
   connectTimeoutMs?: number;
+  /**
+   * How long a tool call may take; the roles' statement and idle bounds follow from it
+   * (sessionBounds). Default 600 000 ms (the profile's default `timeouts.call`).
+   */
+  callTimeoutMs?: number;
 }
 
 const RELKINDS: Readonly<Record<string, RelationKind>> = {
@@ -185,8 +191,11 @@ const LARGE_OBJECT_CREATORS = [
   'pg_catalog.lo_import(text,oid)',
 ];
 
-/** How long dropRole waits for terminated sessions to end before it gives up. */
+/** How long dropRole and endSessions wait for terminated sessions to end before they give up. */
 const TERMINATE_WAIT_MS = 10_000;
+
+/** The profile's default call timeout. */
+const DEFAULT_CALL_TIMEOUT_MS = 600_000;
 
 /**
  * Connects to the admin URL with the target database, with a clear error when that fails.
@@ -527,6 +536,7 @@ export class RoleProvisioner implements AsyncDisposable {
         schemas: section.schemas,
         validUntil,
         connectionLimit: section.connectionLimit,
+        bounds: sessionBounds(this.options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS),
         comment: {
           session: options.identity.sessionId,
           class: options.classId,
@@ -559,6 +569,42 @@ export class RoleProvisioner implements AsyncDisposable {
     assertHintboxRole(name);
     const { rowCount } = await this.client.query(terminateSessionsQuery(name));
     return rowCount ?? 0;
+  }
+
+  /** The backends of a role now (for endSessions). */
+  async sessionPids(name: string): Promise<number[]> {
+    assertHintboxRole(name);
+    const { rows } = await this.client.query<{ pid: number }>(
+      'SELECT pid FROM pg_stat_activity WHERE usename = $1 AND pid <> pg_backend_pid() ORDER BY pid',
+      [name],
+    );
+    return rows.map((r) => r.pid);
+  }
+
+  /**
+   * Terminates those of `pids` that are still backends of the role, and waits until none of
+   * them is left (a backend releases its locks as it exits). Throws after 10 s.
+   */
+  async endSessions(name: string, pids: readonly number[]): Promise<void> {
+    assertHintboxRole(name);
+    if (pids.length === 0) return;
+    const left = async () =>
+      (
+        await this.client.query<{ pid: number }>(
+          'SELECT pid FROM pg_stat_activity WHERE usename = $1 AND pid = ANY($2::int[])',
+          [name, pids],
+        )
+      ).rows.map((r) => r.pid);
+    const deadline = Date.now() + TERMINATE_WAIT_MS;
+    for (let remaining = await left(); remaining.length > 0; remaining = await left()) {
+      if (Date.now() > deadline) {
+        throw new Error(
+          `${remaining.length} session(s) of role ${name} still running ${TERMINATE_WAIT_MS} ms after terminating them`,
+        );
+      }
+      await this.client.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [remaining]);
+      await new Promise((r) => setTimeout(r, 20));
+    }
   }
 
   /**

@@ -18,7 +18,13 @@ import {
  * container, relaying each connection to the real Postgres. A sandbox without a network still
  * reaches the database this way, and only as the role it was given. The relay watches the
  * server's answers for privilege errors (a tool did what its hints said it would not) and can
- * cut every session at once (shutdown, a call's deadline).
+ * cut every session at once (shutdown, a call's end or deadline).
+ *
+ * Postgres forks a backend for a startup packet before it authenticates the role, and a
+ * role's CONNECTION LIMIT is checked only after: a sandbox that sends startups and never
+ * answers the password request would fill max_connections for every client of the server,
+ * the superuser included. So the relay holds each sandbox to its role's limit itself, counts a
+ * session until Postgres's side of it is closed, and cuts a startup that is not done in time.
  */
 
 /** Where the socket directory is bound inside the container. */
@@ -64,7 +70,16 @@ export interface SocketRelayOptions {
   allow?: { user: string; database: string };
   onViolation?: (violation: PrivilegeViolation) => void;
   onRefused?: (refused: RefusedConnection) => void;
-  /** A connection must finish its startup packet within this. Default 10 s. */
+  /**
+   * Sessions (startups relayed to Postgres) at once; a startup beyond it is refused (53300)
+   * before Postgres sees it. A session counts until Postgres's side of it is closed. Set it to
+   * the role's CONNECTION LIMIT. Default 10.
+   */
+  maxConnections?: number;
+  /**
+   * A connection must be through its startup (startup packet sent, authenticated, Postgres
+   * ready for queries) within this, or it is cut. Default 10 s.
+   */
   startupTimeoutMs?: number;
   /** How long cutAll() waits for its cancel requests. Default 2 s. */
   cancelTimeoutMs?: number;
@@ -81,7 +96,7 @@ export interface SocketRelay extends AsyncDisposable {
   readonly socketPath: string;
   /** How the sandbox user gets access: it is hintbox's uid, or chown'ed to it, or world-accessible. */
   readonly access: SocketAccess;
-  /** Connections open now. */
+  /** Connections open now (sessions, and connections that have not sent a startup packet yet). */
   readonly connectionCount: number;
   /**
    * Ends every open session now: both sockets destroyed, and for each session whose server key
@@ -117,7 +132,13 @@ interface RelayConnection {
   keyData?: Buffer;
   user: string;
   database: string;
+  /** Until the server's first ReadyForQuery (or the relay refuses): cuts a slow startup. */
+  startupTimer?: NodeJS.Timeout;
 }
+
+/** Connections accepted that have not been relayed yet, beyond the sessions: bounded too. */
+const UNIDENTIFIED_HEADROOM = 4;
+const DEFAULT_MAX_CONNECTIONS = 10;
 
 /** Starts a relay in a fresh directory under `baseDir`. */
 export async function startSocketRelay(options: SocketRelayOptions): Promise<SocketRelay> {
@@ -137,6 +158,9 @@ class PgSocketRelay implements SocketRelay {
   access: SocketAccess = 'owner';
   private readonly server: net.Server;
   private readonly connections = new Map<number, RelayConnection>();
+  /** Connections whose startup went to Postgres, until Postgres's side of them is closed. */
+  private readonly sessions = new Set<RelayConnection>();
+  private readonly maxConnections: number;
   private nextId = 0;
   private closed = false;
 
@@ -145,6 +169,10 @@ class PgSocketRelay implements SocketRelay {
     readonly dir: string,
     readonly socketPath: string,
   ) {
+    this.maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+    if (!Number.isInteger(this.maxConnections) || this.maxConnections < 1) {
+      throw new Error('maxConnections must be a positive integer');
+    }
     this.server = net.createServer((socket) => this.accept(socket));
   }
 
@@ -167,6 +195,7 @@ class PgSocketRelay implements SocketRelay {
     const cut = [...this.connections.values()];
     this.connections.clear();
     for (const conn of cut) {
+      clearTimeout(conn.startupTimer);
       conn.client.destroy();
       conn.upstream?.destroy();
     }
@@ -190,13 +219,14 @@ class PgSocketRelay implements SocketRelay {
   private accept(client: net.Socket): void {
     const conn: RelayConnection = { id: ++this.nextId, client, user: '', database: '' };
     this.connections.set(conn.id, conn);
-    const timer = setTimeout(
-      () => this.refuse(conn, '08P01', 'no startup packet in time'),
-      this.options.startupTimeoutMs ?? 10_000,
+    const startupMs = this.options.startupTimeoutMs ?? 10_000;
+    conn.startupTimer = setTimeout(
+      () => this.refuse(conn, '08P01', `startup not done within ${startupMs} ms`),
+      startupMs,
     );
     client.on('error', () => this.drop(conn));
     client.on('close', () => {
-      clearTimeout(timer);
+      clearTimeout(conn.startupTimer);
       this.connections.delete(conn.id);
       // Let the server read the end of the stream (the pipe ends it), and make sure it goes.
       if (conn.upstream && !conn.upstream.destroyed) {
@@ -204,6 +234,11 @@ class PgSocketRelay implements SocketRelay {
         setTimeout(() => conn.upstream?.destroy(), 5_000).unref();
       }
     });
+
+    if (this.connections.size > this.maxConnections + UNIDENTIFIED_HEADROOM) {
+      this.refuse(conn, '53300', this.tooMany());
+      return;
+    }
 
     let pending = Buffer.alloc(0);
     const onData = (chunk: Buffer): void => {
@@ -220,13 +255,12 @@ class PgSocketRelay implements SocketRelay {
           client.write('N');
           continue;
         }
-        clearTimeout(timer);
         client.pause();
         client.off('data', onData);
         if (packet.kind === 'invalid') {
           this.refuse(conn, '08P01', `invalid startup packet: ${packet.reason}`);
         } else if (packet.kind === 'cancel-request') {
-          this.relay(conn, Buffer.concat([raw, pending]), false);
+          this.cancelOwn(conn, packet.keyData);
         } else {
           conn.user = packet.parameters.user ?? '';
           conn.database = packet.parameters.database ?? conn.user;
@@ -237,8 +271,10 @@ class PgSocketRelay implements SocketRelay {
               '28000',
               `this sandbox may connect only as user "${allow.user}" to database "${allow.database}"`,
             );
+          } else if (this.sessions.size >= this.maxConnections) {
+            this.refuse(conn, '53300', this.tooMany());
           } else {
-            this.relay(conn, Buffer.concat([raw, pending]), true);
+            this.relay(conn, Buffer.concat([raw, pending]));
           }
         }
         return;
@@ -248,11 +284,12 @@ class PgSocketRelay implements SocketRelay {
   }
 
   /** Connects to Postgres, sends what the client sent so far, and relays both ways. */
-  private relay(conn: RelayConnection, first: Buffer, watch: boolean): void {
+  private relay(conn: RelayConnection, first: Buffer): void {
     const { client } = conn;
     const target = this.options.upstream;
     const upstream = 'path' in target ? net.connect(target.path) : net.connect(target.port, target.host);
     conn.upstream = upstream;
+    this.sessions.add(conn);
     let answered = false;
     upstream.on('error', (error) => {
       if (!answered && !client.destroyed) {
@@ -269,13 +306,14 @@ class PgSocketRelay implements SocketRelay {
     });
     // The server ended the session (Terminate, pg_terminate_backend): pass the end on after its last bytes.
     upstream.on('close', () => {
+      this.sessions.delete(conn);
       if (!client.destroyed) client.end();
     });
 
-    const scanner = watch ? new BackendMessageScanner() : undefined;
+    const scanner = new BackendMessageScanner();
     upstream.on('data', (chunk: Buffer) => {
       answered = true;
-      if (scanner) this.watch(conn, scanner, chunk);
+      this.watch(conn, scanner, chunk);
       if (!client.write(chunk)) {
         upstream.pause();
         client.once('drain', () => upstream.resume());
@@ -288,6 +326,7 @@ class PgSocketRelay implements SocketRelay {
   private watch(conn: RelayConnection, scanner: BackendMessageScanner, chunk: Buffer): void {
     for (const message of scanner.push(chunk)) {
       if (message.type === 'K' && message.body) conn.keyData = message.body;
+      if (message.type === 'Z') clearTimeout(conn.startupTimer);
       if (message.type !== 'E' || !message.body) continue;
       const error = parseErrorFields(message.body);
       if (error.sqlstate !== INSUFFICIENT_PRIVILEGE && error.sqlstate !== READ_ONLY_SQL_TRANSACTION) continue;
@@ -307,15 +346,39 @@ class PgSocketRelay implements SocketRelay {
     }
   }
 
-  /** Answers a connection with a FATAL error of the relay's own and closes it. */
+  private tooMany(): string {
+    return `too many connections: this sandbox's role has a connection limit (${this.maxConnections}), and all are in use`;
+  }
+
+  /**
+   * A CancelRequest goes to Postgres only for a session of this relay: a sandbox cannot cancel
+   * the queries of other clients of the server (their keys are 32 random bits, but guessable
+   * by trying). Postgres answers a CancelRequest with nothing; so does the relay.
+   */
+  private cancelOwn(conn: RelayConnection, keyData: Buffer): void {
+    clearTimeout(conn.startupTimer);
+    this.connections.delete(conn.id);
+    conn.client.destroy();
+    const own = [...this.connections.values()].some((c) => c.keyData?.equals(keyData));
+    if (own) void this.cancel(keyData);
+    else this.report({ connectionId: conn.id, reason: 'a CancelRequest for a session not of this sandbox' });
+  }
+
+  /** Answers a connection with a FATAL error of the relay's own and closes it (with Postgres's side, if any). */
   private refuse(conn: RelayConnection, sqlstate: string, reason: string): void {
+    clearTimeout(conn.startupTimer);
+    conn.upstream?.destroy();
     if (!conn.client.destroyed) {
       conn.client.end(encodeErrorResponse({ severity: 'FATAL', sqlstate, message: `hintbox relay: ${reason}` }));
       setTimeout(() => conn.client.destroy(), 1_000).unref();
     }
     this.connections.delete(conn.id);
+    this.report({ connectionId: conn.id, reason });
+  }
+
+  private report(refused: RefusedConnection): void {
     try {
-      this.options.onRefused?.({ connectionId: conn.id, reason });
+      this.options.onRefused?.(refused);
     } catch {
       // As for violations: the listener's problem, not the relay's.
     }
