@@ -335,9 +335,10 @@ export type RevokeTarget =
   | { type: 'DATABASE'; name: string }
   | { type: 'SCHEMA'; name: string }
   | { type: 'TABLE' | 'SEQUENCE'; name: QualifiedName; columns?: readonly string[] }
-  /** `signature` as Postgres prints `oid::regprocedure` (already quoted). */
-  | { type: 'ROUTINE'; signature: string }
-  | { type: 'LARGE OBJECT'; oid: number };
+  /** `signature` as Postgres prints `oid::regprocedure` (already quoted); several in one statement. */
+  | { type: 'ROUTINE'; signature: string | readonly string[] }
+  | { type: 'LARGE OBJECT'; oid: number }
+  | { type: 'FOREIGN DATA WRAPPER' | 'FOREIGN SERVER'; name: string };
 
 /** `REVOKE <privilege> ON <object> FROM PUBLIC`. */
 export function revokeFromPublicStatement(privilege: string, target: RevokeTarget): string {
@@ -352,7 +353,10 @@ export function revokeFromPublicStatement(privilege: string, target: RevokeTarge
     case 'SEQUENCE':
       return grant(`${target.type} ${quoteQualified(target.name)}`, target.columns);
     case 'ROUTINE':
-      return grant(`ROUTINE ${target.signature}`);
+      return grant(`ROUTINE ${typeof target.signature === 'string' ? target.signature : target.signature.join(', ')}`);
+    case 'FOREIGN DATA WRAPPER':
+    case 'FOREIGN SERVER':
+      return grant(`${target.type} ${quoteIdent(target.name)}`);
     case 'LARGE OBJECT':
       return grant(`LARGE OBJECT ${target.oid}`);
   }

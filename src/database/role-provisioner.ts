@@ -98,7 +98,11 @@ export type DatabaseProblemKind =
   | 'public-write-column'
   | 'public-write-large-object'
   | 'public-create-large-object'
-  | 'large-object-compat-privileges';
+  | 'large-object-compat-privileges'
+  | 'egress-extension'
+  | 'public-usage-foreign-data-wrapper'
+  | 'public-usage-foreign-server'
+  | 'untrusted-language-routine';
 
 /** A grant (or a gap) that would let a hintbox role do more than its privilege says. */
 export interface DatabaseProblem {
@@ -190,6 +194,13 @@ const LARGE_OBJECT_CREATORS = [
   'pg_catalog.lo_import(text)',
   'pg_catalog.lo_import(text,oid)',
 ];
+
+/**
+ * Extensions whose functions make Postgres itself open a connection to a host the caller
+ * names (or reach a cloud service): a network-less role would get a network through them.
+ * Any extension that provides a foreign-data wrapper counts too, whatever its name.
+ */
+export const EGRESS_EXTENSIONS = ['dblink', 'postgres_fdw', 'http', 'pg_net', 'aws_s3', 'aws_lambda', 'azure_storage'];
 
 /** How long dropRole and endSessions wait for terminated sessions to end before they give up. */
 const TERMINATE_WAIT_MS = 10_000;
@@ -395,6 +406,8 @@ export class RoleProvisioner implements AsyncDisposable {
       });
     }
 
+    problems.push(...(await this.egressProblems(reachable)));
+
     const { rows: relations } = await this.client.query<{
       schema: string;
       name: string;
@@ -492,6 +505,83 @@ export class RoleProvisioner implements AsyncDisposable {
         severity: 'warn',
         message: `PUBLIC may execute ${signature}: a role can store large objects of its own (dropped with the role)`,
         statement: revokeFromPublicStatement('EXECUTE', { type: 'ROUTINE', signature: `pg_catalog.${signature}` }),
+      });
+    }
+    return problems;
+  }
+
+  /**
+   * Ways out to the network through Postgres itself: the functions of an egress extension
+   * (dblink, postgres_fdw, any foreign-data wrapper's, …) that PUBLIC may execute, PUBLIC's
+   * USAGE on a foreign-data wrapper or server, and routines in an untrusted procedural language
+   * (plpython3u, plperlu, …) that PUBLIC may execute. One problem per extension, wrapper,
+   * server and routine, each with the REVOKE that fixes it.
+   */
+  private async egressProblems(reachable: string): Promise<DatabaseProblem[]> {
+    const { section } = this.options;
+    const problems: DatabaseProblem[] = [];
+    const { rows: extensions } = await this.client.query<{ name: string; routines: string[] }>(
+      `SELECT e.extname AS name, array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedure::text) AS routines
+         FROM pg_extension e
+         JOIN pg_depend d ON d.refclassid = 'pg_extension'::regclass AND d.refobjid = e.oid
+                         AND d.classid = 'pg_proc'::regclass AND d.deptype = 'e'
+         JOIN pg_proc p ON p.oid = d.objid,
+              aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+        WHERE (e.extname = ANY($2::text[])
+               OR EXISTS (SELECT 1 FROM pg_depend w
+                           WHERE w.classid = 'pg_foreign_data_wrapper'::regclass AND w.refclassid = 'pg_extension'::regclass
+                             AND w.refobjid = e.oid AND w.deptype = 'e'))
+          AND p.pronamespace IN (${reachable}) AND a.grantee = 0 AND a.privilege_type = 'EXECUTE'
+        GROUP BY 1 ORDER BY 1`,
+      [section.schemas, EGRESS_EXTENSIONS],
+    );
+    for (const { name, routines } of extensions) {
+      const shown = routines.slice(0, 3).join(', ') + (routines.length > 3 ? ', …' : '');
+      problems.push({
+        kind: 'egress-extension',
+        severity: 'refuse',
+        message: `extension ${name} is installed and PUBLIC may execute ${routines.length} of its functions (${shown}): a role without a network could make Postgres connect out`,
+        statement: revokeFromPublicStatement('EXECUTE', { type: 'ROUTINE', signature: routines }),
+      });
+    }
+
+    for (const [catalog, type, kind] of [
+      ['pg_foreign_data_wrapper', 'FOREIGN DATA WRAPPER', 'public-usage-foreign-data-wrapper'],
+      ['pg_foreign_server', 'FOREIGN SERVER', 'public-usage-foreign-server'],
+    ] as const) {
+      const [name, acl, owner, aclKind] =
+        catalog === 'pg_foreign_data_wrapper'
+          ? ['fdwname', 'fdwacl', 'fdwowner', 'F']
+          : ['srvname', 'srvacl', 'srvowner', 'S'];
+      const { rows } = await this.client.query<{ name: string }>(
+        `SELECT o.${name} AS name FROM ${catalog} o, aclexplode(coalesce(o.${acl}, acldefault('${aclKind}', o.${owner}))) a
+          WHERE a.grantee = 0 AND a.privilege_type = 'USAGE' ORDER BY 1`,
+      );
+      for (const row of rows) {
+        problems.push({
+          kind,
+          severity: 'refuse',
+          message: `PUBLIC has USAGE on ${type.toLowerCase()} ${row.name}: a role could define connections to a host of its choice`,
+          statement: revokeFromPublicStatement('USAGE', { type, name: row.name }),
+        });
+      }
+    }
+
+    const { rows: untrusted } = await this.client.query<{ signature: string; language: string }>(
+      `SELECT p.oid::regprocedure::text AS signature, l.lanname AS language
+         FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang,
+              aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+        WHERE NOT l.lanpltrusted AND l.lanname NOT IN ('internal', 'c')
+          AND p.pronamespace IN (${reachable}) AND a.grantee = 0 AND a.privilege_type = 'EXECUTE'
+        ORDER BY 1`,
+      [section.schemas],
+    );
+    for (const { signature, language } of untrusted) {
+      problems.push({
+        kind: 'untrusted-language-routine',
+        severity: 'refuse',
+        message: `PUBLIC may execute ${signature}, written in the untrusted language ${language} (it can open files and connections as the server)`,
+        statement: revokeFromPublicStatement('EXECUTE', { type: 'ROUTINE', signature }),
       });
     }
     return problems;

@@ -351,6 +351,7 @@ describe(
         INSERT INTO app.secrets VALUES (1, 'canary-secret-4711');
         CREATE EXTENSION dblink;
         CREATE EXTENSION postgres_fdw;
+        GRANT USAGE ON FOREIGN DATA WRAPPER postgres_fdw TO PUBLIC;
         CREATE LANGUAGE plfetch HANDLER plpgsql_call_handler VALIDATOR plpgsql_validator;
         CREATE FUNCTION app.fetch_url(url text) RETURNS text LANGUAGE plfetch AS $$ BEGIN RETURN url; END $$;
       `);
@@ -371,17 +372,18 @@ describe(
         await egress?.end().catch(() => undefined);
       });
 
-      it('stops the run with one line each for dblink, postgres_fdw and a routine in an untrusted language that PUBLIC may execute', async () => {
+      it('stops the run with one line each for dblink, postgres_fdw, PUBLIC USAGE on a foreign-data wrapper and a routine in an untrusted language', async () => {
         await using provisioner = await RoleProvisioner.connect({ adminUrl: pg.adminUrl, section });
         const problems = (await provisioner.checkDatabase()).filter((p) => p.severity === 'refuse');
         const egressProblems = problems.filter((p) => /dblink|postgres_fdw|plfetch/.test(p.message));
         assert.deepEqual(
           egressProblems.map((p) => p.kind),
-          ['egress-extension', 'egress-extension', 'untrusted-language-routine'],
+          ['egress-extension', 'egress-extension', 'public-usage-foreign-data-wrapper', 'untrusted-language-routine'],
         );
         assert.match(egressProblems[0]!.message, /^extension dblink .*PUBLIC may execute \d+ of its functions/);
         assert.match(egressProblems[1]!.message, /^extension postgres_fdw /);
-        assert.match(egressProblems[2]!.message, /app\.fetch_url\(text\).*untrusted language plfetch/);
+        assert.match(egressProblems[2]!.message, /^PUBLIC has USAGE on foreign data wrapper postgres_fdw/);
+        assert.match(egressProblems[3]!.message, /app\.fetch_url\(text\).*untrusted language plfetch/);
         assert.ok(
           egressProblems.every((p) => !p.message.includes('\n')),
           'one line each',
@@ -401,10 +403,22 @@ describe(
         await using provisioner = await RoleProvisioner.connect({ adminUrl: pg.adminUrl, section });
         const { statements, remaining } = await provisioner.prepare();
         assert.deepEqual(remaining, []);
-        assert.ok(
-          statements.some((s) => /^REVOKE EXECUTE ON ROUTINE .*dblink_connect\(text\)/.test(s)),
-          statements.join('\n'),
+        for (const revoke of [
+          /^REVOKE EXECUTE ON ROUTINE .*public\.dblink_connect\(text\).* FROM PUBLIC$/,
+          /^REVOKE USAGE ON FOREIGN DATA WRAPPER "postgres_fdw" FROM PUBLIC$/,
+          /^REVOKE EXECUTE ON ROUTINE app\.fetch_url\(text\) FROM PUBLIC$/,
+        ]) {
+          assert.ok(
+            statements.some((s) => revoke.test(s)),
+            `${revoke} among:\n${statements.join('\n')}`,
+          );
+        }
+        const { rows } = await egress.query<Record<string, boolean>>(
+          `SELECT has_function_privilege('public', 'public.dblink_connect(text)', 'EXECUTE') AS dblink,
+                has_foreign_data_wrapper_privilege('public', 'postgres_fdw', 'USAGE') AS fdw,
+                has_function_privilege('public', 'app.fetch_url(text)', 'EXECUTE') AS untrusted`,
         );
+        assert.deepEqual(rows[0], { dblink: false, fdw: false, untrusted: false });
         const role: CreatedRole = await provisioner.createRole({
           identity: identity(),
           classId: 'ro-offline',
