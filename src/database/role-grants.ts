@@ -188,10 +188,9 @@ export interface GrantObjects {
 }
 
 /**
- * Bounds on a role's sessions, set as the role's defaults (ALTER ROLE … SET), in milliseconds.
- * They hold where hintbox is not watching (a sandbox that runs between calls, a hintbox that
- * died); the boundary is the relay, which ends a call's sessions when the call ends. A role can
- * change its own settings with SET, so these are a second layer, like the read-only default.
+ * Bounds on a role's sessions, in milliseconds. The relay holds every session to them, whatever
+ * it SETs; they are also the role's defaults (ALTER ROLE … SET), a second layer for sessions
+ * that do not go through the relay (a role can change its own settings with SET).
  */
 export interface SessionBounds {
   /** `statement_timeout`: a statement cannot usefully outlive the call that ran it. */
@@ -201,6 +200,9 @@ export interface SessionBounds {
   /** `idle_session_timeout`: a session-level advisory lock or LISTEN lives as long as its session. */
   idleSessionTimeoutMs: number;
 }
+
+/** The profile's default `timeouts.call`, for the bounds when no call timeout is given. */
+export const DEFAULT_CALL_TIMEOUT_MS = 600_000;
 
 /** An open transaction idle for this long inside a call is a mistake or an attack. */
 export const MAX_IDLE_IN_TRANSACTION_MS = 60_000;

@@ -6,6 +6,7 @@ import { silentLogger, type Logger } from '../util/logger.js';
 import { sectionTables, type DatabasePrivilege, type DatabaseSection } from './database-profile-schema.js';
 import {
   ROLE_PREFIX,
+  DEFAULT_CALL_TIMEOUT_MS,
   createRoleStatements,
   sessionBounds,
   disableLoginStatement,
@@ -204,9 +205,6 @@ export const EGRESS_EXTENSIONS = ['dblink', 'postgres_fdw', 'http', 'pg_net', 'a
 
 /** How long dropRole and endSessions wait for terminated sessions to end before they give up. */
 const TERMINATE_WAIT_MS = 10_000;
-
-/** The profile's default call timeout. */
-const DEFAULT_CALL_TIMEOUT_MS = 600_000;
 
 /**
  * Connects to the admin URL with the target database, with a clear error when that fails.

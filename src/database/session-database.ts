@@ -4,6 +4,7 @@ import { makeIsOwnerAlive, type IsOwnerAlive } from '../sandbox/sweep.js';
 import type { Logger } from '../util/logger.js';
 import type { DatabasePrivilege, DatabaseSection } from './database-profile-schema.js';
 import { DatabaseNotPreparedError, RoleProvisioner, adminEndpoint, type CreatedRole } from './role-provisioner.js';
+import { DEFAULT_CALL_TIMEOUT_MS, sessionBounds } from './role-grants.js';
 import { sandboxDatabaseEnv, startSocketRelay, type PrivilegeViolation, type SocketRelay } from './socket-relay.js';
 
 /**
@@ -66,7 +67,7 @@ export class SessionDatabase {
       adminUrl: options.adminUrl,
       section,
       log,
-      ...(options.callTimeoutMs ? { callTimeoutMs: options.callTimeoutMs } : {}),
+      callTimeoutMs: options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS,
     });
     try {
       await provisioner.sweepRoles(options.isOwnerAlive ?? makeIsOwnerAlive(os.hostname()));
@@ -164,6 +165,8 @@ export class SessionDatabase {
         allow: { user: role.name, database: role.database },
         // Postgres applies CONNECTION LIMIT only after authentication; the relay, before.
         maxConnections: this.options.section.connectionLimit,
+        // Postgres's timeouts are the role's defaults, which a session can SET off; these it cannot.
+        bounds: sessionBounds(this.options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS),
         onViolation: (violation) => this.options.onViolation(sandboxId, role.name, violation),
         onRefused: (refused) =>
           log.warn(`database relay of sandbox ${sandboxId} refused a connection: ${refused.reason}`),

@@ -12,6 +12,7 @@ import {
   parseErrorFields,
   readStartupPacket,
 } from './pg-wire.js';
+import type { SessionBounds } from './role-grants.js';
 
 /**
  * A sandbox's way to its database: a Unix socket in a directory of its own, bound into the
@@ -81,6 +82,12 @@ export interface SocketRelayOptions {
    * ready for queries) within this, or it is cut. Default 10 s.
    */
   startupTimeoutMs?: number;
+  /**
+   * Held by the relay whatever the session SETs: a statement that runs longer, a transaction
+   * idle longer, or a session idle longer is cut (its query cancelled, both sockets closed, so
+   * Postgres ends the backend and its locks). Default: none.
+   */
+  bounds?: SessionBounds;
   /** How long cutAll() waits for its cancel requests. Default 2 s. */
   cancelTimeoutMs?: number;
   now?: () => Date;
@@ -134,6 +141,12 @@ interface RelayConnection {
   database: string;
   /** Until the server's first ReadyForQuery (or the relay refuses): cuts a slow startup. */
   startupTimer?: NodeJS.Timeout;
+  /** The transaction status of the last ReadyForQuery ('I', 'T', 'E'); unset before the first. */
+  txStatus?: string;
+  /** When the last ReadyForQuery came: the session has been idle since, unless busySince is set. */
+  idleSince: number;
+  /** When the client sent something after the last ReadyForQuery: a statement is running. */
+  busySince?: number;
 }
 
 /** Connections accepted that have not been relayed yet, beyond the sessions: bounded too. */
@@ -161,6 +174,7 @@ class PgSocketRelay implements SocketRelay {
   /** Connections whose startup went to Postgres, until Postgres's side of them is closed. */
   private readonly sessions = new Set<RelayConnection>();
   private readonly maxConnections: number;
+  private boundsTimer?: NodeJS.Timeout;
   private nextId = 0;
   private closed = false;
 
@@ -174,6 +188,12 @@ class PgSocketRelay implements SocketRelay {
       throw new Error('maxConnections must be a positive integer');
     }
     this.server = net.createServer((socket) => this.accept(socket));
+    const bounds = options.bounds;
+    if (bounds) {
+      const every = Math.min(Math.max(Math.min(...Object.values(bounds)) / 4, 100), 1_000);
+      this.boundsTimer = setInterval(() => this.holdToBounds(bounds), every);
+      this.boundsTimer.unref();
+    }
   }
 
   get connectionCount(): number {
@@ -206,6 +226,7 @@ class PgSocketRelay implements SocketRelay {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.boundsTimer);
     const stopped = new Promise<void>((resolve) => this.server.close(() => resolve()));
     await this.cutAll();
     await stopped;
@@ -217,7 +238,7 @@ class PgSocketRelay implements SocketRelay {
   }
 
   private accept(client: net.Socket): void {
-    const conn: RelayConnection = { id: ++this.nextId, client, user: '', database: '' };
+    const conn: RelayConnection = { id: ++this.nextId, client, user: '', database: '', idleSince: Date.now() };
     this.connections.set(conn.id, conn);
     const startupMs = this.options.startupTimeoutMs ?? 10_000;
     conn.startupTimer = setTimeout(
@@ -310,7 +331,10 @@ class PgSocketRelay implements SocketRelay {
       if (!client.destroyed) client.end();
     });
 
-    const scanner = new BackendMessageScanner();
+    const scanner = new BackendMessageScanner({ capture: ['E', 'K', 'Z'] });
+    client.on('data', () => {
+      if (conn.txStatus !== undefined) conn.busySince ??= Date.now();
+    });
     upstream.on('data', (chunk: Buffer) => {
       answered = true;
       this.watch(conn, scanner, chunk);
@@ -326,7 +350,12 @@ class PgSocketRelay implements SocketRelay {
   private watch(conn: RelayConnection, scanner: BackendMessageScanner, chunk: Buffer): void {
     for (const message of scanner.push(chunk)) {
       if (message.type === 'K' && message.body) conn.keyData = message.body;
-      if (message.type === 'Z') clearTimeout(conn.startupTimer);
+      if (message.type === 'Z') {
+        clearTimeout(conn.startupTimer);
+        conn.txStatus = message.body?.toString('latin1', 0, 1) ?? 'I';
+        conn.idleSince = Date.now();
+        conn.busySince = undefined;
+      }
       if (message.type !== 'E' || !message.body) continue;
       const error = parseErrorFields(message.body);
       if (error.sqlstate !== INSUFFICIENT_PRIVILEGE && error.sqlstate !== READ_ONLY_SQL_TRANSACTION) continue;
@@ -344,6 +373,34 @@ class PgSocketRelay implements SocketRelay {
         // A listener's failure must not break the sandbox's session.
       }
     }
+  }
+
+  /** Cuts the sessions past a bound (see SocketRelayOptions.bounds). */
+  private holdToBounds(bounds: SessionBounds): void {
+    const now = Date.now();
+    for (const conn of this.connections.values()) {
+      if (conn.txStatus === undefined) continue;
+      if (conn.busySince !== undefined) {
+        if (now - conn.busySince > bounds.statementTimeoutMs) {
+          this.cut(conn, `a statement ran longer than ${bounds.statementTimeoutMs} ms`);
+        }
+      } else if (conn.txStatus === 'I') {
+        if (now - conn.idleSince > bounds.idleSessionTimeoutMs) {
+          this.cut(conn, `the session was idle longer than ${bounds.idleSessionTimeoutMs} ms`);
+        }
+      } else if (now - conn.idleSince > bounds.idleInTransactionTimeoutMs) {
+        this.cut(conn, `a transaction was idle longer than ${bounds.idleInTransactionTimeoutMs} ms`);
+      }
+    }
+  }
+
+  /** Ends one session now: both sockets closed, and its running query (if any) cancelled. */
+  private cut(conn: RelayConnection, reason: string): void {
+    this.connections.delete(conn.id);
+    conn.client.destroy();
+    conn.upstream?.destroy();
+    if (conn.keyData) void this.cancel(conn.keyData);
+    this.report({ connectionId: conn.id, reason });
   }
 
   private tooMany(): string {

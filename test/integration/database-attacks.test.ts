@@ -335,6 +335,51 @@ describe(
       });
     });
 
+    describe('a read role that switches its bounds off with SET (item 5)', () => {
+      it("is held to them by the relay: its idle transaction, idle session and long statement end at the call's timeout", async () => {
+        const db = await openSession({ callTimeoutMs: 2_000 });
+        try {
+          const access = await db.access('ro-offline-dbread', 'read', SANDBOX_USER);
+          const role = access.env.PGUSER!;
+          const unbounded = async (): Promise<Client> => {
+            const client = await throughRelay(access.socketDir, access.env);
+            await client.query(
+              'SET statement_timeout = 0; SET idle_in_transaction_session_timeout = 0; SET idle_session_timeout = 0',
+            );
+            return client;
+          };
+          const inTransaction = await unbounded();
+          await inTransaction.query('BEGIN');
+          await inTransaction.query('SELECT pg_advisory_xact_lock(45), count(*) FROM shop.items');
+          const idleSession = await unbounded();
+          await idleSession.query('SELECT pg_advisory_lock(46)');
+          const longStatement = await unbounded();
+          const started = Date.now();
+          const sleeping = longStatement.query('SELECT pg_advisory_lock(47), pg_sleep(60), count(*) FROM shop.items');
+          sleeping.catch(() => undefined);
+          await eventually(async () => (await locksOf(role)).advisory === 3, 5_000, 'three advisory locks are held');
+          assert.equal(await adminAlters('blocked_unbounded'), '55P03', 'the attack: ALTER TABLE waits');
+
+          await eventually(async () => (await backendsOf(role)) === 0, 10_000, 'the relay ended all three sessions');
+          const elapsed = Date.now() - started;
+          assert.ok(elapsed >= 1_500 && elapsed < 8_000, `ended at about the bound (${elapsed} ms)`);
+          assert.deepEqual(await locksOf(role), { role: 0, advisory: 0 });
+          assert.equal(await adminAlters('after_unbounded'), true);
+          await assert.rejects(sleeping, 'the long statement was cut');
+          for (const client of [inTransaction, idleSession, longStatement]) await client.end().catch(() => undefined);
+
+          const busy = await unbounded();
+          for (let i = 0; i < 6; i += 1) {
+            await busy.query('SELECT pg_sleep(0.5)');
+          }
+          assert.equal((await busy.query('SELECT 1 AS one')).rows[0].one, 1, 'a session in use is not idle');
+          await busy.end();
+        } finally {
+          await db.close();
+        }
+      });
+    });
+
     describe('egress through the database (item 4)', () => {
       const section = { ...SECTION, database: EGRESS, schemas: ['app'] };
       let egress: Client;
