@@ -276,7 +276,8 @@ export function createRoleStatements(spec: RoleSpec, objects: GrantObjects): str
     throw new Error('the connection limit must be a positive integer');
   }
   if (Number.isNaN(spec.validUntil.getTime())) throw new Error('validUntil must be a valid date');
-  const bounds = Object.values(spec.bounds);
+  const { statementTimeoutMs, idleInTransactionTimeoutMs, idleSessionTimeoutMs } = spec.bounds;
+  const bounds = [statementTimeoutMs, idleInTransactionTimeoutMs, idleSessionTimeoutMs];
   // Postgres's timeouts are int milliseconds; 0 would mean "none".
   if (!bounds.every((ms) => Number.isInteger(ms) && ms >= 1 && ms <= 2_147_483_647)) {
     throw new Error('session bounds must be whole milliseconds, from 1 to 2147483647');

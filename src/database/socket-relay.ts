@@ -190,7 +190,13 @@ class PgSocketRelay implements SocketRelay {
     this.server = net.createServer((socket) => this.accept(socket));
     const bounds = options.bounds;
     if (bounds) {
-      const every = Math.min(Math.max(Math.min(...Object.values(bounds)) / 4, 100), 1_000);
+      const shortest = Math.min(
+        bounds.statementTimeoutMs,
+        bounds.idleInTransactionTimeoutMs,
+        bounds.idleSessionTimeoutMs,
+      );
+      // Checked a few times per bound, so a session is cut at most a quarter late (between 0.1 and 1 s).
+      const every = Math.min(Math.max(shortest / 4, 100), 1_000);
       this.boundsTimer = setInterval(() => this.holdToBounds(bounds), every);
       this.boundsTimer.unref();
     }
