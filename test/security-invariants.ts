@@ -384,7 +384,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'DB-RELAY',
     statement:
-      'A network-less sandbox reaches its database only through its own Unix socket relay, bound read-only, and only as its own role and database.',
+      'A network-less sandbox reaches its database only through its own Unix socket relay, bound read-only, and only as its own role and database; through it, it can cancel only its own queries.',
     tests: [
       {
         file: 'integration/database-relay.test.ts',
@@ -398,6 +398,10 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       {
         file: 'integration/database-relay.test.ts',
         title: 'cutAll() ends an idle and a busy session at once, cancels the running query, and the relay still works',
+      },
+      {
+        file: 'integration/database-attacks.test.ts',
+        title: "passes a CancelRequest on only for the sandbox's own sessions: another client's query runs on",
       },
       {
         file: 'unit/container-spec.test.ts',

@@ -169,7 +169,7 @@ export class SessionDatabase {
         bounds: sessionBounds(this.options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS),
         onViolation: (violation) => this.options.onViolation(sandboxId, role.name, violation),
         onRefused: (refused) =>
-          log.warn(`database relay of sandbox ${sandboxId} refused a connection: ${refused.reason}`),
+          log.warn(`database relay of sandbox ${sandboxId} ended a connection: ${refused.reason}`),
         ...(this.options.socketBaseDir ? { baseDir: this.options.socketBaseDir } : {}),
       });
       if (this.closed) {

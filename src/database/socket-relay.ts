@@ -51,7 +51,7 @@ export interface PrivilegeViolation {
   at: Date;
 }
 
-/** The relay refused a connection itself (before Postgres saw it). */
+/** The relay refused a connection itself (before Postgres saw it), or cut a session past a bound. */
 export interface RefusedConnection {
   connectionId: number;
   reason: string;

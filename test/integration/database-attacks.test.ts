@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, type DatabaseError } from 'pg';
 import type { DatabaseSection } from '../../src/database/database-profile-schema.js';
-import { encodeStartupMessage, parseErrorFields } from '../../src/database/pg-wire.js';
+import { encodeCancelRequest, encodeStartupMessage, parseErrorFields } from '../../src/database/pg-wire.js';
 import { ROLE_PREFIX } from '../../src/database/role-grants.js';
 import {
   DatabaseNotPreparedError,
@@ -255,6 +255,58 @@ describe(
           await client.end();
         } finally {
           await provisioner.dropRole(role.name);
+        }
+      });
+    });
+
+    describe('cancel requests through the relay', () => {
+      /** Sends a CancelRequest for a client's backend through a relay socket, as libpq's PQcancel does. */
+      async function cancelThrough(socketPath: string, target: Client): Promise<void> {
+        const { processID, secretKey } = target as unknown as { processID: number; secretKey: number };
+        const key = Buffer.alloc(8);
+        key.writeInt32BE(processID, 0);
+        key.writeInt32BE(secretKey, 4);
+        const socket = net.connect(socketPath);
+        socket.on('error', () => undefined);
+        await new Promise<void>((resolve) => {
+          socket.on('close', () => resolve());
+          socket.end(encodeCancelRequest(key));
+        });
+      }
+
+      it("passes a CancelRequest on only for the sandbox's own sessions: another client's query runs on", async () => {
+        const db = await openSession();
+        const other = new Client({ connectionString: withDatabase(pg.adminUrl, SHOP) });
+        await other.connect();
+        try {
+          const access = await db.access('ro-offline-dbread', 'read', SANDBOX_USER);
+          const socketPath = `${access.socketDir}/${PG_SOCKET_FILE}`;
+          const running = (c: Client, sql: string) =>
+            c.query(sql).then(
+              () => 'finished',
+              (e: DatabaseError) => e.code,
+            );
+          const othersQuery = running(other, 'SELECT pg_sleep(2)');
+          const own = await throughRelay(access.socketDir, access.env);
+          const ownQuery = running(own, 'SELECT pg_sleep(30)');
+          await eventually(
+            async () =>
+              (
+                await admin.query<{ n: number }>(
+                  "SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(%' AND state = 'active'",
+                )
+              ).rows[0]!.n === 2,
+            5_000,
+            'both queries run',
+          );
+          await cancelThrough(socketPath, other);
+          await cancelThrough(socketPath, own);
+          assert.equal(await ownQuery, '57014', "the sandbox's own query is cancelled");
+          assert.equal(await othersQuery, 'finished', "another client's query is not");
+          await own.end();
+        } finally {
+          await other.end();
+          await db.close();
         }
       });
     });
