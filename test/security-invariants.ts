@@ -459,6 +459,10 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
       {
         file: 'integration/database-attacks.test.ts',
+        title: 'has its query cancelled by the relay: the backend and its locks do not outlive the socket',
+      },
+      {
+        file: 'integration/database-attacks.test.ts',
         title:
           "the roles hintbox creates bound statements and idle transactions by the call's timeout, without hintbox's help",
       },

@@ -259,6 +259,9 @@ class PgSocketRelay implements SocketRelay {
       if (conn.upstream && !conn.upstream.destroyed) {
         conn.upstream.end();
         setTimeout(() => conn.upstream?.destroy(), 5_000).unref();
+        // Postgres does not notice a client gone while a query runs (client_connection_check_interval
+        // is the session's to SET): the query would run on, holding its locks. Cancel it.
+        if (conn.busySince !== undefined && conn.keyData) void this.cancel(conn.keyData);
       }
     });
 
