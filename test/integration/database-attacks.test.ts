@@ -433,28 +433,28 @@ describe(
     });
 
     describe('a read role that leaves in the middle of a query (item 5)', () => {
-    it('has its query cancelled by the relay: the backend and its locks do not outlive the socket', async () => {
-      const db = await openSession();
-      try {
-        const access = await db.access('ro-offline-dbread', 'read', SANDBOX_USER);
-        const role = access.env.PGUSER!;
-        const client = await throughRelay(access.socketDir, access.env);
-        await client.query('SET statement_timeout = 0; SET client_connection_check_interval = 0');
-        const running = client.query('SELECT pg_advisory_lock(48), pg_sleep(60), count(*) FROM shop.items');
-        running.catch(() => undefined);
-        await eventually(async () => (await locksOf(role)).advisory === 1, 5_000, 'the advisory lock is held');
-        (client as unknown as { connection: { stream: net.Socket } }).connection.stream.destroy();
-        await eventually(async () => (await backendsOf(role)) === 0, 4_000, 'the backend ended with its socket');
-        assert.deepEqual(await locksOf(role), { role: 0, advisory: 0 });
-        assert.equal(await adminAlters('after_leaving'), true);
-        await client.end().catch(() => undefined);
-      } finally {
-        await db.close();
-      }
+      it('has its query cancelled by the relay: the backend and its locks do not outlive the socket', async () => {
+        const db = await openSession();
+        try {
+          const access = await db.access('ro-offline-dbread', 'read', SANDBOX_USER);
+          const role = access.env.PGUSER!;
+          const client = await throughRelay(access.socketDir, access.env);
+          await client.query('SET statement_timeout = 0; SET client_connection_check_interval = 0');
+          const running = client.query('SELECT pg_advisory_lock(48), pg_sleep(60), count(*) FROM shop.items');
+          running.catch(() => undefined);
+          await eventually(async () => (await locksOf(role)).advisory === 1, 5_000, 'the advisory lock is held');
+          (client as unknown as { connection: { stream: net.Socket } }).connection.stream.destroy();
+          await eventually(async () => (await backendsOf(role)) === 0, 4_000, 'the backend ended with its socket');
+          assert.deepEqual(await locksOf(role), { role: 0, advisory: 0 });
+          assert.equal(await adminAlters('after_leaving'), true);
+          await client.end().catch(() => undefined);
+        } finally {
+          await db.close();
+        }
+      });
     });
-  });
 
-  describe('egress through the database (item 4)', () => {
+    describe('egress through the database (item 4)', () => {
       const section = { ...SECTION, database: EGRESS, schemas: ['app'] };
       let egress: Client;
       let canary: net.Server;
