@@ -341,8 +341,10 @@ class PgSocketRelay implements SocketRelay {
     });
 
     const scanner = new BackendMessageScanner({ capture: ['E', 'K', 'Z'] });
-    client.on('data', () => {
-      if (conn.txStatus !== undefined) conn.busySince ??= Date.now();
+    client.on('data', (chunk: Buffer) => {
+      // A Terminate ('X', length 4) is the end of an idle session, not a statement.
+      const terminate = chunk.length === 5 && chunk[0] === 0x58 && chunk.readInt32BE(1) === 4;
+      if (conn.txStatus !== undefined && !terminate) conn.busySince ??= Date.now();
     });
     upstream.on('data', (chunk: Buffer) => {
       answered = true;
