@@ -428,7 +428,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'DB-RELAY',
     statement:
-      'A network-less sandbox reaches its database only through its own Unix socket relay, bound read-only, and only as its own role and database.',
+      'A network-less sandbox reaches its database only through its own Unix socket relay, bound read-only, and only as its own role and database; through it, it can cancel only its own queries.',
     tests: [
       {
         file: 'integration/database-relay.test.ts',
@@ -444,8 +444,75 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         title: 'cutAll() ends an idle and a busy session at once, cancels the running query, and the relay still works',
       },
       {
+        file: 'integration/database-attacks.test.ts',
+        title: "passes a CancelRequest on only for the sandbox's own sessions: another client's query runs on",
+      },
+      {
         file: 'unit/container-spec.test.ts',
         title: 'binds the relay socket directory read-only at the fixed path, and nothing else changes',
+      },
+    ],
+  },
+  {
+    id: 'DB-CONNECTIONS',
+    statement:
+      "A sandbox holds at most its role's connection limit of the Postgres server's connections, counted before authentication: the relay refuses startups beyond it and cuts those not done in time, and the server's other clients, the superuser included, still connect.",
+    tests: [
+      {
+        file: 'integration/database-attacks.test.ts',
+        title:
+          "refuses a sandbox's startups beyond its role's connection limit, so 140 pending ones leave Postgres usable and the superuser gets in",
+      },
+      {
+        file: 'integration/database-attacks.test.ts',
+        title: 'cuts a startup that does not authenticate in time, and its slot is free again',
+      },
+    ],
+  },
+  {
+    id: 'DB-EGRESS',
+    statement:
+      'A database where a role could make Postgres connect out (the functions of dblink, postgres_fdw or any foreign-data wrapper extension, USAGE on a wrapper or server, a routine in an untrusted language, executable by PUBLIC) stops the run with one line each; after db prepare the attempt reaches nothing.',
+    tests: [
+      {
+        file: 'integration/database-attacks.test.ts',
+        title:
+          'stops the run with one line each for dblink, postgres_fdw, PUBLIC USAGE on a foreign-data wrapper and a routine in an untrusted language',
+      },
+      {
+        file: 'integration/database-attacks.test.ts',
+        title:
+          "db prepare revokes EXECUTE on them; a read role's dblink_connect to a canary then fails and the canary receives nothing",
+      },
+    ],
+  },
+  {
+    id: 'DB-SESSION-BOUNDS',
+    statement:
+      "A sandbox's database sessions end with its calls: when endCallSessions returns their transactions, table and advisory locks are gone, and the relay cuts any statement, idle transaction or idle session past the call's bounds, whatever the session SETs.",
+    tests: [
+      {
+        file: 'integration/database-attacks.test.ts',
+        title:
+          "endCallSessions ends the sandbox's sessions: its advisory lock and idle transaction are gone and the admin's ALTER TABLE goes through",
+      },
+      {
+        file: 'integration/database-attacks.test.ts',
+        title:
+          "is held to them by the relay: its idle transaction, idle session and long statement end at the call's timeout",
+      },
+      {
+        file: 'integration/database-attacks.test.ts',
+        title: 'has its query cancelled by the relay: the backend and its locks do not outlive the socket',
+      },
+      {
+        file: 'integration/database-attacks.test.ts',
+        title:
+          "the roles hintbox creates bound statements and idle transactions by the call's timeout, without hintbox's help",
+      },
+      {
+        file: 'unit/role-grants.test.ts',
+        title: 'bounds statements and idle sessions by the call timeout, and idle transactions by a minute at most',
       },
     ],
   },

@@ -225,7 +225,7 @@ export class HintboxSession implements AsyncDisposable {
         ? {
             // A call past its deadline may hold a lock or run a query on: cut its sandbox's sessions.
             onDeadline: (sandbox: string, tool: string) => {
-              void database.cutSessions(sandbox).then(
+              void database.endCallSessions(sandbox).then(
                 (n) =>
                   n > 0 &&
                   this.options.log.warn(`${tool}: deadline passed, cut ${n} database session(s) of sandbox ${sandbox}`),
@@ -318,6 +318,7 @@ export class HintboxSession implements AsyncDisposable {
       this.database = await SessionDatabase.open({
         adminUrl,
         section: profile.database,
+        callTimeoutMs: profile.timeouts.call * 1000,
         identity: this.identity,
         log,
         onViolation: (sandboxId, role, violation) => this.onDatabaseViolation(sandboxId, role, violation),
