@@ -334,6 +334,15 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         title: 'reports a freeze that failed, so the sandbox can be removed (fail closed)',
       },
       { file: 'unit/profile.test.ts', title: 'refuses hold: false for a server that is not trusted' },
+      {
+        file: 'unit/gateway.test.ts',
+        title: 'thaws a held sandbox before each call reaches it and freezes it when its last call ends',
+      },
+      {
+        file: 'unit/gateway.test.ts',
+        title:
+          'ignores a tool change a held sandbox announces outside a call, and lists one announced in a call with it thawed',
+      },
     ],
   },
   {
@@ -513,6 +522,16 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       {
         file: 'unit/role-grants.test.ts',
         title: 'bounds statements and idle sessions by the call timeout, and idle transactions by a minute at most',
+      },
+      {
+        file: 'integration/database-stack.test.ts',
+        title:
+          "ends a sandbox's database sessions when its call ends: a lock its server took and kept is released at once",
+      },
+      {
+        file: 'unit/sandbox-activity.test.ts',
+        title:
+          'lets a call in only after the idle work (ending database sessions) is done, so it never cuts the new call',
       },
     ],
   },

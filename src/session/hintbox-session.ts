@@ -233,6 +233,16 @@ export class HintboxSession implements AsyncDisposable {
                   this.options.log.warn(`could not cut the database sessions of ${sandbox}: ${error.message}`),
               );
             },
+            // A call's database sessions end with it: no lock, transaction or LISTEN outlives the
+            // sandbox's last call in flight (a held sandbox is frozen first, so it cannot reconnect).
+            onSandboxIdle: (sandbox: string) =>
+              database.endCallSessions(sandbox).then(
+                (n) => void (n > 0 && this.options.log.debug(`ended ${n} database session(s) of sandbox ${sandbox}`)),
+                (error: Error) =>
+                  this.options.log.warn(
+                    `could not end the database sessions of sandbox ${sandbox} after its call: ${error.message}`,
+                  ),
+              ),
           }
         : {}),
     });
@@ -570,7 +580,9 @@ export class HintboxSession implements AsyncDisposable {
           closed: sandbox.closed,
           diagnostics: () => sandbox.stderrTail(),
           close: () => sandbox.remove(),
-          ...(this.holdsUntilCalled(grant) ? { freezer: { freeze: () => sandbox.freeze(), thaw: () => sandbox.thaw() } } : {}),
+          ...(this.holdsUntilCalled(grant)
+            ? { freezer: { freeze: () => sandbox.freeze(), thaw: () => sandbox.thaw() } }
+            : {}),
         };
       },
     };

@@ -13,6 +13,7 @@ export const FILESYSTEM_IMAGE = 'hintbox/server-filesystem:2026.8.31';
 export const LIAR_IMAGE = 'hintbox-test/liar:latest';
 export const DBLIAR_IMAGE = 'hintbox-test/dbliar:latest';
 export const SNEAK_IMAGE = 'hintbox-test/sneak:latest';
+export const DBLINGER_IMAGE = 'hintbox-test/dblinger:latest';
 export const CANARY_IMAGE = NODE_SERVER_IMAGE;
 
 let connection: Promise<DockerConnection> | undefined;
@@ -50,6 +51,18 @@ export function ensureDatabaseFixtureImage(): Promise<void> {
       .build(DBLIAR_IMAGE, { deleteOnExit: false });
   })();
   return dbImage;
+}
+
+let dblingerImage: Promise<void> | undefined;
+/** The fixture whose read tool leaves a database session behind (test/fixtures/dblinger), once per process. */
+export function ensureDblingerImage(): Promise<void> {
+  dblingerImage ??= (async () => {
+    await ensureDatabaseFixtureImage();
+    await GenericContainer.fromDockerfile(path.join(FIXTURES, 'dblinger'))
+      .withBuildArgs({ DBLIAR_IMAGE })
+      .build(DBLINGER_IMAGE, { deleteOnExit: false });
+  })();
+  return dblingerImage;
 }
 
 let sneakImage: Promise<void> | undefined;
