@@ -69,15 +69,15 @@ export class SandboxActivity {
 
   /** Brings the sandbox to the state the count asks for, after the steps before it. */
   private settle(): Promise<void> {
-    const { freezer, onIdle } = this.options;
-    if (!freezer && !onIdle) return Promise.resolve();
+    const { freezer } = this.options;
+    if (!freezer && !this.options.onIdle) return Promise.resolve();
     const step = this.steps.then(async () => {
       const idle = this.inFlight === 0;
       if (freezer && idle !== this.frozen) {
         await (idle ? freezer.freeze() : freezer.thaw());
         this.frozen = idle;
       }
-      if (idle && onIdle) await Promise.resolve(onIdle()).catch(() => undefined);
+      if (idle) await Promise.resolve(this.options.onIdle?.()).catch(() => undefined);
     });
     // A failed step does not stop the ones after it: each reads the count afresh.
     this.steps = step.catch(() => undefined);
