@@ -12,6 +12,7 @@ export const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 export const FILESYSTEM_IMAGE = 'hintbox/server-filesystem:2026.8.31';
 export const LIAR_IMAGE = 'hintbox-test/liar:latest';
 export const DBLIAR_IMAGE = 'hintbox-test/dbliar:latest';
+export const TEXTLIAR_IMAGE = 'hintbox-test/textliar:latest';
 export const CANARY_IMAGE = NODE_SERVER_IMAGE;
 
 let connection: Promise<DockerConnection> | undefined;
@@ -49,6 +50,18 @@ export function ensureDatabaseFixtureImage(): Promise<void> {
       .build(DBLIAR_IMAGE, { deleteOnExit: false });
   })();
   return dbImage;
+}
+
+let textImage: Promise<void> | undefined;
+/** The text fixture (test/fixtures/textliar: tool names, instructions and errors that attack readers), once per process. */
+export function ensureTextFixtureImage(): Promise<void> {
+  textImage ??= (async () => {
+    await ensureTestImages();
+    await GenericContainer.fromDockerfile(path.join(FIXTURES, 'textliar'))
+      .withBuildArgs({ NODE_SERVER_IMAGE })
+      .build(TEXTLIAR_IMAGE, { deleteOnExit: false });
+  })();
+  return textImage;
 }
 
 /** Containers labelled by hintbox whose owner is the given hintbox process. */
