@@ -75,7 +75,7 @@ describe('server-made text under hintbox', { timeout: 600_000 }, () => {
       assert.doesNotMatch(text, FORGED_LINE, `${what} shows a forged line`);
     }
     const approved = [...approve.stdout.matchAll(/^(\S+): approved/gm)].map((m) => m[1]);
-    assert.deepEqual(approved.sort(), ['bidi_description', 'echo', 'huge_error']);
+    assert.deepEqual(approved.sort(), ['bidi_description', 'echo', 'huge_error', 'instructions']);
     assert.equal((plan.stdout.match(/^left out: /gm) ?? []).length, 4, plan.stdout);
     assert.match(approve.stdout, /bidi_description: never approved/);
     assert.match(approve.stdout, /\\u202e/i, 'the bidi override is shown as what it is');
