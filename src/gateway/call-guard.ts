@@ -225,7 +225,7 @@ export class CallGuard implements Gatekeeper {
     if (decision.action === 'blocked') {
       if (await this.approvedMeanwhile(tool)) return this.admit(name, args, client);
       const changes = tool.approvedDefinition
-        ? formatPinChanges(diffPins(tool.approvedDefinition, tool.pin.definition))
+        ? formatPinChanges(diffPins(tool.approvedDefinition, tool.pin.definition)).map(renderServerText)
         : [];
       const what = changes.length
         ? `its definition changed since it was approved:\n${changes.join('\n')}`
