@@ -137,7 +137,6 @@ describe('server-made text under hintbox', { timeout: 600_000 }, () => {
   it('keeps the audit trail going after a 40 MB error answer, storing its size and SHA-256, not the whole', async () => {
     const { name, file } = textliar('trusted', { TEXTLIAR_ERROR_MB: '40' });
     const whole = `boom ${'x'.repeat(40 * 1024 * 1024)}`;
-    const started = Date.now();
     {
       await using hintbox = await runHintbox(file);
       await assert.rejects(hintbox.client.callTool({ name: 'huge_error', arguments: {} }), /boom x/);
@@ -162,6 +161,5 @@ describe('server-made text under hintbox', { timeout: 600_000 }, () => {
     assert.ok(detail.startsWith('boom xxx'), 'its beginning is kept');
     assert.match(detail, new RegExp(`${Buffer.byteLength(whole)} bytes`));
     assert.match(detail, new RegExp(createHash('sha256').update(whole).digest('hex')));
-    assert.ok(Date.now() - started < 60_000, `took ${Date.now() - started} ms`);
   });
 });
