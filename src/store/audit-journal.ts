@@ -187,6 +187,8 @@ export class JournaledAuditLog implements AuditLog, AsyncDisposable {
   private failure: Error | undefined;
   /** At most this many entries in the next batch: halved at each failure, to isolate a record the store refuses. */
   private batchCap = MAX_BATCH_ENTRIES;
+  /** Set while a record that failed alone is looked into (`setAside`): new intents are refused meanwhile. */
+  private suspect: Error | undefined;
   private closing: Promise<void> | undefined;
   /** Set by `close()` when it gave up waiting: no more batches start. */
   private abandoned = false;
@@ -294,9 +296,10 @@ export class JournaledAuditLog implements AuditLog, AsyncDisposable {
 
   private refuseIntents(): void {
     if (this.closing) throw new StateStoreError('the audit journal is closed');
-    if (this.failure) {
+    const failure = this.failure ?? this.suspect;
+    if (failure) {
       throw new StateStoreError(
-        `the audit store is failing (${this.failure.message}); new calls are refused until it recovers`,
+        `the audit store is failing (${failure.message}); new calls are refused until it recovers`,
       );
     }
   }
@@ -457,16 +460,15 @@ export class JournaledAuditLog implements AuditLog, AsyncDisposable {
    * (the store fails) false, and nothing changed.
    */
   private async setAside(queued: Queued, error: Error): Promise<boolean> {
-    const answers = await this.store.query({ limit: 1 }).then(
-      () => true,
-      () => false,
-    );
-    if (!answers) return false;
     const line = JSON.stringify(queued.entry);
+    this.suspect = error;
     try {
+      await this.store.query({ limit: 1 });
       await this.store.recordBatch([reducedEntry(queued.entry, error, line)]);
     } catch {
       return false;
+    } finally {
+      this.suspect = undefined;
     }
     const file = `${this.currentFile}.refused`;
     let kept = `kept whole in ${file}`;
