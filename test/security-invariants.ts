@@ -140,6 +140,10 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         title: 'fences every line a reader sees: a U+2028, U+2029 or CR in a previewed file name starts none',
       },
       {
+        file: 'integration/server-text.test.ts',
+        title: 'fences every line of a preview: a U+2028 in a previewed file name starts no line of its own',
+      },
+      {
         file: 'unit/audit-stored-text.test.ts',
         title: 'shows each record on one line, whatever its server-made text holds',
       },
