@@ -111,6 +111,10 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         file: 'unit/audit-journal.test.ts',
         title: 'does not set a record aside when the store refuses every write (a full disk): it fails closed',
       },
+      {
+        file: 'unit/audit-journal.test.ts',
+        title: "replays a dead process's journal past a record the store refuses: set aside, the others written",
+      },
       { file: 'unit/audit-stored-text.test.ts', title: 'splits a 40 MB line in 64 KiB chunks in linear time' },
     ],
   },

@@ -460,27 +460,15 @@ export class JournaledAuditLog implements AuditLog, AsyncDisposable {
    * (the store fails) false, and nothing changed.
    */
   private async setAside(queued: Queued, error: Error): Promise<boolean> {
-    const line = JSON.stringify(queued.entry);
     this.suspect = error;
+    let said: string | undefined;
     try {
-      await this.store.query({ limit: 1 });
-      await this.store.recordBatch([reducedEntry(queued.entry, error, line)]);
-    } catch {
-      return false;
+      said = await setEntryAside(this.store, queued.entry, error, `${this.currentFile}.refused`);
     } finally {
       this.suspect = undefined;
     }
-    const file = `${this.currentFile}.refused`;
-    let kept = `kept whole in ${file}`;
-    try {
-      appendFileSync(file, line + '\n', { mode: 0o600 });
-    } catch (appendError) {
-      kept = `could not be kept whole in ${file} (${(appendError as Error).message})`;
-    }
-    this.log.error(
-      `the audit store refused one record (${error.message.slice(0, 200)}): audit ${queued.entry.id} (${queued.entry.kind}) ` +
-        `is stored without its arguments and text, and ${kept}`,
-    );
+    if (said === undefined) return false;
+    this.log.error(said);
     this.batchCap = MAX_BATCH_ENTRIES;
     this.succeeded([queued]);
     return true;
@@ -535,6 +523,37 @@ export class JournaledAuditLog implements AuditLog, AsyncDisposable {
         'and written to the store by the next hintbox run or hintbox audit',
     );
   }
+}
+
+/**
+ * An entry the store refused when written alone: if the store still answers a read and takes the
+ * entry's reduced form ({@link reducedEntry}), the whole entry is appended to `refusedFile` and
+ * the line to log is returned; otherwise (the store fails) undefined, and the store has nothing
+ * of it.
+ */
+async function setEntryAside(
+  store: BatchAuditLog,
+  entry: AuditBatchEntry,
+  error: Error,
+  refusedFile: string,
+): Promise<string | undefined> {
+  const line = JSON.stringify(entry);
+  try {
+    await store.query({ limit: 1 });
+    await store.recordBatch([reducedEntry(entry, error, line)]);
+  } catch {
+    return undefined;
+  }
+  let kept = `kept whole in ${refusedFile}`;
+  try {
+    appendFileSync(refusedFile, line + '\n', { mode: 0o600 });
+  } catch (appendError) {
+    kept = `could not be kept whole in ${refusedFile} (${(appendError as Error).message})`;
+  }
+  return (
+    `the audit store refused one record (${error.message.slice(0, 200)}): audit ${entry.id} (${entry.kind}) ` +
+    `is stored without its arguments and text, and ${kept}`
+  );
 }
 
 /**
@@ -628,8 +647,9 @@ export interface ReplayResult {
  * Idempotent (a record already in the store is left as it is), so a replay that is repeated,
  * or runs in two processes at once, records each entry once. A torn last line (the process
  * died while writing it: its call was never forwarded, or its outcome is lost and the record
- * says so) and damaged lines are skipped with a warning. A journal that cannot be read, or
- * that the store refuses, is kept for the next replay (with a warning; never thrown: replay
+ * says so) and damaged lines are skipped with a warning. A record the store refuses while it
+ * takes others is set aside as the journal does (stored reduced, kept whole in a `.refused`
+ * file). A journal that cannot be read, or whose store fails, is kept for the next replay (with a warning; never thrown: replay
  * must not keep anyone from the trail). Journals of live processes, of other hosts, and this
  * process's own are left alone.
  */
@@ -680,7 +700,23 @@ export async function replayJournals(options: ReplayOptions): Promise<ReplayResu
     const entries = read.flatMap((r) => r.entries);
     const ordered = [...entries.filter((e) => e.kind === 'intent'), ...entries.filter((e) => e.kind !== 'intent')];
     try {
-      for (const batch of batches(ordered)) await store.recordBatch(batch);
+      for (const batch of batches(ordered)) {
+        try {
+          await store.recordBatch(batch);
+        } catch {
+          // One by one: a record the store refuses is set aside (as the journal does), so that it
+          // does not keep its process's journal from the store at every replay.
+          for (const entry of batch) {
+            try {
+              await store.recordBatch([entry]);
+            } catch (alone) {
+              const said = await setEntryAside(store, entry, alone as Error, `${read[0]!.file}.refused`);
+              if (said === undefined) throw alone;
+              log.error(said);
+            }
+          }
+        }
+      }
     } catch (error) {
       log.warn(
         `cannot replay the audit journal(s) ${read.map((r) => r.file).join(', ')} into the store ` +

@@ -604,6 +604,28 @@ describe('the audit journal', () => {
     );
   });
 
+  it("replays a dead process's journal past a record the store refuses: set aside, the others written", async () => {
+    const dir = newDir();
+    const s = session();
+    const control = controlled(store);
+    control.refuses = (entry) => entry.kind === 'intent' && String(entry.intent.arguments).includes('POISON');
+    const entries: AuditBatchEntry[] = [0, 1, 2].map((i) => ({
+      kind: 'intent',
+      id: `${s}-${i}`,
+      at: `2026-04-03T11:00:00.00${i}Z`,
+      intent: auditIntentRow(intent({ session: s, ...(i === 1 ? { arguments: { content: 'POISON' } } : {}) })),
+    }));
+    const file = writeJournal(dir, deadPid(), entries.map(entryLine).join(''));
+    const log = capturingLog();
+    assert.deepEqual(await replayJournals({ dir, store: control.audit, log }), { files: 1, entries: 3, skipped: 0 });
+    const records = await store.audit.query({ session: s });
+    assert.deepEqual(records.map((r) => r.id).sort(), [`${s}-0`, `${s}-1`, `${s}-2`]);
+    assert.match(JSON.stringify(records.find((r) => r.id === `${s}-1`)?.arguments), /not stored: the store refused/);
+    assert.equal(existsSync(file), false, 'the journal is replayed and removed');
+    assert.deepEqual(lines(`${file}.refused`), [entries[1]], 'the refused entry is kept whole');
+    assert.ok(log.lines.some((l) => l.includes('the audit store refused one record')));
+  });
+
   it("leaves the journals of live processes, of other hosts, and this process's own alone", async () => {
     const dir = newDir();
     const s = session();
