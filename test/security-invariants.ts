@@ -90,6 +90,89 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
     ],
   },
   {
+    id: 'AUDIT-NO-WEDGE',
+    statement:
+      'No single record can stop the audit trail: any text a server makes is stored up to 8 KiB, with the size and SHA-256 of the whole; a record the store still refuses is stored reduced and kept whole beside the journal, while a store that refuses every write still refuses new calls.',
+    tests: [
+      {
+        file: 'integration/server-text.test.ts',
+        title: 'keeps the audit trail going after a 40 MB error answer, storing its size and SHA-256, not the whole',
+      },
+      {
+        file: 'unit/audit-stored-text.test.ts',
+        title: 'stores at most 8 KiB of a 40 MB error message: its beginning, its size and the SHA-256 of the whole',
+      },
+      {
+        file: 'unit/audit-journal.test.ts',
+        title:
+          'lets no single record stop the trail: one the store refuses is set aside, the others go in, calls go on',
+      },
+      {
+        file: 'unit/audit-journal.test.ts',
+        title: 'does not set a record aside when the store refuses every write (a full disk): it fails closed',
+      },
+      {
+        file: 'unit/audit-journal.test.ts',
+        title: "replays a dead process's journal past a record the store refuses: set aside, the others written",
+      },
+      { file: 'unit/audit-stored-text.test.ts', title: 'splits a 40 MB line in 64 KiB chunks in linear time' },
+    ],
+  },
+  {
+    id: 'SERVER-TEXT',
+    statement:
+      "Server-made text never acts on a person's screen or passes for hintbox's own: tools whose names break the spec's rule are left out, and every server string shown in a confirmation, `approve`, `audit`, `plan` or the log has its control characters, line and paragraph separators, bidi controls and invisible characters escaped.",
+    tests: [
+      {
+        file: 'integration/server-text.test.ts',
+        title: 'leaves out tools whose names break the spec, and shows no server text raw in approve or plan',
+      },
+      {
+        file: 'integration/server-text.test.ts',
+        title: 'lets no tool name forge a line of a confirmation or of hintbox audit',
+      },
+      {
+        file: 'unit/discover-tools.test.ts',
+        title: "leaves out tools whose names break the spec's rule (1-128 characters of A-Za-z0-9_-.)",
+      },
+      {
+        file: 'unit/render-server-text.test.ts',
+        title: 'shows every control, separator, bidi and invisible character as an escape, never raw',
+      },
+      {
+        file: 'unit/call-guard-preview.test.ts',
+        title: 'fences every line a reader sees: a U+2028, U+2029 or CR in a previewed file name starts none',
+      },
+      {
+        file: 'integration/server-text.test.ts',
+        title: 'fences every line of a preview: a U+2028 in a previewed file name starts no line of its own',
+      },
+      {
+        file: 'unit/audit-stored-text.test.ts',
+        title: 'shows each record on one line, whatever its server-made text holds',
+      },
+    ],
+  },
+  {
+    id: 'INSTRUCTIONS',
+    statement:
+      "A server's `initialize` instructions reach the client only as approved: pinned by `hintbox approve` (which shows them) or at a trusted server's first run, and withheld while they differ from their pin or an untrusted server's were never approved.",
+    tests: [
+      {
+        file: 'integration/server-text.test.ts',
+        title: "withholds the server's instructions until approve shows and pins them, and again when they change",
+      },
+      {
+        file: 'unit/approved-instructions.test.ts',
+        title: "withholds an untrusted server's instructions until they are approved, and logs it without their text",
+      },
+      {
+        file: 'unit/approved-instructions.test.ts',
+        title: 'withholds instructions that differ from their pin, whatever the trust',
+      },
+    ],
+  },
+  {
     id: 'RO-MOUNTS',
     statement:
       'A tool whose effective readOnlyHint is true runs where every mount is read-only: its writes fail and the host files stay byte-identical.',

@@ -7,6 +7,7 @@ import {
   type AuditQuery,
   type AuditRecord,
 } from '../store/state-store.js';
+import { renderServerText } from '../util/render-server-text.js';
 import { cliLog } from './common.js';
 import type { CommandSpec } from './main.js';
 import { UsageError } from './usage-error.js';
@@ -94,6 +95,11 @@ function parseSince(text: string, now: Date): Date {
   return time;
 }
 
+/**
+ * One line per record. What a server or a client made (tool names and tags, arguments; records
+ * of older versions may hold any name) is rendered, so no record can show as two lines or act
+ * on the terminal.
+ */
 export function formatAudit(records: readonly AuditRecord[]): string {
   if (records.length === 0) return 'no recorded calls';
   return records
@@ -108,7 +114,9 @@ export function formatAudit(records: readonly AuditRecord[]): string {
         r.durationMs === null ? '' : `${r.durationMs} ms`,
         r.tags.map((t) => t.name).join(',') || '-',
         args.length > 80 ? `${args.slice(0, 77)}...` : args,
-      ].join('  ');
+      ]
+        .map(renderServerText)
+        .join('  ');
     })
     .join('\n');
 }

@@ -13,7 +13,7 @@ import { formatTags, type ToolTag } from '../policy/tool-tags.js';
 import type { CallPreviewer } from '../sandbox/preview.js';
 import type { AuditDecider, AuditDecision, AuditLog, AuditOutcomeReport, PinStore } from '../store/state-store.js';
 import type { Logger } from '../util/logger.js';
-import { visibleText } from '../util/visible-text.js';
+import { renderServerLines, renderServerText } from '../util/render-server-text.js';
 
 /**
  * Per call, before it is forwarded: decide (pure, `decideApproval`), ask a person through MCP
@@ -225,7 +225,7 @@ export class CallGuard implements Gatekeeper {
     if (decision.action === 'blocked') {
       if (await this.approvedMeanwhile(tool)) return this.admit(name, args, client);
       const changes = tool.approvedDefinition
-        ? formatPinChanges(diffPins(tool.approvedDefinition, tool.pin.definition))
+        ? formatPinChanges(diffPins(tool.approvedDefinition, tool.pin.definition)).map(renderServerText)
         : [];
       const what = changes.length
         ? `its definition changed since it was approved:\n${changes.join('\n')}`
@@ -301,15 +301,17 @@ export class CallGuard implements Gatekeeper {
     // Every argument is shown; only long values are cut (unless the call may be irreversible).
     const shown = JSON.stringify(decision.showFullArguments ? (args ?? {}) : clipValues(args ?? {}), null, 2);
     const preview = await this.previewLines(tool, args);
+    // Names and tags are checked at discovery; rendered anyway, as everything a server or a
+    // client made: no character of theirs may start a line or act on the reader's screen.
     const lines = [
-      `${options.server} wants to run ${tool.name}${tool.tags.length ? ` [${formatTags(tool.tags)}]` : ''} (sandbox ${tool.sandbox}).`,
+      `${options.server} wants to run ${renderServerText(tool.name)}${tool.tags.length ? ` [${renderServerText(formatTags(tool.tags))}]` : ''} (sandbox ${tool.sandbox}).`,
       ...decision.warnings.map((w) => `WARNING: ${APPROVAL_WARNING_TEXT[w]}`),
       ...(this.untrustedBecause
-        ? [`WARNING: this server broke a hint earlier in this session: ${this.untrustedBecause}`]
+        ? [`WARNING: this server broke a hint earlier in this session: ${renderServerText(this.untrustedBecause)}`]
         : []),
       `Why you are asked: ${decision.reasons.join('; ')}.`,
       `Arguments${decision.showFullArguments ? ' (in full)' : ' (long values cut)'}:`,
-      shown,
+      ...renderServerLines(shown),
       // Last, and fenced: the preview is the server's own output (file names, contents, errors),
       // so it must not be able to pass for hintbox's text above it.
       ...fence(preview),
@@ -323,7 +325,7 @@ export class CallGuard implements Gatekeeper {
             properties: {
               approve: {
                 type: 'boolean',
-                title: `Run ${tool.name}?`,
+                title: `Run ${renderServerText(tool.name)}?`,
                 description: 'true runs the call; false denies it',
               },
             },
@@ -410,9 +412,12 @@ function clipValues(args: Record<string, unknown>): Record<string, unknown> {
   );
 }
 
-/** Marks every line of server-made text, with control characters made visible. */
+/**
+ * Marks every line of server-made text, rendered (`renderServerText`): a line separator, a CR or
+ * an escape sequence in it is shown, so nothing of it can start a line without the mark.
+ */
 function fence(lines: readonly string[]): string[] {
-  return lines.flatMap((l) => l.split('\n')).map((l, i) => (i === 0 ? '' : '│ ') + visibleText(l));
+  return lines.flatMap(renderServerLines).map((l, i) => (i === 0 ? '' : '│ ') + l);
 }
 
 function errorResult(text: string): CallToolResult {

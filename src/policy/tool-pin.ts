@@ -114,6 +114,22 @@ export function pinTool(tool: PinnableTool): ToolPin {
   return { hash: pinHash(definition), definition };
 }
 
+/**
+ * The key under which a server's `initialize` instructions are pinned, beside its tools. Not a
+ * valid tool name (see `TOOL_NAME_PATTERN`), so no tool can take its place.
+ */
+export const INSTRUCTIONS_PIN = '(instructions)';
+
+/**
+ * Pins a server's `initialize` instructions: text the client hands its model, as a tool's
+ * description is, and so approved the same way. The canonical form is a tool definition named
+ * {@link INSTRUCTIONS_PIN} whose description is the text (null when the server sent none), so
+ * that the pin store, `diffPins` and the hash need nothing new.
+ */
+export function pinInstructions(instructions: string | undefined): ToolPin {
+  return pinTool({ name: INSTRUCTIONS_PIN, description: instructions ?? null });
+}
+
 /** One place where two JSON values differ, as an RFC 6901 JSON Pointer ('' is the whole value). */
 export interface JsonDifference {
   pointer: string;

@@ -3,7 +3,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type Docker from 'dockerode';
 import type { Logger } from '../util/logger.js';
-import { visibleText } from '../util/visible-text.js';
+import { renderServerText } from '../util/render-server-text.js';
 import { VERSION } from '../version.js';
 import { NdjsonTransport } from '../gateway/ndjson-transport.js';
 import type { GateMounts } from './container-spec.js';
@@ -245,7 +245,7 @@ function collectStderr(stderr: PassThrough, tail: string[], log: Logger): void {
   });
   function push(raw: string): void {
     // The server's text, not terminal control: no escape sequences or fake log lines.
-    const line = visibleText(raw);
+    const line = renderServerText(raw);
     tail.push(line);
     if (tail.length > STDERR_TAIL_LINES) tail.shift();
     log.info(line);

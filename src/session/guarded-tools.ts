@@ -1,7 +1,7 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { PinState } from '../policy/approval-decision.js';
 import type { PlannedTool } from '../policy/plan-sandboxes.js';
-import { pinTool } from '../policy/tool-pin.js';
+import { INSTRUCTIONS_PIN, pinInstructions, pinTool } from '../policy/tool-pin.js';
 import { matchesTagFilter, toolTags } from '../policy/tool-tags.js';
 import type { Profile } from '../profile/load-profile.js';
 import type { PinStore } from '../store/state-store.js';
@@ -79,4 +79,38 @@ export async function guardTools(options: {
     );
   }
   return guarded;
+}
+
+/**
+ * The server's `initialize` instructions as the client may get them: only when approved, as a
+ * tool's definition is. They are pinned ({@link pinInstructions}) by `hintbox approve` or, for a
+ * trusted server, at its first run with them (trust on first use); instructions that differ from
+ * their pin are withheld, whatever the trust, and so are an untrusted server's unapproved ones.
+ * Withheld instructions are logged (never their text) and the tools are served as usual.
+ */
+export async function approvedInstructions(options: {
+  profile: Profile;
+  instructions: string | undefined;
+  pins: PinStore;
+  log: Logger;
+}): Promise<string | undefined> {
+  const { profile, instructions, pins, log } = options;
+  if (instructions === undefined) return undefined;
+  const pin = pinInstructions(instructions);
+  const approved = await pins.get(profile.name, INSTRUCTIONS_PIN);
+  if (approved?.hash === pin.hash) return instructions;
+  if (approved) {
+    log.warn(
+      `the server's instructions changed since approved: withheld from the client; see "hintbox approve ${profile.file} --instructions"`,
+    );
+    return undefined;
+  }
+  if (profile.trust === 'trusted') {
+    await pins.approve({ server: profile.name, tool: INSTRUCTIONS_PIN, pin, approvedBy: 'first run (trusted server)' });
+    return instructions;
+  }
+  log.warn(
+    `the server's instructions are not approved yet (untrusted server): withheld from the client; see "hintbox approve ${profile.file} --instructions"`,
+  );
+  return undefined;
 }

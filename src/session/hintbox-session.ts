@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { Gateway, type RoutedTool, type Upstream } from '../gateway/gateway.js';
-import { listToolsRaw, validateTools, type RejectedTool } from '../gateway/discover-tools.js';
+import { describeRejected, listToolsRaw, validateTools, type RejectedTool } from '../gateway/discover-tools.js';
 import { ImageBuilder } from '../images/image-builder.js';
 import {
   grantCanChange,
@@ -35,7 +35,7 @@ import { removeSession } from '../sandbox/sweep.js';
 import type { Logger } from '../util/logger.js';
 import { CallGuard, compilePreApprovals, type GuardedTool } from '../gateway/call-guard.js';
 import type { StateStore } from '../store/state-store.js';
-import { guardTools } from './guarded-tools.js';
+import { approvedInstructions, guardTools } from './guarded-tools.js';
 import type { KnownTools } from './known-tools.js';
 import { delay } from '../util/delay.js';
 
@@ -208,6 +208,15 @@ export class HintboxSession implements AsyncDisposable {
       this.guard = gatekeeper;
       if (this.untrustedBecause) gatekeeper.markUntrusted(this.untrustedBecause);
     }
+    // Instructions reach the client only as approved (pinned), like tools; without a store, never.
+    const instructions = settings.store
+      ? await approvedInstructions({
+          profile: this.profile,
+          instructions: this.instructions,
+          pins: settings.store.pins,
+          log: this.options.log,
+        })
+      : undefined;
     const started = new Map(this.started);
     this.started.clear();
     const database = this.database;
@@ -218,7 +227,7 @@ export class HintboxSession implements AsyncDisposable {
       upstreams: (id) => this.startUpstream(id),
       log: this.options.log,
       callTimeoutMs: this.profile.timeouts.call * 1000,
-      ...(this.instructions ? { instructions: this.instructions } : {}),
+      ...(instructions ? { instructions } : {}),
       ...(gatekeeper ? { gatekeeper } : {}),
       onToolsListChanged: (from) => this.relist(from, settings),
       ...(database
@@ -257,8 +266,7 @@ export class HintboxSession implements AsyncDisposable {
   private async relist(from: Upstream, settings: GatewaySettings): Promise<void> {
     const raw = await listToolsRaw(from.client, this.profile.timeouts.start * 1000);
     const { tools, rejected } = validateTools(raw);
-    for (const r of rejected)
-      this.options.log.warn(`tool #${r.index}${r.name ? ` (${r.name})` : ''} left out: ${r.reason}`);
+    for (const r of rejected) this.options.log.warn(describeRejected(r));
     this.tools = tools;
     this.rejected = rejected;
     this.plan = planSandboxes(tools, ceilingOf(this.profile));
@@ -357,9 +365,7 @@ export class HintboxSession implements AsyncDisposable {
 
     const raw = await listToolsRaw(discovery.client, profile.timeouts.start * 1000);
     const { tools, rejected } = validateTools(raw);
-    for (const r of rejected) {
-      log.warn(`tool #${r.index}${r.name ? ` (${r.name})` : ''} left out: ${r.reason}`);
-    }
+    for (const r of rejected) log.warn(describeRejected(r));
     this.tools = tools;
     this.rejected = rejected;
     const instructions = discovery.client.getInstructions();

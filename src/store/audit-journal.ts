@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import {
+  appendFileSync,
   closeSync,
   ftruncateSync,
   mkdirSync,
@@ -35,6 +36,7 @@ import {
   type StateStore,
 } from './state-store.js';
 import { delay } from '../util/delay.js';
+import { capText, textDigest } from '../util/cap-text.js';
 
 /**
  * A write-ahead journal in front of the state store's audit trail.
@@ -65,6 +67,13 @@ import { delay } from '../util/delay.js';
  * - When a batch fails, the journal logs it once and enters the "store failing" state: new
  *   intents are refused (fail closed) while outcomes are still journaled, and the batch is
  *   retried with backoff until it succeeds. Nothing queued is dropped.
+ * - No single record can stop the trail: each retry takes half the entries of the batch that
+ *   failed, so the entries before a record the store refuses go in, and that record ends up
+ *   alone. When it fails alone while the store still answers a read, the store is refusing that
+ *   record, not failing: it is written in a reduced form (no arguments, tags or free text: a
+ *   note with the error and the size and SHA-256 of the whole entry instead) and kept whole in
+ *   a `.refused` file beside the journal, and the trail goes on. If the store refuses even the
+ *   reduced form, it is the store that fails (a full disk refuses every write): fail closed.
  * - `close()` flushes (waiting at most a few seconds) and removes the file; what the store did
  *   not take stays in the file, and is said so.
  * - The files of processes that died (a crash, SIGKILL) are replayed into the store by the
@@ -176,6 +185,10 @@ export class JournaledAuditLog implements AuditLog, AsyncDisposable {
   private retryDelay: number;
   /** Set while the store fails: new intents are refused. */
   private failure: Error | undefined;
+  /** At most this many entries in the next batch: halved at each failure, to isolate a record the store refuses. */
+  private batchCap = MAX_BATCH_ENTRIES;
+  /** Set while a record that failed alone is looked into (`setAside`): new intents are refused meanwhile. */
+  private suspect: Error | undefined;
   private closing: Promise<void> | undefined;
   /** Set by `close()` when it gave up waiting: no more batches start. */
   private abandoned = false;
@@ -283,9 +296,10 @@ export class JournaledAuditLog implements AuditLog, AsyncDisposable {
 
   private refuseIntents(): void {
     if (this.closing) throw new StateStoreError('the audit journal is closed');
-    if (this.failure) {
+    const failure = this.failure ?? this.suspect;
+    if (failure) {
       throw new StateStoreError(
-        `the audit store is failing (${this.failure.message}); new calls are refused until it recovers`,
+        `the audit store is failing (${failure.message}); new calls are refused until it recovers`,
       );
     }
   }
@@ -332,7 +346,8 @@ export class JournaledAuditLog implements AuditLog, AsyncDisposable {
           try {
             await this.store.recordBatch(batch.map((q) => q.entry));
           } catch (error) {
-            this.failed(error as Error);
+            if (batch.length === 1 && (await this.setAside(batch[0]!, error as Error))) continue;
+            this.failed(error as Error, batch.length);
             return;
           }
           this.succeeded(batch);
@@ -367,7 +382,7 @@ export class JournaledAuditLog implements AuditLog, AsyncDisposable {
     const batch: Queued[] = [];
     let bytes = 0;
     for (const queued of this.queue) {
-      if (batch.length >= MAX_BATCH_ENTRIES) break;
+      if (batch.length >= this.batchCap) break;
       const { entry } = queued;
       if (hold && entry.kind === 'intent' && queued.holdUntil > now && this.open.has(entry.id)) continue;
       bytes += queued.bytes;
@@ -390,6 +405,9 @@ export class JournaledAuditLog implements AuditLog, AsyncDisposable {
       this.failure = undefined;
     }
     this.retryDelay = this.retryMs;
+    // A cap from a failure stays until the store has caught up: the batches go on narrowing
+    // down on the record it refused (reset too once that record is set aside).
+    if (this.queue.length === 0) this.batchCap = MAX_BATCH_ENTRIES;
     for (let i = this.waiters.length - 1; i >= 0; i--) {
       const waiter = this.waiters[i]!;
       if (waiter.seq <= this.stored) {
@@ -435,7 +453,29 @@ export class JournaledAuditLog implements AuditLog, AsyncDisposable {
     this.needsNewline = false;
   }
 
-  private failed(error: Error): void {
+  /**
+   * One entry failed alone. If the store still answers a read and takes the entry's reduced form
+   * ({@link reducedEntry}), it was refusing this record: the whole entry is kept in the `.refused`
+   * file beside the journal, the reduced one is in the store, and true is returned. Otherwise
+   * (the store fails) false, and nothing changed.
+   */
+  private async setAside(queued: Queued, error: Error): Promise<boolean> {
+    this.suspect = error;
+    let said: string | undefined;
+    try {
+      said = await setEntryAside(this.store, queued.entry, error, `${this.currentFile}.refused`);
+    } finally {
+      this.suspect = undefined;
+    }
+    if (said === undefined) return false;
+    this.log.error(said);
+    this.batchCap = MAX_BATCH_ENTRIES;
+    this.succeeded([queued]);
+    return true;
+  }
+
+  private failed(error: Error, batchSize: number): void {
+    this.batchCap = Math.max(1, Math.ceil(batchSize / 2));
     if (!this.failure) {
       this.log.error(
         `the audit store failed (${error.message}): new calls are refused until it recovers; ` +
@@ -483,6 +523,80 @@ export class JournaledAuditLog implements AuditLog, AsyncDisposable {
         'and written to the store by the next hintbox run or hintbox audit',
     );
   }
+}
+
+/**
+ * An entry the store refused when written alone: if the store still answers a read and takes the
+ * entry's reduced form ({@link reducedEntry}), the whole entry is appended to `refusedFile` and
+ * the line to log is returned; otherwise (the store fails) undefined, and the store has nothing
+ * of it.
+ */
+async function setEntryAside(
+  store: BatchAuditLog,
+  entry: AuditBatchEntry,
+  error: Error,
+  refusedFile: string,
+): Promise<string | undefined> {
+  const line = JSON.stringify(entry);
+  try {
+    await store.query({ limit: 1 });
+    await store.recordBatch([reducedEntry(entry, error, line)]);
+  } catch {
+    return undefined;
+  }
+  let kept = `kept whole in ${refusedFile}`;
+  try {
+    appendFileSync(refusedFile, line + '\n', { mode: 0o600 });
+  } catch (appendError) {
+    kept = `could not be kept whole in ${refusedFile} (${(appendError as Error).message})`;
+  }
+  return (
+    `the audit store refused one record (${error.message.slice(0, 200)}): audit ${entry.id} (${entry.kind}) ` +
+    `is stored without its arguments and text, and ${kept}`
+  );
+}
+
+/**
+ * An entry the store refused, reduced to what cannot be refused for its content: its id, time,
+ * decision, hints and outcome, names cut to 200 bytes of printable ASCII, and in place of its
+ * arguments (an intent) or detail (an outcome) a note with the store's error and the size and
+ * SHA-256 of the whole entry's line, which is kept in the `.refused` file.
+ */
+export function reducedEntry(entry: AuditBatchEntry, error: Error, line: string): AuditBatchEntry {
+  const whole = textDigest(line);
+  const ascii = (text: string, max = 200): string => capText(text.replace(/[^\x20-\x7e]/g, '?'), max).kept;
+  const why = ascii(
+    `not stored: the store refused this record; the whole entry (${whole.bytes} bytes, SHA-256 ${whole.sha256}) ` +
+      `is in the journal's .refused file; the store said: ${error.message}`,
+    600,
+  );
+  if (entry.kind === 'outcome') {
+    const { outcome } = entry;
+    return {
+      ...entry,
+      outcome: {
+        outcome: outcome.outcome,
+        detail: why,
+        hintViolation: outcome.hintViolation === null ? null : 'not stored (see the detail)',
+        attempts: outcome.attempts,
+      },
+    };
+  }
+  const { intent } = entry;
+  return {
+    ...entry,
+    intent: {
+      ...intent,
+      session: ascii(intent.session),
+      server: ascii(intent.server),
+      tool: ascii(intent.tool),
+      sandbox: intent.sandbox === null ? null : ascii(intent.sandbox),
+      tags: [],
+      claimedTags: [],
+      arguments: JSON.stringify({ $hintbox: why }),
+      pinHash: intent.pinHash === null ? null : ascii(intent.pinHash),
+    },
+  };
 }
 
 function createJournalFile(dir: string): { file: string; fd: number } {
@@ -533,8 +647,9 @@ export interface ReplayResult {
  * Idempotent (a record already in the store is left as it is), so a replay that is repeated,
  * or runs in two processes at once, records each entry once. A torn last line (the process
  * died while writing it: its call was never forwarded, or its outcome is lost and the record
- * says so) and damaged lines are skipped with a warning. A journal that cannot be read, or
- * that the store refuses, is kept for the next replay (with a warning; never thrown: replay
+ * says so) and damaged lines are skipped with a warning. A record the store refuses while it
+ * takes others is set aside as the journal does (stored reduced, kept whole in a `.refused`
+ * file). A journal that cannot be read, or whose store fails, is kept for the next replay (with a warning; never thrown: replay
  * must not keep anyone from the trail). Journals of live processes, of other hosts, and this
  * process's own are left alone.
  */
@@ -585,7 +700,23 @@ export async function replayJournals(options: ReplayOptions): Promise<ReplayResu
     const entries = read.flatMap((r) => r.entries);
     const ordered = [...entries.filter((e) => e.kind === 'intent'), ...entries.filter((e) => e.kind !== 'intent')];
     try {
-      for (const batch of batches(ordered)) await store.recordBatch(batch);
+      for (const batch of batches(ordered)) {
+        try {
+          await store.recordBatch(batch);
+        } catch {
+          // One by one: a record the store refuses is set aside (as the journal does), so that it
+          // does not keep its process's journal from the store at every replay.
+          for (const entry of batch) {
+            try {
+              await store.recordBatch([entry]);
+            } catch (alone) {
+              const said = await setEntryAside(store, entry, alone as Error, `${read[0]!.file}.refused`);
+              if (said === undefined) throw alone;
+              log.error(said);
+            }
+          }
+        }
+      }
     } catch (error) {
       log.warn(
         `cannot replay the audit journal(s) ${read.map((r) => r.file).join(', ')} into the store ` +

@@ -135,8 +135,30 @@ export async function serveStateDaemon(options: StateDaemonOptions): Promise<Run
   return { socketPath, stopped, stop };
 }
 
+/**
+ * A `data` handler that calls `onLine` with each complete line (without its `\n`) until it
+ * returns false. Each chunk is looked at once: searching the whole buffered text for a line end
+ * at every chunk made a line of n bytes cost O(n²) (a 40 MB audit record kept the daemon busy
+ * past the client's answer time, and the trail stopped).
+ */
+export function lineSplitter(onLine: (line: string) => boolean): (chunk: string) => void {
+  let parts: string[] = [];
+  let stopped = false;
+  return (chunk) => {
+    let start = 0;
+    let nl: number;
+    while (!stopped && (nl = chunk.indexOf('\n', start)) !== -1) {
+      parts.push(chunk.slice(start, nl));
+      const line = parts.length === 1 ? parts[0]! : parts.join('');
+      parts = [];
+      start = nl + 1;
+      if (!onLine(line)) stopped = true;
+    }
+    if (!stopped && start < chunk.length) parts.push(chunk.slice(start));
+  };
+}
+
 function serveConnection(socket: net.Socket, db: SqlAdapter, log: Logger): void {
-  let buffered = '';
   // The open transaction of this connection: its executor and how to end it.
   let tx: { executor: SqlExecutor; finish: (commit: boolean) => Promise<void> } | undefined;
   // Requests of one connection run in order.
@@ -180,23 +202,21 @@ function serveConnection(socket: net.Socket, db: SqlAdapter, log: Logger): void 
   };
 
   socket.setEncoding('utf8');
-  socket.on('data', (chunk: string) => {
-    buffered += chunk;
-    let nl: number;
-    while ((nl = buffered.indexOf('\n')) !== -1) {
-      const line = buffered.slice(0, nl);
-      buffered = buffered.slice(nl + 1);
+  socket.on(
+    'data',
+    lineSplitter((line) => {
       let request: Request;
       try {
         request = JSON.parse(line) as Request;
       } catch {
         log.warn('a client sent a line that is not JSON; closing its connection');
         socket.destroy();
-        return;
+        return false;
       }
       queue = queue.then(() => handle(request));
-    }
-  });
+      return true;
+    }),
+  );
   socket.on('close', () => {
     // A client gone inside a transaction: roll it back so the database is not held.
     queue = queue.then(async () => {
@@ -300,26 +320,24 @@ class RemoteSqlAdapter implements SqlAdapter {
   /** What the daemon speaks, from its answers; 1 until one says more (see PROTOCOL). */
   private daemonProtocol = 1;
   private readonly waiting = new Map<number, { resolve: (rows: SqlRow[]) => void; reject: (e: Error) => void }>();
-  private buffered = '';
   private closedError?: Error;
   /** One transaction at a time on this connection; other work waits for it. */
   private txLock: Promise<void> = Promise.resolve();
 
   constructor(private readonly socket: net.Socket) {
     socket.setEncoding('utf8');
-    socket.on('data', (chunk: string) => {
-      this.buffered += chunk;
-      let nl: number;
-      while ((nl = this.buffered.indexOf('\n')) !== -1) {
-        const answer = JSON.parse(this.buffered.slice(0, nl)) as Answer;
-        this.buffered = this.buffered.slice(nl + 1);
+    socket.on(
+      'data',
+      lineSplitter((line) => {
+        const answer = JSON.parse(line) as Answer;
         this.daemonProtocol = answer.protocol ?? 1;
         const waiter = this.waiting.get(answer.id);
         this.waiting.delete(answer.id);
         if (answer.error !== undefined) waiter?.reject(new Error(answer.error));
         else waiter?.resolve(answer.rows ?? []);
-      }
-    });
+        return true;
+      }),
+    );
     const fail = (error: Error): void => {
       this.closedError = error;
       for (const waiter of this.waiting.values()) waiter.reject(error);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { HINT_NAMES, type ClaimedHints, type ToolHints } from '../policy/hints.js';
 import { pinHash, type PinnedDefinition, type ToolPin } from '../policy/tool-pin.js';
 import { normalizeTag, type ToolTag } from '../policy/tool-tags.js';
+import { capText, textDigest } from '../util/cap-text.js';
 import { migrate } from './migrations.js';
 
 /**
@@ -327,14 +328,34 @@ function tagNames(names: unknown, what: string): string[] {
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 /**
- * Text as Postgres can keep it: its `text` holds no NUL and only well-formed Unicode, so a NUL
- * or a lone surrogate (in a server's error message, a tool's name, …) becomes U+FFFD. Without
- * this one such record made its whole batch fail, again at each retry: the journal then
- * refused every call (fail closed) and a replay never got past it. The arguments are JSON
- * text, where both are escapes, and are kept exactly.
+ * At most this many bytes (UTF-8) of any text of an audit record are stored: tool names, tags,
+ * error details, the sandbox's last words — mostly what a server controls. What is longer keeps
+ * its beginning and ends in a note with the size and SHA-256 of the whole (see {@link storable}).
+ * Not the arguments: they are the client's, and kept exactly (JSON text, where NUL and lone
+ * surrogates are escapes).
  */
-function storable<T extends string | null>(text: T): T {
-  return (text === null ? null : text.replace(UNSTORABLE, '\ufffd')) as T;
+export const MAX_STORED_TEXT_BYTES = 8 * 1024;
+/** Room kept for the note that ends a cut text: ` … [cut by hintbox: <bytes> bytes in all, SHA-256 <hex>]`. */
+const CUT_NOTE_BYTES = 160;
+
+/**
+ * Text as the audit trail keeps it. Postgres text holds no NUL and only well-formed Unicode, so a
+ * NUL or a lone surrogate (in a server's error message, a tool's name, …) becomes U+FFFD: without
+ * this one such record made its whole batch fail, again at each retry, and the journal then
+ * refused every call (fail closed) and a replay never got past it. And text longer than
+ * {@link MAX_STORED_TEXT_BYTES} keeps only its beginning, then the size and SHA-256 of the whole
+ * (as the server sent it): a 40 MB error message stored whole made its batch outlast the
+ * store's answer time, so the trail stopped the same way. At most MAX_STORED_TEXT_BYTES come out,
+ * so text that was stored once is stored unchanged again (a journal replayed).
+ */
+export function storable<T extends string | null>(text: T): T {
+  if (text === null) return text;
+  const clean = text.replace(UNSTORABLE, '\ufffd');
+  const fits = capText(clean, MAX_STORED_TEXT_BYTES);
+  if (!fits.whole) return clean as T;
+  const { kept } = capText(clean, MAX_STORED_TEXT_BYTES - CUT_NOTE_BYTES);
+  const whole = textDigest(text);
+  return `${kept} … [cut by hintbox: ${whole.bytes} bytes in all, SHA-256 ${whole.sha256}]` as T;
 }
 
 /** Checks an intent and puts it in the form the store keeps. Throws a {@link StateStoreError}. */

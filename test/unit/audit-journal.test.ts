@@ -56,7 +56,10 @@ function capturingLog(): Logger & { lines: string[] } {
 interface ControlledStore {
   audit: BatchAuditLog;
   batches: AuditBatchEntry[][];
+  /** The store is down: every write and read fails. */
   fail: boolean;
+  /** The store answers, but refuses every batch that holds an entry this returns true for. */
+  refuses?: (entry: AuditBatchEntry) => boolean;
   hold(): () => void;
 }
 
@@ -79,7 +82,16 @@ function controlled(store: SqlStateStore): ControlledStore {
         control.batches.push([...entries]);
         if (gate) await gate;
         if (control.fail) throw new Error('the store is down');
+        if (control.refuses && entries.some(control.refuses)) throw new Error('invalid input syntax (refused)');
         return store.audit.recordBatch(entries);
+      },
+      get: async (id) => {
+        if (control.fail) throw new Error('the store is down');
+        return store.audit.get(id);
+      },
+      query: async (filter) => {
+        if (control.fail) throw new Error('the store is down');
+        return store.audit.query(filter);
       },
     },
   };
@@ -379,6 +391,73 @@ describe('the audit journal', () => {
     }
   });
 
+  it('lets no single record stop the trail: one the store refuses is set aside, the others go in, calls go on', async () => {
+    const control = controlled(store);
+    const log = capturingLog();
+    const dir = newDir();
+    const journal = new JournaledAuditLog({ store: control.audit, dir, log, retryMs: 5, maxRetryMs: 20 });
+    try {
+      const s = session();
+      const ids: string[] = [];
+      // The poison: a record the store refuses, here for something in its arguments.
+      control.refuses = (entry) => entry.kind === 'intent' && String(entry.intent.arguments).includes('POISON');
+      const poisonArgs = { content: 'POISON' };
+      for (let i = 0; i < 40; i++) {
+        const id = await journal.recordIntent(
+          intent({ session: s, tool: `tool_${i}`, ...(i === 17 ? { arguments: poisonArgs } : {}) }),
+        );
+        await journal.recordOutcome(id, { outcome: 'tool-error', detail: `answer ${i}` });
+        ids.push(id);
+      }
+      await eventually(() => journal.backlog === 0, 'every entry is dealt with');
+      assert.equal(journal.storeFailure, undefined, 'the store is not failing: it refused one record');
+      const later = await journal.recordIntent(intent({ session: s, tool: 'later' }));
+      await journal.recordOutcome(later, { outcome: 'ok' });
+      await journal.flushed();
+
+      const records = await store.audit.query({ session: s });
+      assert.equal(records.length, 41, 'every call has its record, the refused one and the later one too');
+      const poison = records.find((r) => r.id === ids[17])!;
+      assert.equal(poison.tool, 'tool_17');
+      assert.equal(poison.outcome, 'tool-error', 'its outcome went in');
+      assert.match(JSON.stringify(poison.arguments), /not stored: the store refused this record.*SHA-256 [0-9a-f]{64}/);
+      const refusedFile = `${journal.file}.refused`;
+      const [kept] = lines(refusedFile) as AuditBatchEntry[];
+      assert.equal(kept?.id, ids[17], 'the whole entry is kept beside the journal');
+      assert.equal((kept as { intent: { arguments: string } }).intent.arguments, JSON.stringify(poisonArgs));
+      assert.ok(
+        log.lines.some((l) => l.includes(`the audit store refused one record`) && l.includes(refusedFile)),
+        log.lines.join('\n'),
+      );
+      assert.ok(
+        records.filter((r) => r.id !== ids[17]).every((r) => !JSON.stringify(r.arguments).includes('not stored')),
+        'the others are stored whole',
+      );
+    } finally {
+      await journal.close();
+    }
+  });
+
+  it('does not set a record aside when the store refuses every write (a full disk): it fails closed', async () => {
+    const control = controlled(store);
+    const journal = new JournaledAuditLog({ store: control.audit, dir: newDir(), log: capturingLog(), retryMs: 5 });
+    try {
+      const s = session();
+      control.refuses = () => true; // reads work, every write is refused
+      const first = await journal.recordIntent(intent({ session: s }));
+      await journal.recordOutcome(first, { outcome: 'ok' });
+      await eventually(() => journal.storeFailure !== undefined, 'the store is seen failing');
+      await assert.rejects(journal.recordIntent(intent({ session: s })), /new calls are refused/);
+      assert.equal(existsSync(`${journal.file}.refused`), false, 'nothing is set aside');
+      control.refuses = undefined;
+      await eventually(() => journal.backlog === 0 && journal.storeFailure === undefined, 'the store caught up');
+      const [record] = await store.audit.query({ session: s });
+      assert.deepEqual(record?.arguments, intent().arguments, 'stored whole once the store took it');
+    } finally {
+      await journal.close();
+    }
+  });
+
   it('close() flushes everything and removes the journal file', async () => {
     const control = controlled(store);
     const release = control.hold();
@@ -523,6 +602,28 @@ describe('the audit journal', () => {
       log.lines.some((l) => /skipped its torn last line \(100 bytes\)/.test(l)),
       `a warning:\n${log.lines.join('\n')}`,
     );
+  });
+
+  it("replays a dead process's journal past a record the store refuses: set aside, the others written", async () => {
+    const dir = newDir();
+    const s = session();
+    const control = controlled(store);
+    control.refuses = (entry) => entry.kind === 'intent' && String(entry.intent.arguments).includes('POISON');
+    const entries: AuditBatchEntry[] = [0, 1, 2].map((i) => ({
+      kind: 'intent',
+      id: `${s}-${i}`,
+      at: `2026-04-03T11:00:00.00${i}Z`,
+      intent: auditIntentRow(intent({ session: s, ...(i === 1 ? { arguments: { content: 'POISON' } } : {}) })),
+    }));
+    const file = writeJournal(dir, deadPid(), entries.map(entryLine).join(''));
+    const log = capturingLog();
+    assert.deepEqual(await replayJournals({ dir, store: control.audit, log }), { files: 1, entries: 3, skipped: 0 });
+    const records = await store.audit.query({ session: s });
+    assert.deepEqual(records.map((r) => r.id).sort(), [`${s}-0`, `${s}-1`, `${s}-2`]);
+    assert.match(JSON.stringify(records.find((r) => r.id === `${s}-1`)?.arguments), /not stored: the store refused/);
+    assert.equal(existsSync(file), false, 'the journal is replayed and removed');
+    assert.deepEqual(lines(`${file}.refused`), [entries[1]], 'the refused entry is kept whole');
+    assert.ok(log.lines.some((l) => l.includes('the audit store refused one record')));
   });
 
   it("leaves the journals of live processes, of other hosts, and this process's own alone", async () => {
