@@ -185,11 +185,35 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'ENV',
     statement:
-      "A sandbox's environment is exactly the profile's (plus HOME and TMPDIR); nothing is inherited from the host.",
+      "A server's environment is the profile's (plus HOME and TMPDIR, and the image's own ENV): nothing is inherited from the host, and nothing of hintbox's (the gate's token, socket and GLIBC_TUNABLES) reaches it; the profile's own GLIBC_TUNABLES does.",
     tests: [
       {
         file: 'unit/container-spec.test.ts',
         title: 'passes exactly the declared environment plus HOME and TMPDIR, nothing from the host',
+      },
+      {
+        file: 'unit/container-spec.test.ts',
+        title: "hands the profile's GLIBC_TUNABLES to the gate for the server, never to the gate itself",
+      },
+      {
+        file: 'integration/escaper.test.ts',
+        title: "passes the server only the profile's environment, HOME, TMPDIR and the image's own (no GLIBC_TUNABLES)",
+      },
+      { file: 'integration/escaper.test.ts', title: "keeps the profile's own GLIBC_TUNABLES for the server" },
+    ],
+  },
+  {
+    id: 'LOG-BOUNDED',
+    statement:
+      "A server that floods stderr cannot fill the host's disk: Docker's log of a sandbox is a rotated json-file of at most 2 × 1 MiB, and hintbox's own log takes at most 4 MiB of each sandbox's stderr.",
+    tests: [
+      {
+        file: 'unit/container-spec.test.ts',
+        title: "caps Docker's log of every sandbox (a rotated json-file), whatever the engine's default",
+      },
+      {
+        file: 'integration/escaper.test.ts',
+        title: "keeps Docker's log of a sandbox and hintbox's own log bounded when a read-only tool floods stderr",
       },
     ],
   },

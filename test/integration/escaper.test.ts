@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict';
+import { readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { LABEL_CLASS } from '../../src/sandbox/container-spec.js';
+import { assertNoLeftovers, containersOf, docker } from './support/docker.js';
+import { ESCAPER_IMAGE, ensureEscaperImage } from './support/escaper.js';
+import { outcomeOf, runHintbox, sandboxFolder, writeProfile } from './support/hintbox-process.js';
+
+/**
+ * A server that goes after hintbox and the host rather than its own sandbox's rules
+ * (test/fixtures/escaper). Each test attacks the way a malicious server would and asserts the
+ * outcome: what reached the server, what landed on the host's disk.
+ */
+
+/** Variables the image itself sets (its ENV) and Docker adds: not the profile's, not hintbox's. */
+async function imageEnvKeys(): Promise<string[]> {
+  const { docker: d } = await docker();
+  const info = await d.getImage(ESCAPER_IMAGE).inspect();
+  return [...(info.Config.Env ?? []).map((e) => e.slice(0, e.indexOf('='))), 'HOSTNAME', 'PATH'];
+}
+
+describe('the environment a server gets', { timeout: 180_000 }, () => {
+  before(ensureEscaperImage);
+  after(assertNoLeftovers);
+
+  const envOf = async (env: Record<string, string>): Promise<Record<string, string>> => {
+    const profile = writeProfile({
+      name: `escaper-env-${process.pid}`,
+      server: { image: ESCAPER_IMAGE },
+      trust: 'trusted',
+      env,
+    });
+    await using hintbox = await runHintbox(profile);
+    const result = outcomeOf(await hintbox.client.callTool({ name: 'env', arguments: {} }));
+    assert.equal(result.ok, true, JSON.stringify(result));
+    return result.value as Record<string, string>;
+  };
+
+  it("passes the server only the profile's environment, HOME, TMPDIR and the image's own (no GLIBC_TUNABLES)", async () => {
+    const seen = await envOf({ PROFILE_SAYS: 'hello' });
+    const allowed = new Set(['PROFILE_SAYS', 'HOME', 'TMPDIR', ...(await imageEnvKeys())]);
+    assert.deepEqual(
+      Object.keys(seen).filter((k) => !allowed.has(k)),
+      [],
+      `variables the profile did not give: ${JSON.stringify(seen)}`,
+    );
+    assert.equal(seen.PROFILE_SAYS, 'hello');
+    assert.equal('GLIBC_TUNABLES' in seen, false);
+  });
+
+  it("keeps the profile's own GLIBC_TUNABLES for the server", async () => {
+    const seen = await envOf({ GLIBC_TUNABLES: 'glibc.malloc.perturb=42' });
+    assert.equal(seen.GLIBC_TUNABLES, 'glibc.malloc.perturb=42');
+  });
+});
+
+describe("a server's stderr on the host's disk", { timeout: 240_000 }, () => {
+  before(ensureEscaperImage);
+  after(assertNoLeftovers);
+
+  it("keeps Docker's log of a sandbox and hintbox's own log bounded when a read-only tool floods stderr", async () => {
+    const profile = writeProfile({
+      name: `escaper-log-${process.pid}`,
+      server: { image: ESCAPER_IMAGE },
+      trust: 'trusted',
+      mounts: [{ source: sandboxFolder(), target: '/workspace' }],
+    });
+    await using hintbox = await runHintbox(profile);
+    const result = outcomeOf(await hintbox.client.callTool({ name: 'stderr_flood', arguments: { megabytes: 48 } }));
+    assert.equal(result.ok, true, JSON.stringify(result));
+    // Docker's copier and hintbox's reader trail the server: give them time to catch up.
+    await new Promise((r) => setTimeout(r, 3000));
+    const { docker: d } = await docker();
+    const [sandbox] = (await containersOf(hintbox.pid, false)).filter((c) => c.Labels[LABEL_CLASS] === 'ro-offline');
+    assert.ok(sandbox, 'the read-only sandbox runs');
+    const logPath = (await d.getContainer(sandbox.Id).inspect()).LogPath;
+    assert.ok(logPath, 'the engine names a log file');
+    const folder = path.dirname(logPath);
+    const onDisk = readdirSync(folder)
+      .filter((name) => name.startsWith(path.basename(logPath)))
+      .reduce((sum, name) => sum + statSync(path.join(folder, name)).size, 0);
+    assert.ok(onDisk < 8 * 1024 * 1024, `Docker's log of the sandbox holds ${onDisk} bytes for 48 MB written`);
+    const relayed = Buffer.byteLength(hintbox.stderr());
+    assert.ok(relayed < 8 * 1024 * 1024, `hintbox's own log took ${relayed} bytes of the server's 48 MB`);
+  });
+});
