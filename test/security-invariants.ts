@@ -203,6 +203,29 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
     ],
   },
   {
+    id: 'PRE-APPROVE-PATHS',
+    statement:
+      'A pre-approval never runs a call whose path argument walks out of its folder: a path rule (under:) matches only normalised absolute paths strictly inside its folder, and no rule matches a value with a `..` path segment.',
+    tests: [
+      {
+        file: 'unit/pre-approval.test.ts',
+        title: 'a path rule (under:) matches only absolute paths strictly inside its folder, never one with ..',
+      },
+      {
+        file: 'unit/pre-approval.test.ts',
+        title: 'a regex rule matches raw text, but never a value with a .. path segment',
+      },
+      {
+        file: 'integration/escaper.test.ts',
+        title: 'does not let a regex rule for a folder pre-approve a path that walks out of it with ..',
+      },
+      {
+        file: 'integration/escaper.test.ts',
+        title: 'pre-approves by path only inside the folder (under:), and confirms a path that walks out of it',
+      },
+    ],
+  },
+  {
     id: 'LOG-BOUNDED',
     statement:
       "A server that floods stderr cannot fill the host's disk: Docker's log of a sandbox is a rotated json-file of at most 2 × 1 MiB, and hintbox's own log takes at most 4 MiB of each sandbox's stderr.",

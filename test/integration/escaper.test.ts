@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readdirSync, statSync } from 'node:fs';
+import { chownSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { LABEL_CLASS } from '../../src/sandbox/container-spec.js';
@@ -83,5 +83,60 @@ describe("a server's stderr on the host's disk", { timeout: 240_000 }, () => {
     assert.ok(onDisk < 8 * 1024 * 1024, `Docker's log of the sandbox holds ${onDisk} bytes for 48 MB written`);
     const relayed = Buffer.byteLength(hintbox.stderr());
     assert.ok(relayed < 8 * 1024 * 1024, `hintbox's own log took ${relayed} bytes of the server's 48 MB`);
+  });
+});
+
+describe('pre-approved paths', { timeout: 240_000 }, () => {
+  before(ensureEscaperImage);
+  after(assertNoLeftovers);
+
+  const precious = 'notes the server must not overwrite\n';
+  /** A workspace with notes.txt and an empty scratch/ folder, and a trusted profile with this rule. */
+  const setUp = (rule: unknown): { workspace: string; profile: string } => {
+    const workspace = sandboxFolder();
+    writeFileSync(path.join(workspace, 'notes.txt'), precious);
+    mkdirSync(path.join(workspace, 'scratch'));
+    if (process.getuid?.() === 0) chownSync(path.join(workspace, 'scratch'), 10001, 10001);
+    const profile = writeProfile({
+      name: `escaper-pre-${process.pid}`,
+      server: { image: ESCAPER_IMAGE },
+      trust: 'trusted',
+      mounts: [{ source: workspace, target: '/workspace' }],
+      preApprove: [{ tool: 'write_file', arguments: { path: rule } }],
+    });
+    return { workspace, profile };
+  };
+
+  it('does not let a regex rule for a folder pre-approve a path that walks out of it with ..', async () => {
+    const { workspace, profile } = setUp('/workspace/scratch/.*');
+    await using hintbox = await runHintbox(profile, {}, 'deny');
+    await hintbox.client.callTool({
+      name: 'write_file',
+      arguments: { path: '/workspace/scratch/../notes.txt', content: 'overwritten' },
+    });
+    assert.equal(readFileSync(path.join(workspace, 'notes.txt'), 'utf8'), precious, 'notes.txt is byte-identical');
+    assert.equal(hintbox.asked.length, 1, 'the call was put to a person');
+  });
+
+  it('pre-approves by path only inside the folder (under:), and confirms a path that walks out of it', async () => {
+    const { workspace, profile } = setUp({ under: '/workspace/scratch' });
+    await using hintbox = await runHintbox(profile, {}, 'deny');
+    const inside = outcomeOf(
+      await hintbox.client.callTool({
+        name: 'write_file',
+        arguments: { path: '/workspace/scratch/ok.txt', content: 'fine' },
+      }),
+    );
+    assert.equal(inside.ok, true, JSON.stringify(inside));
+    assert.equal(hintbox.asked.length, 0, 'inside the folder: pre-approved, not asked');
+    for (const escape of [
+      '/workspace/scratch/../notes.txt',
+      '/workspace/scratch/./../notes.txt',
+      'scratch/../notes.txt',
+    ]) {
+      await hintbox.client.callTool({ name: 'write_file', arguments: { path: escape, content: 'overwritten' } });
+    }
+    assert.equal(hintbox.asked.length, 3, 'every escape was put to a person');
+    assert.equal(readFileSync(path.join(workspace, 'notes.txt'), 'utf8'), precious, 'notes.txt is byte-identical');
   });
 });
