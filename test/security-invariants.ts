@@ -203,6 +203,26 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
     ],
   },
   {
+    id: 'MOUNT-SOCKETS',
+    statement:
+      'plan and run refuse a mount source that holds a Unix socket, FIFO or device node (or that is too large or deep to check), unless the profile allows it for that mount: a read-only, network-less tool cannot reach a host service through its mount.',
+    tests: [
+      {
+        file: 'unit/special-files.test.ts',
+        title: 'finds a Unix socket deep in a source, and a FIFO; refuses them in one line each naming the field',
+      },
+      {
+        file: 'unit/special-files.test.ts',
+        title: 'does not follow symlinks, and refuses a source it cannot check within its limits',
+      },
+      {
+        file: 'integration/escaper.test.ts',
+        title:
+          'refuses to run or plan over a read-only mount that holds a host socket, and the service never hears from the server',
+      },
+    ],
+  },
+  {
     id: 'PRE-APPROVE-PATHS',
     statement:
       'A pre-approval never runs a call whose path argument walks out of its folder: a path rule (under:) matches only normalised absolute paths strictly inside its folder, and no rule matches a value with a `..` path segment.',

@@ -37,6 +37,12 @@ export const MountSchema = z.strictObject({
    * `ro` keeps it read-only for every tool.
    */
   mode: z.enum(['ro', 'rw']).default('rw'),
+  /**
+   * Allow Unix sockets, FIFOs and device nodes in the source. Default false: `plan` and `run`
+   * refuse a source that holds one, since a sandbox can connect to a socket even through a
+   * read-only mount and without network.
+   */
+  allowSpecialFiles: z.boolean().optional(),
 });
 
 export const LimitsSchema = z.strictObject({

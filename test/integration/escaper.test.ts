@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { chownSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { LABEL_CLASS } from '../../src/sandbox/container-spec.js';
 import { assertNoLeftovers, containersOf, docker } from './support/docker.js';
 import { ESCAPER_IMAGE, ensureEscaperImage } from './support/escaper.js';
-import { outcomeOf, runHintbox, sandboxFolder, writeProfile } from './support/hintbox-process.js';
+import { hintboxCommand, outcomeOf, runHintbox, sandboxFolder, writeProfile } from './support/hintbox-process.js';
 
 /**
  * A server that goes after hintbox and the host rather than its own sandbox's rules
@@ -138,5 +139,89 @@ describe('pre-approved paths', { timeout: 240_000 }, () => {
     }
     assert.equal(hintbox.asked.length, 3, 'every escape was put to a person');
     assert.equal(readFileSync(path.join(workspace, 'notes.txt'), 'utf8'), precious, 'notes.txt is byte-identical');
+  });
+});
+
+describe('Unix sockets in a mount', { timeout: 240_000 }, () => {
+  before(ensureEscaperImage);
+  after(assertNoLeftovers);
+
+  /**
+   * A host service in the project folder, as a test double: whoever connects and says
+   * "overwrite" has it overwrite a host file the sandbox cannot otherwise reach.
+   */
+  const startService = async (folder: string, victim: string): Promise<{ heard: string[]; close(): void }> => {
+    const heard: string[] = [];
+    const server = net.createServer((socket) => {
+      socket.on('data', (data) => {
+        heard.push(data.toString('utf8'));
+        if (data.toString('utf8').includes('overwrite')) writeFileSync(victim, 'overwritten by the service\n');
+        socket.end('done');
+      });
+    });
+    const socketPath = path.join(folder, 'service.sock');
+    await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+    // As a service of the operator's own user would be: the sandbox runs as that user by default.
+    chmodSync(socketPath, 0o777);
+    return { heard, close: () => server.close() };
+  };
+
+  it('refuses to run or plan over a read-only mount that holds a host socket, and the service never hears from the server', async () => {
+    const workspace = sandboxFolder();
+    const elsewhere = sandboxFolder();
+    const victim = path.join(elsewhere, 'victim.txt');
+    const precious = 'a host file outside every mount\n';
+    writeFileSync(victim, precious);
+    const service = await startService(workspace, victim);
+    try {
+      const profile = writeProfile({
+        name: `escaper-sock-${process.pid}`,
+        server: { image: ESCAPER_IMAGE },
+        trust: 'trusted',
+        mounts: [{ source: workspace, target: '/workspace', mode: 'ro' }],
+      });
+      let refused = '';
+      try {
+        await using hintbox = await runHintbox(profile);
+        // The read-only, network-less tool talks to the host service through the mount.
+        await hintbox.client.callTool({
+          name: 'socket_send',
+          arguments: { path: '/workspace/service.sock', message: 'overwrite' },
+        });
+      } catch (error) {
+        refused = (error as Error).message;
+      }
+      assert.equal(readFileSync(victim, 'utf8'), precious, 'the host file is byte-identical');
+      assert.deepEqual(service.heard, [], 'the service heard nothing from the sandbox');
+      assert.match(refused, /mounts\[0\]\.source: .*service\.sock is a Unix socket/);
+
+      const plan = await hintboxCommand(['plan', profile]);
+      assert.equal(plan.code, 2, plan.stderr);
+      const lines = plan.stderr.trim().split('\n');
+      assert.equal(lines.length, 1, plan.stderr);
+      assert.match(
+        lines[0]!,
+        /profile\.yaml: mounts\[0\]\.source: .*\/service\.sock is a Unix socket.*allowSpecialFiles/,
+      );
+    } finally {
+      service.close();
+    }
+  });
+
+  it('plans a mount with a socket when the profile allows special files there', async () => {
+    const workspace = sandboxFolder();
+    const service = await startService(workspace, path.join(sandboxFolder(), 'victim.txt'));
+    try {
+      const profile = writeProfile({
+        name: `escaper-sock-ok-${process.pid}`,
+        server: { image: ESCAPER_IMAGE },
+        trust: 'trusted',
+        mounts: [{ source: workspace, target: '/workspace', mode: 'ro', allowSpecialFiles: true }],
+      });
+      const plan = await hintboxCommand(['plan', profile]);
+      assert.equal(plan.code, 0, plan.stderr);
+    } finally {
+      service.close();
+    }
   });
 });
