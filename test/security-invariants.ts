@@ -246,6 +246,28 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
     ],
   },
   {
+    id: 'PREVIEW-BOUNDED',
+    statement:
+      'A dry run cannot freeze hintbox through its preview: the diff work is bounded in time and size and done in slices between which hintbox keeps serving, and the confirmation says when the preview was cut.',
+    tests: [
+      {
+        file: 'unit/preview-bounds.test.ts',
+        title:
+          'formats 2000 added files of 2000 lines within its limits, without stalling the event loop, and says it was cut',
+      },
+      {
+        file: 'unit/preview-bounds.test.ts',
+        title:
+          'stops diffs that take long (many changed files) when its time is up, in slices the event loop runs between',
+      },
+      {
+        file: 'integration/escaper.test.ts',
+        title:
+          'keeps hintbox responsive while it previews a dry run that leaves 2000 files, and says the preview was cut',
+      },
+    ],
+  },
+  {
     id: 'LOG-BOUNDED',
     statement:
       "A server that floods stderr cannot fill the host's disk: Docker's log of a sandbox is a rotated json-file of at most 2 × 1 MiB, and hintbox's own log takes at most 4 MiB of each sandbox's stderr.",

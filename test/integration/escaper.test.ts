@@ -60,7 +60,7 @@ describe("a server's stderr on the host's disk", { timeout: 240_000 }, () => {
   before(ensureEscaperImage);
   after(assertNoLeftovers);
 
-  it("keeps Docker's log of a sandbox and hintbox's own log bounded when a read-only tool floods stderr", async () => {
+  it("keeps Docker's log of a sandbox and hintbox's own log bounded when a read-only tool floods stderr", async (t) => {
     const profile = writeProfile({
       name: `escaper-log-${process.pid}`,
       server: { image: ESCAPER_IMAGE },
@@ -81,6 +81,7 @@ describe("a server's stderr on the host's disk", { timeout: 240_000 }, () => {
     const onDisk = readdirSync(folder)
       .filter((name) => name.startsWith(path.basename(logPath)))
       .reduce((sum, name) => sum + statSync(path.join(folder, name)).size, 0);
+    t.diagnostic(`Docker's log: ${onDisk} bytes; hintbox's log: ${Buffer.byteLength(hintbox.stderr())} bytes`);
     assert.ok(onDisk < 8 * 1024 * 1024, `Docker's log of the sandbox holds ${onDisk} bytes for 48 MB written`);
     const relayed = Buffer.byteLength(hintbox.stderr());
     assert.ok(relayed < 8 * 1024 * 1024, `hintbox's own log took ${relayed} bytes of the server's 48 MB`);
@@ -223,5 +224,50 @@ describe('Unix sockets in a mount', { timeout: 240_000 }, () => {
     } finally {
       service.close();
     }
+  });
+});
+
+describe('a preview of thousands of files', { timeout: 300_000 }, () => {
+  before(ensureEscaperImage);
+  after(assertNoLeftovers);
+
+  it('keeps hintbox responsive while it previews a dry run that leaves 2000 files, and says the preview was cut', async (t) => {
+    const workspace = sandboxFolder();
+    const profile = writeProfile({
+      name: `escaper-preview-${process.pid}`,
+      server: { image: ESCAPER_IMAGE },
+      trust: 'trusted',
+      mounts: [{ source: workspace, target: '/workspace' }],
+    });
+    await using hintbox = await runHintbox(profile, {}, 'deny');
+    // While the call waits for its confirmation, a ping every 100 ms: its answer comes from
+    // hintbox's event loop, so its delay is that loop's lag.
+    let worstPingMs = 0;
+    let pinging = true;
+    const pings = (async () => {
+      while (pinging) {
+        const sent = performance.now();
+        await hintbox.client.ping();
+        worstPingMs = Math.max(worstPingMs, performance.now() - sent);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+    const started = performance.now();
+    await hintbox.client.callTool(
+      { name: 'make_files', arguments: { dir: '/workspace/out', count: 2000, lines: 2000 } },
+      undefined,
+      { timeout: 280_000 },
+    );
+    const tookMs = performance.now() - started;
+    pinging = false;
+    await pings;
+    t.diagnostic(`confirmation after ${Math.round(tookMs)} ms; worst ping ${Math.round(worstPingMs)} ms`);
+    assert.equal(hintbox.asked.length, 1, 'the call was put to a person');
+    const message = hintbox.asked[0]!.message;
+    assert.match(message, /added: \/workspace\/out\/f00000\.txt/, 'the preview shows what was added');
+    assert.match(message, /preview was cut/, message.slice(-600));
+    assert.ok(worstPingMs < 1500, `hintbox's event loop stalled ${Math.round(worstPingMs)} ms during the preview`);
+    assert.ok(tookMs < 60_000, `the confirmation came ${Math.round(tookMs)} ms after the call`);
+    assert.deepEqual(readdirSync(workspace), [], 'the call was declined: nothing real was written');
   });
 });
