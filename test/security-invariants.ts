@@ -268,11 +268,100 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'ENV',
     statement:
-      "A sandbox's environment is exactly the profile's (plus HOME and TMPDIR); nothing is inherited from the host.",
+      "A server's environment is the profile's (plus HOME and TMPDIR, and the image's own ENV): nothing is inherited from the host, and nothing of hintbox's (the gate's token, socket and GLIBC_TUNABLES) reaches it; the profile's own GLIBC_TUNABLES does.",
     tests: [
       {
         file: 'unit/container-spec.test.ts',
         title: 'passes exactly the declared environment plus HOME and TMPDIR, nothing from the host',
+      },
+      {
+        file: 'unit/container-spec.test.ts',
+        title: "hands the profile's GLIBC_TUNABLES to the gate for the server, never to the gate itself",
+      },
+      {
+        file: 'integration/escaper.test.ts',
+        title: "passes the server only the profile's environment, HOME, TMPDIR and the image's own (no GLIBC_TUNABLES)",
+      },
+      { file: 'integration/escaper.test.ts', title: "keeps the profile's own GLIBC_TUNABLES for the server" },
+    ],
+  },
+  {
+    id: 'MOUNT-SOCKETS',
+    statement:
+      'plan and run refuse a mount source that holds a Unix socket, FIFO or device node (or that is too large or deep to check), unless the profile allows it for that mount: a read-only, network-less tool cannot reach a host service through its mount.',
+    tests: [
+      {
+        file: 'unit/special-files.test.ts',
+        title: 'finds a Unix socket deep in a source, and a FIFO; refuses them in one line each naming the field',
+      },
+      {
+        file: 'unit/special-files.test.ts',
+        title: 'does not follow symlinks, and refuses a source it cannot check within its limits',
+      },
+      {
+        file: 'integration/escaper.test.ts',
+        title:
+          'refuses to run or plan over a read-only mount that holds a host socket, and the service never hears from the server',
+      },
+    ],
+  },
+  {
+    id: 'PRE-APPROVE-PATHS',
+    statement:
+      'A pre-approval never runs a call whose path argument walks out of its folder: a path rule (under:) matches only normalised absolute paths strictly inside its folder, and no rule matches a value with a `..` path segment.',
+    tests: [
+      {
+        file: 'unit/pre-approval.test.ts',
+        title: 'a path rule (under:) matches only absolute paths strictly inside its folder, never one with ..',
+      },
+      {
+        file: 'unit/pre-approval.test.ts',
+        title: 'a regex rule matches raw text, but never a value with a .. path segment',
+      },
+      {
+        file: 'integration/escaper.test.ts',
+        title: 'does not let a regex rule for a folder pre-approve a path that walks out of it with ..',
+      },
+      {
+        file: 'integration/escaper.test.ts',
+        title: 'pre-approves by path only inside the folder (under:), and confirms a path that walks out of it',
+      },
+    ],
+  },
+  {
+    id: 'PREVIEW-BOUNDED',
+    statement:
+      'A dry run cannot freeze hintbox through its preview: the diff work is bounded in time and size and done in slices between which hintbox keeps serving, and the confirmation says when the preview was cut.',
+    tests: [
+      {
+        file: 'unit/preview-bounds.test.ts',
+        title:
+          'formats 2000 added files of 2000 lines within its limits, without stalling the event loop, and says it was cut',
+      },
+      {
+        file: 'unit/preview-bounds.test.ts',
+        title:
+          'stops diffs that take long (many changed files) when its time is up, in slices the event loop runs between',
+      },
+      {
+        file: 'integration/escaper.test.ts',
+        title:
+          'keeps hintbox responsive while it previews a dry run that leaves 2000 files, and says the preview was cut',
+      },
+    ],
+  },
+  {
+    id: 'LOG-BOUNDED',
+    statement:
+      "A server that floods stderr cannot fill the host's disk: Docker's log of a sandbox is a rotated json-file of at most 2 × 1 MiB, and hintbox's own log takes at most 4 MiB of each sandbox's stderr.",
+    tests: [
+      {
+        file: 'unit/container-spec.test.ts',
+        title: "caps Docker's log of every sandbox (a rotated json-file), whatever the engine's default",
+      },
+      {
+        file: 'integration/escaper.test.ts',
+        title: "keeps Docker's log of a sandbox and hintbox's own log bounded when a read-only tool floods stderr",
       },
     ],
   },

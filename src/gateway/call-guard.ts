@@ -7,6 +7,7 @@ import {
   type PinState,
   type ServerTrust,
 } from '../policy/approval-decision.js';
+import { compileArgumentRule, matchesArgumentRule, type ArgumentRule } from '../policy/argument-rule.js';
 import type { ClaimedHints, ToolHints } from '../policy/hints.js';
 import { diffPins, formatPinChanges, type PinnedDefinition, type ToolPin } from '../policy/tool-pin.js';
 import { formatTags, type ToolTag } from '../policy/tool-tags.js';
@@ -38,10 +39,10 @@ export interface GuardedTool {
   rule?: OperatorRule;
 }
 
-/** A pre-approval from the profile, with its patterns compiled. */
+/** A pre-approval from the profile, with its argument rules compiled. */
 export interface PreApproval {
   tool: string;
-  arguments: ReadonlyMap<string, RegExp>;
+  arguments: ReadonlyMap<string, ArgumentRule>;
 }
 
 /** How the guard reaches the person at the client. */
@@ -98,32 +99,30 @@ export interface CallGuardOptions {
   onApproved?: (tool: string) => void;
 }
 
-/** Does a pre-approval match these arguments? Every listed argument must be present and match whole. */
+/**
+ * Does a pre-approval match these arguments? Every listed argument must be present and satisfy
+ * its rule: a regex matches the whole raw text (never one with a `..` path segment), a path rule
+ * only a path strictly inside its folder (see argument-rule.ts).
+ */
 export function matchesPreApproval(
   rule: PreApproval,
   tool: string,
   args: Record<string, unknown> | undefined,
 ): boolean {
   if (rule.tool !== tool) return false;
-  for (const [name, pattern] of rule.arguments) {
-    const value = args?.[name];
-    if (value === undefined) return false;
-    const text = typeof value === 'string' ? value : JSON.stringify(value);
-    pattern.lastIndex = 0;
-    if (!pattern.test(text)) return false;
+  for (const [name, argumentRule] of rule.arguments) {
+    if (!matchesArgumentRule(argumentRule, args?.[name])) return false;
   }
   return true;
 }
 
-/** Compiles the profile's patterns: each must match the whole value. */
+/** Compiles the profile's rules: a pattern must match the whole value; `{ under }` is a folder. */
 export function compilePreApprovals(
-  rules: readonly { tool: string; arguments: Record<string, string> }[],
+  rules: readonly { tool: string; arguments: Record<string, string | { under: string }> }[],
 ): PreApproval[] {
   return rules.map((rule) => ({
     tool: rule.tool,
-    arguments: new Map(
-      Object.entries(rule.arguments).map(([name, source]) => [name, new RegExp(`^(?:${source})$`, 'u')]),
-    ),
+    arguments: new Map(Object.entries(rule.arguments).map(([name, source]) => [name, compileArgumentRule(source)])),
   }));
 }
 
@@ -248,7 +247,7 @@ export class CallGuard implements Gatekeeper {
         const how =
           this.trust === 'untrusted'
             ? 'Calls of an untrusted server always need a person: use a client that supports MCP elicitation, or mark the server trusted in its profile if you vouch for it.'
-            : `To run it unattended, pre-approve it in the profile, e.g.\n  preApprove:\n    - tool: ${name}\n      arguments: { <name>: <regular expression> }`;
+            : `To run it unattended, pre-approve it in the profile, e.g.\n  preApprove:\n    - tool: ${name}\n      arguments: { <name>: <regular expression> }   # or, for a path: { <name>: { under: <folder> } }`;
         return this.refuse(
           tool,
           args,

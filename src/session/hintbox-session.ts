@@ -31,6 +31,7 @@ import type { DockerConnection } from '../sandbox/docker-connection.js';
 import { holdSandbox, type HeldSandbox, type StartedSandbox } from '../sandbox/docker-sandbox.js';
 import { Previewer } from '../sandbox/preview.js';
 import { hostMountPoints, nestedMountPoints } from '../sandbox/nested-mounts.js';
+import { assertNoSpecialFiles } from '../sandbox/special-files.js';
 import { removeSession } from '../sandbox/sweep.js';
 import type { Logger } from '../util/logger.js';
 import { CallGuard, compilePreApprovals, type GuardedTool } from '../gateway/call-guard.js';
@@ -329,6 +330,7 @@ export class HintboxSession implements AsyncDisposable {
   private async discoverAndPlan(startAll: boolean): Promise<void> {
     const { profile, docker, log } = this.options;
     assertNoNestedMounts(profile, docker);
+    await assertNoSpecialFiles(profile);
     if (profile.database) {
       // Before any container: a database that cannot be reached or is not prepared stops the run.
       const adminUrl =
