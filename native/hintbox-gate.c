@@ -1,7 +1,8 @@
 /*
  * hintbox-gate: the first program of every hintbox sandbox.
  *
- *   HINTBOX_GATE_SOCKET=/run/hintbox/io/NAME.sock HINTBOX_GATE_TOKEN=HEX hintbox-gate PROGRAM [ARG...]
+ *   HINTBOX_GATE_SOCKET=/run/hintbox/io/NAME.sock HINTBOX_GATE_TOKEN=HEX \
+ *   GLIBC_TUNABLES= HINTBOX_GATE_TUNABLES=[=VALUE] hintbox-gate PROGRAM [ARG...]
  *
  * It connects to the Unix socket hintbox listens on (bound into the container read-only),
  * sends the token (hintbox takes no other connection as the gate's), waits for hintbox to
@@ -47,6 +48,17 @@ static int write_all(int fd, const char *buf, size_t len) {
   return 0;
 }
 
+/*
+ * GLIBC_TUNABLES is set empty for the gate itself (its static libc reads it at start-up: the
+ * image's ENV may not tune it). The server gets the profile's own value, which hintbox passes
+ * as HINTBOX_GATE_TUNABLES="=VALUE", or no GLIBC_TUNABLES at all when that is empty.
+ */
+static int restore_tunables(void) {
+  const char *saved = getenv("HINTBOX_GATE_TUNABLES");
+  int rc = saved != NULL && saved[0] == '=' ? setenv("GLIBC_TUNABLES", saved + 1, 1) : unsetenv("GLIBC_TUNABLES");
+  return rc != 0 ? rc : unsetenv("HINTBOX_GATE_TUNABLES");
+}
+
 int main(int argc, char **argv) {
   const char *path = getenv("HINTBOX_GATE_SOCKET");
   const char *token = getenv("HINTBOX_GATE_TOKEN");
@@ -76,6 +88,10 @@ int main(int argc, char **argv) {
   /* hintbox's, not the server's: it does not inherit them. */
   unsetenv("HINTBOX_GATE_SOCKET");
   unsetenv("HINTBOX_GATE_TOKEN");
+  if (restore_tunables() != 0) {
+    say("cannot restore GLIBC_TUNABLES", strerror(errno));
+    return GATE_FAILED;
+  }
 
   char release = 0;
   ssize_t n;

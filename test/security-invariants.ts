@@ -109,6 +109,83 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
     ],
   },
   {
+    id: 'AUDIT-NO-WEDGE',
+    statement:
+      'No single record can stop the audit trail: any text a server makes is kept up to 8 KiB, with the size and SHA-256 of the whole; the log is appended in the calling process (no store to refuse a record), and a Postgres sink that fails only falls behind.',
+    tests: [
+      {
+        file: 'integration/server-text.test.ts',
+        title: 'keeps the audit trail going after a 40 MB error answer, storing its size and SHA-256, not the whole',
+      },
+      {
+        file: 'unit/audit-stored-text.test.ts',
+        title: 'keeps at most 8 KiB of a 40 MB error message: its beginning, its size and the SHA-256 of the whole',
+      },
+      {
+        file: 'unit/audit-stored-text.test.ts',
+        title: 'caps every text of a record (events too), and keeps NUL and lone surrogates as JSON escapes',
+      },
+      {
+        file: 'integration/audit-sink.test.ts',
+        title: 'falls behind while the database is down without slowing the log, and catches up once it is back',
+      },
+    ],
+  },
+  {
+    id: 'SERVER-TEXT',
+    statement:
+      "Server-made text never acts on a person's screen or passes for hintbox's own: tools whose names break the spec's rule are left out, and every server string shown in a confirmation, `approve`, `audit`, `plan` or the log has its control characters, line and paragraph separators, bidi controls and invisible characters escaped.",
+    tests: [
+      {
+        file: 'integration/server-text.test.ts',
+        title: 'leaves out tools whose names break the spec, and shows no server text raw in approve or plan',
+      },
+      {
+        file: 'integration/server-text.test.ts',
+        title: 'lets no tool name forge a line of a confirmation or of hintbox audit',
+      },
+      {
+        file: 'unit/discover-tools.test.ts',
+        title: "leaves out tools whose names break the spec's rule (1-128 characters of A-Za-z0-9_-.)",
+      },
+      {
+        file: 'unit/render-server-text.test.ts',
+        title: 'shows every control, separator, bidi and invisible character as an escape, never raw',
+      },
+      {
+        file: 'unit/call-guard-preview.test.ts',
+        title: 'fences every line a reader sees: a U+2028, U+2029 or CR in a previewed file name starts none',
+      },
+      {
+        file: 'integration/server-text.test.ts',
+        title: 'fences every line of a preview: a U+2028 in a previewed file name starts no line of its own',
+      },
+      {
+        file: 'unit/audit-stored-text.test.ts',
+        title: 'shows each record on one line, whatever its server-made text holds',
+      },
+    ],
+  },
+  {
+    id: 'INSTRUCTIONS',
+    statement:
+      "A server's `initialize` instructions reach the client only as approved: locked by `hintbox approve` (which shows them), or as sent by a trusted server with none locked, and withheld while they differ from the locked ones or an untrusted server's were never approved.",
+    tests: [
+      {
+        file: 'integration/server-text.test.ts',
+        title: "withholds the server's instructions until approve shows and pins them, and again when they change",
+      },
+      {
+        file: 'unit/approved-instructions.test.ts',
+        title: "withholds an untrusted server's instructions until they are approved, and logs it without their text",
+      },
+      {
+        file: 'unit/approved-instructions.test.ts',
+        title: 'withholds instructions that differ from the locked ones, whatever the trust',
+      },
+    ],
+  },
+  {
     id: 'RO-MOUNTS',
     statement:
       'A tool whose effective readOnlyHint is true runs where every mount is read-only: its writes fail and the host files stay byte-identical.',
@@ -204,11 +281,100 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'ENV',
     statement:
-      "A sandbox's environment is exactly the profile's (plus HOME and TMPDIR); nothing is inherited from the host.",
+      "A server's environment is the profile's (plus HOME and TMPDIR, and the image's own ENV): nothing is inherited from the host, and nothing of hintbox's (the gate's token, socket and GLIBC_TUNABLES) reaches it; the profile's own GLIBC_TUNABLES does.",
     tests: [
       {
         file: 'unit/container-spec.test.ts',
         title: 'passes exactly the declared environment plus HOME and TMPDIR, nothing from the host',
+      },
+      {
+        file: 'unit/container-spec.test.ts',
+        title: "hands the profile's GLIBC_TUNABLES to the gate for the server, never to the gate itself",
+      },
+      {
+        file: 'integration/escaper.test.ts',
+        title: "passes the server only the profile's environment, HOME, TMPDIR and the image's own (no GLIBC_TUNABLES)",
+      },
+      { file: 'integration/escaper.test.ts', title: "keeps the profile's own GLIBC_TUNABLES for the server" },
+    ],
+  },
+  {
+    id: 'MOUNT-SOCKETS',
+    statement:
+      'plan and run refuse a mount source that holds a Unix socket, FIFO or device node (or that is too large or deep to check), unless the profile allows it for that mount: a read-only, network-less tool cannot reach a host service through its mount.',
+    tests: [
+      {
+        file: 'unit/special-files.test.ts',
+        title: 'finds a Unix socket deep in a source, and a FIFO; refuses them in one line each naming the field',
+      },
+      {
+        file: 'unit/special-files.test.ts',
+        title: 'does not follow symlinks, and refuses a source it cannot check within its limits',
+      },
+      {
+        file: 'integration/escaper.test.ts',
+        title:
+          'refuses to run or plan over a read-only mount that holds a host socket, and the service never hears from the server',
+      },
+    ],
+  },
+  {
+    id: 'PRE-APPROVE-PATHS',
+    statement:
+      'A pre-approval never runs a call whose path argument walks out of its folder: a path rule (under:) matches only normalised absolute paths strictly inside its folder, and no rule matches a value with a `..` path segment.',
+    tests: [
+      {
+        file: 'unit/pre-approval.test.ts',
+        title: 'a path rule (under:) matches only absolute paths strictly inside its folder, never one with ..',
+      },
+      {
+        file: 'unit/pre-approval.test.ts',
+        title: 'a regex rule matches raw text, but never a value with a .. path segment',
+      },
+      {
+        file: 'integration/escaper.test.ts',
+        title: 'does not let a regex rule for a folder pre-approve a path that walks out of it with ..',
+      },
+      {
+        file: 'integration/escaper.test.ts',
+        title: 'pre-approves by path only inside the folder (under:), and confirms a path that walks out of it',
+      },
+    ],
+  },
+  {
+    id: 'PREVIEW-BOUNDED',
+    statement:
+      'A dry run cannot freeze hintbox through its preview: the diff work is bounded in time and size and done in slices between which hintbox keeps serving, and the confirmation says when the preview was cut.',
+    tests: [
+      {
+        file: 'unit/preview-bounds.test.ts',
+        title:
+          'formats 2000 added files of 2000 lines within its limits, without stalling the event loop, and says it was cut',
+      },
+      {
+        file: 'unit/preview-bounds.test.ts',
+        title:
+          'stops diffs that take long (many changed files) when its time is up, in slices the event loop runs between',
+      },
+      {
+        file: 'integration/escaper.test.ts',
+        title:
+          'keeps hintbox responsive while it previews a dry run that leaves 2000 files, and says the preview was cut',
+      },
+    ],
+  },
+  {
+    id: 'LOG-BOUNDED',
+    statement:
+      "A server that floods stderr cannot fill the host's disk: Docker's log of a sandbox is a rotated json-file of at most 2 × 1 MiB, and hintbox's own log takes at most 4 MiB of each sandbox's stderr.",
+    tests: [
+      {
+        file: 'unit/container-spec.test.ts',
+        title: "caps Docker's log of every sandbox (a rotated json-file), whatever the engine's default",
+      },
+      {
+        file: 'integration/escaper.test.ts',
+        title: "keeps Docker's log of a sandbox and hintbox's own log bounded when a read-only tool floods stderr",
       },
     ],
   },
@@ -353,6 +519,15 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         title: 'reports a freeze that failed, so the sandbox can be removed (fail closed)',
       },
       { file: 'unit/profile.test.ts', title: 'refuses hold: false for a server that is not trusted' },
+      {
+        file: 'unit/gateway.test.ts',
+        title: 'thaws a held sandbox before each call reaches it and freezes it when its last call ends',
+      },
+      {
+        file: 'unit/gateway.test.ts',
+        title:
+          'ignores a tool change a held sandbox announces outside a call, and lists one announced in a call with it thawed',
+      },
     ],
   },
   {
@@ -447,7 +622,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'DB-RELAY',
     statement:
-      'A network-less sandbox reaches its database only through its own Unix socket relay, bound read-only, and only as its own role and database.',
+      'A network-less sandbox reaches its database only through its own Unix socket relay, bound read-only, and only as its own role and database; through it, it can cancel only its own queries.',
     tests: [
       {
         file: 'integration/database-relay.test.ts',
@@ -463,8 +638,85 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         title: 'cutAll() ends an idle and a busy session at once, cancels the running query, and the relay still works',
       },
       {
+        file: 'integration/database-attacks.test.ts',
+        title: "passes a CancelRequest on only for the sandbox's own sessions: another client's query runs on",
+      },
+      {
         file: 'unit/container-spec.test.ts',
         title: 'binds the relay socket directory read-only at the fixed path, and nothing else changes',
+      },
+    ],
+  },
+  {
+    id: 'DB-CONNECTIONS',
+    statement:
+      "A sandbox holds at most its role's connection limit of the Postgres server's connections, counted before authentication: the relay refuses startups beyond it and cuts those not done in time, and the server's other clients, the superuser included, still connect.",
+    tests: [
+      {
+        file: 'integration/database-attacks.test.ts',
+        title:
+          "refuses a sandbox's startups beyond its role's connection limit, so 140 pending ones leave Postgres usable and the superuser gets in",
+      },
+      {
+        file: 'integration/database-attacks.test.ts',
+        title: 'cuts a startup that does not authenticate in time, and its slot is free again',
+      },
+    ],
+  },
+  {
+    id: 'DB-EGRESS',
+    statement:
+      'A database where a role could make Postgres connect out (the functions of dblink, postgres_fdw or any foreign-data wrapper extension, USAGE on a wrapper or server, a routine in an untrusted language, executable by PUBLIC) stops the run with one line each; after db prepare the attempt reaches nothing.',
+    tests: [
+      {
+        file: 'integration/database-attacks.test.ts',
+        title:
+          'stops the run with one line each for dblink, postgres_fdw, PUBLIC USAGE on a foreign-data wrapper and a routine in an untrusted language',
+      },
+      {
+        file: 'integration/database-attacks.test.ts',
+        title:
+          "db prepare revokes EXECUTE on them; a read role's dblink_connect to a canary then fails and the canary receives nothing",
+      },
+    ],
+  },
+  {
+    id: 'DB-SESSION-BOUNDS',
+    statement:
+      "A sandbox's database sessions end with its calls: when endCallSessions returns their transactions, table and advisory locks are gone, and the relay cuts any statement, idle transaction or idle session past the call's bounds, whatever the session SETs.",
+    tests: [
+      {
+        file: 'integration/database-attacks.test.ts',
+        title:
+          "endCallSessions ends the sandbox's sessions: its advisory lock and idle transaction are gone and the admin's ALTER TABLE goes through",
+      },
+      {
+        file: 'integration/database-attacks.test.ts',
+        title:
+          "is held to them by the relay: its idle transaction, idle session and long statement end at the call's timeout",
+      },
+      {
+        file: 'integration/database-attacks.test.ts',
+        title: 'has its query cancelled by the relay: the backend and its locks do not outlive the socket',
+      },
+      {
+        file: 'integration/database-attacks.test.ts',
+        title:
+          "the roles hintbox creates bound statements and idle transactions by the call's timeout, without hintbox's help",
+      },
+      {
+        file: 'unit/role-grants.test.ts',
+        title: 'bounds statements and idle sessions by the call timeout, and idle transactions by a minute at most',
+      },
+      {
+        file: 'integration/database-stack.test.ts',
+        title:
+          "ends a sandbox's database sessions when its call ends: a lock its server took and kept is released at once",
+      },
+      {
+        file: 'unit/sandbox-activity.test.ts',
+        title:
+          'lets a call in only after the idle work (ending database sessions) is done, so it never cuts the new call',
       },
     ],
   },

@@ -25,6 +25,7 @@ import {
   DECIDERS_OF,
   outcomeFitsDecision,
   randomIds,
+  storedText,
   systemClock,
   type AuditDecision,
   type AuditEvent,
@@ -135,17 +136,17 @@ export class AuditLogWriter implements AuditLog, Disposable {
     const decidedBy = oneOf(intent.decidedBy, DECIDERS_OF[decision], `decidedBy of a ${decision} call`);
     const base = this.base('call.intent');
     const tags = (source: 'profile' | 'server'): string[] =>
-      intent.tags.filter((t) => t.source === source).map((t) => normalizeTag(t.name));
+      intent.tags.filter((t) => t.source === source).map((t) => storedText(normalizeTag(t.name)));
     this.append({
       ...base,
       session: intent.session,
-      server: intent.server,
-      tool: intent.tool,
+      server: storedText(intent.server),
+      tool: storedText(intent.tool),
       tags: tags('profile'),
       claimedTags: tags('server'),
       claimedHints: booleanHints(intent.claimedHints),
       effectiveHints: booleanHints(intent.effectiveHints),
-      sandbox: intent.sandbox,
+      sandbox: storedText(intent.sandbox),
       decision,
       decidedBy,
       arguments: intent.arguments ?? null,
@@ -170,8 +171,8 @@ export class AuditLogWriter implements AuditLog, Disposable {
       ...base,
       callId: id,
       outcome,
-      detail: report.detail ?? null,
-      hintViolation: report.hintViolation ?? null,
+      detail: storedText(report.detail ?? null),
+      hintViolation: storedText(report.hintViolation ?? null),
       attempts,
       durationMs: Math.max(0, Date.parse(base.time) - call.timeMs),
     });
@@ -298,8 +299,17 @@ function booleanHints(hints: unknown): Record<string, boolean> {
   return out;
 }
 
+/** An event's fields but its type, every text capped ({@link storedText}): some are a server's (a violation's message). */
 function withoutType(event: AuditEvent): Record<string, unknown> {
-  const rest: Record<string, unknown> = { ...event };
-  delete rest.type;
+  const rest: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(event)) {
+    if (key === 'type') continue;
+    rest[key] =
+      typeof value === 'string'
+        ? storedText(value)
+        : Array.isArray(value)
+          ? value.map((v: unknown) => (typeof v === 'string' ? storedText(v) : v))
+          : value;
+  }
   return rest;
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ClaimedHints, ToolHints } from '../policy/hints.js';
 import type { ToolTag } from '../policy/tool-tags.js';
+import { capText, textDigest } from '../util/cap-text.js';
 
 /**
  * The audit trail's records, as they are written, one JSON object per line, to the audit log
@@ -158,6 +159,30 @@ export class AuditRecordError extends Error {
 /** `not-run` is the outcome of a denied or blocked call, and only theirs. */
 export function outcomeFitsDecision(outcome: AuditOutcome, decision: AuditDecision): boolean {
   return (decision === 'allowed') === (outcome !== 'not-run');
+}
+
+/**
+ * At most this many bytes (UTF-8) of any text of a record are kept: tool names, tags, sandbox,
+ * error details, the sandbox's last words, hint violations — mostly what a server controls. Not
+ * the arguments: they are the client's, and kept exactly.
+ */
+export const MAX_STORED_TEXT_BYTES = 8 * 1024;
+/** Room kept for the note that ends a cut text: ` … [cut by hintbox: <bytes> bytes in all, SHA-256 <hex>]`. */
+const CUT_NOTE_BYTES = 160;
+
+/**
+ * Text as a record keeps it: whole when it fits in {@link MAX_STORED_TEXT_BYTES}; else its
+ * beginning, then the size and SHA-256 of the whole (as the server sent it), so that a copy of
+ * the whole can still be matched. A 40 MB error message kept whole would make every reader of
+ * the log (and its sink) pay for it. At most MAX_STORED_TEXT_BYTES come out, so a cut text is
+ * kept unchanged again. NUL and lone surrogates stay as they are: JSON writes them as escapes.
+ */
+export function storedText<T extends string | null>(text: T): T {
+  if (text === null) return text;
+  if (!capText(text, MAX_STORED_TEXT_BYTES).whole) return text;
+  const { kept } = capText(text, MAX_STORED_TEXT_BYTES - CUT_NOTE_BYTES);
+  const whole = textDigest(text);
+  return `${kept} … [cut by hintbox: ${whole.bytes} bytes in all, SHA-256 ${whole.sha256}]` as T;
 }
 
 // ---------------------------------------------------------------------------------------------

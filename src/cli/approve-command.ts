@@ -10,12 +10,12 @@ import {
 } from '../approvals/lock-file.js';
 import { diffPins, formatPinChanges, pinTool } from '../policy/tool-pin.js';
 import { HintboxSession } from '../session/hintbox-session.js';
-import { visibleText } from '../util/visible-text.js';
+import { renderServerLines, renderServerText } from '../util/render-server-text.js';
 import { cliLog, dockerReady, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';
 import { UsageError } from './usage-error.js';
 
-const HELP = `Usage: hintbox approve <profile> (<tool>... | --all)
+const HELP = `Usage: hintbox approve <profile> (<tool>... | --instructions | --all)
 
 Starts the server once in the strictest sandbox to list its tools, shows for each named tool
 what differs from its approved definition in the lock file (or the whole definition when it
@@ -24,18 +24,25 @@ was never approved), and writes the current definitions to the lock file beside 
 instructions), atomically. Review and commit it like any lock file. "hintbox run" reads it
 and never writes it; it serves and routes approved tools, and plans changed annotations again.
 
+The server's instructions (the text its initialize answer gives the client for its model) are
+approved the same way: shown, locked, and passed on by "hintbox run" only while unchanged.
+Server text is shown with control characters, line separators and bidi overrides escaped.
+
 Options:
-  --all       approve every tool the server lists now (tools it no longer lists leave the
-              lock), and its instructions
-  -h, --help  this help`;
+  --instructions  approve the server's instructions
+  --all           approve every tool the server lists now (tools it no longer lists leave
+                  the lock), and its instructions
+  -h, --help      this help`;
 
 export const approveCommand: CommandSpec = {
   help: HELP,
-  options: { all: { type: 'boolean' } },
+  options: { all: { type: 'boolean' }, instructions: { type: 'boolean' } },
   async run({ positionals, values }) {
     const [file, ...names] = positionals;
     const profile = profileArg('approve', file === undefined ? [] : [file]);
-    if (!values.all && names.length === 0) throw new UsageError('approve: name the tools to approve, or --all');
+    if (!values.all && !values.instructions && names.length === 0) {
+      throw new UsageError('approve: name the tools to approve, or --instructions, or --all');
+    }
     const lockFile = lockFilePath(profile.file);
     const before = readLockFile(lockFile, profile.name);
     const docker = await dockerReady();
@@ -44,13 +51,13 @@ export const approveCommand: CommandSpec = {
     const unknown = names.filter((n) => !listed.has(n));
     if (unknown.length)
       throw new UsageError(
-        `approve: ${profile.name} lists no tool ${unknown.join(', ')} (it lists ${[...listed.keys()].join(', ')})`,
+        `approve: ${profile.name} lists no tool ${unknown.map(renderServerText).join(', ')} (it lists ${[...listed.keys()].join(', ')})`,
       );
-    const out = (line: string): void => void process.stdout.write(visibleText(line) + '\n');
+    const out = (line: string): void => void process.stdout.write(line + '\n');
     let lock: LockFile = before ?? emptyLock(profile.name);
     if (values.all) {
       for (const gone of Object.keys(lock.tools).filter((n) => !listed.has(n))) {
-        out(`${gone}: no longer listed by the server: removed from the lock`);
+        out(`${renderServerText(gone)}: no longer listed by the server: removed from the lock`);
         const tools = { ...lock.tools };
         delete tools[gone];
         lock = { ...lock, tools };
@@ -64,26 +71,40 @@ export const approveCommand: CommandSpec = {
         continue;
       }
       out(approved ? `${name}: changed since it was approved:` : `${name}: never approved; its definition:`);
+      // JSON escapes C0 controls; the rest (C1, U+2028, bidi, …) is rendered.
       const lines = approved
-        ? formatPinChanges(diffPins(approved.definition, pin.definition))
-        : JSON.stringify(pin.definition, null, 2).split('\n');
+        ? formatPinChanges(diffPins(approved.definition, pin.definition)).map(renderServerText)
+        : renderServerLines(JSON.stringify(pin.definition, null, 2));
       for (const line of lines) out(`  ${line}`);
       lock = lockTool(lock, pin);
       out(`${name}: approved (${pin.hash.slice(0, 12)})`);
     }
-    if (values.all) {
-      const text = session.instructions ?? null;
-      const hash = instructionsHash(text);
-      if (hash === lock.instructions.sha256) out(`instructions: already approved${text === null ? ' (none)' : ''}`);
+    const text = session.instructions ?? null;
+    const hash = instructionsHash(text);
+    if (values.all || values.instructions) {
+      if (text === null && lock.instructions.text === null) out('instructions: the server sends none');
+      else if (hash === lock.instructions.sha256) out(`instructions: already approved (${hash?.slice(0, 12)})`);
       else {
-        out(`instructions: ${lock.instructions.text === null ? 'never approved' : 'changed since approved'}; now:`);
-        for (const line of (text ?? '(none)').split('\n')) out(`  │ ${line}`);
-        if (lock.instructions.text !== null) {
-          out('  before:');
-          for (const line of lock.instructions.text.split('\n')) out(`  │ ${line}`);
+        if (lock.instructions.text === null) {
+          out('instructions: never approved; their text:');
+          for (const line of instructionLines(text)) out(`  ${line}`);
+        } else {
+          out('instructions: changed since it was approved:');
+          for (const line of [
+            'before:',
+            ...instructionLines(lock.instructions.text),
+            'now:',
+            ...instructionLines(text),
+          ])
+            out(`  ${line}`);
         }
         lock = { ...lock, instructions: { text, sha256: hash } };
+        out(`instructions: approved${hash ? ` (${hash.slice(0, 12)})` : ' (none)'}`);
       }
+    } else if (text !== null && hash !== lock.instructions.sha256) {
+      out(
+        `instructions: ${lock.instructions.sha256 ? 'changed since approved' : 'not approved'}; withheld from clients until "hintbox approve ${profile.file} --instructions"`,
+      );
     }
     if (before && serializeLockFile(before) === serializeLockFile(lock)) {
       cliLog.info(`${lockFile} unchanged`);
@@ -94,3 +115,9 @@ export const approveCommand: CommandSpec = {
     return 0;
   },
 };
+
+/** Instructions as fenced, rendered lines (they are the server's text, not hintbox's). */
+function instructionLines(text: string | null): string[] {
+  if (text === null) return ['(none)'];
+  return renderServerLines(text).map((line) => `│ ${line}`);
+}

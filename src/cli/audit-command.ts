@@ -8,7 +8,7 @@ import {
 import { AUDIT_DECISIONS, AUDIT_OUTCOMES, type AuditDecision, type AuditOutcome } from '../audit/audit-record.js';
 import { PostgresAuditSink } from '../audit/postgres-sink.js';
 import { auditDir, auditSinkUrl, redactUrl } from '../util/hintbox-paths.js';
-import { visibleText } from '../util/visible-text.js';
+import { renderServerText } from '../util/render-server-text.js';
 import { cliLog } from './common.js';
 import type { CommandSpec } from './main.js';
 import { UsageError } from './usage-error.js';
@@ -211,19 +211,19 @@ export function formatAuditEntry(entry: AuditEntry): string {
       .filter(([k]) => !['session', 'server', 'tool'].includes(k))
       .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
       .join(' ');
-    return visibleText([entry.time, entry.type, where || '-', rest].join('  '));
+    return [entry.time, entry.type, where || '-', rest].map(renderServerText).join('  ');
   }
   const outcome = entry.outcome ?? 'NO OUTCOME (hintbox stopped during the call, or it is running)';
   const args = JSON.stringify(entry.arguments ?? {});
-  return visibleText(
-    [
-      entry.time,
-      `${entry.server}/${entry.tool}`,
-      `${entry.decision} by ${entry.decidedBy}`,
-      outcome + (entry.hintViolation ? ` (HINT VIOLATION: ${entry.hintViolation})` : ''),
-      entry.durationMs === null ? '' : `${entry.durationMs} ms`,
-      [...entry.tags, ...entry.claimedTags.map((t) => `${t}?`)].join(',') || '-',
-      args.length > 80 ? `${args.slice(0, 77)}...` : args,
-    ].join('  '),
-  );
+  return [
+    entry.time,
+    `${entry.server}/${entry.tool}`,
+    `${entry.decision} by ${entry.decidedBy}`,
+    outcome + (entry.hintViolation ? ` (HINT VIOLATION: ${entry.hintViolation})` : ''),
+    entry.durationMs === null ? '' : `${entry.durationMs} ms`,
+    [...entry.tags, ...entry.claimedTags.map((t) => `${t}?`)].join(',') || '-',
+    args.length > 80 ? `${args.slice(0, 77)}...` : args,
+  ]
+    .map(renderServerText)
+    .join('  ');
 }

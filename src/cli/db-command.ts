@@ -9,7 +9,10 @@ const HELP = `Usage: hintbox db prepare <profile>
 Makes the profile's database safe for hintbox's per-sandbox roles: revokes from PUBLIC the
 grants that would let a role do more than its hints allow (TEMP and CREATE on the database,
 CREATE on schemas, EXECUTE on SECURITY DEFINER routines, writes on relations, sequences and
-large objects, and the large-object creators), in one transaction. Each statement is printed
+large objects, and the large-object creators) and the ways out to the network through Postgres
+(EXECUTE on the functions of dblink, postgres_fdw, any foreign-data wrapper's extension and
+routines in an untrusted language; USAGE on foreign-data wrappers and servers), in one
+transaction. Each statement is printed
 before it runs; what remains afterwards (a missing schema, lo_compat_privileges, a REVOKE the
 admin may not make) is printed too, and the exit code is 1 while a refusing problem remains.
 

@@ -1,6 +1,7 @@
 import type { ClaimedHints, ToolHints } from '../policy/hints.js';
 import type { SandboxPlan } from '../policy/plan-sandboxes.js';
 import type { RejectedTool } from '../gateway/discover-tools.js';
+import { renderServerText } from '../util/render-server-text.js';
 
 /** The JSON form of `hintbox plan --json`. */
 export function planToJson(server: string, plan: SandboxPlan, rejected: readonly RejectedTool[] = []): unknown {
@@ -42,7 +43,7 @@ export function hintCode(h: ClaimedHints | ToolHints, effective = false): string
   );
 }
 
-/** The human table of `hintbox plan`. */
+/** The human table of `hintbox plan`. Server-made text (tool names, reasons quoting it) is rendered. */
 export function formatPlanTable(server: string, plan: SandboxPlan, rejected: readonly RejectedTool[] = []): string {
   const sandboxes = new Map(plan.sandboxes.map((s) => [s.id, s]));
   // The DATABASE column (the role's privilege) only for profiles with a database.
@@ -50,7 +51,7 @@ export function formatPlanTable(server: string, plan: SandboxPlan, rejected: rea
   const rows = plan.tools.map((t) => {
     const s = sandboxes.get(t.sandbox);
     return [
-      t.name,
+      renderServerText(t.name),
       hintCode(t.claimed),
       hintCode(t.effective, true) + (t.overridden ? '*' : ''),
       t.sandbox,
@@ -91,8 +92,14 @@ export function formatPlanTable(server: string, plan: SandboxPlan, rejected: rea
       s.mounts.map((m) => `${m.source} -> ${m.target} (${m.readOnly ? 'read-only' : 'read-write'})`).join(', ') ||
       'no mounts';
     const database = s.database ? `; database role: ${s.database}` : '';
-    out.push(`sandbox ${s.id}: network ${s.network}; ${mounts}${database}; tools: ${s.tools.join(', ')}`);
+    out.push(
+      `sandbox ${s.id}: network ${s.network}; ${mounts}${database}; tools: ${s.tools.map(renderServerText).join(', ')}`,
+    );
   }
-  for (const r of rejected) out.push(`left out: tool #${r.index}${r.name ? ` (${r.name})` : ''}: ${r.reason}`);
+  for (const r of rejected) {
+    out.push(
+      `left out: tool #${r.index}${r.name !== undefined ? ` (${renderServerText(r.name)})` : ''}: ${renderServerText(r.reason)}`,
+    );
+  }
   return out.join('\n');
 }

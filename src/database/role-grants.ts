@@ -187,6 +187,41 @@ export interface GrantObjects {
   sequences: readonly QualifiedName[];
 }
 
+/**
+ * Bounds on a role's sessions, in milliseconds. The relay holds every session to them, whatever
+ * it SETs; they are also the role's defaults (ALTER ROLE … SET), a second layer for sessions
+ * that do not go through the relay (a role can change its own settings with SET).
+ */
+export interface SessionBounds {
+  /** `statement_timeout`: a statement cannot usefully outlive the call that ran it. */
+  statementTimeoutMs: number;
+  /** `idle_in_transaction_session_timeout`: an open transaction holds its locks while idle. */
+  idleInTransactionTimeoutMs: number;
+  /** `idle_session_timeout`: a session-level advisory lock or LISTEN lives as long as its session. */
+  idleSessionTimeoutMs: number;
+}
+
+/** The profile's default `timeouts.call`, for the bounds when no call timeout is given. */
+export const DEFAULT_CALL_TIMEOUT_MS = 600_000;
+
+/** An open transaction idle for this long inside a call is a mistake or an attack. */
+export const MAX_IDLE_IN_TRANSACTION_MS = 60_000;
+
+/**
+ * The bounds for a profile whose calls may take `callTimeoutMs`: a statement and an idle
+ * session at most as long as a call, an idle transaction at most a minute. No lock_timeout:
+ * waiting for a lock is part of a statement (statement_timeout bounds it), and lock_timeout
+ * only shortens the role's own waits, it frees nothing another client waits for.
+ */
+export function sessionBounds(callTimeoutMs: number): SessionBounds {
+  const call = Math.max(1, Math.ceil(callTimeoutMs));
+  return {
+    statementTimeoutMs: call,
+    idleInTransactionTimeoutMs: Math.min(call, MAX_IDLE_IN_TRANSACTION_MS),
+    idleSessionTimeoutMs: call,
+  };
+}
+
 export interface RoleSpec {
   name: string;
   /** A SCRAM verifier (see scramSha256Verifier); a plaintext password would be hashed by the server. */
@@ -196,6 +231,7 @@ export interface RoleSpec {
   schemas: readonly string[];
   validUntil: Date;
   connectionLimit: number;
+  bounds: SessionBounds;
   comment: RoleComment;
 }
 
@@ -228,7 +264,8 @@ function grantOn(
  * - read: CONNECT on the database, USAGE on the schemas, SELECT on the relations, and
  *   `default_transaction_read_only = on` (a second layer only);
  * - append: + INSERT, and USAGE on the sequences the relations' defaults use;
- * - write: + UPDATE, DELETE.
+ * - write: + UPDATE, DELETE;
+ * and, at every privilege, the session bounds as the role's defaults.
  * Never TRUNCATE, REFERENCES, TRIGGER, CREATE, TEMP, ownership, membership or EXECUTE.
  */
 export function createRoleStatements(spec: RoleSpec, objects: GrantObjects): string[] {
@@ -239,6 +276,12 @@ export function createRoleStatements(spec: RoleSpec, objects: GrantObjects): str
     throw new Error('the connection limit must be a positive integer');
   }
   if (Number.isNaN(spec.validUntil.getTime())) throw new Error('validUntil must be a valid date');
+  const { statementTimeoutMs, idleInTransactionTimeoutMs, idleSessionTimeoutMs } = spec.bounds;
+  const bounds = [statementTimeoutMs, idleInTransactionTimeoutMs, idleSessionTimeoutMs];
+  // Postgres's timeouts are int milliseconds; 0 would mean "none".
+  if (!bounds.every((ms) => Number.isInteger(ms) && ms >= 1 && ms <= 2_147_483_647)) {
+    throw new Error('session bounds must be whole milliseconds, from 1 to 2147483647');
+  }
   const role = quoteIdent(spec.name);
   const statements = [
     `CREATE ROLE ${role} WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS NOINHERIT` +
@@ -257,6 +300,11 @@ export function createRoleStatements(spec: RoleSpec, objects: GrantObjects): str
     statements.push(...grantOn('USAGE', 'SEQUENCE', objects.sequences, spec.name));
     if (spec.privilege === 'write') statements.push(...grantOn('UPDATE, DELETE', 'TABLE', dml, spec.name));
   }
+  statements.push(
+    `ALTER ROLE ${role} SET statement_timeout = ${spec.bounds.statementTimeoutMs}`,
+    `ALTER ROLE ${role} SET idle_in_transaction_session_timeout = ${spec.bounds.idleInTransactionTimeoutMs}`,
+    `ALTER ROLE ${role} SET idle_session_timeout = ${spec.bounds.idleSessionTimeoutMs}`,
+  );
   return statements;
 }
 
@@ -290,9 +338,10 @@ export type RevokeTarget =
   | { type: 'DATABASE'; name: string }
   | { type: 'SCHEMA'; name: string }
   | { type: 'TABLE' | 'SEQUENCE'; name: QualifiedName; columns?: readonly string[] }
-  /** `signature` as Postgres prints `oid::regprocedure` (already quoted). */
-  | { type: 'ROUTINE'; signature: string }
-  | { type: 'LARGE OBJECT'; oid: number };
+  /** `signature` as Postgres prints `oid::regprocedure` (already quoted); several in one statement. */
+  | { type: 'ROUTINE'; signature: string | readonly string[] }
+  | { type: 'LARGE OBJECT'; oid: number }
+  | { type: 'FOREIGN DATA WRAPPER' | 'FOREIGN SERVER'; name: string };
 
 /** `REVOKE <privilege> ON <object> FROM PUBLIC`. */
 export function revokeFromPublicStatement(privilege: string, target: RevokeTarget): string {
@@ -307,7 +356,10 @@ export function revokeFromPublicStatement(privilege: string, target: RevokeTarge
     case 'SEQUENCE':
       return grant(`${target.type} ${quoteQualified(target.name)}`, target.columns);
     case 'ROUTINE':
-      return grant(`ROUTINE ${target.signature}`);
+      return grant(`ROUTINE ${typeof target.signature === 'string' ? target.signature : target.signature.join(', ')}`);
+    case 'FOREIGN DATA WRAPPER':
+    case 'FOREIGN SERVER':
+      return grant(`${target.type} ${quoteIdent(target.name)}`);
     case 'LARGE OBJECT':
       return grant(`LARGE OBJECT ${target.oid}`);
   }

@@ -6,7 +6,9 @@ import { silentLogger, type Logger } from '../util/logger.js';
 import { sectionTables, type DatabasePrivilege, type DatabaseSection } from './database-profile-schema.js';
 import {
   ROLE_PREFIX,
+  DEFAULT_CALL_TIMEOUT_MS,
   createRoleStatements,
+  sessionBounds,
   disableLoginStatement,
   dropRoleStatements,
   minPrivilege,
@@ -97,7 +99,11 @@ export type DatabaseProblemKind =
   | 'public-write-column'
   | 'public-write-large-object'
   | 'public-create-large-object'
-  | 'large-object-compat-privileges';
+  | 'large-object-compat-privileges'
+  | 'egress-extension'
+  | 'public-usage-foreign-data-wrapper'
+  | 'public-usage-foreign-server'
+  | 'untrusted-language-routine';
 
 /** A grant (or a gap) that would let a hintbox role do more than its privilege says. */
 export interface DatabaseProblem {
@@ -166,6 +172,11 @@ export interface RoleProvisionerOptions {
   randomBytes?: (size: number) => Buffer;
   /** Default 10 s. */
   connectTimeoutMs?: number;
+  /**
+   * How long a tool call may take; the roles' statement and idle bounds follow from it
+   * (sessionBounds). Default 600 000 ms (the profile's default `timeouts.call`).
+   */
+  callTimeoutMs?: number;
 }
 
 const RELKINDS: Readonly<Record<string, RelationKind>> = {
@@ -185,7 +196,14 @@ const LARGE_OBJECT_CREATORS = [
   'pg_catalog.lo_import(text,oid)',
 ];
 
-/** How long dropRole waits for terminated sessions to end before it gives up. */
+/**
+ * Extensions whose functions make Postgres itself open a connection to a host the caller
+ * names (or reach a cloud service): a network-less role would get a network through them.
+ * Any extension that provides a foreign-data wrapper counts too, whatever its name.
+ */
+export const EGRESS_EXTENSIONS = ['dblink', 'postgres_fdw', 'http', 'pg_net', 'aws_s3', 'aws_lambda', 'azure_storage'];
+
+/** How long dropRole and endSessions wait for terminated sessions to end before they give up. */
 const TERMINATE_WAIT_MS = 10_000;
 
 /**
@@ -386,6 +404,8 @@ export class RoleProvisioner implements AsyncDisposable {
       });
     }
 
+    problems.push(...(await this.egressProblems(reachable)));
+
     const { rows: relations } = await this.client.query<{
       schema: string;
       name: string;
@@ -489,6 +509,83 @@ export class RoleProvisioner implements AsyncDisposable {
   }
 
   /**
+   * Ways out to the network through Postgres itself: the functions of an egress extension
+   * (dblink, postgres_fdw, any foreign-data wrapper's, …) that PUBLIC may execute, PUBLIC's
+   * USAGE on a foreign-data wrapper or server, and routines in an untrusted procedural language
+   * (plpython3u, plperlu, …) that PUBLIC may execute. One problem per extension, wrapper,
+   * server and routine, each with the REVOKE that fixes it.
+   */
+  private async egressProblems(reachable: string): Promise<DatabaseProblem[]> {
+    const { section } = this.options;
+    const problems: DatabaseProblem[] = [];
+    const { rows: extensions } = await this.client.query<{ name: string; routines: string[] }>(
+      `SELECT e.extname AS name, array_agg(p.oid::regprocedure::text ORDER BY p.oid::regprocedure::text) AS routines
+         FROM pg_extension e
+         JOIN pg_depend d ON d.refclassid = 'pg_extension'::regclass AND d.refobjid = e.oid
+                         AND d.classid = 'pg_proc'::regclass AND d.deptype = 'e'
+         JOIN pg_proc p ON p.oid = d.objid,
+              aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+        WHERE (e.extname = ANY($2::text[])
+               OR EXISTS (SELECT 1 FROM pg_depend w
+                           WHERE w.classid = 'pg_foreign_data_wrapper'::regclass AND w.refclassid = 'pg_extension'::regclass
+                             AND w.refobjid = e.oid AND w.deptype = 'e'))
+          AND p.pronamespace IN (${reachable}) AND a.grantee = 0 AND a.privilege_type = 'EXECUTE'
+        GROUP BY 1 ORDER BY 1`,
+      [section.schemas, EGRESS_EXTENSIONS],
+    );
+    for (const { name, routines } of extensions) {
+      const shown = routines.slice(0, 3).join(', ') + (routines.length > 3 ? ', …' : '');
+      problems.push({
+        kind: 'egress-extension',
+        severity: 'refuse',
+        message: `extension ${name} is installed and PUBLIC may execute ${routines.length} of its functions (${shown}): a role without a network could make Postgres connect out`,
+        statement: revokeFromPublicStatement('EXECUTE', { type: 'ROUTINE', signature: routines }),
+      });
+    }
+
+    for (const [catalog, type, kind] of [
+      ['pg_foreign_data_wrapper', 'FOREIGN DATA WRAPPER', 'public-usage-foreign-data-wrapper'],
+      ['pg_foreign_server', 'FOREIGN SERVER', 'public-usage-foreign-server'],
+    ] as const) {
+      const [name, acl, owner, aclKind] =
+        catalog === 'pg_foreign_data_wrapper'
+          ? ['fdwname', 'fdwacl', 'fdwowner', 'F']
+          : ['srvname', 'srvacl', 'srvowner', 'S'];
+      const { rows } = await this.client.query<{ name: string }>(
+        `SELECT o.${name} AS name FROM ${catalog} o, aclexplode(coalesce(o.${acl}, acldefault('${aclKind}', o.${owner}))) a
+          WHERE a.grantee = 0 AND a.privilege_type = 'USAGE' ORDER BY 1`,
+      );
+      for (const row of rows) {
+        problems.push({
+          kind,
+          severity: 'refuse',
+          message: `PUBLIC has USAGE on ${type.toLowerCase()} ${row.name}: a role could define connections to a host of its choice`,
+          statement: revokeFromPublicStatement('USAGE', { type, name: row.name }),
+        });
+      }
+    }
+
+    const { rows: untrusted } = await this.client.query<{ signature: string; language: string }>(
+      `SELECT p.oid::regprocedure::text AS signature, l.lanname AS language
+         FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang,
+              aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+        WHERE NOT l.lanpltrusted AND l.lanname NOT IN ('internal', 'c')
+          AND p.pronamespace IN (${reachable}) AND a.grantee = 0 AND a.privilege_type = 'EXECUTE'
+        ORDER BY 1`,
+      [section.schemas],
+    );
+    for (const { signature, language } of untrusted) {
+      problems.push({
+        kind: 'untrusted-language-routine',
+        severity: 'refuse',
+        message: `PUBLIC may execute ${signature}, written in the untrusted language ${language} (it can open files and connections as the server)`,
+        statement: revokeFromPublicStatement('EXECUTE', { type: 'ROUTINE', signature }),
+      });
+    }
+    return problems;
+  }
+
+  /**
    * Runs the REVOKE of every problem checkDatabase finds, in one transaction, calling
    * `onStatement` before each (so a CLI can print it), then checks again.
    */
@@ -527,6 +624,7 @@ export class RoleProvisioner implements AsyncDisposable {
         schemas: section.schemas,
         validUntil,
         connectionLimit: section.connectionLimit,
+        bounds: sessionBounds(this.options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS),
         comment: {
           session: options.identity.sessionId,
           class: options.classId,
@@ -559,6 +657,42 @@ export class RoleProvisioner implements AsyncDisposable {
     assertHintboxRole(name);
     const { rowCount } = await this.client.query(terminateSessionsQuery(name));
     return rowCount ?? 0;
+  }
+
+  /** The backends of a role now (for endSessions). */
+  async sessionPids(name: string): Promise<number[]> {
+    assertHintboxRole(name);
+    const { rows } = await this.client.query<{ pid: number }>(
+      'SELECT pid FROM pg_stat_activity WHERE usename = $1 AND pid <> pg_backend_pid() ORDER BY pid',
+      [name],
+    );
+    return rows.map((r) => r.pid);
+  }
+
+  /**
+   * Terminates those of `pids` that are still backends of the role, and waits until none of
+   * them is left (a backend releases its locks as it exits). Throws after 10 s.
+   */
+  async endSessions(name: string, pids: readonly number[]): Promise<void> {
+    assertHintboxRole(name);
+    if (pids.length === 0) return;
+    const left = async () =>
+      (
+        await this.client.query<{ pid: number }>(
+          'SELECT pid FROM pg_stat_activity WHERE usename = $1 AND pid = ANY($2::int[])',
+          [name, pids],
+        )
+      ).rows.map((r) => r.pid);
+    const deadline = Date.now() + TERMINATE_WAIT_MS;
+    for (let remaining = await left(); remaining.length > 0; remaining = await left()) {
+      if (Date.now() > deadline) {
+        throw new Error(
+          `${remaining.length} session(s) of role ${name} still running ${TERMINATE_WAIT_MS} ms after terminating them`,
+        );
+      }
+      await this.client.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [remaining]);
+      await new Promise((r) => setTimeout(r, 20));
+    }
   }
 
   /**

@@ -4,6 +4,7 @@ import { makeIsOwnerAlive, type IsOwnerAlive } from '../sandbox/sweep.js';
 import type { Logger } from '../util/logger.js';
 import type { DatabasePrivilege, DatabaseSection } from './database-profile-schema.js';
 import { DatabaseNotPreparedError, RoleProvisioner, adminEndpoint, type CreatedRole } from './role-provisioner.js';
+import { DEFAULT_CALL_TIMEOUT_MS, sessionBounds } from './role-grants.js';
 import { sandboxDatabaseEnv, startSocketRelay, type PrivilegeViolation, type SocketRelay } from './socket-relay.js';
 
 /**
@@ -25,6 +26,11 @@ export interface SessionDatabaseOptions {
   isOwnerAlive?: IsOwnerAlive;
   /** Parent of the relays' socket directories (default: the OS temp dir). */
   socketBaseDir?: string;
+  /**
+   * How long a tool call may take (the profile's `timeouts.call`): the roles' statement and
+   * idle bounds follow from it (see sessionBounds). Default 600 000 ms, the profile's default.
+   */
+  callTimeoutMs?: number;
 }
 
 /** What a sandbox's container needs to reach its database. */
@@ -57,7 +63,12 @@ export class SessionDatabase {
    */
   static async open(options: SessionDatabaseOptions): Promise<SessionDatabase> {
     const { section, log } = options;
-    const provisioner = await RoleProvisioner.connect({ adminUrl: options.adminUrl, section, log });
+    const provisioner = await RoleProvisioner.connect({
+      adminUrl: options.adminUrl,
+      section,
+      log,
+      callTimeoutMs: options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS,
+    });
     try {
       await provisioner.sweepRoles(options.isOwnerAlive ?? makeIsOwnerAlive(os.hostname()));
       const problems = await provisioner.checkDatabase();
@@ -101,10 +112,22 @@ export class SessionDatabase {
     return (await this.sandboxes.get(sandboxId)?.catch(() => undefined))?.role.name;
   }
 
-  /** Ends every database session of a sandbox now (a call's deadline passed). Returns how many. */
-  async cutSessions(sandboxId: string): Promise<number> {
+  /**
+   * Ends every database session of a sandbox, and resolves once Postgres has ended their
+   * backends: their transactions rolled back, their locks (table and advisory) released, their
+   * LISTENs gone. For the end of a sandbox's last call in flight, and for a call past its
+   * deadline. The relay cuts its connections (cancelling running queries); a backend whose
+   * client went away while its query ran on is terminated. Sessions the sandbox opens later
+   * are not touched: the role stays. Returns how many sessions there were (relay connections
+   * or backends, whichever is more); throws when a backend is still there after 10 s.
+   */
+  async endCallSessions(sandboxId: string): Promise<number> {
     const slot = await this.sandboxes.get(sandboxId)?.catch(() => undefined);
-    return slot ? slot.relay.cutAll() : 0;
+    if (!slot) return 0;
+    const backends = await this.serial(() => this.provisioner.sessionPids(slot.role.name));
+    const cut = await slot.relay.cutAll();
+    await this.serial(() => this.provisioner.endSessions(slot.role.name, backends));
+    return Math.max(cut, backends.length);
   }
 
   /**
@@ -140,9 +163,13 @@ export class SessionDatabase {
         upstream: adminEndpoint(adminUrl).upstream,
         sandboxUser,
         allow: { user: role.name, database: role.database },
+        // Postgres applies CONNECTION LIMIT only after authentication; the relay, before.
+        maxConnections: this.options.section.connectionLimit,
+        // Postgres's timeouts are the role's defaults, which a session can SET off; these it cannot.
+        bounds: sessionBounds(this.options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS),
         onViolation: (violation) => this.options.onViolation(sandboxId, role.name, violation),
         onRefused: (refused) =>
-          log.warn(`database relay of sandbox ${sandboxId} refused a connection: ${refused.reason}`),
+          log.warn(`database relay of sandbox ${sandboxId} ended a connection: ${refused.reason}`),
         ...(this.options.socketBaseDir ? { baseDir: this.options.socketBaseDir } : {}),
       });
       if (this.closed) {

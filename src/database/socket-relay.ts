@@ -12,13 +12,20 @@ import {
   parseErrorFields,
   readStartupPacket,
 } from './pg-wire.js';
+import type { SessionBounds } from './role-grants.js';
 
 /**
  * A sandbox's way to its database: a Unix socket in a directory of its own, bound into the
  * container, relaying each connection to the real Postgres. A sandbox without a network still
  * reaches the database this way, and only as the role it was given. The relay watches the
  * server's answers for privilege errors (a tool did what its hints said it would not) and can
- * cut every session at once (shutdown, a call's deadline).
+ * cut every session at once (shutdown, a call's end or deadline).
+ *
+ * Postgres forks a backend for a startup packet before it authenticates the role, and a
+ * role's CONNECTION LIMIT is checked only after: a sandbox that sends startups and never
+ * answers the password request would fill max_connections for every client of the server,
+ * the superuser included. So the relay holds each sandbox to its role's limit itself, counts a
+ * session until Postgres's side of it is closed, and cuts a startup that is not done in time.
  */
 
 /** Where the socket directory is bound inside the container. */
@@ -44,7 +51,7 @@ export interface PrivilegeViolation {
   at: Date;
 }
 
-/** The relay refused a connection itself (before Postgres saw it). */
+/** The relay refused a connection itself (before Postgres saw it), or cut a session past a bound. */
 export interface RefusedConnection {
   connectionId: number;
   reason: string;
@@ -64,8 +71,23 @@ export interface SocketRelayOptions {
   allow?: { user: string; database: string };
   onViolation?: (violation: PrivilegeViolation) => void;
   onRefused?: (refused: RefusedConnection) => void;
-  /** A connection must finish its startup packet within this. Default 10 s. */
+  /**
+   * Sessions (startups relayed to Postgres) at once; a startup beyond it is refused (53300)
+   * before Postgres sees it. A session counts until Postgres's side of it is closed. Set it to
+   * the role's CONNECTION LIMIT. Default 10.
+   */
+  maxConnections?: number;
+  /**
+   * A connection must be through its startup (startup packet sent, authenticated, Postgres
+   * ready for queries) within this, or it is cut. Default 10 s.
+   */
   startupTimeoutMs?: number;
+  /**
+   * Held by the relay whatever the session SETs: a statement that runs longer, a transaction
+   * idle longer, or a session idle longer is cut (its query cancelled, both sockets closed, so
+   * Postgres ends the backend and its locks). Default: none.
+   */
+  bounds?: SessionBounds;
   /** How long cutAll() waits for its cancel requests. Default 2 s. */
   cancelTimeoutMs?: number;
   now?: () => Date;
@@ -81,7 +103,7 @@ export interface SocketRelay extends AsyncDisposable {
   readonly socketPath: string;
   /** How the sandbox user gets access: it is hintbox's uid, or chown'ed to it, or world-accessible. */
   readonly access: SocketAccess;
-  /** Connections open now. */
+  /** Connections open now (sessions, and connections that have not sent a startup packet yet). */
   readonly connectionCount: number;
   /**
    * Ends every open session now: both sockets destroyed, and for each session whose server key
@@ -117,7 +139,19 @@ interface RelayConnection {
   keyData?: Buffer;
   user: string;
   database: string;
+  /** Until the server's first ReadyForQuery (or the relay refuses): cuts a slow startup. */
+  startupTimer?: NodeJS.Timeout;
+  /** The transaction status of the last ReadyForQuery ('I', 'T', 'E'); unset before the first. */
+  txStatus?: string;
+  /** When the last ReadyForQuery came: the session has been idle since, unless busySince is set. */
+  idleSince: number;
+  /** When the client sent something after the last ReadyForQuery: a statement is running. */
+  busySince?: number;
 }
+
+/** Connections accepted that have not been relayed yet, beyond the sessions: bounded too. */
+const UNIDENTIFIED_HEADROOM = 4;
+const DEFAULT_MAX_CONNECTIONS = 10;
 
 /** Starts a relay in a fresh directory under `baseDir`. */
 export async function startSocketRelay(options: SocketRelayOptions): Promise<SocketRelay> {
@@ -137,6 +171,10 @@ class PgSocketRelay implements SocketRelay {
   access: SocketAccess = 'owner';
   private readonly server: net.Server;
   private readonly connections = new Map<number, RelayConnection>();
+  /** Connections whose startup went to Postgres, until Postgres's side of them is closed. */
+  private readonly sessions = new Set<RelayConnection>();
+  private readonly maxConnections: number;
+  private boundsTimer?: NodeJS.Timeout;
   private nextId = 0;
   private closed = false;
 
@@ -145,7 +183,23 @@ class PgSocketRelay implements SocketRelay {
     readonly dir: string,
     readonly socketPath: string,
   ) {
+    this.maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+    if (!Number.isInteger(this.maxConnections) || this.maxConnections < 1) {
+      throw new Error('maxConnections must be a positive integer');
+    }
     this.server = net.createServer((socket) => this.accept(socket));
+    const bounds = options.bounds;
+    if (bounds) {
+      const shortest = Math.min(
+        bounds.statementTimeoutMs,
+        bounds.idleInTransactionTimeoutMs,
+        bounds.idleSessionTimeoutMs,
+      );
+      // Checked a few times per bound, so a session is cut at most a quarter late (between 0.1 and 1 s).
+      const every = Math.min(Math.max(shortest / 4, 100), 1_000);
+      this.boundsTimer = setInterval(() => this.holdToBounds(bounds), every);
+      this.boundsTimer.unref();
+    }
   }
 
   get connectionCount(): number {
@@ -167,6 +221,7 @@ class PgSocketRelay implements SocketRelay {
     const cut = [...this.connections.values()];
     this.connections.clear();
     for (const conn of cut) {
+      clearTimeout(conn.startupTimer);
       conn.client.destroy();
       conn.upstream?.destroy();
     }
@@ -177,6 +232,7 @@ class PgSocketRelay implements SocketRelay {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.boundsTimer);
     const stopped = new Promise<void>((resolve) => this.server.close(() => resolve()));
     await this.cutAll();
     await stopped;
@@ -188,22 +244,31 @@ class PgSocketRelay implements SocketRelay {
   }
 
   private accept(client: net.Socket): void {
-    const conn: RelayConnection = { id: ++this.nextId, client, user: '', database: '' };
+    const conn: RelayConnection = { id: ++this.nextId, client, user: '', database: '', idleSince: Date.now() };
     this.connections.set(conn.id, conn);
-    const timer = setTimeout(
-      () => this.refuse(conn, '08P01', 'no startup packet in time'),
-      this.options.startupTimeoutMs ?? 10_000,
+    const startupMs = this.options.startupTimeoutMs ?? 10_000;
+    conn.startupTimer = setTimeout(
+      () => this.refuse(conn, '08P01', `startup not done within ${startupMs} ms`),
+      startupMs,
     );
     client.on('error', () => this.drop(conn));
     client.on('close', () => {
-      clearTimeout(timer);
+      clearTimeout(conn.startupTimer);
       this.connections.delete(conn.id);
       // Let the server read the end of the stream (the pipe ends it), and make sure it goes.
       if (conn.upstream && !conn.upstream.destroyed) {
         conn.upstream.end();
         setTimeout(() => conn.upstream?.destroy(), 5_000).unref();
+        // Postgres does not notice a client gone while a query runs (client_connection_check_interval
+        // is the session's to SET): the query would run on, holding its locks. Cancel it.
+        if (conn.busySince !== undefined && conn.keyData) void this.cancel(conn.keyData);
       }
     });
+
+    if (this.connections.size > this.maxConnections + UNIDENTIFIED_HEADROOM) {
+      this.refuse(conn, '53300', this.tooMany());
+      return;
+    }
 
     let pending = Buffer.alloc(0);
     const onData = (chunk: Buffer): void => {
@@ -220,13 +285,12 @@ class PgSocketRelay implements SocketRelay {
           client.write('N');
           continue;
         }
-        clearTimeout(timer);
         client.pause();
         client.off('data', onData);
         if (packet.kind === 'invalid') {
           this.refuse(conn, '08P01', `invalid startup packet: ${packet.reason}`);
         } else if (packet.kind === 'cancel-request') {
-          this.relay(conn, Buffer.concat([raw, pending]), false);
+          this.cancelOwn(conn, packet.keyData);
         } else {
           conn.user = packet.parameters.user ?? '';
           conn.database = packet.parameters.database ?? conn.user;
@@ -237,8 +301,10 @@ class PgSocketRelay implements SocketRelay {
               '28000',
               `this sandbox may connect only as user "${allow.user}" to database "${allow.database}"`,
             );
+          } else if (this.sessions.size >= this.maxConnections) {
+            this.refuse(conn, '53300', this.tooMany());
           } else {
-            this.relay(conn, Buffer.concat([raw, pending]), true);
+            this.relay(conn, Buffer.concat([raw, pending]));
           }
         }
         return;
@@ -248,11 +314,12 @@ class PgSocketRelay implements SocketRelay {
   }
 
   /** Connects to Postgres, sends what the client sent so far, and relays both ways. */
-  private relay(conn: RelayConnection, first: Buffer, watch: boolean): void {
+  private relay(conn: RelayConnection, first: Buffer): void {
     const { client } = conn;
     const target = this.options.upstream;
     const upstream = 'path' in target ? net.connect(target.path) : net.connect(target.port, target.host);
     conn.upstream = upstream;
+    this.sessions.add(conn);
     let answered = false;
     upstream.on('error', (error) => {
       if (!answered && !client.destroyed) {
@@ -269,13 +336,19 @@ class PgSocketRelay implements SocketRelay {
     });
     // The server ended the session (Terminate, pg_terminate_backend): pass the end on after its last bytes.
     upstream.on('close', () => {
+      this.sessions.delete(conn);
       if (!client.destroyed) client.end();
     });
 
-    const scanner = watch ? new BackendMessageScanner() : undefined;
+    const scanner = new BackendMessageScanner({ capture: ['E', 'K', 'Z'] });
+    client.on('data', (chunk: Buffer) => {
+      // A Terminate ('X', length 4) is the end of an idle session, not a statement.
+      const terminate = chunk.length === 5 && chunk[0] === 0x58 && chunk.readInt32BE(1) === 4;
+      if (conn.txStatus !== undefined && !terminate) conn.busySince ??= Date.now();
+    });
     upstream.on('data', (chunk: Buffer) => {
       answered = true;
-      if (scanner) this.watch(conn, scanner, chunk);
+      this.watch(conn, scanner, chunk);
       if (!client.write(chunk)) {
         upstream.pause();
         client.once('drain', () => upstream.resume());
@@ -288,6 +361,12 @@ class PgSocketRelay implements SocketRelay {
   private watch(conn: RelayConnection, scanner: BackendMessageScanner, chunk: Buffer): void {
     for (const message of scanner.push(chunk)) {
       if (message.type === 'K' && message.body) conn.keyData = message.body;
+      if (message.type === 'Z') {
+        clearTimeout(conn.startupTimer);
+        conn.txStatus = message.body?.toString('latin1', 0, 1) ?? 'I';
+        conn.idleSince = Date.now();
+        conn.busySince = undefined;
+      }
       if (message.type !== 'E' || !message.body) continue;
       const error = parseErrorFields(message.body);
       if (error.sqlstate !== INSUFFICIENT_PRIVILEGE && error.sqlstate !== READ_ONLY_SQL_TRANSACTION) continue;
@@ -307,15 +386,67 @@ class PgSocketRelay implements SocketRelay {
     }
   }
 
-  /** Answers a connection with a FATAL error of the relay's own and closes it. */
+  /** Cuts the sessions past a bound (see SocketRelayOptions.bounds). */
+  private holdToBounds(bounds: SessionBounds): void {
+    const now = Date.now();
+    for (const conn of this.connections.values()) {
+      if (conn.txStatus === undefined) continue;
+      if (conn.busySince !== undefined) {
+        if (now - conn.busySince > bounds.statementTimeoutMs) {
+          this.cut(conn, `a statement ran longer than ${bounds.statementTimeoutMs} ms`);
+        }
+      } else if (conn.txStatus === 'I') {
+        if (now - conn.idleSince > bounds.idleSessionTimeoutMs) {
+          this.cut(conn, `the session was idle longer than ${bounds.idleSessionTimeoutMs} ms`);
+        }
+      } else if (now - conn.idleSince > bounds.idleInTransactionTimeoutMs) {
+        this.cut(conn, `a transaction was idle longer than ${bounds.idleInTransactionTimeoutMs} ms`);
+      }
+    }
+  }
+
+  /** Ends one session now: both sockets closed, and its running query (if any) cancelled. */
+  private cut(conn: RelayConnection, reason: string): void {
+    this.connections.delete(conn.id);
+    conn.client.destroy();
+    conn.upstream?.destroy();
+    if (conn.keyData) void this.cancel(conn.keyData);
+    this.report({ connectionId: conn.id, reason });
+  }
+
+  private tooMany(): string {
+    return `too many connections: this sandbox's role has a connection limit (${this.maxConnections}), and all are in use`;
+  }
+
+  /**
+   * A CancelRequest goes to Postgres only for a session of this relay: a sandbox cannot cancel
+   * the queries of other clients of the server (their keys are 32 random bits, but guessable
+   * by trying). Postgres answers a CancelRequest with nothing; so does the relay.
+   */
+  private cancelOwn(conn: RelayConnection, keyData: Buffer): void {
+    clearTimeout(conn.startupTimer);
+    this.connections.delete(conn.id);
+    conn.client.destroy();
+    const own = [...this.connections.values()].some((c) => c.keyData?.equals(keyData));
+    if (own) void this.cancel(keyData);
+    else this.report({ connectionId: conn.id, reason: 'a CancelRequest for a session not of this sandbox' });
+  }
+
+  /** Answers a connection with a FATAL error of the relay's own and closes it (with Postgres's side, if any). */
   private refuse(conn: RelayConnection, sqlstate: string, reason: string): void {
+    clearTimeout(conn.startupTimer);
+    conn.upstream?.destroy();
     if (!conn.client.destroyed) {
       conn.client.end(encodeErrorResponse({ severity: 'FATAL', sqlstate, message: `hintbox relay: ${reason}` }));
       setTimeout(() => conn.client.destroy(), 1_000).unref();
     }
     this.connections.delete(conn.id);
+    this.report({ connectionId: conn.id, reason });
+  }
+
+  private report(refused: RefusedConnection): void {
     try {
-      this.options.onRefused?.({ connectionId: conn.id, reason });
+      this.options.onRefused?.(refused);
     } catch {
       // As for violations: the listener's problem, not the relay's.
     }

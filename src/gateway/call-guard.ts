@@ -7,13 +7,14 @@ import {
   type PinState,
   type ServerTrust,
 } from '../policy/approval-decision.js';
+import { compileArgumentRule, matchesArgumentRule, type ArgumentRule } from '../policy/argument-rule.js';
 import type { ClaimedHints, ToolHints } from '../policy/hints.js';
 import { diffPins, formatPinChanges, type PinnedDefinition, type ToolPin } from '../policy/tool-pin.js';
 import { formatTags, type ToolTag } from '../policy/tool-tags.js';
 import type { CallPreviewer } from '../sandbox/preview.js';
 import type { AuditDecider, AuditDecision, AuditLog, AuditOutcomeReport } from '../audit/audit-record.js';
 import type { Logger } from '../util/logger.js';
-import { visibleText } from '../util/visible-text.js';
+import { renderServerLines, renderServerText } from '../util/render-server-text.js';
 
 /**
  * Per call, before it is forwarded: decide (pure, `decideApproval`), ask a person through MCP
@@ -38,10 +39,10 @@ export interface GuardedTool {
   rule?: OperatorRule;
 }
 
-/** A pre-approval from the profile, with its patterns compiled. */
+/** A pre-approval from the profile, with its argument rules compiled. */
 export interface PreApproval {
   tool: string;
-  arguments: ReadonlyMap<string, RegExp>;
+  arguments: ReadonlyMap<string, ArgumentRule>;
 }
 
 /** How the guard reaches the person at the client. */
@@ -104,32 +105,30 @@ export interface CallGuardOptions {
   onApproved?: (tool: string) => void;
 }
 
-/** Does a pre-approval match these arguments? Every listed argument must be present and match whole. */
+/**
+ * Does a pre-approval match these arguments? Every listed argument must be present and satisfy
+ * its rule: a regex matches the whole raw text (never one with a `..` path segment), a path rule
+ * only a path strictly inside its folder (see argument-rule.ts).
+ */
 export function matchesPreApproval(
   rule: PreApproval,
   tool: string,
   args: Record<string, unknown> | undefined,
 ): boolean {
   if (rule.tool !== tool) return false;
-  for (const [name, pattern] of rule.arguments) {
-    const value = args?.[name];
-    if (value === undefined) return false;
-    const text = typeof value === 'string' ? value : JSON.stringify(value);
-    pattern.lastIndex = 0;
-    if (!pattern.test(text)) return false;
+  for (const [name, argumentRule] of rule.arguments) {
+    if (!matchesArgumentRule(argumentRule, args?.[name])) return false;
   }
   return true;
 }
 
-/** Compiles the profile's patterns: each must match the whole value. */
+/** Compiles the profile's rules: a pattern must match the whole value; `{ under }` is a folder. */
 export function compilePreApprovals(
-  rules: readonly { tool: string; arguments: Record<string, string> }[],
+  rules: readonly { tool: string; arguments: Record<string, string | { under: string }> }[],
 ): PreApproval[] {
   return rules.map((rule) => ({
     tool: rule.tool,
-    arguments: new Map(
-      Object.entries(rule.arguments).map(([name, source]) => [name, new RegExp(`^(?:${source})$`, 'u')]),
-    ),
+    arguments: new Map(Object.entries(rule.arguments).map(([name, source]) => [name, compileArgumentRule(source)])),
   }));
 }
 
@@ -246,7 +245,7 @@ export class CallGuard implements Gatekeeper {
     if (decision.action === 'blocked') {
       if (this.approvedMeanwhile(tool)) return this.admit(name, args, client, traceId);
       const changes = tool.approvedDefinition
-        ? formatPinChanges(diffPins(tool.approvedDefinition, tool.pin.definition))
+        ? formatPinChanges(diffPins(tool.approvedDefinition, tool.pin.definition)).map(renderServerText)
         : [];
       const what = changes.length
         ? `its definition changed since it was approved:\n${changes.join('\n')}`
@@ -270,7 +269,7 @@ export class CallGuard implements Gatekeeper {
         const how =
           this.trust === 'untrusted'
             ? 'Calls of an untrusted server always need a person: use a client that supports MCP elicitation, or mark the server trusted in its profile if you vouch for it.'
-            : `To run it unattended, pre-approve it in the profile, e.g.\n  preApprove:\n    - tool: ${name}\n      arguments: { <name>: <regular expression> }`;
+            : `To run it unattended, pre-approve it in the profile, e.g.\n  preApprove:\n    - tool: ${name}\n      arguments: { <name>: <regular expression> }   # or, for a path: { <name>: { under: <folder> } }`;
         return this.refuse(
           tool,
           args,
@@ -328,15 +327,17 @@ export class CallGuard implements Gatekeeper {
     // Every argument is shown; only long values are cut (unless the call may be irreversible).
     const shown = JSON.stringify(decision.showFullArguments ? (args ?? {}) : clipValues(args ?? {}), null, 2);
     const preview = await this.previewLines(tool, args);
+    // Names and tags are checked at discovery; rendered anyway, as everything a server or a
+    // client made: no character of theirs may start a line or act on the reader's screen.
     const lines = [
-      `${options.server} wants to run ${tool.name}${tool.tags.length ? ` [${formatTags(tool.tags)}]` : ''} (sandbox ${tool.sandbox}).`,
+      `${options.server} wants to run ${renderServerText(tool.name)}${tool.tags.length ? ` [${renderServerText(formatTags(tool.tags))}]` : ''} (sandbox ${tool.sandbox}).`,
       ...decision.warnings.map((w) => `WARNING: ${APPROVAL_WARNING_TEXT[w]}`),
       ...(this.untrustedBecause
-        ? [`WARNING: this server broke a hint earlier in this session: ${this.untrustedBecause}`]
+        ? [`WARNING: this server broke a hint earlier in this session: ${renderServerText(this.untrustedBecause)}`]
         : []),
       `Why you are asked: ${decision.reasons.join('; ')}.`,
       `Arguments${decision.showFullArguments ? ' (in full)' : ' (long values cut)'}:`,
-      shown,
+      ...renderServerLines(shown),
       // Last, and fenced: the preview is the server's own output (file names, contents, errors),
       // so it must not be able to pass for hintbox's text above it.
       ...fence(preview),
@@ -350,7 +351,7 @@ export class CallGuard implements Gatekeeper {
             properties: {
               approve: {
                 type: 'boolean',
-                title: `Run ${tool.name}?`,
+                title: `Run ${renderServerText(tool.name)}?`,
                 description: 'true runs the call; false denies it',
               },
             },
@@ -440,9 +441,12 @@ function clipValues(args: Record<string, unknown>): Record<string, unknown> {
   );
 }
 
-/** Marks every line of server-made text, with control characters made visible. */
+/**
+ * Marks every line of server-made text, rendered (`renderServerText`): a line separator, a CR or
+ * an escape sequence in it is shown, so nothing of it can start a line without the mark.
+ */
 function fence(lines: readonly string[]): string[] {
-  return lines.flatMap((l) => l.split('\n')).map((l, i) => (i === 0 ? '' : '│ ') + visibleText(l));
+  return lines.flatMap(renderServerLines).map((l, i) => (i === 0 ? '' : '│ ') + l);
 }
 
 function errorResult(text: string): CallToolResult {

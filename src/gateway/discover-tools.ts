@@ -1,6 +1,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ToolSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { renderServerText } from '../util/render-server-text.js';
 
 /** A tool the server listed that cannot be used, and why. */
 export interface RejectedTool {
@@ -15,6 +16,14 @@ export interface DiscoveredTools {
   rejected: RejectedTool[];
 }
 
+/**
+ * The spec's rule for tool names (2025-11-25, "Tool names"): 1 to 128 characters, each an ASCII
+ * letter, a digit, `_`, `-` or `.`. A name outside it is malformed: it is what a server would use
+ * to forge a line of a confirmation (a newline), to act on a terminal (an escape sequence) or to
+ * pass for another tool (invisible or look-alike characters).
+ */
+export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
+
 const RawListResult = z.looseObject({
   tools: z.array(z.unknown()),
   nextCursor: z.string().optional(),
@@ -22,8 +31,10 @@ const RawListResult = z.looseObject({
 
 /**
  * Validates each listed tool on its own: one malformed tool is reported and left out, the
- * others pass on untouched (the SDK's schema would strip keys it does not know). Duplicate
- * names are rejected after the first, because routing is by name. Pure.
+ * others pass on untouched (the SDK's schema would strip keys it does not know). A name must
+ * follow the spec's rule ({@link TOOL_NAME_PATTERN}). Duplicate names are rejected after the
+ * first, because routing is by name. A rejected tool's name is reported as the server sent it:
+ * render it (`renderServerText`) before a person sees it. Pure.
  */
 export function validateTools(raw: readonly unknown[]): DiscoveredTools {
   const tools: Tool[] = [];
@@ -39,6 +50,12 @@ export function validateTools(raw: readonly unknown[]): DiscoveredTools {
       const issue = parsed.error.issues[0];
       const where = issue?.path.length ? `${issue.path.join('.')}: ` : '';
       rejected.push({ index, ...(name ? { name } : {}), reason: `${where}${issue?.message ?? 'invalid'}` });
+    } else if (!TOOL_NAME_PATTERN.test(parsed.data.name)) {
+      rejected.push({
+        index,
+        name: parsed.data.name,
+        reason: "name: not 1 to 128 characters of A-Z, a-z, 0-9, _, - and . (the MCP spec's rule for tool names)",
+      });
     } else if (seen.has(parsed.data.name)) {
       rejected.push({ index, name: parsed.data.name, reason: 'duplicate tool name' });
     } else {
@@ -47,6 +64,12 @@ export function validateTools(raw: readonly unknown[]): DiscoveredTools {
     }
   });
   return { tools, rejected };
+}
+
+/** `tool #3 (name) left out: reason`, for the log: the server's name rendered for a person. */
+export function describeRejected(r: RejectedTool): string {
+  const name = r.name !== undefined ? ` (${renderServerText(r.name)})` : '';
+  return `tool #${r.index}${name} left out: ${renderServerText(r.reason)}`;
 }
 
 /** `tools/list` with pagination, keeping each tool as received. */

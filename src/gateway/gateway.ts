@@ -67,8 +67,11 @@ export interface GatewayOptions {
   gatekeeper?: Gatekeeper;
   /** A call's deadline passed (before a retry, or for good): e.g. cut the sandbox's database sessions. */
   onDeadline?: (sandbox: string, tool: string) => void;
-  /** The last call in flight in a sandbox ended (and a held sandbox is frozen again). */
-  onSandboxIdle?: (sandbox: string) => void;
+  /**
+   * The last call in flight in a sandbox ended (and a held sandbox is frozen again): e.g. end
+   * its database sessions. The sandbox's next call waits until it is done.
+   */
+  onSandboxIdle?: (sandbox: string) => Promise<void> | void;
   /**
    * A server said its tools changed (`notifications/tools/list_changed`): the session lists
    * them again, re-pins and re-plans, and hands the gateway the new routes (`updateTools`).
@@ -562,7 +565,7 @@ export class Gateway {
           );
           void upstream.close().catch(() => undefined);
         },
-        onIdle: () => this.options.onSandboxIdle?.(sandboxId),
+        ...(this.options.onSandboxIdle ? { onIdle: () => this.options.onSandboxIdle?.(sandboxId) } : {}),
       });
       this.activities.set(upstream, activity);
     }

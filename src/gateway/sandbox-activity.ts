@@ -6,7 +6,9 @@
  * counts those calls here: the first to enter thaws the sandbox (and waits for it), the last to
  * leave freezes it again. Freezing and thawing go one at a time, in order, and each step does
  * what the count asks *when it runs*, so a call that enters while a freeze is under way finds
- * the sandbox thawed after it, never frozen under it.
+ * the sandbox thawed after it, never frozen under it. The work to do once a sandbox is idle (end
+ * its database sessions) is a step of the same line: a call that enters meanwhile goes in only
+ * after it, so that it never cuts the new call's connections.
  *
  * Pure of Docker: the freezer is passed in (the engine's pause and unpause), so the logic is
  * tested with a fake.
@@ -23,8 +25,11 @@ export interface SandboxActivityOptions {
   freezer?: SandboxFreezer;
   /** A freeze failed: the sandbox may be running with nobody's call in flight (remove it). */
   onFreezeFailed(error: Error): void;
-  /** The last call left and the sandbox is frozen (or runs freely): e.g. end its database sessions. */
-  onIdle?(): void;
+  /**
+   * The last call left and the sandbox is frozen (or runs freely): e.g. end its database
+   * sessions. The next call waits until it is done. It handles its own errors.
+   */
+  onIdle?(): Promise<void> | void;
 }
 
 export class SandboxActivity {
@@ -59,23 +64,20 @@ export class SandboxActivity {
     if (this.inFlight === 0) return;
     this.inFlight--;
     if (this.inFlight > 0) return;
-    void this.settle().then(
-      () => {
-        if (this.inFlight === 0) this.options.onIdle?.();
-      },
-      (error: Error) => this.options.onFreezeFailed(error),
-    );
+    void this.settle().catch((error: Error) => this.options.onFreezeFailed(error));
   }
 
   /** Brings the sandbox to the state the count asks for, after the steps before it. */
   private settle(): Promise<void> {
-    const freezer = this.options.freezer;
-    if (!freezer) return Promise.resolve();
+    const { freezer } = this.options;
+    if (!freezer && !this.options.onIdle) return Promise.resolve();
     const step = this.steps.then(async () => {
-      const wantFrozen = this.inFlight === 0;
-      if (wantFrozen === this.frozen) return;
-      await (wantFrozen ? freezer.freeze() : freezer.thaw());
-      this.frozen = wantFrozen;
+      const idle = this.inFlight === 0;
+      if (freezer && idle !== this.frozen) {
+        await (idle ? freezer.freeze() : freezer.thaw());
+        this.frozen = idle;
+      }
+      if (idle) await Promise.resolve(this.options.onIdle?.()).catch(() => undefined);
     });
     // A failed step does not stop the ones after it: each reads the count afresh.
     this.steps = step.catch(() => undefined);

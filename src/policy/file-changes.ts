@@ -65,6 +65,8 @@ export interface DiffLimits {
   maxLines?: number;
   /** Refuse when more than this many lines differ (bounds Myers' time and memory). */
   maxEdits?: number;
+  /** Give up (as when too large) once this returns true; asked every few steps of the diff. */
+  expired?: () => boolean;
 }
 
 type Op = { kind: ' ' | '-' | '+'; line: string };
@@ -79,8 +81,13 @@ function splitLines(text: string): string[] {
   return lines;
 }
 
-/** Myers' O(ND) shortest edit script over lines; undefined beyond maxEdits. */
-function editScript(a: readonly string[], b: readonly string[], maxEdits: number): Op[] | undefined {
+/** Myers' O(ND) shortest edit script over lines; undefined beyond maxEdits or once `expired`. */
+function editScript(
+  a: readonly string[],
+  b: readonly string[],
+  maxEdits: number,
+  expired: () => boolean = () => false,
+): Op[] | undefined {
   // Common prefix and suffix first: most edits touch a small middle.
   let start = 0;
   while (start < a.length && start < b.length && a[start] === b[start]) start++;
@@ -94,12 +101,23 @@ function editScript(a: readonly string[], b: readonly string[], maxEdits: number
   const y0 = b.slice(start, endB);
   const n = x0.length;
   const m = y0.length;
+  const around = (middle: Op[]): Op[] => [
+    ...a.slice(0, start).map((line): Op => ({ kind: ' ', line })),
+    ...middle,
+    ...a.slice(endA).map((line): Op => ({ kind: ' ', line })),
+  ];
+  // Only added or only removed lines (a new file, say): the script is plain, no search needed.
+  if (n === 0 || m === 0) {
+    if (n + m > maxEdits) return undefined;
+    return around([...x0.map((line): Op => ({ kind: '-', line })), ...y0.map((line): Op => ({ kind: '+', line }))]);
+  }
   const max = Math.min(n + m, maxEdits);
   const offset = max + 1;
   const v = new Int32Array(2 * max + 3);
   const trace: Int32Array[] = [];
   let found = n + m === 0 ? 0 : -1;
   for (let d = 0; d <= max && found < 0; d++) {
+    if (d % 32 === 31 && expired()) return undefined;
     trace.push(v.slice());
     for (let k = -d; k <= d; k += 2) {
       let x =
@@ -142,11 +160,7 @@ function editScript(a: readonly string[], b: readonly string[], maxEdits: number
     middle.push({ kind: ' ', line: y0[--y] as string });
   }
   middle.reverse();
-  return [
-    ...a.slice(0, start).map((line): Op => ({ kind: ' ', line })),
-    ...middle,
-    ...a.slice(endA).map((line): Op => ({ kind: ' ', line })),
-  ];
+  return around(middle);
 }
 
 /**
@@ -164,7 +178,7 @@ export function unifiedDiff(
   const a = splitLines(oldText);
   const b = splitLines(newText);
   if (a.length + b.length > (limits.maxLines ?? 20_000)) return undefined;
-  const ops = editScript(a, b, limits.maxEdits ?? 2_000);
+  const ops = editScript(a, b, limits.maxEdits ?? 2_000, limits.expired);
   if (!ops) return undefined;
   if (!ops.some((op) => op.kind !== ' ')) return '';
 
@@ -240,47 +254,92 @@ function describeEntry(entry: SnapshotEntry): string {
   }
 }
 
+/** Where a stepwise formatting of changes stands (see `formatChangeSteps`). */
+export interface FormattedChanges {
+  lines: string[];
+  /** Characters in `lines` so far (newlines included). */
+  chars: number;
+  /** Changes formatted so far, of `total`. */
+  done: number;
+  total: number;
+}
+
 /**
  * The changes as a person reads them: one line per added or removed entry, and for each changed
  * file a unified diff (text), "binary, N → M bytes", or a size and hash summary when too large.
  * `shown(path)` gives the path as the tool sees it (e.g. under the mount's target).
+ *
+ * Stepwise, so that the caller bounds the work: it yields after each change (the caller may
+ * stop there: `out` holds what is done), and stops by itself once `out` holds `maxChars`
+ * characters — nothing more could be shown. `expired` also cuts a diff under way. Pure.
  */
-export function formatChanges(changes: readonly FileChange[], shown: (path: string) => string): string[] {
-  const lines: string[] = [];
+export function* formatChangeSteps(
+  changes: readonly FileChange[],
+  shown: (path: string) => string,
+  out: FormattedChanges,
+  budget: { maxChars: number; expired?: () => boolean } = { maxChars: Infinity },
+): Generator<void, void, void> {
+  out.total += changes.length;
+  const push = (...lines: string[]): void => {
+    for (const line of lines) {
+      out.lines.push(line);
+      out.chars += line.length + 1;
+    }
+  };
+  const limits: DiffLimits = budget.expired ? { expired: budget.expired } : {};
   for (const change of changes) {
-    const name = shown(change.path);
-    if (change.change === 'added' && change.after) {
-      lines.push(`added: ${name} (${describeEntry(change.after)})`);
-      const text = change.after.kind === 'file' && change.after.content ? asText(change.after.content) : undefined;
-      if (text !== undefined && text !== '') {
-        const diff = unifiedDiff('', text, '/dev/null', `b${name}`);
-        if (diff) lines.push(diff.trimEnd());
-      }
-    } else if (change.change === 'removed' && change.before) {
-      lines.push(`removed: ${name} (${describeEntry(change.before)})`);
-    } else if (change.before && change.after) {
-      const { before, after } = change;
-      if (before.kind !== 'file' || after.kind !== 'file') {
-        lines.push(`changed: ${name} (${describeEntry(before)} → ${describeEntry(after)})`);
-        continue;
-      }
-      const oldText = before.content ? asText(before.content) : undefined;
-      const newText = after.content ? asText(after.content) : undefined;
-      if (before.content && after.content && (oldText === undefined || newText === undefined)) {
-        lines.push(`changed: ${name} (binary, ${before.size} → ${after.size} bytes)`);
-        continue;
-      }
-      const diff =
-        oldText !== undefined && newText !== undefined
-          ? unifiedDiff(oldText, newText, `a${name}`, `b${name}`)
-          : undefined;
-      if (diff) lines.push(`changed: ${name}`, diff.trimEnd());
-      else {
-        lines.push(
-          `changed: ${name} (too large to diff: ${before.size} → ${after.size} bytes, sha256 ${before.hash.slice(0, 12)} → ${after.hash.slice(0, 12)})`,
-        );
-      }
+    if (out.chars >= budget.maxChars) return;
+    formatChange(change, shown, push, limits);
+    out.done++;
+    yield;
+  }
+}
+
+/** All the changes, formatted (no bound but the diff's own limits). Pure. */
+export function formatChanges(changes: readonly FileChange[], shown: (path: string) => string): string[] {
+  const out: FormattedChanges = { lines: [], chars: 0, done: 0, total: 0 };
+  const steps = formatChangeSteps(changes, shown, out);
+  while (!steps.next().done);
+  return out.lines;
+}
+
+function formatChange(
+  change: FileChange,
+  shown: (path: string) => string,
+  push: (...lines: string[]) => void,
+  limits: DiffLimits,
+): void {
+  const name = shown(change.path);
+  if (change.change === 'added' && change.after) {
+    push(`added: ${name} (${describeEntry(change.after)})`);
+    const text = change.after.kind === 'file' && change.after.content ? asText(change.after.content) : undefined;
+    if (text !== undefined && text !== '') {
+      const diff = unifiedDiff('', text, '/dev/null', `b${name}`, limits);
+      if (diff) push(diff.trimEnd());
+    }
+  } else if (change.change === 'removed' && change.before) {
+    push(`removed: ${name} (${describeEntry(change.before)})`);
+  } else if (change.before && change.after) {
+    const { before, after } = change;
+    if (before.kind !== 'file' || after.kind !== 'file') {
+      push(`changed: ${name} (${describeEntry(before)} → ${describeEntry(after)})`);
+      return;
+    }
+    const oldText = before.content ? asText(before.content) : undefined;
+    const newText = after.content ? asText(after.content) : undefined;
+    if (before.content && after.content && (oldText === undefined || newText === undefined)) {
+      push(`changed: ${name} (binary, ${before.size} → ${after.size} bytes)`);
+      return;
+    }
+    const diff =
+      oldText !== undefined && newText !== undefined
+        ? unifiedDiff(oldText, newText, `a${name}`, `b${name}`, limits)
+        : undefined;
+    if (diff) push(`changed: ${name}`, diff.trimEnd());
+    else {
+      push(
+        `changed: ${name} (too large to diff: ${before.size} → ${after.size} bytes, sha256 ${before.hash.slice(0, 12)} → ${after.hash.slice(0, 12)})`,
+      );
     }
   }
-  return lines;
 }

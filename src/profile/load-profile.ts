@@ -16,6 +16,8 @@ export interface ResolvedMount {
   target: string;
   /** The operator's ceiling for this mount. */
   mode: 'ro' | 'rw';
+  /** Sockets, FIFOs and device nodes in the source are allowed (see sandbox/special-files.ts). */
+  allowSpecialFiles?: boolean;
 }
 
 /** A profile after validation and path resolution. Everything inside is typed and checked. */

@@ -37,6 +37,12 @@ export const MountSchema = z.strictObject({
    * `ro` keeps it read-only for every tool.
    */
   mode: z.enum(['ro', 'rw']).default('rw'),
+  /**
+   * Allow Unix sockets, FIFOs and device nodes in the source. Default false: `plan` and `run`
+   * refuse a source that holds one, since a sandbox can connect to a socket even through a
+   * read-only mount and without network.
+   */
+  allowSpecialFiles: z.boolean().optional(),
 });
 
 export const LimitsSchema = z.strictObject({
@@ -72,13 +78,28 @@ const RegexSource = z.string().refine((source) => {
 }, 'expected a valid regular expression');
 
 /**
+ * A path argument's rule: the value must be an absolute path strictly inside this folder (as
+ * the server resolves it: normalised, and no `..` segment at all).
+ */
+export const PathRuleSchema = z.strictObject({
+  under: z.string().regex(/^\/[^\0]*$/, 'expected an absolute path (the folder as the server sees it)'),
+});
+
+/**
  * A pre-approval for unattended use: calls of `tool` whose arguments match run without asking
- * (each use is logged as such). Every listed argument must be present and its value (a string,
- * or the JSON of any other value) must match the whole regular expression.
+ * (each use is logged as such). Every listed argument must be present and match its rule: a
+ * regular expression matches the whole raw text of the value (a string, or the JSON of any
+ * other value) — it says nothing of where a path leads, and never matches a value with a `..`
+ * path segment —; `{ under: /folder }` matches only a path inside that folder.
  */
 export const PreApprovalSchema = z.strictObject({
   tool: z.string().min(1),
-  arguments: z.record(z.string(), RegexSource).default({}),
+  arguments: z
+    .record(
+      z.string(),
+      z.union([RegexSource, PathRuleSchema], { error: 'expected a regular expression or { under: <folder> }' }),
+    )
+    .default({}),
 });
 
 export const ApprovalSettingsSchema = z.strictObject({

@@ -3,7 +3,7 @@ import type { SandboxGrant } from '../policy/plan-sandboxes.js';
 import { parseSize, sandboxUser } from '../profile/profile-schema.js';
 import type { Profile } from '../profile/load-profile.js';
 import { SANDBOX_PG_SOCKET_DIR } from '../database/socket-relay.js';
-import { GATE_SOCKET_ENV, GATE_TOKEN_ENV, SANDBOX_GATE_PATH, SANDBOX_IO_DIR } from './gate.js';
+import { GATE_SOCKET_ENV, GATE_TOKEN_ENV, GATE_TUNABLES_ENV, SANDBOX_GATE_PATH, SANDBOX_IO_DIR } from './gate.js';
 
 /**
  * Pure translation of a planned sandbox into Docker's container-create options.
@@ -16,6 +16,14 @@ export const LABEL_CLASS = 'hintbox.class';
 /** Host name and pid of the hintbox process that owns the container: the sweep checks them. */
 export const LABEL_OWNER_HOST = 'hintbox.owner-host';
 export const LABEL_OWNER_PID = 'hintbox.owner-pid';
+
+/**
+ * Docker's own log of a sandbox (its stderr; hintbox reads it through the attach stream, not
+ * from this log): json-file, rotated, so that a server flooding stderr cannot fill the host's
+ * disk. At most SANDBOX_LOG_FILES × SANDBOX_LOG_FILE_SIZE on disk.
+ */
+export const SANDBOX_LOG_FILE_SIZE = '1m';
+export const SANDBOX_LOG_FILES = 2;
 
 /** HOME inside every sandbox: a small tmpfs, because real read-only tools still write caches. */
 export const SANDBOX_HOME = '/home/sandbox';
@@ -156,8 +164,10 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
     TMPDIR: SANDBOX_TMP,
     [GATE_SOCKET_ENV]: input.gate.sandboxPath,
     [GATE_TOKEN_ENV]: input.gate.token,
-    // Read by the static gate's libc before the release: the image's ENV may not tune it.
+    // Read by the static gate's libc before the release: the image's ENV may not tune it. The
+    // gate gives the server the profile's own value instead, or none.
     GLIBC_TUNABLES: '',
+    [GATE_TUNABLES_ENV]: profile.env.GLIBC_TUNABLES === undefined ? '' : `=${profile.env.GLIBC_TUNABLES}`,
   }).map(([k, v]) => `${k}=${v}`);
 
   return {
@@ -213,6 +223,11 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
       // The owner removes containers itself (so a dead sandbox's logs can still be read).
       AutoRemove: false,
       RestartPolicy: { Name: 'no' },
+      // Whatever the engine's default driver: a bounded local file.
+      LogConfig: {
+        Type: 'json-file',
+        Config: { 'max-size': SANDBOX_LOG_FILE_SIZE, 'max-file': String(SANDBOX_LOG_FILES), compress: 'false' },
+      },
     },
   };
 }

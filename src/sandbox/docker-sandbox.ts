@@ -3,7 +3,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type Docker from 'dockerode';
 import type { Logger } from '../util/logger.js';
-import { visibleText } from '../util/visible-text.js';
+import { renderServerText } from '../util/render-server-text.js';
 import { VERSION } from '../version.js';
 import { NdjsonTransport } from '../gateway/ndjson-transport.js';
 import type { GateMounts } from './container-spec.js';
@@ -60,6 +60,12 @@ export interface HeldSandbox {
 
 const STDERR_TAIL_LINES = 20;
 const STDERR_LINE_MAX = 8192;
+/**
+ * The most of one sandbox's stderr that goes into hintbox's log (which an MCP client may keep
+ * in a file): a server that floods stderr must not fill the host's disk through it. Beyond it,
+ * lines are only kept for the tail quoted when the sandbox dies.
+ */
+export const STDERR_LOG_MAX_BYTES = 4 * 1024 * 1024;
 
 /** Creates, holds and releases a sandbox: `holdSandbox` then `release`. */
 export async function startSandbox(options: StartSandboxOptions): Promise<StartedSandbox> {
@@ -118,8 +124,9 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
       stream.once('end', end).once('close', end);
     });
     // The gate has made stdout the MCP socket; anything written to the old one is shown as stderr.
-    collectStderr(stdout, tail, log);
-    collectStderr(stderr, tail, log);
+    const budget = { left: STDERR_LOG_MAX_BYTES };
+    collectStderr(stdout, tail, log, budget);
+    collectStderr(stderr, tail, log, budget);
 
     await container.start();
     socket = await waitFor(gate.connection, exited, startTimeoutMs).catch(async (error: Error) => {
@@ -226,7 +233,7 @@ function waitFor<T>(promise: Promise<T>, exited: Promise<void>, ms: number): Pro
   });
 }
 
-function collectStderr(stderr: PassThrough, tail: string[], log: Logger): void {
+function collectStderr(stderr: PassThrough, tail: string[], log: Logger, budget: { left: number }): void {
   let partial = '';
   stderr.setEncoding('utf8');
   stderr.on('data', (chunk: string) => {
@@ -245,9 +252,14 @@ function collectStderr(stderr: PassThrough, tail: string[], log: Logger): void {
   });
   function push(raw: string): void {
     // The server's text, not terminal control: no escape sequences or fake log lines.
-    const line = visibleText(raw);
+    const line = renderServerText(raw);
     tail.push(line);
     if (tail.length > STDERR_TAIL_LINES) tail.shift();
+    if (budget.left <= 0) return;
+    budget.left -= Buffer.byteLength(line) + 1;
     log.info(line);
+    if (budget.left <= 0) {
+      log.warn(`the server wrote more than ${STDERR_LOG_MAX_BYTES} bytes to stderr: the rest is not logged`);
+    }
   }
 }

@@ -23,6 +23,11 @@ export const SANDBOX_IO_DIR = '/run/hintbox/io';
 export const GATE_SOCKET_ENV = 'HINTBOX_GATE_SOCKET';
 /** The gate's token, sent first on its connection; the gate unsets it before the server runs. */
 export const GATE_TOKEN_ENV = 'HINTBOX_GATE_TOKEN';
+/**
+ * The profile's own GLIBC_TUNABLES, as `=VALUE` (empty: none). The gate itself runs with
+ * GLIBC_TUNABLES empty, and sets the server's from this (or unsets it), then unsets this.
+ */
+export const GATE_TUNABLES_ENV = 'HINTBOX_GATE_TUNABLES';
 /** How long a connection may take to send the token. */
 const TOKEN_DEADLINE_MS = 5000;
 /** The byte that releases a gate. */

@@ -7,8 +7,10 @@ import type Docker from 'dockerode';
 import type { SandboxGrant, SandboxMount } from '../policy/plan-sandboxes.js';
 import {
   compareSnapshots,
-  formatChanges,
+  formatChangeSteps,
   truncateText,
+  type FileChange,
+  type FormattedChanges,
   type Snapshot,
   type SnapshotEntry,
 } from '../policy/file-changes.js';
@@ -45,6 +47,11 @@ export interface PreviewLimits {
   maxDiffFileBytes: number;
   /** The preview text in a confirmation is cut beyond this many characters. */
   maxChars: number;
+  /**
+   * How long the diffs of a preview may take, in ms. The work is done in slices between which
+   * hintbox's event loop runs (other calls, pings); when the time is up, the preview is cut.
+   */
+  diffTimeMs: number;
 }
 
 export const DEFAULT_PREVIEW_LIMITS: PreviewLimits = {
@@ -53,7 +60,13 @@ export const DEFAULT_PREVIEW_LIMITS: PreviewLimits = {
   callTimeoutMs: 10_000,
   maxDiffFileBytes: 256 * 1024,
   maxChars: 4000,
+  diffTimeMs: 2000,
 };
+
+/** The longest the diff work holds the event loop before it lets others run, in ms. */
+const DIFF_SLICE_MS = 10;
+/** The longest one file's diff may take, in ms; beyond, it is shown as too large to diff. */
+const ONE_DIFF_MS = 50;
 
 export interface PreviewerOptions {
   docker: Docker;
@@ -170,16 +183,17 @@ export class Previewer implements CallPreviewer {
       await started.remove();
       started = undefined;
 
-      const lines: string[] = [];
+      const changes: { mount: SandboxMount; changes: FileChange[] }[] = [];
       for (const [mount, copy] of copies) {
         const after = await snapshotTree(copy, limits, 4);
-        const shown = (rel: string): string => (rel ? path.posix.join(mount.target, rel) : mount.target);
-        lines.push(...formatChanges(compareSnapshots(before.get(mount) as Snapshot, after), shown));
+        changes.push({ mount, changes: compareSnapshots(before.get(mount) as Snapshot, after) });
       }
+      const out = await formatBounded(changes, limits);
       const targets = writable.map((m) => m.target).join(', ');
       const head = `Preview (a dry run of this call in a throwaway sandbox, without network, over a copy of ${targets}; nothing real was changed):`;
-      const body = lines.length ? lines.join('\n') : 'The dry run changed no files.';
-      return truncateText([head, ...(outcome ? [outcome] : []), body].join('\n'), limits.maxChars);
+      const body = out.lines.length ? out.lines.join('\n') : 'The dry run changed no files.';
+      const text = truncateText([head, ...(outcome ? [outcome] : []), body].join('\n'), limits.maxChars);
+      return out.cut ? `${text}\n${out.cut}` : text;
     } finally {
       if (started) {
         await started
@@ -217,6 +231,50 @@ export class Previewer implements CallPreviewer {
       }
     };
   }
+}
+
+/**
+ * Formats the changes of every mount within the limits: at most `maxChars` of text and
+ * `diffTimeMs` of work, done in slices of DIFF_SLICE_MS between which the event loop runs.
+ * `cut` says, in one line, what was left out and why.
+ */
+export async function formatBounded(
+  mounts: readonly { mount: Pick<SandboxMount, 'target'>; changes: readonly FileChange[] }[],
+  limits: Pick<PreviewLimits, 'maxChars' | 'diffTimeMs'>,
+  now: () => number = () => performance.now(),
+): Promise<FormattedChanges & { cut?: string }> {
+  const out: FormattedChanges = { lines: [], chars: 0, done: 0, total: 0 };
+  const deadline = now() + limits.diffTimeMs;
+  const expired = (): boolean => now() > deadline;
+  // One diff may not hold the loop long either: it gives up at its own deadline.
+  let diffDeadline = deadline;
+  const diffExpired = (): boolean => now() > diffDeadline;
+  let outOfTime = false;
+  for (const { mount, changes } of mounts) {
+    const shown = (rel: string): string => (rel ? path.posix.join(mount.target, rel) : mount.target);
+    const steps = formatChangeSteps(changes, shown, out, { maxChars: limits.maxChars, expired: diffExpired });
+    let slice = now();
+    while (!outOfTime) {
+      diffDeadline = Math.min(deadline, now() + ONE_DIFF_MS);
+      if (steps.next().done) break;
+      if (expired()) outOfTime = true;
+      else if (now() - slice > DIFF_SLICE_MS) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        slice = now();
+      }
+    }
+  }
+  // Changes of mounts never reached count as not shown.
+  const total = mounts.reduce((sum, m) => sum + m.changes.length, 0);
+  out.total = total;
+  if (out.done >= total) return out;
+  const why = outOfTime
+    ? `the diff work stopped after ${limits.diffTimeMs / 1000} s`
+    : `a preview shows at most ${limits.maxChars} characters`;
+  return {
+    ...out,
+    cut: `… (the preview was cut: ${total - out.done} of ${total} changed entries are not shown, as ${why})`,
+  };
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { LockFile } from '../approvals/lock-file.js';
+import { instructionsHash, type LockFile } from '../approvals/lock-file.js';
 import type { AuditLog } from '../audit/audit-record.js';
 import type { PinState } from '../policy/approval-decision.js';
 import type { PlannedTool } from '../policy/plan-sandboxes.js';
@@ -102,4 +102,42 @@ export function guardTools(options: {
     );
   }
   return guarded;
+}
+
+/**
+ * The server's `initialize` instructions as the client may get them: only when approved, as a
+ * tool's definition is — in the lock file, by `hintbox approve --instructions` (or `--all`).
+ * Instructions that differ from the locked ones are withheld, whatever the trust, and so are an
+ * untrusted server's unapproved ones; a trusted server whose lock has none approved is trusted
+ * on first use for the run (a run never writes the lock file). Withheld instructions are logged
+ * (never their text) and the tools are served as usual. A lock file that cannot be read
+ * withholds them.
+ */
+export function approvedInstructions(options: {
+  profile: Profile;
+  instructions: string | undefined;
+  lock: () => LockFile | undefined;
+  log: Logger;
+}): string | undefined {
+  const { profile, instructions, log } = options;
+  if (instructions === undefined) return undefined;
+  let approved: string | null;
+  try {
+    approved = options.lock()?.instructions.sha256 ?? null;
+  } catch (error) {
+    log.warn(`the server's instructions are withheld from the client: ${(error as Error).message}`);
+    return undefined;
+  }
+  if (approved === instructionsHash(instructions)) return instructions;
+  if (approved !== null) {
+    log.warn(
+      `the server's instructions changed since approved: withheld from the client; see "hintbox approve ${profile.file} --instructions"`,
+    );
+    return undefined;
+  }
+  if (profile.trust === 'trusted') return instructions;
+  log.warn(
+    `the server's instructions are not approved yet (untrusted server): withheld from the client; see "hintbox approve ${profile.file} --instructions"`,
+  );
+  return undefined;
 }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { Gateway, type RoutedTool, type Upstream } from '../gateway/gateway.js';
-import { listToolsRaw, validateTools, type RejectedTool } from '../gateway/discover-tools.js';
+import { describeRejected, listToolsRaw, validateTools, type RejectedTool } from '../gateway/discover-tools.js';
 import { ImageBuilder } from '../images/image-builder.js';
 import {
   grantCanChange,
@@ -31,13 +31,14 @@ import type { DockerConnection } from '../sandbox/docker-connection.js';
 import { holdSandbox, type HeldSandbox, type StartedSandbox } from '../sandbox/docker-sandbox.js';
 import { Previewer } from '../sandbox/preview.js';
 import { hostMountPoints, nestedMountPoints } from '../sandbox/nested-mounts.js';
+import { assertNoSpecialFiles } from '../sandbox/special-files.js';
 import { removeSession } from '../sandbox/sweep.js';
 import type { Logger } from '../util/logger.js';
 import { CallGuard, compilePreApprovals, type GuardedTool } from '../gateway/call-guard.js';
 import type { AuditLog } from '../audit/audit-record.js';
-import { instructionsHash, type LockFile } from '../approvals/lock-file.js';
+import type { LockFile } from '../approvals/lock-file.js';
 import type { PinnedDefinition } from '../policy/tool-pin.js';
-import { guardTools } from './guarded-tools.js';
+import { approvedInstructions, guardTools } from './guarded-tools.js';
 import type { KnownTools } from './known-tools.js';
 import { delay } from '../util/delay.js';
 
@@ -225,6 +226,16 @@ export class HintboxSession implements AsyncDisposable {
       this.guard = gatekeeper;
       if (this.untrustedBecause) gatekeeper.markUntrusted(this.untrustedBecause);
     }
+    // Instructions reach the client only as approved (the lock file), like tools; without
+    // approvals (tests of routing), never.
+    const instructions = settings.approvals
+      ? approvedInstructions({
+          profile: this.profile,
+          instructions: this.instructions,
+          lock: settings.approvals,
+          log: this.options.log,
+        })
+      : undefined;
     const started = new Map(this.started);
     this.started.clear();
     const database = this.database;
@@ -235,14 +246,14 @@ export class HintboxSession implements AsyncDisposable {
       upstreams: (id) => this.startUpstream(id),
       log: this.options.log,
       callTimeoutMs: this.profile.timeouts.call * 1000,
-      ...(this.servedInstructions(settings) ?? {}),
+      ...(instructions ? { instructions } : {}),
       ...(gatekeeper ? { gatekeeper } : {}),
       onToolsListChanged: (from) => this.relist(from, settings),
       ...(database
         ? {
             // A call past its deadline may hold a lock or run a query on: cut its sandbox's sessions.
             onDeadline: (sandbox: string, tool: string) => {
-              void database.cutSessions(sandbox).then(
+              void database.endCallSessions(sandbox).then(
                 (n) =>
                   n > 0 &&
                   this.options.log.warn(`${tool}: deadline passed, cut ${n} database session(s) of sandbox ${sandbox}`),
@@ -250,35 +261,20 @@ export class HintboxSession implements AsyncDisposable {
                   this.options.log.warn(`could not cut the database sessions of ${sandbox}: ${error.message}`),
               );
             },
+            // A call's database sessions end with it: no lock, transaction or LISTEN outlives the
+            // sandbox's last call in flight (a held sandbox is frozen first, so it cannot reconnect).
+            onSandboxIdle: (sandbox: string) =>
+              database.endCallSessions(sandbox).then(
+                (n) => void (n > 0 && this.options.log.debug(`ended ${n} database session(s) of sandbox ${sandbox}`)),
+                (error: Error) =>
+                  this.options.log.warn(
+                    `could not end the database sessions of sandbox ${sandbox} after its call: ${error.message}`,
+                  ),
+              ),
           }
         : {}),
     });
     return Promise.resolve(this.gateway);
-  }
-
-  /**
-   * The server's `instructions` go to the client only as approved (in the lock file, by
-   * `hintbox approve --all`): text the server controls that reaches the model. Without a lock
-   * file a trusted server's are passed on; anything else is withheld, saying why.
-   */
-  private servedInstructions(settings: GatewaySettings): { instructions: string } | undefined {
-    const text = this.instructions;
-    if (text === undefined) return undefined;
-    if (!settings.approvals) return { instructions: text };
-    let lock: LockFile | undefined;
-    try {
-      lock = settings.approvals();
-    } catch (error) {
-      this.options.log.warn(`instructions withheld: ${(error as Error).message}`);
-      return undefined;
-    }
-    if (lock ? lock.instructions.sha256 === instructionsHash(text) : this.profile.trust === 'trusted') {
-      return { instructions: text };
-    }
-    this.options.log.warn(
-      `the server's instructions are withheld from the client: ${lock ? 'they changed since approved' : 'never approved'}; see "hintbox approve ${this.profile.file} --all"`,
-    );
-    return undefined;
   }
 
   /**
@@ -289,8 +285,7 @@ export class HintboxSession implements AsyncDisposable {
   private async relist(from: Upstream, settings: GatewaySettings): Promise<void> {
     const raw = await listToolsRaw(from.client, this.profile.timeouts.start * 1000);
     const { tools, rejected } = validateTools(raw);
-    for (const r of rejected)
-      this.options.log.warn(`tool #${r.index}${r.name ? ` (${r.name})` : ''} left out: ${r.reason}`);
+    for (const r of rejected) this.options.log.warn(describeRejected(r));
     this.tools = tools;
     this.rejected = rejected;
     this.plan = planSandboxes(tools, ceilingOf(this.profile));
@@ -355,6 +350,7 @@ export class HintboxSession implements AsyncDisposable {
   private async discoverAndPlan(startAll: boolean): Promise<void> {
     const { profile, docker, log } = this.options;
     assertNoNestedMounts(profile, docker);
+    await assertNoSpecialFiles(profile);
     if (profile.database) {
       // Before any container: a database that cannot be reached or is not prepared stops the run.
       const adminUrl =
@@ -362,6 +358,7 @@ export class HintboxSession implements AsyncDisposable {
       this.database = await SessionDatabase.open({
         adminUrl,
         section: profile.database,
+        callTimeoutMs: profile.timeouts.call * 1000,
         identity: this.identity,
         log,
         onViolation: (sandboxId, role, violation) => this.onDatabaseViolation(sandboxId, role, violation),
@@ -390,9 +387,7 @@ export class HintboxSession implements AsyncDisposable {
 
     const raw = await listToolsRaw(discovery.client, profile.timeouts.start * 1000);
     const { tools, rejected } = validateTools(raw);
-    for (const r of rejected) {
-      log.warn(`tool #${r.index}${r.name ? ` (${r.name})` : ''} left out: ${r.reason}`);
-    }
+    for (const r of rejected) log.warn(describeRejected(r));
     this.tools = tools;
     this.rejected = rejected;
     const instructions = discovery.client.getInstructions();

@@ -1,5 +1,9 @@
+import { renderServerText } from './render-server-text.js';
+
 /**
- * hintbox's log. Always stderr: stdout is the MCP transport under `hintbox run`.
+ * hintbox's log. Always stderr: stdout is the MCP transport under `hintbox run`. Messages quote
+ * server text (names, errors, stderr): each line is prefixed and rendered (`renderServerText`),
+ * so none can pass for another line or act on the terminal.
  */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -21,7 +25,9 @@ export function createLogger(
 ): Logger {
   const emit = (at: LogLevel, message: string): void => {
     if (ORDER[at] < ORDER[level]) return;
-    for (const line of message.split('\n')) write(`${prefix}${at === 'info' ? '' : ` ${at}`}: ${line}`);
+    for (const line of message.split('\n')) {
+      write(`${prefix}${at === 'info' ? '' : ` ${at}`}: ${renderServerText(line)}`);
+    }
   };
   return {
     debug: (m) => emit('debug', m),

@@ -304,7 +304,12 @@ describe('database roles against a real PostgreSQL 15', { timeout: 300_000 }, ()
       assert.equal(r.rolconnlimit, 4);
       assert.equal(r.scheme, 'SCRAM-SHA-256$');
       assert.equal(r.memberships, 0);
-      assert.deepEqual(r.rolconfig, ['default_transaction_read_only=on']);
+      assert.deepEqual(r.rolconfig, [
+        'default_transaction_read_only=on',
+        'statement_timeout=600000',
+        'idle_in_transaction_session_timeout=60000',
+        'idle_session_timeout=600000',
+      ]);
       const ttl = (r.rolvaliduntil as Date).getTime() - Date.now();
       assert.ok(ttl > 55 * 60_000 && ttl <= 60 * 60_000, `VALID UNTIL is about an hour away (${ttl} ms)`);
       assert.equal(JSON.parse(r.comment as string).pid, process.pid);

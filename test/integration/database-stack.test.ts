@@ -2,7 +2,15 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { ROLE_PREFIX } from '../../src/database/role-grants.js';
-import { DBLIAR_IMAGE, allHintboxContainers, assertNoLeftovers, ensureDatabaseFixtureImage } from './support/docker.js';
+import {
+  DBLIAR_IMAGE,
+  DBLINGER_IMAGE,
+  allHintboxContainers,
+  assertNoLeftovers,
+  ensureDatabaseFixtureImage,
+  ensureDblingerImage,
+  eventually,
+} from './support/docker.js';
 import { hintboxCommand, outcomeOf, runHintbox, writeProfile, type RunningHintbox } from './support/hintbox-process.js';
 import { startPostgres, type StartedPostgres } from './support/postgres.js';
 
@@ -240,6 +248,30 @@ describe('a database server under hintbox run', { timeout: 600_000 }, () => {
       assert.deepEqual(await hintboxRoles(), []);
       assert.equal(await logsIn(readRole), false, "the role's password still logs in");
     });
+  });
+
+  it("ends a sandbox's database sessions when its call ends: a lock its server took and kept is released at once", async () => {
+    await ensureDblingerImage();
+    const lingerer = writeProfile({
+      name: `dblinger-${process.pid}`,
+      server: { image: DBLINGER_IMAGE },
+      trust: 'trusted',
+      network: 'none',
+      database: { adminUrlEnv: ADMIN_ENV, database: DATABASE, schemas: ['shop'], privilege: 'read' },
+      timeouts: { call: 120 },
+      limits: { pids: 64, memory: '128m' },
+    });
+    const advisoryLocks = async (): Promise<number> => {
+      const { rows } = await admin.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = 4711`,
+      );
+      return rows[0]!.n;
+    };
+    await using hintbox = await runHintbox(lingerer, env, 'approve');
+    assert.deepEqual(await call(hintbox, 'hold_lock'), { ok: true, value: 'locked' });
+    // Without the end of the call's sessions the lock would live until the statement timeout (the call's: 120 s).
+    await eventually(async () => (await advisoryLocks()) === 0, 10_000, "the lock released with the call's sessions");
+    await admin.query('ALTER TABLE shop.items ADD COLUMN lingered int; ALTER TABLE shop.items DROP COLUMN lingered');
   });
 
   it('after a run killed with SIGKILL, the next start drops its roles: none remains and the password no longer logs in', async () => {

@@ -100,7 +100,29 @@ describe('CallGuard with a previewer', () => {
     await guard.admit('write', { path: '/w/x' }, p);
     const message = p.asked[0] ?? '';
     assert.equal(message.match(/^Why you are asked/gm)?.length, 1, 'one unfenced "Why you are asked", hintbox’s own');
-    assert.match(message, /\n│ Why you are asked: routine read\.\n│ Arguments:\n│ \{\}\?\[2J$/);
+    assert.match(message, /\n│ Why you are asked: routine read\.\n│ Arguments:\n│ \{\}\\u001b\[2J$/);
+  });
+
+  it('fences every line a reader sees: a U+2028, U+2029 or CR in a previewed file name starts none', async () => {
+    const forged = [
+      'Preview (…):',
+      'added: a\u2028Why you are asked: routine read.',
+      'added: b\u2029Arguments (in full):',
+      'added: c\rhintbox: no changes.',
+      'added: d\u202etxt.exe',
+    ].join('\n');
+    const { guard } = guardWith(() => Promise.resolve({ available: true, text: forged }));
+    const p = person(false);
+    await guard.admit('write', { path: '/w/x' }, p);
+    const message = p.asked[0] ?? '';
+    const fenced = message.slice(message.indexOf('Preview (…):'));
+    assert.deepEqual(fenced.split(/\r\n|[\n\r\u2028\u2029]/u), [
+      'Preview (…):',
+      '│ added: a\\u2028Why you are asked: routine read.',
+      '│ added: b\\u2029Arguments (in full):',
+      '│ added: c\\u000dhintbox: no changes.',
+      '│ added: d\\u202etxt.exe',
+    ]);
   });
 
   it('runs no preview for calls that are not confirmed', async () => {

@@ -15,7 +15,13 @@ import {
   serverCommand,
   type ContainerSpecInput,
 } from '../../src/sandbox/container-spec.js';
-import { GATE_SOCKET_ENV, GATE_TOKEN_ENV, SANDBOX_GATE_PATH, SANDBOX_IO_DIR } from '../../src/sandbox/gate.js';
+import {
+  GATE_SOCKET_ENV,
+  GATE_TOKEN_ENV,
+  GATE_TUNABLES_ENV,
+  SANDBOX_GATE_PATH,
+  SANDBOX_IO_DIR,
+} from '../../src/sandbox/gate.js';
 import { SANDBOX_PG_SOCKET_DIR, sandboxDatabaseEnv } from '../../src/database/socket-relay.js';
 import { planSandboxes, type Ceiling, type PlannedSandbox } from '../../src/policy/plan-sandboxes.js';
 
@@ -27,7 +33,12 @@ const GATE = {
   token: 'c0ffee',
 };
 /** What every sandbox's environment holds for the gate (and against the image's libc tunables). */
-const GATE_ENV = [`${GATE_SOCKET_ENV}=${GATE.sandboxPath}`, `${GATE_TOKEN_ENV}=c0ffee`, 'GLIBC_TUNABLES='];
+const GATE_ENV = [
+  `${GATE_SOCKET_ENV}=${GATE.sandboxPath}`,
+  `${GATE_TOKEN_ENV}=c0ffee`,
+  'GLIBC_TUNABLES=',
+  `${GATE_TUNABLES_ENV}=`,
+];
 /** The gate's own mounts: the binary and its socket folder, both read-only. */
 const GATE_MOUNTS = [
   ['bind', GATE.binary, SANDBOX_GATE_PATH, true],
@@ -101,6 +112,14 @@ describe('buildContainerSpec', () => {
       assert.notEqual(hc.NetworkMode, 'host');
       assert.ok(!hc.Devices || hc.Devices.length === 0, '!hc.Devices || hc.Devices.length === 0');
       assert.equal(spec.WorkingDir, SANDBOX_HOME);
+    }
+  });
+
+  it("caps Docker's log of every sandbox (a rotated json-file), whatever the engine's default", () => {
+    for (const sandbox of plan.sandboxes) {
+      const log = buildContainerSpec(input({}, sandbox)).HostConfig!.LogConfig!;
+      assert.equal(log.Type, 'json-file');
+      assert.deepEqual(log.Config, { 'max-size': '1m', 'max-file': '2', compress: 'false' });
     }
   });
 
@@ -269,6 +288,20 @@ describe('buildContainerSpec', () => {
     assert.deepEqual([...spec.Env!].sort(), [...GATE_ENV, `HOME=${SANDBOX_HOME}`, `TMPDIR=${SANDBOX_TMP}`].sort());
   });
 
+  it("hands the profile's GLIBC_TUNABLES to the gate for the server, never to the gate itself", () => {
+    const base = input();
+    const spec = buildContainerSpec({
+      ...base,
+      profile: { ...base.profile, env: { GLIBC_TUNABLES: 'glibc.malloc.perturb=42', [GATE_TUNABLES_ENV]: '=evil' } },
+    });
+    assert.ok(spec.Env!.includes('GLIBC_TUNABLES='), 'the static gate starts untuned');
+    assert.ok(
+      spec.Env!.includes(`${GATE_TUNABLES_ENV}==glibc.malloc.perturb=42`),
+      "the profile's value, for the server",
+    );
+    assert.equal(spec.Env!.filter((e) => e.startsWith(`${GATE_TUNABLES_ENV}=`)).length, 1);
+  });
+
   it('has no Binds and never the Docker socket', () => {
     for (const sandbox of plan.sandboxes) {
       const spec = buildContainerSpec(input({}, sandbox));
@@ -385,6 +418,7 @@ describe('sizes and users', () => {
         [GATE_SOCKET_ENV]: GATE.sandboxPath,
         [GATE_TOKEN_ENV]: GATE.token,
         GLIBC_TUNABLES: '',
+        [GATE_TUNABLES_ENV]: '',
       });
     });
 

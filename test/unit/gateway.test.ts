@@ -121,6 +121,8 @@ async function connect(
     callTimeoutMs?: number;
     gatekeeper?: Gatekeeper;
     onDeadline?: (sandbox: string, tool: string) => void;
+    onSandboxIdle?: (sandbox: string) => void;
+    onToolsListChanged?: (from: Upstream) => Promise<void>;
   } = {},
 ): Promise<{ gateway: Gateway; client: Client }> {
   const gateway = new Gateway({
@@ -132,6 +134,8 @@ async function connect(
     ...(extra.started ? { started: extra.started } : {}),
     ...(extra.gatekeeper ? { gatekeeper: extra.gatekeeper } : {}),
     ...(extra.onDeadline ? { onDeadline: extra.onDeadline } : {}),
+    ...(extra.onSandboxIdle ? { onSandboxIdle: extra.onSandboxIdle } : {}),
+    ...(extra.onToolsListChanged ? { onToolsListChanged: extra.onToolsListChanged } : {}),
   });
   const client = new Client({ name: 'test-client', version: '1.0.0' });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
@@ -577,24 +581,13 @@ describe('Gateway', () => {
       return Object.assign(upstream, { freezer });
     };
     const idle: string[] = [];
-    const gateway = new Gateway({
-      serverName: 'files',
-      tools: routes([
+    const { client } = await connect(
+      routes([
         [WRITE_DEF, 'rw-offline'],
         [SLOW_DEF, 'rw-offline'],
       ]),
-      upstreams: held,
-      log: silentLogger,
-      callTimeoutMs: 10_000,
-      onSandboxIdle: (sandbox) => idle.push(sandbox),
-    });
-    const client = new Client({ name: 'test-client', version: '1.0.0' });
-    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-    await gateway.connect(serverSide);
-    await client.connect(clientSide);
-    cleanups.push(
-      () => client.close(),
-      () => gateway.close(),
+      held,
+      { onSandboxIdle: (sandbox) => void idle.push(sandbox) },
     );
     const settled = () => new Promise((r) => setTimeout(r, 20));
 
@@ -634,22 +627,9 @@ describe('Gateway', () => {
       return Object.assign(upstream, { freezer });
     };
     const listings: boolean[] = [];
-    const gateway = new Gateway({
-      serverName: 'files',
-      tools: routes([[WRITE_DEF, 'rw-offline']]),
-      upstreams: start,
-      log: silentLogger,
-      callTimeoutMs: 10_000,
+    const { client } = await connect(routes([[WRITE_DEF, 'rw-offline']]), start, {
       onToolsListChanged: async () => void listings.push(frozen),
     });
-    const client = new Client({ name: 'test-client', version: '1.0.0' });
-    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-    await gateway.connect(serverSide);
-    await client.connect(clientSide);
-    cleanups.push(
-      () => client.close(),
-      () => gateway.close(),
-    );
     const settled = () => new Promise((r) => setTimeout(r, 30));
 
     await client.callTool({ name: 'write', arguments: {} });

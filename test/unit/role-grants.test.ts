@@ -7,6 +7,7 @@ import {
   ROLE_PREFIX,
   classPrivilege,
   createRoleStatements,
+  sessionBounds,
   dropRoleStatements,
   encodeRoleComment,
   parseRoleComment,
@@ -182,6 +183,7 @@ describe('createRoleStatements', () => {
     schemas: ['app', 'Sales "EU"'],
     validUntil: new Date('2030-01-02T03:04:05.000Z'),
     connectionLimit: 5,
+    bounds: sessionBounds(600_000),
     comment: { session: 'ab12cd34', class: 'ro-offline', host: 'box', pid: 4242, database: 'app' },
   });
   const objects: GrantObjects = {
@@ -200,11 +202,17 @@ describe('createRoleStatements', () => {
     `GRANT USAGE ON SCHEMA "app", "Sales ""EU""" TO ${ROLE}`,
     `GRANT SELECT ON TABLE "app"."items", "app"."totals", "Sales ""EU"""."orders" TO ${ROLE}`,
   ];
+  const BOUNDS = [
+    `ALTER ROLE ${ROLE} SET statement_timeout = 600000`,
+    `ALTER ROLE ${ROLE} SET idle_in_transaction_session_timeout = 60000`,
+    `ALTER ROLE ${ROLE} SET idle_session_timeout = 600000`,
+  ];
 
   it('read: CONNECT, USAGE, SELECT, and the read-only default as a second layer', () => {
     assert.deepEqual(createRoleStatements(spec('read'), objects), [
       ...COMMON,
       `ALTER ROLE ${ROLE} SET default_transaction_read_only = on`,
+      ...BOUNDS,
     ]);
   });
 
@@ -213,6 +221,7 @@ describe('createRoleStatements', () => {
       ...COMMON,
       `GRANT INSERT ON TABLE "app"."items", "Sales ""EU"""."orders" TO ${ROLE}`,
       `GRANT USAGE ON SEQUENCE "app"."items_id_seq" TO ${ROLE}`,
+      ...BOUNDS,
     ]);
   });
 
@@ -222,6 +231,7 @@ describe('createRoleStatements', () => {
       `GRANT INSERT ON TABLE "app"."items", "Sales ""EU"""."orders" TO ${ROLE}`,
       `GRANT USAGE ON SEQUENCE "app"."items_id_seq" TO ${ROLE}`,
       `GRANT UPDATE, DELETE ON TABLE "app"."items", "Sales ""EU"""."orders" TO ${ROLE}`,
+      ...BOUNDS,
     ]);
   });
 
@@ -264,6 +274,24 @@ describe('createRoleStatements', () => {
     assert.throws(() => createRoleStatements({ ...spec('read'), name: 'reports' }, objects), /must start with/);
     assert.throws(() => createRoleStatements({ ...spec('read'), connectionLimit: 0 }, objects), /connection limit/);
     assert.throws(() => createRoleStatements({ ...spec('read'), validUntil: new Date('x') }, objects), /validUntil/);
+    for (const statementTimeoutMs of [0, 1.5, 2 ** 31]) {
+      const bounds = { ...sessionBounds(1_000), statementTimeoutMs };
+      assert.throws(() => createRoleStatements({ ...spec('read'), bounds }, objects), /session bounds/);
+    }
+  });
+
+  it('bounds statements and idle sessions by the call timeout, and idle transactions by a minute at most', () => {
+    assert.deepEqual(sessionBounds(2_000), {
+      statementTimeoutMs: 2_000,
+      idleInTransactionTimeoutMs: 2_000,
+      idleSessionTimeoutMs: 2_000,
+    });
+    assert.deepEqual(sessionBounds(600_000), {
+      statementTimeoutMs: 600_000,
+      idleInTransactionTimeoutMs: 60_000,
+      idleSessionTimeoutMs: 600_000,
+    });
+    assert.equal(sessionBounds(0.4).statementTimeoutMs, 1, 'never 0, which would mean no bound');
   });
 });
 

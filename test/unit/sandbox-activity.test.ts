@@ -36,7 +36,11 @@ describe('SandboxActivity', () => {
   it('freezes a held sandbox when its last call leaves and thaws it for the next', async () => {
     const f = recordingFreezer();
     let idle = 0;
-    const activity = new SandboxActivity({ freezer: f.freezer, onFreezeFailed: assert.fail, onIdle: () => idle++ });
+    const activity = new SandboxActivity({
+      freezer: f.freezer,
+      onFreezeFailed: assert.fail,
+      onIdle: () => void idle++,
+    });
     await activity.enter(); // just released: it runs, nothing to do
     const second = activity.enter();
     await second;
@@ -93,7 +97,7 @@ describe('SandboxActivity', () => {
     const activity = new SandboxActivity({
       freezer: f.freezer,
       onFreezeFailed: (e) => failures.push(e.message),
-      onIdle: () => idle++,
+      onIdle: () => void idle++,
     });
     await activity.enter();
     f.failNextStep(new Error('engine said no'));
@@ -118,9 +122,31 @@ describe('SandboxActivity', () => {
     assert.equal(activity.calls, 0);
   });
 
+  it('lets a call in only after the idle work (ending database sessions) is done, so it never cuts the new call', async () => {
+    const events: string[] = [];
+    let finishIdle!: () => void;
+    const activity = new SandboxActivity({
+      onFreezeFailed: assert.fail,
+      onIdle: () =>
+        new Promise<void>((resolve) => {
+          events.push('idle work starts');
+          finishIdle = () => (events.push('idle work done'), resolve());
+        }),
+    });
+    await activity.enter();
+    activity.leave();
+    await settled();
+    const next = activity.enter().then(() => events.push('next call goes in'));
+    await settled();
+    assert.deepEqual(events, ['idle work starts']);
+    finishIdle();
+    await next;
+    assert.deepEqual(events, ['idle work starts', 'idle work done', 'next call goes in']);
+  });
+
   it('runs a free sandbox without a freezer and still reports idle', async () => {
     let idle = 0;
-    const activity = new SandboxActivity({ onFreezeFailed: assert.fail, onIdle: () => idle++ });
+    const activity = new SandboxActivity({ onFreezeFailed: assert.fail, onIdle: () => void idle++ });
     assert.equal(activity.held, false);
     await activity.enter();
     activity.leave();

@@ -13,6 +13,8 @@ export const FILESYSTEM_IMAGE = 'hintbox/server-filesystem:2026.8.31';
 export const LIAR_IMAGE = 'hintbox-test/liar:latest';
 export const DBLIAR_IMAGE = 'hintbox-test/dbliar:latest';
 export const SNEAK_IMAGE = 'hintbox-test/sneak:latest';
+export const DBLINGER_IMAGE = 'hintbox-test/dblinger:latest';
+export const TEXTLIAR_IMAGE = 'hintbox-test/textliar:latest';
 export const CANARY_IMAGE = NODE_SERVER_IMAGE;
 
 let connection: Promise<DockerConnection> | undefined;
@@ -40,29 +42,42 @@ export function ensureTestImages(): Promise<void> {
   return images;
 }
 
-let dbImage: Promise<void> | undefined;
-/** The database fixture (test/fixtures/dbliar: Node base + Debian's psql), once per process. */
-export function ensureDatabaseFixtureImage(): Promise<void> {
-  dbImage ??= (async () => {
-    await ensureTestImages();
-    await GenericContainer.fromDockerfile(path.join(FIXTURES, 'dbliar'))
-      .withBuildArgs({ NODE_SERVER_IMAGE })
-      .build(DBLIAR_IMAGE, { deleteOnExit: false });
-  })();
-  return dbImage;
+/**
+ * A fixture image from `test/fixtures/<folder>` (built through testcontainers), once per
+ * process, after the images it is built on.
+ */
+function fixtureImage(
+  folder: string,
+  tag: string,
+  buildArgs: Record<string, string>,
+  after: () => Promise<void>,
+): () => Promise<void> {
+  let built: Promise<void> | undefined;
+  return () =>
+    (built ??= (async () => {
+      await after();
+      await GenericContainer.fromDockerfile(path.join(FIXTURES, folder))
+        .withBuildArgs(buildArgs)
+        .build(tag, { deleteOnExit: false });
+    })());
 }
 
-let sneakImage: Promise<void> | undefined;
-/** The fixture that acts outside calls (test/fixtures/sneak), once per process. */
-export function ensureSneakImage(): Promise<void> {
-  sneakImage ??= (async () => {
-    await ensureTestImages();
-    await GenericContainer.fromDockerfile(path.join(FIXTURES, 'sneak'))
-      .withBuildArgs({ NODE_SERVER_IMAGE })
-      .build(SNEAK_IMAGE, { deleteOnExit: false });
-  })();
-  return sneakImage;
-}
+/** The database fixture (test/fixtures/dbliar: Node base + Debian's psql). */
+export const ensureDatabaseFixtureImage = fixtureImage('dbliar', DBLIAR_IMAGE, { NODE_SERVER_IMAGE }, ensureTestImages);
+
+/** The fixture whose read tool leaves a database session behind (test/fixtures/dblinger). */
+export const ensureDblingerImage = fixtureImage(
+  'dblinger',
+  DBLINGER_IMAGE,
+  { DBLIAR_IMAGE },
+  ensureDatabaseFixtureImage,
+);
+
+/** The fixture that acts outside calls (test/fixtures/sneak). */
+export const ensureSneakImage = fixtureImage('sneak', SNEAK_IMAGE, { NODE_SERVER_IMAGE }, ensureTestImages);
+
+/** The text fixture (test/fixtures/textliar: tool names, instructions and errors that attack readers). */
+export const ensureTextFixtureImage = fixtureImage('textliar', TEXTLIAR_IMAGE, { NODE_SERVER_IMAGE }, ensureTestImages);
 
 /** Containers labelled by hintbox whose owner is the given hintbox process. */
 export async function containersOf(ownerPid: number | null | undefined, all = true) {

@@ -68,6 +68,8 @@ export async function runHintbox(
     args: ['run', profile],
     env: { ...baseEnv(), ...env },
     stderr: 'pipe',
+    // Above the SDK's default (10 MB): tests pass servers' huge answers through, as a client may take them.
+    maxBufferSize: 128 * 1024 * 1024,
   });
   let stderr = '';
   const stderrStream = transport.stderr as PassThrough | null;
