@@ -21,9 +21,14 @@ export function lineHash(text: string): string {
   return createHash('sha256').update(text, 'utf8').digest('hex');
 }
 
-/** The text of a line: the record's fields in their order, then `prev`. */
+/**
+ * The text of a line: the record's fields in their order, then `prev` (the same text as
+ * `JSON.stringify({ ...fields, prev })`, without copying the object). `fields` must not have
+ * `prev` and must have at least one field.
+ */
 export function frameLine(fields: Record<string, unknown>, prev: string | null): string {
-  return JSON.stringify({ ...fields, prev });
+  const text = JSON.stringify(fields);
+  return `${text.slice(0, -1)},"prev":${prev === null ? 'null' : `"${prev}"`}}`;
 }
 
 /** `<chain>.<seq>.jsonl`: chain is `<yyyymmddThhmmssZ>-<pid>-<8 hex>`, seq six digits. */

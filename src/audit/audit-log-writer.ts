@@ -241,16 +241,17 @@ export class AuditLogWriter implements AuditLog, Disposable {
 
   private write(fields: Record<string, unknown>, framed?: string): void {
     const text = framed ?? frameLine(fields, this.prev);
-    const bytes = Buffer.from(text + '\n', 'utf8');
+    const line = text + '\n';
+    const bytes = Buffer.byteLength(line, 'utf8');
     try {
       if (this.fd === undefined) throw new AuditRecordError('no audit file is open');
-      const written = writeSync(this.fd, bytes);
-      if (written !== bytes.length) throw new Error(`short write (${written} of ${bytes.length} bytes)`);
+      const written = writeSync(this.fd, line);
+      if (written !== bytes) throw new Error(`short write (${written} of ${bytes} bytes)`);
     } catch (error) {
       this.needsNewFile = true;
       throw new Error(`cannot append to ${this.currentFile}: ${(error as Error).message}`);
     }
-    this.size += bytes.length;
+    this.size += bytes;
     this.prev = lineHash(text);
   }
 }

@@ -35,6 +35,8 @@ describe('the benchmark, smoke run', { timeout: 300_000 }, () => {
         '1,2',
         '--scale',
         '1',
+        '--audit-records',
+        '2000',
       ],
       { cwd: REPO, maxBuffer: 16 * 1024 * 1024 },
     );
@@ -44,6 +46,12 @@ describe('the benchmark, smoke run', { timeout: 300_000 }, () => {
       cpuPerCall: Record<string, Record<string, number> | undefined>;
       scale: { servers: number; startMs: number; hintboxRssMb: number }[];
       holding: { name: string; held: number; free: number; ratio: number }[];
+      auditLog?: {
+        records: number;
+        appendUs: number;
+        audit: { ms: number; peakMb: number };
+        verify: { ms: number; peakMb: number };
+      };
     };
     assert.equal(report.rounds, 1);
     const names = report.figures.map((f) => f.name);
@@ -89,5 +97,9 @@ describe('the benchmark, smoke run', { timeout: 300_000 }, () => {
     assert.equal(report.scale[0]?.servers, 1);
     assert.ok((report.scale[0]?.startMs ?? 0) > 0, 'the scale run started a server');
     assert.ok((report.scale[0]?.hintboxRssMb ?? 0) > 0, 'and read its memory');
+    assert.equal(report.auditLog?.records, 2000, 'the audit log figures are there');
+    for (const run of [report.auditLog?.audit, report.auditLog?.verify]) {
+      assert.ok((run?.ms ?? 0) > 0 && (run?.peakMb ?? 0) > 0, `time and peak memory: ${JSON.stringify(run)}`);
+    }
   });
 });

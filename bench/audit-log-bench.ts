@@ -1,0 +1,117 @@
+/**
+ * The audit log at scale: what appending a record costs in the calling process, and what
+ * `hintbox audit` and `hintbox audit verify` take (time, peak resident memory) over a log of
+ * N records (default 1 000 000: half intents, half outcomes, as N/2 calls write them). Figures,
+ * not timed tests. Run alone: `node --import tsx bench/audit-log-bench.ts [--records N]`; `npm
+ * run bench` runs it after the other figures.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { AuditLogWriter } from '../src/audit/audit-log-writer.js';
+import type { AuditIntent } from '../src/audit/audit-record.js';
+import { effectiveHints } from '../src/policy/hints.js';
+import { silentLogger } from '../src/util/logger.js';
+
+const REPO = fileURLToPath(new URL('..', import.meta.url));
+const HINTBOX_BIN = path.join(REPO, 'dist', 'hintbox.mjs');
+
+export interface AuditLogFigures {
+  records: number;
+  bytes: number;
+  files: number;
+  /** Mean cost of one record appended (intent or outcome), in the calling process. */
+  appendUs: number;
+  /** `hintbox audit` (the newest 100 calls) over the whole log. */
+  audit: { ms: number; peakMb: number };
+  /** `hintbox audit --all --json > /dev/null`: every record streamed out. */
+  auditAll: { ms: number; peakMb: number };
+  /** `hintbox audit verify`. */
+  verify: { ms: number; peakMb: number };
+}
+
+const intent = (i: number): AuditIntent => ({
+  session: 'bench',
+  server: 'filesystem',
+  tool: i % 3 ? 'read_text_file' : 'write_file',
+  tags: [{ name: 'files', source: 'profile' }],
+  claimedHints: { readOnlyHint: true, openWorldHint: false },
+  effectiveHints: effectiveHints({ readOnlyHint: true, openWorldHint: false }),
+  sandbox: 'ro-offline',
+  decision: 'allowed',
+  decidedBy: 'auto',
+  arguments: { path: `/workspace/file-${i}.txt` },
+  pinHash: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+});
+
+/** Runs a command to its end, polling its peak resident memory (VmHWM) from /proc. */
+function timed(args: string[], env: Record<string, string>): Promise<{ ms: number; peakMb: number }> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(HINTBOX_BIN, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let peakKb = 0;
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    const poll = setInterval(() => {
+      try {
+        const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+        const hwm = /VmHWM:\s+(\d+) kB/.exec(status);
+        if (hwm) peakKb = Math.max(peakKb, Number(hwm[1]));
+      } catch {
+        // gone between two polls
+      }
+    }, 20);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearInterval(poll);
+      const ms = performance.now() - started;
+      if (code !== 0) reject(new Error(`hintbox ${args.join(' ')} exited ${code}: ${stderr}`));
+      else resolve({ ms, peakMb: peakKb / 1024 });
+    });
+  });
+}
+
+export async function measureAuditLog(records: number): Promise<AuditLogFigures> {
+  const root = mkdtempSync(path.join(os.tmpdir(), 'hintbox-bench-audit-'));
+  const dir = path.join(root, 'audit');
+  try {
+    const writer = AuditLogWriter.open({ dir, log: silentLogger });
+    const started = performance.now();
+    for (let i = 0; i < records / 2; i++) writer.appendOutcome(writer.appendIntent(intent(i)), { outcome: 'ok' });
+    const appendUs = ((performance.now() - started) * 1000) / records;
+    writer.close();
+    const files = readdirSync(dir);
+    const bytes = files.reduce((n, f) => n + statSync(path.join(dir, f)).size, 0);
+    const env = { HINTBOX_AUDIT_DIR: dir, HINTBOX_LOG_LEVEL: 'warn' };
+    return {
+      records,
+      bytes,
+      files: files.length,
+      appendUs,
+      audit: await timed(['audit'], env),
+      auditAll: await timed(['audit', '--all', '--json'], env),
+      verify: await timed(['audit', 'verify'], env),
+    };
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+export function formatAuditLogFigures(f: AuditLogFigures): string[] {
+  const s = (x: { ms: number; peakMb: number }) => `${(x.ms / 1000).toFixed(2)} s, peak ${x.peakMb.toFixed(0)} MB`;
+  return [
+    `audit log: ${f.records} records (${(f.bytes / 2 ** 20).toFixed(0)} MB in ${f.files} files); append ${f.appendUs.toFixed(2)} µs per record`,
+    `  hintbox audit (newest 100)        ${s(f.audit)}`,
+    `  hintbox audit --all --json        ${s(f.auditAll)}`,
+    `  hintbox audit verify              ${s(f.verify)}`,
+  ];
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  const { values } = parseArgs({ options: { records: { type: 'string', default: '1000000' } } });
+  const figures = await measureAuditLog(Number(values.records));
+  process.stdout.write(formatAuditLogFigures(figures).join('\n') + '\n');
+}
