@@ -213,16 +213,15 @@ function matcher(filter: AuditFilter): {
 export async function scanAuditLog(
   dir: string,
   filter: AuditFilter,
-  emit: (entry: AuditEntry) => void,
+  emit: (entry: AuditEntry) => void | Promise<void>,
 ): Promise<{ skipped: number }> {
   const match = matcher(filter);
   let skipped = 0;
   for (const chain of listAuditChains(dir)) {
     const open = new Map<string, AuditCallRecord>();
     let subject: string | null = null;
-    const complete = (call: AuditCallRecord): void => {
-      if (match.complete(call)) emit(call);
-    };
+    // What `emit` returns (a writer that wants to drain) is awaited: memory stays bounded.
+    const complete = (call: AuditCallRecord): void | Promise<void> => (match.complete(call) ? emit(call) : undefined);
     for (const { file } of chain.files) {
       for await (const text of fileLines(file)) {
         let line: AuditLine;
@@ -245,7 +244,7 @@ export async function scanAuditLog(
             if (open.size > MAX_OPEN_CALLS) {
               const [oldestId, oldest] = open.entries().next().value as [string, AuditCallRecord];
               open.delete(oldestId);
-              complete(oldest);
+              await complete(oldest);
             }
             break;
           case 'call.outcome': {
@@ -253,19 +252,19 @@ export async function scanAuditLog(
             if (!call) break;
             open.delete(line.callId);
             endCall(call, line);
-            complete(call);
+            await complete(call);
             break;
           }
           default:
             if (match.event(line)) {
               const fields: Record<string, unknown> = { ...line };
               for (const key of ['v', 'id', 'time', 'type', 'prev']) delete fields[key];
-              emit({ kind: 'event', id: line.id, time: line.time, type: line.type, subject, fields });
+              await emit({ kind: 'event', id: line.id, time: line.time, type: line.type, subject, fields });
             }
         }
       }
     }
-    for (const call of open.values()) complete(call);
+    for (const call of open.values()) await complete(call);
   }
   return { skipped };
 }

@@ -94,15 +94,15 @@ export const auditCommand: CommandSpec = {
       let any = false;
       ({ skipped } = await scanAuditLog(dir, filter, (entry) => {
         any = true;
-        out.write(format(entry));
+        return out.write(format(entry));
       }));
-      if (!any && !values.json) out.write('no recorded calls');
+      if (!any && !values.json) await out.write('no recorded calls');
     } else {
       const limit = auditLimit(values.limit);
       const newest = await newestAuditEntries(dir, filter, limit);
       skipped = newest.skipped;
-      for (const entry of newest.entries) out.write(format(entry));
-      if (newest.entries.length === 0 && !values.json) out.write('no recorded calls');
+      for (const entry of newest.entries) await out.write(format(entry));
+      if (newest.entries.length === 0 && !values.json) await out.write('no recorded calls');
     }
     await out.end();
     if (skipped > 0) cliLog.warn(`${skipped} line(s) of the log are not valid records: see hintbox audit verify`);
@@ -117,14 +117,14 @@ async function verify(dir: string): Promise<number> {
   const out = new LineOutput();
   for (const chain of chains) {
     lines += chain.lines;
-    for (const b of chain.breaks) out.write(`${b.file}${b.line ? `:${b.line}` : ''}: ${b.message}`);
+    for (const b of chain.breaks) await out.write(`${b.file}${b.line ? `:${b.line}` : ''}: ${b.message}`);
     if (chain.breaks.length) broken++;
-    out.write(
+    await out.write(
       `chain ${chain.chain}: ${chain.lines} line(s) in ${chain.files} file(s), ${chain.breaks.length ? `BROKEN (${chain.breaks.length})` : 'ok'}, ` +
         `${chain.closed ? 'closed' : 'not closed (its process runs, or was killed)'}, head ${chain.head ?? '-'}`,
     );
   }
-  out.write(
+  await out.write(
     broken
       ? `audit log ${dir}: ${broken} of ${chains.length} chain(s) broken`
       : `audit log ${dir}: ${chains.length} chain(s), ${lines} line(s), every chain holds`,
@@ -138,22 +138,23 @@ class LineOutput {
   private buffer = '';
   private waiting: Promise<void> | undefined;
 
-  write(line: string): void {
+  /** Returns a promise when stdout wants to drain first: the caller awaits it before the next line. */
+  write(line: string): Promise<void> | undefined {
     this.buffer += line + '\n';
-    if (this.buffer.length >= 1 << 16) this.flush();
+    return this.buffer.length >= 1 << 16 ? this.flush() : undefined;
   }
 
-  private flush(): void {
-    if (this.buffer === '') return;
-    if (!process.stdout.write(this.buffer)) {
-      this.waiting ??= new Promise((resolve) => process.stdout.once('drain', () => resolve()));
-    }
+  private flush(): Promise<void> | undefined {
+    if (this.buffer === '') return undefined;
+    const drained = process.stdout.write(this.buffer);
     this.buffer = '';
+    if (drained) return undefined;
+    this.waiting = new Promise((resolve) => process.stdout.once('drain', () => resolve()));
+    return this.waiting;
   }
 
-  /** Flushes; also awaited between chunks by {@link scanAuditLog}'s callers through end(). */
   async end(): Promise<void> {
-    this.flush();
+    await this.flush();
     await this.waiting;
   }
 }

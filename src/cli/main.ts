@@ -23,8 +23,8 @@ Commands:
   run <profile>           serve the profile's MCP server on stdio, each tool in its sandbox
   plan <profile>          show which sandbox each tool gets, and what is enforced
   approve <profile> ...   approve tool definitions into the lock file: named tools, or --all
-  audit [verify]          list recorded calls (filters: --server --tool --tag --decision …),
-                          or check the audit log's hash chains
+  audit [verify|ship]     list recorded calls (filters: --server --tool --tag --decision …),
+                          check the audit log's hash chains, or copy it into Postgres
   images build <profile>  build the images a profile needs
   demo                    run the filesystem server on a scratch folder and show what happens
   sweep [<profile>]       remove containers (and, with a database profile, roles) of dead runs
@@ -39,6 +39,7 @@ Environment:
   HINTBOX_LOG_LEVEL       debug | info (default) | warn | error; the log goes to stderr
   HINTBOX_STATE_DIR       hintbox's state folder (default ~/.local/state/hintbox)
   HINTBOX_AUDIT_DIR       the audit log's folder (default: audit/ in the state folder)
+  HINTBOX_DATABASE_URL    a Postgres that hintbox run copies the audit log into (a sink)
   HINTBOX_BASE_IMAGE      Debian bookworm image to build on (default debian:bookworm-slim,
                           seeded with debootstrap where it cannot be pulled)
 

@@ -326,7 +326,9 @@ describe('reading the audit log', () => {
     writer.close();
 
     const all: AuditCallRecord[] = [];
-    await scanAuditLog(dir, {}, (e) => e.kind === 'call' && all.push(e));
+    await scanAuditLog(dir, {}, (e) => {
+      if (e.kind === 'call') all.push(e);
+    });
     assert.equal(all.length, 11);
     const running = all.find((c) => c.id === ids[9]);
     assert.equal(running?.outcome, null, 'an intent without its outcome is given, without one');
