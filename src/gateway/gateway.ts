@@ -295,46 +295,60 @@ export class Gateway {
         finish({ outcome: 'sandbox-died', detail: text });
         return this.replyResult(clientId, errorResult(text));
       }
-      if (this.cancelledWhileAdmitting.has(clientId)) {
-        return finish({ outcome: 'cancelled', detail: 'cancelled by the client before it was forwarded' });
-      }
-      const transport = upstream.client.transport;
-      if (!transport) {
-        const text = `sandbox ${routed.sandbox} for ${name} is not connected`;
-        finish({ outcome: 'sandbox-died', detail: text });
-        return this.replyResult(clientId, errorResult(text));
-      }
-      this.tap(upstream, transport);
+      // Counted in its sandbox from here, whatever happens next: a held sandbox whose server this
+      // call released (started) is frozen again when the call leaves it, a cancelled call too.
       const activity = this.activityOf(upstream, routed.sandbox);
-
-      const meta = isObject(params._meta) ? params._meta : undefined;
-      const token = meta?.progressToken;
-      const call: PendingCall = {
-        clientId,
-        upstreamId: `${FORWARDED_ID_PREFIX}${this.nextId++}`,
-        upstream,
-        activity,
-        sandbox: routed.sandbox,
-        tool: name,
-        ...(typeof token === 'string' || typeof token === 'number' ? { progressToken: token } : {}),
-        ...(auditId ? { auditId } : {}),
-        params,
-        attempts: 1,
-        retriesLeft,
-      };
-      this.pending.set(call.upstreamId, call);
-      this.pendingByClientId.set(clientId, call);
-      this.admitting.delete(clientId);
-      this.armTimer(call);
+      const thawed = activity.enter();
+      /** Until a pending call takes the count over (`settle` leaves it then). */
+      let countedHere = true;
       try {
-        await activity.enter(); // a held sandbox is thawed for the call (left again when it is settled)
-      } catch (error) {
-        const text = `hintbox could not thaw sandbox ${routed.sandbox} for ${name}: ${(error as Error).message}`;
-        if (this.settle(call, { outcome: 'sandbox-died', detail: text })) this.replyResult(clientId, errorResult(text));
-        return;
+        if (this.cancelledWhileAdmitting.has(clientId)) {
+          return finish({ outcome: 'cancelled', detail: 'cancelled by the client before it was forwarded' });
+        }
+        const transport = upstream.client.transport;
+        if (!transport) {
+          const text = `sandbox ${routed.sandbox} for ${name} is not connected`;
+          finish({ outcome: 'sandbox-died', detail: text });
+          return this.replyResult(clientId, errorResult(text));
+        }
+        this.tap(upstream, transport);
+
+        const meta = isObject(params._meta) ? params._meta : undefined;
+        const token = meta?.progressToken;
+        const call: PendingCall = {
+          clientId,
+          upstreamId: `${FORWARDED_ID_PREFIX}${this.nextId++}`,
+          upstream,
+          activity,
+          sandbox: routed.sandbox,
+          tool: name,
+          ...(typeof token === 'string' || typeof token === 'number' ? { progressToken: token } : {}),
+          ...(auditId ? { auditId } : {}),
+          params,
+          attempts: 1,
+          retriesLeft,
+        };
+        this.pending.set(call.upstreamId, call);
+        this.pendingByClientId.set(clientId, call);
+        this.admitting.delete(clientId);
+        this.armTimer(call);
+        countedHere = false;
+        try {
+          await thawed; // a held sandbox is thawed for the call
+        } catch (error) {
+          const text = `hintbox could not thaw sandbox ${routed.sandbox} for ${name}: ${(error as Error).message}`;
+          if (this.settle(call, { outcome: 'sandbox-died', detail: text }))
+            this.replyResult(clientId, errorResult(text));
+          return;
+        }
+        // Cancelled or timed out while the sandbox thawed: nothing is sent.
+        if (this.pending.has(call.upstreamId)) await this.send(call);
+      } finally {
+        if (countedHere) {
+          thawed.catch(() => undefined);
+          activity.leave();
+        }
       }
-      // Cancelled or timed out while the sandbox thawed: nothing is sent.
-      if (this.pending.has(call.upstreamId)) await this.send(call);
     } catch (error) {
       // A failure of hintbox itself: the client still gets an answer, the audit an outcome.
       finish({ outcome: 'error', detail: `hintbox: ${(error as Error).message}` });

@@ -643,6 +643,35 @@ describe('Gateway', () => {
     assert.equal(frozen, true);
   });
 
+  it('freezes a held sandbox that a call released even when the call is cancelled while the server starts', async () => {
+    let frozen = false;
+    const initialized = deferred();
+    let upstream!: FakeUpstream;
+    const start = async (sandboxId: string): Promise<Upstream> => {
+      upstream = await fakeUpstream(sandboxId); // released: the server runs from here
+      await initialized.promise; // and takes its time to answer initialize
+      const freezer = {
+        freeze: async () => void (frozen = true),
+        thaw: async () => void (frozen = false),
+      };
+      return Object.assign(upstream, { freezer });
+    };
+    const { client } = await connect(routes([[WRITE_DEF, 'rw-offline']]), start);
+    const stop = new AbortController();
+    const call = client.callTool({ name: 'write', arguments: {} }, undefined, { signal: stop.signal }).then(
+      () => 'answered',
+      (e: Error) => e.message,
+    );
+    await new Promise((r) => setTimeout(r, 20));
+    stop.abort('the person gave up waiting');
+    await new Promise((r) => setTimeout(r, 20));
+    initialized.resolve();
+    assert.match(await call, /gave up/);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(upstream.calls.length, 0, 'the cancelled call was never sent');
+    assert.equal(frozen, true, "the server it started does not run on with nobody's call in flight");
+  });
+
   it('tells its owner when a call passes its deadline (onDeadline), with the sandbox and the tool', async () => {
     const f = factory({ 'ro-offline-dbread': () => new Promise<CallToolResult>(() => {}) });
     const deadlines: Array<[string, string]> = [];
