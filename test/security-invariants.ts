@@ -513,7 +513,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       {
         file: 'unit/gateway.test.ts',
         title:
-          'ignores a tool change a held sandbox announces outside a call, and lists one announced in a call with it thawed',
+          'ignores a tool change a held sandbox announces outside a call, and never thaws it to list its tools',
       },
     ],
   },

@@ -212,15 +212,12 @@ export class Gateway {
     this.relisting = (async () => {
       do {
         this.relistAgain = false;
-        // A held sandbox is thawed while hintbox lists its tools (it is frozen again after).
-        const activity = this.activities.get(from);
+        // Not thawed for it: a held sandbox answers the listing while a call runs in it (the one
+        // that announced the change, or the next), or the listing times out.
         try {
-          await activity?.enter();
           await handler(from);
         } catch (error) {
           this.options.log.error(`listing the tools again failed: ${(error as Error).message}`);
-        } finally {
-          activity?.leave();
         }
       } while (this.relistAgain && !this.closing);
     })().finally(() => (this.relisting = undefined));
@@ -406,8 +403,8 @@ export class Gateway {
       }
       if (m.method === 'notifications/progress' && this.forwardProgress(m, upstream)) return;
       if (m.method === 'notifications/tools/list_changed') {
-        // A held sandbox runs only for calls (and for the listing this causes): a change it
-        // announces outside any call is dropped, so that it cannot buy itself time to run.
+        // A held sandbox runs only for calls: a change it announces outside any call (in the
+        // moment between its answer and its freeze) is dropped.
         if (upstream.freezer && !this.hasCallsIn(upstream)) {
           this.options.log.debug(`a held sandbox announced a tool change outside a call: ignored`);
           return;

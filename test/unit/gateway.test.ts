@@ -612,7 +612,7 @@ describe('Gateway', () => {
     assert.deepEqual(idle, ['rw-offline', 'rw-offline'], 'idle each time its last call ended');
   });
 
-  it('ignores a tool change a held sandbox announces outside a call, and lists one announced in a call with it thawed', async () => {
+  it('ignores a tool change a held sandbox announces outside a call, and never thaws it to list its tools', async () => {
     let frozen = false;
     let upstream!: FakeUpstream;
     const start = async (sandboxId: string): Promise<Upstream> => {
@@ -627,15 +627,21 @@ describe('Gateway', () => {
       return Object.assign(upstream, { freezer });
     };
     const listings: boolean[] = [];
+    const listingAnswered = deferred();
     const { client } = await connect(routes([[WRITE_DEF, 'rw-offline']]), start, {
-      onToolsListChanged: async () => void listings.push(frozen),
+      // The server stalls its answer to the listing: that must not keep it thawed.
+      onToolsListChanged: async () => {
+        listings.push(frozen);
+        await listingAnswered.promise;
+      },
     });
     const settled = () => new Promise((r) => setTimeout(r, 30));
 
     await client.callTool({ name: 'write', arguments: {} });
     await settled();
-    assert.deepEqual(listings, [false], 'announced in a call: listed, with the sandbox thawed');
-    assert.equal(frozen, true, 'and frozen again after the listing');
+    assert.deepEqual(listings, [false], 'announced in a call: listed while that call ran');
+    assert.equal(frozen, true, 'frozen when the call ended, the listing still unanswered');
+    listingAnswered.resolve();
     // The server speaks with no call in flight (as it could in the moment before its freeze).
     await upstream.serverTransport.send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
     await settled();
