@@ -386,6 +386,10 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       { file: 'unit/profile.test.ts', title: 'refuses a profile that lies inside a mount its server may write' },
       {
         file: 'unit/profile.test.ts',
+        title: 'refuses a profile reached through a symlink that lies inside a mount its server may write',
+      },
+      {
+        file: 'unit/profile.test.ts',
         title: "refuses a writable mount that holds or lies inside the server's build folder",
       },
       {
@@ -512,8 +516,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
       {
         file: 'unit/gateway.test.ts',
-        title:
-          'ignores a tool change a held sandbox announces outside a call, and never thaws it to list its tools',
+        title: 'ignores a tool change a held sandbox announces outside a call, and never thaws it to list its tools',
       },
     ],
   },
