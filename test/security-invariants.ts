@@ -511,6 +511,18 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
       { file: 'unit/profile.test.ts', title: 'refuses hold: false for a server that is not trusted' },
       {
+        file: 'unit/sandbox-activity.test.ts',
+        title: "holds a sandbox frozen for hintbox's own work, calls in flight included, and lets no call in meanwhile",
+      },
+      {
+        file: 'unit/sandbox-activity.test.ts',
+        title: 'freezes a sandbox that ran free once it is held between calls (its server lost trust)',
+      },
+      {
+        file: 'unit/gateway.test.ts',
+        title: 'freezes a held sandbox that a call released even when the call is cancelled while the server starts',
+      },
+      {
         file: 'unit/gateway.test.ts',
         title: 'thaws a held sandbox before each call reaches it and freezes it when its last call ends',
       },

@@ -37,11 +37,13 @@ export interface Upstream {
   /** Text that explains a death, e.g. the server's last stderr lines. */
   diagnostics(): string;
   close(): Promise<void>;
-  /**
-   * Present when the sandbox may run only while a call is in flight in it: the gateway thaws it
-   * before a call and freezes it when its last call ends.
-   */
+  /** How to freeze the sandbox (absent: it cannot be; tests of routing). */
   readonly freezer?: SandboxFreezer;
+  /**
+   * Whether it may run only while a call is in flight in it: the gateway thaws it before a call
+   * and freezes it when its last call ends. Default true when it has a freezer.
+   */
+  readonly holdBetweenCalls?: boolean;
 }
 
 /** Starts (or restarts) the upstream of a sandbox. */
@@ -122,6 +124,8 @@ export class Gateway {
   private readonly tapped = new WeakSet<Upstream>();
   /** Calls in flight per upstream (a restarted sandbox is a new upstream with a count of its own). */
   private readonly activities = new WeakMap<Upstream, SandboxActivity>();
+  /** Sandboxes frozen between calls from now on, whatever their upstream says (the server lost trust). */
+  private readonly heldFromNow = new Set<string>();
   /** Calls waiting for their admission (a person may be asked), by the client's id. */
   private readonly admitting = new Set<RequestId>();
   private readonly cancelledWhileAdmitting = new Set<RequestId>();
@@ -405,7 +409,8 @@ export class Gateway {
       if (m.method === 'notifications/tools/list_changed') {
         // A held sandbox runs only for calls: a change it announces outside any call (in the
         // moment between its answer and its freeze) is dropped.
-        if (upstream.freezer && !this.hasCallsIn(upstream)) {
+        const held = this.activities.get(upstream)?.held ?? upstream.freezer !== undefined;
+        if (held && !this.hasCallsIn(upstream)) {
           this.options.log.debug(`a held sandbox announced a tool change outside a call: ignored`);
           return;
         }
@@ -566,6 +571,8 @@ export class Gateway {
       void upstream.closed.then(() => (ended = true));
       activity = new SandboxActivity({
         ...(upstream.freezer ? { freezer: upstream.freezer } : {}),
+        holdBetweenCalls:
+          upstream.freezer !== undefined && (upstream.holdBetweenCalls !== false || this.heldFromNow.has(sandboxId)),
         onFreezeFailed: (error) => {
           // A sandbox that died (or is being removed) cannot be frozen, and need not be.
           if (ended || this.closing) return this.options.log.debug(`sandbox ${sandboxId} ended: no freeze`);
@@ -580,6 +587,46 @@ export class Gateway {
       this.activities.set(upstream, activity);
     }
     return activity;
+  }
+
+  /** The running upstreams, by sandbox id (those still starting are waited for). */
+  private async runningUpstreams(sandboxIds?: readonly string[]): Promise<[string, Upstream][]> {
+    const ids = [...(sandboxIds ?? this.slots.keys())].sort();
+    const found = await Promise.all(
+      ids.map(async (id) => {
+        const upstream = await this.slots.get(id)?.current?.catch(() => undefined);
+        return upstream ? ([[id, upstream]] as [string, Upstream][]) : [];
+      }),
+    );
+    return found.flat();
+  }
+
+  /**
+   * From now on these sandboxes are frozen between calls, even those their upstream let run
+   * free (`hold: false`): their server lost trust (a hint violation).
+   */
+  async holdBetweenCallsFromNow(sandboxIds: readonly string[]): Promise<void> {
+    for (const id of sandboxIds) this.heldFromNow.add(id);
+    const running = await this.runningUpstreams(sandboxIds);
+    await Promise.all(running.map(([id, upstream]) => this.activityOf(upstream, id).holdBetweenCalls()));
+  }
+
+  /**
+   * Runs `work` with these sandboxes frozen (calls in flight included) and no call going into
+   * them meanwhile: for hintbox's own reads of what they can write (the preview's copies).
+   * Sandboxes held at their gate run nothing and need no freeze. Rejects, without running
+   * `work`, when one cannot be frozen.
+   */
+  async holdFrozenDuring<T>(sandboxIds: readonly string[], work: () => Promise<T>): Promise<T> {
+    // In one order (by id), so that two holds never wait for each other.
+    const running = await this.runningUpstreams(sandboxIds);
+    const nest = (i: number): Promise<T> => {
+      const next = running[i];
+      if (!next) return work();
+      const [id, upstream] = next;
+      return this.activityOf(upstream, id).holdFrozenDuring(() => nest(i + 1));
+    };
+    return nest(0);
   }
 
   private hasCallsIn(upstream: Upstream): boolean {
