@@ -663,6 +663,11 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         file: 'integration/database-attacks.test.ts',
         title: 'cuts a startup that does not authenticate in time, and its slot is free again',
       },
+      {
+        file: 'integration/database-roles.test.ts',
+        title:
+          "refuses a connection limit with which a run's roles could take half of what Postgres leaves its clients",
+      },
     ],
   },
   {
