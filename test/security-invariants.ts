@@ -399,6 +399,10 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       { file: 'unit/profile.test.ts', title: 'refuses a profile that lies inside a mount its server may write' },
       {
         file: 'unit/profile.test.ts',
+        title: 'refuses a profile reached through a symlink that lies inside a mount its server may write',
+      },
+      {
+        file: 'unit/profile.test.ts',
         title: "refuses a writable mount that holds or lies inside the server's build folder",
       },
       {
@@ -520,13 +524,24 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
       { file: 'unit/profile.test.ts', title: 'refuses hold: false for a server that is not trusted' },
       {
+        file: 'unit/sandbox-activity.test.ts',
+        title: "holds a sandbox frozen for hintbox's own work, calls in flight included, and lets no call in meanwhile",
+      },
+      {
+        file: 'unit/sandbox-activity.test.ts',
+        title: 'freezes a sandbox that ran free once it is held between calls (its server lost trust)',
+      },
+      {
+        file: 'unit/gateway.test.ts',
+        title: 'freezes a held sandbox that a call released even when the call is cancelled while the server starts',
+      },
+      {
         file: 'unit/gateway.test.ts',
         title: 'thaws a held sandbox before each call reaches it and freezes it when its last call ends',
       },
       {
         file: 'unit/gateway.test.ts',
-        title:
-          'ignores a tool change a held sandbox announces outside a call, and lists one announced in a call with it thawed',
+        title: 'ignores a tool change a held sandbox announces outside a call, and never thaws it to list its tools',
       },
     ],
   },
@@ -660,6 +675,11 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       {
         file: 'integration/database-attacks.test.ts',
         title: 'cuts a startup that does not authenticate in time, and its slot is free again',
+      },
+      {
+        file: 'integration/database-roles.test.ts',
+        title:
+          "refuses a connection limit with which a run's roles could take half of what Postgres leaves its clients",
       },
     ],
   },

@@ -103,7 +103,8 @@ export type DatabaseProblemKind =
   | 'egress-extension'
   | 'public-usage-foreign-data-wrapper'
   | 'public-usage-foreign-server'
-  | 'untrusted-language-routine';
+  | 'untrusted-language-routine'
+  | 'connection-budget';
 
 /** A grant (or a gap) that would let a hintbox role do more than its privilege says. */
 export interface DatabaseProblem {
@@ -202,6 +203,9 @@ const LARGE_OBJECT_CREATORS = [
  * Any extension that provides a foreign-data wrapper counts too, whatever its name.
  */
 export const EGRESS_EXTENSIONS = ['dblink', 'postgres_fdw', 'http', 'pg_net', 'aws_s3', 'aws_lambda', 'azure_storage'];
+
+/** Roles one run may hold at once: one per database class (read, append, write). */
+const DATABASE_CLASSES = 3;
 
 /** How long dropRole and endSessions wait for terminated sessions to end before they give up. */
 const TERMINATE_WAIT_MS = 10_000;
@@ -405,6 +409,7 @@ export class RoleProvisioner implements AsyncDisposable {
     }
 
     problems.push(...(await this.egressProblems(reachable)));
+    problems.push(...(await this.connectionBudgetProblems()));
 
     const { rows: relations } = await this.client.query<{
       schema: string;
@@ -506,6 +511,31 @@ export class RoleProvisioner implements AsyncDisposable {
       });
     }
     return problems;
+  }
+
+  /**
+   * A run's roles may hold `connectionLimit` connections each, one role per database class: at
+   * most read, append and write. Together they may take at most half of what Postgres leaves to
+   * ordinary clients, so that a sandbox cannot starve the server's other users.
+   */
+  private async connectionBudgetProblems(): Promise<DatabaseProblem[]> {
+    const { rows } = await this.client.query<{ max: number; reserved: number }>(
+      `SELECT current_setting('max_connections')::int AS max,
+              current_setting('superuser_reserved_connections')::int
+                + coalesce(current_setting('reserved_connections', true)::int, 0) AS reserved`,
+    );
+    const { max, reserved } = rows[0] ?? { max: 0, reserved: 0 };
+    const available = max - reserved;
+    const limit = this.options.section.connectionLimit;
+    const most = Math.floor(available / 2 / DATABASE_CLASSES);
+    if (DATABASE_CLASSES * limit <= available / 2) return [];
+    return [
+      {
+        kind: 'connection-budget',
+        severity: 'refuse',
+        message: `database.connectionLimit ${limit}: a run's ${DATABASE_CLASSES} roles could hold ${DATABASE_CLASSES * limit} of the ${available} connections Postgres leaves to ordinary clients (max_connections ${max}, ${reserved} reserved); at most ${most} leaves half for everyone else`,
+      },
+    ];
   }
 
   /**

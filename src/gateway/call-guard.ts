@@ -103,6 +103,8 @@ export interface CallGuardOptions {
   approvedHash?: (tool: string) => string | undefined;
   /** A blocked tool became approved (its visibility changed): tell the client its list changed. */
   onApproved?: (tool: string) => void;
+  /** The server lost trust for the rest of the session (once): e.g. stop letting its sandboxes run free. */
+  onUntrusted?: (reason: string) => void;
 }
 
 /**
@@ -163,6 +165,7 @@ export class CallGuard implements Gatekeeper {
     if (this.options.trust === 'trusted') {
       this.options.log.warn(`${this.options.server} is treated as untrusted for the rest of this session: ${reason}`);
     }
+    this.options.onUntrusted?.(reason);
   }
 
   violationIn(name: string, answer: unknown): string | undefined {

@@ -37,11 +37,13 @@ export interface Upstream {
   /** Text that explains a death, e.g. the server's last stderr lines. */
   diagnostics(): string;
   close(): Promise<void>;
-  /**
-   * Present when the sandbox may run only while a call is in flight in it: the gateway thaws it
-   * before a call and freezes it when its last call ends.
-   */
+  /** How to freeze the sandbox (absent: it cannot be; tests of routing). */
   readonly freezer?: SandboxFreezer;
+  /**
+   * Whether it may run only while a call is in flight in it: the gateway thaws it before a call
+   * and freezes it when its last call ends. Default true when it has a freezer.
+   */
+  readonly holdBetweenCalls?: boolean;
 }
 
 /** Starts (or restarts) the upstream of a sandbox. */
@@ -122,6 +124,8 @@ export class Gateway {
   private readonly tapped = new WeakSet<Upstream>();
   /** Calls in flight per upstream (a restarted sandbox is a new upstream with a count of its own). */
   private readonly activities = new WeakMap<Upstream, SandboxActivity>();
+  /** Sandboxes frozen between calls from now on, whatever their upstream says (the server lost trust). */
+  private readonly heldFromNow = new Set<string>();
   /** Calls waiting for their admission (a person may be asked), by the client's id. */
   private readonly admitting = new Set<RequestId>();
   private readonly cancelledWhileAdmitting = new Set<RequestId>();
@@ -212,15 +216,12 @@ export class Gateway {
     this.relisting = (async () => {
       do {
         this.relistAgain = false;
-        // A held sandbox is thawed while hintbox lists its tools (it is frozen again after).
-        const activity = this.activities.get(from);
+        // Not thawed for it: a held sandbox answers the listing while a call runs in it (the one
+        // that announced the change, or the next), or the listing times out.
         try {
-          await activity?.enter();
           await handler(from);
         } catch (error) {
           this.options.log.error(`listing the tools again failed: ${(error as Error).message}`);
-        } finally {
-          activity?.leave();
         }
       } while (this.relistAgain && !this.closing);
     })().finally(() => (this.relisting = undefined));
@@ -296,46 +297,60 @@ export class Gateway {
         finish({ outcome: 'sandbox-died', detail: text });
         return this.replyResult(clientId, errorResult(text));
       }
-      if (this.cancelledWhileAdmitting.has(clientId)) {
-        return finish({ outcome: 'cancelled', detail: 'cancelled by the client before it was forwarded' });
-      }
-      const transport = upstream.client.transport;
-      if (!transport) {
-        const text = `sandbox ${routed.sandbox} for ${name} is not connected`;
-        finish({ outcome: 'sandbox-died', detail: text });
-        return this.replyResult(clientId, errorResult(text));
-      }
-      this.tap(upstream, transport);
+      // Counted in its sandbox from here, whatever happens next: a held sandbox whose server this
+      // call released (started) is frozen again when the call leaves it, a cancelled call too.
       const activity = this.activityOf(upstream, routed.sandbox);
-
-      const meta = isObject(params._meta) ? params._meta : undefined;
-      const token = meta?.progressToken;
-      const call: PendingCall = {
-        clientId,
-        upstreamId: `${FORWARDED_ID_PREFIX}${this.nextId++}`,
-        upstream,
-        activity,
-        sandbox: routed.sandbox,
-        tool: name,
-        ...(typeof token === 'string' || typeof token === 'number' ? { progressToken: token } : {}),
-        ...(auditId ? { auditId } : {}),
-        params,
-        attempts: 1,
-        retriesLeft,
-      };
-      this.pending.set(call.upstreamId, call);
-      this.pendingByClientId.set(clientId, call);
-      this.admitting.delete(clientId);
-      this.armTimer(call);
+      const thawed = activity.enter();
+      /** Until a pending call takes the count over (`settle` leaves it then). */
+      let countedHere = true;
       try {
-        await activity.enter(); // a held sandbox is thawed for the call (left again when it is settled)
-      } catch (error) {
-        const text = `hintbox could not thaw sandbox ${routed.sandbox} for ${name}: ${(error as Error).message}`;
-        if (this.settle(call, { outcome: 'sandbox-died', detail: text })) this.replyResult(clientId, errorResult(text));
-        return;
+        if (this.cancelledWhileAdmitting.has(clientId)) {
+          return finish({ outcome: 'cancelled', detail: 'cancelled by the client before it was forwarded' });
+        }
+        const transport = upstream.client.transport;
+        if (!transport) {
+          const text = `sandbox ${routed.sandbox} for ${name} is not connected`;
+          finish({ outcome: 'sandbox-died', detail: text });
+          return this.replyResult(clientId, errorResult(text));
+        }
+        this.tap(upstream, transport);
+
+        const meta = isObject(params._meta) ? params._meta : undefined;
+        const token = meta?.progressToken;
+        const call: PendingCall = {
+          clientId,
+          upstreamId: `${FORWARDED_ID_PREFIX}${this.nextId++}`,
+          upstream,
+          activity,
+          sandbox: routed.sandbox,
+          tool: name,
+          ...(typeof token === 'string' || typeof token === 'number' ? { progressToken: token } : {}),
+          ...(auditId ? { auditId } : {}),
+          params,
+          attempts: 1,
+          retriesLeft,
+        };
+        this.pending.set(call.upstreamId, call);
+        this.pendingByClientId.set(clientId, call);
+        this.admitting.delete(clientId);
+        this.armTimer(call);
+        countedHere = false;
+        try {
+          await thawed; // a held sandbox is thawed for the call
+        } catch (error) {
+          const text = `hintbox could not thaw sandbox ${routed.sandbox} for ${name}: ${(error as Error).message}`;
+          if (this.settle(call, { outcome: 'sandbox-died', detail: text }))
+            this.replyResult(clientId, errorResult(text));
+          return;
+        }
+        // Cancelled or timed out while the sandbox thawed: nothing is sent.
+        if (this.pending.has(call.upstreamId)) await this.send(call);
+      } finally {
+        if (countedHere) {
+          thawed.catch(() => undefined);
+          activity.leave();
+        }
       }
-      // Cancelled or timed out while the sandbox thawed: nothing is sent.
-      if (this.pending.has(call.upstreamId)) await this.send(call);
     } catch (error) {
       // A failure of hintbox itself: the client still gets an answer, the audit an outcome.
       finish({ outcome: 'error', detail: `hintbox: ${(error as Error).message}` });
@@ -393,9 +408,10 @@ export class Gateway {
       }
       if (m.method === 'notifications/progress' && this.forwardProgress(m, upstream)) return;
       if (m.method === 'notifications/tools/list_changed') {
-        // A held sandbox runs only for calls (and for the listing this causes): a change it
-        // announces outside any call is dropped, so that it cannot buy itself time to run.
-        if (upstream.freezer && !this.hasCallsIn(upstream)) {
+        // A held sandbox runs only for calls: a change it announces outside any call (in the
+        // moment between its answer and its freeze) is dropped.
+        const held = this.activities.get(upstream)?.held ?? upstream.freezer !== undefined;
+        if (held && !this.hasCallsIn(upstream)) {
           this.options.log.debug(`a held sandbox announced a tool change outside a call: ignored`);
           return;
         }
@@ -556,6 +572,8 @@ export class Gateway {
       void upstream.closed.then(() => (ended = true));
       activity = new SandboxActivity({
         ...(upstream.freezer ? { freezer: upstream.freezer } : {}),
+        holdBetweenCalls:
+          upstream.freezer !== undefined && (upstream.holdBetweenCalls !== false || this.heldFromNow.has(sandboxId)),
         onFreezeFailed: (error) => {
           // A sandbox that died (or is being removed) cannot be frozen, and need not be.
           if (ended || this.closing) return this.options.log.debug(`sandbox ${sandboxId} ended: no freeze`);
@@ -570,6 +588,46 @@ export class Gateway {
       this.activities.set(upstream, activity);
     }
     return activity;
+  }
+
+  /** The running upstreams, by sandbox id (those still starting are waited for). */
+  private async runningUpstreams(sandboxIds?: readonly string[]): Promise<[string, Upstream][]> {
+    const ids = [...(sandboxIds ?? this.slots.keys())].sort();
+    const found = await Promise.all(
+      ids.map(async (id) => {
+        const upstream = await this.slots.get(id)?.current?.catch(() => undefined);
+        return upstream ? ([[id, upstream]] as [string, Upstream][]) : [];
+      }),
+    );
+    return found.flat();
+  }
+
+  /**
+   * From now on these sandboxes are frozen between calls, even those their upstream let run
+   * free (`hold: false`): their server lost trust (a hint violation).
+   */
+  async holdBetweenCallsFromNow(sandboxIds: readonly string[]): Promise<void> {
+    for (const id of sandboxIds) this.heldFromNow.add(id);
+    const running = await this.runningUpstreams(sandboxIds);
+    await Promise.all(running.map(([id, upstream]) => this.activityOf(upstream, id).holdBetweenCalls()));
+  }
+
+  /**
+   * Runs `work` with these sandboxes frozen (calls in flight included) and no call going into
+   * them meanwhile: for hintbox's own reads of what they can write (the preview's copies).
+   * Sandboxes held at their gate run nothing and need no freeze. Rejects, without running
+   * `work`, when one cannot be frozen.
+   */
+  async holdFrozenDuring<T>(sandboxIds: readonly string[], work: () => Promise<T>): Promise<T> {
+    // In one order (by id), so that two holds never wait for each other.
+    const running = await this.runningUpstreams(sandboxIds);
+    const nest = (i: number): Promise<T> => {
+      const next = running[i];
+      if (!next) return work();
+      const [id, upstream] = next;
+      return this.activityOf(upstream, id).holdFrozenDuring(() => nest(i + 1));
+    };
+    return nest(0);
   }
 
   private hasCallsIn(upstream: Upstream): boolean {

@@ -8,7 +8,9 @@
  * what the count asks *when it runs*, so a call that enters while a freeze is under way finds
  * the sandbox thawed after it, never frozen under it. The work to do once a sandbox is idle (end
  * its database sessions) is a step of the same line: a call that enters meanwhile goes in only
- * after it, so that it never cuts the new call's connections.
+ * after it, so that it never cuts the new call's connections. So is a hold of hintbox's own
+ * (`holdFrozenDuring`: the preview copying the folders the sandbox can write): the sandbox stays
+ * frozen for it, calls in flight included, and no call goes in until it is over.
  *
  * Pure of Docker: the freezer is passed in (the engine's pause and unpause), so the logic is
  * tested with a fake.
@@ -21,9 +23,14 @@ export interface SandboxFreezer {
 }
 
 export interface SandboxActivityOptions {
-  /** Absent: the sandbox runs freely (read-only and offline, or `hold: false`). */
+  /** How to freeze the sandbox; absent: it cannot be frozen (tests of routing). */
   freezer?: SandboxFreezer;
-  /** A freeze failed: the sandbox may be running with nobody's call in flight (remove it). */
+  /**
+   * Freeze it whenever no call is in flight. Default true when there is a freezer; false lets it
+   * run free between calls (read-only and offline, or `hold: false`) until `holdBetweenCalls`.
+   */
+  holdBetweenCalls?: boolean;
+  /** A freeze between calls failed: the sandbox may be running with nobody's call in flight (remove it). */
   onFreezeFailed(error: Error): void;
   /**
    * The last call left and the sandbox is frozen (or runs freely): e.g. end its database
@@ -36,18 +43,21 @@ export class SandboxActivity {
   private inFlight = 0;
   /** What the sandbox is now, as far as the last finished step knows. Starts running (just released). */
   private frozen = false;
-  private steps: Promise<void> = Promise.resolve();
+  private betweenCalls: boolean;
+  private steps: Promise<unknown> = Promise.resolve();
 
-  constructor(private readonly options: SandboxActivityOptions) {}
+  constructor(private readonly options: SandboxActivityOptions) {
+    this.betweenCalls = options.freezer !== undefined && options.holdBetweenCalls !== false;
+  }
 
   /** Calls now counted in this sandbox. */
   get calls(): number {
     return this.inFlight;
   }
 
-  /** Whether the sandbox is held between calls (it has a freezer). */
+  /** Whether the sandbox is frozen between calls. */
   get held(): boolean {
-    return this.options.freezer !== undefined;
+    return this.betweenCalls;
   }
 
   /**
@@ -64,7 +74,49 @@ export class SandboxActivity {
     if (this.inFlight === 0) return;
     this.inFlight--;
     if (this.inFlight > 0) return;
-    void this.settle().catch((error: Error) => this.options.onFreezeFailed(error));
+    void this.settle().catch((error: Error) => {
+      // A call that entered since needs it running anyway: only an idle sandbox must be frozen.
+      if (this.inFlight === 0) this.options.onFreezeFailed(error);
+    });
+  }
+
+  /** From now on the sandbox is frozen between calls (its server lost the trust that let it run free). */
+  holdBetweenCalls(): Promise<void> {
+    if (!this.options.freezer || this.betweenCalls) return Promise.resolve();
+    this.betweenCalls = true;
+    return this.settle().catch((error: Error) => {
+      if (this.inFlight === 0) this.options.onFreezeFailed(error);
+    });
+  }
+
+  /**
+   * Runs `work` with the sandbox frozen, calls in flight included; no call goes in meanwhile.
+   * Afterwards the sandbox is as the count asks. Rejects (without running `work`) when it
+   * cannot be frozen. Without a freezer, `work` just runs.
+   */
+  holdFrozenDuring<T>(work: () => Promise<T>): Promise<T> {
+    const freezer = this.options.freezer;
+    if (!freezer) return work();
+    const step = this.steps.then(async () => {
+      if (!this.frozen) {
+        await freezer.freeze();
+        this.frozen = true;
+      }
+      try {
+        return await work();
+      } finally {
+        if (!this.wantFrozen()) {
+          await freezer.thaw();
+          this.frozen = false;
+        }
+      }
+    });
+    this.steps = step.catch(() => undefined);
+    return step;
+  }
+
+  private wantFrozen(): boolean {
+    return this.inFlight === 0 && this.betweenCalls;
   }
 
   /** Brings the sandbox to the state the count asks for, after the steps before it. */
@@ -72,12 +124,12 @@ export class SandboxActivity {
     const { freezer } = this.options;
     if (!freezer && !this.options.onIdle) return Promise.resolve();
     const step = this.steps.then(async () => {
-      const idle = this.inFlight === 0;
-      if (freezer && idle !== this.frozen) {
-        await (idle ? freezer.freeze() : freezer.thaw());
-        this.frozen = idle;
+      const want = this.wantFrozen();
+      if (freezer && want !== this.frozen) {
+        await (want ? freezer.freeze() : freezer.thaw());
+        this.frozen = want;
       }
-      if (idle) await Promise.resolve(this.options.onIdle?.()).catch(() => undefined);
+      if (this.inFlight === 0) await Promise.resolve(this.options.onIdle?.()).catch(() => undefined);
     });
     // A failed step does not stop the ones after it: each reads the count afresh.
     this.steps = step.catch(() => undefined);

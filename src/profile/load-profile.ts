@@ -1,4 +1,4 @@
-import { readFileSync, realpathSync, statSync } from 'node:fs';
+import { readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseDocument } from 'yaml';
@@ -173,25 +173,51 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
  */
 function writableMountProblems(file: string, mounts: readonly ResolvedMount[], build?: string): ProfileProblem[] {
   const decided = [
-    { path: realOrResolved(file), what: 'the profile file' },
-    { path: realOrResolved(lockFilePath(file)), what: 'the lock file of approved definitions' },
-    ...(build ? [{ path: realOrResolved(build), what: "the server's build folder (server.build)" }] : []),
-  ];
+    { given: file, what: 'the profile file' },
+    { given: lockFilePath(file), what: 'the lock file of approved definitions' },
+    ...(build ? [{ given: build, what: "the server's build folder (server.build)" }] : []),
+  ].map(({ given, what }) => ({ what, real: realOrResolved(given), entries: entriesOnTheWay(given) }));
   return mounts.flatMap((mount, index) => {
     if (mount.mode !== 'rw') return [];
-    const held = decided.filter(
-      ({ path: p }) => p === mount.source || isStrictlyInside(p, mount.source) || isStrictlyInside(mount.source, p),
-    );
+    const held = decided.flatMap(({ what, real, entries }) => {
+      // A symlink on the way that lies in the mount is as good as the file itself: the
+      // server could point it elsewhere. A mount inside the folder could rewrite its files.
+      const reached = [...entries].reverse().find((e) => e === mount.source || isStrictlyInside(e, mount.source));
+      const inside = isStrictlyInside(mount.source, real) ? real : undefined;
+      const shown = reached ?? inside;
+      return shown ? [`${what} (${shown === real ? real : `${shown}, on the way to ${real}`})`] : [];
+    });
     if (held.length === 0) return [];
     // One problem per mount, naming everything of the operator's it holds.
     return [
       {
         file,
         path: `mounts[${index}].source`,
-        message: `${mount.source} may be written by the server and holds ${held.map(({ path: p, what }) => `${what} (${p})`).join(' and ')}: move it out, or make the mount mode: ro`,
+        message: `${mount.source} may be written by the server and holds ${held.join(' and ')}: move it out, or make the mount mode: ro`,
       },
     ];
   });
+}
+
+/**
+ * Every directory entry the system goes through to reach `p`, as real locations: each folder
+ * on the way, each symlink (where the link itself lies) and what it leads to, and the last
+ * entry. Whoever can write any of them decides what `p` is.
+ */
+function entriesOnTheWay(p: string, depth = 0): string[] {
+  const absolute = path.resolve(p);
+  const parent = path.dirname(absolute);
+  if (parent === absolute) return [absolute];
+  const entry = path.join(realOrResolved(parent), path.basename(absolute));
+  const out = [...entriesOnTheWay(parent, depth + 1), entry];
+  let target: string;
+  try {
+    target = readlinkSync(entry);
+  } catch {
+    return out; // not a symlink (or not there)
+  }
+  // Loops end where realpath would give up.
+  return depth > 40 ? out : [...out, ...entriesOnTheWay(path.resolve(path.dirname(entry), target), depth + 1)];
 }
 
 /** The real path of `p`, or (when it does not exist yet) of its nearest existing parent, joined with the rest. */

@@ -16,7 +16,7 @@ import {
 } from '../policy/file-changes.js';
 import type { Logger } from '../util/logger.js';
 import { isProcessAlive } from '../util/process-alive.js';
-import { LABEL_SESSION, LABEL_CLASS, type GateMounts } from './container-spec.js';
+import { LABEL_CLASS, type GateMounts } from './container-spec.js';
 import { startSandbox, type StartedSandbox } from './docker-sandbox.js';
 
 /**
@@ -81,8 +81,11 @@ export interface PreviewerOptions {
   limits?: Partial<PreviewLimits>;
   /** Where copies are made; default the OS temp folder. */
   tmpDir?: string;
-  /** The session's label value: its sandboxes that can write a copied folder are paused while it is copied. */
-  sessionLabel?: string;
+  /**
+   * Runs `work` (the copy) with the session's sandboxes that can write any of `sources` frozen,
+   * and no call going into them; rejects when one cannot be frozen. Default: just runs it.
+   */
+  holdWriters?: <T>(sources: readonly string[], work: () => Promise<T>) => Promise<T>;
 }
 
 /** A preview refused for a reason a person should read (too large, …). */
@@ -131,18 +134,17 @@ export class Previewer implements CallPreviewer {
     try {
       const copies = new Map<SandboxMount, string>();
       // The session's own sandboxes can write these folders. While they are copied on the host,
-      // those containers are paused: nothing can swap a folder for a symlink (to ~/.ssh, say)
+      // those sandboxes are frozen: nothing can swap a folder for a symlink (to ~/.ssh, say)
       // between the copy's checks and its reads, nor plant a FIFO that would block it.
-      const resume = await this.pauseWriters(writable.map((m) => m.source));
-      try {
+      const copyAll = async (): Promise<void> => {
         for (const [index, mount] of writable.entries()) {
           const copy = path.join(dir, `m${index}`);
           await copyTree(mount.source, copy, mount.target, limits);
           copies.set(mount, copy);
         }
-      } finally {
-        await resume();
-      }
+      };
+      const sources = writable.map((m) => m.source);
+      await (options.holdWriters ? options.holdWriters(sources, copyAll) : copyAll());
       const before = new Map<SandboxMount, Snapshot>();
       for (const [mount, copy] of copies) before.set(mount, await snapshotTree(copy, limits, 1));
 
@@ -206,30 +208,6 @@ export class Previewer implements CallPreviewer {
         .rm(dir, { recursive: true, force: true })
         .catch((e: Error) => options.log.warn(`could not remove the preview copy ${dir}: ${e.message}`));
     }
-  }
-
-  /** Pauses the running containers that mount any of `sources` read-write; returns how to resume them. */
-  private async pauseWriters(sources: readonly string[]): Promise<() => Promise<void>> {
-    const { docker } = this.options;
-    const session = this.options.sessionLabel;
-    if (!session) return async () => {};
-    const running = await docker.listContainers({
-      filters: { label: [`${LABEL_SESSION}=${session}`], status: ['running'] },
-    });
-    const writers = running.filter((c) => c.Mounts.some((m) => m.RW && sources.includes(m.Source)));
-    const paused: string[] = [];
-    for (const c of writers) {
-      await docker.getContainer(c.Id).pause();
-      paused.push(c.Id);
-    }
-    return async () => {
-      for (const id of paused) {
-        await docker
-          .getContainer(id)
-          .unpause()
-          .catch((e: Error) => this.options.log.warn(`could not resume sandbox ${id.slice(0, 12)}: ${e.message}`));
-      }
-    };
   }
 }
 

@@ -220,6 +220,7 @@ export class HintboxSession implements AsyncDisposable {
             previewer: this.previewer(),
             ...(settings.approvals ? { approvedHash: approvedHashIn(settings.approvals) } : {}),
             onApproved: () => void this.gateway?.announceToolListChanged(),
+            onUntrusted: (reason) => this.distrust(reason),
           })
         : undefined;
     if (gatekeeper) {
@@ -445,7 +446,7 @@ export class HintboxSession implements AsyncDisposable {
    * checked at load) lets it run free.
    */
   private holdsUntilCalled(grant: SandboxGrant): boolean {
-    return this.profile.hold && grantCanChange(grant);
+    return (this.profile.hold || this.untrustedBecause !== undefined) && grantCanChange(grant);
   }
 
   /**
@@ -510,8 +511,27 @@ export class HintboxSession implements AsyncDisposable {
       violation: text,
     });
     const reason = `${tools.join(', ') || sandboxId} broke ${text}`;
-    this.untrustedBecause ??= reason;
+    this.distrust(reason);
     this.guard?.markUntrusted(reason);
+  }
+
+  /**
+   * The server broke a hint: untrusted for the rest of the session. A `hold: false` profile no
+   * longer lets its sandboxes that can change something run free: they are frozen between calls
+   * from now on (held ones already are).
+   */
+  private distrust(reason: string): void {
+    if (this.untrustedBecause !== undefined) return;
+    this.untrustedBecause = reason;
+    if (this.profile.hold) return;
+    const writers = [...this.grants].filter(([, grant]) => grantCanChange(grant)).map(([id]) => id);
+    void this.gateway
+      ?.holdBetweenCallsFromNow(writers)
+      .catch((error: Error) =>
+        this.options.log.error(
+          `could not freeze the sandboxes of ${this.profile.name} between calls: ${error.message}`,
+        ),
+      );
   }
 
   /** Dry runs of calls, in throwaway sandboxes over copies of the writable mounts (no network). */
@@ -524,7 +544,14 @@ export class HintboxSession implements AsyncDisposable {
       specFor: (id, grant, gate) => this.containerSpec(id, grant, gate),
       sandboxUser: sandboxUserIds(profile, hostUserIds()),
       startTimeoutMs: profile.timeouts.start * 1000,
-      sessionLabel: this.sessionId,
+      // The session's sandboxes that can write a copied folder are frozen while it is copied,
+      // through the same line as their calls' thaws and freezes.
+      holdWriters: (sources, work) => {
+        const writers = [...this.grants]
+          .filter(([, grant]) => grant.mounts.some((m) => !m.readOnly && sources.includes(m.source)))
+          .map(([id]) => id);
+        return this.gateway ? this.gateway.holdFrozenDuring(writers, work) : work();
+      },
     });
   }
 
@@ -622,9 +649,8 @@ export class HintboxSession implements AsyncDisposable {
           closed: sandbox.closed,
           diagnostics: () => sandbox.stderrTail(),
           close: () => sandbox.remove(),
-          ...(this.holdsUntilCalled(grant)
-            ? { freezer: { freeze: () => sandbox.freeze(), thaw: () => sandbox.thaw() } }
-            : {}),
+          freezer: { freeze: () => sandbox.freeze(), thaw: () => sandbox.thaw() },
+          holdBetweenCalls: this.holdsUntilCalled(grant),
         };
       },
     };

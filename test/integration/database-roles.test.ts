@@ -257,6 +257,24 @@ describe('database roles against a real PostgreSQL 15', { timeout: 300_000 }, ()
       assert.deepEqual(await provisioner.checkDatabase(), []);
     });
 
+    it("refuses a connection limit with which a run's roles could take half of what Postgres leaves its clients", async () => {
+      await using greedy = await connectProvisioner({ section: { connectionLimit: 40 } });
+      const problems = (await greedy.checkDatabase()).filter((p) => p.kind === 'connection-budget');
+      assert.deepEqual(
+        problems.map((p) => [p.severity, p.statement]),
+        [['refuse', undefined]],
+      );
+      assert.match(
+        problems[0]!.message,
+        /connectionLimit 40: a run's 3 roles could hold 120 of the 97 connections .*max_connections 100, 3 reserved.*at most 16/,
+      );
+      await using modest = await connectProvisioner({ section: { connectionLimit: 16 } });
+      assert.deepEqual(
+        (await modest.checkDatabase()).filter((p) => p.kind === 'connection-budget'),
+        [],
+      );
+    });
+
     it('reports a missing schema or table without a fix', async () => {
       await using other = await connectProvisioner({
         section: { schemas: ['app', 'nowhere'], tables: ['app.items', 'app.ghost', 'nowhere.t'] },

@@ -612,7 +612,7 @@ describe('Gateway', () => {
     assert.deepEqual(idle, ['rw-offline', 'rw-offline'], 'idle each time its last call ended');
   });
 
-  it('ignores a tool change a held sandbox announces outside a call, and lists one announced in a call with it thawed', async () => {
+  it('ignores a tool change a held sandbox announces outside a call, and never thaws it to list its tools', async () => {
     let frozen = false;
     let upstream!: FakeUpstream;
     const start = async (sandboxId: string): Promise<Upstream> => {
@@ -627,20 +627,55 @@ describe('Gateway', () => {
       return Object.assign(upstream, { freezer });
     };
     const listings: boolean[] = [];
+    const listingAnswered = deferred();
     const { client } = await connect(routes([[WRITE_DEF, 'rw-offline']]), start, {
-      onToolsListChanged: async () => void listings.push(frozen),
+      // The server stalls its answer to the listing: that must not keep it thawed.
+      onToolsListChanged: async () => {
+        listings.push(frozen);
+        await listingAnswered.promise;
+      },
     });
     const settled = () => new Promise((r) => setTimeout(r, 30));
 
     await client.callTool({ name: 'write', arguments: {} });
     await settled();
-    assert.deepEqual(listings, [false], 'announced in a call: listed, with the sandbox thawed');
-    assert.equal(frozen, true, 'and frozen again after the listing');
+    assert.deepEqual(listings, [false], 'announced in a call: listed while that call ran');
+    assert.equal(frozen, true, 'frozen when the call ended, the listing still unanswered');
+    listingAnswered.resolve();
     // The server speaks with no call in flight (as it could in the moment before its freeze).
     await upstream.serverTransport.send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
     await settled();
     assert.deepEqual(listings, [false], 'outside a call: ignored, no thaw');
     assert.equal(frozen, true);
+  });
+
+  it('freezes a held sandbox that a call released even when the call is cancelled while the server starts', async () => {
+    let frozen = false;
+    const initialized = deferred();
+    let upstream!: FakeUpstream;
+    const start = async (sandboxId: string): Promise<Upstream> => {
+      upstream = await fakeUpstream(sandboxId); // released: the server runs from here
+      await initialized.promise; // and takes its time to answer initialize
+      const freezer = {
+        freeze: async () => void (frozen = true),
+        thaw: async () => void (frozen = false),
+      };
+      return Object.assign(upstream, { freezer });
+    };
+    const { client } = await connect(routes([[WRITE_DEF, 'rw-offline']]), start);
+    const stop = new AbortController();
+    const call = client.callTool({ name: 'write', arguments: {} }, undefined, { signal: stop.signal }).then(
+      () => 'answered',
+      (e: Error) => e.message,
+    );
+    await new Promise((r) => setTimeout(r, 20));
+    stop.abort('the person gave up waiting');
+    await new Promise((r) => setTimeout(r, 20));
+    initialized.resolve();
+    assert.match(await call, /gave up/);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(upstream.calls.length, 0, 'the cancelled call was never sent');
+    assert.equal(frozen, true, "the server it started does not run on with nobody's call in flight");
   });
 
   it('tells its owner when a call passes its deadline (onDeadline), with the sandbox and the tool', async () => {

@@ -298,6 +298,26 @@ describe('loadProfile: errors name the file and the field', () => {
     assert.equal(load(beside, { vars: {}, home, ownPaths: [] }).mounts.length, 1);
   });
 
+  it('refuses a profile reached through a symlink that lies inside a mount its server may write', () => {
+    const { dir, home, data } = sandboxDir();
+    const real = write(dir, `${MINIMAL}mounts:\n  - source: ${data}\n    target: /data\n`, 'real/profile.yaml');
+    // The link in the mount: the server could point it at a profile of its own.
+    symlinkSync(real, path.join(data, 'hintbox.yaml'));
+    const viaLink = failing(path.join(data, 'hintbox.yaml'), { vars: {}, home, ownPaths: [] });
+    assert.match(
+      problemAt(viaLink, 'mounts[0].source').message,
+      new RegExp(
+        `holds the profile file \\(${escapeRe(path.join(data, 'hintbox.yaml'))}, on the way to ${escapeRe(real)}\\)`,
+      ),
+    );
+    // A folder link in the mount on the way to it: the same.
+    symlinkSync(path.dirname(real), path.join(data, 'profiles'));
+    const viaFolder = failing(path.join(data, 'profiles', 'profile.yaml'), { vars: {}, home, ownPaths: [] });
+    assert.match(problemAt(viaFolder, 'mounts[0].source').message, /on the way to/);
+    // Loaded by its own path, nothing in the mount decides what it is.
+    assert.equal(load(real, { vars: {}, home, ownPaths: [] }).mounts.length, 1);
+  });
+
   it("refuses a writable mount that holds or lies inside the server's build folder", () => {
     const { dir, home, data } = sandboxDir();
     writeFileSync(path.join(data, 'Dockerfile'), 'FROM scratch\n');

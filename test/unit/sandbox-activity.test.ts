@@ -144,6 +144,70 @@ describe('SandboxActivity', () => {
     assert.deepEqual(events, ['idle work starts', 'idle work done', 'next call goes in']);
   });
 
+  it("holds a sandbox frozen for hintbox's own work, calls in flight included, and lets no call in meanwhile", async () => {
+    const f = recordingFreezer();
+    const activity = new SandboxActivity({ freezer: f.freezer, onFreezeFailed: assert.fail });
+    await activity.enter(); // a call in flight: running
+    const events: string[] = [];
+    let copyDone!: () => void;
+    const held = activity.holdFrozenDuring(async () => {
+      events.push('copy starts');
+      await new Promise<void>((r) => (copyDone = r));
+      events.push('copy done');
+      return 'copied';
+    });
+    await f.finish();
+    const next = activity.enter().then(() => events.push('next call goes in'));
+    await settled();
+    assert.deepEqual(events, ['copy starts'], 'the next call waits for the hold');
+    copyDone();
+    await f.finish();
+    assert.equal(await held, 'copied');
+    await next;
+    assert.deepEqual(f.log, ['freeze', 'thaw'], 'frozen for the copy, thawed after it: calls are in flight');
+    assert.deepEqual(events, ['copy starts', 'copy done', 'next call goes in']);
+  });
+
+  it('runs none of the work when the sandbox cannot be frozen for it', async () => {
+    const f = recordingFreezer();
+    const activity = new SandboxActivity({ freezer: f.freezer, onFreezeFailed: assert.fail });
+    await activity.enter();
+    f.failNextStep(new Error('no pause'));
+    let ran = false;
+    const held = activity.holdFrozenDuring(async () => void (ran = true));
+    await f.finish();
+    await assert.rejects(held, /no pause/);
+    assert.equal(ran, false);
+  });
+
+  it('freezes a sandbox that ran free once it is held between calls (its server lost trust)', async () => {
+    const f = recordingFreezer();
+    const activity = new SandboxActivity({ freezer: f.freezer, holdBetweenCalls: false, onFreezeFailed: assert.fail });
+    await activity.enter();
+    activity.leave();
+    await f.finish();
+    assert.deepEqual(f.log, [], 'hold: false: it runs free between calls');
+    assert.equal(activity.held, false);
+    const holding = activity.holdBetweenCalls();
+    await f.finish();
+    await holding;
+    assert.deepEqual(f.log, ['freeze']);
+    assert.equal(activity.held, true);
+  });
+
+  it('does not remove a sandbox whose freeze failed once a new call has entered it', async () => {
+    const f = recordingFreezer();
+    const failures: string[] = [];
+    const activity = new SandboxActivity({ freezer: f.freezer, onFreezeFailed: (e) => failures.push(e.message) });
+    await activity.enter();
+    f.failNextStep(new Error('engine busy'));
+    activity.leave(); // freeze asked
+    const next = activity.enter(); // and a call comes in before it fails
+    await f.finish();
+    await next;
+    assert.deepEqual(failures, [], 'the sandbox is needed running anyway');
+  });
+
   it('runs a free sandbox without a freezer and still reports idle', async () => {
     let idle = 0;
     const activity = new SandboxActivity({ onFreezeFailed: assert.fail, onIdle: () => void idle++ });
