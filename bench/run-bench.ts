@@ -74,6 +74,8 @@ const { values } = parseArgs({
     /** Calls before measuring: MCP sessions are long-lived, the figures are of the steady state. */
     warmup: { type: 'string', default: '200' },
     scale: { type: 'string', default: '1,5,20' },
+    /** `no`: leave out what holding costs a write call (held against hold: false). */
+    holding: { type: 'string', default: 'yes' },
     /** Records of the audit log read by `hintbox audit` and `audit verify` (0: left out). */
     'audit-records': { type: 'string', default: '1000000' },
     concurrency: { type: 'string', default: '1,8,32' },
@@ -147,7 +149,7 @@ async function main(): Promise<void> {
       }
       rounds.push(results);
     }
-    const holding = await measureHolding(docker);
+    const holding = values.holding === 'no' ? [] : await measureHolding(docker);
     const scale = await measureScale(docker);
     const auditRecords = Number(values['audit-records']);
     const auditLog = auditRecords > 0 ? await measureAuditLog(auditRecords) : undefined;

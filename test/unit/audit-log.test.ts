@@ -14,6 +14,7 @@ import {
 import type { AuditIntent, Clock } from '../../src/audit/audit-record.js';
 import { CallGuard, type ClientChannel } from '../../src/gateway/call-guard.js';
 import { auditFilter } from '../../src/cli/audit-command.js';
+import { traceIdOf } from '../../src/gateway/gateway.js';
 import { effectiveHints } from '../../src/policy/hints.js';
 import { pinTool } from '../../src/policy/tool-pin.js';
 import { silentLogger } from '../../src/util/logger.js';
@@ -244,6 +245,27 @@ describe('AuditLogWriter', () => {
     const admission = await guard.admit('read_file', { path: '/w/a'.repeat(200) }, nobody);
     assert.equal(admission.allowed, false);
     assert.match(JSON.stringify(admission), /the audit trail cannot record it/);
+  });
+});
+
+describe('trace ids', () => {
+  it("takes the trace id of a W3C traceparent in the call's _meta, and records it with the intent", () => {
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    assert.equal(traceIdOf({ traceparent }), '4bf92f3577b34da6a3ce929d0e0e4736');
+    for (const meta of [
+      undefined,
+      {},
+      { traceparent: 'nonsense' },
+      { traceparent: `00-${'0'.repeat(32)}-00f067aa0ba902b7-01` },
+    ]) {
+      assert.equal(traceIdOf(meta), undefined, JSON.stringify(meta));
+    }
+    const dir = newDir();
+    const writer = open(dir);
+    writer.appendIntent(intent({ traceId: '4bf92f3577b34da6a3ce929d0e0e4736' }));
+    writer.close();
+    const [file] = readdirSync(dir).map((f) => path.join(dir, f));
+    assert.equal((JSON.parse(lines(file!)[1]!) as { traceId: string }).traceId, '4bf92f3577b34da6a3ce929d0e0e4736');
   });
 });
 
