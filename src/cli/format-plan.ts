@@ -1,10 +1,20 @@
 import type { ClaimedHints, ToolHints } from '../policy/hints.js';
-import type { SandboxPlan } from '../policy/plan-sandboxes.js';
+import { grantCanChange, type PlannedSandbox, type SandboxPlan } from '../policy/plan-sandboxes.js';
 import type { RejectedTool } from '../gateway/discover-tools.js';
 import { renderServerText } from '../util/render-server-text.js';
 
-/** The JSON form of `hintbox plan --json`. */
-export function planToJson(server: string, plan: SandboxPlan, rejected: readonly RejectedTool[] = []): unknown {
+/** How a sandbox's server runs: only during calls allowed into it (held, frozen between), or freely. */
+export function sandboxRuns(sandbox: PlannedSandbox, hold: boolean): 'during-calls' | 'free' {
+  return hold && grantCanChange(sandbox) ? 'during-calls' : 'free';
+}
+
+/** The JSON form of `hintbox plan --json`. `hold`: the profile's (default true). */
+export function planToJson(
+  server: string,
+  plan: SandboxPlan,
+  rejected: readonly RejectedTool[] = [],
+  hold = true,
+): unknown {
   return {
     server,
     tools: plan.tools.map((t) => ({
@@ -22,6 +32,7 @@ export function planToJson(server: string, plan: SandboxPlan, rejected: readonly
       network: s.network,
       mounts: s.mounts,
       ...(s.database ? { database: s.database } : {}),
+      runs: sandboxRuns(s, hold),
     })),
     rejected,
   };
@@ -44,7 +55,12 @@ export function hintCode(h: ClaimedHints | ToolHints, effective = false): string
 }
 
 /** The human table of `hintbox plan`. Server-made text (tool names, reasons quoting it) is rendered. */
-export function formatPlanTable(server: string, plan: SandboxPlan, rejected: readonly RejectedTool[] = []): string {
+export function formatPlanTable(
+  server: string,
+  plan: SandboxPlan,
+  rejected: readonly RejectedTool[] = [],
+  hold = true,
+): string {
   const sandboxes = new Map(plan.sandboxes.map((s) => [s.id, s]));
   // The DATABASE column (the role's privilege) only for profiles with a database.
   const withDatabase = plan.sandboxes.some((s) => s.database);
@@ -92,8 +108,12 @@ export function formatPlanTable(server: string, plan: SandboxPlan, rejected: rea
       s.mounts.map((m) => `${m.source} -> ${m.target} (${m.readOnly ? 'read-only' : 'read-write'})`).join(', ') ||
       'no mounts';
     const database = s.database ? `; database role: ${s.database}` : '';
+    const runs =
+      sandboxRuns(s, hold) === 'during-calls'
+        ? 'runs only during calls allowed into it (held at its gate until the first, frozen between)'
+        : 'runs freely';
     out.push(
-      `sandbox ${s.id}: network ${s.network}; ${mounts}${database}; tools: ${s.tools.map(renderServerText).join(', ')}`,
+      `sandbox ${s.id}: network ${s.network}; ${mounts}${database}; ${runs}; tools: ${s.tools.map(renderServerText).join(', ')}`,
     );
   }
   for (const r of rejected) {

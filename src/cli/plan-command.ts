@@ -29,8 +29,8 @@ export const planCommand: CommandSpec = {
       ...(values.rebuild ? { rebuildImages: true } : {}),
     });
     const out = values.json
-      ? JSON.stringify(planToJson(profile.name, session.plan, session.rejected), null, 2)
-      : formatPlanTable(profile.name, session.plan, session.rejected);
+      ? JSON.stringify(planToJson(profile.name, session.plan, session.rejected, profile.hold), null, 2)
+      : formatPlanTable(profile.name, session.plan, session.rejected, profile.hold);
     process.stdout.write(out + '\n');
     return 0;
   },

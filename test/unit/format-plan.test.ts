@@ -37,6 +37,7 @@ interface JsonPlan {
     tools: string[];
     network: string;
     mounts: Array<{ source: string; target: string; readOnly: boolean }>;
+    runs: string;
   }>;
   rejected: Array<{ index: number; name?: string; reason: string }>;
 }
@@ -97,7 +98,7 @@ describe('planToJson', () => {
   it('lists each sandbox with its tools, network and mounts', () => {
     assert.equal(json.sandboxes.length, 3);
     for (const s of json.sandboxes) {
-      assert.deepEqual(Object.keys(s).sort(), ['id', 'mounts', 'network', 'tools']);
+      assert.deepEqual(Object.keys(s).sort(), ['id', 'mounts', 'network', 'runs', 'tools']);
       for (const m of s.mounts) assert.deepEqual(Object.keys(m).sort(), ['readOnly', 'source', 'target']);
     }
     const byTool = (name: string) => json.sandboxes.find((s) => s.tools.includes(name))!;
@@ -105,6 +106,7 @@ describe('planToJson', () => {
       id: byTool('read').id,
       tools: ['read'],
       network: 'none',
+      runs: 'free',
       mounts: [
         { source: '/srv/projects', target: '/projects', readOnly: true },
         { source: '/srv/ref', target: '/ref', readOnly: true },
@@ -120,6 +122,8 @@ describe('planToJson', () => {
       byTool('fetch').mounts.map((m) => m.readOnly),
       [true, true],
     );
+    assert.equal(byTool('mkdir').runs, 'during-calls', 'a writable mount');
+    assert.equal(byTool('fetch').runs, 'during-calls', 'a network');
   });
 
   it('carries the rejected tools, and none by default', () => {
@@ -178,5 +182,29 @@ describe('formatPlanTable', () => {
         text.includes(`sandbox ${s.id}: network ${s.network}`),
         'text.includes(`sandbox ${s.id}: network ${s.network}`)',
       );
+  });
+
+  it('says which sandboxes run only during calls allowed into them, and which run freely', () => {
+    const lines = (hold: boolean) =>
+      formatPlanTable('files', plan, [], hold)
+        .split('\n')
+        .filter((l) => l.startsWith('sandbox '));
+    for (const line of lines(true)) {
+      const free = /network none; [^;]*\(read-only\)[^;]*; runs freely/.test(line);
+      assert.ok(free || line.includes('runs only during calls allowed into it'), line);
+    }
+    assert.ok(
+      lines(true).some((l) => l.includes('runs freely')),
+      'the read-only, offline one runs freely',
+    );
+    assert.ok(
+      lines(false).every((l) => l.includes('runs freely')),
+      'hold: false',
+    );
+    assert.deepEqual((planToJson('files', plan) as JsonPlan).sandboxes.map((s) => s.runs).sort(), [
+      'during-calls',
+      'during-calls',
+      'free',
+    ]);
   });
 });
