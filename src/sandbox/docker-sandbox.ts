@@ -59,6 +59,10 @@ export interface HeldSandbox {
 }
 
 const STDERR_TAIL_LINES = 20;
+/** After the container's output ended, the time its last lines take to reach the tail. */
+const STDERR_SETTLE_MS = 20;
+/** How long a closed connection waits for the container's output to end (a server alive without its stdio). */
+const STDERR_WAIT_MS = 500;
 const STDERR_LINE_MAX = 8192;
 /**
  * The most of one sandbox's stderr that goes into hintbox's log (which an MCP client may keep
@@ -159,6 +163,7 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
             tail,
             remove,
             stderrSays,
+            exited,
             freeze: async () => void (await engine.pause()),
             thaw: async () => void (await engine.unpause()),
           });
@@ -183,11 +188,20 @@ async function release(
     tail: string[];
     remove: () => Promise<void>;
     stderrSays: () => string;
+    /** The container's output ended (it exited). */
+    exited: Promise<void>;
     freeze: () => Promise<void>;
     thaw: () => Promise<void>;
   },
 ): Promise<StartedSandbox> {
-  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  // Closed once the connection is; when the server died, its last stderr lines (which come
+  // the other way, through the engine) are let in first, so that what quotes them has them.
+  const closed = new Promise<void>((resolve) =>
+    socket.once('close', () => {
+      const lastWords = ctx.exited.then(() => delay(STDERR_SETTLE_MS));
+      void Promise.race([lastWords, delay(STDERR_WAIT_MS)]).then(() => resolve());
+    }),
+  );
   const transport = new NdjsonTransport(socket, socket);
   releaseGate(socket);
   socket.resume();
