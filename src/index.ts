@@ -15,3 +15,8 @@ export { sweepOrphans, removeSession } from './sandbox/sweep.js';
 export { HintboxSession, ceilingOf } from './session/hintbox-session.js';
 export { Gateway, type Upstream, type UpstreamFactory } from './gateway/gateway.js';
 export { ImageBuilder } from './images/image-builder.js';
+export { AuditLogWriter } from './audit/audit-log-writer.js';
+export { verifyAuditLog, scanAuditLog } from './audit/audit-reader.js';
+export { AUDIT_SCHEMA_VERSION, type AuditLine, type AuditIntent, type AuditEvent } from './audit/audit-record.js';
+export { PostgresAuditSink } from './audit/postgres-sink.js';
+export { lockFilePath, readLockFile, LOCK_FILE_VERSION, type LockFile } from './approvals/lock-file.js';

@@ -1,15 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import {
-  chmodSync,
-  closeSync,
-  constants,
-  fchmodSync,
-  fstatSync,
-  mkdirSync,
-  openSync,
-  statSync,
-  writeSync,
-} from 'node:fs';
+import { chmodSync, closeSync, constants, fchmodSync, mkdirSync, openSync, statSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { HINT_NAMES } from '../policy/hints.js';
@@ -268,11 +258,6 @@ export function ensureOwnerOnlyFolder(dir: string): void {
   if (uid !== undefined && stat.uid !== uid)
     throw new Error(`${dir} belongs to uid ${stat.uid}, not to this user (${uid})`);
   if ((stat.mode & 0o077) !== 0) chmodSync(dir, 0o700);
-}
-
-/** The mode bits of an open file (for tests). */
-export function fileMode(fd: number): number {
-  return fstatSync(fd).mode & 0o777;
 }
 
 function currentUser(): string {
