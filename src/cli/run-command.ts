@@ -60,91 +60,103 @@ export const runCommand: CommandSpec = {
     const profile = profileArg('run', positionals);
     const tagFilter = typeof values.tags === 'string' ? parseTagFilter(values.tags) : undefined;
     const docker = await dockerReady(log);
-    // The audit log first: a run that cannot record its calls does not start.
-    const dir = auditDir();
-    let audit: AuditLogWriter;
+    // A run ends when its client leaves, a signal comes or it fails; never because nothing
+    // happens to be pending for a moment (a wait on an unref'd timer during discovery once let
+    // hintbox exit 0 with its container left).
+    const alive = setInterval(() => undefined, 1 << 30);
     try {
-      audit = AuditLogWriter.open({ dir, log });
-    } catch (error) {
-      throw new Error(`cannot open the audit log in ${dir}: ${(error as Error).message}`);
+      return await serve();
+    } finally {
+      clearInterval(alive);
     }
-    // With HINTBOX_DATABASE_URL the log is copied into Postgres in the background: the sink
-    // reads the files, never the calls, so a database that is slow or down slows nothing.
-    const sinkUrl = auditSinkUrl();
-    const sink = sinkUrl ? new PostgresAuditSink({ url: sinkUrl, dir, log }) : undefined;
-    if (sink && sinkUrl) {
-      log.info(`audit log shipped to ${redactUrl(sinkUrl)}`);
-      sink.start();
-    }
-    // What a person approved: the lock file beside the profile, read (never written) by the run;
-    // a malformed one stops the run before anything starts.
-    const lockFile = lockFilePath(profile.file);
-    const approvals = (): LockFile | undefined => readLockFile(lockFile, profile.name);
-    if (!approvals()) log.info(`no lock file ${lockFile}: nothing approved yet (see hintbox approve)`);
-    const sessionId = newSessionId();
-    // Filled in as the session comes up; a signal may arrive at any point before.
-    const live: { session?: HintboxSession; gateway?: Gateway } = {};
-    let stopping: Promise<void> | undefined;
 
-    const opening = HintboxSession.open({
-      profile,
-      docker,
-      log,
-      sessionId,
-      audit,
-      startAll: true,
-      knownTools: knownToolsIn(path.join(stateRoot(), 'known-tools')),
-      ...(values.rebuild ? { rebuildImages: true } : {}),
-    });
-    const stop = (why: string): Promise<void> =>
-      (stopping ??= (async () => {
-        log.info(`stopping session ${sessionId} (${why}): removing its containers`);
-        await live.gateway?.close();
-        await live.session?.dispose();
-        await removeSession(docker.docker, sessionId).catch(() => undefined);
-        // A start still under way may create containers after the first removal.
-        const late = await Promise.race([opening.catch(() => undefined), delay(15_000)]);
-        // A session that came up after the signal: its relays and database roles go too.
-        if (late && late !== live.session) await late.dispose();
-        await removeSession(docker.docker, sessionId).catch(() => undefined);
+    async function serve(): Promise<number> {
+      // The audit log first: a run that cannot record its calls does not start.
+      const dir = auditDir();
+      let audit: AuditLogWriter;
+      try {
+        audit = AuditLogWriter.open({ dir, log });
+      } catch (error) {
+        throw new Error(`cannot open the audit log in ${dir}: ${(error as Error).message}`);
+      }
+      // With HINTBOX_DATABASE_URL the log is copied into Postgres in the background: the sink
+      // reads the files, never the calls, so a database that is slow or down slows nothing.
+      const sinkUrl = auditSinkUrl();
+      const sink = sinkUrl ? new PostgresAuditSink({ url: sinkUrl, dir, log }) : undefined;
+      if (sink && sinkUrl) {
+        log.info(`audit log shipped to ${redactUrl(sinkUrl)}`);
+        sink.start();
+      }
+      // What a person approved: the lock file beside the profile, read (never written) by the run;
+      // a malformed one stops the run before anything starts.
+      const lockFile = lockFilePath(profile.file);
+      const approvals = (): LockFile | undefined => readLockFile(lockFile, profile.name);
+      if (!approvals()) log.info(`no lock file ${lockFile}: nothing approved yet (see hintbox approve)`);
+      const sessionId = newSessionId();
+      // Filled in as the session comes up; a signal may arrive at any point before.
+      const live: { session?: HintboxSession; gateway?: Gateway } = {};
+      let stopping: Promise<void> | undefined;
+
+      const opening = HintboxSession.open({
+        profile,
+        docker,
+        log,
+        sessionId,
+        audit,
+        startAll: true,
+        knownTools: knownToolsIn(path.join(stateRoot(), 'known-tools')),
+        ...(values.rebuild ? { rebuildImages: true } : {}),
+      });
+      const stop = (why: string): Promise<void> =>
+        (stopping ??= (async () => {
+          log.info(`stopping session ${sessionId} (${why}): removing its containers`);
+          await live.gateway?.close();
+          await live.session?.dispose();
+          await removeSession(docker.docker, sessionId).catch(() => undefined);
+          // A start still under way may create containers after the first removal.
+          const late = await Promise.race([opening.catch(() => undefined), delay(15_000)]);
+          // A session that came up after the signal: its relays and database roles go too.
+          if (late && late !== live.session) await late.dispose();
+          await removeSession(docker.docker, sessionId).catch(() => undefined);
+          audit.close();
+          await sink?.stop();
+        })());
+      for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+        process.once(signal, () => {
+          void stop(signal).finally(() => process.exit(0));
+        });
+      }
+
+      let session: HintboxSession;
+      try {
+        session = live.session = await opening;
+      } catch (error) {
         audit.close();
         await sink?.stop();
-      })());
-    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-      process.once(signal, () => {
-        void stop(signal).finally(() => process.exit(0));
-      });
+        throw error;
+      }
+      try {
+        const gateway = (live.gateway = await session.createGateway({
+          approvals,
+          audit,
+          ...(tagFilter ? { tagFilter } : {}),
+        }));
+        const disconnected = new Promise<void>((resolve) => {
+          process.stdin.once('end', resolve);
+          process.stdin.once('close', resolve);
+          gateway.server.onclose = () => resolve();
+        });
+        await gateway.connect(new NdjsonTransport(process.stdin, process.stdout, false));
+        log.info(
+          `serving ${session.plan.tools.length} tool(s) of ${profile.name} from ${session.plan.sandboxes.length} sandbox(es) ` +
+            `(${session.plan.sandboxes.map((s) => s.id).join(', ')}), session ${sessionId}`,
+        );
+        await disconnected;
+      } finally {
+        // Also when setting up the gateway failed: nothing of the session outlives it.
+        await stop('client disconnected');
+      }
+      return 0;
     }
-
-    let session: HintboxSession;
-    try {
-      session = live.session = await opening;
-    } catch (error) {
-      audit.close();
-      await sink?.stop();
-      throw error;
-    }
-    try {
-      const gateway = (live.gateway = await session.createGateway({
-        approvals,
-        audit,
-        ...(tagFilter ? { tagFilter } : {}),
-      }));
-      const disconnected = new Promise<void>((resolve) => {
-        process.stdin.once('end', resolve);
-        process.stdin.once('close', resolve);
-        gateway.server.onclose = () => resolve();
-      });
-      await gateway.connect(new NdjsonTransport(process.stdin, process.stdout, false));
-      log.info(
-        `serving ${session.plan.tools.length} tool(s) of ${profile.name} from ${session.plan.sandboxes.length} sandbox(es) ` +
-          `(${session.plan.sandboxes.map((s) => s.id).join(', ')}), session ${sessionId}`,
-      );
-      await disconnected;
-    } finally {
-      // Also when setting up the gateway failed: nothing of the session outlives it.
-      await stop('client disconnected');
-    }
-    return 0;
   },
 };

@@ -199,7 +199,15 @@ async function release(
   const closed = new Promise<void>((resolve) =>
     socket.once('close', () => {
       const lastWords = ctx.exited.then(() => delay(STDERR_SETTLE_MS));
-      void Promise.race([lastWords, delay(STDERR_WAIT_MS)]).then(() => resolve());
+      // A timer that keeps the process alive: when nothing else does (a server that died
+      // during discovery, before anything else is open), an unref'd one let hintbox exit 0
+      // in the middle of the wait, leaving its container.
+      let bound: NodeJS.Timeout | undefined;
+      const waited = new Promise<void>((done) => (bound = setTimeout(done, STDERR_WAIT_MS)));
+      void Promise.race([lastWords, waited]).then(() => {
+        clearTimeout(bound);
+        resolve();
+      });
     }),
   );
   const transport = new NdjsonTransport(socket, socket);
