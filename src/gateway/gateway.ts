@@ -644,9 +644,17 @@ export class Gateway {
     return slot;
   }
 
-  private upstreamFor(sandboxId: string): Promise<Upstream> {
+  private async upstreamFor(sandboxId: string, again = false): Promise<Upstream> {
     const slot = this.slot(sandboxId);
-    if (slot.current) return slot.current;
+    const current = slot.current;
+    if (current) {
+      const upstream = await current;
+      if (upstream.client.transport || again) return upstream;
+      // Its connection is gone (it died, or was removed after a failed freeze) and the slot has
+      // not heard yet: start a new one rather than fail the call.
+      if (slot.current === current) slot.current = undefined;
+      return this.upstreamFor(sandboxId, true);
+    }
     this.options.log.info(`starting sandbox ${sandboxId}`);
     const starting = this.options.upstreams(sandboxId).then((upstream) => {
       if (slot.current === starting) this.adopt(sandboxId, upstream);

@@ -45,6 +45,8 @@ export class SandboxActivity {
   private frozen = false;
   private betweenCalls: boolean;
   private steps: Promise<unknown> = Promise.resolve();
+  /** Steps queued and not finished: while there are none, a call into a free, running sandbox need not queue one. */
+  private queued = 0;
 
   constructor(private readonly options: SandboxActivityOptions) {
     this.betweenCalls = options.freezer !== undefined && options.holdBetweenCalls !== false;
@@ -97,7 +99,7 @@ export class SandboxActivity {
   holdFrozenDuring<T>(work: () => Promise<T>): Promise<T> {
     const freezer = this.options.freezer;
     if (!freezer) return work();
-    const step = this.steps.then(async () => {
+    return this.queue(async () => {
       if (!this.frozen) {
         await freezer.freeze();
         this.frozen = true;
@@ -111,8 +113,6 @@ export class SandboxActivity {
         }
       }
     });
-    this.steps = step.catch(() => undefined);
-    return step;
   }
 
   private wantFrozen(): boolean {
@@ -123,7 +123,10 @@ export class SandboxActivity {
   private settle(): Promise<void> {
     const { freezer } = this.options;
     if (!freezer && !this.options.onIdle) return Promise.resolve();
-    const step = this.steps.then(async () => {
+    // The hot path of a free sandbox: running, nothing to change, nothing queued before it.
+    const idleWork = this.inFlight === 0 && this.options.onIdle !== undefined;
+    if (this.queued === 0 && !this.frozen && !this.wantFrozen() && !idleWork) return Promise.resolve();
+    return this.queue(async () => {
       const want = this.wantFrozen();
       if (freezer && want !== this.frozen) {
         await (want ? freezer.freeze() : freezer.thaw());
@@ -131,7 +134,12 @@ export class SandboxActivity {
       }
       if (this.inFlight === 0) await Promise.resolve(this.options.onIdle?.()).catch(() => undefined);
     });
-    // A failed step does not stop the ones after it: each reads the count afresh.
+  }
+
+  /** Runs `work` after the steps queued before it. A failed step does not stop the ones after it. */
+  private queue<T>(work: () => Promise<T>): Promise<T> {
+    this.queued++;
+    const step = this.steps.then(work).finally(() => this.queued--);
     this.steps = step.catch(() => undefined);
     return step;
   }

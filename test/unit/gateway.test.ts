@@ -452,6 +452,18 @@ describe('Gateway', () => {
     );
   });
 
+  it('starts a new upstream when the current one lost its connection before the gateway heard it closed', async () => {
+    const f = factory();
+    const { client } = await connect(routes([[WRITE_DEF, 'rw-offline']]), f);
+    await client.callTool({ name: 'write', arguments: {} });
+    const [first] = f.started;
+    first!.client.onclose = undefined; // its `closed` will not be told: the window between the two
+    await first!.client.close();
+    const result = await client.callTool({ name: 'write', arguments: {} });
+    assert.equal(result.isError, undefined, text(result));
+    assert.equal(f.started.length, 2, 'a new upstream served the call');
+  });
+
   it('answers with an error result when a sandbox cannot be started, and tries again next time', async () => {
     let attempts = 0;
     const flaky: UpstreamFactory = async (id) => {
