@@ -25,6 +25,7 @@ import { ImageBuilder, IMAGES_DIR } from '../src/images/image-builder.js';
 import { LABEL_OWNER_PID } from '../src/sandbox/container-spec.js';
 import { connectDocker } from '../src/sandbox/docker-connection.js';
 import { createLogger } from '../src/util/logger.js';
+import { relocatedProfileText } from '../src/profile/relocate-profile.js';
 import { median, percentile, spread } from './stats.js';
 
 const REPO = fileURLToPath(new URL('../', import.meta.url));
@@ -108,9 +109,7 @@ async function main(): Promise<void> {
   freeProfile = path.join(state, 'filesystem-free.yaml');
   writeFileSync(
     profile,
-    readFileSync(path.join(REPO, 'profiles/filesystem.yaml'), 'utf8')
-      .replace(/^trust: untrusted$/m, 'trust: trusted')
-      .replace('build: ../images/server-filesystem', `build: ${path.join(IMAGES_DIR, 'server-filesystem')}`),
+    relocatedProfileText(path.join(REPO, 'profiles/filesystem.yaml')).replace(/^trust: untrusted$/m, 'trust: trusted'),
   );
   hintboxEnv = {
     WORKSPACE: workspace,

@@ -50,6 +50,14 @@ export function instructionsHash(text: string | null | undefined): string | null
   return typeof text === 'string' ? createHash('sha256').update(text, 'utf8').digest('hex') : null;
 }
 
+/**
+ * The locked tool of this name, if any. Tool names are the server's: `constructor` or
+ * `__proto__` are valid ones, so only the lock's own entries count.
+ */
+export function lockedTool(lock: LockFile, name: string): LockedTool | undefined {
+  return Object.hasOwn(lock.tools, name) ? lock.tools[name] : undefined;
+}
+
 /** An empty lock of a server. */
 export function emptyLock(server: string): LockFile {
   return { lockfileVersion: LOCK_FILE_VERSION, server, instructions: { text: null, sha256: null }, tools: {} };
@@ -136,7 +144,13 @@ export function parseLockFile(text: string, file: string, server: string): LockF
     if (pinHash(definition) !== entry.sha256) {
       fail(`tools.${name}.sha256`, 'is not the SHA-256 of its definition (edited by hand?): approve the tool again');
     }
-    tools[name] = { sha256: entry.sha256, definition };
+    // An own entry whatever the name: `tools['__proto__'] = …` would set the prototype instead.
+    Object.defineProperty(tools, name, {
+      value: { sha256: entry.sha256, definition },
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   }
   return {
     lockfileVersion: LOCK_FILE_VERSION,

@@ -200,9 +200,11 @@ export class AuditLogWriter implements AuditLog, Disposable {
         // the file is left as it is; the new one links to the last line written whole
       }
     }
-    this.seq++;
-    const file = this.currentFile;
+    // The next number only once its file exists: a failed open must not leave a gap that
+    // `audit verify` would report as a missing file.
+    const file = path.join(this.options.dir, auditFileName(this.chain, this.seq + 1));
     const fd = openSync(file, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_EXCL, 0o600);
+    this.seq++;
     fchmodSync(fd, 0o600); // the umask may have taken bits away, never added: make it exact
     this.fd = fd;
     this.size = 0;

@@ -2,6 +2,7 @@ import {
   emptyLock,
   instructionsHash,
   lockFilePath,
+  lockedTool,
   lockTool,
   readLockFile,
   serializeLockFile,
@@ -65,7 +66,7 @@ export const approveCommand: CommandSpec = {
     }
     for (const name of values.all ? [...listed.keys()] : names) {
       const pin = pinTool(listed.get(name)!);
-      const approved = lock.tools[name];
+      const approved = lockedTool(lock, name);
       if (approved?.sha256 === pin.hash) {
         out(`${name}: already approved (${pin.hash.slice(0, 12)})`);
         continue;

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
+import { relocatedProfileText } from '../profile/relocate-profile.js';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -36,13 +37,7 @@ export const demoCommand: CommandSpec = {
     // (nor beside the shipped profile, where "approve" would write a lock file).
     const state = mkdtempSync(path.join(os.tmpdir(), 'hintbox-demo-state-'));
     const profile = path.join(state, 'filesystem.yaml');
-    writeFileSync(
-      profile,
-      readFileSync(PROFILE, 'utf8').replace(
-        /^(\s*build:\s*)(\S+)\s*$/m,
-        (_, key: string, build: string) => `${key}${JSON.stringify(path.resolve(path.dirname(PROFILE), build))}`,
-      ),
-    );
+    writeFileSync(profile, relocatedProfileText(PROFILE));
     writeFileSync(path.join(workspace, 'notes.txt'), 'written on the host before the demo\n');
     // Run as root, hintbox gives its sandboxes uid 10001 (never root): let that uid use the folder.
     if (process.getuid?.() === 0)

@@ -1,5 +1,5 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { instructionsHash, type LockFile } from '../approvals/lock-file.js';
+import { instructionsHash, lockedTool, type LockFile } from '../approvals/lock-file.js';
 import type { AuditLog } from '../audit/audit-record.js';
 import type { PinState } from '../policy/approval-decision.js';
 import type { PlannedTool } from '../policy/plan-sandboxes.js';
@@ -56,7 +56,11 @@ export function guardTools(options: {
     }
     const pin = pinTool(definition);
     if (trustOnFirstUse && !firstSeen.has(planned.name)) firstSeen.set(planned.name, pin.definition);
-    const approved = trustOnFirstUse ? firstSeen.get(planned.name) : lock?.tools[planned.name]?.definition;
+    const approved = trustOnFirstUse
+      ? firstSeen.get(planned.name)
+      : lock
+        ? lockedTool(lock, planned.name)?.definition
+        : undefined;
     let pinState: PinState = 'unpinned';
     if (approved) {
       const changes = diffPins(approved, pin.definition);

@@ -36,7 +36,7 @@ import { removeSession } from '../sandbox/sweep.js';
 import type { Logger } from '../util/logger.js';
 import { CallGuard, compilePreApprovals, type GuardedTool } from '../gateway/call-guard.js';
 import type { AuditLog } from '../audit/audit-record.js';
-import type { LockFile } from '../approvals/lock-file.js';
+import { lockedTool, type LockFile } from '../approvals/lock-file.js';
 import type { PinnedDefinition } from '../policy/tool-pin.js';
 import { approvedInstructions, guardTools } from './guarded-tools.js';
 import type { KnownTools } from './known-tools.js';
@@ -44,7 +44,10 @@ import { delay } from '../util/delay.js';
 
 /** The approved hash of a tool in the lock file as it is now (a reader that fails counts as none). */
 function approvedHashIn(approvals: () => LockFile | undefined): (tool: string) => string | undefined {
-  return (tool) => approvals()?.tools[tool]?.sha256;
+  return (tool) => {
+    const lock = approvals();
+    return lock ? lockedTool(lock, tool)?.sha256 : undefined;
+  };
 }
 
 /** uid/gid of this hintbox process (the default sandbox user, never root), where the platform has them. */

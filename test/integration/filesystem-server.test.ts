@@ -12,11 +12,18 @@ import {
   ensureTestImages,
   eventually,
   FILESYSTEM_IMAGE,
-  REPO,
 } from './support/docker.js';
-import { hintboxCommand, runHintbox, sandboxFolder, STATE_DIR, writeProfile } from './support/hintbox-process.js';
+import {
+  copyOfShippedProfile,
+  hintboxCommand,
+  runHintbox,
+  sandboxFolder,
+  STATE_DIR,
+  writeProfile,
+} from './support/hintbox-process.js';
 
-const PROFILE = path.join(REPO, 'profiles', 'filesystem.yaml');
+/** A copy: approving it writes the lock file beside the copy, not into the repository. */
+const PROFILE = copyOfShippedProfile('filesystem');
 
 /** The real @modelcontextprotocol/server-filesystem from npm, under `hintbox run`. */
 describe('the filesystem reference server under hintbox run', { timeout: 240_000 }, () => {

@@ -3,10 +3,11 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { LABEL_PREVIEW } from '../../src/sandbox/preview.js';
-import { assertNoLeftovers, docker, ensureTestImages, REPO } from './support/docker.js';
-import { hintboxCommand, runHintbox, sandboxFolder } from './support/hintbox-process.js';
+import { assertNoLeftovers, docker, ensureTestImages } from './support/docker.js';
+import { copyOfShippedProfile, hintboxCommand, runHintbox, sandboxFolder } from './support/hintbox-process.js';
 
-const PROFILE = path.join(REPO, 'profiles', 'filesystem.yaml');
+/** A copy: approving it writes the lock file beside the copy, not into the repository. */
+const PROFILE = copyOfShippedProfile('filesystem');
 
 /** Every file of a folder with its content and mode: equal before and after means untouched. */
 function contentsOf(dir: string): Record<string, string> {

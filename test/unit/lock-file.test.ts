@@ -17,6 +17,7 @@ import {
   emptyLock,
   instructionsHash,
   LockFileError,
+  lockedTool,
   lockFilePath,
   lockTool,
   parseLockFile,
@@ -125,6 +126,15 @@ describe('lock file', () => {
       /instructions\.sha256/,
     );
     refuse('{', /not JSON/);
+  });
+
+  it('keeps tools named like Object members (constructor, __proto__) as tools like any other', () => {
+    const lock = lockOf({ ...writeTool, name: 'constructor' }, { ...writeTool, name: '__proto__' });
+    const read = parseLockFile(serializeLockFile(lock), 'x.lock.json', 'fs');
+    assert.equal(lockedTool(read, 'constructor')?.definition.name, 'constructor');
+    assert.equal(lockedTool(read, '__proto__')?.definition.name, '__proto__');
+    assert.equal(lockedTool(read, 'toString'), undefined, 'not an entry: an Object member');
+    assert.equal(lockedTool(emptyLock('fs'), 'constructor'), undefined);
   });
 
   it('is written atomically: no temporary file left, the old content replaced whole, readable by others (0644)', () => {

@@ -8,6 +8,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { ElicitRequestSchema, type ElicitRequest, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { stringify } from 'yaml';
 import { REPO } from './docker.js';
+import { relocatedProfileText } from '../../../src/profile/relocate-profile.js';
 
 /** The shipped CLI: the one-file bundle that the `hintbox` bin runs. */
 export const HINTBOX_BIN = path.join(REPO, 'dist', 'hintbox.mjs');
@@ -38,6 +39,16 @@ export function sandboxFolder(prefix = 'hintbox-test-'): string {
   const dir = scratchFolder(prefix);
   if (process.getuid?.() === 0) chownSync(dir, 10001, 10001);
   return dir;
+}
+
+/**
+ * A copy of a shipped profile (`profiles/<name>.yaml`) in a fresh temp folder: `approve` writes
+ * its lock file beside the copy, never into the repository.
+ */
+export function copyOfShippedProfile(name: string): string {
+  const file = path.join(scratchFolder('hintbox-profile-'), `${name}.yaml`);
+  writeFileSync(file, relocatedProfileText(path.join(REPO, 'profiles', `${name}.yaml`)));
+  return file;
 }
 
 /** Writes a profile YAML into a fresh temp folder and returns its path. */
