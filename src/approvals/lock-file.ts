@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { pinHash, toJsonValue, type JsonValue, type PinnedDefinition, type ToolPin } from '../policy/tool-pin.js';
+import { escapeInvisibleInJson } from '../util/render-server-text.js';
 
 /**
  * The lock file of what a person approved, beside the profile (`<profile>.lock.json`), written
@@ -73,7 +74,8 @@ export function lockTool(lock: LockFile, pin: ToolPin): LockFile {
  * the same approvals always give the same bytes and a change shows as a small diff.
  */
 export function serializeLockFile(lock: LockFile): string {
-  return JSON.stringify(sortKeys(toJsonValue(lock)), null, 2) + '\n';
+  // Server text that would reorder or hide what a reviewer reads is written escaped.
+  return escapeInvisibleInJson(JSON.stringify(sortKeys(toJsonValue(lock)), null, 2)) + '\n';
 }
 
 function sortKeys(value: JsonValue): JsonValue {

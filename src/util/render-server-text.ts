@@ -40,6 +40,25 @@ const CLASS =
 const NEEDS_ESCAPE = new RegExp(CLASS, 'u');
 const NEEDS_ESCAPE_ALL = new RegExp(CLASS, 'gu');
 
+/**
+ * JSON text (a lock file) with the characters above that `JSON.stringify` leaves as they are
+ * written as JSON escapes: it parses back to the same strings, but a reader of the file (a
+ * `git diff` in review) sees them instead of having text reordered or hidden. C0 controls and
+ * lone surrogates are escaped by `JSON.stringify` already (and the text's own line feeds are
+ * its layout).
+ */
+export function escapeInvisibleInJson(json: string): string {
+  // One code point per match; one above U+FFFF is written as its two UTF-16 units, as JSON wants.
+  return json.replace(INVISIBLE_IN_JSON, (ch) =>
+    Array.from({ length: ch.length }, (_, i) => `\\u${ch.charCodeAt(i).toString(16).padStart(4, '0')}`).join(''),
+  );
+}
+
+const INVISIBLE_IN_JSON = new RegExp(
+  '[\\u007f-\\u009f\\u061c\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u2069\\ufeff\\ufff9-\\ufffb\\u{e0000}-\\u{e007f}]',
+  'gu',
+);
+
 function escapeOne(ch: string): string {
   const code = ch.codePointAt(0) ?? 0;
   return code > 0xffff ? `\\u{${code.toString(16)}}` : `\\u${code.toString(16).padStart(4, '0')}`;

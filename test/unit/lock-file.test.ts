@@ -128,6 +128,16 @@ describe('lock file', () => {
     refuse('{', /not JSON/);
   });
 
+  it('writes server text that would reorder or hide what a reviewer reads as escapes, and reads it back the same', () => {
+    const sly = '\u202egnp.exe \u200bhidden\u{e0041}\u2028next';
+    const lock = lockOf({ ...writeTool, description: sly });
+    const text = serializeLockFile(lock);
+    assert.doesNotMatch(text, /[\u202e\u200b\u2028]|\u{e0041}/u, 'none of them raw in the file');
+    assert.match(text, /\\u202egnp\.exe \\u200bhidden\\udb40\\udc41\\u2028next/);
+    const read = parseLockFile(text, 'x.lock.json', 'fs');
+    assert.equal(lockedTool(read, 'write_file')?.definition.description, sly, 'the same text, the same hash');
+  });
+
   it('keeps tools named like Object members (constructor, __proto__) as tools like any other', () => {
     const lock = lockOf({ ...writeTool, name: 'constructor' }, { ...writeTool, name: '__proto__' });
     const read = parseLockFile(serializeLockFile(lock), 'x.lock.json', 'fs');
