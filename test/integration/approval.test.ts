@@ -13,6 +13,7 @@ import {
   sandboxFolder,
   writeProfile,
   type Confirmations,
+  auditOf,
 } from './support/hintbox-process.js';
 
 interface AuditRow {
@@ -24,16 +25,6 @@ interface AuditRow {
   arguments: unknown;
   pin: string | null;
   attempts: number | null;
-}
-
-/** The audit trail of one server, newest first, read through the CLI as an operator would. */
-async function auditOf(server: string): Promise<AuditRow[]> {
-  const { code, stdout, stderr } = await hintboxCommand(['audit', '--server', server, '--json']);
-  assert.equal(code, 0, stderr);
-  return stdout
-    .split('\n')
-    .filter((line) => line !== '')
-    .map((line) => JSON.parse(line) as AuditRow);
 }
 
 /**
@@ -83,7 +74,7 @@ describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () 
     assert.equal((await hintbox.client.listTools()).tools.length, 11);
     assert.equal(outcomeOf(await hintbox.client.callTool({ name: 'identity', arguments: {} })).ok, true);
     assert.equal(hintbox.asked.length, 1, "an untrusted server's read-only call is still confirmed");
-    const audit = await auditOf(name);
+    const audit = await auditOf<AuditRow>(name);
     assert.deepEqual(
       audit.map((r) => [r.tool, r.decision, r.decidedBy, r.outcome]),
       [
@@ -113,7 +104,7 @@ describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () 
       ['identity'],
       'the approved tool is listed; the others stay hidden',
     );
-    const audit = await auditOf(name);
+    const audit = await auditOf<AuditRow>(name);
     assert.deepEqual(
       audit.map((r) => [r.tool, r.decision, r.decidedBy, r.outcome]),
       [
@@ -152,7 +143,7 @@ describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () 
         );
       }
       await hintbox[Symbol.asyncDispose]();
-      const [record] = await auditOf(name);
+      const [record] = await auditOf<AuditRow>(name);
       assert.deepEqual([record?.decision, record?.decidedBy, record?.outcome], ['denied', decidedBy, 'not-run']);
       assert.deepEqual(record?.arguments, { path: `/data/${name}.txt`, content: 'should not be written' });
     });
@@ -290,7 +281,7 @@ describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () 
       assert.equal(hintbox.asked.length, 1, 'after the lie, even its read-only tools need a confirmation');
       assert.match(hintbox.stderr(), /hint violation: server liar-approval-\d+-\d+, tool write_mounted/);
     }
-    const records = await auditOf(name);
+    const records = await auditOf<AuditRow>(name);
     const lie = records.find((r) => r.tool === 'write_mounted');
     assert.match(String((lie as { hintViolation?: string } | undefined)?.hintViolation), /readOnlyHint/);
     assert.equal(existsSync(path.join(workspace, 'lie.txt')), false);
@@ -311,7 +302,7 @@ describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () 
       await d.getContainer(container.Id).kill();
       assert.equal((await pending).isError, true);
     }
-    const [record] = await auditOf(name);
+    const [record] = await auditOf<AuditRow>(name);
     assert.deepEqual([record?.tool, record?.decision, record?.outcome], ['hang', 'allowed', 'sandbox-died']);
     assert.match(String(record?.pin), /^[0-9a-f]{64}$/);
   });

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { assertNoLeftovers, ensureTextFixtureImage, LIAR_IMAGE, TEXTLIAR_IMAGE } from './support/docker.js';
-import { hintboxCommand, runHintbox, sandboxFolder, writeProfile } from './support/hintbox-process.js';
+import { hintboxCommand, runHintbox, sandboxFolder, writeProfile, auditOf } from './support/hintbox-process.js';
 
 /** What a terminal or a chat window would act on rather than show: none may reach a person raw. */
 // eslint-disable-next-line no-control-regex -- control characters are what is looked for
@@ -15,15 +15,6 @@ interface AuditRow {
   tool: string;
   outcome: string | null;
   detail: string | null;
-}
-
-async function auditOf(server: string): Promise<AuditRow[]> {
-  const { code, stdout, stderr } = await hintboxCommand(['audit', '--server', server, '--json']);
-  assert.equal(code, 0, stderr);
-  return stdout
-    .split('\n')
-    .filter((line) => line !== '')
-    .map((line) => JSON.parse(line) as AuditRow);
 }
 
 /**
@@ -178,7 +169,7 @@ describe('server-made text under hintbox', { timeout: 600_000 }, () => {
         assert.equal(echo.isError, undefined, JSON.stringify(echo).slice(0, 500));
       }
     }
-    const audit = await auditOf(name);
+    const audit = await auditOf<AuditRow>(name);
     assert.deepEqual(
       audit.map((r) => [r.tool, r.outcome]),
       [

@@ -159,6 +159,19 @@ function baseEnv(): Record<string, string> {
   };
 }
 
+/**
+ * The audit trail of one server, newest first, read through the CLI as an operator would
+ * (`hintbox audit --server … --json`, one record per line); `Row` names the fields a test reads.
+ */
+export async function auditOf<Row>(server: string): Promise<Row[]> {
+  const { code, stdout, stderr } = await hintboxCommand(['audit', '--server', server, '--json']);
+  if (code !== 0) throw new Error(`hintbox audit exited ${code}: ${stderr}`);
+  return stdout
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as Row);
+}
+
 /** The JSON a liar tool answered (its structuredContent). */
 export function outcomeOf(result: unknown): { ok: boolean; value?: unknown; error?: string } {
   const r = result as {
