@@ -164,8 +164,8 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
             remove,
             stderrSays,
             exited,
-            freeze: async () => void (await engine.pause()),
-            thaw: async () => void (await engine.unpause()),
+            freeze: () => setPaused(engine, true, log),
+            thaw: () => setPaused(engine, false, log),
           });
         } catch (error) {
           await remove().catch((e: Error) => log.warn(`could not remove container ${containerId}: ${e.message}`));
@@ -238,6 +238,30 @@ async function release(
     thaw: ctx.thaw,
     [Symbol.asyncDispose]: remove,
   };
+}
+
+/**
+ * Pauses or unpauses a container. When the engine refuses because it already is as asked, that
+ * is said in the log (it should not happen: only hintbox pauses its sandboxes) and the step
+ * counts as done; a container that is no longer running is an error that says how it ended.
+ */
+async function setPaused(container: Docker.Container, paused: boolean, log: Logger): Promise<void> {
+  try {
+    await (paused ? container.pause() : container.unpause());
+  } catch (error) {
+    const state = await container.inspect().then(
+      (info) => info.State,
+      () => undefined,
+    );
+    if (state?.Running && state.Paused === paused) {
+      log.warn(`sandbox was already ${paused ? 'paused' : 'running'} when hintbox ${paused ? 'froze' : 'thawed'} it`);
+      return;
+    }
+    const how = state
+      ? ` (${state.Status}${state.OOMKilled ? ', killed for memory' : ''}${state.Running ? '' : `, exit code ${state.ExitCode}`})`
+      : '';
+    throw new Error(`${(error as Error).message.trim()}${how}`);
+  }
 }
 
 /** `promise`, unless the container ends or the time runs out first. */
