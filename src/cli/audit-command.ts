@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import {
   newestAuditEntries,
   scanAuditLog,
@@ -111,6 +112,11 @@ export const auditCommand: CommandSpec = {
 };
 
 async function verify(dir: string): Promise<number> {
+  // A log that is not there is not a log that holds: a mistyped or removed folder fails.
+  if (!existsSync(dir)) {
+    cliLog.error(`audit log ${dir} does not exist: nothing to verify (HINTBOX_AUDIT_DIR?)`);
+    return 1;
+  }
   const chains = await verifyAuditLog(dir);
   let broken = 0;
   let lines = 0;
@@ -127,7 +133,9 @@ async function verify(dir: string): Promise<number> {
   await out.write(
     broken
       ? `audit log ${dir}: ${broken} of ${chains.length} chain(s) broken`
-      : `audit log ${dir}: ${chains.length} chain(s), ${lines} line(s), every chain holds`,
+      : chains.length
+        ? `audit log ${dir}: ${chains.length} chain(s), ${lines} line(s), every chain holds`
+        : `audit log ${dir}: no chain yet (no record was written here)`,
   );
   await out.end();
   return broken ? 1 : 0;

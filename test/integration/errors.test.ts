@@ -63,6 +63,14 @@ describe('hintbox fails closed', { timeout: 180_000 }, () => {
     assert.deepEqual(await idsOfOurs(), before);
   });
 
+  it('fails audit verify on an audit folder that does not exist, rather than saying every chain holds', async () => {
+    const missing = path.join(sandboxFolder(), 'no-audit-here');
+    const { code, stdout, stderr } = await hintboxCommand(['audit', 'verify'], { HINTBOX_AUDIT_DIR: missing });
+    assert.equal(code, 1, stdout);
+    assert.match(stderr, new RegExp(`audit log ${missing} does not exist: nothing to verify`));
+    assert.doesNotMatch(stdout, /every chain holds/);
+  });
+
   it('reports an image that is missing and cannot be built', async () => {
     const before = await idsOfOurs();
     const profile = writeProfile({ name: 'noimage', server: { image: 'hintbox-test/absent:never' } });
