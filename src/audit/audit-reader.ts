@@ -6,7 +6,6 @@ import { ChainVerifier, parseAuditFileName, type ChainSummary } from './audit-ch
 import {
   AuditRecordError,
   parseAuditLine,
-  type AuditDecider,
   type AuditDecision,
   type AuditLine,
   type AuditOutcome,
@@ -78,24 +77,9 @@ export async function verifyAuditLog(dir: string): Promise<ChainSummary[]> {
 // Querying
 
 /** A call as `hintbox audit` shows it: its intent, with its outcome when one was recorded. */
-export interface AuditCallRecord {
+export interface AuditCallRecord extends Omit<CallIntentLine, 'v' | 'type' | 'prev'> {
   kind: 'call';
-  id: string;
-  time: string;
   subject: string | null;
-  session: string;
-  server: string;
-  tool: string;
-  tags: string[];
-  claimedTags: string[];
-  claimedHints: CallIntentLine['claimedHints'];
-  effectiveHints: CallIntentLine['effectiveHints'];
-  sandbox: string | null;
-  decision: AuditDecision;
-  decidedBy: AuditDecider;
-  arguments: unknown;
-  pin: string | null;
-  traceId: string | null;
   /** Null: no outcome was recorded (hintbox stopped during the call, or it is still running). */
   outcome: AuditOutcome | null;
   detail: string | null;
