@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import crypto from 'node:crypto';
 import { parseAuditLine, type AuditLine, type AuditRecordError } from './audit-record.js';
 
 /**
@@ -16,9 +16,14 @@ import { parseAuditLine, type AuditLine, type AuditRecordError } from './audit-r
  * so that it can be kept elsewhere.
  */
 
+/** `crypto.hash` (Node ≥ 20.12): one call, without a Hash object (a stream) per line. */
+const oneShotHash = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
+
 /** SHA-256 (hex) of a line's text. */
 export function lineHash(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex');
+  return oneShotHash
+    ? oneShotHash('sha256', text, 'hex')
+    : crypto.createHash('sha256').update(text, 'utf8').digest('hex');
 }
 
 /**
@@ -27,8 +32,15 @@ export function lineHash(text: string): string {
  * `prev` and must have at least one field.
  */
 export function frameLine(fields: Record<string, unknown>, prev: string | null): string {
-  const text = JSON.stringify(fields);
-  return `${text.slice(0, -1)},"prev":${prev === null ? 'null' : `"${prev}"`}}`;
+  return frameBody(JSON.stringify(fields).slice(0, -1), prev);
+}
+
+/**
+ * The text of a line from its fields' JSON text without the closing brace (`{"v":1,…`), then
+ * `prev`: what {@link frameLine} writes, for a body built as text.
+ */
+export function frameBody(body: string, prev: string | null): string {
+  return `${body},"prev":${prev === null ? 'null' : `"${prev}"`}}`;
 }
 
 /** `<chain>.<seq>.jsonl`: chain is `<yyyymmddThhmmssZ>-<pid>-<8 hex>`, seq six digits. */

@@ -6,7 +6,7 @@ import { HINT_NAMES } from '../policy/hints.js';
 import { normalizeTag } from '../policy/tool-tags.js';
 import type { Logger } from '../util/logger.js';
 import { VERSION } from '../version.js';
-import { auditFileName, chainName, frameLine, lineHash } from './audit-chain.js';
+import { auditFileName, chainName, frameBody, lineHash } from './audit-chain.js';
 import {
   AUDIT_DECISIONS,
   AUDIT_OUTCOMES,
@@ -30,11 +30,16 @@ import {
  * The audit log of one hintbox process: a hash chain of JSON Lines files of its own in the
  * audit folder (no daemon, no lock shared with other processes), rotated by size, owner-only.
  *
- * Every record is appended with one synchronous `write` on an `O_APPEND` descriptor before the
- * method returns, so a call's intent is in the file (the page cache: it survives hintbox being
- * killed, not the machine losing power; there is no fsync) before the call is forwarded. An
- * append that fails throws: for an intent the call guard then refuses the call (fail closed).
- * After a failed append the next one starts a new file (linked to the last line written whole).
+ * Records are appended with synchronous `write`s on an `O_APPEND` descriptor. `recordIntent`
+ * resolves only once its line is in the file (the page cache: it survives hintbox being killed,
+ * not the machine losing power; there is no fsync), so a call is forwarded after its intent is
+ * written; an intent that cannot be written rejects, and the call guard refuses the call (fail
+ * closed). The records of one turn of the event loop (the calls of one chunk of the client's
+ * input, the outcomes of one chunk of a sandbox's answers) go out in one `write` at its end (a
+ * microtask), each line framed and hashed into the chain when it is recorded. The `append…`
+ * methods write at once (and throw). After a failed write the next record starts a new file,
+ * linked to the last line written whole; the records after it in the failed write are not
+ * recorded (their promises reject).
  */
 export interface AuditLogWriterOptions {
   dir: string;
@@ -55,6 +60,16 @@ interface OpenCall {
   decision: AuditDecision;
 }
 
+/** A line framed into the chain and not written yet. */
+interface QueuedLine {
+  text: string;
+  /** UTF-8 bytes with its newline. */
+  bytes: number;
+  hash: string;
+  /** Told once the line is in the file (no error) or could not be written. */
+  settle?: (error?: Error) => void;
+}
+
 export class AuditLogWriter implements AuditLog, Disposable {
   readonly chain: string;
   private readonly clock: Clock;
@@ -62,12 +77,21 @@ export class AuditLogWriter implements AuditLog, Disposable {
   private readonly maxFileBytes: number;
   private fd: number | undefined;
   private seq = -1;
+  /** Bytes written to the current file. */
   private size = 0;
+  /** The hash of the last line framed (queued or written): the next line's `prev`. */
   private prev: string | null = null;
+  /** The hash of the last line written whole: what the chain goes on from after a failed write. */
+  private lastWritten: string | null = null;
+  private queue: QueuedLine[] = [];
+  private queuedBytes = 0;
+  private flushQueued = false;
   private needsNewFile = true;
   private closed = false;
   private readonly open = new Map<string, OpenCall>();
   private readonly subject: string;
+  /** Tags as stored (normalised, capped), by the name given. */
+  private readonly storedTags = new Map<string, string>();
 
   private constructor(private readonly options: AuditLogWriterOptions) {
     this.clock = options.clock ?? systemClock;
@@ -91,20 +115,28 @@ export class AuditLogWriter implements AuditLog, Disposable {
   }
 
   recordIntent(intent: AuditIntent): Promise<string> {
-    try {
-      return Promise.resolve(this.appendIntent(intent));
-    } catch (error) {
-      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
-    }
+    return new Promise<string>((resolve, reject) => {
+      try {
+        // Settled at the earliest when the queue is written, after this returns the id.
+        const id: string = this.queueIntent(intent, (error) => {
+          if (!error) return resolve(id);
+          this.open.delete(id);
+          reject(error);
+        });
+      } catch (error) {
+        reject(asError(error));
+      }
+    });
   }
 
   recordOutcome(id: string, report: AuditOutcomeReport): Promise<void> {
-    try {
-      this.appendOutcome(id, report);
-      return Promise.resolve();
-    } catch (error) {
-      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
-    }
+    return new Promise<void>((resolve, reject) => {
+      try {
+        this.queueOutcome(id, report, (error) => (error ? reject(error) : resolve()));
+      } catch (error) {
+        reject(asError(error));
+      }
+    });
   }
 
   recordEvent(event: AuditEvent): void {
@@ -113,41 +145,87 @@ export class AuditLogWriter implements AuditLog, Disposable {
       this.options.log.debug(`${event.type} after the audit log was closed: not recorded`);
       return;
     }
+    const failed = (error: Error): void =>
+      this.options.log.error(`could not record ${event.type} in the audit log: ${error.message}`);
     try {
-      this.append({ ...this.base(event.type), ...withoutType(event) });
+      this.append(this.head(this.ids(), this.clock.now(), event.type) + fieldsText(withoutType(event)), (error) => {
+        if (error) failed(error);
+      });
     } catch (error) {
-      this.options.log.error(`could not record ${event.type} in the audit log: ${(error as Error).message}`);
+      failed(asError(error));
     }
   }
 
-  /** Appends the intent; returns the call's id. Throws when the intent is malformed or cannot be written. */
+  /** Appends the intent now; returns the call's id. Throws when the intent is malformed or cannot be written. */
   appendIntent(intent: AuditIntent): string {
-    const decision = oneOf(intent.decision, AUDIT_DECISIONS, 'decision');
-    const decidedBy = oneOf(intent.decidedBy, DECIDERS_OF[decision], `decidedBy of a ${decision} call`);
-    const base = this.base('call.intent');
-    const tags = (source: 'profile' | 'server'): string[] =>
-      intent.tags.filter((t) => t.source === source).map((t) => storedText(normalizeTag(t.name)));
-    this.append({
-      ...base,
-      session: intent.session,
-      server: storedText(intent.server),
-      tool: storedText(intent.tool),
-      tags: tags('profile'),
-      claimedTags: tags('server'),
-      claimedHints: booleanHints(intent.claimedHints),
-      effectiveHints: booleanHints(intent.effectiveHints),
-      sandbox: storedText(intent.sandbox),
-      decision,
-      decidedBy,
-      arguments: intent.arguments ?? null,
-      pin: intent.pinHash,
-      traceId: intent.traceId ?? null,
-    });
-    this.open.set(base.id, { timeMs: Date.parse(base.time), decision });
-    return base.id;
+    let id = '';
+    this.writeNow((settle) => (id = this.queueIntent(intent, settle)));
+    return id;
   }
 
+  /** Appends the outcome now. Throws when it cannot be recorded (see {@link AuditLog.recordOutcome}). */
   appendOutcome(id: string, report: AuditOutcomeReport): void {
+    this.writeNow((settle) => this.queueOutcome(id, report, settle));
+  }
+
+  /** Writes everything queued (it would be at the end of this turn of the event loop). */
+  flush(): void {
+    const lines = this.queue;
+    if (lines.length === 0) return;
+    const bytes = this.queuedBytes;
+    this.queue = [];
+    this.queuedBytes = 0;
+    const text = lines.length === 1 ? `${lines[0]!.text}\n` : `${lines.map((l) => l.text).join('\n')}\n`;
+    let written = 0;
+    let failure: Error | undefined;
+    try {
+      if (this.fd === undefined) throw new AuditRecordError('no audit file is open');
+      written = writeSync(this.fd, text);
+      if (written !== bytes) failure = new Error(`short write (${written} of ${bytes} bytes)`);
+    } catch (error) {
+      failure = asError(error);
+    }
+    this.size += written;
+    let whole = lines.length;
+    if (failure) {
+      // The lines that made it whole are recorded; the chain goes on from the last of them.
+      whole = 0;
+      for (let end = 0; whole < lines.length && end + lines[whole]!.bytes <= written; whole++)
+        end += lines[whole]!.bytes;
+      this.needsNewFile = true;
+      failure = new Error(`cannot append to ${this.currentFile}: ${failure.message}`);
+    }
+    if (whole > 0) this.lastWritten = lines[whole - 1]!.hash;
+    if (failure) this.prev = this.lastWritten;
+    for (let i = 0; i < lines.length; i++) lines[i]!.settle?.(i < whole ? undefined : failure);
+  }
+
+  /** Validates and queues the intent; remembers the call for its outcome. Returns the call's id. */
+  private queueIntent(intent: AuditIntent, settle: (error?: Error) => void): string {
+    const decision = oneOf(intent.decision, AUDIT_DECISIONS, 'decision');
+    const decidedBy = oneOf(intent.decidedBy, DECIDERS_OF[decision], `decidedBy of a ${decision} call`);
+    const id = this.ids();
+    const now = this.clock.now();
+    // The fields of CallIntentLine, in its order, as JSON.stringify writes them.
+    const body =
+      this.head(id, now, 'call.intent') +
+      field('session', intent.session) +
+      field('server', storedText(intent.server)) +
+      field('tool', storedText(intent.tool)) +
+      `,"tags":${this.tagsText(intent.tags, 'profile')},"claimedTags":${this.tagsText(intent.tags, 'server')}` +
+      `,"claimedHints":${hintsText(intent.claimedHints)},"effectiveHints":${hintsText(intent.effectiveHints)}` +
+      field('sandbox', storedText(intent.sandbox)) +
+      `,"decision":"${decision}","decidedBy":"${decidedBy}"` +
+      field('arguments', intent.arguments ?? null) +
+      field('pin', intent.pinHash) +
+      field('traceId', intent.traceId ?? null);
+    this.append(body, settle);
+    this.open.set(id, { timeMs: now.getTime(), decision });
+    return id;
+  }
+
+  /** Validates and queues the outcome; the call is no longer in flight. */
+  private queueOutcome(id: string, report: AuditOutcomeReport, settle: (error?: Error) => void): void {
     const call = this.open.get(id);
     if (!call) throw new AuditRecordError(`no call ${id} in flight (unknown, or its outcome is recorded)`);
     const outcome = oneOf(report.outcome, AUDIT_OUTCOMES, 'outcome');
@@ -156,24 +234,46 @@ export class AuditLogWriter implements AuditLog, Disposable {
     }
     const attempts = report.attempts ?? 1;
     if (!Number.isInteger(attempts) || attempts < 1) throw new AuditRecordError('attempts: expected an integer ≥ 1');
-    const base = this.base('call.outcome');
-    this.append({
-      ...base,
-      callId: id,
-      outcome,
-      detail: storedText(report.detail ?? null),
-      hintViolation: storedText(report.hintViolation ?? null),
-      attempts,
-      durationMs: Math.max(0, Date.parse(base.time) - call.timeMs),
-    });
+    const now = this.clock.now();
+    const body =
+      this.head(this.ids(), now, 'call.outcome') +
+      field('callId', id) +
+      `,"outcome":"${outcome}"` +
+      field('detail', storedText(report.detail ?? null)) +
+      field('hintViolation', storedText(report.hintViolation ?? null)) +
+      `,"attempts":${attempts},"durationMs":${Math.max(0, now.getTime() - call.timeMs)}`;
+    this.append(body, settle);
     this.open.delete(id);
+  }
+
+  /** Queues a record through `queue` and writes it (with anything queued before it); throws when it is not written. */
+  private writeNow(queue: (settle: (error?: Error) => void) => void): void {
+    let failure: Error | undefined;
+    queue((error) => (failure = error));
+    this.flush();
+    if (failure) throw failure;
+  }
+
+  /** A tag list as stored: normalised, capped, as JSON. */
+  private tagsText(tags: AuditIntent['tags'], source: 'profile' | 'server'): string {
+    let text = '';
+    for (const tag of tags) {
+      if (tag.source !== source) continue;
+      let stored = this.storedTags.get(tag.name);
+      if (stored === undefined) {
+        stored = JSON.stringify(storedText(normalizeTag(tag.name)));
+        if (this.storedTags.size < MAX_CACHED_TAGS) this.storedTags.set(tag.name, stored);
+      }
+      text += text === '' ? stored : `,${stored}`;
+    }
+    return `[${text}]`;
   }
 
   /** Writes `log.close` and closes the file. Calls still in flight keep no outcome. */
   close(): void {
     if (this.closed) return;
     try {
-      this.append(this.base('log.close'));
+      this.writeNow((settle) => this.append(this.head(this.ids(), this.clock.now(), 'log.close'), settle));
     } catch (error) {
       this.options.log.error(`could not close the audit log: ${(error as Error).message}`);
     }
@@ -186,11 +286,13 @@ export class AuditLogWriter implements AuditLog, Disposable {
     this.close();
   }
 
-  private base(type: string): { v: number; id: string; time: string; type: string } {
-    return { v: AUDIT_SCHEMA_VERSION, id: this.ids(), time: this.clock.now().toISOString(), type };
+  /** The fields every line starts with, as JSON text without the closing brace. */
+  private head(id: string, time: Date, type: string): string {
+    return `{"v":${AUDIT_SCHEMA_VERSION},"id":${JSON.stringify(id)},"time":"${time.toISOString()}","type":${JSON.stringify(type)}`;
   }
 
   private startFile(): void {
+    this.flush(); // what was recorded before goes into the file it was recorded for
     if (this.fd !== undefined) {
       const fd = this.fd;
       this.fd = undefined;
@@ -209,43 +311,85 @@ export class AuditLogWriter implements AuditLog, Disposable {
     this.fd = fd;
     this.size = 0;
     this.needsNewFile = false;
-    this.write({
-      ...this.base('log.open'),
-      chain: this.chain,
-      seq: this.seq,
-      host: os.hostname(),
-      pid: process.pid,
-      subject: this.subject,
-      hintbox: VERSION,
-    });
+    const open =
+      this.head(this.ids(), this.clock.now(), 'log.open') +
+      fieldsText({
+        chain: this.chain,
+        seq: this.seq,
+        host: os.hostname(),
+        pid: process.pid,
+        subject: this.subject,
+        hintbox: VERSION,
+      });
+    this.writeNow((settle) => this.enqueue(this.framed(open, settle)));
   }
 
-  private append(fields: Record<string, unknown>): void {
+  /**
+   * Frames the record into the chain and queues it; it is written at the end of this turn of
+   * the event loop, or before, by {@link flush}. Throws when the log is closed, or when a new
+   * file is due and cannot be started.
+   */
+  private append(body: string, settle?: (error?: Error) => void): void {
     if (this.closed) throw new AuditRecordError('the audit log is closed');
     if (this.needsNewFile) this.startFile();
-    let text = frameLine(fields, this.prev);
-    if (this.size > 0 && this.size + Buffer.byteLength(text) + 1 > this.maxFileBytes) {
+    let line = this.framed(body, settle);
+    const filled = this.size + this.queuedBytes;
+    if (filled > 0 && filled + line.bytes > this.maxFileBytes) {
       this.startFile();
-      text = frameLine(fields, this.prev); // now linked to the new file's log.open
+      line = this.framed(body, settle); // now linked to the new file's log.open
     }
-    this.write(fields, text);
+    this.enqueue(line);
   }
 
-  private write(fields: Record<string, unknown>, framed?: string): void {
-    const text = framed ?? frameLine(fields, this.prev);
-    const line = text + '\n';
-    const bytes = Buffer.byteLength(line, 'utf8');
-    try {
-      if (this.fd === undefined) throw new AuditRecordError('no audit file is open');
-      const written = writeSync(this.fd, line);
-      if (written !== bytes) throw new Error(`short write (${written} of ${bytes} bytes)`);
-    } catch (error) {
-      this.needsNewFile = true;
-      throw new Error(`cannot append to ${this.currentFile}: ${(error as Error).message}`);
+  private enqueue(line: QueuedLine): void {
+    this.queue.push(line);
+    this.queuedBytes += line.bytes;
+    this.prev = line.hash;
+    if (!this.flushQueued) {
+      this.flushQueued = true;
+      queueMicrotask(() => {
+        this.flushQueued = false;
+        this.flush();
+      });
     }
-    this.size += bytes;
-    this.prev = lineHash(text);
   }
+
+  /** The line of `body` after the last one framed. */
+  private framed(body: string, settle?: (error?: Error) => void): QueuedLine {
+    const text = frameBody(body, this.prev);
+    const hash = lineHash(text);
+    return { text, bytes: Buffer.byteLength(text, 'utf8') + 1, hash, ...(settle ? { settle } : {}) };
+  }
+}
+
+/** Tag names remembered as stored, at most: a server's claimed tags are its own. */
+const MAX_CACHED_TAGS = 1000;
+
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+/** `,"name":<JSON>`, or nothing when the value has no JSON (undefined), as JSON.stringify leaves it out of an object. */
+function field(name: string, value: unknown): string {
+  const text = JSON.stringify(value) as string | undefined;
+  return text === undefined ? '' : `,"${name}":${text}`;
+}
+
+/** Fields as JSON text to follow others: `,"a":1,"b":"x"` (empty for no fields). */
+function fieldsText(fields: Record<string, unknown>): string {
+  const text = JSON.stringify(fields);
+  return text === '{}' ? '' : `,${text.slice(1, -1)}`;
+}
+
+/** The four hints, each a boolean, as JSON: a record says what was decided on, nothing else. */
+function hintsText(hints: unknown): string {
+  if (hints === null || typeof hints !== 'object') return '{}';
+  let text = '';
+  for (const name of HINT_NAMES) {
+    const value = (hints as Record<string, unknown>)[name];
+    if (typeof value === 'boolean') text += `${text === '' ? '' : ','}"${name}":${value}`;
+  }
+  return `{${text}}`;
 }
 
 /**
@@ -274,17 +418,6 @@ function currentUser(): string {
 function oneOf<T extends string>(value: unknown, allowed: readonly T[], what: string): T {
   if (typeof value === 'string' && (allowed as readonly string[]).includes(value)) return value as T;
   throw new AuditRecordError(`${what}: expected one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
-}
-
-/** The four hints, each a boolean: a record says what was decided on, nothing else. */
-function booleanHints(hints: unknown): Record<string, boolean> {
-  const out: Record<string, boolean> = {};
-  if (hints === null || typeof hints !== 'object') return out;
-  for (const name of HINT_NAMES) {
-    const value = (hints as Record<string, unknown>)[name];
-    if (typeof value === 'boolean') out[name] = value;
-  }
-  return out;
 }
 
 /** An event's fields but its type, every text capped ({@link storedText}): some are a server's (a violation's message). */

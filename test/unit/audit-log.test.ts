@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -190,6 +191,52 @@ describe('AuditLogWriter', () => {
       files.reduce((n, f) => n + lines(f).length, 0),
     );
     assert.deepEqual(summary?.breaks, []);
+  });
+
+  it('writes each line as JSON.stringify writes its fields (built as text, hashed as written)', async () => {
+    const dir = newDir();
+    const writer = open(dir);
+    const odd = 'a "quote" \\ \u0000 \ud800 \u2028 é 😀';
+    const id = await writer.recordIntent(
+      intent({ tool: odd, server: odd, arguments: { [odd]: [odd, 1.5, null, { n: -0 }] }, traceId: odd }),
+    );
+    await writer.recordOutcome(id, { outcome: 'tool-error', detail: odd, hintViolation: odd, attempts: 2 });
+    const other = await writer.recordIntent(intent({ tags: [], arguments: undefined, pinHash: null }));
+    await writer.recordOutcome(other, { outcome: 'ok' });
+    writer.recordEvent({ type: 'sandbox.stop', session: 's1', server: odd, sandbox: 'ro', container: 'c' });
+    writer.close();
+    const [file] = readdirSync(dir).map((f) => path.join(dir, f));
+    const written = lines(file!);
+    assert.equal(written.length, 7);
+    for (const line of written) assert.equal(JSON.stringify(JSON.parse(line)), line);
+    assert.equal(lineHash(odd), createHash('sha256').update(odd, 'utf8').digest('hex'));
+    assert.deepEqual(await breaks(dir), []);
+  });
+
+  it('writes the records of one turn of the event loop in one go; when that write fails, none of its intents is admitted', async () => {
+    const dir = newDir();
+    const writer = open(dir);
+    const fileOf = (): string => path.join(dir, readdirSync(dir).sort().at(-1)!);
+    const first = [writer.recordIntent(intent()), writer.recordIntent(intent())];
+    assert.equal(lines(fileOf()).length, 1, 'nothing of this turn is written yet: only log.open');
+    const ids = await Promise.all(first);
+    assert.equal(lines(fileOf()).length, 3);
+    // A write that fails (ENOSPC): both intents of the turn are refused.
+    const fields = writer as unknown as { fd: number };
+    const real = fields.fd;
+    fields.fd = openSync('/dev/full', 'w');
+    const failed = await Promise.allSettled([writer.recordIntent(intent()), writer.recordIntent(intent())]);
+    assert.deepEqual(
+      failed.map((r) => r.status),
+      ['rejected', 'rejected'],
+    );
+    assert.match(String((failed[0] as PromiseRejectedResult).reason), /ENOSPC/);
+    closeSync(real);
+    // The next record starts a new file, linked to the last line written whole.
+    for (const id of ids) await writer.recordOutcome(id, { outcome: 'ok' });
+    writer.close();
+    assert.equal(readdirSync(dir).length, 2);
+    assert.deepEqual(await breaks(dir), []);
   });
 
   it('refuses an outcome without an intent in flight, a second outcome, and one that contradicts the decision', () => {
