@@ -1,5 +1,5 @@
 import { closeSync, openSync, readSync } from 'node:fs';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Logger } from '../util/logger.js';
 import { lineHash } from './audit-chain.js';
 import { listAuditChains, type AuditChainFiles } from './audit-reader.js';
@@ -81,7 +81,8 @@ interface Row {
 }
 
 export class PostgresAuditSink {
-  private readonly pool: pg.Pool;
+  /** pg is loaded only by a run that has a sink (dynamic import: not at every hintbox start). */
+  private readonly pool: Promise<pg.Pool>;
   private readonly cursors = new Map<string, Cursor>();
   private schemaReady = false;
   private timer: NodeJS.Timeout | undefined;
@@ -90,25 +91,30 @@ export class PostgresAuditSink {
   private stopped = false;
 
   constructor(private readonly options: PostgresAuditSinkOptions) {
-    this.pool = new pg.Pool({
-      connectionString: options.url,
-      max: 1,
-      connectionTimeoutMillis: Math.min(options.timeoutMs ?? 30_000, 5000),
-      query_timeout: options.timeoutMs ?? 30_000,
-      idleTimeoutMillis: 10_000,
-      allowExitOnIdle: true,
+    this.pool = import('pg').then(({ default: pg }) => {
+      const pool = new pg.Pool({
+        connectionString: options.url,
+        max: 1,
+        connectionTimeoutMillis: Math.min(options.timeoutMs ?? 30_000, 5000),
+        query_timeout: options.timeoutMs ?? 30_000,
+        idleTimeoutMillis: 10_000,
+        allowExitOnIdle: true,
+      });
+      // An idle connection that breaks (the database restarts) must not crash hintbox.
+      pool.on('error', (error) => options.log.debug(`audit sink: ${error.message}`));
+      return pool;
     });
-    // An idle connection that breaks (the database restarts) must not crash hintbox.
-    this.pool.on('error', (error) => options.log.debug(`audit sink: ${error.message}`));
   }
 
   /** One pass: every chain's lines that are not in the database yet. Throws when the database fails. */
   async shipOnce(): Promise<{ lines: number }> {
     if (!this.schemaReady) {
-      await this.pool.query(SCHEMA);
+      await (await this.pool).query(SCHEMA);
       this.schemaReady = true;
     }
-    const shipped = await this.pool.query<{
+    const shipped = await (
+      await this.pool
+    ).query<{
       chain: string;
       seq: number;
       line: number;
@@ -167,13 +173,13 @@ export class PostgresAuditSink {
       );
     })();
     await Promise.race([last, new Promise((r) => setTimeout(r, timeoutMs).unref())]);
-    await this.pool.end().catch(() => undefined);
+    await (await this.pool).end().catch(() => undefined);
   }
 
   /** Closes the connection (after {@link shipOnce} alone, without the loop). */
   async close(): Promise<void> {
     this.stopped = true;
-    await this.pool.end().catch(() => undefined);
+    await (await this.pool).end().catch(() => undefined);
   }
 
   private async shipChain(chain: AuditChainFiles, from: Progress): Promise<number> {
@@ -236,7 +242,7 @@ export class PostgresAuditSink {
 
   private async insert(chain: string, rows: readonly Row[], cursor: Cursor): Promise<void> {
     const column = <K extends keyof Row>(key: K): Row[K][] => rows.map((r) => r[key]);
-    const client = await this.pool.connect();
+    const client = await (await this.pool).connect();
     try {
       await client.query('BEGIN');
       await client.query(

@@ -1,5 +1,5 @@
 import { randomBytes as cryptoRandomBytes } from 'node:crypto';
-import { Client, type ClientConfig } from 'pg';
+import type { Client, ClientConfig } from 'pg';
 import type { SessionIdentity } from '../sandbox/container-spec.js';
 import type { IsOwnerAlive } from '../sandbox/sweep.js';
 import { silentLogger, type Logger } from '../util/logger.js';
@@ -222,7 +222,9 @@ async function connectAdmin(adminUrl: string, database: string, timeoutMs: numbe
     connectionTimeoutMillis: timeoutMs,
     application_name: 'hintbox',
   };
-  const client = new Client(config);
+  // pg is loaded only by what reaches a database (dynamic import: not at every hintbox start).
+  const { default: pg } = await import('pg');
+  const client = new pg.Client(config);
   // An idle admin connection that breaks must not crash the process; the next query fails.
   client.on('error', () => undefined);
   try {
