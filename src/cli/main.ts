@@ -1,5 +1,8 @@
-#!/usr/bin/env -S node --max-semi-space-size=1 --optimize-for-size
-// A 1 MB young generation and V8's optimize-for-size mode keep hintbox's resident memory low (BENCHMARKS.md).
+#!/usr/bin/env -S MALLOC_ARENA_MAX=1 node --max-semi-space-size=1 --optimize-for-size
+// A 1 MB young generation and V8's optimize-for-size mode keep hintbox's resident memory low (BENCHMARKS.md),
+// and so does one malloc arena (glibc): without it each of Node's threads (V8's compiler and GC
+// workers) keeps freed memory in an arena of its own. `env -S` sets it for the bin as a client
+// launches it (`npx hintbox`, dist/hintbox.mjs); other C libraries ignore it.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { LockFileError } from '../approvals/lock-file.js';
 import { ProfileError } from '../profile/load-profile.js';
