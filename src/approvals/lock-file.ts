@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import path from 'node:path';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { pinHash, toJsonValue, type JsonValue, type PinnedDefinition, type ToolPin } from '../policy/tool-pin.js';
 import { escapeInvisibleInJson } from '../util/render-server-text.js';
 
@@ -57,6 +58,21 @@ export function instructionsHash(text: string | null | undefined): string | null
  */
 export function lockedTool(lock: LockFile, name: string): LockedTool | undefined {
   return Object.hasOwn(lock.tools, name) ? lock.tools[name] : undefined;
+}
+
+/**
+ * The locked tools as a server would list them (a field the pin holds as `null` left out), in
+ * name order: what a cold start serves until the running server is verified. Each pins to its
+ * locked hash again.
+ */
+export function lockedDefinitions(lock: LockFile): Tool[] {
+  return Object.keys(lock.tools)
+    .sort()
+    .map((name) => {
+      const { definition } = lock.tools[name]!;
+      const listed = Object.fromEntries(Object.entries(definition).filter(([, value]) => value !== null));
+      return listed as unknown as Tool;
+    });
 }
 
 /** An empty lock of a server. */

@@ -97,16 +97,23 @@ export const runCommand: CommandSpec = {
       const live: { session?: HintboxSession; gateway?: Gateway } = {};
       let stopping: Promise<void> | undefined;
 
-      const opening = HintboxSession.open({
+      const sessionOptions = {
         profile,
         docker,
         log,
         sessionId,
         audit,
-        startAll: true,
         knownTools: knownToolsIn(path.join(stateRoot(), 'known-tools')),
         ...(values.rebuild ? { rebuildImages: true } : {}),
-      });
+      };
+      // With approved tools in the lock file the client is served at once from it (a cold
+      // start), while the server is built, discovered and verified in the background; calls
+      // wait for that. Without, the session is up before the client is answered.
+      const locked = approvals();
+      const cold = locked && Object.keys(locked.tools).length > 0 && !values.rebuild;
+      const opening = cold
+        ? Promise.resolve(HintboxSession.openFromLock({ ...sessionOptions, lock: locked }))
+        : HintboxSession.open({ ...sessionOptions, startAll: true });
       const stop = (why: string): Promise<void> =>
         (stopping ??= (async () => {
           log.info(`stopping session ${sessionId} (${why}): removing its containers`);
@@ -127,6 +134,7 @@ export const runCommand: CommandSpec = {
         });
       }
 
+      let why = 'client disconnected';
       let session: HintboxSession;
       try {
         session = live.session = await opening;
@@ -147,14 +155,36 @@ export const runCommand: CommandSpec = {
           gateway.server.onclose = () => resolve();
         });
         await gateway.connect(new NdjsonTransport(process.stdin, process.stdout, false));
-        log.info(
-          `serving ${session.plan.tools.length} tool(s) of ${profile.name} from ${session.plan.sandboxes.length} sandbox(es) ` +
-            `(${session.plan.sandboxes.map((s) => s.id).join(', ')}), session ${sessionId}`,
-        );
+        if (session.verified) {
+          log.info(
+            `serving the ${session.plan.tools.length} approved tool(s) of ${profile.name} from its lock file while the server is verified; calls wait for that (session ${sessionId})`,
+          );
+        }
+        // A server that cannot be verified ends the run: its waiting calls are answered with why.
+        let failed: Error | undefined;
+        await Promise.race([
+          disconnected,
+          (session.verified ?? Promise.resolve()).then(
+            () =>
+              log.info(
+                `serving ${session.plan.tools.length} tool(s) of ${profile.name} from ${session.plan.sandboxes.length} sandbox(es) ` +
+                  `(${session.plan.sandboxes.map((s) => s.id).join(', ')}), session ${sessionId}`,
+              ),
+            (error: Error) => void (failed = error),
+          ),
+        ]);
+        if (failed) {
+          // The calls that waited are answered (their error is queued) before the gateway closes,
+          // and the client's stream is let go so that the process can end.
+          await new Promise((resolve) => setImmediate(resolve));
+          why = 'the server could not be verified';
+          process.stdin.destroy();
+          throw failed;
+        }
         await disconnected;
       } finally {
         // Also when setting up the gateway failed: nothing of the session outlives it.
-        await stop('client disconnected');
+        await stop(why);
       }
       return 0;
     }

@@ -36,7 +36,7 @@ import { removeSession } from '../sandbox/sweep.js';
 import type { Logger } from '../util/logger.js';
 import { CallGuard, compilePreApprovals, type GuardedTool } from '../gateway/call-guard.js';
 import type { AuditLog } from '../audit/audit-record.js';
-import { lockedTool, type LockFile } from '../approvals/lock-file.js';
+import { instructionsHash, lockedDefinitions, lockedTool, type LockFile } from '../approvals/lock-file.js';
 import type { PinnedDefinition } from '../policy/tool-pin.js';
 import { approvedInstructions, guardTools } from './guarded-tools.js';
 import type { KnownTools } from './known-tools.js';
@@ -179,6 +179,8 @@ export class HintboxSession implements AsyncDisposable {
   private command?: string[];
   /** The image's id as inspected at start: every sandbox of the session runs exactly it. */
   private imageId?: string;
+  /** A cold start's discovery in the background (`openFromLock`). */
+  private verifying?: Promise<void>;
 
   private constructor(private readonly options: SessionOptions) {
     this.sessionId = options.sessionId ?? newSessionId();
@@ -199,6 +201,31 @@ export class HintboxSession implements AsyncDisposable {
       await session.dispose();
       throw error;
     }
+  }
+
+  /**
+   * A cold start from the lock file: the session is served at once with the locked tools (their
+   * plan and routes; the approved instructions), while the image is built if needed, discovery
+   * runs and every planned sandbox starts in the background (`verified`). A gateway created
+   * meanwhile holds every call until then, and then serves what the running server turned out
+   * to list: a tool that differs from its lock entry is hidden and refused as on any start, and
+   * the client is told the list changed. When verification fails, the caller disposes the
+   * session.
+   */
+  static openFromLock(options: SessionOptions & { lock: LockFile }): HintboxSession {
+    const session = new HintboxSession(options);
+    session.instructions = options.lock.instructions.text ?? undefined;
+    session.adoptTools(lockedDefinitions(options.lock));
+    const verifying = session.discoverAndPlan(true);
+    // The gateway's calls and the run hear of a failure; `dispose` waits for it to settle.
+    session.pending.add(verifying.catch(() => undefined));
+    session.verifying = verifying;
+    return session;
+  }
+
+  /** Until the server is verified (a cold start from the lock file); undefined once open has returned. */
+  get verified(): Promise<void> | undefined {
+    return this.verifying;
   }
 
   get profile(): Profile {
@@ -243,7 +270,11 @@ export class HintboxSession implements AsyncDisposable {
     const started = new Map(this.started);
     this.started.clear();
     const database = this.database;
+    // A cold start: the running server's tools replace the locked ones once discovery has
+    // answered, and its sandboxes go to the gateway; calls wait for both.
+    const verified = this.verifying?.then(() => this.serveVerified(settings));
     this.gateway = new Gateway({
+      ...(verified ? { verified } : {}),
       serverName: this.profile.name,
       tools: routed,
       started,
@@ -290,13 +321,47 @@ export class HintboxSession implements AsyncDisposable {
     const raw = await listToolsRaw(from.client, this.profile.timeouts.start * 1000);
     const { tools, rejected } = validateTools(raw);
     for (const r of rejected) this.options.log.warn(describeRejected(r));
-    this.tools = tools;
     this.rejected = rejected;
+    this.adoptTools(tools);
+    const routed = await this.updateGatewayRoutes(settings);
+    this.options.log.info(`${this.profile.name} changed its tools: listed again, ${routed} routed`);
+  }
+
+  /** The tools served from now on, and their plan (the grants of its sandboxes kept). */
+  private adoptTools(tools: Tool[]): void {
+    this.tools = tools;
     this.plan = planSandboxes(tools, ceilingOf(this.profile));
     for (const sandbox of this.plan.sandboxes) this.grants.set(sandbox.id, sandbox);
+  }
+
+  /** Hands the gateway (and its guard) the routes of the current tools; returns how many. */
+  private async updateGatewayRoutes(settings: GatewaySettings): Promise<number> {
     const { routed, guarded } = this.routes(settings);
     await this.gateway?.updateTools(routed, () => guarded && this.guard?.replaceTools(guarded));
-    this.options.log.info(`${this.profile.name} changed its tools: listed again, ${routed.size} routed`);
+    return routed.size;
+  }
+
+  /**
+   * A cold start's discovery has answered (its tools, plan and sandboxes are this session's):
+   * the gateway serves the running server's tools instead of the locked ones, and its sandboxes.
+   */
+  private async serveVerified(settings: GatewaySettings): Promise<void> {
+    const { log } = this.options;
+    for (const [id, upstream] of this.started) this.gateway?.adopt(id, upstream);
+    this.started.clear();
+    const routed = await this.updateGatewayRoutes(settings);
+    let approved: string | null | undefined;
+    try {
+      approved = settings.approvals?.()?.instructions.sha256;
+    } catch {
+      approved = undefined;
+    }
+    if (approved !== undefined && approved !== instructionsHash(this.instructions)) {
+      log.warn(
+        `the server's instructions differ from the approved ones in the lock file: the client was given the approved ones at initialize; see "hintbox approve ${this.profile.file} --instructions"`,
+      );
+    }
+    log.info(`verified ${this.profile.name} against its lock file: ${routed} tool(s) routed`);
   }
 
   /** Routes (and, with pins and an audit log, the guard's view) of the current tools and plan. */
@@ -329,12 +394,7 @@ export class HintboxSession implements AsyncDisposable {
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
-    await Promise.all([
-      ...[...this.started.values()].map((u) => u.close().catch(() => undefined)),
-      ...[...this.heldAtGate.values()].map((held) => held.remove().catch(() => undefined)),
-    ]);
-    this.started.clear();
-    this.heldAtGate.clear();
+    await this.closeSandboxes();
     // Starts under way see `disposed` when they end and remove what they made; wait for them
     // (bounded by the start timeout) so that nothing is created after the removal below.
     const timeoutMs = this.options.profile.timeouts.start * 1000;
@@ -345,6 +405,18 @@ export class HintboxSession implements AsyncDisposable {
     );
     // Only once no container can use them: relays closed, roles dropped.
     await this.database?.close();
+  }
+
+  /** Closes the sandboxes the session holds (not yet handed to a gateway). */
+  private async closeSandboxes(): Promise<void> {
+    const started = [...this.started.values()];
+    const held = [...this.heldAtGate.values()];
+    this.started.clear();
+    this.heldAtGate.clear();
+    await Promise.all([
+      ...started.map((u) => u.close().catch(() => undefined)),
+      ...held.map((h) => h.remove().catch(() => undefined)),
+    ]);
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -367,6 +439,11 @@ export class HintboxSession implements AsyncDisposable {
         log,
         onViolation: (sandboxId, role, violation) => this.onDatabaseViolation(sandboxId, role, violation),
       });
+      // A cold start's session may be disposed while this ran: its relays and roles go now.
+      if (this.disposed) {
+        await this.database.close();
+        throw new Error(`session ${this.sessionId} is closed`);
+      }
     }
     const builder = new ImageBuilder({
       docker: docker.docker,
@@ -392,12 +469,9 @@ export class HintboxSession implements AsyncDisposable {
     const raw = await listToolsRaw(discovery.client, profile.timeouts.start * 1000);
     const { tools, rejected } = validateTools(raw);
     for (const r of rejected) log.warn(describeRejected(r));
-    this.tools = tools;
     this.rejected = rejected;
-    const instructions = discovery.client.getInstructions();
-    if (instructions) this.instructions = instructions;
-    this.plan = planSandboxes(tools, ceiling);
-    for (const sandbox of this.plan.sandboxes) this.grants.set(sandbox.id, sandbox);
+    this.instructions = discovery.client.getInstructions();
+    this.adoptTools(tools);
     void this.options.knownTools
       ?.write(profile.name, image.Id, tools)
       .catch((error: Error) => log.debug(`could not keep the tools of ${profile.name}: ${error.message}`));
@@ -440,6 +514,11 @@ export class HintboxSession implements AsyncDisposable {
       if (waiting.length) {
         log.info(`${waiting.join(', ')}: held at the gate until a call is allowed into it (frozen between calls)`);
       }
+    }
+    // Disposed meanwhile (a cold start's run that ended): what came up after goes too.
+    if (this.disposed) {
+      await this.closeSandboxes();
+      throw new Error(`session ${this.sessionId} is closed`);
     }
   }
 

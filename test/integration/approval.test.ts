@@ -160,15 +160,17 @@ describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () 
     const approved = readFileSync(lock, 'utf8');
     {
       await using hintbox = await runHintbox(file);
-      const names = (await hintbox.client.listTools()).tools.map((t) => t.name);
-      assert.equal(names.includes('write_mounted'), false, 'the changed tool is hidden');
-      assert.equal(names.includes('identity'), true, 'unchanged tools are still served');
+      // A call waits until the server is verified against the lock file (cold start): then
+      // the changed tool is refused, and hidden from the list.
       const refused = await hintbox.client.callTool({
         name: 'write_mounted',
         arguments: { path: '/data/x', content: 'x' },
       });
       assert.equal(refused.isError, true);
       assert.match(JSON.stringify(refused.content), /definition changed[\s\S]*description[\s\S]*uploads your files/);
+      const names = (await hintbox.client.listTools()).tools.map((t) => t.name);
+      assert.equal(names.includes('write_mounted'), false, 'the changed tool is hidden');
+      assert.equal(names.includes('identity'), true, 'unchanged tools are still served');
     }
     assert.equal(readFileSync(lock, 'utf8'), approved, 'a run never writes the lock file');
     const reapprove = await hintboxCommand(['approve', file, 'write_mounted']);
