@@ -71,7 +71,12 @@ export const runCommand: CommandSpec = {
     }
 
     async function serve(): Promise<number> {
-      // The audit log first: a run that cannot record its calls does not start.
+      // What a person approved: the lock file beside the profile, read (never written) by the run;
+      // a malformed one stops the run before anything starts (audit log, sink, sandboxes).
+      const lockFile = lockFilePath(profile.file);
+      const approvals = (): LockFile | undefined => readLockFile(lockFile, profile.name);
+      if (!approvals()) log.info(`no lock file ${lockFile}: nothing approved yet (see hintbox approve)`);
+      // Then the audit log: a run that cannot record its calls does not start.
       const dir = auditDir();
       let audit: AuditLogWriter;
       try {
@@ -87,11 +92,6 @@ export const runCommand: CommandSpec = {
         log.info(`audit log shipped to ${redactUrl(sinkUrl)}`);
         sink.start();
       }
-      // What a person approved: the lock file beside the profile, read (never written) by the run;
-      // a malformed one stops the run before anything starts.
-      const lockFile = lockFilePath(profile.file);
-      const approvals = (): LockFile | undefined => readLockFile(lockFile, profile.name);
-      if (!approvals()) log.info(`no lock file ${lockFile}: nothing approved yet (see hintbox approve)`);
       const sessionId = newSessionId();
       // Filled in as the session comes up; a signal may arrive at any point before.
       const live: { session?: HintboxSession; gateway?: Gateway } = {};
