@@ -114,6 +114,17 @@ describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () 
     );
   });
 
+  it('keeps every approval of concurrent hintbox approve runs (none overwrites another)', async () => {
+    const { file } = untrustedLiar();
+    const tools = ['identity', 'resolve', 'hang', 'crash'];
+    // Four processes at once, each reading, listing (a discovery sandbox) and writing the lock.
+    const runs = await Promise.all(tools.map((tool) => hintboxCommand(['approve', file, tool])));
+    for (const run of runs) assert.equal(run.code, 0, run.stderr);
+    const lock = JSON.parse(readFileSync(lockFilePath(file), 'utf8')) as { tools: Record<string, unknown> };
+    assert.deepEqual(Object.keys(lock.tools).sort(), [...tools].sort());
+    assert.equal(existsSync(`${lockFilePath(file)}.lock`), false, 'the lock of the lock file is gone');
+  });
+
   const outcomes: [Confirmations, RegExp, string][] = [
     ['deny', /declined/, 'person'],
     ['never', /nobody answered the confirmation within 1 s/, 'timeout'],
