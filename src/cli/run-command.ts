@@ -87,7 +87,7 @@ export const runCommand: CommandSpec = {
       // With HINTBOX_DATABASE_URL the log is copied into Postgres in the background: the sink
       // reads the files, never the calls, so a database that is slow or down slows nothing.
       const sinkUrl = auditSinkUrl();
-      const sink = sinkUrl ? new PostgresAuditSink({ url: sinkUrl, dir, log }) : undefined;
+      const sink = sinkUrl ? new PostgresAuditSink({ url: sinkUrl, dir, log, chain: audit.chain }) : undefined;
       if (sink && sinkUrl) {
         log.info(`audit log shipped to ${redactUrl(sinkUrl)}`);
         sink.start();
