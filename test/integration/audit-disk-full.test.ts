@@ -97,7 +97,12 @@ describe('an outcome that meets a full disk', { skip: process.getuid?.() !== 0 &
       assert.match(log.lines.join('\n'), /outcome of call .* written late/);
       writer.close();
       const [chain] = await verifyAuditLog(dir);
-      assert.deepEqual(chain?.breaks, [], 'the chain holds');
+      assert.deepEqual(chain?.breaks, [], 'the chain holds: the new file links to the last whole line');
+      assert.match(
+        chain?.torn[0]?.message ?? '',
+        /cut short.*a write that failed/,
+        'the part the full disk took is torn',
+      );
       assert.equal(chain?.closed, true);
       assert.ok(readdirSync(dir).length >= 2, 'the outcome went into a new file');
     } finally {
