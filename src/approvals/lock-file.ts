@@ -3,6 +3,7 @@ import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, write
 import path from 'node:path';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { pinHash, toJsonValue, type JsonValue, type PinnedDefinition, type ToolPin } from '../policy/tool-pin.js';
+import { withExclusiveLock, type ExclusiveLockOptions } from '../util/exclusive-lock.js';
 import { escapeInvisibleInJson } from '../util/render-server-text.js';
 
 /**
@@ -212,6 +213,31 @@ export function writeLockFile(file: string, lock: LockFile): void {
   } catch {
     // a folder that cannot be opened for sync (some file systems): the rename stands
   }
+}
+
+/**
+ * Changes the lock file: under an exclusive lock (`<file>.lock`, see `util/exclusive-lock.ts`)
+ * it reads the file as it is now, applies `edit` and writes the result (when it differs), so
+ * that concurrent `hintbox approve` runs each apply their approvals to the others' and none is
+ * lost. Returns the lock as read under the lock and as written.
+ */
+export async function updateLockFile(
+  file: string,
+  server: string,
+  edit: (current: LockFile) => LockFile,
+  options?: ExclusiveLockOptions,
+): Promise<{ current: LockFile | undefined; updated: LockFile; written: boolean }> {
+  return withExclusiveLock(
+    file,
+    () => {
+      const current = readLockFile(file, server);
+      const updated = edit(current ?? emptyLock(server));
+      const written = !current || serializeLockFile(current) !== serializeLockFile(updated);
+      if (written) writeLockFile(file, updated);
+      return { current, updated, written };
+    },
+    options,
+  );
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

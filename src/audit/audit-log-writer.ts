@@ -35,6 +35,9 @@ import {
  * killed, not the machine losing power; there is no fsync) before the call is forwarded. An
  * append that fails throws: for an intent the call guard then refuses the call (fail closed).
  * After a failed append the next one starts a new file (linked to the last line written whole).
+ * An outcome that cannot be appended is kept, as it was when the call ended, and written before
+ * the next record, or by a retry on a timer; one still unwritten when the log closes is logged
+ * whole (error), so that it is not lost silently.
  */
 export interface AuditLogWriterOptions {
   dir: string;
@@ -67,6 +70,9 @@ export class AuditLogWriter implements AuditLog, Disposable {
   private needsNewFile = true;
   private closed = false;
   private readonly open = new Map<string, OpenCall>();
+  /** Outcomes whose append failed, oldest first: written before the next record. */
+  private readonly unwritten: { callId: string; fields: Record<string, unknown> }[] = [];
+  private retryTimer: NodeJS.Timeout | undefined;
   private readonly subject: string;
 
   private constructor(private readonly options: AuditLogWriterOptions) {
@@ -157,7 +163,7 @@ export class AuditLogWriter implements AuditLog, Disposable {
     const attempts = report.attempts ?? 1;
     if (!Number.isInteger(attempts) || attempts < 1) throw new AuditRecordError('attempts: expected an integer ≥ 1');
     const base = this.base('call.outcome');
-    this.append({
+    const fields = {
       ...base,
       callId: id,
       outcome,
@@ -165,18 +171,35 @@ export class AuditLogWriter implements AuditLog, Disposable {
       hintViolation: storedText(report.hintViolation ?? null),
       attempts,
       durationMs: Math.max(0, Date.parse(base.time) - call.timeMs),
-    });
+    };
+    try {
+      this.append(fields);
+    } catch (error) {
+      if (error instanceof AuditRecordError) throw error;
+      // The call has ended: its outcome is decided, only not written yet.
+      this.open.delete(id);
+      this.unwritten.push({ callId: id, fields });
+      this.scheduleRetry(1000);
+      throw new Error(`${(error as Error).message}; the outcome is kept and written when the log can be appended to`);
+    }
     this.open.delete(id);
   }
 
   /** Writes `log.close` and closes the file. Calls still in flight keep no outcome. */
   close(): void {
     if (this.closed) return;
+    clearTimeout(this.retryTimer);
     try {
       this.append(this.base('log.close'));
     } catch (error) {
       this.options.log.error(`could not close the audit log: ${(error as Error).message}`);
     }
+    for (const { callId, fields } of this.unwritten) {
+      this.options.log.error(
+        `the outcome of call ${callId} could not be written to the audit log ${this.currentFile}: ${JSON.stringify(fields)}`,
+      );
+    }
+    this.unwritten.length = 0;
     this.closed = true;
     if (this.fd !== undefined) closeSync(this.fd);
     this.fd = undefined;
@@ -222,6 +245,38 @@ export class AuditLogWriter implements AuditLog, Disposable {
 
   private append(fields: Record<string, unknown>): void {
     if (this.closed) throw new AuditRecordError('the audit log is closed');
+    if (this.unwritten.length > 0) this.writeUnwritten();
+    this.appendNow(fields);
+  }
+
+  /** The outcomes kept after a failed append, in order; throws at the first that still fails. */
+  private writeUnwritten(): void {
+    while (this.unwritten.length > 0) {
+      const { callId, fields } = this.unwritten[0]!;
+      this.appendNow(fields);
+      this.unwritten.shift();
+      this.options.log.info(`the outcome of call ${callId} is written late to the audit log`);
+    }
+  }
+
+  private scheduleRetry(delayMs: number): void {
+    if (this.retryTimer !== undefined || this.closed) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      if (this.closed || this.unwritten.length === 0) return;
+      try {
+        this.writeUnwritten();
+      } catch (error) {
+        this.options.log.debug(
+          `audit log: still cannot write ${this.unwritten.length} outcome(s): ${(error as Error).message}`,
+        );
+        this.scheduleRetry(Math.min(delayMs * 2, 30_000));
+      }
+    }, delayMs);
+    this.retryTimer.unref();
+  }
+
+  private appendNow(fields: Record<string, unknown>): void {
     if (this.needsNewFile) this.startFile();
     let text = frameLine(fields, this.prev);
     if (this.size > 0 && this.size + Buffer.byteLength(text) + 1 > this.maxFileBytes) {

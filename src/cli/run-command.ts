@@ -71,7 +71,12 @@ export const runCommand: CommandSpec = {
     }
 
     async function serve(): Promise<number> {
-      // The audit log first: a run that cannot record its calls does not start.
+      // What a person approved: the lock file beside the profile, read (never written) by the run;
+      // a malformed one stops the run before anything starts (audit log, sink, sandboxes).
+      const lockFile = lockFilePath(profile.file);
+      const approvals = (): LockFile | undefined => readLockFile(lockFile, profile.name);
+      if (!approvals()) log.info(`no lock file ${lockFile}: nothing approved yet (see hintbox approve)`);
+      // Then the audit log: a run that cannot record its calls does not start.
       const dir = auditDir();
       let audit: AuditLogWriter;
       try {
@@ -82,16 +87,11 @@ export const runCommand: CommandSpec = {
       // With HINTBOX_DATABASE_URL the log is copied into Postgres in the background: the sink
       // reads the files, never the calls, so a database that is slow or down slows nothing.
       const sinkUrl = auditSinkUrl();
-      const sink = sinkUrl ? new PostgresAuditSink({ url: sinkUrl, dir, log }) : undefined;
+      const sink = sinkUrl ? new PostgresAuditSink({ url: sinkUrl, dir, log, chain: audit.chain }) : undefined;
       if (sink && sinkUrl) {
         log.info(`audit log shipped to ${redactUrl(sinkUrl)}`);
         sink.start();
       }
-      // What a person approved: the lock file beside the profile, read (never written) by the run;
-      // a malformed one stops the run before anything starts.
-      const lockFile = lockFilePath(profile.file);
-      const approvals = (): LockFile | undefined => readLockFile(lockFile, profile.name);
-      if (!approvals()) log.info(`no lock file ${lockFile}: nothing approved yet (see hintbox approve)`);
       const sessionId = newSessionId();
       // Filled in as the session comes up; a signal may arrive at any point before.
       const live: { session?: HintboxSession; gateway?: Gateway } = {};

@@ -36,6 +36,8 @@ export interface GuardedTool {
   pinState: PinState;
   /** The approved definition when the pin changed (for the message naming what changed). */
   approvedDefinition?: PinnedDefinition;
+  /** Why the approvals could not be read, when that is why the tool is blocked. */
+  approvalsUnreadable?: string;
   rule?: OperatorRule;
 }
 
@@ -212,6 +214,7 @@ export class CallGuard implements Gatekeeper {
     if (approved !== tool.pin.hash || this.tools.get(tool.name) !== tool) return false;
     const now: GuardedTool = { ...tool, pinState: 'approved' };
     delete now.approvedDefinition;
+    delete now.approvalsUnreadable;
     this.tools = new Map(this.tools).set(tool.name, now);
     log.info(`${tool.name} was approved (hintbox approve, lock file): served from now on`);
     onApproved?.(tool.name);
@@ -250,17 +253,12 @@ export class CallGuard implements Gatekeeper {
       const changes = tool.approvedDefinition
         ? formatPinChanges(diffPins(tool.approvedDefinition, tool.pin.definition)).map(renderServerText)
         : [];
-      const what = changes.length
-        ? `its definition changed since it was approved:\n${changes.join('\n')}`
-        : 'it has not been approved';
-      return this.refuse(
-        tool,
-        args,
-        trace,
-        'blocked',
-        'pin',
-        `hintbox blocked ${name}: ${what}\nApprove it with: hintbox approve ${options.profileFile} ${name}`,
-      );
+      const what = tool.approvalsUnreadable
+        ? `the lock file of approvals cannot be read (${renderServerText(tool.approvalsUnreadable)}): every tool is refused until it reads again\nFix the lock file (or restore it from version control)`
+        : changes.length
+          ? `its definition changed since it was approved:\n${changes.join('\n')}\nApprove it with: hintbox approve ${options.profileFile} ${name}`
+          : `it has not been approved\nApprove it with: hintbox approve ${options.profileFile} ${name}`;
+      return this.refuse(tool, args, trace, 'blocked', 'pin', `hintbox blocked ${name}: ${what}`);
     }
     if (decision.action === 'deny') {
       return this.refuse(tool, args, trace, 'denied', 'rule', `hintbox denied ${name}: ${decision.reasons.join('; ')}`);

@@ -374,7 +374,7 @@ export class HintboxSession implements AsyncDisposable {
             session: this.sessionId,
             tools: this.tools,
             plan: this.plan.tools,
-            lock: settings.approvals(),
+            readLock: settings.approvals,
             firstSeen: this.firstSeen,
             audit: settings.audit,
             log: this.options.log,
