@@ -75,7 +75,8 @@ export const runCommand: CommandSpec = {
       // a malformed one stops the run before anything starts (audit log, sink, sandboxes).
       const lockFile = lockFilePath(profile.file);
       const approvals = (): LockFile | undefined => readLockFile(lockFile, profile.name);
-      if (!approvals()) log.info(`no lock file ${lockFile}: nothing approved yet (see hintbox approve)`);
+      const locked = approvals();
+      if (!locked) log.info(`no lock file ${lockFile}: nothing approved yet (see hintbox approve)`);
       // Then the audit log: a run that cannot record its calls does not start.
       const dir = auditDir();
       let audit: AuditLogWriter;
@@ -109,7 +110,6 @@ export const runCommand: CommandSpec = {
       // With approved tools in the lock file the client is served at once from it (a cold
       // start), while the server is built, discovered and verified in the background; calls
       // wait for that. Without, the session is up before the client is answered.
-      const locked = approvals();
       const cold = locked && Object.keys(locked.tools).length > 0 && !values.rebuild;
       const opening = cold
         ? Promise.resolve(HintboxSession.openFromLock({ ...sessionOptions, lock: locked }))
