@@ -23,6 +23,11 @@ tools/call to the sandbox of its tool. The classes the same image's tools planne
 hintbox's gate (nothing of the image runs) until this start's tools confirm them; the others
 are removed. The log goes to stderr; stdout is the MCP stream.
 
+With approved tools in the lock file, initialize and tools/list are answered at once from it
+(a cold start) while all of the above runs in the background; every call waits until the
+running server is verified against the lock file, and is routed by what it lists. A server
+that cannot be verified ends the run (exit 1); waiting calls are answered with why.
+
 When the client disconnects (stdin closes), or on SIGINT/SIGTERM/SIGHUP, every container of
 the session is removed. Containers of a run killed with SIGKILL are removed by the next
 hintbox start.
