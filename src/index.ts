@@ -20,7 +20,8 @@ export type {
 export { DockerEngine } from './engine/docker/docker-engine.js';
 export { buildContainerSpec, LABEL_SESSION, LABEL_SERVER, LABEL_CLASS } from './engine/docker/container-spec.js';
 export { DockerUnavailableError } from './engine/docker/docker-connection.js';
-export { HintboxSession, ceilingOf } from './session/hintbox-session.js';
+export { HintboxSession } from './session/hintbox-session.js';
+export { ceilingOf } from './profile/profile-ceiling.js';
 export { Gateway, type Upstream, type UpstreamFactory } from './gateway/gateway.js';
 export { AuditLogWriter } from './audit/audit-log-writer.js';
 export { verifyAuditLog, scanAuditLog } from './audit/audit-reader.js';
