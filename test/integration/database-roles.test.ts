@@ -3,15 +3,11 @@ import os from 'node:os';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, type DatabaseError } from 'pg';
+import { DatabaseConnectionError, withDatabase } from '../../src/database/admin-url.js';
 import type { DatabaseSection } from '../../src/database/database-profile-schema.js';
 import { ROLE_PREFIX } from '../../src/database/role-grants.js';
-import {
-  DatabaseConnectionError,
-  DatabaseNotPreparedError,
-  RoleProvisioner,
-  withDatabase,
-  type CreatedRole,
-} from '../../src/database/role-provisioner.js';
+import { DatabaseNotPreparedError } from '../../src/database/grant-checks.js';
+import { RoleProvisioner, type CreatedRole } from '../../src/database/role-provisioner.js';
 import type { SessionIdentity } from '../../src/sandbox/container-spec.js';
 import { makeIsOwnerAlive } from '../../src/sandbox/sweep.js';
 import { POSTGRES_ADMIN_PASSWORD, startPostgres, type StartedPostgres } from './support/postgres.js';
