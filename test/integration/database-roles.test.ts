@@ -253,6 +253,25 @@ describe('database roles against a real PostgreSQL 15', { timeout: 300_000 }, ()
       assert.deepEqual(await provisioner.checkDatabase(), []);
     });
 
+    it('finds a relation PUBLIC may write in several ways as one problem, and prepare() revokes them all', async () => {
+      await admin.query(
+        'CREATE TABLE app.open_to_all (x int); GRANT INSERT, UPDATE, DELETE ON app.open_to_all TO PUBLIC',
+      );
+      try {
+        assert.deepEqual(
+          (await provisioner.checkDatabase()).map((p) => [p.kind, p.statement]),
+          [['public-write-relation', 'REVOKE DELETE, INSERT, UPDATE ON TABLE "app"."open_to_all" FROM PUBLIC']],
+        );
+        assert.deepEqual((await provisioner.prepare()).remaining, []);
+        const { rows } = await admin.query<{ writes: boolean }>(
+          `SELECT has_table_privilege('public', 'app.open_to_all', 'INSERT, UPDATE, DELETE') AS writes`,
+        );
+        assert.equal(rows[0]?.writes, false);
+      } finally {
+        await admin.query('DROP TABLE app.open_to_all');
+      }
+    });
+
     it("refuses a connection limit with which a run's roles could take half of what Postgres leaves its clients", async () => {
       await using greedy = await connectProvisioner({ section: { connectionLimit: 40 } });
       const problems = (await greedy.checkDatabase()).filter((p) => p.kind === 'connection-budget');

@@ -243,6 +243,7 @@ describe('what each check makes of catalogue rows', () => {
       found('public-write-relation', [
         { schema: 'app', name: 'items', kind: 'r', privileges: ['INSERT'] },
         { schema: 'app', name: 'items_id_seq', kind: 'S', privileges: ['USAGE'] },
+        { schema: 'app', name: 'open', kind: 'p', privileges: ['DELETE', 'INSERT', 'TRUNCATE'] },
       ]),
       [
         ['refuse', 'PUBLIC has INSERT on relation app.items', 'REVOKE INSERT ON TABLE "app"."items" FROM PUBLIC'],
@@ -250,6 +251,11 @@ describe('what each check makes of catalogue rows', () => {
           'refuse',
           'PUBLIC has USAGE on sequence app.items_id_seq',
           'REVOKE USAGE ON SEQUENCE "app"."items_id_seq" FROM PUBLIC',
+        ],
+        [
+          'refuse',
+          'PUBLIC has DELETE, INSERT, TRUNCATE on relation app.open',
+          'REVOKE DELETE, INSERT, TRUNCATE ON TABLE "app"."open" FROM PUBLIC',
         ],
       ],
     );

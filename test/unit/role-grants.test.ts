@@ -320,7 +320,13 @@ describe('teardown and revoke statements', () => {
       revokeFromPublicStatement('UPDATE', { type: 'LARGE OBJECT', oid: 16400 }),
       'REVOKE UPDATE ON LARGE OBJECT 16400 FROM PUBLIC',
     );
-    assert.throws(() => revokeFromPublicStatement('ALL; DROP', { type: 'DATABASE', name: 'app' }), /not a privilege/);
+    assert.equal(
+      revokeFromPublicStatement('DELETE, INSERT', { type: 'TABLE', name: { schema: 'a', name: 't' } }),
+      'REVOKE DELETE, INSERT ON TABLE "a"."t" FROM PUBLIC',
+    );
+    for (const bad of ['ALL; DROP', 'INSERT,', ', INSERT', 'INSERT,,UPDATE', 'insert']) {
+      assert.throws(() => revokeFromPublicStatement(bad, { type: 'DATABASE', name: 'app' }), /not a privilege/, bad);
+    }
   });
 });
 
