@@ -2,8 +2,8 @@ import os from 'node:os';
 import { sweepSocketDirs } from '../util/sweep-socket-dirs.js';
 import { sweepPreviewDirs } from '../sandbox/preview.js';
 import { loadProfile, type Profile } from '../profile/load-profile.js';
-import { connectDocker, type DockerConnection } from '../sandbox/docker-connection.js';
-import { makeIsOwnerAlive, sweepOrphans } from '../sandbox/sweep.js';
+import { connectDocker, type DockerConnection } from '../engine/docker/docker-connection.js';
+import { makeIsOwnerAlive, sweepOrphans } from '../engine/docker/sweep.js';
 import { createLogger, logLevelFromEnv, type Logger } from '../util/logger.js';
 import { UsageError } from './usage-error.js';
 
