@@ -1,7 +1,7 @@
 import { randomBytes as cryptoRandomBytes } from 'node:crypto';
 import type { Client } from 'pg';
-import type { SessionIdentity } from '../engine/docker/container-spec.js';
-import type { IsOwnerAlive } from '../engine/docker/sweep.js';
+import type { SessionIdentity } from '../engine/sandbox-engine.js';
+import type { IsOwnerAlive } from '../util/process-alive.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { assertCanCreateRoles, connectAdmin, inTransaction } from './admin-connection.js';
 import type { DatabasePrivilege, DatabaseSection } from './database-profile-schema.js';

@@ -3,7 +3,6 @@ import os from 'node:os';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { Gateway, type RoutedTool, type Upstream } from '../gateway/gateway.js';
 import { describeRejected, listToolsRaw, validateTools, type RejectedTool } from '../gateway/discover-tools.js';
-import { ImageBuilder } from '../engine/docker/image-builder.js';
 import {
   grantCanChange,
   grantKey,
@@ -16,23 +15,19 @@ import {
 } from '../policy/plan-sandboxes.js';
 import type { Profile } from '../profile/load-profile.js';
 import {
-  buildContainerSpec,
   sandboxUserIds,
-  serverCommand,
-  type GateMounts,
-  type ContainerSpecInput,
+  type HeldSandbox,
+  type SandboxEngine,
+  type SandboxSpec,
   type SessionIdentity,
-} from '../engine/docker/container-spec.js';
-import type Docker from 'dockerode';
+  type StartedSandbox,
+} from '../engine/sandbox-engine.js';
 import { databaseAdminUrl } from '../database/database-env.js';
 import { SessionDatabase } from '../database/session-database.js';
 import type { PrivilegeViolation } from '../database/socket-relay.js';
-import type { DockerConnection } from '../engine/docker/docker-connection.js';
-import { holdSandbox, type HeldSandbox, type StartedSandbox } from '../engine/docker/docker-sandbox.js';
 import { Previewer } from '../sandbox/preview.js';
 import { hostMountPoints, nestedMountPoints } from '../sandbox/nested-mounts.js';
 import { assertNoSpecialFiles } from '../sandbox/special-files.js';
-import { removeSession } from '../engine/docker/sweep.js';
 import type { Logger } from '../util/logger.js';
 import { CallGuard, compilePreApprovals, type GuardedTool } from '../gateway/call-guard.js';
 import type { AuditLog } from '../audit/audit-record.js';
@@ -88,15 +83,15 @@ export class SandboxPolicyError extends Error {
  */
 export function assertNoNestedMounts(
   profile: Profile,
-  docker: DockerConnection,
+  engine: Pick<SandboxEngine, 'recursiveReadOnly' | 'description'>,
   mountPoints = hostMountPoints(),
 ): void {
-  if (docker.recursiveReadOnly) return;
+  if (engine.recursiveReadOnly) return;
   const problems = profile.mounts.flatMap((mount, index) => {
     const nested = nestedMountPoints(mount.source, mountPoints);
     return nested.length
       ? [
-          `${profile.file}: mounts[${index}].source: ${mount.source} has nested mount points (${nested.join(', ')}), which the Docker engine (API ${docker.apiVersion} < 1.44) cannot make read-only`,
+          `${profile.file}: mounts[${index}].source: ${mount.source} has nested mount points (${nested.join(', ')}), which the sandbox engine (${engine.description}) cannot make read-only`,
         ]
       : [];
   });
@@ -121,7 +116,8 @@ export interface SessionOptions {
   profile: Profile;
   /** The tools each image listed last time: their sandboxes start in parallel with discovery. */
   knownTools?: KnownTools;
-  docker: DockerConnection;
+  /** What runs the sandboxes. */
+  engine: SandboxEngine;
   log: Logger;
   sessionId?: string;
   /** Rebuild images even when they look current. */
@@ -400,9 +396,11 @@ export class HintboxSession implements AsyncDisposable {
     const timeoutMs = this.options.profile.timeouts.start * 1000;
     await Promise.race([Promise.allSettled([...this.pending]), delay(timeoutMs)]);
     // Whatever was started and not tracked (a start cut short): remove by label.
-    await removeSession(this.options.docker.docker, this.sessionId).catch((error: Error) =>
-      this.options.log.warn(`could not remove the containers of session ${this.sessionId}: ${error.message}`),
-    );
+    await this.options.engine
+      .removeSession(this.sessionId)
+      .catch((error: Error) =>
+        this.options.log.warn(`could not remove the containers of session ${this.sessionId}: ${error.message}`),
+      );
     // Only once no container can use them: relays closed, roles dropped.
     await this.database?.close();
   }
@@ -424,8 +422,8 @@ export class HintboxSession implements AsyncDisposable {
   }
 
   private async discoverAndPlan(startAll: boolean): Promise<void> {
-    const { profile, docker, log } = this.options;
-    assertNoNestedMounts(profile, docker);
+    const { profile, engine, log } = this.options;
+    assertNoNestedMounts(profile, engine);
     await assertNoSpecialFiles(profile);
     if (profile.database) {
       // Before any container: a database that cannot be reached or is not prepared stops the run.
@@ -445,23 +443,15 @@ export class HintboxSession implements AsyncDisposable {
         throw new Error(`session ${this.sessionId} is closed`);
       }
     }
-    const builder = new ImageBuilder({
-      docker: docker.docker,
-      log,
-      ...(process.env.HINTBOX_BASE_IMAGE ? { baseImage: process.env.HINTBOX_BASE_IMAGE } : {}),
-      ...(this.options.rebuildImages ? { rebuild: true } : {}),
-    });
-    await builder.ensure(profile.server.image, profile.server.build);
-    // The gate executes the server: what the image would run, resolved once.
-    const image = await docker.docker.getImage(profile.server.image).inspect();
-    this.command = serverCommand(profile.server, image.Config);
-    this.imageId = image.Id;
+    const image = await engine.prepareImage(profile.server, { rebuild: this.options.rebuildImages === true });
+    this.command = image.command;
+    this.imageId = image.id;
 
     const ceiling = ceilingOf(profile);
     const strictest = strictestGrant(ceiling);
     const discoveryId = sandboxId(strictest);
     this.grants.set(discoveryId, strictest);
-    const early = startAll ? await this.startEarly(image.Id, ceiling, discoveryId) : new Map<string, EarlyStart>();
+    const early = startAll ? await this.startEarly(image.id, ceiling, discoveryId) : new Map<string, EarlyStart>();
     log.info(`discovering tools in the strictest sandbox (${discoveryId}: read-only mounts, no network)`);
     const discovery = await this.startUpstream(discoveryId);
     this.started.set(discoveryId, discovery);
@@ -473,7 +463,7 @@ export class HintboxSession implements AsyncDisposable {
     this.instructions = discovery.client.getInstructions();
     this.adoptTools(tools);
     void this.options.knownTools
-      ?.write(profile.name, image.Id, tools)
+      ?.write(profile.name, image.id, tools)
       .catch((error: Error) => log.debug(`could not keep the tools of ${profile.name}: ${error.message}`));
 
     // Early starts the plan does not have (or gives other rights) go at once.
@@ -618,13 +608,12 @@ export class HintboxSession implements AsyncDisposable {
 
   /** Dry runs of calls, in throwaway sandboxes over copies of the writable mounts (no network). */
   private previewer(): Previewer {
-    const { profile, docker, log } = this.options;
+    const { profile, engine, log } = this.options;
     return new Previewer({
-      docker: docker.docker,
+      engine,
       log,
       grantOf: (id) => this.grants.get(id),
-      specFor: (id, grant, gate) => this.containerSpec(id, grant, gate),
-      sandboxUser: sandboxUserIds(profile, hostUserIds()),
+      specFor: (id, grant) => ({ ...this.sandboxSpec(id, grant), preview: true }),
       startTimeoutMs: profile.timeouts.start * 1000,
       // The session's sandboxes that can write a copied folder are frozen while it is copied,
       // through the same line as their calls' thaws and freezes.
@@ -637,28 +626,20 @@ export class HintboxSession implements AsyncDisposable {
     });
   }
 
-  /** The container of a sandbox class: the one place the session's identity and user go in. */
-  private containerSpec(
-    id: string,
-    grant: SandboxGrant,
-    gate: GateMounts,
-    database?: ContainerSpecInput['database'],
-  ): Docker.ContainerCreateOptions {
-    const { profile, docker } = this.options;
+  /** The spec of a sandbox class: the one place the session's identity, image and user go in. */
+  private sandboxSpec(id: string, grant: SandboxGrant, database?: SandboxSpec['database']): SandboxSpec {
     const hostUser = hostUserIds();
     if (!this.command) throw new Error(`session ${this.sessionId}: the server's command is not known yet`);
-    return buildContainerSpec({
+    return {
       session: this.identity,
-      profile,
+      profile: this.profile,
       sandboxId: id,
       grant,
-      engine: { recursiveReadOnly: docker.recursiveReadOnly },
       command: this.command,
       ...(this.imageId ? { imageId: this.imageId } : {}),
-      gate,
       ...(hostUser ? { hostUser } : {}),
       ...(database ? { database } : {}),
-    });
+    };
   }
 
   /** The upstream of class `id`: the one held at its gate since the start, else a new one. */
@@ -684,7 +665,7 @@ export class HintboxSession implements AsyncDisposable {
 
   private async hold(id: string): Promise<HeldUpstream> {
     if (this.disposed) throw new Error(`session ${this.sessionId} is closed`);
-    const { profile, docker, log } = this.options;
+    const { profile, engine, log } = this.options;
     const grant = this.grants.get(id);
     if (!grant) throw new Error(`no sandbox ${id} in the plan`);
     // The role and relay are made on the class's first start and reused by its restarts.
@@ -696,18 +677,10 @@ export class HintboxSession implements AsyncDisposable {
     // Restarts get a fresh name: the dead container may still be on its way out.
     const generation = this.generations.get(id) ?? 0;
     this.generations.set(id, generation + 1);
-    const held: HeldSandbox = await holdSandbox({
-      docker: docker.docker,
-      id,
-      spec: (gate) => {
-        const spec = this.containerSpec(id, grant, gate, database);
-        if (generation > 0) spec.name = `${spec.name}-${generation}`;
-        return spec;
-      },
-      sandboxUser: sandboxUserIds(profile, hostUserIds()),
-      log: log.child(`${profile.name}/${id}`),
-      startTimeoutMs: profile.timeouts.start * 1000,
-    });
+    const held: HeldSandbox = await engine.hold(
+      { ...this.sandboxSpec(id, grant, database), ...(generation > 0 ? { generation } : {}) },
+      { log: log.child(`${profile.name}/${id}`), startTimeoutMs: profile.timeouts.start * 1000 },
+    );
     if (this.disposed) {
       await held.remove();
       throw new Error(`session ${this.sessionId} is closed`);
