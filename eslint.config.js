@@ -18,6 +18,18 @@ export default tseslint.config(
   },
   // stdout is the MCP transport under `hintbox run`: library code logs through the logger only.
   { files: ['src/**/*.ts'], rules: { 'no-console': 'error' } },
+  // Only the Docker engine knows Docker: everything else goes through the sandbox engine port
+  // (src/engine/sandbox-engine.ts), so that another engine can take its place.
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/engine/docker/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { paths: [{ name: 'dockerode', message: 'use the SandboxEngine port; only src/engine/docker/ uses Docker' }] },
+      ],
+    },
+  },
   {
     files: ['test/**/*.ts'],
     rules: {

@@ -20,10 +20,11 @@ import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import type Docker from 'dockerode';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ImageBuilder, IMAGES_DIR } from '../src/images/image-builder.js';
-import { LABEL_OWNER_PID } from '../src/sandbox/container-spec.js';
-import { connectDocker } from '../src/sandbox/docker-connection.js';
+import { ImageBuilder, IMAGES_DIR } from '../src/engine/docker/image-builder.js';
+import { LABEL_OWNER_PID } from '../src/engine/docker/container-spec.js';
+import { connectDocker } from '../src/engine/docker/docker-connection.js';
 import { createLogger } from '../src/util/logger.js';
 import { relocatedProfileText } from '../src/profile/relocate-profile.js';
 import { median, percentile, spread } from './stats.js';
@@ -43,6 +44,8 @@ const LAUNCHED: Record<VariantName, string> = { bare: 'server', docker: 'docker 
 
 interface Running {
   client: Client;
+  /** The workspace as the server sees it (the host folder for bare, the mount target otherwise). */
+  workspace: string;
   /** Process whose resident memory is the variant's own overhead (hintbox itself; the docker CLI; the bare server). */
   pid: number;
   close(): Promise<void>;
@@ -50,6 +53,9 @@ interface Running {
 
 interface RoundResult {
   coldStartMs: number;
+  /** Launch → first answered call of each sandbox class (for hintbox: read-only, then writing). */
+  firstReadMs: number;
+  firstWriteMs: number;
   latency: { p50: number; p99: number };
   throughput: Record<number, number>;
   rssMb: number;
@@ -107,10 +113,13 @@ async function main(): Promise<void> {
   const profile = path.join(state, 'filesystem-trusted.yaml');
   heldProfile = path.join(state, 'filesystem-held.yaml');
   freeProfile = path.join(state, 'filesystem-free.yaml');
-  writeFileSync(
-    profile,
-    relocatedProfileText(path.join(REPO, 'profiles/filesystem.yaml')).replace(/^trust: untrusted$/m, 'trust: trusted'),
+  // write_file runs unasked, so that the first answered call of the writing class is measured.
+  const allowWrites = '\ntools:\n  write_file:\n    approval: allow\n';
+  const trustedText = relocatedProfileText(path.join(REPO, 'profiles/filesystem.yaml')).replace(
+    /^trust: untrusted$/m,
+    'trust: trusted',
   );
+  writeFileSync(profile, trustedText + allowWrites);
   hintboxEnv = {
     WORKSPACE: workspace,
     HINTBOX_LOG_LEVEL: values.verbose ? 'debug' : 'warn',
@@ -119,11 +128,10 @@ async function main(): Promise<void> {
   hintboxProfile = profile;
   // Cold start with an approved lock file, as in production: approve once (not timed).
   execFileSync(HINTBOX_BIN, ['approve', profile, '--all'], { env: { ...process.env, ...hintboxEnv }, stdio: 'ignore' });
-  // The same server with its writing tool allowed to run unasked, held (the default: thawed for
-  // each call, frozen after) and let run free (hold: false), for the cost of holding.
-  const allowWrites = '\ntools:\n  write_file:\n    approval: allow\n';
-  writeFileSync(heldProfile, readFileSync(profile, 'utf8') + allowWrites);
-  writeFileSync(freeProfile, readFileSync(profile, 'utf8') + allowWrites + 'hold: false\n');
+  // The same server without a lock file (trusted on first use: no cold start), held (the default:
+  // thawed for each call, frozen after) and let run free (hold: false), for the cost of holding.
+  writeFileSync(heldProfile, trustedText + allowWrites);
+  writeFileSync(freeProfile, trustedText + allowWrites + 'hold: false\n');
   writeFileSync(path.join(workspace, 'file.txt'), 'benchmark\n');
   if (process.getuid?.() === 0) {
     chownSync(workspace, 10001, 10001);
@@ -131,10 +139,19 @@ async function main(): Promise<void> {
   }
 
   const starters: Record<VariantName, () => Promise<Running>> = {
-    bare: () => spawnServer(process.execPath, [path.join(bareDir, SERVER_ENTRY), workspace]),
+    bare: () => spawnServer(workspace, process.execPath, [path.join(bareDir, SERVER_ENTRY), workspace]),
     docker: () =>
-      spawnServer('docker', ['run', '-i', '--rm', '--network', 'none', '-v', `${workspace}:/workspace`, IMAGE]),
-    hintbox: () => spawnServer(HINTBOX_BIN, ['run', hintboxProfile], hintboxEnv),
+      spawnServer('/workspace', 'docker', [
+        'run',
+        '-i',
+        '--rm',
+        '--network',
+        'none',
+        '-v',
+        `${workspace}:/workspace`,
+        IMAGE,
+      ]),
+    hintbox: () => spawnServer('/workspace', HINTBOX_BIN, ['run', hintboxProfile], hintboxEnv),
   };
 
   const rounds: Record<VariantName, RoundResult>[] = [];
@@ -150,9 +167,10 @@ async function main(): Promise<void> {
     }
     const holding = values.holding === 'no' ? [] : await measureHolding(docker);
     const scale = await measureScale(docker);
+    const freshApprove = measureFreshApprove(trustedText + allowWrites, workspace);
     const auditRecords = Number(values['audit-records']);
     const auditLog = auditRecords > 0 ? await measureAuditLog(auditRecords) : undefined;
-    const report = { ...summarize(rounds, scale), holding, ...(auditLog ? { auditLog } : {}) };
+    const report = { ...summarize(rounds, scale), freshApprove, holding, ...(auditLog ? { auditLog } : {}) };
     process.stdout.write(values.json ? JSON.stringify(report, null, 2) + '\n' : formatReport(report) + '\n');
   } finally {
     rmSync(workspace, { recursive: true, force: true });
@@ -178,7 +196,12 @@ function prepareBareServer(): string {
   return dir;
 }
 
-async function spawnServer(command: string, args: string[], env: Record<string, string> = {}): Promise<Running> {
+async function spawnServer(
+  workspace: string,
+  command: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<Running> {
   const transport = new StdioClientTransport({
     command,
     args,
@@ -195,6 +218,7 @@ async function spawnServer(command: string, args: string[], env: Record<string, 
   await client.connect(transport);
   return {
     client,
+    workspace,
     pid: transport.pid ?? -1,
     close: async () => {
       await client.close();
@@ -209,6 +233,23 @@ async function measure(start: () => Promise<Running>, docker: Docker): Promise<R
   try {
     await running.client.listTools();
     const coldStartMs = performance.now() - t0;
+    // The first call of each class, sent together: each figure is launch → its answer.
+    const answeredAt = async (call: Promise<CallToolResult>) => {
+      const result = await call;
+      if (result.isError) throw new Error(`first call failed: ${JSON.stringify(result.content)}`);
+      return performance.now() - t0;
+    };
+    const [firstReadMs, firstWriteMs] = await Promise.all([
+      answeredAt(
+        running.client.callTool({ name: 'list_allowed_directories', arguments: {} }) as Promise<CallToolResult>,
+      ),
+      answeredAt(
+        running.client.callTool({
+          name: 'write_file',
+          arguments: { path: `${running.workspace}/first.txt`, content: 'first\n' },
+        }) as Promise<CallToolResult>,
+      ),
+    ]);
 
     const call = () => running.client.callTool({ name: 'list_allowed_directories', arguments: {} });
     for (let i = 0; i < WARMUP; i++) await call();
@@ -225,6 +266,8 @@ async function measure(start: () => Promise<Running>, docker: Docker): Promise<R
     const sandboxMb = await sandboxMemory(docker, running.pid);
     return {
       coldStartMs,
+      firstReadMs,
+      firstWriteMs,
       latency: { p50: percentile(samples, 50), p99: percentile(samples, 99) },
       throughput,
       rssMb: rssMb(running.pid),
@@ -388,6 +431,7 @@ async function measureHolding(docker: Docker): Promise<HoldingFigure[]> {
     for (const variant of ['held', 'free'] as const) {
       log.info(`holding, round ${round}/${ROUNDS}: ${variant}, ${calls} write calls`);
       const running = await spawnServer(
+        '/workspace',
         HINTBOX_BIN,
         ['run', variant === 'held' ? heldProfile : freeProfile],
         hintboxEnv,
@@ -433,6 +477,31 @@ async function measureHolding(docker: Docker): Promise<HoldingFigure[]> {
   ];
 }
 
+/**
+ * `hintbox approve --all` as a new user's first command: a fresh state folder (no kept tools, no
+ * audit log) and no lock file; the image is built (as after `hintbox images build`). Once per
+ * round; the median and spread in ms.
+ */
+function measureFreshApprove(profileText: string, workspace: string): { median: number; spread: number } {
+  const times: number[] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    const fresh = mkdtempSync(path.join(os.tmpdir(), 'hintbox-bench-fresh-'));
+    try {
+      const file = path.join(fresh, 'filesystem.yaml');
+      writeFileSync(file, profileText);
+      const t0 = performance.now();
+      execFileSync(HINTBOX_BIN, ['approve', file, '--all'], {
+        env: { ...process.env, WORKSPACE: workspace, HINTBOX_STATE_DIR: path.join(fresh, 'state') },
+        stdio: 'ignore',
+      });
+      times.push(performance.now() - t0);
+    } finally {
+      rmSync(fresh, { recursive: true, force: true });
+    }
+  }
+  return { median: median(times), spread: spread(times) };
+}
+
 interface ScaleResult {
   servers: number;
   startMs: number;
@@ -447,8 +516,10 @@ async function measureScale(docker: Docker): Promise<ScaleResult[]> {
     const t0 = performance.now();
     const all = await Promise.all(
       Array.from({ length: n }, () =>
-        spawnServer(HINTBOX_BIN, ['run', hintboxProfile], hintboxEnv).then(
-          async (r) => (await r.client.listTools(), r),
+        // Up: its first call answered (with the lock file tools/list is answered before the
+        // server is up).
+        spawnServer('/workspace', HINTBOX_BIN, ['run', hintboxProfile], hintboxEnv).then(
+          async (r) => (await r.client.callTool({ name: 'list_allowed_directories', arguments: {} }), r),
         ),
       ),
     );
@@ -509,6 +580,8 @@ function summarize(rounds: Record<VariantName, RoundResult>[], scale: ScaleResul
   const atLeast = (limit: number) => (ratio: number) => ({ text: `≥ ${limit} × docker`, met: ratio >= limit });
   const figures: Figure[] = [
     figure('cold start (launch → first tools/list; approved lock file)', 'ms', (r) => r.coldStartMs, atMost(1.0)),
+    figure('launch → first answered read-only call (ro-offline)', 'ms', (r) => r.firstReadMs),
+    figure('launch → first answered write call (rw-offline)', 'ms', (r) => r.firstWriteMs),
     figure('call latency p50', 'ms', (r) => r.latency.p50, atMost(1.05)),
     figure('call latency p99', 'ms', (r) => r.latency.p99, atMost(1.5)),
     ...CONCURRENCY.map((c) =>
@@ -543,7 +616,11 @@ function summarize(rounds: Record<VariantName, RoundResult>[], scale: ScaleResul
 }
 
 function formatReport(
-  report: ReturnType<typeof summarize> & { holding: HoldingFigure[]; auditLog?: AuditLogFigures },
+  report: ReturnType<typeof summarize> & {
+    freshApprove: { median: number; spread: number };
+    holding: HoldingFigure[];
+    auditLog?: AuditLogFigures;
+  },
 ): string {
   const fmt = (x: number) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
   const rows = report.figures.map((f) => [
@@ -567,6 +644,8 @@ function formatReport(
     widths.map((w) => '-'.repeat(w)).join('-|-'),
     ...rows.map(line),
     '',
+    `first hintbox approve --all on a fresh machine (no lock file, empty state folder; image built): ${fmt(report.freshApprove.median)} ±${fmt(report.freshApprove.spread)} ms`,
+    '',
     `memory per hintbox sandbox (container, without page cache): median ${fmt(report.sandboxMemoryMb.median)} MB, ${report.sandboxMemoryMb.perSandbox} sandboxes per server`,
     '',
     `CPU per call at ${Math.max(...CONCURRENCY)} in flight, by process (µs, median over rounds; ${CPU_CALLS_FACTOR} × ${report.calls} calls):`,
@@ -584,7 +663,7 @@ function formatReport(
         `  ${h.name.padEnd(50)} held ${fmt(h.held)}  free ${fmt(h.free)}  held/free ${h.ratio.toFixed(2)}×  (+${fmt(h.held - h.free)} ms)`,
     ),
     '',
-    'scale: N filesystem servers under hintbox at once',
+    'scale: N filesystem servers under hintbox at once (up: first call answered)',
     ...report.scale.map(
       (s) =>
         `  ${String(s.servers).padStart(2)} server(s): all up in ${fmt(s.startMs)} ms; hintbox processes ${fmt(s.hintboxRssMb)} MB, sandboxes ${fmt(s.sandboxMb)} MB`,

@@ -71,6 +71,15 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         title:
           'reads the lock file again when a blocked tool is called, and serves it once the same definition is approved',
       },
+      {
+        file: 'unit/lock-file.test.ts',
+        title: 'blocks every tool, whatever the trust, when the lock file cannot be read; logs and audits it',
+      },
+      {
+        file: 'integration/approval.test.ts',
+        title:
+          'hides every tool when the lock file cannot be read at a re-listing (fail closed), audits it, and serves an approved tool again once it reads',
+      },
     ],
   },
   {
@@ -91,6 +100,10 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         title: 'records a call whose sandbox is killed in the middle as sandbox-died',
       },
       { file: 'integration/audit-crash.test.ts', title: 'every call the server received has its intent in the log' },
+      {
+        file: 'integration/audit-disk-full.test.ts',
+        title: 'is kept and written once the disk has room again, into a new file linked past the torn line',
+      },
     ],
   },
   {
@@ -101,6 +114,10 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       { file: 'unit/audit-log.test.ts', title: 'a changed line: the line after it breaks' },
       { file: 'unit/audit-log.test.ts', title: 'a removed line, two lines swapped, a line added' },
       { file: 'unit/audit-log.test.ts', title: 'a file removed from the middle or the start of a chain' },
+      {
+        file: 'unit/audit-log.test.ts',
+        title: 'a whole last line cut short (its newline gone) is a break where the next file links to it',
+      },
       { file: 'integration/audit-crash.test.ts', title: 'audit verify passes on the log of the killed run' },
       {
         file: 'integration/audit-crash.test.ts',

@@ -1,7 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import path from 'node:path';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { pinHash, toJsonValue, type JsonValue, type PinnedDefinition, type ToolPin } from '../policy/tool-pin.js';
+import { withExclusiveLock, type ExclusiveLockOptions } from '../util/exclusive-lock.js';
 import { escapeInvisibleInJson } from '../util/render-server-text.js';
 
 /**
@@ -57,6 +59,21 @@ export function instructionsHash(text: string | null | undefined): string | null
  */
 export function lockedTool(lock: LockFile, name: string): LockedTool | undefined {
   return Object.hasOwn(lock.tools, name) ? lock.tools[name] : undefined;
+}
+
+/**
+ * The locked tools as a server would list them (a field the pin holds as `null` left out), in
+ * name order: what a cold start serves until the running server is verified. Each pins to its
+ * locked hash again.
+ */
+export function lockedDefinitions(lock: LockFile): Tool[] {
+  return Object.keys(lock.tools)
+    .sort()
+    .map((name) => {
+      const { definition } = lock.tools[name]!;
+      const listed = Object.fromEntries(Object.entries(definition).filter(([, value]) => value !== null));
+      return listed as unknown as Tool;
+    });
 }
 
 /** An empty lock of a server. */
@@ -196,6 +213,31 @@ export function writeLockFile(file: string, lock: LockFile): void {
   } catch {
     // a folder that cannot be opened for sync (some file systems): the rename stands
   }
+}
+
+/**
+ * Changes the lock file: under an exclusive lock (`<file>.lock`, see `util/exclusive-lock.ts`)
+ * it reads the file as it is now, applies `edit` and writes the result (when it differs), so
+ * that concurrent `hintbox approve` runs each apply their approvals to the others' and none is
+ * lost. Returns the lock as read under the lock and as written.
+ */
+export async function updateLockFile(
+  file: string,
+  server: string,
+  edit: (current: LockFile) => LockFile,
+  options?: ExclusiveLockOptions,
+): Promise<{ current: LockFile | undefined; updated: LockFile; written: boolean }> {
+  return withExclusiveLock(
+    file,
+    () => {
+      const current = readLockFile(file, server);
+      const updated = edit(current ?? emptyLock(server));
+      const written = !current || serializeLockFile(current) !== serializeLockFile(updated);
+      if (written) writeLockFile(file, updated);
+      return { current, updated, written };
+    },
+    options,
+  );
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

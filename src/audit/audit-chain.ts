@@ -14,6 +14,13 @@ import { parseAuditLine, type AuditLine, type AuditRecordError } from './audit-r
  * last lines (or last files) cut off, when no `log.close` was written — a process killed
  * looks the same. `hintbox audit verify` prints each chain's head (the hash of its last line)
  * so that it can be kept elsewhere.
+ *
+ * A line is whole once its newline is written. A last line without one is torn: a write cut
+ * off by a crash or a failed write (a full disk), not part of the chain (nothing links to it;
+ * the writer's next line, in a new file, links to the line before it). It is reported apart
+ * from the breaks: in the newest file of a chain it is where a crash left the chain; in an
+ * earlier file the next file must go on from the line before it, or that file breaks. A torn
+ * line that something links to, or any line that is not a record, is a break.
  */
 
 /** `crypto.hash` (Node ≥ 20.12): one call, without a Hash object (a stream) per line. */
@@ -76,12 +83,15 @@ export interface ChainBreak {
 export interface ChainSummary {
   chain: string;
   files: number;
+  /** Whole lines (torn ones are not counted). */
   lines: number;
   /** SHA-256 of the chain's last line; null when it has none. */
   head: string | null;
   /** The chain ends with `log.close`. */
   closed: boolean;
   breaks: ChainBreak[];
+  /** Torn last lines and empty files: where a crash or a failed write stopped a file; not breaks. */
+  torn: ChainBreak[];
 }
 
 /**
@@ -96,12 +106,15 @@ export class ChainVerifier {
   private lines = 0;
   private files = 0;
   private lastType: string | undefined;
+  /** The current file ends with a torn line (or is empty); its tear is noted once the next file or the end shows which kind. */
+  private tear: { line: number; bytes: number } | undefined;
   private readonly breaks: ChainBreak[] = [];
+  private readonly torn: ChainBreak[] = [];
 
   constructor(readonly chain: string) {}
 
   startFile(file: string, seq: number): void {
-    if (this.file !== '' && this.lineNo === 0) this.fail(0, 'the file is empty');
+    this.endFile(false);
     this.file = file;
     this.lineNo = 0;
     this.files++;
@@ -112,6 +125,15 @@ export class ChainVerifier {
       );
     }
     this.expectedSeq = seq + 1;
+  }
+
+  /**
+   * The file's last line, that has no newline (`bytes` long): torn, not part of the chain. A
+   * line after log.close is a break, torn or not.
+   */
+  tornLine(bytes: number): void {
+    if (this.lastType === 'log.close') this.fail(this.lineNo + 1, 'a line after log.close');
+    else this.tear = { line: this.lineNo + 1, bytes };
   }
 
   /** Checks the next line; returns it parsed, or undefined when it is not a valid line. */
@@ -155,7 +177,7 @@ export class ChainVerifier {
   }
 
   end(): ChainSummary {
-    if (this.file !== '' && this.lineNo === 0) this.fail(0, 'the file is empty');
+    this.endFile(true);
     return {
       chain: this.chain,
       files: this.files,
@@ -163,7 +185,24 @@ export class ChainVerifier {
       head: this.prev,
       closed: this.lastType === 'log.close',
       breaks: this.breaks,
+      torn: this.torn,
     };
+  }
+
+  /** A torn line or an empty file at the end of the current file: noted, with what it means where it is. */
+  private endFile(newest: boolean): void {
+    if (this.file === '') return;
+    const tear = this.tear ?? (this.lineNo === 0 ? { line: 0, bytes: 0 } : undefined);
+    this.tear = undefined;
+    if (!tear) return;
+    const what =
+      tear.line === 0
+        ? 'the file is empty: its first line was never written'
+        : `the last line is cut short (${tear.bytes} bytes, no newline)`;
+    const why = newest
+      ? 'a crash (or a failed write) stopped the chain here, or the line is being written; it is not part of the chain'
+      : 'a write that failed (a full disk?); the next file goes on from the line before it';
+    this.torn.push({ file: this.file, line: tear.line, message: `${what}: ${why}` });
   }
 
   private fail(line: number, message: string): void {

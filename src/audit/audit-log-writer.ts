@@ -39,7 +39,9 @@ import {
  * microtask), each line framed and hashed into the chain when it is recorded. The `append…`
  * methods write at once (and throw). After a failed write the next record starts a new file,
  * linked to the last line written whole; the records after it in the failed write are not
- * recorded (their promises reject).
+ * recorded (their promises reject). An outcome that cannot be written is kept, as it was when
+ * the call ended, and written before the next record, or by a retry on a timer; one still
+ * unwritten when the log closes is logged whole (error), so that it is not lost silently.
  */
 export interface AuditLogWriterOptions {
   dir: string;
@@ -89,6 +91,10 @@ export class AuditLogWriter implements AuditLog, Disposable {
   private needsNewFile = true;
   private closed = false;
   private readonly open = new Map<string, OpenCall>();
+  /** Outcomes whose write failed, oldest first (their fields as text): written before the next record. */
+  private unwritten: { callId: string; body: string }[] = [];
+  private retryTimer: NodeJS.Timeout | undefined;
+  private retryDelayMs = FIRST_RETRY_MS;
   private readonly subject: string;
   /** Tags as stored (normalised, capped), by the name given. */
   private readonly storedTags = new Map<string, string>();
@@ -242,8 +248,64 @@ export class AuditLogWriter implements AuditLog, Disposable {
       field('detail', storedText(report.detail ?? null)) +
       field('hintViolation', storedText(report.hintViolation ?? null)) +
       `,"attempts":${attempts},"durationMs":${Math.max(0, now.getTime() - call.timeMs)}`;
-    this.append(body, settle);
+    // The call has ended: an outcome that cannot be written is decided, only not written yet.
+    const keep = (error: Error): Error => {
+      this.keepUnwritten(id, body);
+      return new Error(`${error.message}; the outcome is kept and written when the log can be appended to`);
+    };
+    try {
+      this.append(body, (error) => settle(error && keep(error)));
+    } catch (error) {
+      if (error instanceof AuditRecordError) throw error;
+      this.open.delete(id);
+      throw keep(asError(error));
+    }
     this.open.delete(id);
+  }
+
+  private keepUnwritten(callId: string, body: string): void {
+    this.unwritten.push({ callId, body });
+    this.scheduleRetry();
+  }
+
+  /** Writes the kept outcomes on a timer (when no other record comes), backing off while it fails. */
+  private scheduleRetry(): void {
+    if (this.retryTimer !== undefined || this.closed) return;
+    const delayMs = this.retryDelayMs;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      if (this.closed || this.unwritten.length === 0) return;
+      this.retryDelayMs = Math.min(delayMs * 2, MAX_RETRY_MS); // for a retry that fails again
+      try {
+        this.queueUnwritten();
+        this.flush(); // one that fails again is kept again, and the next retry is scheduled
+      } catch (error) {
+        this.options.log.debug(
+          `audit log: still cannot write ${this.unwritten.length} outcome(s): ${(error as Error).message}`,
+        );
+      }
+    }, delayMs);
+    this.retryTimer.unref();
+  }
+
+  /** Queues the outcomes kept after a failed write, in order, ahead of what comes next. */
+  private queueUnwritten(): void {
+    const kept = this.unwritten;
+    this.unwritten = [];
+    for (let i = 0; i < kept.length; i++) {
+      const { callId, body } = kept[i]!;
+      try {
+        this.appendLine(body, (error) => {
+          if (error) return this.keepUnwritten(callId, body);
+          this.retryDelayMs = FIRST_RETRY_MS;
+          this.options.log.info(`the outcome of call ${callId} is written late to the audit log`);
+        });
+      } catch (error) {
+        this.unwritten = [...kept.slice(i), ...this.unwritten];
+        this.scheduleRetry();
+        throw error;
+      }
+    }
   }
 
   /** Queues a record through `queue` and writes it (with anything queued before it); throws when it is not written. */
@@ -272,12 +334,21 @@ export class AuditLogWriter implements AuditLog, Disposable {
   /** Writes `log.close` and closes the file. Calls still in flight keep no outcome. */
   close(): void {
     if (this.closed) return;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
     try {
       this.writeNow((settle) => this.append(this.head(this.ids(), this.clock.now(), 'log.close'), settle));
     } catch (error) {
       this.options.log.error(`could not close the audit log: ${(error as Error).message}`);
     }
-    this.closed = true;
+    this.closed = true; // before the kept outcomes are dropped: no retry is scheduled any more
+    clearTimeout(this.retryTimer);
+    for (const { callId, body } of this.unwritten) {
+      this.options.log.error(
+        `the outcome of call ${callId} could not be written to the audit log ${this.currentFile}: ${body}}`,
+      );
+    }
+    this.unwritten = [];
     if (this.fd !== undefined) closeSync(this.fd);
     this.fd = undefined;
   }
@@ -331,6 +402,11 @@ export class AuditLogWriter implements AuditLog, Disposable {
    */
   private append(body: string, settle?: (error?: Error) => void): void {
     if (this.closed) throw new AuditRecordError('the audit log is closed');
+    if (this.unwritten.length > 0) this.queueUnwritten();
+    this.appendLine(body, settle);
+  }
+
+  private appendLine(body: string, settle?: (error?: Error) => void): void {
     if (this.needsNewFile) this.startFile();
     let line = this.framed(body, settle);
     const filled = this.size + this.queuedBytes;
@@ -361,6 +437,10 @@ export class AuditLogWriter implements AuditLog, Disposable {
     return { text, bytes: Buffer.byteLength(text, 'utf8') + 1, hash, ...(settle ? { settle } : {}) };
   }
 }
+
+/** The first retry of a kept outcome after this long; each that fails doubles it, up to MAX_RETRY_MS. */
+const FIRST_RETRY_MS = 1000;
+const MAX_RETRY_MS = 30_000;
 
 /** Tag names remembered as stored, at most: a server's claimed tags are its own. */
 const MAX_CACHED_TAGS = 1000;

@@ -1,6 +1,5 @@
 import { createReadStream, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { normalizeTag } from '../policy/tool-tags.js';
 import { ChainVerifier, parseAuditFileName, type ChainSummary } from './audit-chain.js';
 import {
@@ -12,6 +11,7 @@ import {
   type CallIntentLine,
   type CallOutcomeLine,
 } from './audit-record.js';
+import { LineSplitter } from './line-splitter.js';
 
 /**
  * Reading the audit folder: its chains (`audit-chain.ts`), each file streamed line by line, so
@@ -47,14 +47,20 @@ export function listAuditChains(dir: string): AuditChainFiles[] {
   return list;
 }
 
-/** The lines of a file, without their newlines; a last line without one is still given. */
-export async function* fileLines(file: string): AsyncGenerator<string> {
-  const input = createReadStream(file, { encoding: 'utf8', highWaterMark: 1 << 20 });
-  const lines = createInterface({ input, crlfDelay: Infinity });
+/**
+ * The lines of a file, without their newlines (split at `\n` only, as written); a last line
+ * without one is given last as `torn`, with its length in bytes (see `audit-chain.ts`).
+ */
+export async function* fileLines(file: string): AsyncGenerator<{ text: string; torn?: number }> {
+  const input = createReadStream(file, { highWaterMark: 1 << 20 });
+  const splitter = new LineSplitter();
   try {
-    for await (const line of lines) yield line;
+    for await (const chunk of input as AsyncIterable<Buffer>) {
+      for (const { line } of splitter.push(chunk)) yield { text: line.toString('utf8') };
+    }
+    const rest = splitter.rest();
+    if (rest.length > 0) yield { text: rest.toString('utf8'), torn: rest.length };
   } finally {
-    lines.close();
     input.destroy();
   }
 }
@@ -66,7 +72,10 @@ export async function verifyAuditLog(dir: string): Promise<ChainSummary[]> {
     const verifier = new ChainVerifier(chain.chain);
     for (const { file, seq } of chain.files) {
       verifier.startFile(file, seq);
-      for await (const text of fileLines(file)) verifier.line(text);
+      for await (const { text, torn } of fileLines(file)) {
+        if (torn === undefined) verifier.line(text);
+        else verifier.tornLine(torn);
+      }
     }
     summaries.push(verifier.end());
   }
@@ -207,7 +216,8 @@ export async function scanAuditLog(
     // What `emit` returns (a writer that wants to drain) is awaited: memory stays bounded.
     const complete = (call: AuditCallRecord): void | Promise<void> => (match.complete(call) ? emit(call) : undefined);
     for (const { file } of chain.files) {
-      for await (const text of fileLines(file)) {
+      for await (const { text, torn } of fileLines(file)) {
+        if (torn !== undefined) continue; // not a record written (see hintbox audit verify)
         let line: AuditLine;
         try {
           line = parseAuditLine(text);

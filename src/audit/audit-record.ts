@@ -126,6 +126,7 @@ export type AuditEvent =
     }
   | { type: 'hint.violation'; session: string; server: string; tool: string | null; sandbox: string; violation: string }
   | { type: 'pin.narrowed'; session: string; server: string; tool: string; pin: string; changes: readonly string[] }
+  | { type: 'approvals.unreadable'; session: string; server: string; error: string }
   | { type: 'sandbox.start'; session: string; server: string; sandbox: string; container: string }
   | { type: 'sandbox.stop'; session: string; server: string; sandbox: string; container: string };
 
@@ -265,6 +266,7 @@ export const AUDIT_LINE_TYPES: readonly AuditLine['type'][] = [
   'approval.answered',
   'hint.violation',
   'pin.narrowed',
+  'approvals.unreadable',
   'sandbox.start',
   'sandbox.stop',
 ];

@@ -1,9 +1,11 @@
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import path from 'node:path';
 import type pg from 'pg';
 import type { Logger } from '../util/logger.js';
-import { lineHash } from './audit-chain.js';
+import { auditFileName, lineHash } from './audit-chain.js';
 import { listAuditChains, type AuditChainFiles } from './audit-reader.js';
 import { AuditRecordError, parseAuditLine } from './audit-record.js';
+import { LineSplitter } from './line-splitter.js';
 
 /**
  * A sink for platforms: copies the audit log into Postgres (`HINTBOX_DATABASE_URL`), for
@@ -12,9 +14,18 @@ import { AuditRecordError, parseAuditLine } from './audit-record.js';
  * behind, and catches up when the database is back.
  *
  * At least once and idempotent: each line is a row keyed by (chain, seq, line), inserted with
- * ON CONFLICT DO NOTHING, and where a chain got to (`hintbox.audit_shipped`) is written in the
- * same transaction as its lines. A line goes in only once it ends with its newline (a line
- * being written is left for the next pass). Each row keeps the line's exact text (so the chain
+ * ON CONFLICT DO NOTHING, and where a chain got to (`hintbox.audit_shipped`: seq, line and the
+ * byte offset past that line) is written in the same transaction as its lines, never backwards.
+ * So shippers in several processes may ship the same chain at once: a line is numbered the same
+ * by each (its place in its file), the second insert of it does nothing, and none is lost. A
+ * line goes in only once it ends with its newline (a line being written is left for the next
+ * pass; a torn one, never finished, is never shipped: see `audit-chain.ts`).
+ *
+ * Not wasteful: several hintbox processes share one folder, each with its own chain. A run's
+ * sink (`chain`) ships its own chain every pass, reading from where the database says it got
+ * to, and the folder's other chains only when it sweeps (its first pass, then every
+ * `sweepEveryMs`): those of runs without a sink, killed, or stopped while the database was
+ * down. A chain closed and shipped, or shipped up to the end of its last file, costs no read. Each row keeps the line's exact text (so the chain
  * can be verified from the database: `hash`, `prev`) and, for queries, the record as jsonb (with
  * NUL and lone surrogates, which jsonb cannot hold, as U+FFFD; the text keeps them escaped).
  */
@@ -41,7 +52,8 @@ CREATE TABLE IF NOT EXISTS hintbox.audit_shipped (
   line int NOT NULL,
   head text,
   closed boolean NOT NULL DEFAULT false
-);`;
+);
+ALTER TABLE hintbox.audit_shipped ADD COLUMN IF NOT EXISTS bytes bigint;`;
 
 export interface PostgresAuditSinkOptions {
   url: string;
@@ -52,19 +64,26 @@ export interface PostgresAuditSinkOptions {
   batchLines?: number;
   /** How long a connection or a statement may take before the pass fails, in ms. Default 30 000. */
   timeoutMs?: number;
+  /**
+   * The chain this process writes: shipped every pass, the others only in a sweep. Without it
+   * (`hintbox audit ship`) every pass is a sweep.
+   */
+  chain?: string;
+  /** How often a run's sink sweeps the folder's other chains, in ms. Default 600 000. */
+  sweepEveryMs?: number;
 }
 
-/** Where a chain got to: the last line shipped (seq and 1-based line; line 0: none of that file). */
+/**
+ * Where a chain got to: the last line shipped (seq and 1-based line; line 0: none of that
+ * file) and the byte offset just past it in its file (null in rows of an older hintbox: the
+ * file is then read from its start, skipping `line` lines).
+ */
 interface Progress {
   seq: number;
   line: number;
+  bytes: number | null;
   head: string | null;
   closed: boolean;
-}
-
-/** This process's byte offset of a chain's progress, so that a pass does not read a file again from its start. */
-interface Cursor extends Progress {
-  offset: number;
 }
 
 interface Row {
@@ -83,8 +102,8 @@ interface Row {
 export class PostgresAuditSink {
   /** pg is loaded only by a run that has a sink (dynamic import: not at every hintbox start). */
   private readonly pool: Promise<pg.Pool>;
-  private readonly cursors = new Map<string, Cursor>();
   private schemaReady = false;
+  private nextSweep = 0;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> | undefined;
   private failing = false;
@@ -106,28 +125,42 @@ export class PostgresAuditSink {
     });
   }
 
-  /** One pass: every chain's lines that are not in the database yet. Throws when the database fails. */
-  async shipOnce(): Promise<{ lines: number }> {
+  /**
+   * One pass: the lines not in the database yet of this process's chain, or (in a sweep, or
+   * without `chain`) of every chain of the folder. Throws when the database fails.
+   */
+  async shipOnce(options: { sweep?: boolean } = {}): Promise<{ lines: number }> {
     if (!this.schemaReady) {
       await (await this.pool).query(SCHEMA);
       this.schemaReady = true;
     }
+    const own = this.options.chain;
+    const sweep = own === undefined || (options.sweep ?? Date.now() >= this.nextSweep);
+    const listed = sweep ? listAuditChains(this.options.dir) : [];
+    const names = listed.map((c) => c.chain);
+    if (own !== undefined && !names.includes(own)) names.push(own);
     const shipped = await (
       await this.pool
-    ).query<{
-      chain: string;
-      seq: number;
-      line: number;
-      head: string | null;
-      closed: boolean;
-    }>('SELECT chain, seq, line, head, closed FROM hintbox.audit_shipped');
-    const progress = new Map(shipped.rows.map((r) => [r.chain, r as Progress]));
+    ).query<Omit<Progress, 'bytes'> & { chain: string; bytes: string | null }>(
+      'SELECT chain, seq, line, bytes, head, closed FROM hintbox.audit_shipped WHERE chain = ANY($1)',
+      [names],
+    );
+    const progress = new Map<string, Progress>(
+      shipped.rows.map((r) => [r.chain, { ...r, bytes: r.bytes === null ? null : Number(r.bytes) }]),
+    );
+    const chains = listed.filter((c) => c.chain !== own);
+    // Its own chain by name, from the file it got to: no listing of the folder every second.
+    if (own !== undefined) chains.push(chainFiles(this.options.dir, own, progress.get(own)?.seq ?? 0));
     let lines = 0;
-    for (const chain of listAuditChains(this.options.dir)) {
+    for (const chain of chains) {
       const at = progress.get(chain.chain);
-      if (at?.closed) continue;
-      lines += await this.shipChain(chain, at ?? { seq: chain.files[0]?.seq ?? 0, line: 0, head: null, closed: false });
+      if (at?.closed || (at && shippedToTheEnd(chain, at))) continue;
+      lines += await this.shipChain(
+        chain,
+        at ?? { seq: chain.files[0]?.seq ?? 0, line: 0, bytes: 0, head: null, closed: false },
+      );
     }
+    if (sweep) this.nextSweep = Date.now() + (this.options.sweepEveryMs ?? 600_000);
     return { lines };
   }
 
@@ -168,7 +201,7 @@ export class PostgresAuditSink {
     if (this.timer) clearTimeout(this.timer);
     const last = (async () => {
       await this.running?.catch(() => undefined);
-      await this.shipOnce().catch((error: Error) =>
+      await this.shipOnce({ sweep: false }).catch((error: Error) =>
         this.options.log.warn(`audit sink: the last lines stay in the log only for now: ${error.message}`),
       );
     })();
@@ -183,15 +216,13 @@ export class PostgresAuditSink {
   }
 
   private async shipChain(chain: AuditChainFiles, from: Progress): Promise<number> {
-    const cached = this.cursors.get(chain.chain);
-    const cursor: Cursor =
-      cached && cached.seq === from.seq && cached.line === from.line ? cached : { ...from, offset: -1 };
+    // `offset` -1: not known (a row of an older hintbox), read from the start skipping `line` lines.
+    const cursor = { ...from, offset: from.bytes ?? -1 };
     let total = 0;
     let batch: Row[] = [];
     const flush = async (): Promise<void> => {
       if (batch.length === 0) return;
       await this.insert(chain.chain, batch, cursor);
-      this.cursors.set(chain.chain, { ...cursor });
       total += batch.length;
       batch = [];
     };
@@ -240,7 +271,7 @@ export class PostgresAuditSink {
     return total;
   }
 
-  private async insert(chain: string, rows: readonly Row[], cursor: Cursor): Promise<void> {
+  private async insert(chain: string, rows: readonly Row[], cursor: Progress & { offset: number }): Promise<void> {
     const column = <K extends keyof Row>(key: K): Row[K][] => rows.map((r) => r[key]);
     const client = await (await this.pool).connect();
     try {
@@ -265,11 +296,11 @@ export class PostgresAuditSink {
       );
       // Never backwards: another process may have shipped further meanwhile.
       await client.query(
-        `INSERT INTO hintbox.audit_shipped AS s (chain, seq, line, head, closed) VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (chain) DO UPDATE SET seq = EXCLUDED.seq, line = EXCLUDED.line, head = EXCLUDED.head,
-           closed = EXCLUDED.closed
+        `INSERT INTO hintbox.audit_shipped AS s (chain, seq, line, bytes, head, closed) VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (chain) DO UPDATE SET seq = EXCLUDED.seq, line = EXCLUDED.line, bytes = EXCLUDED.bytes,
+           head = EXCLUDED.head, closed = EXCLUDED.closed
          WHERE (EXCLUDED.seq, EXCLUDED.line) > (s.seq, s.line)`,
-        [chain, cursor.seq, cursor.line, cursor.head, cursor.closed],
+        [chain, cursor.seq, cursor.line, cursor.offset, cursor.head, cursor.closed],
       );
       await client.query('COMMIT');
     } catch (error) {
@@ -278,6 +309,29 @@ export class PostgresAuditSink {
     } finally {
       client.release();
     }
+  }
+}
+
+/** One chain's files from `fromSeq` on, found by name (a writer leaves no gap in its numbering). */
+function chainFiles(dir: string, chain: string, fromSeq: number): AuditChainFiles {
+  const files: AuditChainFiles['files'] = [];
+  for (let seq = fromSeq; ; seq++) {
+    const file = path.join(dir, auditFileName(chain, seq));
+    if (!existsSync(file)) break;
+    files.push({ file, seq });
+  }
+  return { chain, files };
+}
+
+/** The database has the chain up to the end of its last file: nothing to read. */
+function shippedToTheEnd(chain: AuditChainFiles, at: Progress): boolean {
+  const last = chain.files.at(-1);
+  if (!last || last.seq !== at.seq || at.bytes === null) return false;
+  try {
+    return statSync(last.file).size === at.bytes;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
   }
 }
 
@@ -307,27 +361,21 @@ function* completeLines(
   }
   try {
     let position = offset < 0 ? 0 : offset;
+    let end = position;
     let skip = offset < 0 ? skipLines : 0;
     const chunk = Buffer.alloc(1 << 20);
-    let pending: Buffer = Buffer.alloc(0);
-    let pendingStart = position;
+    const splitter = new LineSplitter();
     for (;;) {
       const read = readSync(fd, chunk, 0, chunk.length, position);
       if (read === 0) return; // an unterminated tail waits for the next pass
       position += read;
-      const data = pending.length ? Buffer.concat([pending, chunk.subarray(0, read)]) : chunk.subarray(0, read);
-      let start = 0;
-      for (let nl = data.indexOf(0x0a, start); nl !== -1; nl = data.indexOf(0x0a, start)) {
-        const end = pendingStart + nl + 1;
-        const text = data.toString('utf8', start, nl);
-        start = nl + 1;
+      for (const { line, bytes } of splitter.push(chunk.subarray(0, read))) {
+        end += bytes;
         if (skip > 0) {
           skip--;
-          yield { text, end, skip: true };
-        } else yield { text, end, skip: false };
+          yield { text: '', end, skip: true };
+        } else yield { text: line.toString('utf8'), end, skip: false };
       }
-      pending = Buffer.from(data.subarray(start));
-      pendingStart += start;
     }
   } finally {
     closeSync(fd);

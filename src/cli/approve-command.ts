@@ -6,13 +6,13 @@ import {
   lockTool,
   readLockFile,
   serializeLockFile,
-  writeLockFile,
+  updateLockFile,
   type LockFile,
 } from '../approvals/lock-file.js';
 import { diffPins, formatPinChanges, pinTool } from '../policy/tool-pin.js';
 import { HintboxSession } from '../session/hintbox-session.js';
 import { renderServerLines, renderServerText } from '../util/render-server-text.js';
-import { cliLog, dockerReady, profileArg } from './common.js';
+import { cliLog, engineReady, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';
 import { UsageError } from './usage-error.js';
 
@@ -46,8 +46,8 @@ export const approveCommand: CommandSpec = {
     }
     const lockFile = lockFilePath(profile.file);
     const before = readLockFile(lockFile, profile.name);
-    const docker = await dockerReady();
-    await using session = await HintboxSession.open({ profile, docker, log: cliLog, startAll: false });
+    const engine = await engineReady();
+    await using session = await HintboxSession.open({ profile, engine, log: cliLog, startAll: false });
     const listed = new Map(session.tools.map((t) => [t.name, t]));
     const unknown = names.filter((n) => !listed.has(n));
     if (unknown.length)
@@ -55,20 +55,27 @@ export const approveCommand: CommandSpec = {
         `approve: ${profile.name} lists no tool ${unknown.map(renderServerText).join(', ')} (it lists ${[...listed.keys()].join(', ')})`,
       );
     const out = (line: string): void => void process.stdout.write(line + '\n');
+    // What is shown is against the lock as read before listing; what is written is these
+    // changes applied to the lock as it is when written (another approve may have run meanwhile).
+    const changes: ((lock: LockFile) => LockFile)[] = [];
+    const change = (edit: (lock: LockFile) => LockFile): void => {
+      changes.push(edit);
+      lock = edit(lock);
+    };
     let lock: LockFile = before ?? emptyLock(profile.name);
     if (values.all) {
       for (const gone of Object.keys(lock.tools).filter((n) => !listed.has(n))) {
         out(`${renderServerText(gone)}: no longer listed by the server: removed from the lock`);
-        const tools = { ...lock.tools };
-        delete tools[gone];
-        lock = { ...lock, tools };
       }
+      change((l) => ({ ...l, tools: Object.fromEntries(Object.entries(l.tools).filter(([n]) => listed.has(n))) }));
     }
     for (const name of values.all ? [...listed.keys()] : names) {
       const pin = pinTool(listed.get(name)!);
       const approved = lockedTool(lock, name);
       if (approved?.sha256 === pin.hash) {
         out(`${name}: already approved (${pin.hash.slice(0, 12)})`);
+        // Kept so, whatever another approve wrote meanwhile.
+        changes.push((l) => lockTool(l, pin));
         continue;
       }
       out(approved ? `${name}: changed since it was approved:` : `${name}: never approved; its definition:`);
@@ -77,7 +84,7 @@ export const approveCommand: CommandSpec = {
         ? formatPinChanges(diffPins(approved.definition, pin.definition)).map(renderServerText)
         : renderServerLines(JSON.stringify(pin.definition, null, 2));
       for (const line of lines) out(`  ${line}`);
-      lock = lockTool(lock, pin);
+      change((l) => lockTool(l, pin));
       out(`${name}: approved (${pin.hash.slice(0, 12)})`);
     }
     const text = session.instructions ?? null;
@@ -99,7 +106,7 @@ export const approveCommand: CommandSpec = {
           ])
             out(`  ${line}`);
         }
-        lock = { ...lock, instructions: { text, sha256: hash } };
+        change((l) => ({ ...l, instructions: { text, sha256: hash } }));
         out(`instructions: approved${hash ? ` (${hash.slice(0, 12)})` : ' (none)'}`);
       }
     } else if (text !== null && hash !== lock.instructions.sha256) {
@@ -107,12 +114,13 @@ export const approveCommand: CommandSpec = {
         `instructions: ${lock.instructions.sha256 ? 'changed since approved' : 'not approved'}; withheld from clients until "hintbox approve ${profile.file} --instructions"`,
       );
     }
-    if (before && serializeLockFile(before) === serializeLockFile(lock)) {
-      cliLog.info(`${lockFile} unchanged`);
-      return 0;
+    const { current, written } = await updateLockFile(lockFile, profile.name, (l) =>
+      changes.reduce((acc, edit) => edit(acc), l),
+    );
+    if (current && (!before || serializeLockFile(current) !== serializeLockFile(before))) {
+      cliLog.info(`${lockFile} changed while the server was listed (another approve?): those approvals are kept`);
     }
-    writeLockFile(lockFile, lock);
-    cliLog.info(`approvals written to ${lockFile}: review and commit it`);
+    cliLog.info(written ? `approvals written to ${lockFile}: review and commit it` : `${lockFile} unchanged`);
     return 0;
   },
 };

@@ -38,8 +38,10 @@ Filters:
   --json          one JSON object per line (full arguments)
 
 verify checks every hash chain of the log and prints where one breaks (a line changed,
-removed, inserted or moved; a file missing): exit 1 if any does. It prints each chain's head
-(the SHA-256 of its last line): a cut-off tail is only found against a head kept elsewhere.
+removed, inserted or moved; a file missing): exit 1 if any does. A last line without its
+newline (a write cut off by a crash or a full disk) is printed as torn, not as a break, when
+nothing links to it. It prints each chain's head (the SHA-256 of its last whole line): a
+cut-off tail is only found against a head kept elsewhere.
 
 ship copies what the Postgres at HINTBOX_DATABASE_URL does not have yet of the log into it
 (tables hintbox.audit_log and hintbox.audit_shipped; idempotent), as "hintbox run" does in the
@@ -120,21 +122,27 @@ async function verify(dir: string): Promise<number> {
   const chains = await verifyAuditLog(dir);
   let broken = 0;
   let lines = 0;
+  let torn = 0;
   const out = new LineOutput();
+  const place = (p: { file: string; line: number }): string => `${p.file}${p.line ? `:${p.line}` : ''}`;
   for (const chain of chains) {
     lines += chain.lines;
-    for (const b of chain.breaks) await out.write(`${b.file}${b.line ? `:${b.line}` : ''}: ${b.message}`);
+    torn += chain.torn.length;
+    for (const b of chain.breaks) await out.write(`${place(b)}: ${b.message}`);
+    for (const t of chain.torn) await out.write(`${place(t)}: torn, not a break: ${t.message}`);
     if (chain.breaks.length) broken++;
     await out.write(
       `chain ${chain.chain}: ${chain.lines} line(s) in ${chain.files} file(s), ${chain.breaks.length ? `BROKEN (${chain.breaks.length})` : 'ok'}, ` +
+        `${chain.torn.length ? `${chain.torn.length} torn, ` : ''}` +
         `${chain.closed ? 'closed' : 'not closed (its process runs, or was killed)'}, head ${chain.head ?? '-'}`,
     );
   }
+  const tornNote = torn ? ` (${torn} torn by a crash or a failed write, see above)` : '';
   await out.write(
     broken
       ? `audit log ${dir}: ${broken} of ${chains.length} chain(s) broken`
       : chains.length
-        ? `audit log ${dir}: ${chains.length} chain(s), ${lines} line(s), every chain holds`
+        ? `audit log ${dir}: ${chains.length} chain(s), ${lines} line(s), every chain holds${tornNote}`
         : `audit log ${dir}: no chain yet (no record was written here)`,
   );
   await out.end();

@@ -1,9 +1,8 @@
-import os from 'node:os';
 import { sweepSocketDirs } from '../util/sweep-socket-dirs.js';
 import { sweepPreviewDirs } from '../sandbox/preview.js';
 import { loadProfile, type Profile } from '../profile/load-profile.js';
-import { connectDocker, type DockerConnection } from '../sandbox/docker-connection.js';
-import { makeIsOwnerAlive, sweepOrphans } from '../sandbox/sweep.js';
+import { DockerEngine } from '../engine/docker/docker-engine.js';
+import type { SandboxEngine } from '../engine/sandbox-engine.js';
 import { createLogger, logLevelFromEnv, type Logger } from '../util/logger.js';
 import { UsageError } from './usage-error.js';
 
@@ -19,12 +18,15 @@ export function profileArg(command: string, positionals: string[]): Profile {
   return loadProfile(positionals[0] as string);
 }
 
-/** Connects to Docker and sweeps what crashed runs left behind. */
-export async function dockerReady(log: Logger = cliLog): Promise<DockerConnection> {
-  const docker = await connectDocker();
-  log.debug(`Docker at ${docker.endpoint}, API ${docker.apiVersion}`);
-  await sweepOrphans(docker.docker, makeIsOwnerAlive(os.hostname()), log);
+/** Connects to the sandbox engine (Docker) and sweeps what crashed runs left behind. */
+export async function engineReady(log: Logger = cliLog): Promise<SandboxEngine> {
+  const engine = await DockerEngine.connect({
+    log,
+    ...(process.env.HINTBOX_BASE_IMAGE ? { baseImage: process.env.HINTBOX_BASE_IMAGE } : {}),
+  });
+  log.debug(engine.description);
+  await engine.sweepOrphans(log);
   for (const dir of sweepSocketDirs()) log.debug(`swept socket folder ${dir} (its run is gone)`);
   for (const dir of await sweepPreviewDirs()) log.debug(`swept preview copy ${dir} (its run is gone)`);
-  return docker;
+  return engine;
 }

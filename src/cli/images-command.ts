@@ -1,5 +1,4 @@
-import { ImageBuilder } from '../images/image-builder.js';
-import { connectDocker } from '../sandbox/docker-connection.js';
+import { DockerEngine } from '../engine/docker/docker-engine.js';
 import { cliLog, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';
 import { UsageError } from './usage-error.js';
@@ -24,14 +23,11 @@ export const imagesBuildCommand: CommandSpec = {
     if (sub !== 'build')
       throw new UsageError(`images: expected "build", got ${sub === undefined ? 'nothing' : `"${sub}"`}`);
     const profile = profileArg('images build', rest);
-    const docker = await connectDocker();
-    const builder = new ImageBuilder({
-      docker: docker.docker,
+    const engine = await DockerEngine.connect({
       log: cliLog,
       ...(process.env.HINTBOX_BASE_IMAGE ? { baseImage: process.env.HINTBOX_BASE_IMAGE } : {}),
-      ...(values.rebuild ? { rebuild: true } : {}),
     });
-    await builder.ensure(profile.server.image, profile.server.build);
+    await engine.prepareImage(profile.server, { rebuild: values.rebuild === true });
     cliLog.info(`image ${profile.server.image} is ready`);
     return 0;
   },

@@ -1,15 +1,15 @@
 import path from 'node:path';
 import type { Gateway } from '../gateway/gateway.js';
-import { NdjsonTransport } from '../gateway/ndjson-transport.js';
+import { NdjsonTransport } from '../mcp/ndjson-transport.js';
 import { parseTagFilter } from '../policy/tool-tags.js';
-import { removeSession } from '../sandbox/sweep.js';
 import { AuditLogWriter } from '../audit/audit-log-writer.js';
 import { lockFilePath, readLockFile, type LockFile } from '../approvals/lock-file.js';
 import { PostgresAuditSink } from '../audit/postgres-sink.js';
 import { auditDir, auditSinkUrl, redactUrl, stateRoot } from '../util/hintbox-paths.js';
-import { HintboxSession, newSessionId } from '../session/hintbox-session.js';
+import { HintboxSession } from '../session/hintbox-session.js';
+import { newSessionId } from '../session/session-sandboxes.js';
 import { knownToolsIn } from '../session/known-tools.js';
-import { cliLog, dockerReady, profileArg } from './common.js';
+import { cliLog, engineReady, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';
 import { delay } from '../util/delay.js';
 
@@ -22,6 +22,11 @@ tools/call to the sandbox of its tool. The classes the same image's tools planne
 (at a first start: the profile's widest class) are started alongside discovery, held at
 hintbox's gate (nothing of the image runs) until this start's tools confirm them; the others
 are removed. The log goes to stderr; stdout is the MCP stream.
+
+With approved tools in the lock file, initialize and tools/list are answered at once from it
+(a cold start) while all of the above runs in the background; every call waits until the
+running server is verified against the lock file, and is routed by what it lists. A server
+that cannot be verified ends the run (exit 1); waiting calls are answered with why.
 
 When the client disconnects (stdin closes), or on SIGINT/SIGTERM/SIGHUP, every container of
 the session is removed. Containers of a run killed with SIGKILL are removed by the next
@@ -59,7 +64,7 @@ export const runCommand: CommandSpec = {
     const log = cliLog;
     const profile = profileArg('run', positionals);
     const tagFilter = typeof values.tags === 'string' ? parseTagFilter(values.tags) : undefined;
-    const docker = await dockerReady(log);
+    const engine = await engineReady(log);
     // A run ends when its client leaves, a signal comes or it fails; never because nothing
     // happens to be pending for a moment (a wait on an unref'd timer during discovery once let
     // hintbox exit 0 with its container left).
@@ -71,7 +76,13 @@ export const runCommand: CommandSpec = {
     }
 
     async function serve(): Promise<number> {
-      // The audit log first: a run that cannot record its calls does not start.
+      // What a person approved: the lock file beside the profile, read (never written) by the run;
+      // a malformed one stops the run before anything starts (audit log, sink, sandboxes).
+      const lockFile = lockFilePath(profile.file);
+      const approvals = (): LockFile | undefined => readLockFile(lockFile, profile.name);
+      const locked = approvals();
+      if (!locked) log.info(`no lock file ${lockFile}: nothing approved yet (see hintbox approve)`);
+      // Then the audit log: a run that cannot record its calls does not start.
       const dir = auditDir();
       let audit: AuditLogWriter;
       try {
@@ -82,42 +93,43 @@ export const runCommand: CommandSpec = {
       // With HINTBOX_DATABASE_URL the log is copied into Postgres in the background: the sink
       // reads the files, never the calls, so a database that is slow or down slows nothing.
       const sinkUrl = auditSinkUrl();
-      const sink = sinkUrl ? new PostgresAuditSink({ url: sinkUrl, dir, log }) : undefined;
+      const sink = sinkUrl ? new PostgresAuditSink({ url: sinkUrl, dir, log, chain: audit.chain }) : undefined;
       if (sink && sinkUrl) {
         log.info(`audit log shipped to ${redactUrl(sinkUrl)}`);
         sink.start();
       }
-      // What a person approved: the lock file beside the profile, read (never written) by the run;
-      // a malformed one stops the run before anything starts.
-      const lockFile = lockFilePath(profile.file);
-      const approvals = (): LockFile | undefined => readLockFile(lockFile, profile.name);
-      if (!approvals()) log.info(`no lock file ${lockFile}: nothing approved yet (see hintbox approve)`);
       const sessionId = newSessionId();
       // Filled in as the session comes up; a signal may arrive at any point before.
       const live: { session?: HintboxSession; gateway?: Gateway } = {};
       let stopping: Promise<void> | undefined;
 
-      const opening = HintboxSession.open({
+      const sessionOptions = {
         profile,
-        docker,
+        engine,
         log,
         sessionId,
         audit,
-        startAll: true,
         knownTools: knownToolsIn(path.join(stateRoot(), 'known-tools')),
         ...(values.rebuild ? { rebuildImages: true } : {}),
-      });
+      };
+      // With approved tools in the lock file the client is served at once from it (a cold
+      // start), while the server is built, discovered and verified in the background; calls
+      // wait for that. Without, the session is up before the client is answered.
+      const cold = locked && Object.keys(locked.tools).length > 0 && !values.rebuild;
+      const opening = cold
+        ? Promise.resolve(HintboxSession.openFromLock({ ...sessionOptions, lock: locked }))
+        : HintboxSession.open({ ...sessionOptions, startAll: true });
       const stop = (why: string): Promise<void> =>
         (stopping ??= (async () => {
           log.info(`stopping session ${sessionId} (${why}): removing its containers`);
           await live.gateway?.close();
           await live.session?.dispose();
-          await removeSession(docker.docker, sessionId).catch(() => undefined);
+          await engine.removeSession(sessionId).catch(() => undefined);
           // A start still under way may create containers after the first removal.
           const late = await Promise.race([opening.catch(() => undefined), delay(15_000)]);
           // A session that came up after the signal: its relays and database roles go too.
           if (late && late !== live.session) await late.dispose();
-          await removeSession(docker.docker, sessionId).catch(() => undefined);
+          await engine.removeSession(sessionId).catch(() => undefined);
           audit.close();
           await sink?.stop();
         })());
@@ -127,6 +139,7 @@ export const runCommand: CommandSpec = {
         });
       }
 
+      let why = 'client disconnected';
       let session: HintboxSession;
       try {
         session = live.session = await opening;
@@ -147,14 +160,36 @@ export const runCommand: CommandSpec = {
           gateway.server.onclose = () => resolve();
         });
         await gateway.connect(new NdjsonTransport(process.stdin, process.stdout, false));
-        log.info(
-          `serving ${session.plan.tools.length} tool(s) of ${profile.name} from ${session.plan.sandboxes.length} sandbox(es) ` +
-            `(${session.plan.sandboxes.map((s) => s.id).join(', ')}), session ${sessionId}`,
-        );
+        if (session.verified) {
+          log.info(
+            `serving the ${session.plan.tools.length} approved tool(s) of ${profile.name} from its lock file while the server is verified; calls wait for that (session ${sessionId})`,
+          );
+        }
+        // A server that cannot be verified ends the run: its waiting calls are answered with why.
+        let failed: Error | undefined;
+        await Promise.race([
+          disconnected,
+          (session.verified ?? Promise.resolve()).then(
+            () =>
+              log.info(
+                `serving ${session.plan.tools.length} tool(s) of ${profile.name} from ${session.plan.sandboxes.length} sandbox(es) ` +
+                  `(${session.plan.sandboxes.map((s) => s.id).join(', ')}), session ${sessionId}`,
+              ),
+            (error: Error) => void (failed = error),
+          ),
+        ]);
+        if (failed) {
+          // The calls that waited are answered (their error is queued) before the gateway closes,
+          // and the client's stream is let go so that the process can end.
+          await new Promise((resolve) => setImmediate(resolve));
+          why = 'the server could not be verified';
+          process.stdin.destroy();
+          throw failed;
+        }
         await disconnected;
       } finally {
         // Also when setting up the gateway failed: nothing of the session outlives it.
-        await stop('client disconnected');
+        await stop(why);
       }
       return 0;
     }

@@ -10,6 +10,7 @@ import {
 import { compileArgumentRule, matchesArgumentRule, type ArgumentRule } from '../policy/argument-rule.js';
 import type { ClaimedHints, ToolHints } from '../policy/hints.js';
 import { diffPins, formatPinChanges, type PinnedDefinition, type ToolPin } from '../policy/tool-pin.js';
+import { ServerTrustState } from '../policy/server-trust.js';
 import { formatTags, type ToolTag } from '../policy/tool-tags.js';
 import type { CallPreviewer } from '../sandbox/preview.js';
 import type { AuditDecider, AuditDecision, AuditLog, AuditOutcomeReport } from '../audit/audit-record.js';
@@ -36,6 +37,8 @@ export interface GuardedTool {
   pinState: PinState;
   /** The approved definition when the pin changed (for the message naming what changed). */
   approvedDefinition?: PinnedDefinition;
+  /** Why the approvals could not be read, when that is why the tool is blocked. */
+  approvalsUnreadable?: string;
   rule?: OperatorRule;
 }
 
@@ -81,7 +84,8 @@ const READ_ONLY_WRITE = /\bEROFS\b|read-only file system/i;
 export interface CallGuardOptions {
   server: string;
   session: string;
-  trust: ServerTrust;
+  /** The profile's trust, or the session's trust state (shared with the session). */
+  trust: ServerTrust | ServerTrustState;
   tools: ReadonlyMap<string, GuardedTool>;
   preApprovals: readonly PreApproval[];
   audit: AuditLog;
@@ -135,13 +139,19 @@ export function compilePreApprovals(
 }
 
 export class CallGuard implements Gatekeeper {
-  /** Why the server lost the operator's trust in this session (a hint it was seen to break). */
-  private untrustedBecause?: string;
+  /** The server's trust in this session (lost when it is seen breaking a hint). */
+  private readonly trustState: ServerTrustState;
 
   private tools: ReadonlyMap<string, GuardedTool>;
 
   constructor(private readonly options: CallGuardOptions) {
     this.tools = options.tools;
+    this.trustState = typeof options.trust === 'string' ? new ServerTrustState(options.trust) : options.trust;
+  }
+
+  /** Why the server lost the operator's trust in this session (a hint it was seen to break). */
+  private get untrustedBecause(): string | undefined {
+    return this.trustState.reason;
   }
 
   /** The tools after a re-listing (new pins, new plan). */
@@ -151,7 +161,7 @@ export class CallGuard implements Gatekeeper {
 
   /** The profile's trust, unless the server broke a hint in this session: then untrusted. */
   get trust(): ServerTrust {
-    return this.untrustedBecause === undefined ? this.options.trust : 'untrusted';
+    return this.trustState.current;
   }
 
   /**
@@ -160,9 +170,8 @@ export class CallGuard implements Gatekeeper {
    * friction; there is no way back within the session.
    */
   markUntrusted(reason: string): void {
-    if (this.untrustedBecause !== undefined) return;
-    this.untrustedBecause = reason;
-    if (this.options.trust === 'trusted') {
+    if (!this.trustState.lose(reason)) return;
+    if (this.trustState.configured === 'trusted') {
       this.options.log.warn(`${this.options.server} is treated as untrusted for the rest of this session: ${reason}`);
     }
     this.options.onUntrusted?.(reason);
@@ -212,6 +221,7 @@ export class CallGuard implements Gatekeeper {
     if (approved !== tool.pin.hash || this.tools.get(tool.name) !== tool) return false;
     const now: GuardedTool = { ...tool, pinState: 'approved' };
     delete now.approvedDefinition;
+    delete now.approvalsUnreadable;
     this.tools = new Map(this.tools).set(tool.name, now);
     log.info(`${tool.name} was approved (hintbox approve, lock file): served from now on`);
     onApproved?.(tool.name);
@@ -250,17 +260,12 @@ export class CallGuard implements Gatekeeper {
       const changes = tool.approvedDefinition
         ? formatPinChanges(diffPins(tool.approvedDefinition, tool.pin.definition)).map(renderServerText)
         : [];
-      const what = changes.length
-        ? `its definition changed since it was approved:\n${changes.join('\n')}`
-        : 'it has not been approved';
-      return this.refuse(
-        tool,
-        args,
-        trace,
-        'blocked',
-        'pin',
-        `hintbox blocked ${name}: ${what}\nApprove it with: hintbox approve ${options.profileFile} ${name}`,
-      );
+      const what = tool.approvalsUnreadable
+        ? `the lock file of approvals cannot be read (${renderServerText(tool.approvalsUnreadable)}): every tool is refused until it reads again\nFix the lock file (or restore it from version control)`
+        : changes.length
+          ? `its definition changed since it was approved:\n${changes.join('\n')}\nApprove it with: hintbox approve ${options.profileFile} ${name}`
+          : `it has not been approved\nApprove it with: hintbox approve ${options.profileFile} ${name}`;
+      return this.refuse(tool, args, trace, 'blocked', 'pin', `hintbox blocked ${name}: ${what}`);
     }
     if (decision.action === 'deny') {
       return this.refuse(tool, args, trace, 'denied', 'rule', `hintbox denied ${name}: ${decision.reasons.join('; ')}`);

@@ -14,6 +14,7 @@ import type { Logger } from '../util/logger.js';
 import type { ClientChannel, Gatekeeper } from './call-guard.js';
 import { VERSION } from '../version.js';
 import { SandboxActivity, type SandboxFreezer } from './sandbox-activity.js';
+import { pinTool } from '../policy/tool-pin.js';
 
 /**
  * The MCP server hintbox shows the client. It lists the server's tools as they were received
@@ -79,6 +80,12 @@ export interface GatewayOptions {
    * them again, re-pins and re-plans, and hands the gateway the new routes (`updateTools`).
    */
   onToolsListChanged?: (from: Upstream) => Promise<void>;
+  /**
+   * Served before the server is verified (a cold start from the lock file): calls wait for it
+   * before anything else happens to them, and are answered with its error when it rejects.
+   * It resolves once the routes of the verified server are in place (`updateTools`).
+   */
+  verified?: Promise<void>;
 }
 
 /** Timed-out calls of tools whose decision allows retries are sent again this many times. */
@@ -135,6 +142,8 @@ export class Gateway {
   private relisting?: Promise<void>;
   private relistAgain = false;
   private clientTransport?: Transport;
+  /** Until the server is verified (a cold start): calls wait for it; it stays when it fails. */
+  private verifying?: Promise<void>;
   private nextId = 1;
   private closing = false;
 
@@ -148,6 +157,13 @@ export class Gateway {
     );
     for (const [id, upstream] of options.started ?? []) this.adopt(id, upstream);
     this.tools = new Map(options.tools);
+    if (options.verified) {
+      const verified = (this.verifying = options.verified);
+      verified.then(
+        () => void (this.verifying === verified && (this.verifying = undefined)),
+        () => undefined, // answered to each call that waits
+      );
+    }
     this.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: this.visibleDefinitions() }));
   }
 
@@ -194,10 +210,20 @@ export class Gateway {
   }
 
   async updateTools(tools: ReadonlyMap<string, RoutedTool>, updateGatekeeper?: () => void): Promise<void> {
-    const before = this.visibleDefinitions();
+    const before = this.visiblePins();
     updateGatekeeper?.(); // what is visible also depends on the gatekeeper's pins
     this.tools = new Map(tools);
-    if (JSON.stringify(before) !== JSON.stringify(this.visibleDefinitions())) await this.announceToolListChanged();
+    if (before !== this.visiblePins()) await this.announceToolListChanged();
+  }
+
+  /**
+   * What the client sees, as pins (the canonical form): the same tool sent in another form (keys
+   * in another order, a hint left at its default) is no change.
+   */
+  private visiblePins(): string {
+    return this.visibleDefinitions()
+      .map((definition) => pinTool(definition).hash)
+      .join(',');
   }
 
   private visibleDefinitions(): Tool[] {
@@ -264,17 +290,26 @@ export class Gateway {
         'Invalid tools/call request: expected params.name (string) and params.arguments (object)',
       );
     }
-    const routed = this.tools.get(name);
-    if (!routed) return this.replyError(clientId, ErrorCode.InvalidParams, `Unknown tool: ${name}`);
-
-    // Until the call is pending upstream (a person may be asked, a sandbox may start), a
-    // cancellation from the client is remembered here; then the call is never forwarded.
+    // Until the call is pending upstream (the server is verified, a person is asked, a sandbox
+    // starts), a cancellation from the client is remembered here; then the call is never forwarded.
     this.admitting.add(clientId);
     let auditId: string | undefined;
     const finish = (report: AuditOutcomeReport): void => {
       if (auditId) this.options.gatekeeper?.finish(auditId, report);
     };
     try {
+      if (this.verifying) {
+        try {
+          await this.verifying;
+        } catch (error) {
+          const text = `hintbox could not verify ${this.options.serverName} against its lock file: ${(error as Error).message}`;
+          return this.cancelledWhileAdmitting.has(clientId) ? undefined : this.replyResult(clientId, errorResult(text));
+        }
+        if (this.cancelledWhileAdmitting.has(clientId)) return;
+      }
+      // Looked up once the server is verified: its routes may differ from the lock file's.
+      const routed = this.tools.get(name);
+      if (!routed) return this.replyError(clientId, ErrorCode.InvalidParams, `Unknown tool: ${name}`);
       let retriesLeft = 0;
       if (this.options.gatekeeper) {
         const traceId = traceIdOf(params._meta);
@@ -546,7 +581,8 @@ export class Gateway {
     });
   }
 
-  private adopt(sandboxId: string, upstream: Upstream): void {
+  /** Serves a sandbox that the session started (e.g. the discovery sandbox, after a cold start). */
+  adopt(sandboxId: string, upstream: Upstream): void {
     const slot = this.slot(sandboxId);
     const current = Promise.resolve(upstream);
     slot.current = current;

@@ -21,14 +21,19 @@ import type { Logger } from '../util/logger.js';
  * - Not in the lock: unpinned (an untrusted server's are hidden and refused). A trusted server
  *   without a lock file is trusted on first use for the run: what this run first listed
  *   (`firstSeen`) stands in for the lock, so that a change during the run is still caught.
+ * - A lock file that cannot be read (malformed, unreadable; at a re-listing during a run, as
+ *   `hintbox run` checks it before it starts): nothing is known to be approved, so every tool is
+ *   blocked (hidden and refused, saying why), logged and audited (`approvals.unreadable`). Fail
+ *   closed: the old approvals are not kept. A tool is served again at the next re-listing that
+ *   reads the lock, or when it is called and its current definition is the locked one.
  */
 export function guardTools(options: {
   profile: Profile;
   session: string;
   tools: readonly Tool[];
   plan: readonly PlannedTool[];
-  /** The lock file as read now; undefined when there is none. */
-  lock: LockFile | undefined;
+  /** Reads the lock file now: undefined when there is none; throws when it cannot be read. */
+  readLock: () => LockFile | undefined;
   /** A trusted server's tools as first listed in this run (filled here when there is no lock file). */
   firstSeen: Map<string, PinnedDefinition>;
   audit?: Pick<AuditLog, 'recordEvent'>;
@@ -36,7 +41,21 @@ export function guardTools(options: {
   /** `--tags`: only tools with one of these tags are served. */
   tagFilter?: readonly string[];
 }): Map<string, GuardedTool> {
-  const { profile, lock, firstSeen, log } = options;
+  const { profile, firstSeen, log } = options;
+  let lock: LockFile | undefined;
+  let unreadable: string | undefined;
+  try {
+    lock = options.readLock();
+  } catch (error) {
+    unreadable = (error as Error).message;
+    log.error(`cannot read the lock file: ${unreadable}; every tool is hidden and refused until it reads again`);
+    options.audit?.recordEvent?.({
+      type: 'approvals.unreadable',
+      session: options.session,
+      server: profile.name,
+      error: unreadable,
+    });
+  }
   const trustOnFirstUse = profile.trust === 'trusted' && lock === undefined;
   const byName = new Map(options.tools.map((t) => [t.name, t]));
   const guarded = new Map<string, GuardedTool>();
@@ -55,6 +74,14 @@ export function guardTools(options: {
       continue;
     }
     const pin = pinTool(definition);
+    if (unreadable !== undefined) {
+      guarded.set(planned.name, {
+        ...guardedTool(planned, tags, pin, rule?.approval),
+        pinState: 'changed',
+        approvalsUnreadable: unreadable,
+      });
+      continue;
+    }
     if (trustOnFirstUse && !firstSeen.has(planned.name)) firstSeen.set(planned.name, pin.definition);
     const approved = trustOnFirstUse
       ? firstSeen.get(planned.name)
@@ -82,17 +109,9 @@ export function guardTools(options: {
     if (pinState === 'changed') changed.push(planned.name);
     else if (pinState === 'unpinned' && profile.trust === 'untrusted') unapproved.push(planned.name);
     guarded.set(planned.name, {
-      name: planned.name,
-      sandbox: planned.sandbox,
-      claimed: planned.claimed,
-      effective: planned.effective,
-      annotationsMissing: Object.keys(planned.claimed).length === 0 && !planned.overridden,
-      enforced: planned.enforced,
-      tags,
-      pin,
+      ...guardedTool(planned, tags, pin, rule?.approval),
       pinState,
       ...(pinState === 'changed' && approved ? { approvedDefinition: approved } : {}),
-      ...(rule?.approval ? { rule: rule.approval } : {}),
     });
   }
   if (changed.length) {
@@ -106,6 +125,26 @@ export function guardTools(options: {
     );
   }
   return guarded;
+}
+
+/** What the guard knows of a planned tool, but its pin state. */
+function guardedTool(
+  planned: PlannedTool,
+  tags: GuardedTool['tags'],
+  pin: GuardedTool['pin'],
+  rule: GuardedTool['rule'],
+): Omit<GuardedTool, 'pinState'> {
+  return {
+    name: planned.name,
+    sandbox: planned.sandbox,
+    claimed: planned.claimed,
+    effective: planned.effective,
+    annotationsMissing: Object.keys(planned.claimed).length === 0 && !planned.overridden,
+    enforced: planned.enforced,
+    tags,
+    pin,
+    ...(rule ? { rule } : {}),
+  };
 }
 
 /**
@@ -144,4 +183,12 @@ export function approvedInstructions(options: {
     `the server's instructions are not approved yet (untrusted server): withheld from the client; see "hintbox approve ${profile.file} --instructions"`,
   );
   return undefined;
+}
+
+/** The approved hash of a tool in the lock file as it is now (a reader that fails counts as none). */
+export function approvedHashIn(approvals: () => LockFile | undefined): (tool: string) => string | undefined {
+  return (tool) => {
+    const lock = approvals();
+    return lock ? lockedTool(lock, tool)?.sha256 : undefined;
+  };
 }

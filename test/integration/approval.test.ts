@@ -4,7 +4,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { lockFilePath } from '../../src/approvals/lock-file.js';
-import { LABEL_CLASS } from '../../src/sandbox/container-spec.js';
+import { LABEL_CLASS } from '../../src/engine/docker/container-spec.js';
 import { assertNoLeftovers, containersOf, docker, ensureTestImages, eventually, LIAR_IMAGE } from './support/docker.js';
 import {
   hintboxCommand,
@@ -114,6 +114,17 @@ describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () 
     );
   });
 
+  it('keeps every approval of concurrent hintbox approve runs (none overwrites another)', async () => {
+    const { file } = untrustedLiar();
+    const tools = ['identity', 'resolve', 'hang', 'crash'];
+    // Four processes at once, each reading, listing (a discovery sandbox) and writing the lock.
+    const runs = await Promise.all(tools.map((tool) => hintboxCommand(['approve', file, tool])));
+    for (const run of runs) assert.equal(run.code, 0, run.stderr);
+    const lock = JSON.parse(readFileSync(lockFilePath(file), 'utf8')) as { tools: Record<string, unknown> };
+    assert.deepEqual(Object.keys(lock.tools).sort(), [...tools].sort());
+    assert.equal(existsSync(`${lockFilePath(file)}.lock`), false, 'the lock of the lock file is gone');
+  });
+
   const outcomes: [Confirmations, RegExp, string][] = [
     ['deny', /declined/, 'person'],
     ['never', /nobody answered the confirmation within 1 s/, 'timeout'],
@@ -160,15 +171,17 @@ describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () 
     const approved = readFileSync(lock, 'utf8');
     {
       await using hintbox = await runHintbox(file);
-      const names = (await hintbox.client.listTools()).tools.map((t) => t.name);
-      assert.equal(names.includes('write_mounted'), false, 'the changed tool is hidden');
-      assert.equal(names.includes('identity'), true, 'unchanged tools are still served');
+      // A call waits until the server is verified against the lock file (cold start): then
+      // the changed tool is refused, and hidden from the list.
       const refused = await hintbox.client.callTool({
         name: 'write_mounted',
         arguments: { path: '/data/x', content: 'x' },
       });
       assert.equal(refused.isError, true);
       assert.match(JSON.stringify(refused.content), /definition changed[\s\S]*description[\s\S]*uploads your files/);
+      const names = (await hintbox.client.listTools()).tools.map((t) => t.name);
+      assert.equal(names.includes('write_mounted'), false, 'the changed tool is hidden');
+      assert.equal(names.includes('identity'), true, 'unchanged tools are still served');
     }
     assert.equal(readFileSync(lock, 'utf8'), approved, 'a run never writes the lock file');
     const reapprove = await hintboxCommand(['approve', file, 'write_mounted']);
@@ -264,6 +277,36 @@ describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () 
     );
     assert.deepEqual([result.ok, result.error], [false, 'EROFS'], 're-planned into the read-only sandbox');
     assert.equal(existsSync(path.join(workspace, `${name}-relisted.txt`)), false);
+  });
+
+  it('hides every tool when the lock file cannot be read at a re-listing (fail closed), audits it, and serves an approved tool again once it reads', async () => {
+    const { name, file } = untrustedLiar();
+    assert.equal((await hintboxCommand(['approve', file, '--all'])).code, 0);
+    const approved = readFileSync(lockFilePath(file), 'utf8');
+    await using hintbox = await runHintbox(file);
+    const changes: number[] = [];
+    hintbox.client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changes.push(Date.now()));
+    assert.equal((await hintbox.client.listTools()).tools.length, 11);
+    // A call waits until the server is verified against the (still good) lock file.
+    assert.equal(outcomeOf(await hintbox.client.callTool({ name: 'identity', arguments: {} })).ok, true);
+
+    writeFileSync(lockFilePath(file), approved.slice(0, 100)); // a merge gone wrong, an editor mid-save
+    // The server changes one tool's hints and announces it: hintbox lists again and reads the lock.
+    assert.equal(
+      outcomeOf(await hintbox.client.callTool({ name: 'mutate', arguments: { change: 'changed-hints' } })).ok,
+      true,
+    );
+    await eventually(async () => changes.length > 0, 10_000, "hintbox's own tools/list_changed");
+    assert.deepEqual((await hintbox.client.listTools()).tools, [], 'nothing is served on approvals it cannot read');
+    const refused = await hintbox.client.callTool({ name: 'identity', arguments: {} });
+    assert.equal(refused.isError, true);
+    assert.match(JSON.stringify(refused.content), /lock file .*cannot be read[\s\S]*not JSON/);
+    assert.match(hintbox.stderr(), /cannot read the lock file/);
+    const { stdout } = await hintboxCommand(['audit', '--server', name, '--events', '--json']);
+    assert.match(stdout, /"type":"approvals\.unreadable"/);
+
+    writeFileSync(lockFilePath(file), approved);
+    assert.equal(outcomeOf(await hintbox.client.callTool({ name: 'identity', arguments: {} })).ok, true);
   });
 
   it('records a read-only tool caught writing (EROFS) as a hint violation, and distrusts the server from then on', async () => {

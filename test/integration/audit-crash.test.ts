@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -22,6 +22,7 @@ describe('the audit log when hintbox is killed (SIGKILL) during a burst of calls
   const name = `liar-crash-${process.pid}`;
   let workspace: string;
   let audited: Set<string>;
+  let killedPid = 0;
 
   it('every call the server received has its intent in the log', async () => {
     workspace = sandboxFolder();
@@ -49,6 +50,7 @@ describe('the audit log when hintbox is killed (SIGKILL) during a burst of calls
     };
     const workers = Array.from({ length: inFlight }, () => worker().catch(() => undefined));
     while (answered < 60) await new Promise((r) => setTimeout(r, 5));
+    killedPid = hintbox.pid;
     process.kill(hintbox.pid, 'SIGKILL'); // calls in flight, intents and outcomes being appended
     await hintbox.exited;
     await Promise.all(workers);
@@ -78,6 +80,27 @@ describe('the audit log when hintbox is killed (SIGKILL) during a burst of calls
     assert.equal(code, 0, stdout);
     assert.match(stdout, /every chain holds/);
     assert.match(stdout, /not closed \(its process runs, or was killed\)/, 'the killed run left its chain open');
+  });
+
+  it('audit verify prints a torn last line of the killed run apart, not as a break, and exits 0', async () => {
+    const copy = path.join(mkdtempSync(path.join(os.tmpdir(), 'hintbox-audit-torn-')), 'audit');
+    scratch.push(path.dirname(copy));
+    cpSync(path.join(STATE_DIR, 'audit'), copy, { recursive: true });
+    const newest = readdirSync(copy)
+      .filter((f) => f.includes(`-${killedPid}-`))
+      .sort()
+      .at(-1);
+    assert.ok(newest, 'the killed run has a chain');
+    const text = readFileSync(path.join(copy, newest), 'utf8');
+    // What SIGKILL in the middle of a write leaves (if this run's kill did not already).
+    if (text.endsWith('\n')) appendFileSync(path.join(copy, newest), text.split('\n')[1]!.slice(0, 50));
+    const { code, stdout } = await hintboxCommand(['audit', 'verify'], { HINTBOX_AUDIT_DIR: copy });
+    assert.equal(code, 0, stdout);
+    assert.match(
+      stdout,
+      new RegExp(`${newest.replace(/\./g, '\\.')}:\\d+: torn, not a break: the last line is cut short`),
+    );
+    assert.match(stdout, /every chain holds \(\d+ torn by a crash or a failed write, see above\)/);
   });
 
   it('audit verify fails, naming the line, when one line of that log is edited', async () => {

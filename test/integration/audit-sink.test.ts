@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import fs, { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -131,6 +132,110 @@ describe('the audit log shipped to Postgres', { timeout: 240_000 }, () => {
     } finally {
       writer.close();
       await sink.close();
+    }
+  });
+
+  const shippedOf = async (chain: string): Promise<string[]> =>
+    (
+      await db.query<{ text: string }>('SELECT text FROM hintbox.audit_log WHERE chain = $1 ORDER BY seq, line', [
+        chain,
+      ])
+    ).rows.map((r) => r.text);
+  const chainLines = (dir: string, chain: string): string[] =>
+    readdirSync(dir)
+      .filter((f) => f.startsWith(chain))
+      .sort()
+      .flatMap((f) =>
+        readFileSync(path.join(dir, f), 'utf8')
+          .split('\n')
+          .filter((l) => l !== ''),
+      );
+
+  it("a run's sink ships its own chain every pass, the folder's other chains only when it sweeps", async () => {
+    const dir = path.join(root, 'audit-own');
+    const own = AuditLogWriter.open({ dir, log: silentLogger, maxFileBytes: 4000 });
+    const other = AuditLogWriter.open({ dir, log: silentLogger }); // another live hintbox process
+    writeCalls(own, 0, 5);
+    writeCalls(other, 0, 5);
+    const sink = new PostgresAuditSink({ url: postgres.adminUrl, dir, log: silentLogger, chain: own.chain });
+    try {
+      await sink.shipOnce(); // the first pass sweeps the folder: a dead run's lines get shipped too
+      assert.deepEqual(await shippedOf(other.chain), chainLines(dir, other.chain));
+      writeCalls(own, 5, 40); // into new files: rotated
+      writeCalls(other, 5, 10);
+      await sink.shipOnce();
+      assert.deepEqual(await shippedOf(own.chain), chainLines(dir, own.chain), 'its own chain, every line');
+      assert.equal(
+        (await shippedOf(other.chain)).length,
+        1 + 10,
+        "another live process's new lines are its own sink's to ship (or the next sweep's)",
+      );
+      const all = new PostgresAuditSink({ url: postgres.adminUrl, dir, log: silentLogger }); // hintbox audit ship
+      await all.shipOnce();
+      await all.close();
+      assert.deepEqual(await shippedOf(other.chain), chainLines(dir, other.chain));
+    } finally {
+      own.close();
+      other.close();
+      await sink.close();
+    }
+  });
+
+  it('a new shipper reads nothing again of what the database has (no file read from its start)', async () => {
+    const dir = path.join(root, 'audit-reread');
+    const crashed = AuditLogWriter.open({ dir, log: silentLogger, maxFileBytes: 64 * 1024 });
+    writeCalls(crashed, 0, 400); // never closed: a run that was killed
+    const first = new PostgresAuditSink({ url: postgres.adminUrl, dir, log: silentLogger });
+    await first.shipOnce();
+    await first.close();
+    let bytesRead = 0;
+    const readSync = fs.readSync;
+    fs.readSync = ((...args: Parameters<typeof fs.readSync>) => {
+      const n = readSync(...args);
+      bytesRead += n;
+      return n;
+    }) as typeof fs.readSync;
+    syncBuiltinESMExports();
+    try {
+      const second = new PostgresAuditSink({ url: postgres.adminUrl, dir, log: silentLogger });
+      assert.equal((await second.shipOnce()).lines, 0);
+      assert.equal(bytesRead, 0, 'nothing of the shipped files is read again');
+      writeCalls(crashed, 400, 401);
+      assert.equal((await second.shipOnce()).lines, 2);
+      assert.ok(bytesRead < 4096, `only the new lines are read (${bytesRead} bytes)`);
+      await second.close();
+    } finally {
+      fs.readSync = readSync;
+      syncBuiltinESMExports();
+      crashed.close();
+    }
+  });
+
+  it('two shippers at once, on the same chains, neither duplicate nor lose a line', async () => {
+    const dir = path.join(root, 'audit-race');
+    const writers = [0, 1, 2].map(() => AuditLogWriter.open({ dir, log: silentLogger, maxFileBytes: 8000 }));
+    const sinks = [0, 1].map(
+      () => new PostgresAuditSink({ url: postgres.adminUrl, dir, log: silentLogger, batchLines: 7 }),
+    );
+    try {
+      for (let round = 0; round < 5; round++) {
+        for (const w of writers) writeCalls(w, round * 20, round * 20 + 20);
+        await Promise.all(sinks.map((s) => s.shipOnce()));
+      }
+      for (const w of writers) w.close();
+      await Promise.all(sinks.map((s) => s.shipOnce()));
+      for (const w of writers) assert.deepEqual(await shippedOf(w.chain), chainLines(dir, w.chain));
+      const { rows: progress } = await db.query<{ chain: string; line: number; closed: boolean }>(
+        'SELECT chain, line, closed FROM hintbox.audit_shipped WHERE chain = ANY($1)',
+        [writers.map((w) => w.chain)],
+      );
+      assert.deepEqual(
+        progress.map((p) => p.closed),
+        [true, true, true],
+      );
+    } finally {
+      for (const w of writers) w.close();
+      for (const s of sinks) await s.close();
     }
   });
 

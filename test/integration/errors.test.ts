@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it, before } from 'node:test';
 import { allHintboxContainers, ensureTestImages, LIAR_IMAGE, assertNoLeftovers } from './support/docker.js';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { hintboxCommand, sandboxFolder, writeProfile } from './support/hintbox-process.js';
@@ -60,6 +60,23 @@ describe('hintbox fails closed', { timeout: 180_000 }, () => {
       ]);
     }
     assert.equal(readFileSync(profile, 'utf8'), text);
+    assert.deepEqual(await idsOfOurs(), before);
+  });
+
+  it('stops at a malformed lock file before anything starts: no audit chain, no sink, no container', async () => {
+    const before = await idsOfOurs();
+    const profile = writeProfile({ name: 'badlock', server: { image: LIAR_IMAGE } });
+    writeFileSync(path.join(path.dirname(profile), 'profile.lock.json'), '{ "lockfileVersion": 1, ');
+    const audit = path.join(sandboxFolder(), 'audit');
+    const { code, stderr } = await hintboxCommand(['run', profile], {
+      HINTBOX_AUDIT_DIR: audit,
+      // Nothing listens here: a sink started anyway would say so on stderr.
+      HINTBOX_DATABASE_URL: 'postgres://hintbox@127.0.0.1:9/none',
+    });
+    assert.equal(code, 2, stderr);
+    assert.match(stderr, /profile\.lock\.json: \(file\): not JSON/);
+    assert.doesNotMatch(stderr, /audit log shipped|audit sink/, 'the sink was never started');
+    assert.equal(existsSync(audit), false, 'no audit chain was opened (and left without log.close)');
     assert.deepEqual(await idsOfOurs(), before);
   });
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { LABEL_CLASS } from '../../src/sandbox/container-spec.js';
+import { LABEL_CLASS } from '../../src/engine/docker/container-spec.js';
 import { delay } from '../../src/util/delay.js';
 import {
   assertNoLeftovers,
@@ -60,9 +60,11 @@ describe(
       assert.equal(approve.code, 0, approve.stderr);
 
       await using hintbox = await runHintbox(file, {}, 'deny');
+      // The call waits until the server is verified (a cold start from the lock file): by then
+      // every planned sandbox is up, the writing one held at its gate.
+      const declined = await hintbox.client.callTool({ name: 'slow_write', arguments: { ms: 10 } });
       const writer = await sandboxOf(hintbox.pid, 'rw-offline');
       assert.equal((await writer.inspect()).State.Running, true, 'the writing sandbox was started (held at its gate)');
-      const declined = await hintbox.client.callTool({ name: 'slow_write', arguments: { ms: 10 } });
       assert.equal(declined.isError, true, 'the person declined the call');
       assert.equal(hintbox.asked.length, 1, 'the call was put to the person');
       await delay(1500); // time enough for a released server to do its damage

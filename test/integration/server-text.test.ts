@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { assertNoLeftovers, ensureTextFixtureImage, LIAR_IMAGE, TEXTLIAR_IMAGE } from './support/docker.js';
+import { assertNoLeftovers, ensureTextFixtureImage, eventually, LIAR_IMAGE, TEXTLIAR_IMAGE } from './support/docker.js';
 import { hintboxCommand, runHintbox, sandboxFolder, writeProfile, auditOf } from './support/hintbox-process.js';
 
 /** What a terminal or a chat window would act on rather than show: none may reach a person raw. */
@@ -149,9 +149,15 @@ describe('server-made text under hintbox', { timeout: 600_000 }, () => {
     writeFileSync(file, readFileSync(changed.file, 'utf8'));
     {
       await using hintbox = await runHintbox(file);
-      assert.equal(hintbox.client.getInstructions(), undefined, 'changed instructions are withheld');
+      // Served from the lock file at once (a cold start): the client gets the approved
+      // instructions, never the changed ones; the change is logged once the server is verified.
+      assert.equal(hintbox.client.getInstructions(), 'Use echo to repeat text.', 'changed instructions are withheld');
       assert.equal((await hintbox.client.listTools()).tools.length, 3, 'the tools are still served');
-      assert.match(hintbox.stderr(), /instructions changed since approved/);
+      await eventually(
+        () => Promise.resolve(/instructions differ from the approved ones/.test(hintbox.stderr())),
+        30_000,
+        'the change of instructions to be logged',
+      );
     }
     const again = await hintboxCommand(['approve', file, '--all']);
     assert.equal(again.code, 0, again.stderr);

@@ -1,6 +1,16 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  closeSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -370,6 +380,77 @@ describe('audit verify finds tampering', () => {
     const text = lines(file!);
     write(file!, [...text.slice(0, 2), 'not json', ...text.slice(2)]);
     assert.match((await breaks(dir)).join('\n'), /:3: not a valid record/);
+  });
+});
+
+describe('audit verify tells a torn last line (a crash, a failed write) from tampering', () => {
+  const torn = async (dir: string): Promise<string[]> =>
+    (await verifyAuditLog(dir)).flatMap((c) => c.torn.map((t) => `${path.basename(t.file)}:${t.line}: ${t.message}`));
+  /** A chain of a process killed mid-write: no log.close, and the first bytes of one more line. */
+  const killedMidWrite = (dir: string, maxFileBytes?: number): string[] => {
+    const writer = open(dir, maxFileBytes);
+    for (let i = 0; i < 30; i++) writer.appendOutcome(writer.appendIntent(intent()), { outcome: 'ok' });
+    const files = readdirSync(dir)
+      .sort()
+      .map((f) => path.join(dir, f));
+    const last = files.at(-1)!;
+    const whole = readFileSync(last, 'utf8');
+    appendFileSync(last, whole.split('\n')[1]!.slice(0, 40)); // no newline
+    return files;
+  };
+
+  it('a last line without its newline in the newest file: torn by a crash, not a break; not part of the chain', async () => {
+    const dir = newDir();
+    const files = killedMidWrite(dir);
+    const wholeLines = lines(files.at(-1)!).length - 1;
+    assert.deepEqual(await breaks(dir), []);
+    assert.deepEqual(
+      (await torn(dir)).map((t) => t.split(': ')[0]),
+      [`${path.basename(files.at(-1)!)}:${wholeLines + 1}`],
+    );
+    assert.match((await torn(dir))[0]!, /cut short .*40 bytes.*crash/);
+    const [summary] = await verifyAuditLog(dir);
+    assert.equal(summary?.lines, wholeLines, 'the torn line is not counted');
+    assert.equal(summary?.head, lineHash(lines(files.at(-1)!)[wholeLines - 1]!), 'the head is the last whole line');
+    const { skipped } = await scanAuditLog(dir, {}, () => undefined);
+    assert.equal(skipped, 0, 'hintbox audit does not count it as an invalid record');
+  });
+
+  it('an empty newest file (killed right after creating it) is torn, not a break', async () => {
+    const dir = newDir();
+    const files = writeCalls(dir, 40, 2000);
+    writeFileSync(files.at(-1)!, '');
+    assert.deepEqual(await breaks(dir), []);
+    assert.match((await torn(dir)).join('\n'), /is empty/);
+  });
+
+  it('a torn last line of an earlier file is a failed write when the next file goes on from the line before it', async () => {
+    const dir = newDir();
+    const files = writeCalls(dir, 40, 2000);
+    appendFileSync(files[1]!, '{"v":1,"id":"r99","ti'); // what a short write leaves
+    assert.deepEqual(await breaks(dir), []);
+    assert.match(
+      (await torn(dir)).join('\n'),
+      new RegExp(`^${path.basename(files[1]!).replace(/\./g, '\\.')}:\\d+: .*failed`),
+    );
+  });
+
+  it('a whole last line cut short (its newline gone) is a break where the next file links to it', async () => {
+    const dir = newDir();
+    const files = writeCalls(dir, 40, 2000);
+    const text = readFileSync(files[1]!, 'utf8');
+    writeFileSync(files[1]!, text.slice(0, -10));
+    assert.match(
+      (await breaks(dir)).join('\n'),
+      new RegExp(`${path.basename(files[2]!).replace(/\./g, '\\.')}:1: prev does not match`),
+    );
+  });
+
+  it('a line without a newline after log.close is a break', async () => {
+    const dir = newDir();
+    const [file] = writeCalls(dir, 2);
+    appendFileSync(file!, '{"v":1,');
+    assert.match((await breaks(dir)).join('\n'), /after log\.close/);
   });
 });
 

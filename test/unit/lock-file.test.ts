@@ -31,7 +31,7 @@ import { HINT_NAMES } from '../../src/policy/hints.js';
 import { planSandboxes } from '../../src/policy/plan-sandboxes.js';
 import { diffPins, onlyNarrows, pinTool, type PinnedDefinition } from '../../src/policy/tool-pin.js';
 import { loadProfile } from '../../src/profile/load-profile.js';
-import { ceilingOf } from '../../src/session/hintbox-session.js';
+import { ceilingOf } from '../../src/profile/profile-ceiling.js';
 import { guardTools } from '../../src/session/guarded-tools.js';
 import { silentLogger } from '../../src/util/logger.js';
 
@@ -211,7 +211,7 @@ describe('guardTools against the lock file', () => {
   function guard(
     trust: 'trusted' | 'untrusted',
     tools: Tool[],
-    lock: LockFile | undefined,
+    lock: LockFile | undefined | (() => LockFile | undefined),
     firstSeen = new Map<string, PinnedDefinition>(),
   ) {
     const profile = loadProfile(profileFile(trust));
@@ -221,13 +221,37 @@ describe('guardTools against the lock file', () => {
       session: 's1',
       tools,
       plan: planSandboxes(tools, ceilingOf(profile)).tools,
-      lock,
+      readLock: typeof lock === 'function' ? lock : () => lock,
       firstSeen,
       audit: { recordEvent: (e) => events.push(e) },
       log: silentLogger,
     });
     return { guarded, events, firstSeen };
   }
+
+  it('blocks every tool, whatever the trust, when the lock file cannot be read; logs and audits it', () => {
+    const unreadable = (): LockFile => {
+      throw new LockFileError('fs.lock.json: (file): not JSON: Unexpected end of JSON input');
+    };
+    for (const trust of ['trusted', 'untrusted'] as const) {
+      const readTool = withAnnotations({ ...writeTool, name: 'read_file' }, { readOnlyHint: true });
+      const { guarded, events, firstSeen } = guard(trust, [writeTool, readTool], unreadable);
+      const why = 'fs.lock.json: (file): not JSON: Unexpected end of JSON input';
+      assert.deepEqual(
+        [...guarded.values()].map((t) => [t.name, t.pinState, t.approvalsUnreadable]).sort(),
+        [
+          ['read_file', 'changed', why],
+          ['write_file', 'changed', why],
+        ],
+        trust,
+      );
+      assert.deepEqual(
+        events.map((e) => e.type),
+        ['approvals.unreadable'],
+      );
+      assert.equal(firstSeen.size, 0, 'nothing is trusted on first use from a lock that did not read');
+    }
+  });
 
   it('approves the locked definition; a change that only narrows is approved without a person and audited', () => {
     const lock = lockOf(writeTool);

@@ -5,8 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import { pack } from 'tar-fs';
-import type { Logger } from '../util/logger.js';
-import { packagePath } from '../util/package-root.js';
+import type { Logger } from '../../util/logger.js';
+import { packagePath } from '../../util/package-root.js';
 
 /**
  * Images hintbox builds itself. Dockerfiles are standard (`FROM ${BASE_IMAGE}`); where the

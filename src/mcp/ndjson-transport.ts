@@ -126,9 +126,10 @@ export class NdjsonTransport implements Transport {
   }
 
   close(): Promise<void> {
-    if (!this.closed && this.endOutputOnClose) {
+    if (!this.closed) {
+      // What was sent before the close goes out (e.g. the answers to calls a failure ended).
       this.writeQueued();
-      this.output.end();
+      if (this.endOutputOnClose) this.output.end();
     }
     this.finish();
     return Promise.resolve();
