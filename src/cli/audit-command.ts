@@ -12,7 +12,7 @@ import { auditDir, auditSinkUrl, redactUrl } from '../util/hintbox-paths.js';
 import { renderServerText } from '../util/render-server-text.js';
 import { cliLog } from './common.js';
 import type { CommandSpec } from './main.js';
-import { UsageError } from './usage-error.js';
+import { UsageError } from '../util/hintbox-error.js';
 
 const HELP = `Usage: hintbox audit [filters] [--limit N | --all] [--events] [--json]
        hintbox audit verify

@@ -5,7 +5,7 @@ import { loadProfile, type Profile } from '../profile/load-profile.js';
 import { connectDocker, type DockerConnection } from '../sandbox/docker-connection.js';
 import { makeIsOwnerAlive, sweepOrphans } from '../sandbox/sweep.js';
 import { createLogger, logLevelFromEnv, type Logger } from '../util/logger.js';
-import { UsageError } from './usage-error.js';
+import { UsageError } from '../util/hintbox-error.js';
 
 export const cliLog: Logger = createLogger(logLevelFromEnv());
 

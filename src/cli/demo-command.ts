@@ -12,6 +12,7 @@ import { connectDocker } from '../sandbox/docker-connection.js';
 import { packagePath } from '../util/package-root.js';
 import { VERSION } from '../version.js';
 import type { CommandSpec } from './main.js';
+import { UsageError } from '../util/hintbox-error.js';
 
 const HELP = `Usage: hintbox demo
 
@@ -29,7 +30,8 @@ const MAIN = process.argv[1] ?? packagePath('dist', 'hintbox.mjs');
 export const demoCommand: CommandSpec = {
   help: HELP,
   options: {},
-  async run() {
+  async run({ positionals }) {
+    if (positionals.length) throw new UsageError(`demo: unexpected argument ${positionals[0]}`);
     const say = (line = ''): void => void process.stdout.write(line + '\n');
     const { docker } = await connectDocker();
     const workspace = mkdtempSync(path.join(os.tmpdir(), 'hintbox-demo-'));

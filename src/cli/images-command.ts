@@ -2,7 +2,7 @@ import { ImageBuilder } from '../images/image-builder.js';
 import { connectDocker } from '../sandbox/docker-connection.js';
 import { cliLog, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';
-import { UsageError } from './usage-error.js';
+import { UsageError } from '../util/hintbox-error.js';
 
 const HELP = `Usage: hintbox images build <profile> [--rebuild]
 

@@ -1,8 +1,6 @@
 #!/usr/bin/env -S node --max-semi-space-size=1 --optimize-for-size
 // A 1 MB young generation and V8's optimize-for-size mode keep hintbox's resident memory low (BENCHMARKS.md).
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { LockFileError } from '../approvals/lock-file.js';
-import { ProfileError } from '../profile/load-profile.js';
 import { VERSION } from '../version.js';
 import { cliLog as log } from './common.js';
 import { approveCommand } from './approve-command.js';
@@ -13,7 +11,7 @@ import { imagesBuildCommand } from './images-command.js';
 import { planCommand } from './plan-command.js';
 import { runCommand } from './run-command.js';
 import { sweepCommand } from './sweep-command.js';
-import { UsageError } from './usage-error.js';
+import { exitCodeOf, UsageError } from '../util/hintbox-error.js';
 
 const MAIN_HELP = `hintbox ${VERSION}: run MCP servers in Docker sandboxes that make their tool annotations true
 
@@ -97,13 +95,14 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    if (error instanceof ProfileError || error instanceof UsageError || error instanceof LockFileError) {
-      process.stderr.write(`${error.message}\n`);
-      process.exitCode = 2;
+    // Bad usage is the operator's to fix: its message as is. A failure goes to the log.
+    const code = exitCodeOf(error);
+    if (code === 2) {
+      process.stderr.write(`${(error as Error).message}\n`);
     } else {
       log.error(error instanceof Error ? error.message : String(error));
-      if (process.env.HINTBOX_LOG_LEVEL === 'debug' && error instanceof Error) log.debug(error.stack ?? '');
-      process.exitCode = 1;
+      if (error instanceof Error) log.debug(error.stack ?? '');
     }
+    process.exitCode = code;
   },
 );

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { Gateway } from '../gateway/gateway.js';
 import { NdjsonTransport } from '../gateway/ndjson-transport.js';
-import { parseTagFilter } from '../policy/tool-tags.js';
+import { parseTagFilter, TagFilterError } from '../policy/tool-tags.js';
 import { removeSession } from '../sandbox/sweep.js';
 import { AuditLogWriter } from '../audit/audit-log-writer.js';
 import { lockFilePath, readLockFile, type LockFile } from '../approvals/lock-file.js';
@@ -12,6 +12,7 @@ import { knownToolsIn } from '../session/known-tools.js';
 import { cliLog, dockerReady, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';
 import { delay } from '../util/delay.js';
+import { UsageError } from '../util/hintbox-error.js';
 
 const HELP = `Usage: hintbox run <profile> [--tags a,b] [--rebuild]
 
@@ -63,7 +64,7 @@ export const runCommand: CommandSpec = {
   async run({ positionals, values }) {
     const log = cliLog;
     const profile = profileArg('run', positionals);
-    const tagFilter = typeof values.tags === 'string' ? parseTagFilter(values.tags) : undefined;
+    const tagFilter = typeof values.tags === 'string' ? tagFilterArg(values.tags) : undefined;
     const docker = await dockerReady(log);
     // A run ends when its client leaves, a signal comes or it fails; never because nothing
     // happens to be pending for a moment (a wait on an unref'd timer during discovery once let
@@ -195,3 +196,13 @@ export const runCommand: CommandSpec = {
     }
   },
 };
+
+/** `--tags`: the pure parser's complaint is bad usage here. */
+function tagFilterArg(text: string): string[] {
+  try {
+    return parseTagFilter(text);
+  } catch (error) {
+    if (error instanceof TagFilterError) throw new UsageError(`run: ${error.message}`);
+    throw error;
+  }
+}

@@ -24,6 +24,7 @@ import {
   type QualifiedName,
   type RelationKind,
 } from './role-grants.js';
+import { HintboxError } from '../util/hintbox-error.js';
 
 /**
  * Postgres roles for sandboxes, through an admin connection (a superuser, or a role with
@@ -80,7 +81,7 @@ export function withDatabase(adminUrl: string, database: string): string {
 }
 
 /** The admin connection failed: names host, port, user and the reason; never the password. */
-export class DatabaseConnectionError extends Error {
+export class DatabaseConnectionError extends HintboxError {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'DatabaseConnectionError';
@@ -122,7 +123,7 @@ export interface DatabaseProblem {
 }
 
 /** checkDatabase found problems that must be fixed before roles are created. */
-export class DatabaseNotPreparedError extends Error {
+export class DatabaseNotPreparedError extends HintboxError {
   readonly problems: DatabaseProblem[];
   constructor(database: string, problems: DatabaseProblem[]) {
     super(

@@ -7,6 +7,7 @@ import type Docker from 'dockerode';
 import { pack } from 'tar-fs';
 import type { Logger } from '../util/logger.js';
 import { packagePath } from '../util/package-root.js';
+import { HintboxError } from '../util/hintbox-error.js';
 
 /**
  * Images hintbox builds itself. Dockerfiles are standard (`FROM ${BASE_IMAGE}`); where the
@@ -23,7 +24,7 @@ export const SEEDED_DEBIAN_IMAGE = 'hintbox/debian-seed:bookworm';
 export const NODE_SERVER_IMAGE = 'hintbox/node-server:bookworm';
 const LABEL_CONTEXT_HASH = 'hintbox.context-hash';
 
-export class ImageError extends Error {
+export class ImageError extends HintboxError {
   constructor(message: string) {
     super(message);
     this.name = 'ImageError';

@@ -9,6 +9,7 @@ import { hintboxOwnPaths, type OwnPath } from '../util/hintbox-paths.js';
 import { isStrictlyInside } from '../util/paths.js';
 import { interpolateTree, type Variables } from './interpolate.js';
 import { normalizeContainerPath, ProfileSchema, type ParsedProfile } from './profile-schema.js';
+import { HintboxError } from '../util/hintbox-error.js';
 
 /** A resolved mount: `source` is an existing, real (symlink-free), allowed host path. */
 export interface ResolvedMount {
@@ -35,10 +36,10 @@ export interface ProfileProblem {
 }
 
 /** A profile that cannot be used. `message` has one line per problem. */
-export class ProfileError extends Error {
+export class ProfileError extends HintboxError {
   readonly problems: ProfileProblem[];
   constructor(problems: ProfileProblem[]) {
-    super(problems.map(formatProblem).join('\n'));
+    super(problems.map(formatProblem).join('\n'), { exitCode: 2 });
     this.name = 'ProfileError';
     this.problems = problems;
   }

@@ -1,4 +1,5 @@
 import Docker from 'dockerode';
+import { HintboxError, type ExitCode } from '../util/hintbox-error.js';
 
 /** A reachable Docker engine and what it can do. */
 export interface DockerConnection {
@@ -11,9 +12,9 @@ export interface DockerConnection {
   recursiveReadOnly: boolean;
 }
 
-export class DockerUnavailableError extends Error {
-  constructor(message: string) {
-    super(message);
+export class DockerUnavailableError extends HintboxError {
+  constructor(message: string, exitCode: ExitCode = 1) {
+    super(message, { exitCode });
     this.name = 'DockerUnavailableError';
   }
 }
@@ -43,6 +44,7 @@ export async function connectDocker(env: NodeJS.ProcessEnv = process.env): Promi
     // sandboxes: an engine on another machine would not see them.
     throw new DockerUnavailableError(
       `DOCKER_HOST=${host}: hintbox needs a Docker engine on this host (unix://…), because it binds its own files and sockets into every sandbox`,
+      2,
     );
   }
   let docker: Docker;

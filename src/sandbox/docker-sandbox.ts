@@ -9,6 +9,7 @@ import { NdjsonTransport } from '../gateway/ndjson-transport.js';
 import type { GateMounts } from './container-spec.js';
 import { gateBinary, openGateSocket, releaseGate } from './gate.js';
 import { delay } from '../util/delay.js';
+import { HintboxError } from '../util/hintbox-error.js';
 
 /** A running sandbox container with an initialized MCP client on its stdio. */
 export interface StartedSandbox extends AsyncDisposable {
@@ -27,7 +28,7 @@ export interface StartedSandbox extends AsyncDisposable {
   thaw(): Promise<void>;
 }
 
-export class SandboxStartError extends Error {
+export class SandboxStartError extends HintboxError {
   constructor(message: string) {
     super(message);
     this.name = 'SandboxStartError';

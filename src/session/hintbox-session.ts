@@ -41,6 +41,7 @@ import type { PinnedDefinition } from '../policy/tool-pin.js';
 import { approvedInstructions, guardTools } from './guarded-tools.js';
 import type { KnownTools } from './known-tools.js';
 import { delay } from '../util/delay.js';
+import { HintboxError } from '../util/hintbox-error.js';
 
 /** The approved hash of a tool in the lock file as it is now (a reader that fails counts as none). */
 function approvedHashIn(approvals: () => LockFile | undefined): (tool: string) => string | undefined {
@@ -75,9 +76,9 @@ export function ceilingOf(profile: Profile): Ceiling {
   };
 }
 
-export class SandboxPolicyError extends Error {
+export class SandboxPolicyError extends HintboxError {
   constructor(message: string) {
-    super(message);
+    super(message, { exitCode: 2 });
     this.name = 'SandboxPolicyError';
   }
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import { isProcessAlive } from './process-alive.js';
+import { HintboxError } from './hintbox-error.js';
 
 /**
  * An exclusive lock between processes on one file: `<file>.lock`, created with O_EXCL and
@@ -31,7 +32,7 @@ interface Holder {
 }
 
 /** The lock is held by a live process past the timeout, or cannot be made. */
-export class ExclusiveLockError extends Error {
+export class ExclusiveLockError extends HintboxError {
   constructor(message: string) {
     super(message);
     this.name = 'ExclusiveLockError';

@@ -9,6 +9,7 @@ describe('connectDocker', () => {
         connectDocker({ DOCKER_HOST: host }),
         (error: unknown) =>
           error instanceof DockerUnavailableError &&
+          error.exitCode === 2 &&
           error.message ===
             `DOCKER_HOST=${host}: hintbox needs a Docker engine on this host (unix://…), because it binds its own files and sockets into every sandbox`,
       );
