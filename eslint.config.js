@@ -17,7 +17,19 @@ export default tseslint.config(
     },
   },
   // stdout is the MCP transport under `hintbox run`: library code logs through the logger only.
-  { files: ['src/**/*.ts'], rules: { 'no-console': 'error' } },
+  // The environment is read in one module (src/config/environment.ts), where it is checked.
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/config/environment.ts'],
+    rules: {
+      'no-console': 'error',
+      'no-restricted-properties': [
+        'error',
+        { object: 'process', property: 'env', message: 'read the environment through src/config/environment.ts' },
+      ],
+    },
+  },
+  { files: ['src/config/environment.ts'], rules: { 'no-console': 'error' } },
   {
     files: ['test/**/*.ts'],
     rules: {

@@ -4,10 +4,12 @@ import { sweepPreviewDirs } from '../sandbox/preview.js';
 import { loadProfile, type Profile } from '../profile/load-profile.js';
 import { connectDocker, type DockerConnection } from '../sandbox/docker-connection.js';
 import { makeIsOwnerAlive, sweepOrphans } from '../sandbox/sweep.js';
-import { createLogger, logLevelFromEnv, type Logger } from '../util/logger.js';
+import { processVariables, readEnvironment } from '../config/environment.js';
+import { createLogger, type Logger } from '../util/logger.js';
 import { UsageError } from '../util/hintbox-error.js';
 
-export const cliLog: Logger = createLogger(logLevelFromEnv());
+/** The CLI's log. A level it cannot use counts as info here; main refuses it before any command runs. */
+export const cliLog: Logger = createLogger(readEnvironment(processVariables()).environment.logLevel);
 
 /** The one profile argument of run, plan and images build. */
 export function profileArg(command: string, positionals: string[]): Profile {

@@ -8,6 +8,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type Docker from 'dockerode';
 import { LABEL_CLASS, LABEL_OWNER_PID } from '../sandbox/container-spec.js';
+import { processVariables, type Variables } from '../config/environment.js';
 import { connectDocker } from '../sandbox/docker-connection.js';
 import { packagePath } from '../util/package-root.js';
 import { VERSION } from '../version.js';
@@ -45,7 +46,7 @@ export const demoCommand: CommandSpec = {
     if (process.getuid?.() === 0)
       for (const p of [workspace, path.join(workspace, 'notes.txt')]) chownSync(p, 10001, 10001);
     const env = {
-      ...stringEnv(process.env),
+      ...stringEnv(processVariables()),
       WORKSPACE: workspace,
       HINTBOX_STATE_DIR: state,
     };
@@ -143,7 +144,7 @@ async function waitForNoContainers(docker: Docker, ownerPid: number | null): Pro
   return left;
 }
 
-function stringEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+function stringEnv(env: Variables): Record<string, string> {
   return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
 }
 

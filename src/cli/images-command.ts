@@ -1,3 +1,4 @@
+import { hintboxEnvironment } from '../config/environment.js';
 import { ImageBuilder } from '../images/image-builder.js';
 import { connectDocker } from '../sandbox/docker-connection.js';
 import { cliLog, profileArg } from './common.js';
@@ -28,7 +29,7 @@ export const imagesBuildCommand: CommandSpec = {
     const builder = new ImageBuilder({
       docker: docker.docker,
       log: cliLog,
-      ...(process.env.HINTBOX_BASE_IMAGE ? { baseImage: process.env.HINTBOX_BASE_IMAGE } : {}),
+      ...(hintboxEnvironment().baseImage ? { baseImage: hintboxEnvironment().baseImage } : {}),
       ...(values.rebuild ? { rebuild: true } : {}),
     });
     await builder.ensure(profile.server.image, profile.server.build);

@@ -1,6 +1,7 @@
 #!/usr/bin/env -S node --max-semi-space-size=1 --optimize-for-size
 // A 1 MB young generation and V8's optimize-for-size mode keep hintbox's resident memory low (BENCHMARKS.md).
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { ENVIRONMENT_VARIABLES, hintboxEnvironment } from '../config/environment.js';
 import { VERSION } from '../version.js';
 import { cliLog as log } from './common.js';
 import { approveCommand } from './approve-command.js';
@@ -33,13 +34,7 @@ Options:
   -v, --version           print the version
 
 Environment:
-  DOCKER_HOST             Docker engine to use (default unix:///var/run/docker.sock)
-  HINTBOX_LOG_LEVEL       debug | info (default) | warn | error; the log goes to stderr
-  HINTBOX_STATE_DIR       hintbox's state folder (default ~/.local/state/hintbox)
-  HINTBOX_AUDIT_DIR       the audit log's folder (default: audit/ in the state folder)
-  HINTBOX_DATABASE_URL    a Postgres that hintbox run copies the audit log into (a sink)
-  HINTBOX_BASE_IMAGE      Debian bookworm image to build on (default debian:bookworm-slim,
-                          seeded with debootstrap where it cannot be pulled)
+${ENVIRONMENT_VARIABLES.map((v) => `  ${v.name.padEnd(24)}${v.meaning}\n${' '.repeat(26)}default: ${v.default}`).join('\n')}
 
 Exit codes: 0 ok, 1 failure, 2 bad usage or bad profile.`;
 
@@ -87,6 +82,8 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(command.help + '\n');
     return 0;
   }
+  // hintbox's variables are checked before any command starts: a bad one is bad usage.
+  hintboxEnvironment();
   return command.run({ positionals: parsed.positionals, values: parsed.values });
 }
 

@@ -6,7 +6,8 @@ import { removeSession } from '../sandbox/sweep.js';
 import { AuditLogWriter } from '../audit/audit-log-writer.js';
 import { lockFilePath, readLockFile, type LockFile } from '../approvals/lock-file.js';
 import { PostgresAuditSink } from '../audit/postgres-sink.js';
-import { auditDir, auditSinkUrl, redactUrl, stateRoot } from '../util/hintbox-paths.js';
+import { hintboxEnvironment } from '../config/environment.js';
+import { redactUrl } from '../util/hintbox-paths.js';
 import { HintboxSession, newSessionId } from '../session/hintbox-session.js';
 import { knownToolsIn } from '../session/known-tools.js';
 import { cliLog, dockerReady, profileArg } from './common.js';
@@ -84,7 +85,7 @@ export const runCommand: CommandSpec = {
       const locked = approvals();
       if (!locked) log.info(`no lock file ${lockFile}: nothing approved yet (see hintbox approve)`);
       // Then the audit log: a run that cannot record its calls does not start.
-      const dir = auditDir();
+      const dir = hintboxEnvironment().auditDir;
       let audit: AuditLogWriter;
       try {
         audit = AuditLogWriter.open({ dir, log });
@@ -93,7 +94,7 @@ export const runCommand: CommandSpec = {
       }
       // With HINTBOX_DATABASE_URL the log is copied into Postgres in the background: the sink
       // reads the files, never the calls, so a database that is slow or down slows nothing.
-      const sinkUrl = auditSinkUrl();
+      const sinkUrl = hintboxEnvironment().databaseUrl;
       const sink = sinkUrl ? new PostgresAuditSink({ url: sinkUrl, dir, log, chain: audit.chain }) : undefined;
       if (sink && sinkUrl) {
         log.info(`audit log shipped to ${redactUrl(sinkUrl)}`);
@@ -110,7 +111,7 @@ export const runCommand: CommandSpec = {
         log,
         sessionId,
         audit,
-        knownTools: knownToolsIn(path.join(stateRoot(), 'known-tools')),
+        knownTools: knownToolsIn(path.join(hintboxEnvironment().stateDir, 'known-tools')),
         ...(values.rebuild ? { rebuildImages: true } : {}),
       };
       // With approved tools in the lock file the client is served at once from it (a cold

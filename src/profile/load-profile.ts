@@ -5,6 +5,7 @@ import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { denyReason } from './host-path-denylist.js';
 import { lockFilePath } from '../approvals/lock-file.js';
+import { processVariables } from '../config/environment.js';
 import { hintboxOwnPaths, type OwnPath } from '../util/hintbox-paths.js';
 import { isStrictlyInside } from '../util/paths.js';
 import { interpolateTree, type Variables } from './interpolate.js';
@@ -97,7 +98,7 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
   }
   const raw: unknown = doc.toJS();
 
-  const vars = options.vars ?? { ...process.env, CWD: process.cwd() };
+  const vars = options.vars ?? { ...processVariables(), CWD: process.cwd() };
   const problems: ProfileProblem[] = [];
   const interpolated = interpolateTree(raw, vars, (at, message) =>
     problems.push({ file: absFile, path: formatFieldPath(at), message }),

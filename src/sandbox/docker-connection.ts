@@ -1,4 +1,5 @@
 import Docker from 'dockerode';
+import { hintboxEnvironment, type HintboxEnvironment } from '../config/environment.js';
 import { HintboxError, type ExitCode } from '../util/hintbox-error.js';
 
 /** A reachable Docker engine and what it can do. */
@@ -36,8 +37,10 @@ export function apiAtLeast(version: string, minimum: string): boolean {
  * Connects to the engine named by DOCKER_HOST, else the default Unix socket, and checks that it
  * answers. The error says where it looked and what to do.
  */
-export async function connectDocker(env: NodeJS.ProcessEnv = process.env): Promise<DockerConnection> {
-  const host = env.DOCKER_HOST;
+export async function connectDocker(
+  env: Pick<HintboxEnvironment, 'dockerHost'> = hintboxEnvironment(),
+): Promise<DockerConnection> {
+  const host = env.dockerHost;
   const endpoint = host ? `${host} (from DOCKER_HOST)` : `unix://${DEFAULT_SOCKET} (default; DOCKER_HOST is not set)`;
   if (host && !host.startsWith('unix://')) {
     // The gate binary, its sockets, relay sockets and preview copies are host files bound into

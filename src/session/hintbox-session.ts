@@ -42,6 +42,7 @@ import { approvedInstructions, guardTools } from './guarded-tools.js';
 import type { KnownTools } from './known-tools.js';
 import { delay } from '../util/delay.js';
 import { HintboxError } from '../util/hintbox-error.js';
+import { hintboxEnvironment } from '../config/environment.js';
 
 /** The approved hash of a tool in the lock file as it is now (a reader that fails counts as none). */
 function approvedHashIn(approvals: () => LockFile | undefined): (tool: string) => string | undefined {
@@ -449,7 +450,7 @@ export class HintboxSession implements AsyncDisposable {
     const builder = new ImageBuilder({
       docker: docker.docker,
       log,
-      ...(process.env.HINTBOX_BASE_IMAGE ? { baseImage: process.env.HINTBOX_BASE_IMAGE } : {}),
+      ...(hintboxEnvironment().baseImage ? { baseImage: hintboxEnvironment().baseImage } : {}),
       ...(this.options.rebuildImages ? { rebuild: true } : {}),
     });
     await builder.ensure(profile.server.image, profile.server.build);

@@ -1,26 +1,6 @@
-import os from 'node:os';
 import path from 'node:path';
+import { hintboxEnvironment, type HintboxEnvironment } from '../config/environment.js';
 import { PACKAGE_ROOT } from './package-root.js';
-
-/**
- * hintbox's state folder (the audit log unless HINTBOX_AUDIT_DIR says otherwise, known tools):
- * `HINTBOX_STATE_DIR`, else `$XDG_STATE_HOME/hintbox`, else `~/.local/state/hintbox`.
- */
-export function stateRoot(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.HINTBOX_STATE_DIR) return path.resolve(env.HINTBOX_STATE_DIR);
-  const base = env.XDG_STATE_HOME ? path.resolve(env.XDG_STATE_HOME) : path.join(os.homedir(), '.local', 'state');
-  return path.join(base, 'hintbox');
-}
-
-/** The audit log's folder: `HINTBOX_AUDIT_DIR`, else `audit/` in the state folder. */
-export function auditDir(env: NodeJS.ProcessEnv = process.env): string {
-  return env.HINTBOX_AUDIT_DIR ? path.resolve(env.HINTBOX_AUDIT_DIR) : path.join(stateRoot(env), 'audit');
-}
-
-/** `HINTBOX_DATABASE_URL`: the Postgres the audit log is shipped to (a sink; the log stays the record). */
-export function auditSinkUrl(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  return env.HINTBOX_DATABASE_URL || undefined;
-}
 
 /** A URL without its password, for messages: host, port and database. */
 export function redactUrl(url: string): string {
@@ -40,10 +20,12 @@ export interface OwnPath {
 }
 
 /** hintbox's state folder, its audit log and its installation (the package it runs from). */
-export function hintboxOwnPaths(env: NodeJS.ProcessEnv = process.env): OwnPath[] {
+export function hintboxOwnPaths(
+  env: Pick<HintboxEnvironment, 'stateDir' | 'auditDir'> = hintboxEnvironment(),
+): OwnPath[] {
   return [
-    { path: stateRoot(env), what: "hintbox's state folder (audit log, known tools)" },
-    ...(env.HINTBOX_AUDIT_DIR ? [{ path: auditDir(env), what: "hintbox's audit log" }] : []),
+    { path: env.stateDir, what: "hintbox's state folder (audit log, known tools)" },
+    ...(env.auditDir !== path.join(env.stateDir, 'audit') ? [{ path: env.auditDir, what: "hintbox's audit log" }] : []),
     { path: PACKAGE_ROOT, what: "hintbox's installation" },
   ];
 }
