@@ -1,7 +1,7 @@
 // Compiles hintbox's sandbox gate (native/hintbox-gate.c) into dist/hintbox-gate: a static
 // binary that hintbox binds into every sandbox as its first program (see the C file for why).
 // Needs a C compiler and a static libc (Debian: gcc and libc6-dev); CC overrides the compiler.
-// hintbox checks at run time that the binary is static and fits this machine (src/sandbox/gate.ts).
+// hintbox checks at run time that the binary is static and fits this machine (src/engine/docker/gate.ts).
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import process from 'node:process';

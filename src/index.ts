@@ -9,12 +9,12 @@ export {
   type PlannedTool,
   type Ceiling,
 } from './policy/plan-sandboxes.js';
-export { buildContainerSpec, LABEL_SESSION, LABEL_SERVER, LABEL_CLASS } from './sandbox/container-spec.js';
-export { connectDocker, DockerUnavailableError, type DockerConnection } from './sandbox/docker-connection.js';
-export { sweepOrphans, removeSession } from './sandbox/sweep.js';
+export { buildContainerSpec, LABEL_SESSION, LABEL_SERVER, LABEL_CLASS } from './engine/docker/container-spec.js';
+export { connectDocker, DockerUnavailableError, type DockerConnection } from './engine/docker/docker-connection.js';
+export { sweepOrphans, removeSession } from './engine/docker/sweep.js';
 export { HintboxSession, ceilingOf } from './session/hintbox-session.js';
 export { Gateway, type Upstream, type UpstreamFactory } from './gateway/gateway.js';
-export { ImageBuilder } from './images/image-builder.js';
+export { ImageBuilder } from './engine/docker/image-builder.js';
 export { AuditLogWriter } from './audit/audit-log-writer.js';
 export { verifyAuditLog, scanAuditLog } from './audit/audit-reader.js';
 export { AUDIT_SCHEMA_VERSION, type AuditLine, type AuditIntent, type AuditEvent } from './audit/audit-record.js';

@@ -1,6 +1,6 @@
 import { hintboxEnvironment } from '../config/environment.js';
-import { ImageBuilder } from '../images/image-builder.js';
-import { connectDocker } from '../sandbox/docker-connection.js';
+import { ImageBuilder } from '../engine/docker/image-builder.js';
+import { connectDocker } from '../engine/docker/docker-connection.js';
 import { cliLog, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';
 import { UsageError } from '../util/hintbox-error.js';

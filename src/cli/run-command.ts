@@ -1,8 +1,8 @@
 import path from 'node:path';
 import type { Gateway } from '../gateway/gateway.js';
-import { NdjsonTransport } from '../gateway/ndjson-transport.js';
+import { NdjsonTransport } from '../mcp/ndjson-transport.js';
 import { parseTagFilter, TagFilterError } from '../policy/tool-tags.js';
-import { removeSession } from '../sandbox/sweep.js';
+import { removeSession } from '../engine/docker/sweep.js';
 import { AuditLogWriter } from '../audit/audit-log-writer.js';
 import { lockFilePath, readLockFile, type LockFile } from '../approvals/lock-file.js';
 import { PostgresAuditSink } from '../audit/postgres-sink.js';

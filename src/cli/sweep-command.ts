@@ -1,10 +1,10 @@
 import os from 'node:os';
 import { databaseAdminUrl } from '../database/database-env.js';
 import { RoleProvisioner } from '../database/role-provisioner.js';
-import { connectDocker } from '../sandbox/docker-connection.js';
+import { connectDocker } from '../engine/docker/docker-connection.js';
 import { sweepSocketDirs } from '../util/sweep-socket-dirs.js';
 import { sweepPreviewDirs } from '../sandbox/preview.js';
-import { makeIsOwnerAlive, sweepOrphans } from '../sandbox/sweep.js';
+import { makeIsOwnerAlive, sweepOrphans } from '../engine/docker/sweep.js';
 import { cliLog, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';
 

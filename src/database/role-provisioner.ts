@@ -1,7 +1,7 @@
 import { randomBytes as cryptoRandomBytes } from 'node:crypto';
 import { Client, type ClientConfig } from 'pg';
-import type { SessionIdentity } from '../sandbox/container-spec.js';
-import type { IsOwnerAlive } from '../sandbox/sweep.js';
+import type { SessionIdentity } from '../engine/docker/container-spec.js';
+import type { IsOwnerAlive } from '../engine/docker/sweep.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { sectionTables, type DatabasePrivilege, type DatabaseSection } from './database-profile-schema.js';
 import {

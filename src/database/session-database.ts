@@ -1,6 +1,6 @@
 import os from 'node:os';
-import type { SessionIdentity } from '../sandbox/container-spec.js';
-import { makeIsOwnerAlive, type IsOwnerAlive } from '../sandbox/sweep.js';
+import type { SessionIdentity } from '../engine/docker/container-spec.js';
+import { makeIsOwnerAlive, type IsOwnerAlive } from '../engine/docker/sweep.js';
 import type { Logger } from '../util/logger.js';
 import type { DatabasePrivilege, DatabaseSection } from './database-profile-schema.js';
 import { DatabaseNotPreparedError, RoleProvisioner, adminEndpoint, type CreatedRole } from './role-provisioner.js';

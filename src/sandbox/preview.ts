@@ -16,8 +16,8 @@ import {
 } from '../policy/file-changes.js';
 import type { Logger } from '../util/logger.js';
 import { isProcessAlive } from '../util/process-alive.js';
-import { LABEL_CLASS, type GateMounts } from './container-spec.js';
-import { startSandbox, type StartedSandbox } from './docker-sandbox.js';
+import { LABEL_CLASS, type GateMounts } from '../engine/docker/container-spec.js';
+import { startSandbox, type StartedSandbox } from '../engine/docker/docker-sandbox.js';
 
 /**
  * Preview of a call: the same call, run first in a throwaway sandbox of the same grant whose

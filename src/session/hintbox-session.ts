@@ -3,7 +3,7 @@ import os from 'node:os';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { Gateway, type RoutedTool, type Upstream } from '../gateway/gateway.js';
 import { describeRejected, listToolsRaw, validateTools, type RejectedTool } from '../gateway/discover-tools.js';
-import { ImageBuilder } from '../images/image-builder.js';
+import { ImageBuilder } from '../engine/docker/image-builder.js';
 import {
   grantCanChange,
   grantKey,
@@ -22,17 +22,17 @@ import {
   type GateMounts,
   type ContainerSpecInput,
   type SessionIdentity,
-} from '../sandbox/container-spec.js';
+} from '../engine/docker/container-spec.js';
 import type Docker from 'dockerode';
 import { databaseAdminUrl } from '../database/database-env.js';
 import { SessionDatabase } from '../database/session-database.js';
 import type { PrivilegeViolation } from '../database/socket-relay.js';
-import type { DockerConnection } from '../sandbox/docker-connection.js';
-import { holdSandbox, type HeldSandbox, type StartedSandbox } from '../sandbox/docker-sandbox.js';
+import type { DockerConnection } from '../engine/docker/docker-connection.js';
+import { holdSandbox, type HeldSandbox, type StartedSandbox } from '../engine/docker/docker-sandbox.js';
 import { Previewer } from '../sandbox/preview.js';
 import { hostMountPoints, nestedMountPoints } from '../sandbox/nested-mounts.js';
 import { assertNoSpecialFiles } from '../sandbox/special-files.js';
-import { removeSession } from '../sandbox/sweep.js';
+import { removeSession } from '../engine/docker/sweep.js';
 import type { Logger } from '../util/logger.js';
 import { CallGuard, compilePreApprovals, type GuardedTool } from '../gateway/call-guard.js';
 import type { AuditLog } from '../audit/audit-record.js';

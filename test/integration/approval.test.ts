@@ -4,7 +4,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { lockFilePath } from '../../src/approvals/lock-file.js';
-import { LABEL_CLASS } from '../../src/sandbox/container-spec.js';
+import { LABEL_CLASS } from '../../src/engine/docker/container-spec.js';
 import { assertNoLeftovers, containersOf, docker, ensureTestImages, eventually, LIAR_IMAGE } from './support/docker.js';
 import {
   hintboxCommand,

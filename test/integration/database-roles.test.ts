@@ -12,8 +12,8 @@ import {
   withDatabase,
   type CreatedRole,
 } from '../../src/database/role-provisioner.js';
-import type { SessionIdentity } from '../../src/sandbox/container-spec.js';
-import { makeIsOwnerAlive } from '../../src/sandbox/sweep.js';
+import type { SessionIdentity } from '../../src/engine/docker/container-spec.js';
+import { makeIsOwnerAlive } from '../../src/engine/docker/sweep.js';
 import { POSTGRES_ADMIN_PASSWORD, startPostgres, type StartedPostgres } from './support/postgres.js';
 
 const DB = 'app';

@@ -3,7 +3,7 @@ import net from 'node:net';
 import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { LABEL_CLASS } from '../../src/sandbox/container-spec.js';
+import { LABEL_CLASS } from '../../src/engine/docker/container-spec.js';
 import { assertNoLeftovers, containersOf, docker } from './support/docker.js';
 import { ESCAPER_IMAGE, ensureEscaperImage } from './support/escaper.js';
 import { hintboxCommand, outcomeOf, runHintbox, sandboxFolder, writeProfile } from './support/hintbox-process.js';

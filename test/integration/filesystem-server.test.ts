@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { LABEL_CLASS } from '../../src/sandbox/container-spec.js';
+import { LABEL_CLASS } from '../../src/engine/docker/container-spec.js';
 import { parse } from 'yaml';
 import {
   assertNoLeftovers,

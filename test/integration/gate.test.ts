@@ -3,10 +3,10 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { buildContainerSpec, sandboxUserIds } from '../../src/sandbox/container-spec.js';
+import { buildContainerSpec, sandboxUserIds } from '../../src/engine/docker/container-spec.js';
 import type Docker from 'dockerode';
-import { holdSandbox, SandboxStartError, type HeldSandbox } from '../../src/sandbox/docker-sandbox.js';
-import { IO_DIR_PREFIX } from '../../src/sandbox/gate.js';
+import { holdSandbox, SandboxStartError, type HeldSandbox } from '../../src/engine/docker/docker-sandbox.js';
+import { IO_DIR_PREFIX } from '../../src/engine/docker/gate.js';
 import { sessionIdentity, newSessionId } from '../../src/session/hintbox-session.js';
 import { createLogger } from '../../src/util/logger.js';
 import { GenericContainer } from 'testcontainers';

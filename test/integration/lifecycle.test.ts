@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, describe, it, before } from 'node:test';
-import { LABEL_CLASS } from '../../src/sandbox/container-spec.js';
+import { LABEL_CLASS } from '../../src/engine/docker/container-spec.js';
 import { containersOf, docker, ensureTestImages, eventually, LIAR_IMAGE, assertNoLeftovers } from './support/docker.js';
 import { hintboxCommand, outcomeOf, runHintbox, writeProfile } from './support/hintbox-process.js';
 

@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { GenericContainer, Wait, type StartedTestContainer } from 'testcontainers';
-import { LABEL_CLASS, LABEL_SERVER, LABEL_SESSION } from '../../src/sandbox/container-spec.js';
+import { LABEL_CLASS, LABEL_SERVER, LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
 import {
   CANARY_IMAGE,
   containersOf,

@@ -14,14 +14,14 @@ import {
   sandboxUserIds,
   serverCommand,
   type ContainerSpecInput,
-} from '../../src/sandbox/container-spec.js';
+} from '../../src/engine/docker/container-spec.js';
 import {
   GATE_SOCKET_ENV,
   GATE_TOKEN_ENV,
   GATE_TUNABLES_ENV,
   SANDBOX_GATE_PATH,
   SANDBOX_IO_DIR,
-} from '../../src/sandbox/gate.js';
+} from '../../src/engine/docker/gate.js';
 import { SANDBOX_PG_SOCKET_DIR, sandboxDatabaseEnv } from '../../src/database/socket-relay.js';
 import { planSandboxes, type Ceiling, type PlannedSandbox } from '../../src/policy/plan-sandboxes.js';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { apiAtLeast, connectDocker, DockerUnavailableError } from '../../src/sandbox/docker-connection.js';
+import { apiAtLeast, connectDocker, DockerUnavailableError } from '../../src/engine/docker/docker-connection.js';
 
 describe('connectDocker', () => {
   it('refuses an engine on another host before asking it anything: sandboxes bind host files', async () => {

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { LockFileError } from '../../src/approvals/lock-file.js';
-import { ImageError } from '../../src/images/image-builder.js';
+import { ImageError } from '../../src/engine/docker/image-builder.js';
 import { ProfileError, type Profile } from '../../src/profile/load-profile.js';
-import { DockerUnavailableError, type DockerConnection } from '../../src/sandbox/docker-connection.js';
+import { DockerUnavailableError, type DockerConnection } from '../../src/engine/docker/docker-connection.js';
 import { assertNoNestedMounts } from '../../src/session/hintbox-session.js';
 import { exitCodeOf, HintboxError, UsageError } from '../../src/util/hintbox-error.js';
 

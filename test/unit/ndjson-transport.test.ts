@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { PassThrough, Writable } from 'node:stream';
 import { describe, it } from 'node:test';
-import { LineReader, MAX_LINE_BYTES, NdjsonTransport } from '../../src/gateway/ndjson-transport.js';
+import { LineReader, MAX_LINE_BYTES, NdjsonTransport } from '../../src/mcp/ndjson-transport.js';
 
 const messages = [
   { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read', arguments: { path: '/å/ü 😀' } } },

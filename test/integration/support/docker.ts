@@ -1,8 +1,8 @@
 import os from 'node:os';
-import { connectDocker, type DockerConnection } from '../../../src/sandbox/docker-connection.js';
-import { ImageBuilder, IMAGES_DIR, NODE_SERVER_IMAGE } from '../../../src/images/image-builder.js';
+import { connectDocker, type DockerConnection } from '../../../src/engine/docker/docker-connection.js';
+import { ImageBuilder, IMAGES_DIR, NODE_SERVER_IMAGE } from '../../../src/engine/docker/image-builder.js';
 import { createLogger } from '../../../src/util/logger.js';
-import { LABEL_OWNER_PID, LABEL_SESSION } from '../../../src/sandbox/container-spec.js';
+import { LABEL_OWNER_PID, LABEL_SESSION } from '../../../src/engine/docker/container-spec.js';
 import { GenericContainer } from 'testcontainers';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

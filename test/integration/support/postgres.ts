@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { GenericContainer, Wait, type StartedTestContainer } from 'testcontainers';
-import { ImageBuilder, IMAGES_DIR } from '../../../src/images/image-builder.js';
+import { ImageBuilder, IMAGES_DIR } from '../../../src/engine/docker/image-builder.js';
 import { createLogger } from '../../../src/util/logger.js';
 import { docker } from './docker.js';
 

@@ -4,9 +4,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { packagePath } from '../util/package-root.js';
-import { listenFor } from '../util/unix-socket.js';
-import { HintboxError } from '../util/hintbox-error.js';
+import { packagePath } from '../../util/package-root.js';
+import { listenFor } from '../../util/unix-socket.js';
+import { HintboxError } from '../../util/hintbox-error.js';
 
 /**
  * hintbox's sandbox gate (native/hintbox-gate.c): a static binary bound read-only into every

@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
-import type { Logger } from '../util/logger.js';
-import { isProcessAlive } from '../util/process-alive.js';
+import type { Logger } from '../../util/logger.js';
+import { isProcessAlive } from '../../util/process-alive.js';
 import { LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION } from './container-spec.js';
 
 /** Is the hintbox process that owns a session still running? Injected for tests. */

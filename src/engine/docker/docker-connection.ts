@@ -1,6 +1,6 @@
 import Docker from 'dockerode';
-import { hintboxEnvironment, type HintboxEnvironment } from '../config/environment.js';
-import { HintboxError, type ExitCode } from '../util/hintbox-error.js';
+import { hintboxEnvironment, type HintboxEnvironment } from '../../config/environment.js';
+import { HintboxError, type ExitCode } from '../../util/hintbox-error.js';
 
 /** A reachable Docker engine and what it can do. */
 export interface DockerConnection {

@@ -5,10 +5,10 @@ import os from 'node:os';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import { pack } from 'tar-fs';
-import { hintboxEnvironment } from '../config/environment.js';
-import type { Logger } from '../util/logger.js';
-import { packagePath } from '../util/package-root.js';
-import { HintboxError } from '../util/hintbox-error.js';
+import { hintboxEnvironment } from '../../config/environment.js';
+import type { Logger } from '../../util/logger.js';
+import { packagePath } from '../../util/package-root.js';
+import { HintboxError } from '../../util/hintbox-error.js';
 
 /**
  * Images hintbox builds itself. Dockerfiles are standard (`FROM ${BASE_IMAGE}`); where the

@@ -2,14 +2,14 @@ import type { Socket } from 'node:net';
 import { PassThrough, type Readable } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type Docker from 'dockerode';
-import type { Logger } from '../util/logger.js';
-import { renderServerText } from '../util/render-server-text.js';
-import { VERSION } from '../version.js';
-import { NdjsonTransport } from '../gateway/ndjson-transport.js';
+import type { Logger } from '../../util/logger.js';
+import { renderServerText } from '../../util/render-server-text.js';
+import { VERSION } from '../../version.js';
+import { NdjsonTransport } from '../../mcp/ndjson-transport.js';
 import type { GateMounts } from './container-spec.js';
 import { gateBinary, openGateSocket, releaseGate } from './gate.js';
-import { delay } from '../util/delay.js';
-import { HintboxError } from '../util/hintbox-error.js';
+import { delay } from '../../util/delay.js';
+import { HintboxError } from '../../util/hintbox-error.js';
 
 /** A running sandbox container with an initialized MCP client on its stdio. */
 export interface StartedSandbox extends AsyncDisposable {

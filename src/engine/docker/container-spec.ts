@@ -1,8 +1,8 @@
 import type Docker from 'dockerode';
-import type { SandboxGrant } from '../policy/plan-sandboxes.js';
-import { parseSize, sandboxUser } from '../profile/profile-schema.js';
-import type { Profile } from '../profile/load-profile.js';
-import { SANDBOX_PG_SOCKET_DIR } from '../database/socket-relay.js';
+import type { SandboxGrant } from '../../policy/plan-sandboxes.js';
+import { parseSize, sandboxUser } from '../../profile/profile-schema.js';
+import type { Profile } from '../../profile/load-profile.js';
+import { SANDBOX_PG_SOCKET_DIR } from '../../database/socket-relay.js';
 import { GATE_SOCKET_ENV, GATE_TOKEN_ENV, GATE_TUNABLES_ENV, SANDBOX_GATE_PATH, SANDBOX_IO_DIR } from './gate.js';
 
 /**
