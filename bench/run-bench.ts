@@ -167,7 +167,7 @@ async function main(): Promise<void> {
     }
     const holding = values.holding === 'no' ? [] : await measureHolding(docker);
     const scale = await measureScale(docker);
-    const freshApprove = await measureFreshApprove(trustedText + allowWrites, workspace);
+    const freshApprove = measureFreshApprove(trustedText + allowWrites, workspace);
     const auditRecords = Number(values['audit-records']);
     const auditLog = auditRecords > 0 ? await measureAuditLog(auditRecords) : undefined;
     const report = { ...summarize(rounds, scale), freshApprove, holding, ...(auditLog ? { auditLog } : {}) };
@@ -482,10 +482,7 @@ async function measureHolding(docker: Docker): Promise<HoldingFigure[]> {
  * audit log) and no lock file; the image is built (as after `hintbox images build`). Once per
  * round; the median and spread in ms.
  */
-async function measureFreshApprove(
-  profileText: string,
-  workspace: string,
-): Promise<{ median: number; spread: number }> {
+function measureFreshApprove(profileText: string, workspace: string): { median: number; spread: number } {
   const times: number[] = [];
   for (let round = 1; round <= ROUNDS; round++) {
     const fresh = mkdtempSync(path.join(os.tmpdir(), 'hintbox-bench-fresh-'));
