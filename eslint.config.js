@@ -30,6 +30,35 @@ export default tseslint.config(
     },
   },
   { files: ['src/config/environment.ts'], rules: { 'no-console': 'error' } },
+  // The policy is pure: it imports only its own modules and Node's computing ones (hashing, path
+  // text), never I/O (node:fs, node:child_process, dockerode, pg) nor another layer of hintbox.
+  // test/unit/policy-purity.test.ts plants imports to prove this rule bites.
+  {
+    files: ['src/policy/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(?!\\./[^/]+\\.js$|node:(crypto|path)$)',
+              message: 'src/policy is pure: import only ./<module>.js, node:crypto or node:path',
+            },
+          ],
+        },
+      ],
+      'no-restricted-syntax': [
+        'error',
+        { selector: 'ImportExpression', message: 'src/policy is pure: no dynamic import' },
+      ],
+      'no-restricted-globals': [
+        'error',
+        { name: 'process', message: 'src/policy is pure: what it needs is passed in' },
+        { name: 'fetch', message: 'src/policy is pure: no network' },
+        { name: 'require', message: 'src/policy is pure: no require' },
+      ],
+    },
+  },
   {
     files: ['test/**/*.ts'],
     rules: {

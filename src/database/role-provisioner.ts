@@ -4,6 +4,7 @@ import type { SessionIdentity } from '../engine/docker/container-spec.js';
 import type { IsOwnerAlive } from '../engine/docker/sweep.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { sectionTables, type DatabasePrivilege, type DatabaseSection } from './database-profile-schema.js';
+import { minPrivilege } from '../policy/database-privilege.js';
 import {
   ROLE_PREFIX,
   DEFAULT_CALL_TIMEOUT_MS,
@@ -11,7 +12,6 @@ import {
   sessionBounds,
   disableLoginStatement,
   dropRoleStatements,
-  minPrivilege,
   parseRoleComment,
   quoteLiteral,
   renewRoleStatement,

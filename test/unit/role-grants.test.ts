@@ -5,7 +5,6 @@ import { DatabaseSectionSchema, sectionTables } from '../../src/database/databas
 import {
   MAX_IDENTIFIER_BYTES,
   ROLE_PREFIX,
-  classPrivilege,
   createRoleStatements,
   sessionBounds,
   dropRoleStatements,
@@ -15,16 +14,19 @@ import {
   quoteLiteral,
   revokeFromPublicStatement,
   roleName,
-  sandboxPrivilege,
   scramSha256Verifier,
   terminateSessionsQuery,
-  toolPrivilege,
-  unenforcedDatabaseHint,
-  type DatabasePrivilege,
   type GrantObjects,
   type RoleSpec,
 } from '../../src/database/role-grants.js';
 import { adminEndpoint, withDatabase } from '../../src/database/role-provisioner.js';
+import {
+  classPrivilege,
+  sandboxPrivilege,
+  toolPrivilege,
+  unenforcedDatabaseHint,
+  type DatabasePrivilege,
+} from '../../src/policy/database-privilege.js';
 import { HINT_DEFAULTS, type ToolHints } from '../../src/policy/hints.js';
 
 const PRIVILEGES: DatabasePrivilege[] = ['read', 'append', 'write'];
