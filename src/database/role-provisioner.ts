@@ -25,6 +25,7 @@ import {
   type RelationKind,
 } from './role-grants.js';
 import { HintboxError } from '../util/hintbox-error.js';
+import { monotonicMs } from '../util/clock.js';
 
 /**
  * Postgres roles for sandboxes, through an admin connection (a superuser, or a role with
@@ -714,9 +715,9 @@ export class RoleProvisioner implements AsyncDisposable {
           [name, pids],
         )
       ).rows.map((r) => r.pid);
-    const deadline = Date.now() + TERMINATE_WAIT_MS;
+    const deadline = monotonicMs() + TERMINATE_WAIT_MS;
     for (let remaining = await left(); remaining.length > 0; remaining = await left()) {
-      if (Date.now() > deadline) {
+      if (monotonicMs() > deadline) {
         throw new Error(
           `${remaining.length} session(s) of role ${name} still running ${TERMINATE_WAIT_MS} ms after terminating them`,
         );
@@ -828,14 +829,14 @@ export class RoleProvisioner implements AsyncDisposable {
   }
 
   private async waitForNoSessions(name: string): Promise<void> {
-    const deadline = Date.now() + TERMINATE_WAIT_MS;
+    const deadline = monotonicMs() + TERMINATE_WAIT_MS;
     for (;;) {
       const { rows } = await this.client.query<{ n: number }>(
         'SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1',
         [name],
       );
       if ((rows[0]?.n ?? 0) === 0) return;
-      if (Date.now() > deadline) {
+      if (monotonicMs() > deadline) {
         throw new Error(
           `role ${name} still has ${rows[0]?.n} session(s) ${TERMINATE_WAIT_MS} ms after terminating them`,
         );

@@ -13,6 +13,7 @@ import {
   readStartupPacket,
 } from './pg-wire.js';
 import type { SessionBounds } from './role-grants.js';
+import { monotonicMs } from '../util/clock.js';
 
 /**
  * A sandbox's way to its database: a Unix socket in a directory of its own, bound into the
@@ -244,7 +245,7 @@ class PgSocketRelay implements SocketRelay {
   }
 
   private accept(client: net.Socket): void {
-    const conn: RelayConnection = { id: ++this.nextId, client, user: '', database: '', idleSince: Date.now() };
+    const conn: RelayConnection = { id: ++this.nextId, client, user: '', database: '', idleSince: monotonicMs() };
     this.connections.set(conn.id, conn);
     const startupMs = this.options.startupTimeoutMs ?? 10_000;
     conn.startupTimer = setTimeout(
@@ -344,7 +345,7 @@ class PgSocketRelay implements SocketRelay {
     client.on('data', (chunk: Buffer) => {
       // A Terminate ('X', length 4) is the end of an idle session, not a statement.
       const terminate = chunk.length === 5 && chunk[0] === 0x58 && chunk.readInt32BE(1) === 4;
-      if (conn.txStatus !== undefined && !terminate) conn.busySince ??= Date.now();
+      if (conn.txStatus !== undefined && !terminate) conn.busySince ??= monotonicMs();
     });
     upstream.on('data', (chunk: Buffer) => {
       answered = true;
@@ -364,7 +365,7 @@ class PgSocketRelay implements SocketRelay {
       if (message.type === 'Z') {
         clearTimeout(conn.startupTimer);
         conn.txStatus = message.body?.toString('latin1', 0, 1) ?? 'I';
-        conn.idleSince = Date.now();
+        conn.idleSince = monotonicMs();
         conn.busySince = undefined;
       }
       if (message.type !== 'E' || !message.body) continue;
@@ -388,7 +389,7 @@ class PgSocketRelay implements SocketRelay {
 
   /** Cuts the sessions past a bound (see SocketRelayOptions.bounds). */
   private holdToBounds(bounds: SessionBounds): void {
-    const now = Date.now();
+    const now = monotonicMs();
     for (const conn of this.connections.values()) {
       if (conn.txStatus === undefined) continue;
       if (conn.busySince !== undefined) {

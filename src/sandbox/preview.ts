@@ -18,6 +18,7 @@ import type { Logger } from '../util/logger.js';
 import { isProcessAlive } from '../util/process-alive.js';
 import { LABEL_CLASS, type GateMounts } from '../engine/docker/container-spec.js';
 import { startSandbox, type StartedSandbox } from '../engine/docker/docker-sandbox.js';
+import { monotonicMs } from '../util/clock.js';
 
 /**
  * Preview of a call: the same call, run first in a throwaway sandbox of the same grant whose
@@ -219,7 +220,7 @@ export class Previewer implements CallPreviewer {
 export async function formatBounded(
   mounts: readonly { mount: Pick<SandboxMount, 'target'>; changes: readonly FileChange[] }[],
   limits: Pick<PreviewLimits, 'maxChars' | 'diffTimeMs'>,
-  now: () => number = () => performance.now(),
+  now: () => number = monotonicMs,
 ): Promise<FormattedChanges & { cut?: string }> {
   const out: FormattedChanges = { lines: [], chars: 0, done: 0, total: 0 };
   const deadline = now() + limits.diffTimeMs;

@@ -3,6 +3,7 @@ import { closeSync, openSync, readFileSync, statSync, unlinkSync, writeSync } fr
 import os from 'node:os';
 import { isProcessAlive } from './process-alive.js';
 import { HintboxError } from './hintbox-error.js';
+import { monotonicMs } from './clock.js';
 
 /**
  * An exclusive lock between processes on one file: `<file>.lock`, created with O_EXCL and
@@ -55,14 +56,14 @@ export async function withExclusiveLock<T>(
   const timeoutMs = options.timeoutMs ?? 30_000;
   const staleMs = options.staleMs ?? 20_000;
   const me: Holder = { pid: process.pid, host: os.hostname(), nonce: randomBytes(8).toString('hex'), since: '' };
-  const deadline = Date.now() + timeoutMs;
+  const deadline = monotonicMs() + timeoutMs;
   let pause = 10;
   for (;;) {
     me.since = new Date().toISOString();
     if (tryCreate(lockPath, JSON.stringify(me))) break;
     const seen = readLock(lockPath);
     if (!seen || (isStale(seen, staleMs) && breakStale(lockPath, seen.text))) continue;
-    if (Date.now() >= deadline) {
+    if (monotonicMs() >= deadline) {
       const who = seen?.holder
         ? `pid ${seen.holder.pid} on ${seen.holder.host} since ${seen.holder.since}`
         : 'a process';
