@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
-import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { appendFileSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { ChainVerifier, frameLine, lineHash, parseAuditFileName } from '../../src/audit/audit-chain.js';
 import { AuditLogWriter } from '../../src/audit/audit-log-writer.js';
 import {
@@ -18,16 +17,11 @@ import { traceIdOf } from '../../src/gateway/gateway.js';
 import { effectiveHints } from '../../src/policy/hints.js';
 import { pinTool } from '../../src/policy/tool-pin.js';
 import { silentLogger } from '../../src/util/logger.js';
+import { scratchFolder } from '../support/scratch-folder.js';
 
-const roots: string[] = [];
 function newDir(): string {
-  const root = mkdtempSync(path.join(os.tmpdir(), 'hintbox-audit-test-'));
-  roots.push(root);
-  return path.join(root, 'audit');
+  return path.join(scratchFolder('hintbox-audit-test-'), 'audit');
 }
-after(() => {
-  for (const root of roots) rmSync(root, { recursive: true, force: true });
-});
 
 /** A clock that moves 1 ms per reading, from a fixed start. */
 function steppingClock(start = Date.parse('2026-03-01T12:00:00.000Z')): Clock {
