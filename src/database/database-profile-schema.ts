@@ -121,7 +121,6 @@ export const DatabaseSectionSchema = z
 
 /** The `database` section after validation, defaults filled in. */
 export type DatabaseSection = Omit<z.infer<typeof DatabaseSectionSchema>, (typeof INLINE_CONNECTION_KEYS)[number]>;
-export type DatabaseSectionInput = z.input<typeof DatabaseSectionSchema>;
 
 /** A table the profile names, resolved against its schemas. */
 export interface TableName {

@@ -31,16 +31,6 @@ export function toolPrivilege(hints: ToolHints, ceiling: DatabasePrivilege): Dat
 }
 
 /**
- * The privilege of a sandbox that serves several tools (one class, or the whole server when it
- * cannot be split): the most any of its tools needs, capped by the ceiling. A sandbox with no
- * tools (discovery) gets `read`.
- */
-export function sandboxPrivilege(tools: readonly ToolHints[], ceiling: DatabasePrivilege): DatabasePrivilege {
-  const needed = tools.map(classPrivilege).reduce<DatabasePrivilege>(maxPrivilege, 'read');
-  return minPrivilege(needed, ceiling);
-}
-
-/**
  * Why a tool's database hint is not made true by the role its sandbox got (a sandbox shared
  * with tools that need more), or undefined when it is.
  */

@@ -180,7 +180,6 @@ export const ProfileSchema = z.strictObject({
   database: DatabaseSectionSchema.optional(),
 });
 
-export type ProfileInput = z.input<typeof ProfileSchema>;
 export type ParsedProfile = z.infer<typeof ProfileSchema>;
 
 /** Parses a size such as `512m` into bytes. The input has passed the schema's SIZE check. */

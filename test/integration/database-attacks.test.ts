@@ -4,7 +4,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, type DatabaseError } from 'pg';
 import type { DatabaseSection } from '../../src/database/database-profile-schema.js';
-import { encodeCancelRequest, encodeStartupMessage, parseErrorFields } from '../../src/database/pg-wire.js';
+import { encodeCancelRequest, parseErrorFields } from '../../src/database/pg-wire.js';
+import { encodeStartupMessage } from '../support/pg-startup-message.js';
 import { ROLE_PREFIX } from '../../src/database/role-grants.js';
 import {
   DatabaseNotPreparedError,

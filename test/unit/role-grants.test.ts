@@ -22,7 +22,6 @@ import {
 import { adminEndpoint, withDatabase } from '../../src/database/role-provisioner.js';
 import {
   classPrivilege,
-  sandboxPrivilege,
   toolPrivilege,
   unenforcedDatabaseHint,
   type DatabasePrivilege,
@@ -73,14 +72,6 @@ describe('privileges from hints', () => {
       'append/write→append',
       'write/write→write',
     ]);
-  });
-
-  it('a shared sandbox gets the most its tools need, capped; with no tools, read', () => {
-    assert.equal(sandboxPrivilege([READ, APPEND], 'write'), 'append');
-    assert.equal(sandboxPrivilege([READ, WRITE, APPEND], 'write'), 'write');
-    assert.equal(sandboxPrivilege([READ, WRITE], 'append'), 'append');
-    assert.equal(sandboxPrivilege([READ], 'write'), 'read');
-    assert.equal(sandboxPrivilege([], 'write'), 'read');
   });
 
   it('says which hint a shared role does not make true', () => {
