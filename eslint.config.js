@@ -59,6 +59,18 @@ export default tseslint.config(
       ],
     },
   },
+  // Only the Docker engine knows Docker: everything else goes through the sandbox engine port
+  // (src/engine/sandbox-engine.ts), so that another engine can take its place.
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/engine/docker/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { paths: [{ name: 'dockerode', message: 'use the SandboxEngine port; only src/engine/docker/ uses Docker' }] },
+      ],
+    },
+  },
   {
     files: ['test/**/*.ts'],
     rules: {
@@ -70,7 +82,11 @@ export default tseslint.config(
       '@typescript-eslint/require-await': 'off',
       '@typescript-eslint/no-floating-promises': [
         'error',
-        { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['describe', 'it', 'suite', 'test'] }] },
+        {
+          allowForKnownSafeCalls: [
+            { from: 'package', package: 'node:test', name: ['describe', 'it', 'suite', 'test'] },
+          ],
+        },
       ],
     },
   },

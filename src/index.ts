@@ -9,12 +9,20 @@ export {
   type PlannedTool,
   type Ceiling,
 } from './policy/plan-sandboxes.js';
+export type {
+  SandboxEngine,
+  SandboxSpec,
+  HeldSandbox,
+  StartedSandbox,
+  PreparedImage,
+  SessionIdentity,
+} from './engine/sandbox-engine.js';
+export { DockerEngine } from './engine/docker/docker-engine.js';
 export { buildContainerSpec, LABEL_SESSION, LABEL_SERVER, LABEL_CLASS } from './engine/docker/container-spec.js';
-export { connectDocker, DockerUnavailableError, type DockerConnection } from './engine/docker/docker-connection.js';
-export { sweepOrphans, removeSession } from './engine/docker/sweep.js';
-export { HintboxSession, ceilingOf } from './session/hintbox-session.js';
+export { DockerUnavailableError } from './engine/docker/docker-connection.js';
+export { HintboxSession } from './session/hintbox-session.js';
+export { ceilingOf } from './profile/profile-ceiling.js';
 export { Gateway, type Upstream, type UpstreamFactory } from './gateway/gateway.js';
-export { ImageBuilder } from './engine/docker/image-builder.js';
 export { AuditLogWriter } from './audit/audit-log-writer.js';
 export { verifyAuditLog, scanAuditLog } from './audit/audit-reader.js';
 export { AUDIT_SCHEMA_VERSION, type AuditLine, type AuditIntent, type AuditEvent } from './audit/audit-record.js';

@@ -12,7 +12,7 @@ import {
 import { diffPins, formatPinChanges, pinTool } from '../policy/tool-pin.js';
 import { HintboxSession } from '../session/hintbox-session.js';
 import { renderServerLines, renderServerText } from '../util/render-server-text.js';
-import { cliLog, dockerReady, profileArg } from './common.js';
+import { cliLog, engineReady, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';
 import { UsageError } from '../util/hintbox-error.js';
 
@@ -46,8 +46,8 @@ export const approveCommand: CommandSpec = {
     }
     const lockFile = lockFilePath(profile.file);
     const before = readLockFile(lockFile, profile.name);
-    const docker = await dockerReady();
-    await using session = await HintboxSession.open({ profile, docker, log: cliLog, startAll: false });
+    const engine = await engineReady();
+    await using session = await HintboxSession.open({ profile, engine, log: cliLog, startAll: false });
     const listed = new Map(session.tools.map((t) => [t.name, t]));
     const unknown = names.filter((n) => !listed.has(n));
     if (unknown.length)

@@ -1,10 +1,9 @@
-import os from 'node:os';
 import { sweepSocketDirs } from '../util/sweep-socket-dirs.js';
 import { sweepPreviewDirs } from '../sandbox/preview.js';
 import { loadProfile, type Profile } from '../profile/load-profile.js';
-import { connectDocker, type DockerConnection } from '../engine/docker/docker-connection.js';
-import { makeIsOwnerAlive, sweepOrphans } from '../engine/docker/sweep.js';
-import { processVariables, readEnvironment } from '../config/environment.js';
+import { DockerEngine } from '../engine/docker/docker-engine.js';
+import type { SandboxEngine } from '../engine/sandbox-engine.js';
+import { hintboxEnvironment, processVariables, readEnvironment } from '../config/environment.js';
 import { createLogger, type Logger } from '../util/logger.js';
 import { UsageError } from '../util/hintbox-error.js';
 
@@ -21,12 +20,15 @@ export function profileArg(command: string, positionals: string[]): Profile {
   return loadProfile(positionals[0] as string);
 }
 
-/** Connects to Docker and sweeps what crashed runs left behind. */
-export async function dockerReady(log: Logger = cliLog): Promise<DockerConnection> {
-  const docker = await connectDocker();
-  log.debug(`Docker at ${docker.endpoint}, API ${docker.apiVersion}`);
-  await sweepOrphans(docker.docker, makeIsOwnerAlive(os.hostname()), log);
+/** Connects to the sandbox engine (Docker) and sweeps what crashed runs left behind. */
+export async function engineReady(log: Logger = cliLog): Promise<SandboxEngine> {
+  const engine = await DockerEngine.connect({
+    log,
+    ...(hintboxEnvironment().baseImage ? { baseImage: hintboxEnvironment().baseImage } : {}),
+  });
+  log.debug(engine.description);
+  await engine.sweepOrphans(log);
   for (const dir of sweepSocketDirs()) log.debug(`swept socket folder ${dir} (its run is gone)`);
   for (const dir of await sweepPreviewDirs()) log.debug(`swept preview copy ${dir} (its run is gone)`);
-  return docker;
+  return engine;
 }

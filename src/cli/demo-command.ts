@@ -6,13 +6,13 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import type Docker from 'dockerode';
-import { LABEL_CLASS, LABEL_OWNER_PID } from '../engine/docker/container-spec.js';
-import { processVariables, type Variables } from '../config/environment.js';
-import { connectDocker } from '../engine/docker/docker-connection.js';
+import { DockerEngine } from '../engine/docker/docker-engine.js';
+import type { SandboxEngine } from '../engine/sandbox-engine.js';
+import { cliLog } from './common.js';
 import { packagePath } from '../util/package-root.js';
 import { VERSION } from '../version.js';
 import type { CommandSpec } from './main.js';
+import { processVariables, type Variables } from '../config/environment.js';
 import { UsageError } from '../util/hintbox-error.js';
 
 const HELP = `Usage: hintbox demo
@@ -34,7 +34,7 @@ export const demoCommand: CommandSpec = {
   async run({ positionals }) {
     if (positionals.length) throw new UsageError(`demo: unexpected argument ${positionals[0]}`);
     const say = (line = ''): void => void process.stdout.write(line + '\n');
-    const { docker } = await connectDocker();
+    const engine = await DockerEngine.connect({ log: cliLog });
     const workspace = mkdtempSync(path.join(os.tmpdir(), 'hintbox-demo-'));
     // The demo's profile, lock file and audit log live in a scratch state folder, not in yours
     // (nor beside the shipped profile, where "approve" would write a lock file).
@@ -89,15 +89,12 @@ export const demoCommand: CommandSpec = {
         const { tools } = await client.listTools();
         say(`   the client sees ${tools.length} tools: ${tools.map((t) => t.name).join(', ')}`);
 
-        const containers = await docker.listContainers({ filters: { label: [`${LABEL_OWNER_PID}=${ownerPid}`] } });
         say(`3. sandboxes (one container per class of tools):`);
-        for (const c of containers) {
-          const info = await docker.getContainer(c.Id).inspect();
-          const mounts = info.Mounts.map((m) => `${m.Destination} ${m.RW ? 'read-write' : 'read-only'}`).join(', ');
-          const capDrop = (info.HostConfig.CapDrop as string[] | undefined) ?? [];
+        for (const sandbox of await engine.sandboxesOf(ownerPid ?? -1)) {
+          const mounts = sandbox.mounts.map((m) => `${m.target} ${m.readOnly ? 'read-only' : 'read-write'}`).join(', ');
           say(
-            `   ${c.Labels[LABEL_CLASS]}: network ${info.HostConfig.NetworkMode}, ${mounts}, ` +
-              `user ${info.Config.User}, capabilities dropped: ${capDrop.join(',')}`,
+            `   ${sandbox.sandboxClass}: network ${sandbox.network}, ${mounts}, ` +
+              `user ${sandbox.user}, capabilities dropped: ${sandbox.capabilitiesDropped.join(',')}`,
           );
         }
 
@@ -121,7 +118,7 @@ export const demoCommand: CommandSpec = {
       } finally {
         await client.close();
       }
-      const left = await waitForNoContainers(docker, ownerPid);
+      const left = await waitForNoSandboxes(engine, ownerPid);
       say(`7. client disconnected: ${left} container(s) of the session left`);
       say(`8. hintbox audit:`);
       for (const line of cli(['audit']).trimEnd().split('\n')) say(`   ${line}`);
@@ -133,11 +130,10 @@ export const demoCommand: CommandSpec = {
   },
 };
 
-async function waitForNoContainers(docker: Docker, ownerPid: number | null): Promise<number> {
+async function waitForNoSandboxes(engine: SandboxEngine, ownerPid: number | null): Promise<number> {
   let left = 0;
   for (let i = 0; i < 100; i++) {
-    left = (await docker.listContainers({ all: true, filters: { label: [`${LABEL_OWNER_PID}=${ownerPid ?? -1}`] } }))
-      .length;
+    left = (await engine.sandboxesOf(ownerPid ?? -1)).length;
     if (left === 0) break;
     await new Promise((r) => setTimeout(r, 100));
   }

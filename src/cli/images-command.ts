@@ -1,8 +1,7 @@
-import { hintboxEnvironment } from '../config/environment.js';
-import { ImageBuilder } from '../engine/docker/image-builder.js';
-import { connectDocker } from '../engine/docker/docker-connection.js';
+import { DockerEngine } from '../engine/docker/docker-engine.js';
 import { cliLog, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';
+import { hintboxEnvironment } from '../config/environment.js';
 import { UsageError } from '../util/hintbox-error.js';
 
 const HELP = `Usage: hintbox images build <profile> [--rebuild]
@@ -25,14 +24,11 @@ export const imagesBuildCommand: CommandSpec = {
     if (sub !== 'build')
       throw new UsageError(`images: expected "build", got ${sub === undefined ? 'nothing' : `"${sub}"`}`);
     const profile = profileArg('images build', rest);
-    const docker = await connectDocker();
-    const builder = new ImageBuilder({
-      docker: docker.docker,
+    const engine = await DockerEngine.connect({
       log: cliLog,
       ...(hintboxEnvironment().baseImage ? { baseImage: hintboxEnvironment().baseImage } : {}),
-      ...(values.rebuild ? { rebuild: true } : {}),
     });
-    await builder.ensure(profile.server.image, profile.server.build);
+    await engine.prepareImage(profile.server, { rebuild: values.rebuild === true });
     cliLog.info(`image ${profile.server.image} is ready`);
     return 0;
   },

@@ -1,5 +1,5 @@
 import { HintboxSession } from '../session/hintbox-session.js';
-import { cliLog, dockerReady, profileArg } from './common.js';
+import { cliLog, engineReady, profileArg } from './common.js';
 import { formatPlanTable, planToJson } from './format-plan.js';
 import type { CommandSpec } from './main.js';
 
@@ -20,10 +20,10 @@ export const planCommand: CommandSpec = {
   options: { json: { type: 'boolean' }, rebuild: { type: 'boolean' } },
   async run({ positionals, values }) {
     const profile = profileArg('plan', positionals);
-    const docker = await dockerReady();
+    const engine = await engineReady();
     await using session = await HintboxSession.open({
       profile,
-      docker,
+      engine,
       log: cliLog,
       startAll: false,
       ...(values.rebuild ? { rebuildImages: true } : {}),

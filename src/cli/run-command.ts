@@ -2,18 +2,18 @@ import path from 'node:path';
 import type { Gateway } from '../gateway/gateway.js';
 import { NdjsonTransport } from '../mcp/ndjson-transport.js';
 import { parseTagFilter, TagFilterError } from '../policy/tool-tags.js';
-import { removeSession } from '../engine/docker/sweep.js';
 import { AuditLogWriter } from '../audit/audit-log-writer.js';
 import { lockFilePath, readLockFile, type LockFile } from '../approvals/lock-file.js';
 import { PostgresAuditSink } from '../audit/postgres-sink.js';
 import { hintboxEnvironment } from '../config/environment.js';
 import { redactUrl } from '../util/hintbox-paths.js';
-import { HintboxSession, newSessionId } from '../session/hintbox-session.js';
+import { UsageError } from '../util/hintbox-error.js';
+import { HintboxSession } from '../session/hintbox-session.js';
+import { newSessionId } from '../session/session-sandboxes.js';
 import { knownToolsIn } from '../session/known-tools.js';
-import { cliLog, dockerReady, profileArg } from './common.js';
+import { cliLog, engineReady, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';
 import { delay } from '../util/delay.js';
-import { UsageError } from '../util/hintbox-error.js';
 
 const HELP = `Usage: hintbox run <profile> [--tags a,b] [--rebuild]
 
@@ -66,7 +66,7 @@ export const runCommand: CommandSpec = {
     const log = cliLog;
     const profile = profileArg('run', positionals);
     const tagFilter = typeof values.tags === 'string' ? tagFilterArg(values.tags) : undefined;
-    const docker = await dockerReady(log);
+    const engine = await engineReady(log);
     // A run ends when its client leaves, a signal comes or it fails; never because nothing
     // happens to be pending for a moment (a wait on an unref'd timer during discovery once let
     // hintbox exit 0 with its container left).
@@ -107,7 +107,7 @@ export const runCommand: CommandSpec = {
 
       const sessionOptions = {
         profile,
-        docker,
+        engine,
         log,
         sessionId,
         audit,
@@ -126,12 +126,12 @@ export const runCommand: CommandSpec = {
           log.info(`stopping session ${sessionId} (${why}): removing its containers`);
           await live.gateway?.close();
           await live.session?.dispose();
-          await removeSession(docker.docker, sessionId).catch(() => undefined);
+          await engine.removeSession(sessionId).catch(() => undefined);
           // A start still under way may create containers after the first removal.
           const late = await Promise.race([opening.catch(() => undefined), delay(15_000)]);
           // A session that came up after the signal: its relays and database roles go too.
           if (late && late !== live.session) await late.dispose();
-          await removeSession(docker.docker, sessionId).catch(() => undefined);
+          await engine.removeSession(sessionId).catch(() => undefined);
           audit.close();
           await sink?.stop();
         })());

@@ -1,10 +1,10 @@
 import os from 'node:os';
 import { databaseAdminUrl } from '../database/database-env.js';
 import { RoleProvisioner } from '../database/role-provisioner.js';
-import { connectDocker } from '../engine/docker/docker-connection.js';
+import { DockerEngine } from '../engine/docker/docker-engine.js';
 import { sweepSocketDirs } from '../util/sweep-socket-dirs.js';
 import { sweepPreviewDirs } from '../sandbox/preview.js';
-import { makeIsOwnerAlive, sweepOrphans } from '../engine/docker/sweep.js';
+import { makeIsOwnerAlive } from '../util/process-alive.js';
 import { cliLog, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';
 
@@ -28,8 +28,8 @@ export const sweepCommand: CommandSpec = {
   async run({ positionals }) {
     const profile = positionals.length > 0 ? profileArg('sweep', positionals) : undefined;
     const isOwnerAlive = makeIsOwnerAlive(os.hostname());
-    const docker = await connectDocker();
-    const removed = await sweepOrphans(docker.docker, isOwnerAlive, cliLog);
+    const engine = await DockerEngine.connect({ log: cliLog });
+    const removed = await engine.sweepOrphans(cliLog);
     cliLog.info(`swept ${removed.length} container(s)`);
     const dirs = [...sweepSocketDirs(), ...(await sweepPreviewDirs())];
     if (dirs.length) cliLog.info(`swept ${dirs.length} socket or preview folder(s) of runs that are gone`);

@@ -295,9 +295,9 @@ export type RevokeTarget =
   | { type: 'LARGE OBJECT'; oid: number }
   | { type: 'FOREIGN DATA WRAPPER' | 'FOREIGN SERVER'; name: string };
 
-/** `REVOKE <privilege> ON <object> FROM PUBLIC`. */
+/** `REVOKE <privilege> ON <object> FROM PUBLIC`; `privilege` may be a list (`DELETE, INSERT`). */
 export function revokeFromPublicStatement(privilege: string, target: RevokeTarget): string {
-  if (!/^[A-Z]+( [A-Z]+)*$/.test(privilege)) throw new Error(`not a privilege: ${privilege}`);
+  if (!/^[A-Z]+( [A-Z]+)*(, [A-Z]+( [A-Z]+)*)*$/.test(privilege)) throw new Error(`not a privilege: ${privilege}`);
   const grant = (object: string, columns?: readonly string[]) =>
     `REVOKE ${privilege}${columns?.length ? ` (${columns.map(quoteIdent).join(', ')})` : ''} ON ${object} FROM PUBLIC`;
   switch (target.type) {

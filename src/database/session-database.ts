@@ -1,9 +1,11 @@
 import os from 'node:os';
-import type { SessionIdentity } from '../engine/docker/container-spec.js';
-import { makeIsOwnerAlive, type IsOwnerAlive } from '../engine/docker/sweep.js';
+import type { SessionIdentity } from '../engine/sandbox-engine.js';
+import { makeIsOwnerAlive, type IsOwnerAlive } from '../util/process-alive.js';
 import type { Logger } from '../util/logger.js';
 import type { DatabasePrivilege, DatabaseSection } from './database-profile-schema.js';
-import { DatabaseNotPreparedError, RoleProvisioner, adminEndpoint, type CreatedRole } from './role-provisioner.js';
+import { adminEndpoint } from './admin-url.js';
+import { DatabaseNotPreparedError } from './grant-checks.js';
+import { RoleProvisioner, type CreatedRole } from './role-provisioner.js';
 import { DEFAULT_CALL_TIMEOUT_MS, sessionBounds } from './role-grants.js';
 import { sandboxDatabaseEnv, startSocketRelay, type PrivilegeViolation, type SocketRelay } from './socket-relay.js';
 

@@ -10,6 +10,7 @@ import {
 import { compileArgumentRule, matchesArgumentRule, type ArgumentRule } from '../policy/argument-rule.js';
 import type { ClaimedHints, ToolHints } from '../policy/hints.js';
 import { diffPins, formatPinChanges, type PinnedDefinition, type ToolPin } from '../policy/tool-pin.js';
+import { ServerTrustState } from '../policy/server-trust.js';
 import { formatTags, type ToolTag } from '../policy/tool-tags.js';
 import type { CallPreviewer } from '../sandbox/preview.js';
 import type { AuditDecider, AuditDecision, AuditLog, AuditOutcomeReport } from '../audit/audit-record.js';
@@ -83,7 +84,8 @@ const READ_ONLY_WRITE = /\bEROFS\b|read-only file system/i;
 export interface CallGuardOptions {
   server: string;
   session: string;
-  trust: ServerTrust;
+  /** The profile's trust, or the session's trust state (shared with the session). */
+  trust: ServerTrust | ServerTrustState;
   tools: ReadonlyMap<string, GuardedTool>;
   preApprovals: readonly PreApproval[];
   audit: AuditLog;
@@ -137,13 +139,19 @@ export function compilePreApprovals(
 }
 
 export class CallGuard implements Gatekeeper {
-  /** Why the server lost the operator's trust in this session (a hint it was seen to break). */
-  private untrustedBecause?: string;
+  /** The server's trust in this session (lost when it is seen breaking a hint). */
+  private readonly trustState: ServerTrustState;
 
   private tools: ReadonlyMap<string, GuardedTool>;
 
   constructor(private readonly options: CallGuardOptions) {
     this.tools = options.tools;
+    this.trustState = typeof options.trust === 'string' ? new ServerTrustState(options.trust) : options.trust;
+  }
+
+  /** Why the server lost the operator's trust in this session (a hint it was seen to break). */
+  private get untrustedBecause(): string | undefined {
+    return this.trustState.reason;
   }
 
   /** The tools after a re-listing (new pins, new plan). */
@@ -153,7 +161,7 @@ export class CallGuard implements Gatekeeper {
 
   /** The profile's trust, unless the server broke a hint in this session: then untrusted. */
   get trust(): ServerTrust {
-    return this.untrustedBecause === undefined ? this.options.trust : 'untrusted';
+    return this.trustState.current;
   }
 
   /**
@@ -162,9 +170,8 @@ export class CallGuard implements Gatekeeper {
    * friction; there is no way back within the session.
    */
   markUntrusted(reason: string): void {
-    if (this.untrustedBecause !== undefined) return;
-    this.untrustedBecause = reason;
-    if (this.options.trust === 'trusted') {
+    if (!this.trustState.lose(reason)) return;
+    if (this.trustState.configured === 'trusted') {
       this.options.log.warn(`${this.options.server} is treated as untrusted for the rest of this session: ${reason}`);
     }
     this.options.onUntrusted?.(reason);

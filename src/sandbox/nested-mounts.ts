@@ -1,6 +1,9 @@
+import type { SandboxEngine } from '../engine/sandbox-engine.js';
+import type { Profile } from '../profile/load-profile.js';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { isStrictlyInside } from '../util/paths.js';
+import { HintboxError } from '../util/hintbox-error.js';
 
 /**
  * Mount points nested under a host path. Docker below Engine API 1.44 makes a read-only bind
@@ -30,4 +33,32 @@ export function hostMountPoints(): string[] {
   } catch {
     return [];
   }
+}
+
+export class SandboxPolicyError extends HintboxError {
+  constructor(message: string) {
+    super(message, { exitCode: 2 });
+    this.name = 'SandboxPolicyError';
+  }
+}
+
+/**
+ * Refuses read-only sources that have mount points below them on an engine that cannot make
+ * bind mounts read-only recursively: those nested mounts would stay writable.
+ */
+export function assertNoNestedMounts(
+  profile: Pick<Profile, 'file' | 'mounts'>,
+  engine: Pick<SandboxEngine, 'recursiveReadOnly' | 'description'>,
+  mountPoints = hostMountPoints(),
+): void {
+  if (engine.recursiveReadOnly) return;
+  const problems = profile.mounts.flatMap((mount, index) => {
+    const nested = nestedMountPoints(mount.source, mountPoints);
+    return nested.length
+      ? [
+          `${profile.file}: mounts[${index}].source: ${mount.source} has nested mount points (${nested.join(', ')}), which the sandbox engine (${engine.description}) cannot make read-only`,
+        ]
+      : [];
+  });
+  if (problems.length) throw new SandboxPolicyError(problems.join('\n'));
 }

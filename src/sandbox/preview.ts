@@ -1,9 +1,8 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type Docker from 'dockerode';
 import type { SandboxGrant, SandboxMount } from '../policy/plan-sandboxes.js';
 import {
   compareSnapshots,
@@ -16,8 +15,7 @@ import {
 } from '../policy/file-changes.js';
 import type { Logger } from '../util/logger.js';
 import { isProcessAlive } from '../util/process-alive.js';
-import { LABEL_CLASS, type GateMounts } from '../engine/docker/container-spec.js';
-import { startSandbox, type StartedSandbox } from '../engine/docker/docker-sandbox.js';
+import type { SandboxEngine, SandboxSpec, StartedSandbox } from '../engine/sandbox-engine.js';
 import { monotonicMs } from '../util/clock.js';
 
 /**
@@ -25,9 +23,6 @@ import { monotonicMs } from '../util/clock.js';
  * writable mounts are copies (network forced off), and the file changes it made to the copies.
  * The preview only informs the person asked; it never decides, and its failures never block.
  */
-
-/** Every preview container carries this label (besides the session's labels). */
-export const LABEL_PREVIEW = 'hintbox.preview';
 
 /** A preview, or one line saying why there is none. */
 export type CallPreview = { available: true; text: string } | { available: false; reason: string };
@@ -70,14 +65,12 @@ const DIFF_SLICE_MS = 10;
 const ONE_DIFF_MS = 50;
 
 export interface PreviewerOptions {
-  docker: Docker;
+  engine: Pick<SandboxEngine, 'hold'>;
   log: Logger;
   /** The grant of a planned sandbox. */
   grantOf(sandbox: string): SandboxGrant | undefined;
-  /** The container-create options of a sandbox with this grant (as for the real one). */
-  specFor(sandbox: string, grant: SandboxGrant, gate: GateMounts): Docker.ContainerCreateOptions;
-  /** Who sandboxes run as (see StartSandboxOptions). */
-  sandboxUser: { uid: number; gid: number };
+  /** The spec of a dry run in a sandbox of this class with this grant (as for the real one; `preview` set). */
+  specFor(sandbox: string, grant: SandboxGrant): SandboxSpec;
   startTimeoutMs: number;
   limits?: Partial<PreviewLimits>;
   /** Where copies are made; default the OS temp folder. */
@@ -153,23 +146,13 @@ export class Previewer implements CallPreviewer {
         network: 'none',
         mounts: grant.mounts.map((m) => (m.readOnly ? m : { ...m, source: copies.get(m) as string })),
       };
-      const spec = (gate: GateMounts): Docker.ContainerCreateOptions => {
-        const spec = options.specFor(sandbox, previewGrant, gate);
-        spec.name = `${spec.name ?? 'hintbox'}-preview-${randomBytes(3).toString('hex')}`;
-        spec.Labels = { ...spec.Labels, [LABEL_CLASS]: `preview-${sandbox}`, [LABEL_PREVIEW]: '1' };
-        // Never the outside world, whatever the spec says.
-        spec.NetworkDisabled = true;
-        spec.HostConfig = { ...spec.HostConfig, NetworkMode: 'none' };
-        return spec;
-      };
-      started = await startSandbox({
-        docker: options.docker,
-        id: `preview-${sandbox}`,
-        spec,
-        sandboxUser: options.sandboxUser,
+      // Told apart as a preview, and never the outside world, whatever the grant says.
+      const spec: SandboxSpec = { ...options.specFor(sandbox, previewGrant), preview: true };
+      const held = await options.engine.hold(spec, {
         log: options.log.child(`preview/${sandbox}`),
         startTimeoutMs: options.startTimeoutMs,
       });
+      started = await held.release();
       let outcome = '';
       try {
         const result = await started.client.callTool({ name: tool, arguments: args ?? {} }, undefined, {

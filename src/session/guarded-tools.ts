@@ -184,3 +184,11 @@ export function approvedInstructions(options: {
   );
   return undefined;
 }
+
+/** The approved hash of a tool in the lock file as it is now (a reader that fails counts as none). */
+export function approvedHashIn(approvals: () => LockFile | undefined): (tool: string) => string | undefined {
+  return (tool) => {
+    const lock = approvals();
+    return lock ? lockedTool(lock, tool)?.sha256 : undefined;
+  };
+}

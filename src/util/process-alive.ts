@@ -8,3 +8,14 @@ export function isProcessAlive(pid: number): boolean {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
+
+/** Is the hintbox process that owns a session (its sandboxes, roles) still running? Injected for tests. */
+export type IsOwnerAlive = (ownerHost: string | undefined, ownerPid: number) => boolean;
+
+/** Owners on another host are assumed alive: we cannot tell, so we leave them alone. */
+export function makeIsOwnerAlive(thisHost: string): IsOwnerAlive {
+  return (ownerHost, ownerPid) => {
+    if (ownerHost !== thisHost || !Number.isInteger(ownerPid) || ownerPid <= 0) return true;
+    return isProcessAlive(ownerPid);
+  };
+}

@@ -3,17 +3,13 @@ import os from 'node:os';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, type DatabaseError } from 'pg';
-import type { DatabaseSection } from '../../src/database/database-profile-schema.js';
 import { encodeCancelRequest, parseErrorFields } from '../../src/database/pg-wire.js';
 import { encodeStartupMessage } from '../support/pg-startup-message.js';
 import { ROLE_PREFIX } from '../../src/database/role-grants.js';
-import {
-  DatabaseNotPreparedError,
-  RoleProvisioner,
-  adminEndpoint,
-  withDatabase,
-  type CreatedRole,
-} from '../../src/database/role-provisioner.js';
+import { adminEndpoint, withDatabase } from '../../src/database/admin-url.js';
+import type { DatabaseSection } from '../../src/database/database-profile-schema.js';
+import { DatabaseNotPreparedError } from '../../src/database/grant-checks.js';
+import { RoleProvisioner, type CreatedRole } from '../../src/database/role-provisioner.js';
 import { SessionDatabase } from '../../src/database/session-database.js';
 import { PG_SOCKET_FILE, startSocketRelay } from '../../src/database/socket-relay.js';
 import { FALLBACK_SANDBOX_USER } from '../../src/profile/profile-schema.js';

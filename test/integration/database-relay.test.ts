@@ -4,8 +4,9 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, type DatabaseError } from 'pg';
+import { adminEndpoint, withDatabase } from '../../src/database/admin-url.js';
 import type { DatabaseSection } from '../../src/database/database-profile-schema.js';
-import { RoleProvisioner, adminEndpoint, withDatabase, type CreatedRole } from '../../src/database/role-provisioner.js';
+import { RoleProvisioner, type CreatedRole } from '../../src/database/role-provisioner.js';
 import {
   PG_SOCKET_FILE,
   SANDBOX_PG_SOCKET_DIR,

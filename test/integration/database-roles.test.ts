@@ -3,15 +3,11 @@ import os from 'node:os';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, type DatabaseError } from 'pg';
+import { DatabaseConnectionError, withDatabase } from '../../src/database/admin-url.js';
 import type { DatabaseSection } from '../../src/database/database-profile-schema.js';
 import { ROLE_PREFIX } from '../../src/database/role-grants.js';
-import {
-  DatabaseConnectionError,
-  DatabaseNotPreparedError,
-  RoleProvisioner,
-  withDatabase,
-  type CreatedRole,
-} from '../../src/database/role-provisioner.js';
+import { DatabaseNotPreparedError } from '../../src/database/grant-checks.js';
+import { RoleProvisioner, type CreatedRole } from '../../src/database/role-provisioner.js';
 import type { SessionIdentity } from '../../src/engine/docker/container-spec.js';
 import { makeIsOwnerAlive } from '../../src/engine/docker/sweep.js';
 import { POSTGRES_ADMIN_PASSWORD, startPostgres, type StartedPostgres } from './support/postgres.js';
@@ -255,6 +251,25 @@ describe('database roles against a real PostgreSQL 15', { timeout: 300_000 }, ()
         lo_create: false,
       });
       assert.deepEqual(await provisioner.checkDatabase(), []);
+    });
+
+    it('finds a relation PUBLIC may write in several ways as one problem, and prepare() revokes them all', async () => {
+      await admin.query(
+        'CREATE TABLE app.open_to_all (x int); GRANT INSERT, UPDATE, DELETE ON app.open_to_all TO PUBLIC',
+      );
+      try {
+        assert.deepEqual(
+          (await provisioner.checkDatabase()).map((p) => [p.kind, p.statement]),
+          [['public-write-relation', 'REVOKE DELETE, INSERT, UPDATE ON TABLE "app"."open_to_all" FROM PUBLIC']],
+        );
+        assert.deepEqual((await provisioner.prepare()).remaining, []);
+        const { rows } = await admin.query<{ writes: boolean }>(
+          `SELECT has_table_privilege('public', 'app.open_to_all', 'INSERT, UPDATE, DELETE') AS writes`,
+        );
+        assert.equal(rows[0]?.writes, false);
+      } finally {
+        await admin.query('DROP TABLE app.open_to_all');
+      }
     });
 
     it("refuses a connection limit with which a run's roles could take half of what Postgres leaves its clients", async () => {

@@ -3,21 +3,15 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { buildContainerSpec, sandboxUserIds } from '../../src/engine/docker/container-spec.js';
+import { buildContainerSpec, LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
+import { sandboxUserIds } from '../../src/engine/sandbox-engine.js';
 import type Docker from 'dockerode';
 import { holdSandbox, SandboxStartError, type HeldSandbox } from '../../src/engine/docker/docker-sandbox.js';
 import { IO_DIR_PREFIX } from '../../src/engine/docker/gate.js';
-import { sessionIdentity, newSessionId } from '../../src/session/hintbox-session.js';
+import { sessionIdentity, newSessionId } from '../../src/session/session-sandboxes.js';
 import { createLogger } from '../../src/util/logger.js';
 import { GenericContainer } from 'testcontainers';
-import {
-  CANARY_IMAGE,
-  FIXTURES,
-  allHintboxContainers,
-  assertNoLeftovers,
-  docker,
-  ensureTestImages,
-} from './support/docker.js';
+import { CANARY_IMAGE, FIXTURES, assertNoLeftovers, docker, ensureTestImages } from './support/docker.js';
 
 const HEALTHCHECK_IMAGE = 'hintbox-test/healthcheck:latest';
 
@@ -52,7 +46,8 @@ describe('the sandbox gate', () => {
 
   it('runs nothing of the image until released, and a held sandbox removed never ran', async () => {
     const { docker: d } = await docker();
-    const held = await holdSandboxWith(d, newSessionId());
+    const sessionId = newSessionId();
+    const held = await holdSandboxWith(d, sessionId);
     try {
       const info = await d.getContainer(held.containerId).inspect();
       assert.equal(info.State.Running, true, 'the container runs (held at the gate)');
@@ -67,14 +62,20 @@ describe('the sandbox gate', () => {
       await held.remove();
     }
     assert.equal(existsSync(MARKER), false, 'removed unreleased: the image never ran');
-    assert.equal((await allHintboxContainers()).length, 0, 'the container is gone');
+    const left = await d.listContainers({ all: true, filters: { label: [`${LABEL_SESSION}=${sessionId}`] } });
+    assert.equal(left.length, 0, 'the container is gone');
 
     // The positive control: released, the same sandbox runs the image (which is no MCP server,
     // so the handshake fails and the start is undone).
-    const control = await holdSandboxWith(d, newSessionId());
+    const controlSession = newSessionId();
+    const control = await holdSandboxWith(d, controlSession);
     await assert.rejects(control.release(), SandboxStartError);
     assert.equal(existsSync(MARKER), true, 'once released, the image ran');
-    assert.equal((await allHintboxContainers()).length, 0, 'a failed release leaves no container');
+    const controlLeft = await d.listContainers({
+      all: true,
+      filters: { label: [`${LABEL_SESSION}=${controlSession}`] },
+    });
+    assert.equal(controlLeft.length, 0, 'a failed release leaves no container');
   });
 
   it("does not let the image's HEALTHCHECK run code in a held sandbox", async () => {

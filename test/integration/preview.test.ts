@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { LABEL_PREVIEW } from '../../src/sandbox/preview.js';
+import { LABEL_PREVIEW } from '../../src/engine/docker/container-spec.js';
 import { assertNoLeftovers, docker, ensureTestImages } from './support/docker.js';
 import { copyOfShippedProfile, hintboxCommand, runHintbox, sandboxFolder } from './support/hintbox-process.js';
 

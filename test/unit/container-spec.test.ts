@@ -11,10 +11,10 @@ import {
   SANDBOX_TMP,
   buildContainerSpec,
   containerName,
-  sandboxUserIds,
   serverCommand,
   type ContainerSpecInput,
 } from '../../src/engine/docker/container-spec.js';
+import { sandboxUserIds } from '../../src/engine/sandbox-engine.js';
 import {
   GATE_SOCKET_ENV,
   GATE_TOKEN_ENV,

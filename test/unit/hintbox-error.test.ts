@@ -3,8 +3,8 @@ import { describe, it } from 'node:test';
 import { LockFileError } from '../../src/approvals/lock-file.js';
 import { ImageError } from '../../src/engine/docker/image-builder.js';
 import { ProfileError, type Profile } from '../../src/profile/load-profile.js';
-import { DockerUnavailableError, type DockerConnection } from '../../src/engine/docker/docker-connection.js';
-import { assertNoNestedMounts } from '../../src/session/hintbox-session.js';
+import { DockerUnavailableError } from '../../src/engine/docker/docker-connection.js';
+import { assertNoNestedMounts } from '../../src/sandbox/nested-mounts.js';
 import { exitCodeOf, HintboxError, UsageError } from '../../src/util/hintbox-error.js';
 
 /** What `hintbox` exits with is decided by the error family alone (src/cli/main.ts). */
@@ -20,7 +20,7 @@ describe('exit codes of the error family', () => {
       file: '/p.yaml',
       mounts: [{ source: '/srv/data', target: '/data', mode: 'ro' }],
     } as unknown as Profile;
-    const engine = { recursiveReadOnly: false, apiVersion: '1.43' } as DockerConnection;
+    const engine = { recursiveReadOnly: false, description: 'Docker at unix:///var/run/docker.sock, API 1.43' };
     let thrown: unknown;
     try {
       assertNoNestedMounts(profile, engine, ['/', '/srv/data', '/srv/data/cache']);

@@ -21,7 +21,7 @@ import { HINT_NAMES } from '../../src/policy/hints.js';
 import { planSandboxes } from '../../src/policy/plan-sandboxes.js';
 import { diffPins, onlyNarrows, pinTool, type PinnedDefinition } from '../../src/policy/tool-pin.js';
 import { loadProfile } from '../../src/profile/load-profile.js';
-import { ceilingOf } from '../../src/session/hintbox-session.js';
+import { ceilingOf } from '../../src/profile/profile-ceiling.js';
 import { guardTools } from '../../src/session/guarded-tools.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { scratchFolder } from '../support/scratch-folder.js';

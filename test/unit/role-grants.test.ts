@@ -19,7 +19,6 @@ import {
   type GrantObjects,
   type RoleSpec,
 } from '../../src/database/role-grants.js';
-import { adminEndpoint, withDatabase } from '../../src/database/role-provisioner.js';
 import {
   classPrivilege,
   toolPrivilege,
@@ -314,7 +313,13 @@ describe('teardown and revoke statements', () => {
       revokeFromPublicStatement('UPDATE', { type: 'LARGE OBJECT', oid: 16400 }),
       'REVOKE UPDATE ON LARGE OBJECT 16400 FROM PUBLIC',
     );
-    assert.throws(() => revokeFromPublicStatement('ALL; DROP', { type: 'DATABASE', name: 'app' }), /not a privilege/);
+    assert.equal(
+      revokeFromPublicStatement('DELETE, INSERT', { type: 'TABLE', name: { schema: 'a', name: 't' } }),
+      'REVOKE DELETE, INSERT ON TABLE "a"."t" FROM PUBLIC',
+    );
+    for (const bad of ['ALL; DROP', 'INSERT,', ', INSERT', 'INSERT,,UPDATE', 'insert']) {
+      assert.throws(() => revokeFromPublicStatement(bad, { type: 'DATABASE', name: 'app' }), /not a privilege/, bad);
+    }
   });
 });
 
@@ -376,32 +381,5 @@ describe('DatabaseSectionSchema', () => {
       { schema: 'app', name: 'items' },
       { schema: 'app', name: 'orders' },
     ]);
-  });
-});
-
-describe('adminEndpoint and withDatabase (pure URL handling of the provisioner)', () => {
-  it('reads TCP and Unix-socket URLs, for messages and for the relay upstream', () => {
-    assert.deepEqual(adminEndpoint('postgres://admin:s%40cret@db.example:6543/app?sslmode=require'), {
-      host: 'db.example',
-      port: 6543,
-      user: 'admin',
-      database: 'app',
-      upstream: { host: 'db.example', port: 6543 },
-    });
-    assert.deepEqual(adminEndpoint('postgresql://admin@%2Fvar%2Frun%2Fpostgresql/app').upstream, {
-      path: '/var/run/postgresql/.s.PGSQL.5432',
-    });
-    assert.deepEqual(adminEndpoint('postgresql:///app?host=/tmp&port=5433').upstream, { path: '/tmp/.s.PGSQL.5433' });
-    assert.equal(adminEndpoint('postgres://admin@db').port, 5432);
-    assert.throws(() => adminEndpoint('mysql://db/app'), /must start with postgresql/);
-    assert.throws(() => adminEndpoint('not a url'), /not a valid URL/);
-  });
-
-  it('swaps the database and keeps everything else', () => {
-    assert.equal(
-      withDatabase('postgres://admin:pw@db:5432/postgres?sslmode=require', 'my db'),
-      'postgres://admin:pw@db:5432/my%20db?sslmode=require',
-    );
-    assert.equal(withDatabase('postgresql:///x?host=/tmp', 'app'), 'postgresql:///app?host=/tmp');
   });
 });

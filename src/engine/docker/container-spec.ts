@@ -1,9 +1,13 @@
+import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
-import type { SandboxGrant } from '../../policy/plan-sandboxes.js';
-import { parseSize, sandboxUser } from '../../profile/profile-schema.js';
+import { parseSize } from '../../profile/profile-schema.js';
 import type { Profile } from '../../profile/load-profile.js';
+import { sandboxUserIds, type SandboxSpec, type SessionIdentity } from '../sandbox-engine.js';
 import { SANDBOX_PG_SOCKET_DIR } from '../../database/socket-relay.js';
 import { GATE_SOCKET_ENV, GATE_TOKEN_ENV, GATE_TUNABLES_ENV, SANDBOX_GATE_PATH, SANDBOX_IO_DIR } from './gate.js';
+
+/** Kept here too for the database's role comments (owner host and pid): see the engine port. */
+export type { SessionIdentity };
 
 /**
  * Pure translation of a planned sandbox into Docker's container-create options.
@@ -29,34 +33,14 @@ export const SANDBOX_LOG_FILES = 2;
 export const SANDBOX_HOME = '/home/sandbox';
 export const SANDBOX_TMP = '/tmp';
 
-export interface SessionIdentity {
-  sessionId: string;
-  ownerHost: string;
-  ownerPid: number;
-}
-
 export interface EngineFeatures {
   /** Engine API ≥ 1.44: bind mounts can be made read-only recursively. */
   recursiveReadOnly: boolean;
 }
 
-export interface ContainerSpecInput {
-  session: SessionIdentity;
-  profile: Pick<Profile, 'name' | 'server' | 'env' | 'limits'>;
-  sandboxId: string;
-  grant: SandboxGrant;
+/** A sandbox's spec as the Docker engine creates it: with its gate and what the engine can do. */
+export interface ContainerSpecInput extends SandboxSpec {
   engine: EngineFeatures;
-  /** uid/gid of the hintbox process: the default sandbox user (never root). */
-  hostUser?: { uid: number; gid: number };
-  /**
-   * The sandbox's way to its database: the host directory of its socket relay (bound read-only
-   * at SANDBOX_PG_SOCKET_DIR) and the PG* / DATABASE_URL variables of its own role.
-   */
-  database?: { socketDir: string; env: Record<string, string> };
-  /** The image's id (content hash) as inspected at start; containers are created from it. */
-  imageId?: string;
-  /** The server's program and arguments, resolved once from the profile and the image (`serverCommand`). */
-  command: readonly string[];
   /** The sandbox gate: its binary on the host and this sandbox's socket (see gate.ts). */
   gate: GateMounts;
 }
@@ -97,22 +81,24 @@ export function serverCommand(
   return command;
 }
 
-/** The numeric uid and gid a sandbox of this profile runs as (never 0). */
-export function sandboxUserIds(
-  profile: Pick<Profile, 'server'>,
-  hostUser?: { uid: number; gid: number },
-): { uid: number; gid: number } {
-  const user = sandboxUser(profile.server.user, hostUser?.uid, hostUser?.gid);
-  const [uid, gid = uid] = user.split(':') as [string, string?];
-  return { uid: Number(uid), gid: Number(gid) };
-}
-
 export function containerName(session: SessionIdentity, server: string, sandboxId: string): string {
   return `hintbox-${session.sessionId}-${server}-${sandboxId}`;
 }
 
+/** A preview's sandbox is labelled so (its class label is `preview-<class>`). */
+export const LABEL_PREVIEW = 'hintbox.preview';
+
+/** A restart's container (generation > 0) and a preview's get names of their own. */
+function nameOf(input: ContainerSpecInput): string {
+  const base = containerName(input.session, input.profile.name, input.sandboxId);
+  if (input.preview) return `${base}-preview-${randomBytes(3).toString('hex')}`;
+  return input.generation ? `${base}-${input.generation}` : base;
+}
+
 export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerCreateOptions {
-  const { session, profile, sandboxId, grant, engine } = input;
+  const { session, profile, sandboxId, engine } = input;
+  // A dry run never reaches the outside world, whatever its grant says.
+  const grant = input.preview ? { ...input.grant, network: 'none' as const } : input.grant;
   const { uid, gid } = sandboxUserIds(profile, input.hostUser);
   const tmpfsSize = parseSize(profile.limits.tmpfs);
   const memory = parseSize(profile.limits.memory);
@@ -171,7 +157,7 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
   }).map(([k, v]) => `${k}=${v}`);
 
   return {
-    name: containerName(session, profile.name, sandboxId),
+    name: nameOf(input),
     // By id, as resolved once at start: a tag moved meanwhile cannot swap the image under the
     // command and plan that were read from this one.
     Image: input.imageId ?? profile.server.image,
@@ -185,7 +171,8 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
     Labels: {
       [LABEL_SESSION]: session.sessionId,
       [LABEL_SERVER]: profile.name,
-      [LABEL_CLASS]: sandboxId,
+      [LABEL_CLASS]: input.preview ? `preview-${sandboxId}` : sandboxId,
+      ...(input.preview ? { [LABEL_PREVIEW]: '1' } : {}),
       [LABEL_OWNER_HOST]: session.ownerHost,
       [LABEL_OWNER_PID]: String(session.ownerPid),
     },

@@ -9,31 +9,9 @@ import { NdjsonTransport } from '../../mcp/ndjson-transport.js';
 import type { GateMounts } from './container-spec.js';
 import { gateBinary, openGateSocket, releaseGate } from './gate.js';
 import { delay } from '../../util/delay.js';
-import { HintboxError } from '../../util/hintbox-error.js';
+import { SandboxStartError, type HeldSandbox, type StartedSandbox } from '../sandbox-engine.js';
 
-/** A running sandbox container with an initialized MCP client on its stdio. */
-export interface StartedSandbox extends AsyncDisposable {
-  readonly id: string;
-  readonly containerId: string;
-  readonly client: Client;
-  /** Resolves when the server's stdio closes (the container died or was removed). */
-  readonly closed: Promise<void>;
-  /** The last lines the server wrote to stderr. */
-  stderrTail(): string;
-  /** Removes the container (idempotent). */
-  remove(): Promise<void>;
-  /** Freezes every process of the container (the engine's pause: the cgroup freezer). */
-  freeze(): Promise<void>;
-  /** Lets the frozen processes run again. */
-  thaw(): Promise<void>;
-}
-
-export class SandboxStartError extends HintboxError {
-  constructor(message: string) {
-    super(message);
-    this.name = 'SandboxStartError';
-  }
-}
+export { SandboxStartError, type HeldSandbox, type StartedSandbox } from '../sandbox-engine.js';
 
 export interface StartSandboxOptions {
   docker: Docker;
@@ -47,16 +25,6 @@ export interface StartSandboxOptions {
   startTimeoutMs: number;
   /** Host folder of gate sockets (default: the system's temporary folder). */
   ioBaseDir?: string;
-}
-
-/** A sandbox whose container runs but whose server is still held at the gate. */
-export interface HeldSandbox {
-  readonly id: string;
-  readonly containerId: string;
-  /** Lets the server run and makes the MCP handshake; on failure the container is removed. */
-  release(): Promise<StartedSandbox>;
-  /** Removes the container; the server never ran (idempotent). */
-  remove(): Promise<void>;
 }
 
 const STDERR_TAIL_LINES = 20;

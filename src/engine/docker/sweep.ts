@@ -1,18 +1,9 @@
 import type Docker from 'dockerode';
 import type { Logger } from '../../util/logger.js';
-import { isProcessAlive } from '../../util/process-alive.js';
+import type { IsOwnerAlive } from '../../util/process-alive.js';
 import { LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION } from './container-spec.js';
 
-/** Is the hintbox process that owns a session still running? Injected for tests. */
-export type IsOwnerAlive = (ownerHost: string | undefined, ownerPid: number) => boolean;
-
-/** Owners on another host are assumed alive: we cannot tell, so we leave them alone. */
-export function makeIsOwnerAlive(thisHost: string): IsOwnerAlive {
-  return (ownerHost, ownerPid) => {
-    if (ownerHost !== thisHost || !Number.isInteger(ownerPid) || ownerPid <= 0) return true;
-    return isProcessAlive(ownerPid);
-  };
-}
+export { makeIsOwnerAlive, type IsOwnerAlive } from '../../util/process-alive.js';
 
 /**
  * Removes the containers of hintbox sessions whose owning process is gone (a run killed with

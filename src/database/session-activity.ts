@@ -1,0 +1,70 @@
+import type { SessionBounds } from './role-grants.js';
+
+/**
+ * Where one relayed session is, read from the messages that cross the relay: running a
+ * statement, idle, or idle in a transaction, and since when. The relay holds each session to
+ * its role's bounds with this, whatever the session SETs. Pure: the caller passes the time.
+ */
+export class SessionActivity {
+  /** The transaction status of the last ReadyForQuery ('I', 'T', 'E'); unset before the first. */
+  txStatus?: string;
+  /** When the last ReadyForQuery came: the session has been idle since, unless busySince is set. */
+  idleSince: number;
+  /** When the client sent something after the last ReadyForQuery: a statement is running. */
+  busySince?: number;
+
+  constructor(now: number) {
+    this.idleSince = now;
+  }
+
+  /** The session is through its startup (the server has been ready for queries once). */
+  get started(): boolean {
+    return this.txStatus !== undefined;
+  }
+
+  /** A statement is running: the client sent something since the last ReadyForQuery. */
+  get busy(): boolean {
+    return this.busySince !== undefined;
+  }
+
+  /** Bytes from the client. Before the startup is done they are authentication, not a statement. */
+  clientSent(chunk: Buffer, now: number): void {
+    // A Terminate ('X', length 4) is the end of an idle session, not a statement.
+    const terminate = chunk.length === 5 && chunk[0] === 0x58 && chunk.readInt32BE(1) === 4;
+    if (this.started && !terminate) this.busySince ??= now;
+  }
+
+  /** A ReadyForQuery from the server, with its transaction status byte. */
+  readyForQuery(txStatus: string, now: number): void {
+    this.txStatus = txStatus;
+    this.idleSince = now;
+    this.busySince = undefined;
+  }
+
+  /** Why the session must be cut now (a statement or an idle time past its bound), or undefined. */
+  crossedBound(bounds: SessionBounds, now: number): string | undefined {
+    if (!this.started) return undefined;
+    if (this.busySince !== undefined) {
+      return now - this.busySince > bounds.statementTimeoutMs
+        ? `a statement ran longer than ${bounds.statementTimeoutMs} ms`
+        : undefined;
+    }
+    if (this.txStatus === 'I') {
+      return now - this.idleSince > bounds.idleSessionTimeoutMs
+        ? `the session was idle longer than ${bounds.idleSessionTimeoutMs} ms`
+        : undefined;
+    }
+    return now - this.idleSince > bounds.idleInTransactionTimeoutMs
+      ? `a transaction was idle longer than ${bounds.idleInTransactionTimeoutMs} ms`
+      : undefined;
+  }
+}
+
+/**
+ * How often to look for sessions past a bound: a few times per shortest bound, so a session is
+ * cut at most a quarter late, and between every 0.1 s and every 1 s.
+ */
+export function boundsCheckInterval(bounds: SessionBounds): number {
+  const shortest = Math.min(bounds.statementTimeoutMs, bounds.idleInTransactionTimeoutMs, bounds.idleSessionTimeoutMs);
+  return Math.min(Math.max(shortest / 4, 100), 1_000);
+}

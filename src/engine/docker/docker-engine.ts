@@ -1,0 +1,114 @@
+import os from 'node:os';
+import type Docker from 'dockerode';
+import type { Profile } from '../../profile/load-profile.js';
+import type { Logger } from '../../util/logger.js';
+import {
+  sandboxUserIds,
+  type HeldSandbox,
+  type HoldOptions,
+  type PreparedImage,
+  type SandboxEngine,
+  type SandboxInfo,
+  type SandboxSpec,
+} from '../sandbox-engine.js';
+import { buildContainerSpec, LABEL_CLASS, LABEL_OWNER_PID, serverCommand } from './container-spec.js';
+import { connectDocker, type DockerConnection } from './docker-connection.js';
+import { holdSandbox } from './docker-sandbox.js';
+import { ImageBuilder } from './image-builder.js';
+import { makeIsOwnerAlive, removeSession, sweepOrphans } from './sweep.js';
+import { hintboxEnvironment, type HintboxEnvironment } from '../../config/environment.js';
+
+export interface DockerEngineOptions {
+  /** Progress of image builds. */
+  log: Logger;
+  /** A Debian bookworm image to build on instead of `debian:bookworm-slim`. */
+  baseImage?: string;
+}
+
+/**
+ * The sandbox engine on a local Docker engine: a sandbox is a hardened container whose first
+ * program is hintbox's gate (`gate.ts`), its spec the translation in `container-spec.ts`.
+ */
+export class DockerEngine implements SandboxEngine {
+  private constructor(
+    /** The engine's client; only code of this folder uses it. */
+    readonly connection: DockerConnection,
+    private readonly options: DockerEngineOptions,
+  ) {}
+
+  /** Connects to the engine named by DOCKER_HOST (a local socket), else the default one. */
+  static async connect(
+    options: DockerEngineOptions,
+    env: Pick<HintboxEnvironment, 'dockerHost'> = hintboxEnvironment(),
+  ): Promise<DockerEngine> {
+    return new DockerEngine(await connectDocker(env), options);
+  }
+
+  /** Over a connection made elsewhere (tests that share one). */
+  static over(connection: DockerConnection, options: DockerEngineOptions): DockerEngine {
+    return new DockerEngine(connection, options);
+  }
+
+  private get docker(): Docker {
+    return this.connection.docker;
+  }
+
+  get description(): string {
+    return `Docker at ${this.connection.endpoint}, API ${this.connection.apiVersion}`;
+  }
+
+  get recursiveReadOnly(): boolean {
+    return this.connection.recursiveReadOnly;
+  }
+
+  async prepareImage(server: Profile['server'], options: { rebuild?: boolean } = {}): Promise<PreparedImage> {
+    const builder = new ImageBuilder({
+      docker: this.docker,
+      log: this.options.log,
+      ...(this.options.baseImage ? { baseImage: this.options.baseImage } : {}),
+      ...(options.rebuild ? { rebuild: true } : {}),
+    });
+    await builder.ensure(server.image, server.build);
+    // The gate executes the server: what the image would run, resolved once.
+    const image = await this.docker.getImage(server.image).inspect();
+    return { id: image.Id, command: serverCommand(server, image.Config) };
+  }
+
+  hold(spec: SandboxSpec, options: HoldOptions): Promise<HeldSandbox> {
+    return holdSandbox({
+      docker: this.docker,
+      id: spec.preview ? `preview-${spec.sandboxId}` : spec.sandboxId,
+      spec: (gate) => buildContainerSpec({ ...spec, engine: { recursiveReadOnly: this.recursiveReadOnly }, gate }),
+      sandboxUser: sandboxUserIds(spec.profile, spec.hostUser),
+      log: options.log,
+      startTimeoutMs: options.startTimeoutMs,
+    });
+  }
+
+  removeSession(sessionId: string): Promise<number> {
+    return removeSession(this.docker, sessionId);
+  }
+
+  sweepOrphans(log: Logger): Promise<string[]> {
+    return sweepOrphans(this.docker, makeIsOwnerAlive(os.hostname()), log);
+  }
+
+  async sandboxesOf(ownerPid: number): Promise<SandboxInfo[]> {
+    const containers = await this.docker.listContainers({
+      all: true,
+      filters: { label: [`${LABEL_OWNER_PID}=${ownerPid}`] },
+    });
+    return Promise.all(
+      containers.map(async (c) => {
+        const info = await this.docker.getContainer(c.Id).inspect();
+        return {
+          sandboxClass: c.Labels[LABEL_CLASS] ?? '',
+          network: String(info.HostConfig.NetworkMode ?? ''),
+          mounts: info.Mounts.map((m) => ({ target: m.Destination, readOnly: !m.RW })),
+          user: info.Config.User,
+          capabilitiesDropped: (info.HostConfig.CapDrop as string[] | undefined) ?? [],
+        };
+      }),
+    );
+  }
+}

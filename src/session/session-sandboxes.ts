@@ -1,0 +1,279 @@
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import type { AuditLog } from '../audit/audit-record.js';
+import type { SessionDatabase } from '../database/session-database.js';
+import {
+  sandboxUserIds,
+  type HeldSandbox,
+  type PreparedImage,
+  type SandboxEngine,
+  type SandboxSpec,
+  type SessionIdentity,
+  type StartedSandbox,
+} from '../engine/sandbox-engine.js';
+import type { Upstream } from '../gateway/gateway.js';
+import { grantCanChange, type SandboxGrant } from '../policy/plan-sandboxes.js';
+import type { ServerTrustState } from '../policy/server-trust.js';
+import type { Profile } from '../profile/load-profile.js';
+import { delay } from '../util/delay.js';
+import { Previewer } from '../sandbox/preview.js';
+import type { Logger } from '../util/logger.js';
+
+/** A sandbox whose server waits at the gate. */
+export interface HeldUpstream {
+  /** Lets the server run and connects to it. */
+  release(): Promise<Upstream>;
+  /** Removes the sandbox; its server never ran. */
+  remove(): Promise<void>;
+}
+
+export interface SessionSandboxesOptions {
+  engine: SandboxEngine;
+  profile: Profile;
+  identity: SessionIdentity;
+  trust: ServerTrustState;
+  log: Logger;
+  /** Where sandbox starts and stops are recorded. */
+  audit?: Pick<AuditLog, 'recordEvent'>;
+}
+
+/** A short random id for a session; it names and labels everything the session creates. */
+export function newSessionId(): string {
+  return randomBytes(4).toString('hex');
+}
+
+export function sessionIdentity(sessionId: string): SessionIdentity {
+  return { sessionId, ownerHost: os.hostname(), ownerPid: process.pid };
+}
+
+/** uid/gid of this hintbox process (the default sandbox user, never root), where the platform has them. */
+export function hostUserIds(): { uid: number; gid: number } | undefined {
+  return process.getuid && process.getgid ? { uid: process.getuid(), gid: process.getgid() } : undefined;
+}
+
+/**
+ * Every sandbox of one session, from its start until it is handed to the gateway: the grants of
+ * its classes, the ones started (not yet served), the ones held at their gate, starts under way.
+ * The one place a sandbox is created: the session's identity, image, user and database access
+ * go in here. Once closed, a start that ends removes what it made.
+ */
+export class SessionSandboxes {
+  /** The grant of each class, as the latest plan gave it. */
+  readonly grants = new Map<string, SandboxGrant>();
+  /** Sandboxes whose server runs, not yet handed to a gateway. */
+  private readonly started = new Map<string, Upstream>();
+  /**
+   * Sandboxes of classes that can change something, started and held at their gate until the
+   * first call allowed into them (the gateway's start of that class releases it).
+   */
+  private readonly heldAtGate = new Map<string, HeldUpstream>();
+  private readonly generations = new Map<string, number>();
+  /** Starts (and other work) under way: `close` waits for them. */
+  private readonly pending = new Set<Promise<unknown>>();
+  private closed = false;
+  /** The image every sandbox runs, once prepared. */
+  private image?: PreparedImage;
+  /** Roles and socket relays, when the profile has a database. */
+  database?: SessionDatabase;
+
+  constructor(private readonly options: SessionSandboxesOptions) {}
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** Throws when the session is closed (a start that ends after it must not go on). */
+  assertOpen(): void {
+    if (this.closed) throw new Error(`session ${this.options.identity.sessionId} is closed`);
+  }
+
+  useImage(image: PreparedImage): void {
+    this.image = image;
+  }
+
+  /** `close` waits for this (bounded by the start timeout). */
+  track(work: Promise<unknown>): void {
+    const settled: Promise<unknown> = work.then(
+      () => this.pending.delete(settled),
+      () => this.pending.delete(settled),
+    );
+    this.pending.add(settled);
+  }
+
+  /**
+   * Does server code in a sandbox of this grant run only while a call allowed into it is in
+   * flight? Yes when the grant can change something, unless the profile (of a trusted server:
+   * checked at load) lets it run free and the server has not broken a hint.
+   */
+  holdsUntilCalled(grant: SandboxGrant): boolean {
+    return (this.options.profile.hold || this.options.trust.reason !== undefined) && grantCanChange(grant);
+  }
+
+  /** The spec of a sandbox class (a preview's too). */
+  spec(id: string, grant: SandboxGrant, database?: SandboxSpec['database']): SandboxSpec {
+    const hostUser = hostUserIds();
+    if (!this.image) throw new Error(`session ${this.options.identity.sessionId}: the server's image is not ready yet`);
+    return {
+      session: this.options.identity,
+      profile: this.options.profile,
+      sandboxId: id,
+      grant,
+      command: this.image.command,
+      imageId: this.image.id,
+      ...(hostUser ? { hostUser } : {}),
+      ...(database ? { database } : {}),
+    };
+  }
+
+  isStarted(id: string): boolean {
+    return this.started.has(id);
+  }
+
+  keepStarted(id: string, upstream: Upstream): void {
+    this.started.set(id, upstream);
+  }
+
+  keepHeld(id: string, held: HeldUpstream): void {
+    this.heldAtGate.set(id, held);
+  }
+
+  /** Closes a started sandbox the plan no longer has. */
+  async dropStarted(id: string): Promise<void> {
+    const upstream = this.started.get(id);
+    this.started.delete(id);
+    await upstream?.close();
+  }
+
+  /** The classes held at their gate. */
+  heldIds(): string[] {
+    return [...this.heldAtGate.keys()];
+  }
+
+  /** Hands the started sandboxes over (to a gateway): they are no longer this object's to close. */
+  takeStarted(): Map<string, Upstream> {
+    const started = new Map(this.started);
+    this.started.clear();
+    return started;
+  }
+
+  /** The upstream of class `id`: the one held at its gate since the start, else a new one. */
+  async start(id: string): Promise<Upstream> {
+    const waiting = this.heldAtGate.get(id);
+    this.heldAtGate.delete(id);
+    return (waiting ?? (await this.hold(id))).release();
+  }
+
+  /**
+   * Creates and starts a sandbox of class `id` whose server is held at the gate: nothing of
+   * the image runs until `release`. Tracked until it settles, so that `close` can wait for it.
+   */
+  hold(id: string): Promise<HeldUpstream> {
+    const holding = this.create(id);
+    this.track(holding);
+    return holding;
+  }
+
+  /** Closes every sandbox not handed over, waits for starts under way, and removes what is left by label. */
+  async close(timeoutMs: number): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.closeKept();
+    // Starts under way see `closed` when they end and remove what they made; wait for them
+    // (bounded) so that nothing is created after the removal below.
+    await Promise.race([Promise.allSettled([...this.pending]), delay(timeoutMs)]);
+    // Whatever was started and not tracked (a start cut short): remove by label.
+    const { engine, identity, log } = this.options;
+    await engine
+      .removeSession(identity.sessionId)
+      .catch((error: Error) =>
+        log.warn(`could not remove the sandboxes of session ${identity.sessionId}: ${error.message}`),
+      );
+  }
+
+  /** Closes the sandboxes kept here (not yet handed over). */
+  async closeKept(): Promise<void> {
+    const started = [...this.started.values()];
+    const held = [...this.heldAtGate.values()];
+    this.started.clear();
+    this.heldAtGate.clear();
+    await Promise.all([
+      ...started.map((u) => u.close().catch(() => undefined)),
+      ...held.map((h) => h.remove().catch(() => undefined)),
+    ]);
+  }
+
+  private async create(id: string): Promise<HeldUpstream> {
+    this.assertOpen();
+    const { profile, engine, log, identity } = this.options;
+    const grant = this.grants.get(id);
+    if (!grant) throw new Error(`no sandbox ${id} in the plan`);
+    // The role and relay are made on the class's first start and reused by its restarts.
+    const database =
+      grant.database && this.database
+        ? await this.database.access(id, grant.database, sandboxUserIds(profile, hostUserIds()))
+        : undefined;
+    this.assertOpen();
+    // Restarts get a fresh name: the dead container may still be on its way out.
+    const generation = this.generations.get(id) ?? 0;
+    this.generations.set(id, generation + 1);
+    const held: HeldSandbox = await engine.hold(
+      { ...this.spec(id, grant, database), ...(generation > 0 ? { generation } : {}) },
+      { log: log.child(`${profile.name}/${id}`), startTimeoutMs: profile.timeouts.start * 1000 },
+    );
+    if (this.closed) {
+      await held.remove();
+      this.assertOpen();
+    }
+    return {
+      remove: () => held.remove(),
+      release: async () => {
+        if (this.closed) {
+          await held.remove();
+          this.assertOpen();
+        }
+        const sandbox: StartedSandbox = await held.release();
+        const audit = this.options.audit;
+        if (audit?.recordEvent) {
+          const event = {
+            session: identity.sessionId,
+            server: profile.name,
+            sandbox: id,
+            container: sandbox.containerId,
+          };
+          audit.recordEvent({ type: 'sandbox.start', ...event });
+          void sandbox.closed.then(() => audit.recordEvent?.({ type: 'sandbox.stop', ...event }));
+        }
+        return {
+          client: sandbox.client,
+          closed: sandbox.closed,
+          diagnostics: () => sandbox.stderrTail(),
+          close: () => sandbox.remove(),
+          freezer: { freeze: () => sandbox.freeze(), thaw: () => sandbox.thaw() },
+          holdBetweenCalls: this.holdsUntilCalled(grant),
+        };
+      },
+    };
+  }
+
+  /**
+   * Dry runs of calls, in throwaway sandboxes of this session over copies of the writable mounts
+   * (no network). The session's sandboxes that can write a copied folder are frozen while it is
+   * copied (`freezeDuring`: the gateway's, so that no call goes into them meanwhile).
+   */
+  previewer(freezeDuring: <T>(sandboxIds: readonly string[], work: () => Promise<T>) => Promise<T>): Previewer {
+    const { profile, engine, log } = this.options;
+    return new Previewer({
+      engine,
+      log,
+      grantOf: (id) => this.grants.get(id),
+      specFor: (id, grant) => ({ ...this.spec(id, grant), preview: true }),
+      startTimeoutMs: profile.timeouts.start * 1000,
+      holdWriters: (sources, work) => {
+        const writers = [...this.grants]
+          .filter(([, grant]) => grant.mounts.some((m) => !m.readOnly && sources.includes(m.source)))
+          .map(([id]) => id);
+        return freezeDuring(writers, work);
+      },
+    });
+  }
+}
