@@ -287,6 +287,8 @@ describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () 
     const changes: number[] = [];
     hintbox.client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changes.push(Date.now()));
     assert.equal((await hintbox.client.listTools()).tools.length, 11);
+    // A call waits until the server is verified against the (still good) lock file.
+    assert.equal(outcomeOf(await hintbox.client.callTool({ name: 'identity', arguments: {} })).ok, true);
 
     writeFileSync(lockFilePath(file), approved.slice(0, 100)); // a merge gone wrong, an editor mid-save
     // The server changes one tool's hints and announces it: hintbox lists again and reads the lock.
