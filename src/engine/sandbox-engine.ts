@@ -1,4 +1,5 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { SplitTransport } from '../mcp/split-transport.js';
 import type { SandboxGrant } from '../policy/plan-sandboxes.js';
 import type { Profile } from '../profile/load-profile.js';
 import { sandboxUser } from '../profile/profile-schema.js';
@@ -60,6 +61,8 @@ export interface StartedSandbox extends AsyncDisposable {
   /** The engine's id of it (a container id). */
   readonly containerId: string;
   readonly client: Client;
+  /** The same connection, for hintbox's relay: forwarded calls skip the SDK client. */
+  readonly forwarded: SplitTransport;
   /** Resolves when the server's stdio closes (it died or was removed). */
   readonly closed: Promise<void>;
   /** The last lines the server wrote to stderr. */

@@ -245,6 +245,7 @@ export class SessionSandboxes {
         }
         return {
           client: sandbox.client,
+          forwarded: sandbox.forwarded,
           closed: sandbox.closed,
           diagnostics: () => sandbox.stderrTail(),
           close: () => sandbox.remove(),
