@@ -182,12 +182,13 @@ export class Gateway {
   }
 
   /**
-   * What the client sees, as pins (the canonical form): the same tool sent in another form (keys
-   * in another order, a hint left at its default) is no change.
+   * What the client sees, as pins (the canonical form), in no order: the same tools sent in
+   * another order or form (keys in another order, a hint left at its default) are no change.
    */
   private visiblePins(): string {
     return this.visibleDefinitions()
       .map((definition) => pinTool(definition).hash)
+      .sort()
       .join(',');
   }
 
