@@ -7,8 +7,20 @@ import {
 import type { AuditOutcomeReport } from '../audit/audit-record.js';
 import type { Logger } from '../util/logger.js';
 import type { ClientChannel, Gatekeeper } from './call-guard.js';
-import type { SandboxActivity } from './sandbox-activity.js';
+import {
+  cancelUpstream,
+  diedResult,
+  errorResult,
+  FORWARDED_ID_PREFIX,
+  isObject,
+  outcomeOf,
+  traceIdOf,
+  type JsonRpcObject,
+  type PendingCall,
+} from './forwarded-call.js';
 import type { SandboxPool, Upstream } from './sandbox-pool.js';
+
+export { traceIdOf } from './forwarded-call.js';
 
 /**
  * The call relay: each `tools/call` of a client is admitted (the gatekeeper: approval and the
@@ -55,31 +67,6 @@ export interface CallRelayOptions {
 /** Timed-out calls of tools whose decision allows retries are sent again this many times. */
 export const MAX_RETRIES = 2;
 
-/** A `tools/call` forwarded to an upstream and not yet answered. */
-interface PendingCall {
-  clientId: RequestId;
-  upstreamId: string;
-  upstream: Upstream;
-  /** The sandbox's count of calls in flight; the call leaves it when it is settled. */
-  activity: SandboxActivity;
-  sandbox: string;
-  tool: string;
-  progressToken?: string | number;
-  timer?: NodeJS.Timeout;
-  /** The call's audit record, when a gatekeeper admitted it. */
-  auditId?: string;
-  params: Record<string, unknown>;
-  attempts: number;
-  retriesLeft: number;
-  /** A hint the call was seen to break while it ran (recorded with its outcome). */
-  hintViolation?: string;
-}
-
-type JsonRpcObject = Record<string, unknown> & { id?: RequestId; method?: string; params?: Record<string, unknown> };
-
-/** The id space of forwarded calls; the upstream SDK client's own ids are numbers. */
-const FORWARDED_ID_PREFIX = 'hintbox:';
-
 export class CallRelay {
   /** Forwarded calls by hintbox's upstream id. */
   private readonly pending = new Map<string, PendingCall>();
@@ -123,7 +110,7 @@ export class CallRelay {
           call.upstream === upstream &&
           this.settle(call, { outcome: 'sandbox-died', detail: upstream.diagnostics() })
         ) {
-          this.replyResult(call.clientId, this.diedResult(call));
+          this.replyResult(call.clientId, diedResult(call, this.options.serverName));
         }
       }
     });
@@ -132,7 +119,7 @@ export class CallRelay {
   /** Settles every call in flight (the client left, or hintbox stops): cancelled upstream too when asked. */
   cancelAll(detail: string, upstreamToo: boolean): void {
     for (const call of [...this.pending.values()]) {
-      if (this.settle(call, { outcome: 'cancelled', detail }) && upstreamToo) this.cancelUpstream(call, detail);
+      if (this.settle(call, { outcome: 'cancelled', detail }) && upstreamToo) cancelUpstream(call, detail);
     }
   }
 
@@ -306,7 +293,10 @@ export class CallRelay {
       });
     } catch (error) {
       if (this.settle(call, { outcome: 'sandbox-died', detail: (error as Error).message })) {
-        this.replyResult(call.clientId, this.diedResult(call, `sending the call failed: ${(error as Error).message}`));
+        this.replyResult(
+          call.clientId,
+          diedResult(call, this.options.serverName, `sending the call failed: ${(error as Error).message}`),
+        );
       }
     }
   }
@@ -334,18 +324,8 @@ export class CallRelay {
     const detail = typeof reason === 'string' ? `cancelled by the client: ${reason}` : 'cancelled by the client';
     if (!call || !this.settle(call, { outcome: 'cancelled', detail })) return false;
     // A cancelled request gets no answer (MCP): pass the cancellation on, drop the late result.
-    this.cancelUpstream(call, typeof reason === 'string' ? reason : undefined);
+    cancelUpstream(call, typeof reason === 'string' ? reason : undefined);
     return true;
-  }
-
-  private cancelUpstream(call: PendingCall, reason?: string): void {
-    void call.upstream.forwarded
-      .send({
-        jsonrpc: '2.0',
-        method: 'notifications/cancelled',
-        params: { requestId: call.upstreamId, ...(reason ? { reason } : {}) },
-      })
-      .catch(() => undefined);
   }
 
   private armTimer(call: PendingCall): void {
@@ -355,7 +335,7 @@ export class CallRelay {
       if (this.pending.has(call.upstreamId)) this.options.onDeadline?.(call.sandbox, call.tool);
       if (call.retriesLeft > 0 && this.pending.has(call.upstreamId)) return this.retry(call, seconds);
       if (!this.settle(call, { outcome: 'error', detail: `no answer within ${seconds} s` })) return;
-      this.cancelUpstream(call, `hintbox: no answer within ${seconds} s`);
+      cancelUpstream(call, `hintbox: no answer within ${seconds} s`);
       this.replyError(
         call.clientId,
         ErrorCode.RequestTimeout,
@@ -370,7 +350,7 @@ export class CallRelay {
    * under a new id after a backoff (1 s, 2 s). Logged; the audit record counts the attempts.
    */
   private retry(call: PendingCall, seconds: number): void {
-    this.cancelUpstream(call, `hintbox: no answer within ${seconds} s; retrying`);
+    cancelUpstream(call, `hintbox: no answer within ${seconds} s; retrying`);
     this.pending.delete(call.upstreamId);
     call.retriesLeft--;
     call.attempts++;
@@ -404,14 +384,6 @@ export class CallRelay {
     return true;
   }
 
-  private diedResult(call: PendingCall, detail?: string): CallToolResult {
-    const why = call.upstream.diagnostics();
-    return errorResult(
-      `sandbox ${call.sandbox} of ${this.options.serverName} died during the call to ${call.tool}` +
-        `${detail ? ` (${detail})` : ''}${why ? `; its last words:\n${why}` : ''}\nIt will be started again on the next call.`,
-    );
-  }
-
   private replyResult(id: RequestId, result: CallToolResult): void {
     this.options.client.send({ jsonrpc: '2.0', id, result }, id);
   }
@@ -424,30 +396,4 @@ export class CallRelay {
     for (const call of this.pending.values()) if (call.upstream === upstream) return true;
     return false;
   }
-}
-
-/** The trace id of a W3C `traceparent` in a request's `_meta` (`00-<trace id>-<span id>-<flags>`), if any. */
-export function traceIdOf(meta: unknown): string | undefined {
-  const parent = isObject(meta) ? meta.traceparent : undefined;
-  if (typeof parent !== 'string') return undefined;
-  const match = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(parent);
-  return match && !/^0+$/.test(match[1]!) ? match[1] : undefined;
-}
-
-/** The audit outcome of an upstream's answer. */
-function outcomeOf(message: JsonRpcObject): AuditOutcomeReport {
-  if (isObject(message.error)) {
-    const text = message.error.message;
-    return { outcome: 'error', detail: typeof text === 'string' ? text : 'error' };
-  }
-  const result = isObject(message.result) ? message.result : {};
-  return { outcome: result.isError === true ? 'tool-error' : 'ok' };
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
-
-function errorResult(text: string): CallToolResult {
-  return { isError: true, content: [{ type: 'text', text }] };
 }
