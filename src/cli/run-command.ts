@@ -7,7 +7,7 @@ import { lockFilePath, readLockFile, type LockFile } from '../approvals/lock-fil
 import { PostgresAuditSink } from '../audit/postgres-sink.js';
 import { auditDir, auditSinkUrl, redactUrl, stateRoot } from '../util/hintbox-paths.js';
 import { HintboxSession } from '../session/hintbox-session.js';
-import { newSessionId } from '../session/session-sandboxes.js';
+import { newSessionId } from '../util/session-identity.js';
 import { knownToolsIn } from '../session/known-tools.js';
 import { cliLog, engineReady, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';

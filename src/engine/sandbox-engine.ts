@@ -4,6 +4,7 @@ import type { SandboxGrant } from '../policy/plan-sandboxes.js';
 import type { Profile } from '../profile/load-profile.js';
 import { sandboxUser } from '../profile/profile-schema.js';
 import type { Logger } from '../util/logger.js';
+import type { SessionIdentity } from '../util/session-identity.js';
 
 /**
  * The sandbox engine port: what hintbox needs of whatever runs its sandboxes. The session, the
@@ -24,12 +25,7 @@ import type { Logger } from '../util/logger.js';
  *   a dead hintbox and `removeSession` a session's.
  */
 
-/** Who owns a session's sandboxes; each sandbox carries it. */
-export interface SessionIdentity {
-  sessionId: string;
-  ownerHost: string;
-  ownerPid: number;
-}
+export type { SessionIdentity };
 
 /** One sandbox, engine-neutral: what it runs and what it is granted. */
 export interface SandboxSpec {
