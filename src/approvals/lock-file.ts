@@ -42,12 +42,7 @@ export class LockFileError extends HintboxError {
   }
 }
 
-/** `profiles/filesystem.yaml` → `profiles/filesystem.lock.json`. */
-export function lockFilePath(profileFile: string): string {
-  const dir = path.dirname(profileFile);
-  const base = path.basename(profileFile).replace(/\.(ya?ml|json)$/i, '');
-  return path.join(dir, `${base}.lock.json`);
-}
+export { lockFilePath } from '../profile/profile-paths.js';
 
 /** SHA-256 (hex) of instructions text, null for none. */
 export function instructionsHash(text: string | null | undefined): string | null {

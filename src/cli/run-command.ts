@@ -9,7 +9,7 @@ import { hintboxEnvironment } from '../config/environment.js';
 import { redactUrl } from '../util/hintbox-paths.js';
 import { UsageError } from '../util/hintbox-error.js';
 import { HintboxSession } from '../session/hintbox-session.js';
-import { newSessionId } from '../session/session-sandboxes.js';
+import { newSessionId } from '../util/session-identity.js';
 import { knownToolsIn } from '../session/known-tools.js';
 import { cliLog, engineReady, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';

@@ -1,6 +1,6 @@
 import { processVariables, type Variables } from '../config/environment.js';
 import { ProfileError } from '../profile/load-profile.js';
-import type { DatabaseSection } from './database-profile-schema.js';
+import type { DatabaseSection } from '../profile/database-profile-schema.js';
 
 /**
  * The one place hintbox reads the admin connection URL from the environment. The profile names

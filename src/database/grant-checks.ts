@@ -1,4 +1,4 @@
-import { sectionTables, type DatabaseSection } from './database-profile-schema.js';
+import { sectionTables, type DatabaseSection } from '../profile/database-profile-schema.js';
 import { revokeFromPublicStatement } from './role-grants.js';
 import { HintboxError } from '../util/hintbox-error.js';
 

@@ -1,5 +1,5 @@
 import { createHash, createHmac, pbkdf2Sync } from 'node:crypto';
-import type { DatabasePrivilege } from './database-profile-schema.js';
+import type { DatabasePrivilege } from '../profile/database-profile-schema.js';
 
 /**
  * Pure translation of hints into Postgres roles (which privilege a tool or sandbox gets is the
@@ -11,7 +11,7 @@ import type { DatabasePrivilege } from './database-profile-schema.js';
  * client can switch off, never the boundary.
  */
 
-export type { DatabasePrivilege } from './database-profile-schema.js';
+export type { DatabasePrivilege } from '../profile/database-profile-schema.js';
 
 /** Every role hintbox creates starts with this; the sweep looks only at such roles. */
 export const ROLE_PREFIX = 'hintbox_';

@@ -1,10 +1,10 @@
 import { randomBytes as cryptoRandomBytes } from 'node:crypto';
 import type { Client } from 'pg';
-import type { SessionIdentity } from '../engine/sandbox-engine.js';
+import type { SessionIdentity } from '../util/session-identity.js';
 import type { IsOwnerAlive } from '../util/process-alive.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { assertCanCreateRoles, connectAdmin, inTransaction } from './admin-connection.js';
-import type { DatabasePrivilege, DatabaseSection } from './database-profile-schema.js';
+import type { DatabasePrivilege, DatabaseSection } from '../profile/database-profile-schema.js';
 import { DatabaseNotPreparedError, checkGrants, type DatabaseProblem } from './grant-checks.js';
 import { readGrantObjects } from './grant-objects.js';
 import {

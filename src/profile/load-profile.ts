@@ -4,7 +4,7 @@ import path from 'node:path';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { denyReason } from './host-path-denylist.js';
-import { lockFilePath } from '../approvals/lock-file.js';
+import { lockFilePath } from './profile-paths.js';
 import { processVariables } from '../config/environment.js';
 import { hintboxOwnPaths, type OwnPath } from '../util/hintbox-paths.js';
 import { isStrictlyInside } from '../util/paths.js';

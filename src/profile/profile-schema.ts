@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
-import { DatabaseSectionSchema } from '../database/database-profile-schema.js';
+import { DatabaseSectionSchema } from './database-profile-schema.js';
 
 /**
  * The operator's profile for one MCP server, as written in `profiles/*.yaml`.

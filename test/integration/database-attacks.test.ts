@@ -7,7 +7,7 @@ import { encodeCancelRequest, parseErrorFields } from '../../src/database/pg-wir
 import { encodeStartupMessage } from '../support/pg-startup-message.js';
 import { ROLE_PREFIX } from '../../src/database/role-grants.js';
 import { adminEndpoint, withDatabase } from '../../src/database/admin-url.js';
-import type { DatabaseSection } from '../../src/database/database-profile-schema.js';
+import type { DatabaseSection } from '../../src/profile/database-profile-schema.js';
 import { DatabaseNotPreparedError } from '../../src/database/grant-checks.js';
 import { RoleProvisioner, type CreatedRole } from '../../src/database/role-provisioner.js';
 import { SessionDatabase } from '../../src/database/session-database.js';

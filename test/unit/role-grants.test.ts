@@ -1,7 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DatabaseSectionSchema, sectionTables } from '../../src/database/database-profile-schema.js';
+import { DatabaseSectionSchema, sectionTables } from '../../src/profile/database-profile-schema.js';
 import {
   MAX_IDENTIFIER_BYTES,
   ROLE_PREFIX,

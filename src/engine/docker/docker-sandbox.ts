@@ -6,6 +6,7 @@ import type { Logger } from '../../util/logger.js';
 import { renderServerText } from '../../util/render-server-text.js';
 import { VERSION } from '../../version.js';
 import { NdjsonTransport } from '../../mcp/ndjson-transport.js';
+import { SplitTransport } from '../../mcp/split-transport.js';
 import type { GateMounts } from './container-spec.js';
 import { gateBinary, openGateSocket, releaseGate } from './gate.js';
 import { delay } from '../../util/delay.js';
@@ -179,12 +180,14 @@ async function release(
       });
     }),
   );
-  const transport = new NdjsonTransport(socket, socket);
+  // The SDK client makes the handshake and the listings; the gateway's relay shares the
+  // connection for forwarded calls (`forwarded`).
+  const forwarded = new SplitTransport(new NdjsonTransport(socket, socket));
   releaseGate(socket);
   socket.resume();
   const client = new Client({ name: 'hintbox', version: VERSION }, { capabilities: {} });
   try {
-    await client.connect(transport, { timeout: ctx.startTimeoutMs });
+    await client.connect(forwarded.sdk, { timeout: ctx.startTimeoutMs });
   } catch (error) {
     // Let the last stderr lines arrive before quoting them.
     await Promise.race([closed, delay(300)]);
@@ -200,6 +203,7 @@ async function release(
     id: ctx.id,
     containerId: ctx.containerId,
     client,
+    forwarded,
     closed,
     stderrTail: () => ctx.tail.join('\n'),
     remove,
