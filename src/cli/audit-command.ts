@@ -9,7 +9,7 @@ import {
 import { AUDIT_DECISIONS, AUDIT_OUTCOMES, type AuditDecision, type AuditOutcome } from '../audit/audit-record.js';
 import { PostgresAuditSink } from '../audit/postgres-sink.js';
 import { hintboxEnvironment } from '../config/environment.js';
-import { redactUrl } from '../util/hintbox-paths.js';
+import { redactUrl } from '../util/redact-url.js';
 import { renderServerText } from '../util/render-server-text.js';
 import { cliLog } from './common.js';
 import type { CommandSpec } from './main.js';

@@ -6,7 +6,7 @@ import { AuditLogWriter } from '../audit/audit-log-writer.js';
 import { lockFilePath, readLockFile, type LockFile } from '../approvals/lock-file.js';
 import { PostgresAuditSink } from '../audit/postgres-sink.js';
 import { hintboxEnvironment } from '../config/environment.js';
-import { redactUrl } from '../util/hintbox-paths.js';
+import { redactUrl } from '../util/redact-url.js';
 import { UsageError } from '../util/hintbox-error.js';
 import { HintboxSession } from '../session/hintbox-session.js';
 import { newSessionId } from '../util/session-identity.js';

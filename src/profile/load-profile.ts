@@ -6,7 +6,7 @@ import type { z } from 'zod';
 import { denyReason } from './host-path-denylist.js';
 import { lockFilePath } from './profile-paths.js';
 import { processVariables } from '../config/environment.js';
-import { hintboxOwnPaths, type OwnPath } from '../util/hintbox-paths.js';
+import { hintboxOwnPaths, type OwnPath } from '../config/hintbox-paths.js';
 import { isStrictlyInside } from '../util/paths.js';
 import { interpolateTree, type Variables } from './interpolate.js';
 import { normalizeContainerPath, ProfileSchema, type ParsedProfile } from './profile-schema.js';

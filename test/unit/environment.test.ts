@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { ENVIRONMENT_VARIABLES, readEnvironment } from '../../src/config/environment.js';
-import { hintboxOwnPaths } from '../../src/util/hintbox-paths.js';
+import { hintboxOwnPaths } from '../../src/config/hintbox-paths.js';
 
 describe('readEnvironment', () => {
   it('gives every setting its default in an empty environment', () => {

@@ -1,16 +1,6 @@
 import path from 'node:path';
-import { hintboxEnvironment, type HintboxEnvironment } from '../config/environment.js';
-import { PACKAGE_ROOT } from './package-root.js';
-
-/** A URL without its password, for messages: host, port and database. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.hostname}${u.port ? `:${u.port}` : ''}${u.pathname}`;
-  } catch {
-    return '(an unparsable URL)';
-  }
-}
+import { PACKAGE_ROOT } from '../util/package-root.js';
+import { hintboxEnvironment, type HintboxEnvironment } from './environment.js';
 
 /** A folder of hintbox's own that no sandbox may see: what the operator decides lives there. */
 export interface OwnPath {
