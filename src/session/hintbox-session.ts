@@ -29,8 +29,6 @@ import { newSessionId, sessionIdentity } from '../util/session-identity.js';
 import { listValidTools, startEarly, startPlanned, type EarlyStart } from './start-sandboxes.js';
 import { reportDatabaseViolation } from './database-violation.js';
 
-export { assertNoNestedMounts, SandboxPolicyError } from '../sandbox/nested-mounts.js';
-
 export interface SessionOptions {
   profile: Profile;
   /** The tools each image listed last time: their sandboxes start in parallel with discovery. */

@@ -41,11 +41,6 @@ const STDERR_LINE_MAX = 8192;
  */
 export const STDERR_LOG_MAX_BYTES = 4 * 1024 * 1024;
 
-/** Creates, holds and releases a sandbox: `holdSandbox` then `release`. */
-export async function startSandbox(options: StartSandboxOptions): Promise<StartedSandbox> {
-  return (await holdSandbox(options)).release();
-}
-
 /**
  * Creates and starts a sandbox container whose first program is hintbox's gate, and waits for
  * the gate to connect: the container is up, nothing of the image has run. Stderr is attached
