@@ -17,7 +17,48 @@ export default tseslint.config(
     },
   },
   // stdout is the MCP transport under `hintbox run`: library code logs through the logger only.
-  { files: ['src/**/*.ts'], rules: { 'no-console': 'error' } },
+  // The environment is read in one module (src/config/environment.ts), where it is checked.
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/config/environment.ts'],
+    rules: {
+      'no-console': 'error',
+      'no-restricted-properties': [
+        'error',
+        { object: 'process', property: 'env', message: 'read the environment through src/config/environment.ts' },
+      ],
+    },
+  },
+  { files: ['src/config/environment.ts'], rules: { 'no-console': 'error' } },
+  // The policy is pure: it imports only its own modules and Node's computing ones (hashing, path
+  // text), never I/O (node:fs, node:child_process, dockerode, pg) nor another layer of hintbox.
+  // test/unit/policy-purity.test.ts plants imports to prove this rule bites.
+  {
+    files: ['src/policy/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(?!\\./[^/]+\\.js$|node:(crypto|path)$)',
+              message: 'src/policy is pure: import only ./<module>.js, node:crypto or node:path',
+            },
+          ],
+        },
+      ],
+      'no-restricted-syntax': [
+        'error',
+        { selector: 'ImportExpression', message: 'src/policy is pure: no dynamic import' },
+      ],
+      'no-restricted-globals': [
+        'error',
+        { name: 'process', message: 'src/policy is pure: what it needs is passed in' },
+        { name: 'fetch', message: 'src/policy is pure: no network' },
+        { name: 'require', message: 'src/policy is pure: no require' },
+      ],
+    },
+  },
   // Only the Docker engine knows Docker: everything else goes through the sandbox engine port
   // (src/engine/sandbox-engine.ts), so that another engine can take its place.
   {
@@ -41,7 +82,11 @@ export default tseslint.config(
       '@typescript-eslint/require-await': 'off',
       '@typescript-eslint/no-floating-promises': [
         'error',
-        { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['describe', 'it', 'suite', 'test'] }] },
+        {
+          allowForKnownSafeCalls: [
+            { from: 'package', package: 'node:test', name: ['describe', 'it', 'suite', 'test'] },
+          ],
+        },
       ],
     },
   },

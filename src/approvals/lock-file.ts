@@ -5,6 +5,7 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { pinHash, toJsonValue, type JsonValue, type PinnedDefinition, type ToolPin } from '../policy/tool-pin.js';
 import { withExclusiveLock, type ExclusiveLockOptions } from '../util/exclusive-lock.js';
 import { escapeInvisibleInJson } from '../util/render-server-text.js';
+import { HintboxError } from '../util/hintbox-error.js';
 
 /**
  * The lock file of what a person approved, beside the profile (`<profile>.lock.json`), written
@@ -34,19 +35,14 @@ export interface LockFile {
 }
 
 /** A lock file that cannot be read as one: names the file and what is wrong, in one line. */
-export class LockFileError extends Error {
+export class LockFileError extends HintboxError {
   constructor(message: string) {
-    super(message);
+    super(message, { exitCode: 2 });
     this.name = 'LockFileError';
   }
 }
 
-/** `profiles/filesystem.yaml` → `profiles/filesystem.lock.json`. */
-export function lockFilePath(profileFile: string): string {
-  const dir = path.dirname(profileFile);
-  const base = path.basename(profileFile).replace(/\.(ya?ml|json)$/i, '');
-  return path.join(dir, `${base}.lock.json`);
-}
+export { lockFilePath } from '../profile/profile-paths.js';
 
 /** SHA-256 (hex) of instructions text, null for none. */
 export function instructionsHash(text: string | null | undefined): string | null {

@@ -18,15 +18,12 @@ export const AUDIT_SCHEMA_VERSION = 1;
 // ---------------------------------------------------------------------------------------------
 // Injected time and ids
 
-/** The audit log's source of time; tests pass a fixed or stepping clock. */
-export interface Clock {
-  now(): Date;
-}
+/** The audit log's source of time (wall time); tests pass a fixed or stepping clock. */
+export { systemClock, type Clock } from '../util/clock.js';
 
 /** Ids of audit records; tests pass a counter. */
 export type IdGenerator = () => string;
 
-export const systemClock: Clock = { now: () => new Date() };
 export const randomIds: IdGenerator = () => randomUUID();
 
 // ---------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import { auditFileName, lineHash } from './audit-chain.js';
 import { listAuditChains, type AuditChainFiles } from './audit-reader.js';
 import { AuditRecordError, parseAuditLine } from './audit-record.js';
 import { LineSplitter } from './line-splitter.js';
+import { monotonicMs } from '../util/clock.js';
 
 /**
  * A sink for platforms: copies the audit log into Postgres (`HINTBOX_DATABASE_URL`), for
@@ -135,7 +136,7 @@ export class PostgresAuditSink {
       this.schemaReady = true;
     }
     const own = this.options.chain;
-    const sweep = own === undefined || (options.sweep ?? Date.now() >= this.nextSweep);
+    const sweep = own === undefined || (options.sweep ?? monotonicMs() >= this.nextSweep);
     const listed = sweep ? listAuditChains(this.options.dir) : [];
     const names = listed.map((c) => c.chain);
     if (own !== undefined && !names.includes(own)) names.push(own);
@@ -160,7 +161,7 @@ export class PostgresAuditSink {
         at ?? { seq: chain.files[0]?.seq ?? 0, line: 0, bytes: 0, head: null, closed: false },
       );
     }
-    if (sweep) this.nextSweep = Date.now() + (this.options.sweepEveryMs ?? 600_000);
+    if (sweep) this.nextSweep = monotonicMs() + (this.options.sweepEveryMs ?? 600_000);
     return { lines };
   }
 

@@ -14,7 +14,7 @@ import { HintboxSession } from '../session/hintbox-session.js';
 import { renderServerLines, renderServerText } from '../util/render-server-text.js';
 import { cliLog, engineReady, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';
-import { UsageError } from './usage-error.js';
+import { UsageError } from '../util/hintbox-error.js';
 
 const HELP = `Usage: hintbox approve <profile> (<tool>... | --instructions | --all)
 

@@ -8,11 +8,12 @@ import {
 } from '../audit/audit-reader.js';
 import { AUDIT_DECISIONS, AUDIT_OUTCOMES, type AuditDecision, type AuditOutcome } from '../audit/audit-record.js';
 import { PostgresAuditSink } from '../audit/postgres-sink.js';
-import { auditDir, auditSinkUrl, redactUrl } from '../util/hintbox-paths.js';
+import { hintboxEnvironment } from '../config/environment.js';
+import { redactUrl } from '../util/redact-url.js';
 import { renderServerText } from '../util/render-server-text.js';
 import { cliLog } from './common.js';
 import type { CommandSpec } from './main.js';
-import { UsageError } from './usage-error.js';
+import { UsageError } from '../util/hintbox-error.js';
 
 const HELP = `Usage: hintbox audit [filters] [--limit N | --all] [--events] [--json]
        hintbox audit verify
@@ -67,14 +68,14 @@ export const auditCommand: CommandSpec = {
     json: { type: 'boolean' },
   },
   async run({ positionals, values }) {
-    const dir = auditDir();
+    const dir = hintboxEnvironment().auditDir;
     if (positionals[0] === 'verify') {
       if (positionals.length > 1) throw new UsageError(`audit verify: unexpected argument ${positionals[1]}`);
       return verify(dir);
     }
     if (positionals[0] === 'ship') {
       if (positionals.length > 1) throw new UsageError(`audit ship: unexpected argument ${positionals[1]}`);
-      const url = auditSinkUrl();
+      const url = hintboxEnvironment().databaseUrl;
       if (!url) throw new UsageError('audit ship: set HINTBOX_DATABASE_URL to the Postgres to ship to');
       const sink = new PostgresAuditSink({ url, dir, log: cliLog });
       try {

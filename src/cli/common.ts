@@ -3,10 +3,12 @@ import { sweepPreviewDirs } from '../sandbox/preview.js';
 import { loadProfile, type Profile } from '../profile/load-profile.js';
 import { DockerEngine } from '../engine/docker/docker-engine.js';
 import type { SandboxEngine } from '../engine/sandbox-engine.js';
-import { createLogger, logLevelFromEnv, type Logger } from '../util/logger.js';
-import { UsageError } from './usage-error.js';
+import { hintboxEnvironment, processVariables, readEnvironment } from '../config/environment.js';
+import { createLogger, type Logger } from '../util/logger.js';
+import { UsageError } from '../util/hintbox-error.js';
 
-export const cliLog: Logger = createLogger(logLevelFromEnv());
+/** The CLI's log. A level it cannot use counts as info here; main refuses it before any command runs. */
+export const cliLog: Logger = createLogger(readEnvironment(processVariables()).environment.logLevel);
 
 /** The one profile argument of run, plan and images build. */
 export function profileArg(command: string, positionals: string[]): Profile {
@@ -22,7 +24,7 @@ export function profileArg(command: string, positionals: string[]): Profile {
 export async function engineReady(log: Logger = cliLog): Promise<SandboxEngine> {
   const engine = await DockerEngine.connect({
     log,
-    ...(process.env.HINTBOX_BASE_IMAGE ? { baseImage: process.env.HINTBOX_BASE_IMAGE } : {}),
+    ...(hintboxEnvironment().baseImage ? { baseImage: hintboxEnvironment().baseImage } : {}),
   });
   log.debug(engine.description);
   await engine.sweepOrphans(log);

@@ -2,7 +2,7 @@ import { databaseAdminUrl } from '../database/database-env.js';
 import { RoleProvisioner } from '../database/role-provisioner.js';
 import { cliLog, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';
-import { UsageError } from './usage-error.js';
+import { UsageError } from '../util/hintbox-error.js';
 
 const HELP = `Usage: hintbox db prepare <profile>
 

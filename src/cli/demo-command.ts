@@ -12,6 +12,8 @@ import { cliLog } from './common.js';
 import { packagePath } from '../util/package-root.js';
 import { VERSION } from '../version.js';
 import type { CommandSpec } from './main.js';
+import { processVariables, type Variables } from '../config/environment.js';
+import { UsageError } from '../util/hintbox-error.js';
 
 const HELP = `Usage: hintbox demo
 
@@ -29,7 +31,8 @@ const MAIN = process.argv[1] ?? packagePath('dist', 'hintbox.mjs');
 export const demoCommand: CommandSpec = {
   help: HELP,
   options: {},
-  async run() {
+  async run({ positionals }) {
+    if (positionals.length) throw new UsageError(`demo: unexpected argument ${positionals[0]}`);
     const say = (line = ''): void => void process.stdout.write(line + '\n');
     const engine = await DockerEngine.connect({ log: cliLog });
     const workspace = mkdtempSync(path.join(os.tmpdir(), 'hintbox-demo-'));
@@ -43,7 +46,7 @@ export const demoCommand: CommandSpec = {
     if (process.getuid?.() === 0)
       for (const p of [workspace, path.join(workspace, 'notes.txt')]) chownSync(p, 10001, 10001);
     const env = {
-      ...stringEnv(process.env),
+      ...stringEnv(processVariables()),
       WORKSPACE: workspace,
       HINTBOX_STATE_DIR: state,
     };
@@ -137,7 +140,7 @@ async function waitForNoSandboxes(engine: SandboxEngine, ownerPid: number | null
   return left;
 }
 
-function stringEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+function stringEnv(env: Variables): Record<string, string> {
   return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
 }
 

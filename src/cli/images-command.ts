@@ -1,7 +1,8 @@
 import { DockerEngine } from '../engine/docker/docker-engine.js';
 import { cliLog, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';
-import { UsageError } from './usage-error.js';
+import { hintboxEnvironment } from '../config/environment.js';
+import { UsageError } from '../util/hintbox-error.js';
 
 const HELP = `Usage: hintbox images build <profile> [--rebuild]
 
@@ -25,7 +26,7 @@ export const imagesBuildCommand: CommandSpec = {
     const profile = profileArg('images build', rest);
     const engine = await DockerEngine.connect({
       log: cliLog,
-      ...(process.env.HINTBOX_BASE_IMAGE ? { baseImage: process.env.HINTBOX_BASE_IMAGE } : {}),
+      ...(hintboxEnvironment().baseImage ? { baseImage: hintboxEnvironment().baseImage } : {}),
     });
     await engine.prepareImage(profile.server, { rebuild: values.rebuild === true });
     cliLog.info(`image ${profile.server.image} is ready`);

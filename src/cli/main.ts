@@ -4,8 +4,7 @@
 // workers) keeps freed memory in an arena of its own. `env -S` sets it for the bin as a client
 // launches it (`npx hintbox`, dist/hintbox.mjs); other C libraries ignore it.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { LockFileError } from '../approvals/lock-file.js';
-import { ProfileError } from '../profile/load-profile.js';
+import { ENVIRONMENT_VARIABLES, hintboxEnvironment } from '../config/environment.js';
 import { VERSION } from '../version.js';
 import { cliLog as log } from './common.js';
 import { approveCommand } from './approve-command.js';
@@ -16,7 +15,7 @@ import { imagesBuildCommand } from './images-command.js';
 import { planCommand } from './plan-command.js';
 import { runCommand } from './run-command.js';
 import { sweepCommand } from './sweep-command.js';
-import { UsageError } from './usage-error.js';
+import { exitCodeOf, UsageError } from '../util/hintbox-error.js';
 
 const MAIN_HELP = `hintbox ${VERSION}: run MCP servers in Docker sandboxes that make their tool annotations true
 
@@ -38,13 +37,7 @@ Options:
   -v, --version           print the version
 
 Environment:
-  DOCKER_HOST             Docker engine to use (default unix:///var/run/docker.sock)
-  HINTBOX_LOG_LEVEL       debug | info (default) | warn | error; the log goes to stderr
-  HINTBOX_STATE_DIR       hintbox's state folder (default ~/.local/state/hintbox)
-  HINTBOX_AUDIT_DIR       the audit log's folder (default: audit/ in the state folder)
-  HINTBOX_DATABASE_URL    a Postgres that hintbox run copies the audit log into (a sink)
-  HINTBOX_BASE_IMAGE      Debian bookworm image to build on (default debian:bookworm-slim,
-                          seeded with debootstrap where it cannot be pulled)
+${ENVIRONMENT_VARIABLES.map((v) => `  ${v.name.padEnd(24)}${v.meaning}\n${' '.repeat(26)}default: ${v.default}`).join('\n')}
 
 Exit codes: 0 ok, 1 failure, 2 bad usage or bad profile.`;
 
@@ -92,6 +85,8 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(command.help + '\n');
     return 0;
   }
+  // hintbox's variables are checked before any command starts: a bad one is bad usage.
+  hintboxEnvironment();
   return command.run({ positionals: parsed.positionals, values: parsed.values });
 }
 
@@ -100,13 +95,14 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    if (error instanceof ProfileError || error instanceof UsageError || error instanceof LockFileError) {
-      process.stderr.write(`${error.message}\n`);
-      process.exitCode = 2;
+    // Bad usage is the operator's to fix: its message as is. A failure goes to the log.
+    const code = exitCodeOf(error);
+    if (code === 2) {
+      process.stderr.write(`${(error as Error).message}\n`);
     } else {
       log.error(error instanceof Error ? error.message : String(error));
-      if (process.env.HINTBOX_LOG_LEVEL === 'debug' && error instanceof Error) log.debug(error.stack ?? '');
-      process.exitCode = 1;
+      if (error instanceof Error) log.debug(error.stack ?? '');
     }
+    process.exitCode = code;
   },
 );

@@ -1,13 +1,15 @@
 import path from 'node:path';
 import type { Gateway } from '../gateway/gateway.js';
 import { NdjsonTransport } from '../mcp/ndjson-transport.js';
-import { parseTagFilter } from '../policy/tool-tags.js';
+import { parseTagFilter, TagFilterError } from '../policy/tool-tags.js';
 import { AuditLogWriter } from '../audit/audit-log-writer.js';
 import { lockFilePath, readLockFile, type LockFile } from '../approvals/lock-file.js';
 import { PostgresAuditSink } from '../audit/postgres-sink.js';
-import { auditDir, auditSinkUrl, redactUrl, stateRoot } from '../util/hintbox-paths.js';
+import { hintboxEnvironment } from '../config/environment.js';
+import { redactUrl } from '../util/redact-url.js';
+import { UsageError } from '../util/hintbox-error.js';
 import { HintboxSession } from '../session/hintbox-session.js';
-import { newSessionId } from '../session/session-sandboxes.js';
+import { newSessionId } from '../util/session-identity.js';
 import { knownToolsIn } from '../session/known-tools.js';
 import { cliLog, engineReady, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';
@@ -63,7 +65,7 @@ export const runCommand: CommandSpec = {
   async run({ positionals, values }) {
     const log = cliLog;
     const profile = profileArg('run', positionals);
-    const tagFilter = typeof values.tags === 'string' ? parseTagFilter(values.tags) : undefined;
+    const tagFilter = typeof values.tags === 'string' ? tagFilterArg(values.tags) : undefined;
     const engine = await engineReady(log);
     // A run ends when its client leaves, a signal comes or it fails; never because nothing
     // happens to be pending for a moment (a wait on an unref'd timer during discovery once let
@@ -83,7 +85,7 @@ export const runCommand: CommandSpec = {
       const locked = approvals();
       if (!locked) log.info(`no lock file ${lockFile}: nothing approved yet (see hintbox approve)`);
       // Then the audit log: a run that cannot record its calls does not start.
-      const dir = auditDir();
+      const dir = hintboxEnvironment().auditDir;
       let audit: AuditLogWriter;
       try {
         audit = AuditLogWriter.open({ dir, log });
@@ -92,7 +94,7 @@ export const runCommand: CommandSpec = {
       }
       // With HINTBOX_DATABASE_URL the log is copied into Postgres in the background: the sink
       // reads the files, never the calls, so a database that is slow or down slows nothing.
-      const sinkUrl = auditSinkUrl();
+      const sinkUrl = hintboxEnvironment().databaseUrl;
       const sink = sinkUrl ? new PostgresAuditSink({ url: sinkUrl, dir, log, chain: audit.chain }) : undefined;
       if (sink && sinkUrl) {
         log.info(`audit log shipped to ${redactUrl(sinkUrl)}`);
@@ -109,7 +111,7 @@ export const runCommand: CommandSpec = {
         log,
         sessionId,
         audit,
-        knownTools: knownToolsIn(path.join(stateRoot(), 'known-tools')),
+        knownTools: knownToolsIn(path.join(hintboxEnvironment().stateDir, 'known-tools')),
         ...(values.rebuild ? { rebuildImages: true } : {}),
       };
       // With approved tools in the lock file the client is served at once from it (a cold
@@ -195,3 +197,13 @@ export const runCommand: CommandSpec = {
     }
   },
 };
+
+/** `--tags`: the pure parser's complaint is bad usage here. */
+function tagFilterArg(text: string): string[] {
+  try {
+    return parseTagFilter(text);
+  } catch (error) {
+    if (error instanceof TagFilterError) throw new UsageError(`run: ${error.message}`);
+    throw error;
+  }
+}

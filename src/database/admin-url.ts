@@ -1,3 +1,5 @@
+import { HintboxError } from '../util/hintbox-error.js';
+
 /**
  * Pure handling of the admin connection URL: where it points (for messages and for the socket
  * relay), the same URL with another database, and an error text with the URL's password taken
@@ -16,7 +18,7 @@ export interface AdminEndpoint {
 }
 
 /** The admin connection failed: names host, port, user and the reason; never the password. */
-export class DatabaseConnectionError extends Error {
+export class DatabaseConnectionError extends HintboxError {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'DatabaseConnectionError';

@@ -1,5 +1,6 @@
+import { processVariables, type Variables } from '../config/environment.js';
 import { ProfileError } from '../profile/load-profile.js';
-import type { DatabaseSection } from './database-profile-schema.js';
+import type { DatabaseSection } from '../profile/database-profile-schema.js';
 
 /**
  * The one place hintbox reads the admin connection URL from the environment. The profile names
@@ -8,7 +9,7 @@ import type { DatabaseSection } from './database-profile-schema.js';
  */
 export function databaseAdminUrl(
   profile: { file: string; database: Pick<DatabaseSection, 'adminUrlEnv'> },
-  env: NodeJS.ProcessEnv = process.env,
+  env: Variables = processVariables(),
 ): string {
   const section = profile.database;
   const value = env[section.adminUrlEnv];

@@ -1,5 +1,6 @@
-import { sectionTables, type DatabaseSection } from './database-profile-schema.js';
+import { sectionTables, type DatabaseSection } from '../profile/database-profile-schema.js';
 import { revokeFromPublicStatement } from './role-grants.js';
+import { HintboxError } from '../util/hintbox-error.js';
 
 /**
  * What must be true of a database before hintbox creates roles in it, as a table: each check
@@ -50,7 +51,7 @@ export interface DatabaseProblem {
 }
 
 /** The checks found problems that must be fixed before roles are created. */
-export class DatabaseNotPreparedError extends Error {
+export class DatabaseNotPreparedError extends HintboxError {
   readonly problems: DatabaseProblem[];
   constructor(database: string, problems: DatabaseProblem[]) {
     super(

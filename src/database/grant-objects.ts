@@ -1,5 +1,5 @@
 import type { Client } from 'pg';
-import { sectionTables, type DatabasePrivilege, type DatabaseSection } from './database-profile-schema.js';
+import { sectionTables, type DatabasePrivilege, type DatabaseSection } from '../profile/database-profile-schema.js';
 import type { GrantObjects, GrantRelation, QualifiedName, RelationKind } from './role-grants.js';
 
 const RELKINDS: Readonly<Record<string, RelationKind>> = {

@@ -13,6 +13,7 @@ import {
 import type { SessionBounds } from './role-grants.js';
 import { SessionActivity, boundsCheckInterval } from './session-activity.js';
 import type { RefusedConnection, SocketRelay, SocketRelayOptions } from './socket-relay.js';
+import { monotonicMs } from '../util/clock.js';
 
 /**
  * The relay itself (see socket-relay.ts for what it promises): it reads each connection's
@@ -120,7 +121,7 @@ export class PgSocketRelay implements SocketRelay {
       client,
       user: '',
       database: '',
-      activity: new SessionActivity(Date.now()),
+      activity: new SessionActivity(monotonicMs()),
     };
     this.connections.set(conn.id, conn);
     const startupMs = this.options.startupTimeoutMs ?? 10_000;
@@ -218,7 +219,7 @@ export class PgSocketRelay implements SocketRelay {
     });
 
     const scanner = new BackendMessageScanner({ capture: ['E', 'K', 'Z'] });
-    client.on('data', (chunk: Buffer) => conn.activity.clientSent(chunk, Date.now()));
+    client.on('data', (chunk: Buffer) => conn.activity.clientSent(chunk, monotonicMs()));
     upstream.on('data', (chunk: Buffer) => {
       answered = true;
       this.watch(conn, scanner, chunk);
@@ -236,7 +237,7 @@ export class PgSocketRelay implements SocketRelay {
       if (message.type === 'K' && message.body) conn.keyData = message.body;
       if (message.type === 'Z') {
         clearTimeout(conn.startupTimer);
-        conn.activity.readyForQuery(message.body?.toString('latin1', 0, 1) ?? 'I', Date.now());
+        conn.activity.readyForQuery(message.body?.toString('latin1', 0, 1) ?? 'I', monotonicMs());
       }
       if (message.type !== 'E' || !message.body) continue;
       const error = parseErrorFields(message.body);
@@ -259,7 +260,7 @@ export class PgSocketRelay implements SocketRelay {
 
   /** Cuts the sessions past a bound (see SocketRelayOptions.bounds). */
   private holdToBounds(bounds: SessionBounds): void {
-    const now = Date.now();
+    const now = monotonicMs();
     for (const conn of this.connections.values()) {
       const reason = conn.activity.crossedBound(bounds, now);
       if (reason) this.cut(conn, reason);

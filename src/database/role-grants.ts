@@ -1,10 +1,9 @@
 import { createHash, createHmac, pbkdf2Sync } from 'node:crypto';
-import type { ToolHints } from '../policy/hints.js';
-import type { DatabasePrivilege } from './database-profile-schema.js';
+import type { DatabasePrivilege } from '../profile/database-profile-schema.js';
 
 /**
- * Pure translation of hints into Postgres roles: which privilege a sandbox gets, what its role
- * is called, and the exact SQL that creates, grants, renews and drops it. No connection here;
+ * Pure translation of hints into Postgres roles (which privilege a tool or sandbox gets is the
+ * policy's, `src/policy/database-privilege.ts`): what its role is called, and the exact SQL that creates, grants, renews and drops it. No connection here;
  * the provisioner runs these statements, `hintbox plan` can print them.
  *
  * The boundary is Postgres's privilege system: a role is a member of nothing, owns nothing,
@@ -12,60 +11,13 @@ import type { DatabasePrivilege } from './database-profile-schema.js';
  * client can switch off, never the boundary.
  */
 
-export type { DatabasePrivilege } from './database-profile-schema.js';
+export type { DatabasePrivilege } from '../profile/database-profile-schema.js';
 
 /** Every role hintbox creates starts with this; the sweep looks only at such roles. */
 export const ROLE_PREFIX = 'hintbox_';
 
 /** Postgres truncates longer identifiers, which would make two names collide. */
 export const MAX_IDENTIFIER_BYTES = 63;
-
-const PRIVILEGE_RANK: Readonly<Record<DatabasePrivilege, number>> = { read: 0, append: 1, write: 2 };
-
-/** readOnly → read; not readOnly, not destructive ("only adds") → append; destructive → write. */
-export function classPrivilege(hints: Pick<ToolHints, 'readOnlyHint' | 'destructiveHint'>): DatabasePrivilege {
-  if (hints.readOnlyHint) return 'read';
-  return hints.destructiveHint ? 'write' : 'append';
-}
-
-export function minPrivilege(a: DatabasePrivilege, b: DatabasePrivilege): DatabasePrivilege {
-  return PRIVILEGE_RANK[a] <= PRIVILEGE_RANK[b] ? a : b;
-}
-
-export function maxPrivilege(a: DatabasePrivilege, b: DatabasePrivilege): DatabasePrivilege {
-  return PRIVILEGE_RANK[a] >= PRIVILEGE_RANK[b] ? a : b;
-}
-
-/** The privilege of one tool: its class privilege, capped by the operator's ceiling. */
-export function toolPrivilege(hints: ToolHints, ceiling: DatabasePrivilege): DatabasePrivilege {
-  return minPrivilege(classPrivilege(hints), ceiling);
-}
-
-/**
- * The privilege of a sandbox that serves several tools (one class, or the whole server when it
- * cannot be split): the most any of its tools needs, capped by the ceiling. A sandbox with no
- * tools (discovery) gets `read`.
- */
-export function sandboxPrivilege(tools: readonly ToolHints[], ceiling: DatabasePrivilege): DatabasePrivilege {
-  const needed = tools.map(classPrivilege).reduce<DatabasePrivilege>(maxPrivilege, 'read');
-  return minPrivilege(needed, ceiling);
-}
-
-/**
- * Why a tool's database hint is not made true by the role its sandbox got (a sandbox shared
- * with tools that need more), or undefined when it is.
- */
-export function unenforcedDatabaseHint(
-  hints: ToolHints,
-  granted: DatabasePrivilege,
-): { hint: 'readOnlyHint' | 'destructiveHint'; reason: string } | undefined {
-  const claimed = classPrivilege(hints);
-  if (PRIVILEGE_RANK[granted] <= PRIVILEGE_RANK[claimed]) return undefined;
-  return {
-    hint: claimed === 'read' ? 'readOnlyHint' : 'destructiveHint',
-    reason: `database role has ${granted} privilege (shared with tools that need it)`,
-  };
-}
 
 /**
  * `hintbox_<session>_<class>`: lower-case, `[a-z0-9_]`, at most 63 bytes. A class id that had

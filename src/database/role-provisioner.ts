@@ -1,10 +1,10 @@
 import { randomBytes as cryptoRandomBytes } from 'node:crypto';
 import type { Client } from 'pg';
-import type { SessionIdentity } from '../engine/sandbox-engine.js';
+import type { SessionIdentity } from '../util/session-identity.js';
 import type { IsOwnerAlive } from '../util/process-alive.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { assertCanCreateRoles, connectAdmin, inTransaction } from './admin-connection.js';
-import type { DatabasePrivilege, DatabaseSection } from './database-profile-schema.js';
+import type { DatabasePrivilege, DatabaseSection } from '../profile/database-profile-schema.js';
 import { DatabaseNotPreparedError, checkGrants, type DatabaseProblem } from './grant-checks.js';
 import { readGrantObjects } from './grant-objects.js';
 import {
@@ -14,7 +14,6 @@ import {
   sessionBounds,
   disableLoginStatement,
   dropRoleStatements,
-  minPrivilege,
   parseRoleComment,
   quoteLiteral,
   renewRoleStatement,
@@ -22,6 +21,8 @@ import {
   scramSha256Verifier,
   terminateSessionsQuery,
 } from './role-grants.js';
+import { minPrivilege } from '../policy/database-privilege.js';
+import { monotonicMs } from '../util/clock.js';
 
 /**
  * Postgres roles for sandboxes, through an admin connection (a superuser, or a role with
@@ -226,9 +227,9 @@ export class RoleProvisioner implements AsyncDisposable {
           [name, pids],
         )
       ).rows.map((r) => r.pid);
-    const deadline = Date.now() + TERMINATE_WAIT_MS;
+    const deadline = monotonicMs() + TERMINATE_WAIT_MS;
     for (let remaining = await left(); remaining.length > 0; remaining = await left()) {
-      if (Date.now() > deadline) {
+      if (monotonicMs() > deadline) {
         throw new Error(
           `${remaining.length} session(s) of role ${name} still running ${TERMINATE_WAIT_MS} ms after terminating them`,
         );
@@ -307,14 +308,14 @@ export class RoleProvisioner implements AsyncDisposable {
   }
 
   private async waitForNoSessions(name: string): Promise<void> {
-    const deadline = Date.now() + TERMINATE_WAIT_MS;
+    const deadline = monotonicMs() + TERMINATE_WAIT_MS;
     for (;;) {
       const { rows } = await this.client.query<{ n: number }>(
         'SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1',
         [name],
       );
       if ((rows[0]?.n ?? 0) === 0) return;
-      if (Date.now() > deadline) {
+      if (monotonicMs() > deadline) {
         throw new Error(
           `role ${name} still has ${rows[0]?.n} session(s) ${TERMINATE_WAIT_MS} ms after terminating them`,
         );

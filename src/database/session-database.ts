@@ -1,8 +1,8 @@
 import os from 'node:os';
-import type { SessionIdentity } from '../engine/sandbox-engine.js';
+import type { SessionIdentity } from '../util/session-identity.js';
 import { makeIsOwnerAlive, type IsOwnerAlive } from '../util/process-alive.js';
 import type { Logger } from '../util/logger.js';
-import type { DatabasePrivilege, DatabaseSection } from './database-profile-schema.js';
+import type { DatabasePrivilege, DatabaseSection } from '../profile/database-profile-schema.js';
 import { adminEndpoint } from './admin-url.js';
 import { DatabaseNotPreparedError } from './grant-checks.js';
 import { RoleProvisioner, type CreatedRole } from './role-provisioner.js';

@@ -1,8 +1,11 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { SplitTransport } from '../mcp/split-transport.js';
 import type { SandboxGrant } from '../policy/plan-sandboxes.js';
 import type { Profile } from '../profile/load-profile.js';
 import { sandboxUser } from '../profile/profile-schema.js';
 import type { Logger } from '../util/logger.js';
+import { HintboxError } from '../util/hintbox-error.js';
+import type { SessionIdentity } from '../util/session-identity.js';
 
 /**
  * The sandbox engine port: what hintbox needs of whatever runs its sandboxes. The session, the
@@ -23,12 +26,7 @@ import type { Logger } from '../util/logger.js';
  *   a dead hintbox and `removeSession` a session's.
  */
 
-/** Who owns a session's sandboxes; each sandbox carries it. */
-export interface SessionIdentity {
-  sessionId: string;
-  ownerHost: string;
-  ownerPid: number;
-}
+export type { SessionIdentity };
 
 /** One sandbox, engine-neutral: what it runs and what it is granted. */
 export interface SandboxSpec {
@@ -60,6 +58,8 @@ export interface StartedSandbox extends AsyncDisposable {
   /** The engine's id of it (a container id). */
   readonly containerId: string;
   readonly client: Client;
+  /** The same connection, for hintbox's relay: forwarded calls skip the SDK client. */
+  readonly forwarded: SplitTransport;
   /** Resolves when the server's stdio closes (it died or was removed). */
   readonly closed: Promise<void>;
   /** The last lines the server wrote to stderr. */
@@ -126,7 +126,7 @@ export interface SandboxEngine {
   sandboxesOf(ownerPid: number): Promise<SandboxInfo[]>;
 }
 
-export class SandboxStartError extends Error {
+export class SandboxStartError extends HintboxError {
   constructor(message: string) {
     super(message);
     this.name = 'SandboxStartError';

@@ -1,82 +1,28 @@
-import type { CallToolResult, ElicitRequestFormParams, ElicitResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import {
   APPROVAL_WARNING_TEXT,
   decideApproval,
   type ApprovalDecision,
-  type OperatorRule,
-  type PinState,
   type ServerTrust,
 } from '../policy/approval-decision.js';
-import { compileArgumentRule, matchesArgumentRule, type ArgumentRule } from '../policy/argument-rule.js';
-import type { ClaimedHints, ToolHints } from '../policy/hints.js';
-import { diffPins, formatPinChanges, type PinnedDefinition, type ToolPin } from '../policy/tool-pin.js';
+import { matchesPreApproval, type PreApproval } from '../policy/pre-approvals.js';
+import type { Admission, ClientChannel, Gatekeeper, GuardedTool } from './gatekeeper.js';
+import { diffPins, formatPinChanges } from '../policy/tool-pin.js';
 import { ServerTrustState } from '../policy/server-trust.js';
-import { formatTags, type ToolTag } from '../policy/tool-tags.js';
+import { formatTags } from '../policy/tool-tags.js';
 import type { CallPreviewer } from '../sandbox/preview.js';
 import type { AuditDecider, AuditDecision, AuditLog, AuditOutcomeReport } from '../audit/audit-record.js';
 import type { Logger } from '../util/logger.js';
 import { renderServerLines, renderServerText } from '../util/render-server-text.js';
+
+export type { Admission, ClientChannel, Gatekeeper, GuardedTool } from './gatekeeper.js';
+export { compilePreApprovals, matchesPreApproval, type PreApproval } from '../policy/pre-approvals.js';
 
 /**
  * Per call, before it is forwarded: decide (pure, `decideApproval`), ask a person through MCP
  * elicitation when the decision says so, and write the audit intent. Nothing is forwarded
  * unless its intent is recorded: a store that fails means the call is refused (fail closed).
  */
-
-/** What the guard knows of one tool, fixed when the session plans it. */
-export interface GuardedTool {
-  name: string;
-  sandbox: string;
-  claimed: ClaimedHints;
-  effective: ToolHints;
-  /** The server sent no hints and the operator overrode none: the worst case. */
-  annotationsMissing: boolean;
-  enforced: boolean;
-  tags: ToolTag[];
-  pin: ToolPin;
-  pinState: PinState;
-  /** The approved definition when the pin changed (for the message naming what changed). */
-  approvedDefinition?: PinnedDefinition;
-  /** Why the approvals could not be read, when that is why the tool is blocked. */
-  approvalsUnreadable?: string;
-  rule?: OperatorRule;
-}
-
-/** A pre-approval from the profile, with its argument rules compiled. */
-export interface PreApproval {
-  tool: string;
-  arguments: ReadonlyMap<string, ArgumentRule>;
-}
-
-/** How the guard reaches the person at the client. */
-export interface ClientChannel {
-  canElicit(): boolean;
-  elicit(params: ElicitRequestFormParams, timeoutMs: number): Promise<ElicitResult>;
-}
-
-export type Admission =
-  { allowed: true; auditId: string; decision: ApprovalDecision } | { allowed: false; result: CallToolResult };
-
-/** The gateway's view of the guard (absent in tests of routing alone). */
-export interface Gatekeeper {
-  /** Whether `tools/list` shows the tool (tools blocked by their pin are hidden). */
-  visible(tool: string): boolean;
-  /** `traceId`: the call's W3C trace id (from its `_meta.traceparent`), recorded with its intent. */
-  admit(
-    tool: string,
-    args: Record<string, unknown> | undefined,
-    client: ClientChannel,
-    traceId?: string,
-  ): Promise<Admission>;
-  /** Records a call's outcome; never throws (failures are logged). */
-  finish(auditId: string, report: AuditOutcomeReport): void;
-  /**
-   * Reads a call's error answer for a lie its sandbox caught: a tool that claims `readOnlyHint`
-   * and failed with `EROFS` tried to write. Returns the violation to record (and distrusts the server), or
-   * undefined.
-   */
-  violationIn?(tool: string, answer: unknown): string | undefined;
-}
 
 /** Errors that only a write to a read-only mount or root file system produces. */
 const READ_ONLY_WRITE = /\bEROFS\b|read-only file system/i;
@@ -109,33 +55,6 @@ export interface CallGuardOptions {
   onApproved?: (tool: string) => void;
   /** The server lost trust for the rest of the session (once): e.g. stop letting its sandboxes run free. */
   onUntrusted?: (reason: string) => void;
-}
-
-/**
- * Does a pre-approval match these arguments? Every listed argument must be present and satisfy
- * its rule: a regex matches the whole raw text (never one with a `..` path segment), a path rule
- * only a path strictly inside its folder (see argument-rule.ts).
- */
-export function matchesPreApproval(
-  rule: PreApproval,
-  tool: string,
-  args: Record<string, unknown> | undefined,
-): boolean {
-  if (rule.tool !== tool) return false;
-  for (const [name, argumentRule] of rule.arguments) {
-    if (!matchesArgumentRule(argumentRule, args?.[name])) return false;
-  }
-  return true;
-}
-
-/** Compiles the profile's rules: a pattern must match the whole value; `{ under }` is a folder. */
-export function compilePreApprovals(
-  rules: readonly { tool: string; arguments: Record<string, string | { under: string }> }[],
-): PreApproval[] {
-  return rules.map((rule) => ({
-    tool: rule.tool,
-    arguments: new Map(Object.entries(rule.arguments).map(([name, source]) => [name, compileArgumentRule(source)])),
-  }));
 }
 
 export class CallGuard implements Gatekeeper {

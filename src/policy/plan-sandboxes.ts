@@ -1,9 +1,4 @@
-import {
-  maxPrivilege,
-  toolPrivilege,
-  unenforcedDatabaseHint,
-  type DatabasePrivilege,
-} from '../database/role-grants.js';
+import { maxPrivilege, toolPrivilege, unenforcedDatabaseHint, type DatabasePrivilege } from './database-privilege.js';
 import { claimedHints, effectiveHints, type ClaimedHints, type ToolHints } from './hints.js';
 
 /**

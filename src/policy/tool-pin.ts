@@ -193,11 +193,6 @@ export function diffPins(approved: PinnedDefinition, current: PinnedDefinition):
   return changes;
 }
 
-/** True when a change touches the hints: the tool's sandbox must then be planned again. */
-export function hintsChanged(changes: readonly PinChange[]): boolean {
-  return changes.some((change) => change.kind === 'hint');
-}
-
 /** The locations where two JSON values differ, depth first, object keys sorted. */
 export function jsonDifferences(
   before: JsonValue | undefined,

@@ -4,11 +4,13 @@ import path from 'node:path';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { denyReason } from './host-path-denylist.js';
-import { lockFilePath } from '../approvals/lock-file.js';
-import { hintboxOwnPaths, type OwnPath } from '../util/hintbox-paths.js';
+import { lockFilePath } from './profile-paths.js';
+import { processVariables } from '../config/environment.js';
+import { hintboxOwnPaths, type OwnPath } from '../config/hintbox-paths.js';
 import { isStrictlyInside } from '../util/paths.js';
 import { interpolateTree, type Variables } from './interpolate.js';
 import { normalizeContainerPath, ProfileSchema, type ParsedProfile } from './profile-schema.js';
+import { HintboxError } from '../util/hintbox-error.js';
 
 /** A resolved mount: `source` is an existing, real (symlink-free), allowed host path. */
 export interface ResolvedMount {
@@ -35,10 +37,10 @@ export interface ProfileProblem {
 }
 
 /** A profile that cannot be used. `message` has one line per problem. */
-export class ProfileError extends Error {
+export class ProfileError extends HintboxError {
   readonly problems: ProfileProblem[];
   constructor(problems: ProfileProblem[]) {
-    super(problems.map(formatProblem).join('\n'));
+    super(problems.map(formatProblem).join('\n'), { exitCode: 2 });
     this.name = 'ProfileError';
     this.problems = problems;
   }
@@ -96,7 +98,7 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
   }
   const raw: unknown = doc.toJS();
 
-  const vars = options.vars ?? { ...process.env, CWD: process.cwd() };
+  const vars = options.vars ?? { ...processVariables(), CWD: process.cwd() };
   const problems: ProfileProblem[] = [];
   const interpolated = interpolateTree(raw, vars, (at, message) =>
     problems.push({ file: absFile, path: formatFieldPath(at), message }),

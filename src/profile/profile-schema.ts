@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
-import { DatabaseSectionSchema } from '../database/database-profile-schema.js';
+import { DatabaseSectionSchema } from './database-profile-schema.js';
 
 /**
  * The operator's profile for one MCP server, as written in `profiles/*.yaml`.
@@ -180,7 +180,6 @@ export const ProfileSchema = z.strictObject({
   database: DatabaseSectionSchema.optional(),
 });
 
-export type ProfileInput = z.input<typeof ProfileSchema>;
 export type ParsedProfile = z.infer<typeof ProfileSchema>;
 
 /** Parses a size such as `512m` into bytes. The input has passed the schema's SIZE check. */

@@ -3,6 +3,7 @@ import type { Profile } from '../profile/load-profile.js';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { isStrictlyInside } from '../util/paths.js';
+import { HintboxError } from '../util/hintbox-error.js';
 
 /**
  * Mount points nested under a host path. Docker below Engine API 1.44 makes a read-only bind
@@ -34,9 +35,9 @@ export function hostMountPoints(): string[] {
   }
 }
 
-export class SandboxPolicyError extends Error {
+export class SandboxPolicyError extends HintboxError {
   constructor(message: string) {
-    super(message);
+    super(message, { exitCode: 2 });
     this.name = 'SandboxPolicyError';
   }
 }

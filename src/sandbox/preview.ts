@@ -16,6 +16,7 @@ import {
 import type { Logger } from '../util/logger.js';
 import { isProcessAlive } from '../util/process-alive.js';
 import type { SandboxEngine, SandboxSpec, StartedSandbox } from '../engine/sandbox-engine.js';
+import { monotonicMs } from '../util/clock.js';
 
 /**
  * Preview of a call: the same call, run first in a throwaway sandbox of the same grant whose
@@ -202,7 +203,7 @@ export class Previewer implements CallPreviewer {
 export async function formatBounded(
   mounts: readonly { mount: Pick<SandboxMount, 'target'>; changes: readonly FileChange[] }[],
   limits: Pick<PreviewLimits, 'maxChars' | 'diffTimeMs'>,
-  now: () => number = () => performance.now(),
+  now: () => number = monotonicMs,
 ): Promise<FormattedChanges & { cut?: string }> {
   const out: FormattedChanges = { lines: [], chars: 0, done: 0, total: 0 };
   const deadline = now() + limits.diffTimeMs;

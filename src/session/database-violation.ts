@@ -1,5 +1,5 @@
 import type { AuditLog } from '../audit/audit-record.js';
-import type { DatabasePrivilege } from '../database/database-profile-schema.js';
+import type { DatabasePrivilege } from '../profile/database-profile-schema.js';
 import type { PrivilegeViolation } from '../database/socket-relay.js';
 import type { Logger } from '../util/logger.js';
 

@@ -24,11 +24,10 @@ import { ServerTrustState } from '../policy/server-trust.js';
 import type { PinnedDefinition } from '../policy/tool-pin.js';
 import { approvedHashIn, approvedInstructions, guardTools } from './guarded-tools.js';
 import type { KnownTools } from './known-tools.js';
-import { newSessionId, SessionSandboxes, sessionIdentity } from './session-sandboxes.js';
+import { SessionSandboxes } from './session-sandboxes.js';
+import { newSessionId, sessionIdentity } from '../util/session-identity.js';
 import { listValidTools, startEarly, startPlanned, type EarlyStart } from './start-sandboxes.js';
 import { reportDatabaseViolation } from './database-violation.js';
-
-export { assertNoNestedMounts, SandboxPolicyError } from '../sandbox/nested-mounts.js';
 
 export interface SessionOptions {
   profile: Profile;

@@ -1,5 +1,3 @@
-import { randomBytes } from 'node:crypto';
-import os from 'node:os';
 import type { AuditLog } from '../audit/audit-record.js';
 import type { SessionDatabase } from '../database/session-database.js';
 import {
@@ -35,15 +33,6 @@ export interface SessionSandboxesOptions {
   log: Logger;
   /** Where sandbox starts and stops are recorded. */
   audit?: Pick<AuditLog, 'recordEvent'>;
-}
-
-/** A short random id for a session; it names and labels everything the session creates. */
-export function newSessionId(): string {
-  return randomBytes(4).toString('hex');
-}
-
-export function sessionIdentity(sessionId: string): SessionIdentity {
-  return { sessionId, ownerHost: os.hostname(), ownerPid: process.pid };
 }
 
 /** uid/gid of this hintbox process (the default sandbox user, never root), where the platform has them. */
@@ -245,6 +234,7 @@ export class SessionSandboxes {
         }
         return {
           client: sandbox.client,
+          forwarded: sandbox.forwarded,
           closed: sandbox.closed,
           diagnostics: () => sandbox.stderrTail(),
           close: () => sandbox.remove(),

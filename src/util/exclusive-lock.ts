@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import { isProcessAlive } from './process-alive.js';
+import { HintboxError } from './hintbox-error.js';
+import { monotonicMs } from './clock.js';
 
 /**
  * An exclusive lock between processes on one file: `<file>.lock`, created with O_EXCL and
@@ -31,7 +33,7 @@ interface Holder {
 }
 
 /** The lock is held by a live process past the timeout, or cannot be made. */
-export class ExclusiveLockError extends Error {
+export class ExclusiveLockError extends HintboxError {
   constructor(message: string) {
     super(message);
     this.name = 'ExclusiveLockError';
@@ -54,14 +56,14 @@ export async function withExclusiveLock<T>(
   const timeoutMs = options.timeoutMs ?? 30_000;
   const staleMs = options.staleMs ?? 20_000;
   const me: Holder = { pid: process.pid, host: os.hostname(), nonce: randomBytes(8).toString('hex'), since: '' };
-  const deadline = Date.now() + timeoutMs;
+  const deadline = monotonicMs() + timeoutMs;
   let pause = 10;
   for (;;) {
     me.since = new Date().toISOString();
     if (tryCreate(lockPath, JSON.stringify(me))) break;
     const seen = readLock(lockPath);
     if (!seen || (isStale(seen, staleMs) && breakStale(lockPath, seen.text))) continue;
-    if (Date.now() >= deadline) {
+    if (monotonicMs() >= deadline) {
       const who = seen?.holder
         ? `pid ${seen.holder.pid} on ${seen.holder.host} since ${seen.holder.since}`
         : 'a process';

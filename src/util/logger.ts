@@ -46,8 +46,3 @@ export const silentLogger: Logger = {
   error: () => {},
   child: () => silentLogger,
 };
-
-export function logLevelFromEnv(env: NodeJS.ProcessEnv = process.env): LogLevel {
-  const value = env.HINTBOX_LOG_LEVEL;
-  return value === 'debug' || value === 'warn' || value === 'error' ? value : 'info';
-}

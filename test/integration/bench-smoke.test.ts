@@ -46,6 +46,7 @@ describe('the benchmark, smoke run', { timeout: 300_000 }, () => {
       cpuPerCall: Record<string, Record<string, number> | undefined>;
       scale: { servers: number; startMs: number; hintboxRssMb: number }[];
       holding: { name: string; held: number; free: number; ratio: number }[];
+      freshApprove: { median: number; spread: number };
       auditLog?: {
         records: number;
         appendUs: number;
@@ -63,6 +64,8 @@ describe('the benchmark, smoke run', { timeout: 300_000 }, () => {
       /2 in flight/,
       /resident memory/,
       /CPU per call/,
+      /first answered read-only call/,
+      /first answered write call/,
     ]) {
       assert.ok(
         names.some((n) => expected.test(n)),
@@ -84,7 +87,10 @@ describe('the benchmark, smoke run', { timeout: 300_000 }, () => {
         assert.ok(Number.isFinite(value) && value > 0, `${figure.name}, ${variant}: ${value}`);
       }
       assert.ok(Number.isFinite(figure.ratio) && figure.ratio > 0, `${figure.name}: ratio ${figure.ratio}`);
-      assert.equal(typeof figure.target?.met, 'boolean', `${figure.name} says whether its target is met`);
+      // The first answered call of each class is reported without a target (issue 12).
+      if (!/first answered/.test(figure.name)) {
+        assert.equal(typeof figure.target?.met, 'boolean', `${figure.name} says whether its target is met`);
+      }
     }
     assert.deepEqual(
       report.holding.map((h) => h.name.split(' (')[0]),
@@ -93,6 +99,7 @@ describe('the benchmark, smoke run', { timeout: 300_000 }, () => {
     for (const h of report.holding) {
       assert.ok(h.held > 0 && h.free > 0 && Number.isFinite(h.ratio), `${h.name}: ${JSON.stringify(h)}`);
     }
+    assert.ok(report.freshApprove.median > 0, 'the first approve on a fresh machine was timed');
     assert.equal(report.scale.length, 1);
     assert.equal(report.scale[0]?.servers, 1);
     assert.ok((report.scale[0]?.startMs ?? 0) > 0, 'the scale run started a server');

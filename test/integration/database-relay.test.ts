@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, type DatabaseError } from 'pg';
 import { adminEndpoint, withDatabase } from '../../src/database/admin-url.js';
-import type { DatabaseSection } from '../../src/database/database-profile-schema.js';
+import type { DatabaseSection } from '../../src/profile/database-profile-schema.js';
 import { RoleProvisioner, type CreatedRole } from '../../src/database/role-provisioner.js';
 import {
   PG_SOCKET_FILE,

@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, type DatabaseError } from 'pg';
 import { DatabaseConnectionError, withDatabase } from '../../src/database/admin-url.js';
-import type { DatabaseSection } from '../../src/database/database-profile-schema.js';
+import type { DatabaseSection } from '../../src/profile/database-profile-schema.js';
 import { ROLE_PREFIX } from '../../src/database/role-grants.js';
 import { DatabaseNotPreparedError } from '../../src/database/grant-checks.js';
 import { RoleProvisioner, type CreatedRole } from '../../src/database/role-provisioner.js';

@@ -8,7 +8,7 @@ import { sandboxUserIds } from '../../src/engine/sandbox-engine.js';
 import type Docker from 'dockerode';
 import { holdSandbox, SandboxStartError, type HeldSandbox } from '../../src/engine/docker/docker-sandbox.js';
 import { IO_DIR_PREFIX } from '../../src/engine/docker/gate.js';
-import { sessionIdentity, newSessionId } from '../../src/session/session-sandboxes.js';
+import { sessionIdentity, newSessionId } from '../../src/util/session-identity.js';
 import { createLogger } from '../../src/util/logger.js';
 import { GenericContainer } from 'testcontainers';
 import { CANARY_IMAGE, FIXTURES, assertNoLeftovers, docker, ensureTestImages } from './support/docker.js';

@@ -40,7 +40,7 @@ describe(
         mounts: [{ source: workspace, target: '/data' }],
       });
       const { code, stderr } = await hintboxCommand(['run', profile]);
-      assert.equal(code, 1);
+      assert.equal(code, 2, 'a profile this engine cannot enforce is bad usage');
       assert.match(stderr, /mounts\[0\]\.source: .* has nested mount points \(.*inner\).*cannot make read-only/);
       assert.equal((await allHintboxContainers()).length, before);
       assert.equal(readFileSync(path.join(inner, 'kept.txt'), 'utf8'), 'nested\n');

@@ -3,7 +3,6 @@ import { createHash } from 'node:crypto';
 import {
   appendFileSync,
   closeSync,
-  mkdtempSync,
   openSync,
   readdirSync,
   readFileSync,
@@ -11,9 +10,8 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { ChainVerifier, frameLine, lineHash, parseAuditFileName } from '../../src/audit/audit-chain.js';
 import { AuditLogWriter } from '../../src/audit/audit-log-writer.js';
 import {
@@ -29,16 +27,11 @@ import { traceIdOf } from '../../src/gateway/gateway.js';
 import { effectiveHints } from '../../src/policy/hints.js';
 import { pinTool } from '../../src/policy/tool-pin.js';
 import { silentLogger } from '../../src/util/logger.js';
+import { scratchFolder } from '../support/scratch-folder.js';
 
-const roots: string[] = [];
 function newDir(): string {
-  const root = mkdtempSync(path.join(os.tmpdir(), 'hintbox-audit-test-'));
-  roots.push(root);
-  return path.join(root, 'audit');
+  return path.join(scratchFolder('hintbox-audit-test-'), 'audit');
 }
-after(() => {
-  for (const root of roots) rmSync(root, { recursive: true, force: true });
-});
 
 /** A clock that moves 1 ms per reading, from a fixed start. */
 function steppingClock(start = Date.parse('2026-03-01T12:00:00.000Z')): Clock {

@@ -1,27 +1,20 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { AuditLogWriter } from '../../src/audit/audit-log-writer.js';
 import type { AuditCallRecord } from '../../src/audit/audit-reader.js';
 import { MAX_STORED_TEXT_BYTES, storedText, type AuditIntent } from '../../src/audit/audit-record.js';
 import { formatAuditEntry } from '../../src/cli/audit-command.js';
 import { effectiveHints, HINT_DEFAULTS } from '../../src/policy/hints.js';
 import { silentLogger } from '../../src/util/logger.js';
+import { scratchFolder } from '../support/scratch-folder.js';
 
 const sha256 = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
 
-const roots: string[] = [];
-after(() => {
-  for (const root of roots) rmSync(root, { recursive: true, force: true });
-});
-
 function writer(): { writer: AuditLogWriter; lines: () => Record<string, unknown>[] } {
-  const root = mkdtempSync(path.join(os.tmpdir(), 'hintbox-stored-text-'));
-  roots.push(root);
-  const dir = path.join(root, 'audit');
+  const dir = path.join(scratchFolder('hintbox-stored-text-'), 'audit');
   return {
     writer: AuditLogWriter.open({ dir, log: silentLogger }),
     lines: () =>

@@ -6,9 +6,10 @@ describe('connectDocker', () => {
   it('refuses an engine on another host before asking it anything: sandboxes bind host files', async () => {
     for (const host of ['tcp://10.0.0.1:2375', 'ssh://builder@ci', 'npipe:////./pipe/docker_engine']) {
       await assert.rejects(
-        connectDocker({ DOCKER_HOST: host }),
+        connectDocker({ dockerHost: host }),
         (error: unknown) =>
           error instanceof DockerUnavailableError &&
+          error.exitCode === 2 &&
           error.message ===
             `DOCKER_HOST=${host}: hintbox needs a Docker engine on this host (unix://…), because it binds its own files and sockets into every sandbox`,
       );

@@ -13,6 +13,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { Gateway, type RoutedTool, type Upstream, type UpstreamFactory } from '../../src/gateway/gateway.js';
+import { SplitTransport } from '../../src/mcp/split-transport.js';
 import { createLogger, silentLogger, type Logger } from '../../src/util/logger.js';
 import type { Gatekeeper } from '../../src/gateway/call-guard.js';
 import type { ApprovalDecision } from '../../src/policy/approval-decision.js';
@@ -47,6 +48,7 @@ async function fakeUpstream(id: string, behaviour: Behaviour = echo): Promise<Fa
   const server = new Server({ name: `upstream-${id}`, version: '1.0.0' }, { capabilities: { tools: {} } });
   const client = new Client({ name: 'hintbox-upstream-client', version: '1.0.0' });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  const forwarded = new SplitTransport(clientSide);
   let resolveClosed!: () => void;
   const closed = new Promise<void>((resolve) => {
     resolveClosed = resolve;
@@ -57,6 +59,7 @@ async function fakeUpstream(id: string, behaviour: Behaviour = echo): Promise<Fa
     serverTransport: serverSide,
     closedByGateway: false,
     client,
+    forwarded,
     closed,
     diagnostics: () => `last stderr of ${id}: out of memory`,
     close: async () => {
@@ -70,7 +73,7 @@ async function fakeUpstream(id: string, behaviour: Behaviour = echo): Promise<Fa
   });
   client.onclose = () => resolveClosed();
   await server.connect(serverSide);
-  await client.connect(clientSide);
+  await client.connect(forwarded.sdk);
   return upstream;
 }
 

@@ -1,17 +1,7 @@
 import assert from 'node:assert/strict';
-import {
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
-import os from 'node:os';
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
   emptyLock,
@@ -34,16 +24,9 @@ import { loadProfile } from '../../src/profile/load-profile.js';
 import { ceilingOf } from '../../src/profile/profile-ceiling.js';
 import { guardTools } from '../../src/session/guarded-tools.js';
 import { silentLogger } from '../../src/util/logger.js';
+import { scratchFolder } from '../support/scratch-folder.js';
 
-const roots: string[] = [];
-after(() => {
-  for (const r of roots) rmSync(r, { recursive: true, force: true });
-});
-function tempDir(): string {
-  const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'hintbox-lock-test-')));
-  roots.push(dir);
-  return dir;
-}
+const tempDir = (): string => scratchFolder('hintbox-lock-test-');
 
 const writeTool: Tool = {
   name: 'write_file',

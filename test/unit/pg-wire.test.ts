@@ -7,12 +7,12 @@ import {
   SSL_REQUEST_CODE,
   encodeCancelRequest,
   encodeErrorResponse,
-  encodeStartupMessage,
   parseErrorFields,
   readStartupPacket,
   type BackendMessage,
   type BackendScannerOptions,
 } from '../../src/database/pg-wire.js';
+import { encodeStartupMessage } from '../support/pg-startup-message.js';
 
 /** A backend message: type byte, int32 length (counting itself), body. */
 function message(type: string, body: Buffer | string = Buffer.alloc(0)): Buffer {

@@ -643,6 +643,21 @@ describe('planSandboxes: database roles', () => {
         }
   });
 
+  it('a shared sandbox (split: false) gets the most its tools need, capped by the ceiling', () => {
+    const READ = { readOnlyHint: true, openWorldHint: false };
+    const APPEND = { readOnlyHint: false, destructiveHint: false, openWorldHint: false };
+    const WRITE = { readOnlyHint: false, destructiveHint: true, openWorldHint: false };
+    const roles = (hints: ToolClaim['annotations'][], database: (typeof PRIVILEGES)[number]) =>
+      planSandboxes(
+        hints.map((annotations, i) => ({ name: `t${i}`, annotations })),
+        ceiling({ mounts: [], split: false, database }),
+      ).sandboxes.map((s) => s.database);
+    assert.deepEqual(roles([READ, APPEND], 'write'), ['append']);
+    assert.deepEqual(roles([READ, WRITE, APPEND], 'write'), ['write']);
+    assert.deepEqual(roles([READ, WRITE], 'append'), ['append']);
+    assert.deepEqual(roles([READ], 'write'), ['read']);
+  });
+
   it('read-only tools get a read role, adding tools append, destructive tools write, each its own sandbox', () => {
     const plan = planSandboxes(
       [

@@ -1,7 +1,6 @@
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   ProfileError,
@@ -11,16 +10,11 @@ import {
   type Profile,
 } from '../../src/profile/load-profile.js';
 import { databaseAdminUrl } from '../../src/database/database-env.js';
-
-const roots: string[] = [];
-after(() => {
-  for (const r of roots) rmSync(r, { recursive: true, force: true });
-});
+import { scratchFolder } from '../support/scratch-folder.js';
 
 /** A fresh folder (real path) with a `home/` that has secrets in it, and a `data/` to mount. */
 function sandboxDir(): { dir: string; home: string; data: string } {
-  const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'hintbox-profile-')));
-  roots.push(dir);
+  const dir = scratchFolder('hintbox-profile-');
   const home = path.join(dir, 'home');
   mkdirSync(path.join(home, '.ssh'), { recursive: true });
   writeFileSync(path.join(home, '.ssh', 'id_ed25519'), 'secret');

@@ -1,11 +1,10 @@
 import { createHash, createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DatabaseSectionSchema, sectionTables } from '../../src/database/database-profile-schema.js';
+import { DatabaseSectionSchema, sectionTables } from '../../src/profile/database-profile-schema.js';
 import {
   MAX_IDENTIFIER_BYTES,
   ROLE_PREFIX,
-  classPrivilege,
   createRoleStatements,
   sessionBounds,
   dropRoleStatements,
@@ -15,15 +14,17 @@ import {
   quoteLiteral,
   revokeFromPublicStatement,
   roleName,
-  sandboxPrivilege,
   scramSha256Verifier,
   terminateSessionsQuery,
-  toolPrivilege,
-  unenforcedDatabaseHint,
-  type DatabasePrivilege,
   type GrantObjects,
   type RoleSpec,
 } from '../../src/database/role-grants.js';
+import {
+  classPrivilege,
+  toolPrivilege,
+  unenforcedDatabaseHint,
+  type DatabasePrivilege,
+} from '../../src/policy/database-privilege.js';
 import { HINT_DEFAULTS, type ToolHints } from '../../src/policy/hints.js';
 
 const PRIVILEGES: DatabasePrivilege[] = ['read', 'append', 'write'];
@@ -70,14 +71,6 @@ describe('privileges from hints', () => {
       'append/write→append',
       'write/write→write',
     ]);
-  });
-
-  it('a shared sandbox gets the most its tools need, capped; with no tools, read', () => {
-    assert.equal(sandboxPrivilege([READ, APPEND], 'write'), 'append');
-    assert.equal(sandboxPrivilege([READ, WRITE, APPEND], 'write'), 'write');
-    assert.equal(sandboxPrivilege([READ, WRITE], 'append'), 'append');
-    assert.equal(sandboxPrivilege([READ], 'write'), 'read');
-    assert.equal(sandboxPrivilege([], 'write'), 'read');
   });
 
   it('says which hint a shared role does not make true', () => {

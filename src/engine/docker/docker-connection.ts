@@ -1,4 +1,6 @@
 import Docker from 'dockerode';
+import { hintboxEnvironment, type HintboxEnvironment } from '../../config/environment.js';
+import { HintboxError, type ExitCode } from '../../util/hintbox-error.js';
 
 /** A reachable Docker engine and what it can do. */
 export interface DockerConnection {
@@ -11,9 +13,9 @@ export interface DockerConnection {
   recursiveReadOnly: boolean;
 }
 
-export class DockerUnavailableError extends Error {
-  constructor(message: string) {
-    super(message);
+export class DockerUnavailableError extends HintboxError {
+  constructor(message: string, exitCode: ExitCode = 1) {
+    super(message, { exitCode });
     this.name = 'DockerUnavailableError';
   }
 }
@@ -35,14 +37,17 @@ export function apiAtLeast(version: string, minimum: string): boolean {
  * Connects to the engine named by DOCKER_HOST, else the default Unix socket, and checks that it
  * answers. The error says where it looked and what to do.
  */
-export async function connectDocker(env: NodeJS.ProcessEnv = process.env): Promise<DockerConnection> {
-  const host = env.DOCKER_HOST;
+export async function connectDocker(
+  env: Pick<HintboxEnvironment, 'dockerHost'> = hintboxEnvironment(),
+): Promise<DockerConnection> {
+  const host = env.dockerHost;
   const endpoint = host ? `${host} (from DOCKER_HOST)` : `unix://${DEFAULT_SOCKET} (default; DOCKER_HOST is not set)`;
   if (host && !host.startsWith('unix://')) {
     // The gate binary, its sockets, relay sockets and preview copies are host files bound into
     // sandboxes: an engine on another machine would not see them.
     throw new DockerUnavailableError(
       `DOCKER_HOST=${host}: hintbox needs a Docker engine on this host (unix://…), because it binds its own files and sockets into every sandbox`,
+      2,
     );
   }
   let docker: Docker;

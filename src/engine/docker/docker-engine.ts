@@ -16,6 +16,7 @@ import { connectDocker, type DockerConnection } from './docker-connection.js';
 import { holdSandbox } from './docker-sandbox.js';
 import { ImageBuilder } from './image-builder.js';
 import { makeIsOwnerAlive, removeSession, sweepOrphans } from './sweep.js';
+import { hintboxEnvironment, type HintboxEnvironment } from '../../config/environment.js';
 
 export interface DockerEngineOptions {
   /** Progress of image builds. */
@@ -36,7 +37,10 @@ export class DockerEngine implements SandboxEngine {
   ) {}
 
   /** Connects to the engine named by DOCKER_HOST (a local socket), else the default one. */
-  static async connect(options: DockerEngineOptions, env: NodeJS.ProcessEnv = process.env): Promise<DockerEngine> {
+  static async connect(
+    options: DockerEngineOptions,
+    env: Pick<HintboxEnvironment, 'dockerHost'> = hintboxEnvironment(),
+  ): Promise<DockerEngine> {
     return new DockerEngine(await connectDocker(env), options);
   }
 

@@ -6,6 +6,7 @@ import type { Logger } from '../../util/logger.js';
 import { renderServerText } from '../../util/render-server-text.js';
 import { VERSION } from '../../version.js';
 import { NdjsonTransport } from '../../mcp/ndjson-transport.js';
+import { SplitTransport } from '../../mcp/split-transport.js';
 import type { GateMounts } from './container-spec.js';
 import { gateBinary, openGateSocket, releaseGate } from './gate.js';
 import { delay } from '../../util/delay.js';
@@ -39,11 +40,6 @@ const STDERR_LINE_MAX = 8192;
  * lines are only kept for the tail quoted when the sandbox dies.
  */
 export const STDERR_LOG_MAX_BYTES = 4 * 1024 * 1024;
-
-/** Creates, holds and releases a sandbox: `holdSandbox` then `release`. */
-export async function startSandbox(options: StartSandboxOptions): Promise<StartedSandbox> {
-  return (await holdSandbox(options)).release();
-}
 
 /**
  * Creates and starts a sandbox container whose first program is hintbox's gate, and waits for
@@ -179,12 +175,14 @@ async function release(
       });
     }),
   );
-  const transport = new NdjsonTransport(socket, socket);
+  // The SDK client makes the handshake and the listings; the gateway's relay shares the
+  // connection for forwarded calls (`forwarded`).
+  const forwarded = new SplitTransport(new NdjsonTransport(socket, socket));
   releaseGate(socket);
   socket.resume();
   const client = new Client({ name: 'hintbox', version: VERSION }, { capabilities: {} });
   try {
-    await client.connect(transport, { timeout: ctx.startTimeoutMs });
+    await client.connect(forwarded.sdk, { timeout: ctx.startTimeoutMs });
   } catch (error) {
     // Let the last stderr lines arrive before quoting them.
     await Promise.race([closed, delay(300)]);
@@ -200,6 +198,7 @@ async function release(
     id: ctx.id,
     containerId: ctx.containerId,
     client,
+    forwarded,
     closed,
     stderrTail: () => ctx.tail.join('\n'),
     remove,

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { packagePath } from '../../util/package-root.js';
 import { listenFor } from '../../util/unix-socket.js';
+import { HintboxError } from '../../util/hintbox-error.js';
 
 /**
  * hintbox's sandbox gate (native/hintbox-gate.c): a static binary bound read-only into every
@@ -35,7 +36,7 @@ const RELEASE = 'G';
 /** Host folders of gate sockets are named so: a sweep finds those of killed runs. */
 export const IO_DIR_PREFIX = 'hintbox-io-';
 
-export class GateError extends Error {
+export class GateError extends HintboxError {
   constructor(message: string) {
     super(message);
     this.name = 'GateError';

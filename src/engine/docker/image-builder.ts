@@ -5,8 +5,10 @@ import os from 'node:os';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import { pack } from 'tar-fs';
+import { hintboxEnvironment } from '../../config/environment.js';
 import type { Logger } from '../../util/logger.js';
 import { packagePath } from '../../util/package-root.js';
+import { HintboxError } from '../../util/hintbox-error.js';
 
 /**
  * Images hintbox builds itself. Dockerfiles are standard (`FROM ${BASE_IMAGE}`); where the
@@ -23,7 +25,7 @@ export const SEEDED_DEBIAN_IMAGE = 'hintbox/debian-seed:bookworm';
 export const NODE_SERVER_IMAGE = 'hintbox/node-server:bookworm';
 const LABEL_CONTEXT_HASH = 'hintbox.context-hash';
 
-export class ImageError extends Error {
+export class ImageError extends HintboxError {
   constructor(message: string) {
     super(message);
     this.name = 'ImageError';
@@ -142,7 +144,7 @@ export class ImageBuilder {
           `Run "sudo hintbox images build", or load a Debian bookworm image and set HINTBOX_BASE_IMAGE.`,
       );
     }
-    const mirror = process.env.HINTBOX_DEBIAN_MIRROR ?? 'http://deb.debian.org/debian';
+    const mirror = hintboxEnvironment().debianMirror;
     const work = mkdtempSync(path.join(os.tmpdir(), 'hintbox-seed-'));
     try {
       const rootfs = path.join(work, 'rootfs');

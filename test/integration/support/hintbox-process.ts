@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { chownSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { PassThrough } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -9,21 +8,10 @@ import { ElicitRequestSchema, type ElicitRequest, type ElicitResult } from '@mod
 import { stringify } from 'yaml';
 import { REPO } from './docker.js';
 import { relocatedProfileText } from '../../../src/profile/relocate-profile.js';
+import { scratchFolder } from '../../support/scratch-folder.js';
 
 /** The shipped CLI: the one-file bundle that the `hintbox` bin runs. */
 export const HINTBOX_BIN = path.join(REPO, 'dist', 'hintbox.mjs');
-
-/** The temp folders this test process made (state, profiles, workspaces): removed when it exits. */
-const scratch: string[] = [];
-process.on('exit', () => {
-  for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
-});
-
-function scratchFolder(prefix: string): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
-  scratch.push(dir);
-  return dir;
-}
 
 /**
  * This test process's own state folder (audit log, known tools): tests never touch the user's,

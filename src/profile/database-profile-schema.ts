@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DATABASE_PRIVILEGES } from '../policy/database-privilege.js';
 
 /**
  * The profile's `database` section: which Postgres database the server may use, and at most
@@ -53,7 +54,7 @@ function tableName() {
 }
 
 /** The highest database privilege, in increasing order. */
-export const DatabasePrivilegeSchema = z.enum(['read', 'append', 'write']);
+export const DatabasePrivilegeSchema = z.enum(DATABASE_PRIVILEGES);
 export type DatabasePrivilege = z.infer<typeof DatabasePrivilegeSchema>;
 
 export const DEFAULT_ROLE_TTL_MINUTES = 480;
@@ -120,7 +121,6 @@ export const DatabaseSectionSchema = z
 
 /** The `database` section after validation, defaults filled in. */
 export type DatabaseSection = Omit<z.infer<typeof DatabaseSectionSchema>, (typeof INLINE_CONNECTION_KEYS)[number]>;
-export type DatabaseSectionInput = z.input<typeof DatabaseSectionSchema>;
 
 /** A table the profile names, resolved against its schemas. */
 export interface TableName {

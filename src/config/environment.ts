@@ -1,0 +1,156 @@
+import os from 'node:os';
+import path from 'node:path';
+import { UsageError } from '../util/hintbox-error.js';
+import type { LogLevel } from '../util/logger.js';
+
+/**
+ * The one module that reads hintbox's environment. Every variable hintbox itself reads is in
+ * {@link ENVIRONMENT_VARIABLES} (which `hintbox --help` and README's table show), is parsed and
+ * checked here once, and reaches the rest of the code as a field of {@link HintboxEnvironment}.
+ * Variables a profile names (`${VAR}`, `database.adminUrlEnv`) are the operator's, not
+ * hintbox's: they are read through {@link processVariables}.
+ */
+
+/** One variable hintbox reads: what it sets and its default, for `--help` and README. */
+export interface EnvironmentVariable {
+  name: string;
+  meaning: string;
+  default: string;
+}
+
+export const ENVIRONMENT_VARIABLES: readonly EnvironmentVariable[] = [
+  {
+    name: 'DOCKER_HOST',
+    meaning: 'the Docker engine: a Unix socket on this host (unix://…)',
+    default: 'unix:///var/run/docker.sock',
+  },
+  { name: 'HINTBOX_LOG_LEVEL', meaning: 'debug, info, warn or error (the log goes to stderr)', default: 'info' },
+  {
+    name: 'HINTBOX_STATE_DIR',
+    meaning: "hintbox's state folder (audit log, known tools)",
+    default: '$XDG_STATE_HOME/hintbox',
+  },
+  {
+    name: 'XDG_STATE_HOME',
+    meaning: 'where the state folder is when HINTBOX_STATE_DIR is not set',
+    default: '~/.local/state',
+  },
+  { name: 'HINTBOX_AUDIT_DIR', meaning: "the audit log's folder", default: 'audit/ in the state folder' },
+  {
+    name: 'HINTBOX_DATABASE_URL',
+    meaning: 'a Postgres that hintbox run copies the audit log into (a sink)',
+    default: 'none',
+  },
+  {
+    name: 'HINTBOX_BASE_IMAGE',
+    meaning: 'the Debian bookworm image to build on',
+    default: 'debian:bookworm-slim, seeded with debootstrap where it cannot be pulled',
+  },
+  {
+    name: 'HINTBOX_DEBIAN_MIRROR',
+    meaning: 'the Debian archive to seed the base image from',
+    default: 'http://deb.debian.org/debian',
+  },
+];
+
+/** hintbox's environment, parsed and checked. */
+export interface HintboxEnvironment {
+  /** `DOCKER_HOST` as given; undefined: the default socket. Checked by the Docker connection. */
+  dockerHost: string | undefined;
+  /** `HINTBOX_LOG_LEVEL`. Default `info`. */
+  logLevel: LogLevel;
+  /** Absolute. `HINTBOX_STATE_DIR`, else `$XDG_STATE_HOME/hintbox`, else `~/.local/state/hintbox`. */
+  stateDir: string;
+  /** Absolute. `HINTBOX_AUDIT_DIR`, else `audit/` in the state folder. */
+  auditDir: string;
+  /** `HINTBOX_DATABASE_URL`: the Postgres the audit log is shipped to; undefined: none. */
+  databaseUrl: string | undefined;
+  /** `HINTBOX_BASE_IMAGE`; undefined: debian:bookworm-slim. */
+  baseImage: string | undefined;
+  /** `HINTBOX_DEBIAN_MIRROR`. Default `http://deb.debian.org/debian`. */
+  debianMirror: string;
+}
+
+/** Variables by name, as `process.env` holds them. */
+export type Variables = Readonly<Record<string, string | undefined>>;
+
+/** A variable hintbox reads has a value it cannot use: bad usage (exit 2), one line per variable. */
+export class EnvironmentError extends UsageError {
+  constructor(readonly problems: string[]) {
+    super(problems.join('\n'));
+    this.name = 'EnvironmentError';
+  }
+}
+
+const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
+
+/**
+ * Parses hintbox's variables out of `variables`: every value it cannot use is a problem (all of
+ * them at once), and the field keeps its default. Pure apart from the home folder.
+ */
+export function readEnvironment(variables: Variables): { environment: HintboxEnvironment; problems: string[] } {
+  const problems: string[] = [];
+  // An empty variable is an unset one (`HINTBOX_AUDIT_DIR= hintbox …`).
+  const get = (name: string): string | undefined => variables[name] || undefined;
+
+  const level = get('HINTBOX_LOG_LEVEL');
+  let logLevel: LogLevel = 'info';
+  if (level !== undefined) {
+    if ((LOG_LEVELS as readonly string[]).includes(level)) logLevel = level as LogLevel;
+    else problems.push(`HINTBOX_LOG_LEVEL: expected debug, info, warn or error, got ${JSON.stringify(level)}`);
+  }
+
+  const stateBase = get('XDG_STATE_HOME') ?? path.join(os.homedir(), '.local', 'state');
+  const stateDir = path.resolve(get('HINTBOX_STATE_DIR') ?? path.join(stateBase, 'hintbox'));
+  const auditDir = path.resolve(get('HINTBOX_AUDIT_DIR') ?? path.join(stateDir, 'audit'));
+
+  const databaseUrl = get('HINTBOX_DATABASE_URL');
+  if (databaseUrl !== undefined && !hasProtocol(databaseUrl, ['postgres:', 'postgresql:'])) {
+    // The URL may hold a password: the message never quotes it.
+    problems.push('HINTBOX_DATABASE_URL: expected a postgres:// or postgresql:// URL');
+  }
+  const debianMirror = get('HINTBOX_DEBIAN_MIRROR') ?? 'http://deb.debian.org/debian';
+  if (!hasProtocol(debianMirror, ['http:', 'https:'])) {
+    problems.push(`HINTBOX_DEBIAN_MIRROR: expected an http:// or https:// URL, got ${JSON.stringify(debianMirror)}`);
+  }
+
+  return {
+    environment: {
+      dockerHost: get('DOCKER_HOST'),
+      logLevel,
+      stateDir,
+      auditDir,
+      databaseUrl: problems.some((p) => p.startsWith('HINTBOX_DATABASE_URL')) ? undefined : databaseUrl,
+      baseImage: get('HINTBOX_BASE_IMAGE'),
+      debianMirror,
+    },
+    problems,
+  };
+}
+
+function hasProtocol(url: string, protocols: string[]): boolean {
+  try {
+    return protocols.includes(new URL(url).protocol);
+  } catch {
+    return false; // not a URL at all
+  }
+}
+
+let cached: HintboxEnvironment | undefined;
+
+/** This process's environment, read once; throws an {@link EnvironmentError} naming every bad value. */
+export function hintboxEnvironment(): HintboxEnvironment {
+  if (cached) return cached;
+  const { environment, problems } = readEnvironment(processVariables());
+  if (problems.length) throw new EnvironmentError(problems);
+  return (cached = environment);
+}
+
+/**
+ * The process's variables as they are, for what the operator names in a profile (`${VAR}`,
+ * `database.adminUrlEnv`) and for the processes hintbox starts. hintbox's own settings are read
+ * through {@link hintboxEnvironment}, never from here.
+ */
+export function processVariables(): Variables {
+  return process.env;
+}

@@ -1,0 +1,399 @@
+import {
+  ErrorCode,
+  type CallToolResult,
+  type JSONRPCMessage,
+  type RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { AuditOutcomeReport } from '../audit/audit-record.js';
+import type { Logger } from '../util/logger.js';
+import type { ClientChannel, Gatekeeper } from './call-guard.js';
+import {
+  cancelUpstream,
+  diedResult,
+  errorResult,
+  FORWARDED_ID_PREFIX,
+  isObject,
+  outcomeOf,
+  traceIdOf,
+  type JsonRpcObject,
+  type PendingCall,
+} from './forwarded-call.js';
+import type { SandboxPool, Upstream } from './sandbox-pool.js';
+
+export { traceIdOf } from './forwarded-call.js';
+
+/**
+ * The call relay: each `tools/call` of a client is admitted (the gatekeeper: approval and the
+ * audit intent), then forwarded as JSON-RPC to its sandbox under an id of hintbox's own, with
+ * its params untouched (progress tokens included), and its result passed back as the server
+ * sent it — without the SDK's validation of every message and result, several times per call.
+ * Progress and cancellation pass through; a call's deadline is reset by progress; a sandbox
+ * that dies answers its pending calls with an error result and is started again on the next
+ * call. What goes to the client carries the request it belongs to (`relatedRequestId`).
+ */
+
+/** A tool's route: its definition as served and its sandbox. */
+export interface Route {
+  sandbox: string;
+}
+
+/** The client a relay serves. */
+export interface RelayClient {
+  /** Sends to the client; `relatedRequestId`: the request the message belongs to. */
+  send(message: JSONRPCMessage, relatedRequestId?: RequestId): void;
+  /** The person at the client, for the confirmation of one request. */
+  channelFor(requestId: RequestId): ClientChannel;
+}
+
+export interface CallRelayOptions {
+  serverName: string;
+  pool: SandboxPool;
+  client: RelayClient;
+  log: Logger;
+  /** Per-call timeout in ms, reset by progress. */
+  callTimeoutMs: number;
+  /** The route of a tool now (routes change when the server's tools do). */
+  routeOf(tool: string): Route | undefined;
+  /** Approval and audit per call; without one every routed call is forwarded (tests of routing). */
+  gatekeeper?: Gatekeeper;
+  /** A call's deadline passed (before a retry, or for good): e.g. cut the sandbox's database sessions. */
+  onDeadline?: (sandbox: string, tool: string) => void;
+  /** An upstream said its tools changed (`notifications/tools/list_changed`) during a call. */
+  onToolsListChanged?: (from: Upstream) => void;
+  /** Calls wait for it before anything else (a cold start: the server is being verified). */
+  verified?: Promise<void>;
+}
+
+/** Timed-out calls of tools whose decision allows retries are sent again this many times. */
+export const MAX_RETRIES = 2;
+
+export class CallRelay {
+  /** Forwarded calls by hintbox's upstream id. */
+  private readonly pending = new Map<string, PendingCall>();
+  /** The same calls by the client's request id. */
+  private readonly pendingByClientId = new Map<RequestId, PendingCall>();
+  /** Calls waiting for their admission (a person may be asked), by the client's id. */
+  private readonly admitting = new Set<RequestId>();
+  private readonly cancelledWhileAdmitting = new Set<RequestId>();
+  /** Until the server is verified (a cold start): calls wait for it; it stays when it fails. */
+  private verifying?: Promise<void>;
+  private nextId = 1;
+
+  constructor(private readonly options: CallRelayOptions) {
+    if (options.verified) {
+      const verified = (this.verifying = options.verified);
+      verified.then(
+        () => void (this.verifying === verified && (this.verifying = undefined)),
+        () => undefined, // answered to each call that waits
+      );
+    }
+  }
+
+  /** A message from the client: true when the relay took it (a call, or the cancellation of one). */
+  fromClient(message: JSONRPCMessage): boolean {
+    const m = message as JsonRpcObject;
+    if (m.method === 'tools/call' && m.id !== undefined) {
+      void this.forwardCall(m).catch((error: Error) =>
+        this.options.log.error(`tools/call ${String(m.id)} failed in hintbox: ${error.message}`),
+      );
+      return true;
+    }
+    return m.method === 'notifications/cancelled' && this.cancelFromClient(m);
+  }
+
+  /** Listens to an upstream: its answers to forwarded calls, their progress, its tool changes, its death. */
+  attach(upstream: Upstream): void {
+    upstream.forwarded.take = (message) => this.fromUpstream(upstream, message);
+    void upstream.closed.then(() => {
+      for (const call of [...this.pending.values()]) {
+        if (
+          call.upstream === upstream &&
+          this.settle(call, { outcome: 'sandbox-died', detail: upstream.diagnostics() })
+        ) {
+          this.replyResult(call.clientId, diedResult(call, this.options.serverName));
+        }
+      }
+    });
+  }
+
+  /** Settles every call in flight (the client left, or hintbox stops): cancelled upstream too when asked. */
+  cancelAll(detail: string, upstreamToo: boolean): void {
+    for (const call of [...this.pending.values()]) {
+      if (this.settle(call, { outcome: 'cancelled', detail }) && upstreamToo) cancelUpstream(call, detail);
+    }
+  }
+
+  /**
+   * A sandbox was seen breaking a hint (e.g. Postgres refused its role a write): marks every call
+   * in flight in that sandbox, so their audit outcomes record `violation`, and returns those
+   * calls' tool names (empty when none was running).
+   */
+  noteHintViolation(sandbox: string, violation: string): string[] {
+    const tools: string[] = [];
+    for (const call of this.pending.values()) {
+      if (call.sandbox !== sandbox) continue;
+      call.hintViolation = call.hintViolation ? `${call.hintViolation}; ${violation}` : violation;
+      tools.push(call.tool);
+    }
+    return tools;
+  }
+
+  private fromUpstream(upstream: Upstream, m: JsonRpcObject): boolean {
+    if (typeof m.id === 'string' && m.id.startsWith(FORWARDED_ID_PREFIX) && m.method === undefined) {
+      // Only the sandbox a call was sent to may answer it: ids are guessable, sandboxes are not trusted.
+      const sent = this.pending.get(m.id);
+      const call = sent?.upstream === upstream ? sent : undefined;
+      if (call) {
+        const violation = this.options.gatekeeper?.violationIn?.(call.tool, m.result ?? m.error);
+        if (violation) call.hintViolation = call.hintViolation ? `${call.hintViolation}; ${violation}` : violation;
+      }
+      if (call && this.settle(call, outcomeOf(m))) {
+        this.options.client.send({ ...m, id: call.clientId } as JSONRPCMessage, call.clientId);
+      }
+      return true; // an answer to a call that was cancelled or timed out: dropped
+    }
+    if (m.method === 'notifications/progress') return this.forwardProgress(m, upstream);
+    if (m.method === 'notifications/tools/list_changed') {
+      // A held sandbox runs only for calls: a change it announces outside any call (in the
+      // moment between its answer and its freeze) is dropped.
+      if (this.options.pool.isHeld(upstream) && !this.hasCallsIn(upstream)) {
+        this.options.log.debug(`a held sandbox announced a tool change outside a call: ignored`);
+      } else this.options.onToolsListChanged?.(upstream);
+      return true;
+    }
+    return false;
+  }
+
+  private async forwardCall(request: JsonRpcObject): Promise<void> {
+    const clientId = request.id as RequestId;
+    const params = request.params;
+    const name = params?.name;
+    if (!params || typeof name !== 'string' || (params.arguments !== undefined && !isObject(params.arguments))) {
+      return this.replyError(
+        clientId,
+        ErrorCode.InvalidParams,
+        'Invalid tools/call request: expected params.name (string) and params.arguments (object)',
+      );
+    }
+    // Until the call is pending upstream (the server is verified, a person is asked, a sandbox
+    // starts), a cancellation from the client is remembered here; then the call is never forwarded.
+    this.admitting.add(clientId);
+    let auditId: string | undefined;
+    const finish = (report: AuditOutcomeReport): void => {
+      if (auditId) this.options.gatekeeper?.finish(auditId, report);
+    };
+    try {
+      if (this.verifying) {
+        try {
+          await this.verifying;
+        } catch (error) {
+          const text = `hintbox could not verify ${this.options.serverName} against its lock file: ${(error as Error).message}`;
+          return this.cancelledWhileAdmitting.has(clientId) ? undefined : this.replyResult(clientId, errorResult(text));
+        }
+        if (this.cancelledWhileAdmitting.has(clientId)) return;
+      }
+      // Looked up once the server is verified: its routes may differ from the lock file's.
+      const routed = this.options.routeOf(name);
+      if (!routed) return this.replyError(clientId, ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+      let retriesLeft = 0;
+      if (this.options.gatekeeper) {
+        const traceId = traceIdOf(params._meta);
+        const channel = this.options.client.channelFor(clientId);
+        const admission = await this.options.gatekeeper.admit(name, params.arguments, channel, traceId);
+        if (!admission.allowed) {
+          return this.cancelledWhileAdmitting.has(clientId) ? undefined : this.replyResult(clientId, admission.result);
+        }
+        auditId = admission.auditId;
+        if (admission.decision.retryOnTimeout) retriesLeft = MAX_RETRIES;
+      }
+      if (this.cancelledWhileAdmitting.has(clientId)) {
+        return finish({ outcome: 'cancelled', detail: 'cancelled by the client before it was forwarded' });
+      }
+
+      let upstream: Upstream;
+      try {
+        upstream = await this.options.pool.upstreamFor(routed.sandbox);
+      } catch (error) {
+        const text = `hintbox could not start sandbox ${routed.sandbox} for ${name}: ${(error as Error).message}`;
+        finish({ outcome: 'sandbox-died', detail: text });
+        return this.replyResult(clientId, errorResult(text));
+      }
+      // Counted in its sandbox from here, whatever happens next: a held sandbox whose server this
+      // call released (started) is frozen again when the call leaves it, a cancelled call too.
+      const activity = this.options.pool.activityOf(upstream, routed.sandbox);
+      const thawed = activity.enter();
+      /** Until a pending call takes the count over (`settle` leaves it then). */
+      let countedHere = true;
+      try {
+        if (this.cancelledWhileAdmitting.has(clientId)) {
+          return finish({ outcome: 'cancelled', detail: 'cancelled by the client before it was forwarded' });
+        }
+        if (!upstream.forwarded.connected) {
+          const text = `sandbox ${routed.sandbox} for ${name} is not connected`;
+          finish({ outcome: 'sandbox-died', detail: text });
+          return this.replyResult(clientId, errorResult(text));
+        }
+        const meta = isObject(params._meta) ? params._meta : undefined;
+        const token = meta?.progressToken;
+        const call: PendingCall = {
+          clientId,
+          upstreamId: `${FORWARDED_ID_PREFIX}${this.nextId++}`,
+          upstream,
+          activity,
+          sandbox: routed.sandbox,
+          tool: name,
+          ...(typeof token === 'string' || typeof token === 'number' ? { progressToken: token } : {}),
+          ...(auditId ? { auditId } : {}),
+          params,
+          attempts: 1,
+          retriesLeft,
+        };
+        this.pending.set(call.upstreamId, call);
+        this.pendingByClientId.set(clientId, call);
+        this.admitting.delete(clientId);
+        this.armTimer(call);
+        countedHere = false;
+        try {
+          await thawed; // a held sandbox is thawed for the call
+        } catch (error) {
+          const text = `hintbox could not thaw sandbox ${routed.sandbox} for ${name}: ${(error as Error).message}`;
+          if (this.settle(call, { outcome: 'sandbox-died', detail: text }))
+            this.replyResult(clientId, errorResult(text));
+          return;
+        }
+        // Cancelled or timed out while the sandbox thawed: nothing is sent.
+        if (this.pending.has(call.upstreamId)) await this.send(call);
+      } finally {
+        if (countedHere) {
+          thawed.catch(() => undefined);
+          activity.leave();
+        }
+      }
+    } catch (error) {
+      // A failure of hintbox itself: the client still gets an answer, the audit an outcome.
+      finish({ outcome: 'error', detail: `hintbox: ${(error as Error).message}` });
+      this.replyError(
+        clientId,
+        ErrorCode.InternalError,
+        `hintbox failed to forward ${name}: ${(error as Error).message}`,
+      );
+    } finally {
+      this.admitting.delete(clientId);
+      this.cancelledWhileAdmitting.delete(clientId);
+    }
+  }
+
+  private async send(call: PendingCall): Promise<void> {
+    try {
+      await call.upstream.forwarded.send({
+        jsonrpc: '2.0',
+        id: call.upstreamId,
+        method: 'tools/call',
+        params: call.params,
+      });
+    } catch (error) {
+      if (this.settle(call, { outcome: 'sandbox-died', detail: (error as Error).message })) {
+        this.replyResult(
+          call.clientId,
+          diedResult(call, this.options.serverName, `sending the call failed: ${(error as Error).message}`),
+        );
+      }
+    }
+  }
+
+  private forwardProgress(notification: JsonRpcObject, from: Upstream): boolean {
+    const token = notification.params?.progressToken;
+    for (const call of this.pending.values()) {
+      if (call.upstream === from && call.progressToken !== undefined && call.progressToken === token) {
+        this.armTimer(call); // progress resets the deadline
+        this.options.client.send(notification as JSONRPCMessage, call.clientId);
+        return true;
+      }
+    }
+    return true; // progress of no call in flight: nobody to tell
+  }
+
+  private cancelFromClient(notification: JsonRpcObject): boolean {
+    const requestId = notification.params?.requestId as RequestId | undefined;
+    if (requestId !== undefined && this.admitting.has(requestId)) {
+      this.cancelledWhileAdmitting.add(requestId);
+      return true;
+    }
+    const call = requestId === undefined ? undefined : this.pendingByClientId.get(requestId);
+    const reason = notification.params?.reason;
+    const detail = typeof reason === 'string' ? `cancelled by the client: ${reason}` : 'cancelled by the client';
+    if (!call || !this.settle(call, { outcome: 'cancelled', detail })) return false;
+    // A cancelled request gets no answer (MCP): pass the cancellation on, drop the late result.
+    cancelUpstream(call, typeof reason === 'string' ? reason : undefined);
+    return true;
+  }
+
+  private armTimer(call: PendingCall): void {
+    if (call.timer) clearTimeout(call.timer);
+    call.timer = setTimeout(() => {
+      const seconds = Math.round(this.options.callTimeoutMs / 1000);
+      if (this.pending.has(call.upstreamId)) this.options.onDeadline?.(call.sandbox, call.tool);
+      if (call.retriesLeft > 0 && this.pending.has(call.upstreamId)) return this.retry(call, seconds);
+      if (!this.settle(call, { outcome: 'error', detail: `no answer within ${seconds} s` })) return;
+      cancelUpstream(call, `hintbox: no answer within ${seconds} s`);
+      this.replyError(
+        call.clientId,
+        ErrorCode.RequestTimeout,
+        `${call.tool} gave no answer within ${seconds} s (sandbox ${call.sandbox})`,
+      );
+    }, this.options.callTimeoutMs);
+    call.timer.unref();
+  }
+
+  /**
+   * An idempotent tool of a trusted server timed out: cancel the attempt and send the call again
+   * under a new id after a backoff (1 s, 2 s). Logged; the audit record counts the attempts.
+   */
+  private retry(call: PendingCall, seconds: number): void {
+    cancelUpstream(call, `hintbox: no answer within ${seconds} s; retrying`);
+    this.pending.delete(call.upstreamId);
+    call.retriesLeft--;
+    call.attempts++;
+    call.upstreamId = `${FORWARDED_ID_PREFIX}${this.nextId++}`;
+    this.pending.set(call.upstreamId, call);
+    const backoffMs = 1000 * 2 ** (call.attempts - 2);
+    this.options.log.warn(
+      `${call.tool} gave no answer within ${seconds} s; idempotent tool of a trusted server: attempt ${call.attempts} in ${backoffMs} ms`,
+    );
+    call.timer = setTimeout(() => {
+      if (!this.pending.has(call.upstreamId)) return;
+      this.armTimer(call);
+      void this.send(call);
+    }, backoffMs);
+    call.timer.unref();
+  }
+
+  /** Marks a call answered and records its outcome. False when it already was: each call is answered once. */
+  private settle(call: PendingCall, report: AuditOutcomeReport): boolean {
+    if (!this.pending.delete(call.upstreamId)) return false;
+    this.pendingByClientId.delete(call.clientId);
+    if (call.timer) clearTimeout(call.timer);
+    call.activity.leave();
+    if (call.auditId) {
+      this.options.gatekeeper?.finish(call.auditId, {
+        ...report,
+        attempts: call.attempts,
+        ...(call.hintViolation ? { hintViolation: call.hintViolation } : {}),
+      });
+    }
+    return true;
+  }
+
+  private replyResult(id: RequestId, result: CallToolResult): void {
+    this.options.client.send({ jsonrpc: '2.0', id, result }, id);
+  }
+
+  private replyError(id: RequestId, code: number, message: string): void {
+    this.options.client.send({ jsonrpc: '2.0', id, error: { code, message } }, id);
+  }
+
+  private hasCallsIn(upstream: Upstream): boolean {
+    for (const call of this.pending.values()) if (call.upstream === upstream) return true;
+    return false;
+  }
+}

@@ -1,0 +1,81 @@
+import type { CallToolResult, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { AuditOutcomeReport } from '../audit/audit-record.js';
+import type { SandboxActivity } from './sandbox-activity.js';
+import type { Upstream } from './sandbox-pool.js';
+
+/** The pieces of a forwarded call: its state while pending, and how its messages are read. */
+
+/** A `tools/call` forwarded to an upstream and not yet answered. */
+export interface PendingCall {
+  clientId: RequestId;
+  upstreamId: string;
+  upstream: Upstream;
+  /** The sandbox's count of calls in flight; the call leaves it when it is settled. */
+  activity: SandboxActivity;
+  sandbox: string;
+  tool: string;
+  progressToken?: string | number;
+  timer?: NodeJS.Timeout;
+  /** The call's audit record, when a gatekeeper admitted it. */
+  auditId?: string;
+  params: Record<string, unknown>;
+  attempts: number;
+  retriesLeft: number;
+  /** A hint the call was seen to break while it ran (recorded with its outcome). */
+  hintViolation?: string;
+}
+
+export type JsonRpcObject = Record<string, unknown> & {
+  id?: RequestId;
+  method?: string;
+  params?: Record<string, unknown>;
+};
+
+/** The id space of forwarded calls; the upstream SDK client's own ids are numbers. */
+export const FORWARDED_ID_PREFIX = 'hintbox:';
+
+/** The trace id of a W3C `traceparent` in a request's `_meta` (`00-<trace id>-<span id>-<flags>`), if any. */
+export function traceIdOf(meta: unknown): string | undefined {
+  const parent = isObject(meta) ? meta.traceparent : undefined;
+  if (typeof parent !== 'string') return undefined;
+  const match = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(parent);
+  return match && !/^0+$/.test(match[1]!) ? match[1] : undefined;
+}
+
+/** The audit outcome of an upstream's answer. */
+export function outcomeOf(message: JsonRpcObject): AuditOutcomeReport {
+  if (isObject(message.error)) {
+    const text = message.error.message;
+    return { outcome: 'error', detail: typeof text === 'string' ? text : 'error' };
+  }
+  const result = isObject(message.result) ? message.result : {};
+  return { outcome: result.isError === true ? 'tool-error' : 'ok' };
+}
+
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+export function errorResult(text: string): CallToolResult {
+  return { isError: true, content: [{ type: 'text', text }] };
+}
+
+/** Tells the sandbox a forwarded call is cancelled (its late answer is dropped). */
+export function cancelUpstream(call: PendingCall, reason?: string): void {
+  void call.upstream.forwarded
+    .send({
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: call.upstreamId, ...(reason ? { reason } : {}) },
+    })
+    .catch(() => undefined);
+}
+
+/** The answer to a call whose sandbox died under it, quoting the server's last words. */
+export function diedResult(call: PendingCall, serverName: string, detail?: string): CallToolResult {
+  const why = call.upstream.diagnostics();
+  return errorResult(
+    `sandbox ${call.sandbox} of ${serverName} died during the call to ${call.tool}` +
+      `${detail ? ` (${detail})` : ''}${why ? `; its last words:\n${why}` : ''}\nIt will be started again on the next call.`,
+  );
+}
