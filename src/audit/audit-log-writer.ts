@@ -1,12 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, constants, fchmodSync, mkdirSync, openSync, statSync, writeSync } from 'node:fs';
+import { closeSync, constants, fchmodSync, openSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { HINT_NAMES } from '../policy/hints.js';
-import { normalizeTag } from '../policy/tool-tags.js';
 import type { Logger } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import { auditFileName, chainName, frameBody, lineHash } from './audit-chain.js';
+import { currentUser, ensureOwnerOnlyFolder } from './audit-folder.js';
+import { KeptOutcomes } from './kept-outcomes.js';
+import { asError, field, fieldsText, hintsText, oneOf, StoredTags, withoutType } from './audit-line-text.js';
+
+export { ensureOwnerOnlyFolder } from './audit-folder.js';
 import {
   AUDIT_DECISIONS,
   AUDIT_OUTCOMES,
@@ -92,12 +95,11 @@ export class AuditLogWriter implements AuditLog, Disposable {
   private closed = false;
   private readonly open = new Map<string, OpenCall>();
   /** Outcomes whose write failed, oldest first (their fields as text): written before the next record. */
-  private unwritten: { callId: string; body: string }[] = [];
-  private retryTimer: NodeJS.Timeout | undefined;
-  private retryDelayMs = FIRST_RETRY_MS;
+  /** Outcomes that could not be written, kept and written later. */
+  private readonly kept: KeptOutcomes;
   private readonly subject: string;
   /** Tags as stored (normalised, capped), by the name given. */
-  private readonly storedTags = new Map<string, string>();
+  private readonly storedTags = new StoredTags();
 
   private constructor(private readonly options: AuditLogWriterOptions) {
     this.clock = options.clock ?? systemClock;
@@ -105,6 +107,11 @@ export class AuditLogWriter implements AuditLog, Disposable {
     this.maxFileBytes = options.maxFileBytes ?? DEFAULT_MAX_AUDIT_FILE_BYTES;
     this.chain = chainName(this.clock.now(), process.pid, randomBytes(4).toString('hex'));
     this.subject = currentUser();
+    this.kept = new KeptOutcomes({
+      log: options.log,
+      queue: (body, settle) => this.appendLine(body, settle),
+      flush: () => this.flush(),
+    });
   }
 
   /** Creates the audit folder (owner-only) if needed and the chain's first file. Throws when it cannot. */
@@ -218,7 +225,7 @@ export class AuditLogWriter implements AuditLog, Disposable {
       field('session', intent.session) +
       field('server', storedText(intent.server)) +
       field('tool', storedText(intent.tool)) +
-      `,"tags":${this.tagsText(intent.tags, 'profile')},"claimedTags":${this.tagsText(intent.tags, 'server')}` +
+      `,"tags":${this.storedTags.text(intent.tags, 'profile')},"claimedTags":${this.storedTags.text(intent.tags, 'server')}` +
       `,"claimedHints":${hintsText(intent.claimedHints)},"effectiveHints":${hintsText(intent.effectiveHints)}` +
       field('sandbox', storedText(intent.sandbox)) +
       `,"decision":"${decision}","decidedBy":"${decidedBy}"` +
@@ -250,7 +257,7 @@ export class AuditLogWriter implements AuditLog, Disposable {
       `,"attempts":${attempts},"durationMs":${Math.max(0, now.getTime() - call.timeMs)}`;
     // The call has ended: an outcome that cannot be written is decided, only not written yet.
     const keep = (error: Error): Error => {
-      this.keepUnwritten(id, body);
+      this.kept.keep(id, body);
       return new Error(`${error.message}; the outcome is kept and written when the log can be appended to`);
     };
     try {
@@ -263,51 +270,6 @@ export class AuditLogWriter implements AuditLog, Disposable {
     this.open.delete(id);
   }
 
-  private keepUnwritten(callId: string, body: string): void {
-    this.unwritten.push({ callId, body });
-    this.scheduleRetry();
-  }
-
-  /** Writes the kept outcomes on a timer (when no other record comes), backing off while it fails. */
-  private scheduleRetry(): void {
-    if (this.retryTimer !== undefined || this.closed) return;
-    const delayMs = this.retryDelayMs;
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined;
-      if (this.closed || this.unwritten.length === 0) return;
-      this.retryDelayMs = Math.min(delayMs * 2, MAX_RETRY_MS); // for a retry that fails again
-      try {
-        this.queueUnwritten();
-        this.flush(); // one that fails again is kept again, and the next retry is scheduled
-      } catch (error) {
-        this.options.log.debug(
-          `audit log: still cannot write ${this.unwritten.length} outcome(s): ${(error as Error).message}`,
-        );
-      }
-    }, delayMs);
-    this.retryTimer.unref();
-  }
-
-  /** Queues the outcomes kept after a failed write, in order, ahead of what comes next. */
-  private queueUnwritten(): void {
-    const kept = this.unwritten;
-    this.unwritten = [];
-    for (let i = 0; i < kept.length; i++) {
-      const { callId, body } = kept[i]!;
-      try {
-        this.appendLine(body, (error) => {
-          if (error) return this.keepUnwritten(callId, body);
-          this.retryDelayMs = FIRST_RETRY_MS;
-          this.options.log.info(`the outcome of call ${callId} is written late to the audit log`);
-        });
-      } catch (error) {
-        this.unwritten = [...kept.slice(i), ...this.unwritten];
-        this.scheduleRetry();
-        throw error;
-      }
-    }
-  }
-
   /** Queues a record through `queue` and writes it (with anything queued before it); throws when it is not written. */
   private writeNow(queue: (settle: (error?: Error) => void) => void): void {
     let failure: Error | undefined;
@@ -316,39 +278,22 @@ export class AuditLogWriter implements AuditLog, Disposable {
     if (failure) throw failure;
   }
 
-  /** A tag list as stored: normalised, capped, as JSON. */
-  private tagsText(tags: AuditIntent['tags'], source: 'profile' | 'server'): string {
-    let text = '';
-    for (const tag of tags) {
-      if (tag.source !== source) continue;
-      let stored = this.storedTags.get(tag.name);
-      if (stored === undefined) {
-        stored = JSON.stringify(storedText(normalizeTag(tag.name)));
-        if (this.storedTags.size < MAX_CACHED_TAGS) this.storedTags.set(tag.name, stored);
-      }
-      text += text === '' ? stored : `,${stored}`;
-    }
-    return `[${text}]`;
-  }
-
   /** Writes `log.close` and closes the file. Calls still in flight keep no outcome. */
   close(): void {
     if (this.closed) return;
-    clearTimeout(this.retryTimer);
-    this.retryTimer = undefined;
+    this.kept.stop();
     try {
       this.writeNow((settle) => this.append(this.head(this.ids(), this.clock.now(), 'log.close'), settle));
     } catch (error) {
       this.options.log.error(`could not close the audit log: ${(error as Error).message}`);
     }
     this.closed = true; // before the kept outcomes are dropped: no retry is scheduled any more
-    clearTimeout(this.retryTimer);
-    for (const { callId, body } of this.unwritten) {
+    this.kept.stop();
+    for (const { callId, body } of this.kept.drop()) {
       this.options.log.error(
         `the outcome of call ${callId} could not be written to the audit log ${this.currentFile}: ${body}}`,
       );
     }
-    this.unwritten = [];
     if (this.fd !== undefined) closeSync(this.fd);
     this.fd = undefined;
   }
@@ -402,7 +347,7 @@ export class AuditLogWriter implements AuditLog, Disposable {
    */
   private append(body: string, settle?: (error?: Error) => void): void {
     if (this.closed) throw new AuditRecordError('the audit log is closed');
-    if (this.unwritten.length > 0) this.queueUnwritten();
+    if (this.kept.size > 0) this.kept.queueAll();
     this.appendLine(body, settle);
   }
 
@@ -436,81 +381,4 @@ export class AuditLogWriter implements AuditLog, Disposable {
     const hash = lineHash(text);
     return { text, bytes: Buffer.byteLength(text, 'utf8') + 1, hash, ...(settle ? { settle } : {}) };
   }
-}
-
-/** The first retry of a kept outcome after this long; each that fails doubles it, up to MAX_RETRY_MS. */
-const FIRST_RETRY_MS = 1000;
-const MAX_RETRY_MS = 30_000;
-
-/** Tag names remembered as stored, at most: a server's claimed tags are its own. */
-const MAX_CACHED_TAGS = 1000;
-
-function asError(error: unknown): Error {
-  return error instanceof Error ? error : new Error(String(error));
-}
-
-/** `,"name":<JSON>`, or nothing when the value has no JSON (undefined), as JSON.stringify leaves it out of an object. */
-function field(name: string, value: unknown): string {
-  const text = JSON.stringify(value) as string | undefined;
-  return text === undefined ? '' : `,"${name}":${text}`;
-}
-
-/** Fields as JSON text to follow others: `,"a":1,"b":"x"` (empty for no fields). */
-function fieldsText(fields: Record<string, unknown>): string {
-  const text = JSON.stringify(fields);
-  return text === '{}' ? '' : `,${text.slice(1, -1)}`;
-}
-
-/** The four hints, each a boolean, as JSON: a record says what was decided on, nothing else. */
-function hintsText(hints: unknown): string {
-  if (hints === null || typeof hints !== 'object') return '{}';
-  let text = '';
-  for (const name of HINT_NAMES) {
-    const value = (hints as Record<string, unknown>)[name];
-    if (typeof value === 'boolean') text += `${text === '' ? '' : ','}"${name}":${value}`;
-  }
-  return `{${text}}`;
-}
-
-/**
- * Creates `dir` (and its parents) owner-only, or checks an existing one: it must be a folder of
- * this user's; group and others lose any access they had.
- */
-export function ensureOwnerOnlyFolder(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const stat = statSync(dir);
-  if (!stat.isDirectory()) throw new Error(`${dir} is not a folder`);
-  const uid = process.getuid?.();
-  if (uid !== undefined && stat.uid !== uid)
-    throw new Error(`${dir} belongs to uid ${stat.uid}, not to this user (${uid})`);
-  if ((stat.mode & 0o077) !== 0) chmodSync(dir, 0o700);
-}
-
-function currentUser(): string {
-  try {
-    const info = os.userInfo();
-    return `${info.username} (uid ${info.uid})`;
-  } catch {
-    return `uid ${process.getuid?.() ?? '?'}`;
-  }
-}
-
-function oneOf<T extends string>(value: unknown, allowed: readonly T[], what: string): T {
-  if (typeof value === 'string' && (allowed as readonly string[]).includes(value)) return value as T;
-  throw new AuditRecordError(`${what}: expected one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
-}
-
-/** An event's fields but its type, every text capped ({@link storedText}): some are a server's (a violation's message). */
-function withoutType(event: AuditEvent): Record<string, unknown> {
-  const rest: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(event)) {
-    if (key === 'type') continue;
-    rest[key] =
-      typeof value === 'string'
-        ? storedText(value)
-        : Array.isArray(value)
-          ? value.map((v: unknown) => (typeof v === 'string' ? storedText(v) : v))
-          : value;
-  }
-  return rest;
 }
