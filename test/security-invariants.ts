@@ -54,6 +54,11 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         title: 'blocks a tool whose description changed, names the change, and serves it again once re-approved',
       },
       {
+        file: 'integration/cold-start.test.ts',
+        title:
+          'never shows the changed text of a server that changed since approved; a call made meanwhile is refused and never reaches it',
+      },
+      {
         file: 'integration/approval.test.ts',
         title:
           'serves a tool whose hints only narrowed without a person, in the stricter sandbox, and audits it (the lock file is not written)',
