@@ -135,6 +135,11 @@ export const runCommand: CommandSpec = {
           audit.close();
           await sink?.stop();
         })());
+      // A failure of hintbox itself must not leave the sandboxes running: stop, then exit 1.
+      process.once('uncaughtException', (error) => {
+        log.error(`hintbox failed: ${error.stack ?? error.message}`);
+        void stop('hintbox failed').finally(() => process.exit(1));
+      });
       for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
         process.once(signal, () => {
           void stop(signal).finally(() => process.exit(0));

@@ -7,7 +7,7 @@ import {
 } from '../policy/approval-decision.js';
 import { matchesPreApproval, type PreApproval } from '../policy/pre-approvals.js';
 import type { Admission, ClientChannel, Gatekeeper, GuardedTool } from './gatekeeper.js';
-import { diffPins, formatPinChanges } from '../policy/tool-pin.js';
+import { changedFields, diffPins } from '../policy/tool-pin.js';
 import { ServerTrustState } from '../policy/server-trust.js';
 import { formatTags } from '../policy/tool-tags.js';
 import type { CallPreviewer } from '../sandbox/preview.js';
@@ -176,13 +176,14 @@ export class CallGuard implements Gatekeeper {
 
     if (decision.action === 'blocked') {
       if (this.approvedMeanwhile(tool)) return this.admit(name, args, client, traceId);
+      // The client reads which fields changed, never the new text (see hintbox approve for it).
       const changes = tool.approvedDefinition
-        ? formatPinChanges(diffPins(tool.approvedDefinition, tool.pin.definition)).map(renderServerText)
+        ? changedFields(diffPins(tool.approvedDefinition, tool.pin.definition)).map((c) => `- ${c}`)
         : [];
       const what = tool.approvalsUnreadable
         ? `the lock file of approvals cannot be read (${renderServerText(tool.approvalsUnreadable)}): every tool is refused until it reads again\nFix the lock file (or restore it from version control)`
         : changes.length
-          ? `its definition changed since it was approved:\n${changes.join('\n')}\nApprove it with: hintbox approve ${options.profileFile} ${name}`
+          ? `its definition changed since it was approved (what changed: ${changes.length === 1 ? 'this field' : 'these fields'}; "hintbox approve" shows the change):\n${changes.join('\n')}\nApprove it with: hintbox approve ${options.profileFile} ${name}`
           : `it has not been approved\nApprove it with: hintbox approve ${options.profileFile} ${name}`;
       return this.refuse(tool, args, trace, 'blocked', 'pin', `hintbox blocked ${name}: ${what}`);
     }

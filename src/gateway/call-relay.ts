@@ -6,7 +6,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { AuditOutcomeReport } from '../audit/audit-record.js';
 import type { Logger } from '../util/logger.js';
-import type { ClientChannel, Gatekeeper } from './call-guard.js';
+import type { Gatekeeper } from './call-guard.js';
 import {
   cancelUpstream,
   diedResult,
@@ -19,6 +19,9 @@ import {
   type PendingCall,
 } from './forwarded-call.js';
 import type { SandboxPool, Upstream } from './sandbox-pool.js';
+import { VerificationGate, type RelayClient, type Route } from './relay-client.js';
+
+export type { RelayClient, Route } from './relay-client.js';
 
 export { traceIdOf } from './forwarded-call.js';
 
@@ -31,19 +34,6 @@ export { traceIdOf } from './forwarded-call.js';
  * that dies answers its pending calls with an error result and is started again on the next
  * call. What goes to the client carries the request it belongs to (`relatedRequestId`).
  */
-
-/** A tool's route: its definition as served and its sandbox. */
-export interface Route {
-  sandbox: string;
-}
-
-/** The client a relay serves. */
-export interface RelayClient {
-  /** Sends to the client; `relatedRequestId`: the request the message belongs to. */
-  send(message: JSONRPCMessage, relatedRequestId?: RequestId): void;
-  /** The person at the client, for the confirmation of one request. */
-  channelFor(requestId: RequestId): ClientChannel;
-}
 
 export interface CallRelayOptions {
   serverName: string;
@@ -75,18 +65,12 @@ export class CallRelay {
   /** Calls waiting for their admission (a person may be asked), by the client's id. */
   private readonly admitting = new Set<RequestId>();
   private readonly cancelledWhileAdmitting = new Set<RequestId>();
-  /** Until the server is verified (a cold start): calls wait for it; it stays when it fails. */
-  private verifying?: Promise<void>;
+  /** Until the server is verified (a cold start): calls wait for it. */
+  private readonly verification?: VerificationGate;
   private nextId = 1;
 
   constructor(private readonly options: CallRelayOptions) {
-    if (options.verified) {
-      const verified = (this.verifying = options.verified);
-      verified.then(
-        () => void (this.verifying === verified && (this.verifying = undefined)),
-        () => undefined, // answered to each call that waits
-      );
-    }
+    if (options.verified) this.verification = new VerificationGate(options.verified);
   }
 
   /** A message from the client: true when the relay took it (a call, or the cancellation of one). */
@@ -148,7 +132,18 @@ export class CallRelay {
         if (violation) call.hintViolation = call.hintViolation ? `${call.hintViolation}; ${violation}` : violation;
       }
       if (call && this.settle(call, outcomeOf(m))) {
-        this.options.client.send({ ...m, id: call.clientId } as JSONRPCMessage, call.clientId);
+        // An answer that cannot be passed on (nested too deep to write again) still answers the call.
+        this.options.client.send({ ...m, id: call.clientId } as JSONRPCMessage, call.clientId).catch((error: Error) => {
+          this.options.log.warn(
+            `the answer of ${call.tool} from sandbox ${call.sandbox} could not be passed on: ${error.message}`,
+          );
+          this.replyResult(
+            call.clientId,
+            errorResult(
+              `hintbox: the answer of ${call.tool} from sandbox ${call.sandbox} could not be passed on (${error.message})`,
+            ),
+          );
+        });
       }
       return true; // an answer to a call that was cancelled or timed out: dropped
     }
@@ -183,15 +178,9 @@ export class CallRelay {
       if (auditId) this.options.gatekeeper?.finish(auditId, report);
     };
     try {
-      if (this.verifying) {
-        try {
-          await this.verifying;
-        } catch (error) {
-          const text = `hintbox could not verify ${this.options.serverName} against its lock file: ${(error as Error).message}`;
-          return this.cancelledWhileAdmitting.has(clientId) ? undefined : this.replyResult(clientId, errorResult(text));
-        }
-        if (this.cancelledWhileAdmitting.has(clientId)) return;
-      }
+      const unverified = await this.verification?.wait(this.options.serverName, this.options.log);
+      if (this.cancelledWhileAdmitting.has(clientId)) return;
+      if (unverified) return this.replyResult(clientId, unverified);
       // Looked up once the server is verified: its routes may differ from the lock file's.
       const routed = this.options.routeOf(name);
       if (!routed) return this.replyError(clientId, ErrorCode.InvalidParams, `Unknown tool: ${name}`);
@@ -306,7 +295,11 @@ export class CallRelay {
     for (const call of this.pending.values()) {
       if (call.upstream === from && call.progressToken !== undefined && call.progressToken === token) {
         this.armTimer(call); // progress resets the deadline
-        this.options.client.send(notification as JSONRPCMessage, call.clientId);
+        void this.options.client
+          .send(notification as JSONRPCMessage, call.clientId)
+          .catch((error: Error) =>
+            this.options.log.warn(`a progress notification of ${call.tool} could not be passed on: ${error.message}`),
+          );
         return true;
       }
     }
@@ -385,11 +378,17 @@ export class CallRelay {
   }
 
   private replyResult(id: RequestId, result: CallToolResult): void {
-    this.options.client.send({ jsonrpc: '2.0', id, result }, id);
+    this.reply({ jsonrpc: '2.0', id, result }, id);
   }
 
   private replyError(id: RequestId, code: number, message: string): void {
-    this.options.client.send({ jsonrpc: '2.0', id, error: { code, message } }, id);
+    this.reply({ jsonrpc: '2.0', id, error: { code, message } }, id);
+  }
+
+  private reply(message: JSONRPCMessage, id: RequestId): void {
+    void this.options.client
+      .send(message, id)
+      .catch((error: Error) => this.options.log.warn(`could not answer the client: ${error.message}`));
   }
 
   private hasCallsIn(upstream: Upstream): boolean {

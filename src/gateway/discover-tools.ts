@@ -1,6 +1,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ToolSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { pinTool } from '../policy/tool-pin.js';
 import { renderServerText } from '../util/render-server-text.js';
 
 /** A tool the server listed that cannot be used, and why. */
@@ -58,12 +59,24 @@ export function validateTools(raw: readonly unknown[]): DiscoveredTools {
       });
     } else if (seen.has(parsed.data.name)) {
       rejected.push({ index, name: parsed.data.name, reason: 'duplicate tool name' });
+    } else if (!pinnable(candidate as Tool)) {
+      // Nested too deep for the stack: it could be neither pinned nor passed on.
+      rejected.push({ index, name: parsed.data.name, reason: 'its definition cannot be pinned (nested too deep)' });
     } else {
       seen.add(parsed.data.name);
       tools.push(candidate as Tool);
     }
   });
   return { tools, rejected };
+}
+
+function pinnable(tool: Tool): boolean {
+  try {
+    pinTool(tool);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** `tool #3 (name) left out: reason`, for the log: the server's name rendered for a person. */

@@ -91,11 +91,10 @@ export class Gateway {
       callTimeoutMs: options.callTimeoutMs,
       routeOf: (tool) => this.tools.get(tool),
       client: {
-        send: (message, relatedRequestId) => {
-          void this.client
-            ?.send(message, relatedRequestId === undefined ? undefined : { relatedRequestId })
-            .catch((error: Error) => this.options.log.warn(`could not answer the client: ${error.message}`));
-        },
+        send: (message, relatedRequestId) =>
+          this.client
+            ? this.client.send(message, relatedRequestId === undefined ? undefined : { relatedRequestId })
+            : Promise.reject(new Error('no client is connected')),
         channelFor: (requestId) => this.channelFor(requestId),
       },
       onToolsListChanged: (from) => this.toolsListChanged(from),

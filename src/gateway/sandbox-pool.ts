@@ -59,6 +59,11 @@ export class SandboxPool {
 
   /** Serves a sandbox that is already running (the discovery sandbox, sandboxes started eagerly). */
   adopt(sandboxId: string, upstream: Upstream): void {
+    if (this.closing) {
+      // Handed over after the pool closed (a start that ended late): nobody will serve it.
+      void upstream.close().catch(() => undefined);
+      return;
+    }
     const slot = this.slot(sandboxId);
     const current = Promise.resolve(upstream);
     slot.current = current;

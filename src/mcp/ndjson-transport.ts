@@ -110,7 +110,14 @@ export class NdjsonTransport implements Transport {
    */
   send(message: JSONRPCMessage): Promise<void> {
     if (this.closed) return Promise.reject(new Error('the connection is closed'));
-    const line = JSON.stringify(message) + '\n';
+    let line: string;
+    try {
+      line = JSON.stringify(message) + '\n';
+    } catch (error) {
+      // A message a peer sent that cannot be written again (nested too deep for the stack): it
+      // fails this send, never the process.
+      return Promise.reject(new Error(`the message cannot be written as JSON: ${(error as Error).message}`));
+    }
     const unread = this.output.writableLength + this.queuedBytes;
     if (unread > 0 && unread + line.length > this.maxUnreadBytes) {
       return Promise.reject(

@@ -20,8 +20,13 @@ export class SplitTransport {
   constructor(private readonly base: Transport) {
     // Set before the SDK starts the transport: every message goes through `take` first.
     base.onmessage = (message, extra) => {
-      if (this.take?.(message, extra)) return;
-      this.sdk.onmessage?.(message, extra);
+      // A message that makes a handler throw is that message's failure, never the process's.
+      try {
+        if (this.take?.(message, extra)) return;
+        this.sdk.onmessage?.(message, extra);
+      } catch (error) {
+        this.sdk.onerror?.(error instanceof Error ? error : new Error(String(error)));
+      }
     };
     base.onclose = () => {
       this.closed = true;

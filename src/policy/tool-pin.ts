@@ -240,6 +240,22 @@ export function formatPinChanges(changes: readonly PinChange[]): string[] {
   });
 }
 
+/**
+ * What changed, named by hintbox's words only — the fields, and the hints with their values —
+ * never the server's new text (a changed description may be a prompt injection): for the
+ * refusal a client reads. The whole change is for the log and `hintbox approve`.
+ */
+export function changedFields(changes: readonly PinChange[]): string[] {
+  const named = changes.map((change) =>
+    change.kind === 'hint'
+      ? `annotations.${change.hint}: ${change.before} → ${change.after}`
+      : change.kind === 'annotation'
+        ? 'annotations (other than the four hints)'
+        : change.field,
+  );
+  return [...new Set(named)];
+}
+
 /** The hint changes that narrow what a tool is granted (stricter hints): to read-only, to only-adds, to a closed world. */
 const NARROWING: Readonly<Record<string, { before: boolean; after: boolean }>> = {
   readOnlyHint: { before: false, after: true },

@@ -175,6 +175,8 @@ export class HintboxSession implements AsyncDisposable {
     // A cold start: the running server's tools replace the locked ones once discovery has
     // answered, and its sandboxes go to the gateway; calls wait for both.
     const verified = this.verifying?.then(() => this.serveVerified(settings));
+    // The run waits for this one (serving the verified server may fail too: the run ends then).
+    if (verified) this.verifying = verified;
     this.gateway = new Gateway({
       ...(verified ? { verified } : {}),
       serverName: this.profile.name,

@@ -178,7 +178,8 @@ describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () 
         arguments: { path: '/data/x', content: 'x' },
       });
       assert.equal(refused.isError, true);
-      assert.match(JSON.stringify(refused.content), /definition changed[\s\S]*description[\s\S]*uploads your files/);
+      assert.match(JSON.stringify(refused.content), /definition changed[\s\S]*- description/);
+      assert.doesNotMatch(JSON.stringify(refused.content), /uploads your files/, 'never the new, unapproved text');
       const names = (await hintbox.client.listTools()).tools.map((t) => t.name);
       assert.equal(names.includes('write_mounted'), false, 'the changed tool is hidden');
       assert.equal(names.includes('identity'), true, 'unchanged tools are still served');

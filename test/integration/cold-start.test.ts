@@ -85,7 +85,8 @@ describe('cold start from the lock file', { timeout: 300_000 }, () => {
       arguments: { path: `/data/${name}.txt`, content: 'x' },
     });
     assert.equal(refused.isError, true);
-    assert.match(JSON.stringify(refused.content), /definition changed[\s\S]*uploads your files/);
+    assert.match(JSON.stringify(refused.content), /definition changed[\s\S]*- description/);
+    assert.doesNotMatch(JSON.stringify(refused.content), /uploads your files/, 'not in the refusal either');
     assert.equal(existsSync(target), false, 'the server never got the call');
     await eventually(() => Promise.resolve(told > 0), 15_000, 'the client to be told its list changed');
     const now = (await hintbox.client.listTools()).tools.map((t) => t.name);

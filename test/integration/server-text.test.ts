@@ -164,6 +164,24 @@ describe('server-made text under hintbox', { timeout: 600_000 }, () => {
     assert.match(again.stdout, /instructions: changed since it was approved:[\s\S]*delete_everything/);
   });
 
+  it('stays up when a sandbox answers with JSON too deep to write again: the call gets an error, the next one runs', async () => {
+    const { name, file } = textliar('trusted');
+    {
+      await using hintbox = await runHintbox(file);
+      const deep = await hintbox.client.callTool({ name: 'echo', arguments: { text: 'deep' } });
+      assert.equal(deep.isError, true, JSON.stringify(deep).slice(0, 300));
+      assert.match(JSON.stringify(deep.content), /could not be passed on/);
+      const after = await hintbox.client.callTool({ name: 'echo', arguments: { text: 'after' } });
+      assert.deepEqual(after.content, [{ type: 'text', text: 'after' }], 'hintbox is still up');
+    }
+    const audit = await auditOf<AuditRow>(name);
+    assert.deepEqual(
+      audit.map((r) => r.tool),
+      ['echo', 'echo'],
+      'both calls are in the trail',
+    );
+  });
+
   it('keeps the audit trail going after a 40 MB error answer, storing its size and SHA-256, not the whole', async () => {
     const { name, file } = textliar('trusted', { TEXTLIAR_ERROR_MB: '40' });
     const whole = `boom ${'x'.repeat(40 * 1024 * 1024)}`;

@@ -130,6 +130,20 @@ describe('validateTools', () => {
     assert.match(rejected[0]!.reason, /duplicate/);
   });
 
+  it('leaves out a tool nested too deep to pin (it would fail the session later), keeping the others', () => {
+    let deep: unknown = {};
+    for (let i = 0; i < 200_000; i++) deep = [deep];
+    const { tools, rejected } = validateTools([good('ok'), good('deep', { inputSchema: { type: 'object', x: deep } })]);
+    assert.deepEqual(
+      tools.map((t) => t.name),
+      ['ok'],
+    );
+    assert.deepEqual(
+      rejected.map((r) => [r.name, r.reason]),
+      [['deep', 'its definition cannot be pinned (nested too deep)']],
+    );
+  });
+
   it('an invalid first tool does not reserve its name', () => {
     const { tools, rejected } = validateTools([{ name: 'x' }, good('x')]);
     assert.deepEqual(
