@@ -255,7 +255,8 @@ describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () 
       name: 'write_mounted',
       arguments: { path: '/data/x', content: 'x' },
     });
-    assert.match(JSON.stringify(refused.content), /definition changed[\s\S]*uploads your files/);
+    assert.match(JSON.stringify(refused.content), /definition changed[\s\S]*- description/);
+    assert.doesNotMatch(JSON.stringify(refused.content), /uploads your files/, 'never the new, unapproved text');
 
     // The other change: unannotated_write now claims readOnlyHint (and a closed world): hints
     // that only narrow need no person. It stays served, planned again into the read-only sandbox.
