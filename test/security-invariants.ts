@@ -54,6 +54,10 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         title: 'blocks a tool whose description changed, names the change, and serves it again once re-approved',
       },
       {
+        file: 'unit/call-guard.test.ts',
+        title: 'names the changed fields in its refusal, never the new text (it may be a prompt injection)',
+      },
+      {
         file: 'integration/cold-start.test.ts',
         title:
           'never shows the changed text of a server that changed since approved; a call made meanwhile is refused and never reaches it',
@@ -479,13 +483,18 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'STDIO',
     statement:
-      "The server's stderr goes to hintbox's log, never into the MCP stream; tool definitions pass through as received.",
+      "The server's stderr goes to hintbox's log, never into the MCP stream; tool definitions pass through as received; no message of a sandbox brings hintbox down (its sandboxes would run on).",
     tests: [
       {
         file: 'integration/lying-server.test.ts',
         title: "logs the server's stderr on hintbox's stderr, never in the MCP stream",
       },
       { file: 'unit/gateway.test.ts', title: 'lists the tool definitions exactly as received, unknown keys included' },
+      {
+        file: 'integration/server-text.test.ts',
+        title:
+          'stays up when a sandbox answers with JSON too deep to write again: the call gets an error, the next one runs',
+      },
     ],
   },
   {
