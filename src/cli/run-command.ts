@@ -28,7 +28,7 @@ are removed. The log goes to stderr; stdout is the MCP stream.
 With approved tools in the lock file, initialize and tools/list are answered at once from it
 (a cold start) while all of the above runs in the background; every call waits until the
 running server is verified against the lock file, and is routed by what it lists. A server
-that cannot be verified ends the run (exit 1); waiting calls are answered with why.
+that cannot be verified ends the run (exit 1); waiting calls get an error (the reason is in the log).
 
 When the client disconnects (stdin closes), or on SIGINT/SIGTERM/SIGHUP, every container of
 the session is removed. Containers of a run killed with SIGKILL are removed by the next
@@ -172,7 +172,7 @@ export const runCommand: CommandSpec = {
             `serving the ${session.plan.tools.length} approved tool(s) of ${profile.name} from its lock file while the server is verified; calls wait for that (session ${sessionId})`,
           );
         }
-        // A server that cannot be verified ends the run: its waiting calls are answered with why.
+        // A server that cannot be verified ends the run: its waiting calls get an error.
         let failed: Error | undefined;
         await Promise.race([
           disconnected,
