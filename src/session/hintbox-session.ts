@@ -10,53 +10,24 @@ import {
 } from '../policy/plan-sandboxes.js';
 import { ceilingOf } from '../profile/profile-ceiling.js';
 import type { Profile } from '../profile/load-profile.js';
-import type { SandboxEngine, SessionIdentity } from '../engine/sandbox-engine.js';
+import type { SessionIdentity } from '../engine/sandbox-engine.js';
 import { databaseAdminUrl } from '../database/database-env.js';
 import { SessionDatabase } from '../database/session-database.js';
 import type { PrivilegeViolation } from '../database/socket-relay.js';
 import { assertNoNestedMounts } from '../sandbox/nested-mounts.js';
 import { assertNoSpecialFiles } from '../sandbox/special-files.js';
-import type { Logger } from '../util/logger.js';
 import { CallGuard, compilePreApprovals, type GuardedTool } from '../gateway/call-guard.js';
-import type { AuditLog } from '../audit/audit-record.js';
 import { instructionsHash, lockedDefinitions, type LockFile } from '../approvals/lock-file.js';
 import { ServerTrustState } from '../policy/server-trust.js';
 import type { PinnedDefinition } from '../policy/tool-pin.js';
 import { approvedHashIn, approvedInstructions, guardTools } from './guarded-tools.js';
-import type { KnownTools } from './known-tools.js';
 import { SessionSandboxes } from './session-sandboxes.js';
+import type { GatewaySettings, SessionOptions } from './session-options.js';
 import { newSessionId, sessionIdentity } from '../util/session-identity.js';
 import { listValidTools, startEarly, startPlanned, type EarlyStart } from './start-sandboxes.js';
 import { reportDatabaseViolation } from './database-violation.js';
 
-export interface SessionOptions {
-  profile: Profile;
-  /** The tools each image listed last time: their sandboxes start in parallel with discovery. */
-  knownTools?: KnownTools;
-  /** What runs the sandboxes. */
-  engine: SandboxEngine;
-  log: Logger;
-  sessionId?: string;
-  /** Rebuild images even when they look current. */
-  rebuildImages?: boolean;
-  /** The admin URL of the profile's database; default: read from the variable the profile names. */
-  databaseAdminUrl?: string;
-  /** Where sandbox starts and stops and hint violations are recorded (the run's audit log). */
-  audit?: Pick<AuditLog, 'recordEvent'>;
-}
-
-export interface GatewaySettings {
-  /**
-   * The lock file of approved definitions, read again when a hidden tool is called (an approval
-   * during the run); returns undefined when there is none. Without it and an audit log no call
-   * is approved or recorded (tests of routing).
-   */
-  approvals?: () => LockFile | undefined;
-  /** Where every call is recorded before it is forwarded. */
-  audit?: AuditLog;
-  /** `--tags`: serve only tools with one of these tags. */
-  tagFilter?: readonly string[];
-}
+export type { GatewaySettings, SessionOptions } from './session-options.js';
 
 /**
  * One server under hintbox: it orders the start (checks, database, image, discovery, plan,
@@ -126,7 +97,7 @@ export class HintboxSession implements AsyncDisposable {
     const session = new HintboxSession(options);
     session.instructions = options.lock.instructions.text ?? undefined;
     session.adoptTools(lockedDefinitions(options.lock));
-    const verifying = session.discoverAndPlan(true);
+    const verifying = session.discoverAndPlan(true, true);
     // The gateway's calls and the run hear of a failure; `dispose` waits for it to settle.
     session.sandboxes.track(verifying);
     session.verifying = verifying;
@@ -296,7 +267,8 @@ export class HintboxSession implements AsyncDisposable {
     await this.dispose();
   }
 
-  private async discoverAndPlan(startAll: boolean): Promise<void> {
+  /** `background`: the planned sandboxes start after this resolves (a cold start's verification). */
+  private async discoverAndPlan(startAll: boolean, background = false): Promise<void> {
     const { profile, engine, log } = this.options;
     const sandboxes = this.sandboxes;
     assertNoNestedMounts(profile, engine);
@@ -349,12 +321,23 @@ export class HintboxSession implements AsyncDisposable {
       .catch((error: Error) => log.debug(`could not keep the tools of ${profile.name}: ${error.message}`));
 
     if (!this.plan.sandboxes.some((s) => s.id === discoveryId)) await sandboxes.dropStarted(discoveryId);
-    if (startAll) await startPlanned({ sandboxes, plan: this.plan, early, log });
-    // Disposed meanwhile (a cold start's run that ended): what came up after goes too.
-    if (sandboxes.isClosed) {
-      await sandboxes.closeKept();
+    if (!startAll) return;
+    const planned = startPlanned({ sandboxes, plan: this.plan, early, log }).then(async () => {
+      // Closed meanwhile (a cold start's run that ended): what came up after goes too.
+      if (sandboxes.isClosed) await sandboxes.closeKept();
+    });
+    if (!background) {
+      await planned;
       sandboxes.assertOpen();
+      return;
     }
+    // A cold start: the server is verified once discovery has answered; a call waits for its own
+    // sandbox only (its start under way, or a new one if this one failed).
+    sandboxes.track(planned);
+    planned.catch((error: Error) =>
+      log.error(`a planned sandbox of ${profile.name} did not start: ${error.message}; a call into it starts it again`),
+    );
+    sandboxes.assertOpen();
   }
 
   /** Postgres refused a sandbox's session: a hint violation; the server is untrusted from now on. */

@@ -57,6 +57,8 @@ export class SessionSandboxes {
    */
   private readonly heldAtGate = new Map<string, HeldUpstream>();
   private readonly generations = new Map<string, number>();
+  /** Starts of planned classes under way in the background, by class. */
+  private readonly underWay = new Map<string, Promise<unknown>>();
   /** Starts (and other work) under way: `close` waits for them. */
   private readonly pending = new Set<Promise<unknown>>();
   private closed = false;
@@ -147,9 +149,32 @@ export class SessionSandboxes {
 
   /** The upstream of class `id`: the one held at its gate since the start, else a new one. */
   async start(id: string): Promise<Upstream> {
+    const kept = this.started.get(id);
+    if (kept) {
+      this.started.delete(id); // handed over
+      return kept;
+    }
     const waiting = this.heldAtGate.get(id);
-    this.heldAtGate.delete(id);
-    return (waiting ?? (await this.hold(id))).release();
+    if (waiting) {
+      this.heldAtGate.delete(id);
+      return waiting.release();
+    }
+    // Being started in the background (a cold start's planned sandboxes): that one, not a second.
+    const underWay = this.underWay.get(id);
+    if (underWay) {
+      await underWay.catch(() => undefined);
+      return this.start(id);
+    }
+    return (await this.hold(id)).release();
+  }
+
+  /** Marks the start of class `id` as under way until `work` settles: `start(id)` waits for it. */
+  starting<T>(id: string, work: Promise<T>): Promise<T> {
+    const settled = work.finally(() => {
+      if (this.underWay.get(id) === settled) this.underWay.delete(id);
+    });
+    this.underWay.set(id, settled);
+    return settled;
   }
 
   /**

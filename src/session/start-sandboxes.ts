@@ -91,18 +91,28 @@ export async function startPlanned(options: {
   if (toStart.length) {
     log.info(`starting ${toStart.length} more sandbox(es) in parallel: ${toStart.map((s) => s.id).join(', ')}`);
   }
+  // Each marked as under way, so that a call into the class meanwhile waits for it.
   const results = await Promise.allSettled([
-    ...toStart.map(async (s) =>
-      sandboxes.holdsUntilCalled(s)
-        ? sandboxes.keepHeld(s.id, await sandboxes.hold(s.id))
-        : sandboxes.keepStarted(s.id, await sandboxes.start(s.id)),
+    ...toStart.map((s) =>
+      sandboxes.starting(
+        s.id,
+        (async () =>
+          sandboxes.holdsUntilCalled(s)
+            ? sandboxes.keepHeld(s.id, await sandboxes.hold(s.id))
+            : sandboxes.keepStarted(s.id, await (await sandboxes.hold(s.id)).release()))(),
+      ),
     ),
-    ...[...early].map(async ([id, start]) => {
-      const held = await start.held;
-      const grant = sandboxes.grants.get(id);
-      if (grant && sandboxes.holdsUntilCalled(grant)) sandboxes.keepHeld(id, held);
-      else sandboxes.keepStarted(id, await held.release());
-    }),
+    ...[...early].map(([id, start]) =>
+      sandboxes.starting(
+        id,
+        (async () => {
+          const held = await start.held;
+          const grant = sandboxes.grants.get(id);
+          if (grant && sandboxes.holdsUntilCalled(grant)) sandboxes.keepHeld(id, held);
+          else sandboxes.keepStarted(id, await held.release());
+        })(),
+      ),
+    ),
   ]);
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) throw failed.reason;

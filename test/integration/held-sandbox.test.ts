@@ -48,10 +48,18 @@ describe(
       const log = path.join(workspace, 'ticks.log');
       return existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean).length : 0;
     };
+    // A cold start brings its planned sandboxes up in the background: wait for it to be there.
     const sandboxOf = async (pid: number, klass: string) => {
-      const found = (await containersOf(pid)).find((c) => c.Labels[LABEL_CLASS] === klass);
-      assert.ok(found, `hintbox has a ${klass} sandbox`);
-      return (await docker()).docker.getContainer(found.Id);
+      let id: string | undefined;
+      await eventually(
+        async () => {
+          id = (await containersOf(pid)).find((c) => c.Labels[LABEL_CLASS] === klass)?.Id;
+          return id !== undefined;
+        },
+        15_000,
+        `hintbox's ${klass} sandbox`,
+      );
+      return (await docker()).docker.getContainer(id!);
     };
 
     it('runs no server code with a writable mount while every call into it is declined', async () => {
@@ -64,7 +72,11 @@ describe(
       // every planned sandbox is up, the writing one held at its gate.
       const declined = await hintbox.client.callTool({ name: 'slow_write', arguments: { ms: 10 } });
       const writer = await sandboxOf(hintbox.pid, 'rw-offline');
-      assert.equal((await writer.inspect()).State.Running, true, 'the writing sandbox was started (held at its gate)');
+      await eventually(
+        async () => (await writer.inspect()).State.Running,
+        15_000,
+        'the writing sandbox held at its gate',
+      );
       assert.equal(declined.isError, true, 'the person declined the call');
       assert.equal(hintbox.asked.length, 1, 'the call was put to the person');
       await delay(1500); // time enough for a released server to do its damage
