@@ -106,7 +106,9 @@ export class SandboxPool {
 
   /** Whether a sandbox is held: frozen whenever no call is in flight in it. */
   isHeld(upstream: Upstream): boolean {
-    return this.activities.get(upstream)?.held ?? upstream.freezer !== undefined;
+    return (
+      this.activities.get(upstream)?.held ?? (upstream.freezer !== undefined && upstream.holdBetweenCalls !== false)
+    );
   }
 
   /** The count of calls in flight in this upstream, made when it is first used. */

@@ -50,6 +50,8 @@ export class HintboxSession implements AsyncDisposable {
   private guard?: CallGuard;
   /** A trusted server without a lock file: its tools as first listed in this run (trust on first use). */
   private readonly firstSeen = new Map<string, PinnedDefinition>();
+  /** The discovery sandbox announced a tool change before the gateway listened to it. */
+  private changedBeforeServed?: Upstream;
   /** A cold start's discovery in the background (`openFromLock`). */
   private verifying?: Promise<void>;
 
@@ -176,7 +178,8 @@ export class HintboxSession implements AsyncDisposable {
             log.warn(`could not end the database sessions of sandbox ${sandbox} after its call: ${error.message}`),
         ),
     });
-    return Promise.resolve(this.gateway);
+    const gateway = this.gateway;
+    return (this.verifying ? Promise.resolve() : this.listAgainIfChanged(settings)).then(() => gateway);
   }
 
   /**
@@ -190,6 +193,13 @@ export class HintboxSession implements AsyncDisposable {
     this.adoptTools(tools);
     const routed = await this.updateGatewayRoutes(settings);
     this.options.log.info(`${this.profile.name} changed its tools: listed again, ${routed} routed`);
+  }
+
+  /** Lists again when the server announced a change before it was served (calls wait for it). */
+  private async listAgainIfChanged(settings: GatewaySettings): Promise<void> {
+    const from = this.changedBeforeServed;
+    this.changedBeforeServed = undefined;
+    if (from?.forwarded.connected) await this.relist(from, settings);
   }
 
   /** The tools served from now on, and their plan (the grants of its sandboxes kept). */
@@ -214,6 +224,7 @@ export class HintboxSession implements AsyncDisposable {
     const { log } = this.options;
     for (const [id, upstream] of this.sandboxes.takeStarted()) this.gateway?.adopt(id, upstream);
     const routed = await this.updateGatewayRoutes(settings);
+    await this.listAgainIfChanged(settings);
     let approved: string | null | undefined;
     try {
       approved = settings.approvals?.()?.instructions.sha256;
@@ -311,6 +322,10 @@ export class HintboxSession implements AsyncDisposable {
     log.info(`discovering tools in the strictest sandbox (${discoveryId}: read-only mounts, no network)`);
     const discovery = await sandboxes.start(discoveryId);
     sandboxes.keepStarted(discoveryId, discovery);
+    // A change the server announces before the gateway listens to it: listed again before serving.
+    discovery.forwarded.take = (m) =>
+      (m as { method?: string }).method === 'notifications/tools/list_changed' &&
+      Boolean((this.changedBeforeServed = discovery));
 
     const { tools, rejected } = await listValidTools(discovery, profile.timeouts.start * 1000, log);
     this.rejected = rejected;

@@ -99,6 +99,24 @@ describe('cold start from the lock file', { timeout: 300_000 }, () => {
     );
   });
 
+  it('does not lose a change the server announces right after it was listed (a rug pull during discovery)', async () => {
+    const { name, file } = await approvedLiar({ LIAR_CHANGE_AFTER_LIST: '1' });
+    const target = path.join(workspace, `${name}-rug.txt`);
+    await using hintbox = await runHintbox(file);
+    let told = 0;
+    hintbox.client.setNotificationHandler(ToolListChangedNotificationSchema, () => void told++);
+    assert.equal(outcomeOf(await hintbox.client.callTool({ name: 'identity', arguments: {} })).ok, true);
+    await eventually(() => Promise.resolve(told > 0), 15_000, 'the client to be told its list changed');
+    const names = (await hintbox.client.listTools()).tools.map((t) => t.name);
+    assert.equal(names.includes('write_mounted'), false, 'the changed tool is hidden');
+    const refused = await hintbox.client.callTool({
+      name: 'write_mounted',
+      arguments: { path: `/data/${name}-rug.txt`, content: 'x' },
+    });
+    assert.match(JSON.stringify(refused.content), /definition changed[\s\S]*- description/);
+    assert.equal(existsSync(target), false);
+  });
+
   it('ends the run when the server cannot be verified: the waiting call gets the reason, nothing is left', async () => {
     const { file } = await approvedLiar({ LIAR_EXIT_AT_START: '1' });
     const hintbox = await runHintbox(file);
