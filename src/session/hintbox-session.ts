@@ -199,7 +199,11 @@ export class HintboxSession implements AsyncDisposable {
   private async listAgainIfChanged(settings: GatewaySettings): Promise<void> {
     const from = this.changedBeforeServed;
     this.changedBeforeServed = undefined;
-    if (from?.forwarded.connected) await this.relist(from, settings);
+    if (!from?.forwarded.connected) return;
+    // As a re-listing the relay asks for: one that fails is logged, and the last listing stands.
+    await this.relist(from, settings).catch((error: Error) =>
+      this.options.log.error(`listing the tools again failed: ${error.message}`),
+    );
   }
 
   /** The tools served from now on, and their plan (the grants of its sandboxes kept). */
