@@ -45,7 +45,9 @@ interface UpstreamSlot {
 /**
  * The running sandboxes of one server, by class: started on first use (or handed over by the
  * session), started again after a death, and, per upstream, the count of calls in flight that
- * thaws and freezes a held sandbox (`SandboxActivity`). Shared by whatever serves clients.
+ * thaws and freezes a held sandbox (`SandboxActivity`). Meant to be shared by the sessions of
+ * several clients; today one relay listens to each upstream (`onUpstream`): a second needs a
+ * dispatcher of answers by call id here.
  */
 export class SandboxPool {
   private readonly slots = new Map<string, UpstreamSlot>();
