@@ -86,8 +86,8 @@ export class CallRelay {
   }
 
   /** Listens to an upstream: its answers to forwarded calls, their progress, its tool changes, its death. */
-  attach(upstream: Upstream): void {
-    upstream.forwarded.take = (message) => this.fromUpstream(upstream, message);
+  attach(sandboxId: string, upstream: Upstream): void {
+    upstream.forwarded.take = (message) => this.fromUpstream(sandboxId, upstream, message);
     void upstream.closed.then(() => {
       for (const call of [...this.pending.values()]) {
         if (
@@ -122,7 +122,7 @@ export class CallRelay {
     return tools;
   }
 
-  private fromUpstream(upstream: Upstream, m: JsonRpcObject): boolean {
+  private fromUpstream(sandboxId: string, upstream: Upstream, m: JsonRpcObject): boolean {
     if (typeof m.id === 'string' && m.id.startsWith(FORWARDED_ID_PREFIX) && m.method === undefined) {
       // Only the sandbox a call was sent to may answer it: ids are guessable, sandboxes are not trusted.
       const sent = this.pending.get(m.id);
@@ -151,7 +151,7 @@ export class CallRelay {
     if (m.method === 'notifications/tools/list_changed') {
       // A held sandbox runs only for calls: a change it announces outside any call (in the
       // moment between its answer and its freeze) is dropped.
-      if (this.options.pool.isHeld(upstream) && !this.hasCallsIn(upstream)) {
+      if (this.options.pool.isHeld(upstream, sandboxId) && !this.hasCallsIn(upstream)) {
         this.options.log.debug(`a held sandbox announced a tool change outside a call: ignored`);
       } else this.options.onToolsListChanged?.(upstream);
       return true;

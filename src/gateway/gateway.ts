@@ -81,7 +81,7 @@ export class Gateway {
     this.pool = new SandboxPool({
       upstreams: options.upstreams,
       log: options.log,
-      onUpstream: (_id, upstream) => this.relay.attach(upstream),
+      onUpstream: (id, upstream) => this.relay.attach(id, upstream),
       ...(options.onSandboxIdle ? { onSandboxIdle: options.onSandboxIdle } : {}),
     });
     this.relay = new CallRelay({

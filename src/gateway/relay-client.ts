@@ -24,14 +24,14 @@ export interface RelayClient {
  * (the reason may quote the server: its initialize error, its stderr; it goes to the log).
  */
 export class VerificationGate {
+  /** Until the verification has succeeded; a failed one stays, and every call meets it. */
   private pending?: Promise<void>;
-  private failed?: Error;
 
   constructor(verified: Promise<void>) {
     this.pending = verified;
     verified.then(
       () => (this.pending = undefined),
-      (error: Error) => (this.failed = error),
+      () => undefined, // answered to each call that waits
     );
   }
 

@@ -107,10 +107,8 @@ export class SandboxPool {
   }
 
   /** Whether a sandbox is held: frozen whenever no call is in flight in it. */
-  isHeld(upstream: Upstream): boolean {
-    return (
-      this.activities.get(upstream)?.held ?? (upstream.freezer !== undefined && upstream.holdBetweenCalls !== false)
-    );
+  isHeld(upstream: Upstream, sandboxId: string): boolean {
+    return this.activityOf(upstream, sandboxId).held;
   }
 
   /** The count of calls in flight in this upstream, made when it is first used. */

@@ -106,7 +106,10 @@ export class HintboxSession implements AsyncDisposable {
     return session;
   }
 
-  /** Until the server is verified (a cold start from the lock file); undefined once open has returned. */
+  /**
+   * A cold start's verification: the discovery until the gateway is made, then (after
+   * `createGateway`) the serving of the verified server too. Undefined without a cold start.
+   */
   get verified(): Promise<void> | undefined {
     return this.verifying;
   }
