@@ -24,6 +24,12 @@ export { compilePreApprovals, matchesPreApproval, type PreApproval } from '../po
  * unless its intent is recorded: a store that fails means the call is refused (fail closed).
  */
 
+/**
+ * How every confirmation hintbox asks for begins. A server's own elicitations are passed to the
+ * client prefixed with the server's name; a profile may not take hintbox's (profile-schema.ts).
+ */
+export const CONFIRMATION_PREFIX = 'hintbox asks:';
+
 /** Errors that only a write to a read-only mount or root file system produces. */
 const READ_ONLY_WRITE = /\bEROFS\b|read-only file system/i;
 
@@ -170,6 +176,7 @@ export class CallGuard implements Gatekeeper {
       trust: this.trust,
       pin: tool.pinState,
       enforced: tool.enforced,
+      networked: tool.networked,
       rule: tool.rule,
       preApproved,
     });
@@ -257,8 +264,10 @@ export class CallGuard implements Gatekeeper {
     const preview = await this.previewLines(tool, args);
     // Names and tags are checked at discovery; rendered anyway, as everything a server or a
     // client made: no character of theirs may start a line or act on the reader's screen.
+    // The first words say whose question this is: a server's own elicitations reach the client
+    // too, under the server's name, and must never pass for hintbox's.
     const lines = [
-      `${options.server} wants to run ${renderServerText(tool.name)}${tool.tags.length ? ` [${renderServerText(formatTags(tool.tags))}]` : ''} (sandbox ${tool.sandbox}).`,
+      `${CONFIRMATION_PREFIX} allow ${options.server} to run ${renderServerText(tool.name)}${tool.tags.length ? ` [${renderServerText(formatTags(tool.tags))}]` : ''} (sandbox ${tool.sandbox})?`,
       ...decision.warnings.map((w) => `WARNING: ${APPROVAL_WARNING_TEXT[w]}`),
       ...(this.untrustedBecause
         ? [`WARNING: this server broke a hint earlier in this session: ${renderServerText(this.untrustedBecause)}`]

@@ -19,6 +19,8 @@ export interface GuardedTool {
   /** The server sent no hints and the operator overrode none: the worst case. */
   annotationsMissing: boolean;
   enforced: boolean;
+  /** Its sandbox has a network: a confirmation says data may leave the machine. */
+  networked: boolean;
   tags: ToolTag[];
   pin: ToolPin;
   pinState: PinState;

@@ -57,7 +57,10 @@ export type ApprovalDecider = 'auto' | 'rule' | 'pre-approval' | 'pin';
  * Warnings a confirmation must show, as codes (text in {@link APPROVAL_WARNING_TEXT}):
  * - `irreversible`: the call may destroy or overwrite data (destructive, or no annotations, or
  *   an untrusted claim that the sandbox does not make true).
- * - `data-may-leave`: the tool may talk to the outside world.
+ * - `data-may-leave`: the tool's sandbox has a network, so its calls may talk to the outside
+ *   world. Shown for the sandbox, not the hint: a network-less sandbox keeps data in whatever
+ *   the tool claims (a missing or open-world hint included), and a networked one lets it out
+ *   whatever the tool claims (a closed-world claim there is not enforced).
  * - `hints-not-enforced`: the tool's sandbox does not make all of its hints true.
  */
 export type ApprovalWarning = 'irreversible' | 'data-may-leave' | 'hints-not-enforced';
@@ -83,6 +86,8 @@ export interface ApprovalInput {
   pin: PinState;
   /** The plan's `enforced`: every narrowing hint of the tool is made true by its sandbox. */
   enforced: boolean;
+  /** The tool's sandbox has a network (its grant's network is not `none`). */
+  networked: boolean;
   /** The operator's rule for this tool, if any. */
   rule?: OperatorRule | undefined;
   /** True when a pre-approval rule (tool + argument patterns) matched this call's arguments. */
@@ -134,7 +139,7 @@ function reliedHints(input: ApprovalInput): { hints: ToolHints; worstCase: strin
 function warningsFor(input: ApprovalInput, relied: ToolHints): ApprovalWarning[] {
   const warnings: ApprovalWarning[] = [];
   if (!relied.readOnlyHint && relied.destructiveHint) warnings.push('irreversible');
-  if (relied.openWorldHint) warnings.push('data-may-leave');
+  if (input.networked) warnings.push('data-may-leave');
   if (!input.enforced) warnings.push('hints-not-enforced');
   return warnings;
 }

@@ -68,6 +68,8 @@ export interface PlannedTool {
   /** Whether an operator override applied. */
   overridden: boolean;
   sandbox: string;
+  /** Its sandbox's network: whether data may leave the machine in its calls, whatever its hints say. */
+  network: NetworkMode;
   /** True when every narrowing hint of the tool is made true by its sandbox. */
   enforced: boolean;
   unenforced: UnenforcedHint[];
@@ -219,6 +221,7 @@ export function planSandboxes(tools: readonly ToolClaim[], ceiling: Ceiling): Sa
       effective: tool.effective,
       overridden: tool.overridden,
       sandbox: sandbox.id,
+      network: grant.network,
       enforced: unenforced.length === 0,
       unenforced,
     };

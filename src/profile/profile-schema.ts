@@ -142,7 +142,11 @@ export const TimeoutsSchema = z.strictObject({
 
 export const ProfileSchema = z.strictObject({
   /** Server name: labels, container names, logs. */
-  name: z.string().regex(NAME, 'expected lower-case letters, digits, ".", "_" or "-" (at most 63)'),
+  name: z
+    .string()
+    .regex(NAME, 'expected lower-case letters, digits, ".", "_" or "-" (at most 63)')
+    // A server's own elicitations reach the client under its name; hintbox's under its own.
+    .refine((name) => name !== 'hintbox', '"hintbox" is reserved: it names hintbox\'s own confirmations'),
   server: ServerSchema,
   /** Operator's judgement of the server; never taken from the server. Default untrusted. */
   trust: z.enum(['trusted', 'untrusted']).default('untrusted'),
@@ -173,6 +177,14 @@ export const ProfileSchema = z.strictObject({
    * trusted server may be let run free (`false`).
    */
   hold: z.boolean().default(true),
+  /**
+   * What `tools/list` tells the client of each tool's hints. `enforced` (default): the hints its
+   * sandbox makes true, and the spec's worst case for the others (`readOnlyHint: false`,
+   * `destructiveHint: true`, `openWorldHint: true`; `idempotentHint` as given). `claimed`: the
+   * server's annotations as it sent them, for clients that must see those. Either way each
+   * tool's `_meta["io.hintbox/enforced"]` says what holds and why.
+   */
+  annotations: z.enum(['enforced', 'claimed'], { error: 'expected enforced or claimed' }).default('enforced'),
   /**
    * The Postgres database the server may use, and the most it may do there (`read`, `append`,
    * `write`). Each sandbox gets a role of its own whose grants follow its tools' hints.

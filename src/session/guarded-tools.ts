@@ -141,6 +141,7 @@ function guardedTool(
     effective: planned.effective,
     annotationsMissing: Object.keys(planned.claimed).length === 0 && !planned.overridden,
     enforced: planned.enforced,
+    networked: planned.network !== 'none',
     tags,
     pin,
     ...(rule ? { rule } : {}),

@@ -27,7 +27,7 @@ function allHints(): ToolHints[] {
   return out;
 }
 
-/** Every input: 16 hints × missing × trust × pin × enforced × rule × pre-approval = 3072. */
+/** Every input: 16 hints × missing × trust × pin × enforced × network × rule × pre-approval = 6144. */
 function allInputs(): ApprovalInput[] {
   const out: ApprovalInput[] = [];
   for (const hints of allHints())
@@ -35,19 +35,21 @@ function allInputs(): ApprovalInput[] {
       for (const trust of TRUSTS)
         for (const pin of PINS)
           for (const enforced of [false, true])
-            for (const rule of RULES)
-              for (const preApproved of [false, true])
-                out.push(
-                  Object.freeze({
-                    hints: Object.freeze(hints),
-                    annotationsMissing,
-                    trust,
-                    pin,
-                    enforced,
-                    rule,
-                    preApproved,
-                  }),
-                );
+            for (const networked of [false, true])
+              for (const rule of RULES)
+                for (const preApproved of [false, true])
+                  out.push(
+                    Object.freeze({
+                      hints: Object.freeze(hints),
+                      annotationsMissing,
+                      trust,
+                      pin,
+                      enforced,
+                      networked,
+                      rule,
+                      preApproved,
+                    }),
+                  );
   return out;
 }
 
@@ -58,7 +60,7 @@ const FRICTION: Record<ApprovalAction, number> = { run: 0, confirm: 1, deny: 2, 
 
 function label(input: ApprovalInput): string {
   const h = HINT_NAMES.filter((n) => input.hints[n]).join('+') || 'no hints true';
-  return `${h}${input.annotationsMissing ? ' (missing)' : ''} ${input.trust} pin=${input.pin} enforced=${input.enforced} rule=${input.rule ?? '-'} pre=${input.preApproved}`;
+  return `${h}${input.annotationsMissing ? ' (missing)' : ''} ${input.trust} pin=${input.pin} enforced=${input.enforced} net=${input.networked} rule=${input.rule ?? '-'} pre=${input.preApproved}`;
 }
 
 /** Checks `check` on every input; reports the first few failures with their inputs. */
@@ -76,8 +78,8 @@ function mayRun(input: ApprovalInput): boolean {
 }
 
 describe('decideApproval over every combination', () => {
-  it('covers 3072 distinct combinations', () => {
-    assert.equal(INPUTS.length, 16 * 2 * 2 * 3 * 2 * 4 * 2);
+  it('covers 6144 distinct combinations', () => {
+    assert.equal(INPUTS.length, 16 * 2 * 2 * 3 * 2 * 2 * 4 * 2);
     assert.equal(new Set(INPUTS.map(label)).size, INPUTS.length, 'labels are distinct');
   });
 
@@ -194,7 +196,7 @@ describe('decideApproval over every combination', () => {
   it("treats an untrusted server's unenforced claims as the worst case", () => {
     forAll((i, d) => {
       if (i.trust !== 'untrusted' || i.enforced) return undefined;
-      const all = ['irreversible', 'data-may-leave', 'hints-not-enforced'];
+      const all = ['irreversible', ...(i.networked ? ['data-may-leave'] : []), 'hints-not-enforced'];
       return JSON.stringify(d.warnings) === JSON.stringify(all) ? undefined : `warnings ${d.warnings.join(',')}`;
     });
   });
@@ -212,12 +214,8 @@ describe('decideApproval over every combination', () => {
     forAll((i, d) => (d.showFullArguments === d.warnings.includes('irreversible') ? undefined : 'mismatch'));
   });
 
-  it('warns that data may leave the machine for open-world tools and missing annotations', () => {
-    forAll((i, d) =>
-      (i.hints.openWorldHint || i.annotationsMissing) && !d.warnings.includes('data-may-leave')
-        ? 'no data-may-leave warning'
-        : undefined,
-    );
+  it("warns that data may leave the machine exactly when the tool's sandbox has a network, whatever its hints", () => {
+    forAll((i, d) => (d.warnings.includes('data-may-leave') === i.networked ? undefined : 'mismatch'));
   });
 
   it('warns about unenforced hints exactly when the sandbox does not enforce them', () => {
@@ -270,12 +268,14 @@ describe('decideApproval examples', () => {
     trust: 'trusted',
     pin: 'approved',
     enforced: true,
+    networked: true,
   };
 
   it("runs the filesystem server's read_file (trusted, read-only, closed world, enforced) without warnings", () => {
     const d = decideApproval({
       ...base,
       hints: { readOnlyHint: true, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+      networked: false,
     });
     assert.deepEqual(
       { action: d.action, decidedBy: d.decidedBy, warnings: d.warnings, retry: d.retryOnTimeout },
@@ -287,6 +287,7 @@ describe('decideApproval examples', () => {
     const d = decideApproval({
       ...base,
       hints: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+      networked: false,
     });
     assert.equal(d.action, 'confirm');
     assert.equal(d.showFullArguments, true);
@@ -299,6 +300,7 @@ describe('decideApproval examples', () => {
     const d = decideApproval({
       ...base,
       hints: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+      networked: false,
     });
     assert.equal(d.action, 'confirm');
     assert.deepEqual(d.warnings, []);
@@ -329,6 +331,18 @@ describe('decideApproval examples', () => {
       d.reasons.some((r) => r.includes('no annotations')),
       `a reason names the missing annotations: ${d.reasons.join('; ')}`,
     );
+  });
+
+  it('does not say data may leave for a network-less sandbox, even without annotations or with an open-world claim', () => {
+    for (const input of [
+      { ...base, annotationsMissing: true, networked: false },
+      { ...base, trust: 'untrusted' as const, enforced: false, networked: false },
+      { ...base, networked: false },
+    ]) {
+      const d = decideApproval(input);
+      assert.equal(d.warnings.includes('data-may-leave'), false, JSON.stringify(input));
+      assert.equal(d.warnings.includes('irreversible'), true, 'the worst case is still assumed for the rest');
+    }
   });
 
   it('blocks a changed tool even when the profile denies it, and names hintbox approve', () => {

@@ -279,6 +279,7 @@ describe('AuditLogWriter', () => {
             effective: effectiveHints(claimed),
             annotationsMissing: false,
             enforced: true,
+            networked: false,
             tags: [],
             pin: pinTool({ name: 'read_file', annotations: claimed }),
             pinState: 'approved',

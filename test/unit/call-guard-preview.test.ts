@@ -23,6 +23,7 @@ function tool(name: string, claimed: ClaimedHints): GuardedTool {
     effective: effectiveHints(claimed),
     annotationsMissing: false,
     enforced: true,
+    networked: false,
     tags: [],
     pin: pinTool({ name, inputSchema: { type: 'object' }, annotations: claimed }),
     pinState: 'approved',

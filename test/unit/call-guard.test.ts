@@ -35,6 +35,7 @@ function tool(name: string, pinState: GuardedTool['pinState']): GuardedTool {
     effective: effectiveHints(claimed),
     annotationsMissing: false,
     enforced: true,
+    networked: false,
     tags: [],
     pin: pinTool({ name, inputSchema: { type: 'object' }, annotations: claimed }),
     pinState,
@@ -174,5 +175,43 @@ describe('CallGuard, a tool whose definition changed', () => {
     assert.match(text, /- description/);
     assert.match(text, /- annotations\.readOnlyHint: true → false/);
     assert.doesNotMatch(text, /IGNORE PREVIOUS|ssh/, 'the new description is not shown');
+  });
+});
+
+describe("CallGuard, a confirmation's text", () => {
+  const ask = async (networked: boolean): Promise<string> => {
+    // No annotations: the worst case (open world) is assumed, so only the sandbox can tell.
+    const unannotated: GuardedTool = {
+      ...tool('write', 'approved'),
+      claimed: {},
+      effective: effectiveHints({}),
+      annotationsMissing: true,
+      networked,
+    };
+    const guard = new CallGuard({
+      server: 'fs',
+      session: 's1',
+      trust: 'untrusted',
+      tools: new Map([['write', unannotated]]),
+      preApprovals: [],
+      audit: memoryAudit(),
+      approvalTimeoutMs: 1000,
+      profileFile: '/profiles/fs.yaml',
+      log: silentLogger,
+    });
+    const person = approvingPerson();
+    assert.equal((await guard.admit('write', {}, person)).allowed, true);
+    return person.asked[0] ?? '';
+  };
+
+  it("says it is hintbox's own from its first word, so that no server's elicitation passes for it", async () => {
+    const message = await ask(false);
+    assert.match(message, /^hintbox asks: /);
+    assert.equal(message.match(/^hintbox asks:/gm)?.length, 1, 'once, on the first line');
+  });
+
+  it('says data may leave the machine only when the sandbox has a network', async () => {
+    assert.doesNotMatch(await ask(false), /Data may leave the machine/, 'a network-less sandbox keeps it in');
+    assert.match(await ask(true), /WARNING: Data may leave the machine/);
   });
 });

@@ -92,7 +92,14 @@ describe('loadProfile: valid profiles', () => {
       hold: true,
       preApprove: [],
       approval: { timeout: 120 },
+      annotations: 'enforced',
     });
+  });
+
+  it("takes annotations: claimed (the server's annotations passed to the client as sent)", () => {
+    const { dir, home } = sandboxDir();
+    const file = write(dir, `${MINIMAL}annotations: claimed\n`);
+    assert.equal(load(file, { vars: {}, home }).annotations, 'claimed');
   });
 
   it('resolves a relative mount source against the profile folder, with realpath', () => {
@@ -367,6 +374,24 @@ describe('loadProfile: errors name the file and the field', () => {
       const error = failing(file, { vars: {}, home });
       assert.equal(error.problems.length, 1, name);
       problemAt(error, 'name');
+    }
+  });
+
+  it('the name hintbox, which signs its own confirmations', () => {
+    const { dir, home } = sandboxDir();
+    const file = write(dir, 'name: hintbox\nserver: { image: x }\n');
+    const error = failing(file, { vars: {}, home });
+    assert.equal(error.problems.length, 1);
+    assert.match(problemAt(error, 'name').message, /reserved/);
+  });
+
+  it('annotations other than enforced or claimed, in one line', () => {
+    const { dir, home } = sandboxDir();
+    for (const value of ['honest', 'true', '{ readOnlyHint: true }']) {
+      const file = write(dir, `${MINIMAL}annotations: ${value}\n`);
+      const error = failing(file, { vars: {}, home });
+      assert.equal(error.problems.length, 1, value);
+      assert.match(problemAt(error, 'annotations').message, /enforced.*claimed/);
     }
   });
 
