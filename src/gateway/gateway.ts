@@ -21,7 +21,7 @@ export type { Upstream, UpstreamFactory } from './sandbox-pool.js';
  */
 
 export interface RoutedTool {
-  /** The definition exactly as the server sent it. */
+  /** The definition the client is given (`tools/list`); pins and approvals are of the server's own. */
   definition: Tool;
   sandbox: string;
 }

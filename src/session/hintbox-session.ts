@@ -8,6 +8,7 @@ import {
   strictestGrant,
   type SandboxPlan,
 } from '../policy/plan-sandboxes.js';
+import { advertiser } from '../policy/advertised-annotations.js';
 import { ceilingOf } from '../profile/profile-ceiling.js';
 import type { Profile } from '../profile/load-profile.js';
 import type { SessionIdentity } from '../engine/sandbox-engine.js';
@@ -264,11 +265,11 @@ export class HintboxSession implements AsyncDisposable {
           })
         : undefined;
     const routed = new Map<string, RoutedTool>();
+    const advertise = advertiser(this.plan, this.profile.annotations); // what holds; pins stay the server's
     for (const planned of this.plan.tools) {
       const definition = byName.get(planned.name);
-      if (definition && (!guarded || guarded.has(planned.name))) {
-        routed.set(planned.name, { definition, sandbox: planned.sandbox });
-      }
+      if (!definition || (guarded && !guarded.has(planned.name))) continue;
+      routed.set(planned.name, { definition: advertise(definition, planned), sandbox: planned.sandbox });
     }
     return guarded ? { routed, guarded } : { routed };
   }
