@@ -148,10 +148,10 @@ describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () 
       assert.match(JSON.stringify(result.content), message);
       assert.equal(existsSync(target), false, 'the file was not written');
       if (confirmations !== 'unsupported') {
-        assert.match(
-          hintbox.asked[0]?.message ?? '',
-          /WARNING: This operation may be irreversible[\s\S]*"content": "should not be written"/,
-        );
+        const asked = hintbox.asked[0]?.message ?? '';
+        assert.match(asked, /WARNING: This operation may be irreversible[\s\S]*"content": "should not be written"/);
+        assert.match(asked, /^hintbox asks: /, "hintbox's own question, from its first words");
+        assert.doesNotMatch(asked, /Data may leave/, 'its sandbox has no network (the profile has none)');
       }
       await hintbox[Symbol.asyncDispose]();
       const [record] = await auditOf<AuditRow>(name);
