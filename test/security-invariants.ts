@@ -800,4 +800,37 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'ADVERTISED-HINTS',
+    statement:
+      "With annotations: enforced (the default), tools/list never tells a client readOnlyHint: true, destructiveHint: false or openWorldHint: false for a tool whose sandbox does not make it true; hintbox's account in _meta says why, and never gives a host path.",
+    tests: [
+      {
+        file: 'unit/advertised-annotations.test.ts',
+        title: 'never promises more than the grant allows, for every claim on every ceiling',
+      },
+      {
+        file: 'integration/advertised-hints.test.ts',
+        title:
+          'advertises readOnlyHint: false for a read-only claim in a sandbox shared with a writer (split: false), with the reason',
+      },
+      {
+        file: 'integration/advertised-hints.test.ts',
+        title: 'advertises openWorldHint: false for a tool that claims true on a network: none profile',
+      },
+    ],
+  },
+  {
+    id: 'CONFIRMATION-OWN',
+    statement:
+      "hintbox's confirmations begin with 'hintbox asks:' (no server may be named hintbox), and say that data may leave the machine only when the tool's sandbox has a network.",
+    tests: [
+      {
+        file: 'unit/call-guard.test.ts',
+        title: "says it is hintbox's own from its first word, so that no server's elicitation passes for it",
+      },
+      { file: 'unit/call-guard.test.ts', title: 'says data may leave the machine only when the sandbox has a network' },
+      { file: 'unit/profile.test.ts', title: 'the name hintbox, which signs its own confirmations' },
+    ],
+  },
 ];

@@ -1,5 +1,6 @@
-import type { ClaimedHints, ToolHints } from '../policy/hints.js';
-import { grantCanChange, type PlannedSandbox, type SandboxPlan } from '../policy/plan-sandboxes.js';
+import { hintsThatHold, type AnnotationsMode } from '../policy/advertised-annotations.js';
+import { HINT_NAMES, type ClaimedHints, type ToolHints } from '../policy/hints.js';
+import { grantCanChange, type PlannedSandbox, type PlannedTool, type SandboxPlan } from '../policy/plan-sandboxes.js';
 import type { RejectedTool } from '../gateway/discover-tools.js';
 import { renderServerText } from '../util/render-server-text.js';
 
@@ -8,12 +9,28 @@ export function sandboxRuns(sandbox: PlannedSandbox, hold: boolean): 'during-cal
   return hold && grantCanChange(sandbox) ? 'during-calls' : 'free';
 }
 
-/** The JSON form of `hintbox plan --json`. `hold`: the profile's (default true). */
+/**
+ * The hints `tools/list` gives a client for a tool (`advertised-annotations.ts`): those that hold
+ * in its sandbox, or (`annotations: claimed`) the server's claims.
+ */
+export function advertisedHints(
+  tool: PlannedTool,
+  plan: SandboxPlan,
+  annotations: AnnotationsMode,
+): ToolHints | ClaimedHints {
+  const sandbox = plan.sandboxes.find((s) => s.id === tool.sandbox);
+  if (annotations === 'claimed' || !sandbox) return tool.claimed;
+  const held = hintsThatHold(tool, sandbox);
+  return Object.fromEntries(HINT_NAMES.map((hint) => [hint, held[hint].holds]));
+}
+
+/** The JSON form of `hintbox plan --json`. `hold` and `annotations`: the profile's. */
 export function planToJson(
   server: string,
   plan: SandboxPlan,
   rejected: readonly RejectedTool[] = [],
   hold = true,
+  annotations: AnnotationsMode = 'enforced',
 ): unknown {
   return {
     server,
@@ -21,6 +38,7 @@ export function planToJson(
       name: t.name,
       claimed: t.claimed,
       effective: t.effective,
+      advertised: advertisedHints(t, plan, annotations),
       overridden: t.overridden,
       sandbox: t.sandbox,
       enforced: t.enforced,
@@ -60,6 +78,7 @@ export function formatPlanTable(
   plan: SandboxPlan,
   rejected: readonly RejectedTool[] = [],
   hold = true,
+  annotations: AnnotationsMode = 'enforced',
 ): string {
   const sandboxes = new Map(plan.sandboxes.map((s) => [s.id, s]));
   // The DATABASE column (the role's privilege) only for profiles with a database.
@@ -70,6 +89,7 @@ export function formatPlanTable(
       renderServerText(t.name),
       hintCode(t.claimed),
       hintCode(t.effective, true) + (t.overridden ? '*' : ''),
+      hintCode(advertisedHints(t, plan, annotations), annotations === 'enforced'),
       t.sandbox,
       s?.mounts.map((m) => `${m.target}:${m.readOnly ? 'ro' : 'rw'}`).join(' ') || '-',
       s?.network ?? '?',
@@ -81,6 +101,7 @@ export function formatPlanTable(
     'TOOL',
     'CLAIMED',
     'EFFECTIVE',
+    'ADVERTISED',
     'SANDBOX',
     'MOUNTS',
     'NETWORK',
@@ -102,6 +123,9 @@ export function formatPlanTable(
   ];
   out.push(
     'hints: R read-only / w writes, D destructive / a only adds, I idempotent / i not, O open world / c closed, - not claimed, . moot for read-only tools, * operator override',
+    annotations === 'enforced'
+      ? 'advertised: what tools/list tells clients, the hints that hold in the sandbox (the worst case for the others)'
+      : "advertised: what tools/list tells clients, the server's claims (annotations: claimed)",
   );
   for (const s of plan.sandboxes) {
     const mounts =

@@ -6,8 +6,9 @@ import type { CommandSpec } from './main.js';
 const HELP = `Usage: hintbox plan <profile> [--json]
 
 Starts the server once in the strictest sandbox (read-only mounts, no network) to list its
-tools, then prints the plan: per tool its claimed and effective hints, its sandbox, that
-sandbox's mounts (ro/rw) and network, and whether its hints are enforced by the sandbox.
+tools, then prints the plan: per tool its claimed and effective hints, the hints clients are
+told (advertised), its sandbox, that sandbox's mounts (ro/rw) and network, and whether its
+hints are enforced by the sandbox.
 The discovery container is removed before the command returns.
 
 Options:
@@ -28,9 +29,8 @@ export const planCommand: CommandSpec = {
       startAll: false,
       ...(values.rebuild ? { rebuildImages: true } : {}),
     });
-    const out = values.json
-      ? JSON.stringify(planToJson(profile.name, session.plan, session.rejected, profile.hold), null, 2)
-      : formatPlanTable(profile.name, session.plan, session.rejected, profile.hold);
+    const args = [profile.name, session.plan, session.rejected, profile.hold, profile.annotations] as const;
+    const out = values.json ? JSON.stringify(planToJson(...args), null, 2) : formatPlanTable(...args);
     process.stdout.write(out + '\n');
     return 0;
   },

@@ -27,6 +27,7 @@ interface JsonPlan {
     name: string;
     claimed: Record<string, boolean>;
     effective: Record<string, boolean>;
+    advertised: Record<string, boolean>;
     overridden: boolean;
     sandbox: string;
     enforced: boolean;
@@ -72,12 +73,24 @@ describe('planToJson', () => {
     );
     assert.equal(typeof mkdir!.unenforced[0]!.reason, 'string');
 
+    assert.deepEqual(
+      mkdir!.advertised,
+      { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+      'clients are told what holds: a read-write mount may overwrite',
+    );
+    assert.deepEqual(
+      (planToJson('files', plan, [], true, 'claimed') as JsonPlan).tools[1]!.advertised,
+      mkdir!.claimed,
+      'or, with annotations: claimed, the claims',
+    );
+
     assert.equal(fetch!.overridden, true);
     assert.equal(fetch!.effective.openWorldHint, true);
     assert.equal(fetch!.claimed.openWorldHint, false);
 
     for (const t of json.tools) {
       assert.deepEqual(Object.keys(t).sort(), [
+        'advertised',
         'claimed',
         'effective',
         'enforced',
@@ -171,10 +184,10 @@ describe('formatPlanTable', () => {
     assert.match(row('mkdir'), /NO: destructiveHint/);
     assert.match(
       row('fetch'),
-      / R--c +R\.\.O\* /,
-      'claimed hints, then effective hints (moot ones as .) with override marker',
+      / R--c +R\.\.O\* +R\.\.O /,
+      'claimed hints, then effective hints (moot ones as .) with override marker, then advertised ones',
     );
-    assert.match(row('mkdir'), / wa-c +waic /);
+    assert.match(row('mkdir'), / wa-c +waic +wDic /, 'advertised: only-adds does not hold on a read-write mount');
     assert.match(row('fetch'), /\bbridge\b/);
     assert.match(text, /left out: tool #3 \(bad\): broken/);
     for (const s of plan.sandboxes)
