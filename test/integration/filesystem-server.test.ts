@@ -106,26 +106,25 @@ describe('the filesystem reference server under hintbox run', { timeout: 240_000
     const hintbox = await runHintbox(PROFILE, { WORKSPACE: workspace });
     const pid = hintbox.pid;
     try {
-      // Answered from the lock file at once (a cold start): the approved definitions, absent
-      // hints written out with the spec's defaults.
+      // Answered from the lock file at once (a cold start): the approved definitions, with the
+      // hints that hold in their sandboxes (all four written out; see advertised-hints.test.ts).
       const locked = (await hintbox.client.listTools()).tools;
       assert.equal(locked.length, 14);
-      assert.deepEqual(
-        locked.find((t) => t.name === 'read_text_file')?.annotations,
-        { readOnlyHint: true, destructiveHint: true, idempotentHint: false, openWorldHint: false },
-        'as locked',
-      );
+      const held = { readOnlyHint: true, destructiveHint: true, idempotentHint: false, openWorldHint: false };
+      assert.deepEqual(locked.find((t) => t.name === 'read_text_file')?.annotations, held, 'as locked, as held');
 
       const read = await hintbox.client.callTool({
         name: 'read_text_file',
         arguments: { path: '/workspace/notes.txt' },
       });
       assert.deepEqual((read.content as { text: string }[])[0]?.text, 'from the host\n');
-      // The call waited until the server was verified: from then on, its tools as it sent them.
+      // The call waited until the server was verified: from then on, its tools as it sent them,
+      // the hints as they hold (the same as from the lock file).
       const { tools } = await hintbox.client.listTools();
       assert.equal(tools.length, 14);
       const readTool = tools.find((t) => t.name === 'read_text_file');
-      assert.deepEqual(readTool?.annotations, { readOnlyHint: true, openWorldHint: false }, 'annotations pass through');
+      assert.deepEqual(readTool?.annotations, held, 'the hints that hold in its read-only, network-less sandbox');
+      assert.equal(readTool?.title, 'Read Text File', 'the rest as the server sent it');
 
       const write = await hintbox.client.callTool({
         name: 'write_file',
