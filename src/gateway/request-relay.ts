@@ -5,6 +5,7 @@ import {
   type RequestId,
   type Root,
 } from '@modelcontextprotocol/sdk/types.js';
+import type { AuditEvent } from '../audit/audit-record.js';
 import type { Logger } from '../util/logger.js';
 import { isObject, type JsonRpcObject } from './forwarded-call.js';
 import type { RelayClient } from './relay-client.js';
@@ -40,33 +41,12 @@ export interface InFlight {
 }
 
 /** What the relay records (the session adds its id and the server's name). */
-export type RequestAuditEvent =
-  | {
-      type: 'request';
-      sandbox: string | null;
-      method: string;
-      subject: string | null;
-      outcome: 'ok' | 'error' | 'refused' | 'cancelled' | 'sandbox-died';
-      detail: string | null;
-    }
-  | {
-      type: 'server.request';
-      ref: string;
-      sandbox: string;
-      method: string;
-      /** The tool (or read) in flight it was bound to. */
-      boundTo: string | null;
-      decision: 'passed' | 'refused' | 'answered-by-hintbox';
-      reason: string | null;
-    }
-  | {
-      type: 'server.request.answered';
-      ref: string;
-      sandbox: string;
-      method: string;
-      outcome: 'ok' | 'error';
-      detail: string | null;
-    };
+export type RequestAuditEvent = DistributiveOmit<
+  Extract<AuditEvent, { type: 'request' | 'server.request' | 'server.request.answered' }>,
+  'session' | 'server'
+>;
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 /** The person's side of the client, for requests of the server. */
 export interface ClientPeer {

@@ -10,6 +10,7 @@ import {
   type StartedSandbox,
 } from '../engine/sandbox-engine.js';
 import type { Upstream } from '../gateway/gateway.js';
+import { upstreamClientCapabilities } from '../gateway/server-requests.js';
 import { grantCanChange, type SandboxGrant } from '../policy/plan-sandboxes.js';
 import type { ServerTrustState } from '../policy/server-trust.js';
 import type { Profile } from '../profile/load-profile.js';
@@ -113,6 +114,7 @@ export class SessionSandboxes {
       imageId: this.image.id,
       ...(hostUser ? { hostUser } : {}),
       ...(database ? { database } : {}),
+      clientCapabilities: upstreamClientCapabilities(this.options.profile.serverRequests),
     };
   }
 
