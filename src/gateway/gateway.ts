@@ -176,6 +176,7 @@ export class Gateway {
       onOffersChanged: (from) => this.offersChanged(from),
       isHeld: (upstream, sandboxId) => this.pool.isHeld(upstream, sandboxId),
       ...(options.recordRequest ? { record: options.recordRequest } : {}),
+      ...(options.verified ? { verified: options.verified } : {}),
     });
     for (const [id, upstream] of options.started ?? []) this.pool.adopt(id, upstream);
     this.tools = new Map(options.tools);

@@ -81,6 +81,8 @@ export interface RequestRelayOptions {
   /** Whether an upstream runs only during calls (a held sandbox). */
   isHeld(upstream: Upstream, sandboxId: string): boolean;
   record?: (event: RequestAuditEvent) => void;
+  /** Reads wait for it (a cold start: the server is being verified against its lock file). */
+  verified?: Promise<void>;
 }
 
 /** The client's reads, forwarded to the strictest sandbox. */
@@ -213,6 +215,16 @@ export class RequestRelay {
     const method = request.method!;
     const params = request.params ?? {};
     const subject = subjectOf(method, params);
+    try {
+      // What is shown (which prompts) is the verified server's, not the lock's.
+      await this.options.verified;
+    } catch {
+      return this.replyError(
+        clientId,
+        ErrorCode.InternalError,
+        `hintbox could not verify ${this.options.serverName} against its lock file`,
+      );
+    }
     const refused = this.refusal(method, params);
     if (refused) {
       this.record({ type: 'request', sandbox: null, method, subject, outcome: 'refused', detail: refused });

@@ -15,6 +15,7 @@ export const DBLIAR_IMAGE = 'hintbox-test/dbliar:latest';
 export const SNEAK_IMAGE = 'hintbox-test/sneak:latest';
 export const DBLINGER_IMAGE = 'hintbox-test/dblinger:latest';
 export const TEXTLIAR_IMAGE = 'hintbox-test/textliar:latest';
+export const ASKER_IMAGE = 'hintbox-test/asker:latest';
 export const CANARY_IMAGE = NODE_SERVER_IMAGE;
 
 let connection: Promise<DockerConnection> | undefined;
@@ -78,6 +79,9 @@ export const ensureSneakImage = fixtureImage('sneak', SNEAK_IMAGE, { NODE_SERVER
 
 /** The text fixture (test/fixtures/textliar: tool names, instructions and errors that attack readers). */
 export const ensureTextFixtureImage = fixtureImage('textliar', TEXTLIAR_IMAGE, { NODE_SERVER_IMAGE }, ensureTestImages);
+
+/** The fixture that offers prompts and resources and asks its client (test/fixtures/asker). */
+export const ensureAskerImage = fixtureImage('asker', ASKER_IMAGE, { NODE_SERVER_IMAGE }, ensureTestImages);
 
 /** Containers labelled by hintbox whose owner is the given hintbox process. */
 export async function containersOf(ownerPid: number | null | undefined, all = true) {

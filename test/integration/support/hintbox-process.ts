@@ -4,7 +4,12 @@ import path from 'node:path';
 import type { PassThrough } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ElicitRequestSchema, type ElicitRequest, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ElicitRequestSchema,
+  type ClientCapabilities,
+  type ElicitRequest,
+  type ElicitResult,
+} from '@modelcontextprotocol/sdk/types.js';
 import { stringify } from 'yaml';
 import { REPO } from './docker.js';
 import { relocatedProfileText } from '../../../src/profile/relocate-profile.js';
@@ -61,6 +66,8 @@ export async function runHintbox(
   profile: string,
   env: Record<string, string> = {},
   confirmations: Confirmations = 'approve',
+  /** Client capabilities besides elicitation (sampling, roots): the test sets their handlers. */
+  capabilities: ClientCapabilities = {},
 ): Promise<RunningHintbox & { asked: ElicitRequest['params'][] }> {
   const transport = new StdioClientTransport({
     command: HINTBOX_BIN,
@@ -79,7 +86,7 @@ export async function runHintbox(
   const asked: ElicitRequest['params'][] = [];
   const client = new Client(
     { name: 'hintbox-test', version: '1.0.0' },
-    { capabilities: confirmations === 'unsupported' ? {} : { elicitation: {} } },
+    { capabilities: { ...capabilities, ...(confirmations === 'unsupported' ? {} : { elicitation: {} }) } },
   );
   if (confirmations !== 'unsupported') {
     client.setRequestHandler(ElicitRequestSchema, (request): Promise<ElicitResult> | ElicitResult => {
