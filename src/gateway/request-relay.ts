@@ -318,8 +318,8 @@ export class RequestRelay {
     const answer = (message: Record<string, unknown>): Promise<void> =>
       upstream.forwarded.send({ jsonrpc: '2.0', id: request.id!, ...message } as JSONRPCMessage).catch(() => undefined);
     const base = { ref, sandbox, method, boundTo: bound?.what ?? null };
-    if (refused || !bound) {
-      this.record({ type: 'server.request', ...base, decision: 'refused', reason: refused ?? 'unbound' });
+    if (refused) {
+      this.record({ type: 'server.request', ...base, decision: 'refused', reason: refused });
       this.options.log.warn(`${this.options.serverName} (sandbox ${sandbox}) asked for ${method}: refused, ${refused}`);
       return answer({ error: { code: ErrorCode.InvalidRequest, message: `hintbox refused ${method}: ${refused}` } });
     }
@@ -328,6 +328,7 @@ export class RequestRelay {
       this.record({ type: 'server.request', ...base, decision: 'answered-by-hintbox', reason: null });
       return answer({ result: { roots: this.options.roots() } });
     }
+    if (!bound) return; // refused above: sampling and elicitation are bound to a request
     this.record({ type: 'server.request', ...base, decision: 'passed', reason: null });
     const params =
       method === 'elicitation/create' && isObject(request.params)

@@ -1,4 +1,4 @@
-import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import type { ClientCapabilities, Root } from '@modelcontextprotocol/sdk/types.js';
 import { renderServerText } from '../util/render-server-text.js';
 import { isObject } from './forwarded-call.js';
 
@@ -41,11 +41,17 @@ export function upstreamClientCapabilities(policy: ServerRequestPolicy): ClientC
   };
 }
 
+/** The roots a server is told: its sandboxes' mount targets, never the client's host paths. */
+export function sandboxRoots(mounts: readonly { target: string }[]): Root[] {
+  return mounts.map((m) => ({ uri: `file://${m.target}`, name: m.target }));
+}
+
 /**
  * Why a request from the server is not passed on to the client, or undefined when it may be:
- * the profile must allow it, it must come while a request of the client is in flight in that
- * sandbox (it is bound to it), and the client must have declared the feature (`roots/list` is
- * answered by hintbox itself: the client's own roots are host paths).
+ * the profile must allow it; sampling and elicitation must come while a request of the client
+ * is in flight in that sandbox (they are bound to it) and the client must have declared the
+ * feature. `roots/list` is answered by hintbox itself, at any time: the client's own roots are
+ * host paths, and the sandbox's are no secret of the client's.
  */
 export function refusalOf(
   method: ServerRequestMethod,
@@ -56,6 +62,7 @@ export function refusalOf(
 ): string | undefined {
   const feature = SERVER_REQUESTS[method];
   if (!policy[feature]) return `the profile does not let this server use ${feature} (serverRequests.${feature})`;
+  if (method === 'roots/list') return undefined;
   if (!bound) return `${method} outside any request of the client: nothing to bind it to`;
   if (method === 'sampling/createMessage' && !client?.sampling) return 'the client does not support sampling';
   if (method === 'elicitation/create') {

@@ -27,6 +27,7 @@ import { newSessionId, sessionIdentity } from '../util/session-identity.js';
 import { listValidTools, startEarly, startPlanned, type EarlyStart } from './start-sandboxes.js';
 import { reportDatabaseViolation } from './database-violation.js';
 import { SessionOffers } from './session-offers.js';
+import { sandboxRoots } from '../gateway/server-requests.js';
 import type { ServerOffers } from '../gateway/discover-offers.js';
 
 export type { GatewaySettings, SessionOptions } from './session-options.js';
@@ -178,7 +179,7 @@ export class HintboxSession implements AsyncDisposable {
       readSandbox: sandboxId(strictestGrant(ceilingOf(this.profile))),
       serverRequests: this.profile.serverRequests,
       // A server is told its sandboxes' folders, never the client's host paths.
-      roots: () => this.profile.mounts.map((m) => ({ uri: `file://${m.target}`, name: m.target })),
+      roots: () => sandboxRoots(this.profile.mounts),
       onOffersChanged: async (from) => {
         await this.offerList.list(from);
         await this.gateway?.updateOffers(this.offerList.visible(settings.approvals));
