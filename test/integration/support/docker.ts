@@ -10,6 +10,8 @@ import { fileURLToPath } from 'node:url';
 export const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 export const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 export const FILESYSTEM_IMAGE = 'hintbox/server-filesystem:2026.8.31';
+/** The reference "everything" server (images/server-everything), for what passes through besides tools. */
+export const EVERYTHING_IMAGE = 'hintbox/server-everything:2026.8.31';
 export const LIAR_IMAGE = 'hintbox-test/liar:latest';
 export const DBLIAR_IMAGE = 'hintbox-test/dbliar:latest';
 export const SNEAK_IMAGE = 'hintbox-test/sneak:latest';
@@ -24,6 +26,18 @@ export function docker(): Promise<DockerConnection> {
   return connection;
 }
 
+let builder: Promise<ImageBuilder> | undefined;
+/** The image builder the CLI uses, one per process (it builds each image once). */
+function imageBuilder(): Promise<ImageBuilder> {
+  builder ??= (async () => {
+    const { docker: d } = await docker();
+    // Image builds show their progress on stderr, as the CLI's do (quiet when nothing is built).
+    const log = createLogger(process.env.HINTBOX_TEST_VERBOSE ? 'debug' : 'info');
+    return new ImageBuilder({ docker: d, log });
+  })();
+  return builder;
+}
+
 let images: Promise<void> | undefined;
 /**
  * Builds the images the integration tests use, once per process: hintbox's own (through the
@@ -31,16 +45,24 @@ let images: Promise<void> | undefined;
  */
 export function ensureTestImages(): Promise<void> {
   images ??= (async () => {
-    const { docker: d } = await docker();
-    // Image builds show their progress on stderr, as the CLI's do (quiet when nothing is built).
-    const log = createLogger(process.env.HINTBOX_TEST_VERBOSE ? 'debug' : 'info');
-    const builder = new ImageBuilder({ docker: d, log });
-    await builder.ensure(FILESYSTEM_IMAGE, path.join(IMAGES_DIR, 'server-filesystem'));
+    await (await imageBuilder()).ensure(FILESYSTEM_IMAGE, path.join(IMAGES_DIR, 'server-filesystem'));
     await GenericContainer.fromDockerfile(path.join(FIXTURES, 'liar'))
       .withBuildArgs({ NODE_SERVER_IMAGE })
       .build(LIAR_IMAGE, { deleteOnExit: false });
   })();
   return images;
+}
+
+let everything: Promise<void> | undefined;
+/**
+ * The reference "everything" server's image (images/server-everything), once per process,
+ * through the image builder the CLI uses; only the suites that use it build it.
+ */
+export function ensureEverythingImage(): Promise<void> {
+  everything ??= (async () => {
+    await (await imageBuilder()).ensure(EVERYTHING_IMAGE, path.join(IMAGES_DIR, 'server-everything'));
+  })();
+  return everything;
 }
 
 /**

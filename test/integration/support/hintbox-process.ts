@@ -11,7 +11,7 @@ import {
   type ElicitResult,
 } from '@modelcontextprotocol/sdk/types.js';
 import { stringify } from 'yaml';
-import { REPO } from './docker.js';
+import { FIXTURES, REPO } from './docker.js';
 import { relocatedProfileText } from '../../../src/profile/relocate-profile.js';
 import { scratchFolder } from '../../support/scratch-folder.js';
 
@@ -42,6 +42,16 @@ export function copyOfShippedProfile(name: string): string {
   const file = path.join(scratchFolder('hintbox-profile-'), `${name}.yaml`);
   writeFileSync(file, relocatedProfileText(path.join(REPO, 'profiles', `${name}.yaml`)));
   return file;
+}
+
+/**
+ * A copy of a fixture profile (`test/fixtures/<file>`) in a fresh temp folder, for the same
+ * reason as {@link copyOfShippedProfile}.
+ */
+export function copyOfFixtureProfile(file: string): string {
+  const copy = path.join(scratchFolder('hintbox-profile-'), path.basename(file));
+  writeFileSync(copy, relocatedProfileText(path.join(FIXTURES, file)));
+  return copy;
 }
 
 /** Writes a profile YAML into a fresh temp folder and returns its path. */
