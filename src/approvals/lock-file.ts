@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { offerHash, OFFER_KINDS, offerKey, type OfferKind, type OfferPin } from '../policy/offer-pin.js';
 import { pinHash, toJsonValue, type JsonValue, type PinnedDefinition, type ToolPin } from '../policy/tool-pin.js';
 import { withExclusiveLock, type ExclusiveLockOptions } from '../util/exclusive-lock.js';
 import { escapeInvisibleInJson } from '../util/render-server-text.js';
@@ -11,7 +12,9 @@ import { HintboxError } from '../util/hintbox-error.js';
  * The lock file of what a person approved, beside the profile (`<profile>.lock.json`), written
  * only by `hintbox approve` and reviewed in version control like any lock file: per tool its
  * whole approved definition (every field of the tool, annotations with their defaults filled
- * in) and its SHA-256 (`policy/tool-pin.ts`), and the server's `instructions` with theirs.
+ * in) and its SHA-256 (`policy/tool-pin.ts`), the server's `instructions` with theirs, and
+ * per prompt, resource and resource template its definition as listed and its SHA-256
+ * (`policy/offer-pin.ts`; sections left out while empty, so older lock files read the same).
  * `hintbox run` reads it and never writes it.
  */
 
@@ -24,6 +27,13 @@ export interface LockedTool {
   definition: PinnedDefinition;
 }
 
+/** An approved prompt, resource or resource template. */
+export interface LockedOffer {
+  /** SHA-256 (hex) of the canonical JSON of `definition`. */
+  sha256: string;
+  definition: { [key: string]: JsonValue };
+}
+
 export interface LockFile {
   lockfileVersion: typeof LOCK_FILE_VERSION;
   /** The profile's `name`. */
@@ -32,7 +42,20 @@ export interface LockFile {
   instructions: { text: string | null; sha256: string | null };
   /** By tool name. */
   tools: Record<string, LockedTool>;
+  /** By prompt name. */
+  prompts: Record<string, LockedOffer>;
+  /** By URI. */
+  resources: Record<string, LockedOffer>;
+  /** By URI template. */
+  resourceTemplates: Record<string, LockedOffer>;
 }
+
+/** The lock file's section of each kind of offer. */
+export const OFFER_SECTION = Object.freeze({
+  prompt: 'prompts',
+  resource: 'resources',
+  resourceTemplate: 'resourceTemplates',
+} as const satisfies Record<OfferKind, keyof LockFile>);
 
 /** A lock file that cannot be read as one: names the file and what is wrong, in one line. */
 export class LockFileError extends HintboxError {
@@ -57,6 +80,35 @@ export function lockedTool(lock: LockFile, name: string): LockedTool | undefined
   return Object.hasOwn(lock.tools, name) ? lock.tools[name] : undefined;
 }
 
+/** The locked offer of this kind and key, if any (own entries only, as for tools). */
+export function lockedOffer(lock: LockFile, kind: OfferKind, key: string): LockedOffer | undefined {
+  const section = lock[OFFER_SECTION[kind]];
+  return Object.hasOwn(section, key) ? section[key] : undefined;
+}
+
+/** The lock with one offer's pin set. */
+export function lockOffer(lock: LockFile, kind: OfferKind, pin: OfferPin): LockFile {
+  const section = OFFER_SECTION[kind];
+  const entry: LockedOffer = { sha256: pin.hash, definition: pin.definition };
+  return { ...lock, [section]: withEntry(lock[section], offerKey(kind, pin.definition), entry) };
+}
+
+/** The lock with every entry of a kind whose key is not kept removed. */
+export function keepOffers(lock: LockFile, kind: OfferKind, keep: (key: string) => boolean): LockFile {
+  const section = OFFER_SECTION[kind];
+  const kept: Record<string, LockedOffer> = {};
+  for (const [key, entry] of Object.entries(lock[section])) if (keep(key)) defineEntry(kept, key, entry);
+  return { ...lock, [section]: kept };
+}
+
+/** The locked offers of a kind as a server would list them, in key order (a cold start serves them). */
+export function lockedOffers(lock: LockFile, kind: OfferKind): object[] {
+  const section = lock[OFFER_SECTION[kind]];
+  return Object.keys(section)
+    .sort()
+    .map((key) => section[key]!.definition);
+}
+
 /**
  * The locked tools as a server would list them (a field the pin holds as `null` left out), in
  * name order: what a cold start serves until the running server is verified. Each pins to its
@@ -74,7 +126,28 @@ export function lockedDefinitions(lock: LockFile): Tool[] {
 
 /** An empty lock of a server. */
 export function emptyLock(server: string): LockFile {
-  return { lockfileVersion: LOCK_FILE_VERSION, server, instructions: { text: null, sha256: null }, tools: {} };
+  return {
+    lockfileVersion: LOCK_FILE_VERSION,
+    server,
+    instructions: { text: null, sha256: null },
+    tools: {},
+    prompts: {},
+    resources: {},
+    resourceTemplates: {},
+  };
+}
+
+/** A copy of a section with one entry set. */
+function withEntry<T>(section: Record<string, T>, key: string, value: T): Record<string, T> {
+  const copy: Record<string, T> = {};
+  for (const [k, v] of Object.entries(section)) defineEntry(copy, k, v);
+  defineEntry(copy, key, value);
+  return copy;
+}
+
+/** An own entry whatever the key: `section['__proto__'] = …` would set the prototype instead. */
+function defineEntry<T>(section: Record<string, T>, key: string, value: T): void {
+  Object.defineProperty(section, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
 /** The lock with one tool's pin set. */
@@ -87,8 +160,14 @@ export function lockTool(lock: LockFile, pin: ToolPin): LockFile {
  * the same approvals always give the same bytes and a change shows as a small diff.
  */
 export function serializeLockFile(lock: LockFile): string {
+  // Sections of offers only when they hold some: a lock of a server with tools only stays as it was.
+  const written: Record<string, unknown> = { ...lock };
+  for (const kind of OFFER_KINDS) {
+    const section = OFFER_SECTION[kind];
+    if (Object.keys(lock[section] ?? {}).length === 0) delete written[section];
+  }
   // Server text that would reorder or hide what a reviewer reads is written escaped.
-  return escapeInvisibleInJson(JSON.stringify(sortKeys(toJsonValue(lock)), null, 2)) + '\n';
+  return escapeInvisibleInJson(JSON.stringify(sortKeys(toJsonValue(written)), null, 2)) + '\n';
 }
 
 function sortKeys(value: JsonValue): JsonValue {
@@ -159,20 +238,44 @@ export function parseLockFile(text: string, file: string, server: string): LockF
     if (pinHash(definition) !== entry.sha256) {
       fail(`tools.${name}.sha256`, 'is not the SHA-256 of its definition (edited by hand?): approve the tool again');
     }
-    // An own entry whatever the name: `tools['__proto__'] = …` would set the prototype instead.
-    Object.defineProperty(tools, name, {
-      value: { sha256: entry.sha256, definition },
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
+    defineEntry(tools, name, { sha256: entry.sha256, definition });
   }
+  const offers = Object.fromEntries(
+    OFFER_KINDS.map((kind) => [OFFER_SECTION[kind], parseOfferSection(value[OFFER_SECTION[kind]], kind, fail)]),
+  ) as Pick<LockFile, (typeof OFFER_SECTION)[OfferKind]>;
   return {
     lockfileVersion: LOCK_FILE_VERSION,
     server,
     instructions: { text: instructions.text as string | null, sha256: instructions.sha256 as string | null },
     tools,
+    ...offers,
   };
+}
+
+/** A section of offers (absent: none), each entry keyed by its definition's key and hashed right. */
+function parseOfferSection(
+  value: unknown,
+  kind: OfferKind,
+  fail: (field: string, message: string) => never,
+): Record<string, LockedOffer> {
+  const name = OFFER_SECTION[kind];
+  const section: Record<string, LockedOffer> = {};
+  if (value === undefined) return section;
+  if (!isObject(value)) return fail(name, 'expected an object');
+  for (const [key, entry] of Object.entries(value)) {
+    const where = `${name}.${key}`;
+    if (!isObject(entry) || !isObject(entry.definition) || typeof entry.sha256 !== 'string') {
+      return fail(where, 'expected { sha256, definition }');
+    }
+    const definition = entry.definition as { [key: string]: JsonValue };
+    if (offerKey(kind, definition) !== key)
+      fail(`${where}.definition`, `is of ${JSON.stringify(offerKey(kind, definition))}`);
+    if (offerHash(definition) !== entry.sha256) {
+      fail(`${where}.sha256`, 'is not the SHA-256 of its definition (edited by hand?): approve it again');
+    }
+    defineEntry(section, key, { sha256: entry.sha256, definition });
+  }
+  return section;
 }
 
 /**

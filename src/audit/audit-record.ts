@@ -125,7 +125,44 @@ export type AuditEvent =
   | { type: 'pin.narrowed'; session: string; server: string; tool: string; pin: string; changes: readonly string[] }
   | { type: 'approvals.unreadable'; session: string; server: string; error: string }
   | { type: 'sandbox.start'; session: string; server: string; sandbox: string; container: string }
-  | { type: 'sandbox.stop'; session: string; server: string; sandbox: string; container: string };
+  | { type: 'sandbox.stop'; session: string; server: string; sandbox: string; container: string }
+  | {
+      /** A read of the client (resources/read, prompts/get, completion/complete, …), once answered. */
+      type: 'request';
+      session: string;
+      server: string;
+      /** The sandbox that served it; null when it was refused before. */
+      sandbox: string | null;
+      method: string;
+      /** The URI, the prompt's name, the completion's reference. */
+      subject: string | null;
+      outcome: 'ok' | 'error' | 'refused' | 'cancelled' | 'sandbox-died';
+      detail: string | null;
+    }
+  | {
+      /** A request of the server to the client (sampling, elicitation, roots), before it is passed on. */
+      type: 'server.request';
+      session: string;
+      server: string;
+      /** Names the request in its `server.request.answered` line. */
+      ref: string;
+      sandbox: string;
+      method: string;
+      /** The tool (or read) in flight in that sandbox it was bound to; null when none was. */
+      boundTo: string | null;
+      decision: 'passed' | 'refused' | 'answered-by-hintbox';
+      reason: string | null;
+    }
+  | {
+      type: 'server.request.answered';
+      session: string;
+      server: string;
+      ref: string;
+      sandbox: string;
+      method: string;
+      outcome: 'ok' | 'error';
+      detail: string | null;
+    };
 
 export type AuditEventType = AuditEvent['type'];
 
@@ -266,6 +303,9 @@ export const AUDIT_LINE_TYPES: readonly AuditLine['type'][] = [
   'approvals.unreadable',
   'sandbox.start',
   'sandbox.stop',
+  'request',
+  'server.request',
+  'server.request.answered',
 ];
 
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;

@@ -1,22 +1,28 @@
 import {
   emptyLock,
   instructionsHash,
+  keepOffers,
+  lockedOffer,
+  lockOffer,
   lockFilePath,
   lockedTool,
   lockTool,
   readLockFile,
   serializeLockFile,
   updateLockFile,
+  OFFER_SECTION,
   type LockFile,
 } from '../approvals/lock-file.js';
+import { OFFER_KINDS, OFFER_LABEL, offerChanges, offerKey, pinOffer, type OfferKind } from '../policy/offer-pin.js';
 import { diffPins, formatPinChanges, pinTool } from '../policy/tool-pin.js';
+import type { ServerOffers } from '../gateway/discover-offers.js';
 import { HintboxSession } from '../session/hintbox-session.js';
 import { renderServerLines, renderServerText } from '../util/render-server-text.js';
 import { cliLog, engineReady, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';
 import { UsageError } from '../util/hintbox-error.js';
 
-const HELP = `Usage: hintbox approve <profile> (<tool>... | --instructions | --all)
+const HELP = `Usage: hintbox approve <profile> (<tool>... | --prompt <name> | --resource <uri> | --instructions | --all)
 
 Starts the server once in the strictest sandbox to list its tools, shows for each named tool
 what differs from its approved definition in the lock file (or the whole definition when it
@@ -26,23 +32,34 @@ instructions), atomically. Review and commit it like any lock file. "hintbox run
 and never writes it; it serves and routes approved tools, and plans changed annotations again.
 
 The server's instructions (the text its initialize answer gives the client for its model) are
-approved the same way: shown, locked, and passed on by "hintbox run" only while unchanged.
+approved the same way: shown, locked, and passed on by "hintbox run" only while unchanged. So
+are its prompts, resources and resource templates (their definitions as listed: a prompt's
+changed text is a changed prompt; what a resource holds is data and is not locked).
 Server text is shown with control characters, line separators and bidi overrides escaped.
 
 Options:
   --instructions  approve the server's instructions
-  --all           approve every tool the server lists now (tools it no longer lists leave
-                  the lock), and its instructions
+  --prompt NAME   approve a prompt (repeatable)
+  --resource URI  approve a resource, or a resource template by its URI template (repeatable)
+  --all           approve every tool, prompt, resource and template the server lists now
+                  (what it no longer lists leaves the lock), and its instructions
   -h, --help      this help`;
 
 export const approveCommand: CommandSpec = {
   help: HELP,
-  options: { all: { type: 'boolean' }, instructions: { type: 'boolean' } },
+  options: {
+    all: { type: 'boolean' },
+    instructions: { type: 'boolean' },
+    prompt: { type: 'string', multiple: true },
+    resource: { type: 'string', multiple: true },
+  },
   async run({ positionals, values }) {
     const [file, ...names] = positionals;
     const profile = profileArg('approve', file === undefined ? [] : [file]);
-    if (!values.all && !values.instructions && names.length === 0) {
-      throw new UsageError('approve: name the tools to approve, or --instructions, or --all');
+    const prompts = (values.prompt ?? []) as string[];
+    const resources = (values.resource ?? []) as string[];
+    if (!values.all && !values.instructions && names.length === 0 && prompts.length + resources.length === 0) {
+      throw new UsageError('approve: name the tools to approve, or --prompt, --resource, --instructions, or --all');
     }
     const lockFile = lockFilePath(profile.file);
     const before = readLockFile(lockFile, profile.name);
@@ -87,6 +104,45 @@ export const approveCommand: CommandSpec = {
       change((l) => lockTool(l, pin));
       out(`${name}: approved (${pin.hash.slice(0, 12)})`);
     }
+    const offered = offersByKey(session.offers);
+    const wanted: [OfferKind, string][] = [
+      ...prompts.map((name): [OfferKind, string] => ['prompt', name]),
+      ...resources.map((uri): [OfferKind, string] =>
+        offered.resourceTemplate.has(uri) && !offered.resource.has(uri) ? ['resourceTemplate', uri] : ['resource', uri],
+      ),
+    ];
+    const missing = wanted.filter(([kind, key]) => !offered[kind].has(key));
+    if (missing.length) {
+      throw new UsageError(
+        `approve: ${profile.name} lists no ${missing.map(([kind, key]) => `${OFFER_LABEL[kind]} ${renderServerText(key)}`).join(', ')}`,
+      );
+    }
+    for (const kind of OFFER_KINDS) {
+      if (values.all) {
+        for (const gone of Object.keys(lockSection(lock, kind)).filter((k) => !offered[kind].has(k))) {
+          out(`${OFFER_LABEL[kind]} ${renderServerText(gone)}: no longer listed by the server: removed from the lock`);
+        }
+        change((l) => keepOffers(l, kind, (key) => offered[kind].has(key)));
+      }
+      const keys = values.all ? [...offered[kind].keys()] : wanted.filter(([k]) => k === kind).map(([, key]) => key);
+      for (const key of keys) {
+        const pin = pinOffer(offered[kind].get(key)!);
+        const label = `${OFFER_LABEL[kind]} ${renderServerText(key)}`;
+        const approved = lockedOffer(lock, kind, key);
+        if (approved?.sha256 === pin.hash) {
+          out(`${label}: already approved (${pin.hash.slice(0, 12)})`);
+          changes.push((l) => lockOffer(l, kind, pin));
+          continue;
+        }
+        out(approved ? `${label}: changed since it was approved:` : `${label}: never approved; its definition:`);
+        const lines = approved
+          ? offerChanges(approved.definition, pin.definition).map(renderServerText)
+          : renderServerLines(JSON.stringify(pin.definition, null, 2));
+        for (const line of lines) out(`  ${line}`);
+        change((l) => lockOffer(l, kind, pin));
+        out(`${label}: approved (${pin.hash.slice(0, 12)})`);
+      }
+    }
     const text = session.instructions ?? null;
     const hash = instructionsHash(text);
     if (values.all || values.instructions) {
@@ -129,4 +185,19 @@ export const approveCommand: CommandSpec = {
 function instructionLines(text: string | null): string[] {
   if (text === null) return ['(none)'];
   return renderServerLines(text).map((line) => `│ ${line}`);
+}
+
+/** The server's offers of each kind by their key. */
+function offersByKey(offers: ServerOffers): Record<OfferKind, Map<string, object>> {
+  const byKey = (kind: OfferKind, list: readonly object[]): Map<string, object> =>
+    new Map(list.map((offer) => [offerKey(kind, offer), offer]));
+  return {
+    prompt: byKey('prompt', offers.prompts),
+    resource: byKey('resource', offers.resources),
+    resourceTemplate: byKey('resourceTemplate', offers.resourceTemplates),
+  };
+}
+
+function lockSection(lock: LockFile, kind: OfferKind): Record<string, unknown> {
+  return lock[OFFER_SECTION[kind]];
 }

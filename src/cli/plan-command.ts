@@ -1,3 +1,5 @@
+import { sandboxId, strictestGrant } from '../policy/plan-sandboxes.js';
+import { ceilingOf } from '../profile/profile-ceiling.js';
 import { HintboxSession } from '../session/hintbox-session.js';
 import { cliLog, engineReady, profileArg } from './common.js';
 import { formatPlanTable, planToJson } from './format-plan.js';
@@ -9,10 +11,12 @@ Starts the server once in the strictest sandbox (read-only mounts, no network) t
 tools, then prints the plan: per tool its claimed and effective hints, the hints clients are
 told (advertised), its sandbox, that sandbox's mounts (ro/rw) and network, and whether its
 hints are enforced by the sandbox.
+Prompts, resources, resource templates and completions are listed too: reading them changes
+nothing by definition, so they are served by the strictest sandbox whatever the server claims.
 The discovery container is removed before the command returns.
 
 Options:
-  --json      print the plan as JSON (tools[], sandboxes[], rejected[])
+  --json      print the plan as JSON (tools[], sandboxes[], rejected[], reads)
   --rebuild   rebuild the server's image even when it looks current
   -h, --help  this help`;
 
@@ -29,8 +33,19 @@ export const planCommand: CommandSpec = {
       startAll: false,
       ...(values.rebuild ? { rebuildImages: true } : {}),
     });
+    const { offers } = session;
+    const reads = {
+      sandbox: sandboxId(strictestGrant(ceilingOf(profile))),
+      prompts: offers.prompts.length,
+      resources: offers.resources.length,
+      resourceTemplates: offers.resourceTemplates.length,
+    };
     const args = [profile.name, session.plan, session.rejected, profile.hold, profile.annotations] as const;
-    const out = values.json ? JSON.stringify(planToJson(...args), null, 2) : formatPlanTable(...args);
+    const out = values.json
+      ? JSON.stringify({ ...(planToJson(...args) as object), reads }, null, 2)
+      : `${formatPlanTable(...args)}\n` +
+        `reads: ${reads.prompts} prompt(s), ${reads.resources} resource(s), ${reads.resourceTemplates} resource template(s) and completions ` +
+        `are served by sandbox ${reads.sandbox} (read-only mounts, no network), whatever the server claims`;
     process.stdout.write(out + '\n');
     return 0;
   },

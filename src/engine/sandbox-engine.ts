@@ -1,4 +1,5 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import type { SplitTransport } from '../mcp/split-transport.js';
 import type { SandboxGrant } from '../policy/plan-sandboxes.js';
 import type { Profile } from '../profile/load-profile.js';
@@ -50,6 +51,8 @@ export interface SandboxSpec {
   generation?: number;
   /** A throwaway dry run of one call (the preview): told apart, and never any network. */
   preview?: boolean;
+  /** What hintbox's MCP client declares to the server at `initialize` (sampling, elicitation, roots). Default none. */
+  clientCapabilities?: ClientCapabilities;
 }
 
 /** A sandbox whose server runs, with an initialized MCP client on its stdio. */

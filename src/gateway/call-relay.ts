@@ -85,9 +85,13 @@ export class CallRelay {
     return m.method === 'notifications/cancelled' && this.cancelFromClient(m);
   }
 
-  /** Listens to an upstream: its answers to forwarded calls, their progress, its tool changes, its death. */
-  attach(sandboxId: string, upstream: Upstream): void {
-    upstream.forwarded.take = (message) => this.fromUpstream(sandboxId, upstream, message);
+  /**
+   * Listens to an upstream: its answers to forwarded calls, their progress, its tool changes, its
+   * death. What is not the calls' goes to `next` (then to the upstream's SDK client).
+   */
+  attach(sandboxId: string, upstream: Upstream, next?: (message: JsonRpcObject) => boolean): void {
+    upstream.forwarded.take = (message) =>
+      this.fromUpstream(sandboxId, upstream, message) || (next?.(message as JsonRpcObject) ?? false);
     void upstream.closed.then(() => {
       for (const call of [...this.pending.values()]) {
         if (
@@ -105,6 +109,15 @@ export class CallRelay {
     for (const call of [...this.pending.values()]) {
       if (this.settle(call, { outcome: 'cancelled', detail }) && upstreamToo) cancelUpstream(call, detail);
     }
+  }
+
+  /** The calls in flight in an upstream, oldest first (what a request of its server is bound to). */
+  callsIn(upstream: Upstream): { clientId: RequestId; what: string }[] {
+    const calls: { clientId: RequestId; what: string }[] = [];
+    for (const call of this.pending.values()) {
+      if (call.upstream === upstream) calls.push({ clientId: call.clientId, what: call.tool });
+    }
+    return calls;
   }
 
   /**
@@ -303,7 +316,7 @@ export class CallRelay {
         return true;
       }
     }
-    return true; // progress of no call in flight: nobody to tell
+    return false; // not a call's: perhaps a read's (the request relay's)
   }
 
   private cancelFromClient(notification: JsonRpcObject): boolean {

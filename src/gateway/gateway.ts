@@ -1,23 +1,42 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ListToolsRequestSchema, type RequestId, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListToolsRequestSchema,
+  type JSONRPCMessage,
+  type RequestId,
+  type Root,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
 import { SplitTransport } from '../mcp/split-transport.js';
+import { pinOffer } from '../policy/offer-pin.js';
 import { pinTool } from '../policy/tool-pin.js';
 import type { Logger } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import type { ClientChannel, Gatekeeper } from './call-guard.js';
 import { CallRelay } from './call-relay.js';
+import { NO_OFFERS, type ServerOffers } from './discover-offers.js';
+import { DEFAULT_PAGE_SIZE, pageOf } from './list-pages.js';
+import { RequestRelay, type RequestAuditEvent } from './request-relay.js';
 import { SandboxPool, type Upstream, type UpstreamFactory } from './sandbox-pool.js';
+import type { ServerRequestPolicy } from './server-requests.js';
 
 export { MAX_RETRIES, traceIdOf } from './call-relay.js';
 export type { Upstream, UpstreamFactory } from './sandbox-pool.js';
+export type { RequestAuditEvent } from './request-relay.js';
+export type { ServerRequestPolicy } from './server-requests.js';
 
 /**
  * The MCP server hintbox shows a client: it lists the server's tools as routed and hands each
  * `tools/call` to the call relay (`call-relay.ts`), which forwards it to the sandbox the plan
- * gave the tool, in the sandbox pool (`sandbox-pool.ts`). `initialize`, `tools/list`, `ping`
- * and the rest go through the SDK's `Server`, on a transport of its own over the client's
- * connection (`SplitTransport`): the relay takes the calls and their cancellations first.
+ * gave the tool, in the sandbox pool (`sandbox-pool.ts`). It lists the approved prompts,
+ * resources and templates, and hands everything else of MCP (reads, completions, logging, the
+ * server's requests of the client) to the request relay (`request-relay.ts`). `initialize`,
+ * the lists and `ping` go through the SDK's `Server`, on a transport of its own over the
+ * client's connection (`SplitTransport`): the relays take their messages first.
  */
 
 export interface RoutedTool {
@@ -56,14 +75,36 @@ export interface GatewayOptions {
    * It resolves once the routes of the verified server are in place (`updateTools`).
    */
   verified?: Promise<void>;
+  /** The prompts, resources and templates the client may see (approved). Default none. */
+  offers?: ServerOffers;
+  /** The strictest sandbox: where reads of resources, prompts and completions run. */
+  readSandbox?: string;
+  /** What the server may ask of the client. Default: nothing. */
+  serverRequests?: ServerRequestPolicy;
+  /** The roots a server is told (its sandboxes' mount targets). */
+  roots?: () => Root[];
+  /** A server said its prompts or resources changed: the session lists them and calls `updateOffers`. */
+  onOffersChanged?: (from: Upstream) => Promise<void>;
+  /** Reads and the server's requests, for the audit trail. */
+  recordRequest?: (event: RequestAuditEvent) => void;
+  /** Items per page of every list served. Default {@link DEFAULT_PAGE_SIZE}. */
+  pageSize?: number;
 }
+
+/** Any list request's params: only the cursor is read. */
+const ListParams = z.looseObject({ params: z.looseObject({ cursor: z.unknown().optional() }).optional() });
 
 export class Gateway {
   readonly server: Server;
   private readonly pool: SandboxPool;
   private readonly relay: CallRelay;
+  private readonly requests: RequestRelay;
   /** The routes served now; replaced when the server's tools change. */
   private tools: Map<string, RoutedTool>;
+  /** The prompts, resources and templates served now. */
+  private offers: ServerOffers;
+  private relistingOffers?: Promise<void>;
+  private relistOffersAgain = false;
   /** One re-listing at a time; a change announced during one is handled after it. */
   private relisting?: Promise<void>;
   private relistAgain = false;
@@ -74,14 +115,25 @@ export class Gateway {
     this.server = new Server(
       { name: 'hintbox', version: VERSION, title: `hintbox: ${options.serverName}` },
       {
-        capabilities: { tools: { listChanged: true } },
+        // Declared whatever the server offers (a cold start answers before it is known): lists
+        // of a server without them are empty.
+        capabilities: {
+          tools: { listChanged: true },
+          prompts: { listChanged: true },
+          resources: { subscribe: true, listChanged: true },
+          completions: {},
+          logging: {},
+        },
         ...(options.instructions ? { instructions: options.instructions } : {}),
       },
     );
     this.pool = new SandboxPool({
       upstreams: options.upstreams,
       log: options.log,
-      onUpstream: (id, upstream) => this.relay.attach(id, upstream),
+      onUpstream: (id, upstream) => {
+        this.relay.attach(id, upstream, (message) => this.requests.fromUpstream(id, upstream, message));
+        this.requests.attach(id, upstream);
+      },
       ...(options.onSandboxIdle ? { onSandboxIdle: options.onSandboxIdle } : {}),
     });
     this.relay = new CallRelay({
@@ -91,10 +143,7 @@ export class Gateway {
       callTimeoutMs: options.callTimeoutMs,
       routeOf: (tool) => this.tools.get(tool),
       client: {
-        send: (message, relatedRequestId) =>
-          this.client
-            ? this.client.send(message, relatedRequestId === undefined ? undefined : { relatedRequestId })
-            : Promise.reject(new Error('no client is connected')),
+        send: (message, relatedRequestId) => this.sendToClient(message, relatedRequestId),
         channelFor: (requestId) => this.channelFor(requestId),
       },
       onToolsListChanged: (from) => this.toolsListChanged(from),
@@ -102,17 +151,66 @@ export class Gateway {
       ...(options.onDeadline ? { onDeadline: options.onDeadline } : {}),
       ...(options.verified ? { verified: options.verified } : {}),
     });
+    this.requests = new RequestRelay({
+      serverName: options.serverName,
+      pool: this.pool,
+      client: {
+        send: (message, relatedRequestId) => this.sendToClient(message, relatedRequestId),
+        channelFor: (requestId) => this.channelFor(requestId),
+      },
+      peer: {
+        capabilities: () => this.server.getClientCapabilities(),
+        request: (method, params, { relatedRequestId, timeoutMs }) =>
+          this.server.request({ method, ...(params ? { params } : {}) }, z.looseObject({}), {
+            relatedRequestId,
+            timeout: timeoutMs,
+          }),
+      },
+      log: options.log,
+      timeoutMs: options.callTimeoutMs,
+      readSandbox: options.readSandbox ?? 'ro-offline',
+      promptShown: (name) => this.offers.prompts.some((p) => p.name === name),
+      callsIn: (upstream) => this.relay.callsIn(upstream),
+      policy: options.serverRequests ?? { sampling: false, elicitation: false, roots: false },
+      roots: options.roots ?? (() => []),
+      onOffersChanged: (from) => this.offersChanged(from),
+      isHeld: (upstream, sandboxId) => this.pool.isHeld(upstream, sandboxId),
+      ...(options.recordRequest ? { record: options.recordRequest } : {}),
+      ...(options.verified ? { verified: options.verified } : {}),
+    });
     for (const [id, upstream] of options.started ?? []) this.pool.adopt(id, upstream);
     this.tools = new Map(options.tools);
-    this.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: this.visibleDefinitions() }));
+    this.offers = options.offers ?? NO_OFFERS;
+    const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
+    const paged = <T>(items: readonly T[], request: { params?: { cursor?: unknown } }) =>
+      pageOf(items, request.params?.cursor, pageSize);
+    this.server.setRequestHandler(ListToolsRequestSchema, (request) => {
+      const { page, nextCursor } = paged(this.visibleDefinitions(), request);
+      return { tools: page, ...(nextCursor ? { nextCursor } : {}) };
+    });
+    this.server.setRequestHandler(ListPromptsRequestSchema, (request) => {
+      const { page, nextCursor } = paged(this.offers.prompts, request);
+      return { prompts: page, ...(nextCursor ? { nextCursor } : {}) };
+    });
+    this.server.setRequestHandler(ListResourcesRequestSchema, (request) => {
+      const { page, nextCursor } = paged(this.offers.resources, request);
+      return { resources: page, ...(nextCursor ? { nextCursor } : {}) };
+    });
+    this.server.setRequestHandler(ListResourceTemplatesRequestSchema, (request) => {
+      const { page, nextCursor } = paged(this.offers.resourceTemplates, request);
+      return { resourceTemplates: page, ...(nextCursor ? { nextCursor } : {}) };
+    });
   }
 
   /** Serves the client on `transport`. */
   async connect(transport: Transport): Promise<void> {
     const client = new SplitTransport(transport);
-    client.take = (message) => this.relay.fromClient(message);
+    client.take = (message) => this.relay.fromClient(message) || this.requests.fromClient(message);
     // Nobody is left to answer: stop the work upstream.
-    client.onClose(() => this.relay.cancelAll('the client disconnected', true));
+    client.onClose(() => {
+      this.relay.cancelAll('the client disconnected', true);
+      this.requests.cancelAll('the client disconnected');
+    });
     this.client = client;
     await this.server.connect(client.sdk);
   }
@@ -142,6 +240,24 @@ export class Gateway {
     if (before !== this.visiblePins()) await this.announceToolListChanged();
   }
 
+  /**
+   * Serves new prompts, resources and templates (after a re-listing): tells the client of each
+   * list whose content (by pins, in no order) changed.
+   */
+  async updateOffers(offers: ServerOffers): Promise<void> {
+    const before = this.offers;
+    this.offers = offers;
+    const changed = (a: readonly object[], b: readonly object[]): boolean => offerPins(a) !== offerPins(b);
+    const tell = (what: string, send: () => Promise<void>): Promise<void> =>
+      send().catch((error: Error) =>
+        this.options.log.warn(`could not tell the client its ${what} changed: ${error.message}`),
+      );
+    if (changed(before.prompts, offers.prompts)) await tell('prompts', () => this.server.sendPromptListChanged());
+    if (changed(before.resources, offers.resources) || changed(before.resourceTemplates, offers.resourceTemplates)) {
+      await tell('resources', () => this.server.sendResourceListChanged());
+    }
+  }
+
   /** See `SandboxPool.holdBetweenCallsFromNow`. */
   holdBetweenCallsFromNow(sandboxIds: readonly string[]): Promise<void> {
     return this.pool.holdBetweenCallsFromNow(sandboxIds);
@@ -161,8 +277,16 @@ export class Gateway {
   async close(): Promise<void> {
     this.closing = true;
     this.relay.cancelAll('hintbox stopped', false);
+    this.requests.cancelAll('hintbox stopped');
     await this.server.close().catch(() => undefined);
     await this.pool.close();
+  }
+
+  /** Sends to the client as part of its request `relatedRequestId`. */
+  private sendToClient(message: JSONRPCMessage, relatedRequestId?: RequestId): Promise<void> {
+    return this.client
+      ? this.client.send(message, relatedRequestId === undefined ? undefined : { relatedRequestId })
+      : Promise.reject(new Error('no client is connected'));
   }
 
   /** The person at the client, for the confirmation of one request (sent as part of it). */
@@ -191,6 +315,26 @@ export class Gateway {
       .join(',');
   }
 
+  /** One re-listing of prompts and resources at a time; a change announced during one is handled after it. */
+  private offersChanged(from: Upstream): void {
+    const handler = this.options.onOffersChanged;
+    if (!handler || this.closing) return;
+    if (this.relistingOffers) {
+      this.relistOffersAgain = true;
+      return;
+    }
+    this.relistingOffers = (async () => {
+      do {
+        this.relistOffersAgain = false;
+        try {
+          await handler(from);
+        } catch (error) {
+          this.options.log.error(`listing the prompts and resources again failed: ${(error as Error).message}`);
+        }
+      } while (this.relistOffersAgain && !this.closing);
+    })().finally(() => (this.relistingOffers = undefined));
+  }
+
   private toolsListChanged(from: Upstream): void {
     const handler = this.options.onToolsListChanged;
     if (!handler || this.closing) return;
@@ -211,4 +355,12 @@ export class Gateway {
       } while (this.relistAgain && !this.closing);
     })().finally(() => (this.relisting = undefined));
   }
+}
+
+/** Offers as pins, in no order: the same offers in another order or key order are no change. */
+function offerPins(offers: readonly object[]): string {
+  return offers
+    .map((offer) => pinOffer(offer).hash)
+    .sort()
+    .join(',');
 }

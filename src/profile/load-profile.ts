@@ -23,10 +23,12 @@ export interface ResolvedMount {
 }
 
 /** A profile after validation and path resolution. Everything inside is typed and checked. */
-export interface Profile extends Omit<ParsedProfile, 'mounts'> {
+export interface Profile extends Omit<ParsedProfile, 'mounts' | 'serverRequests'> {
   /** Absolute path of the profile file. */
   file: string;
   mounts: ResolvedMount[];
+  /** With the trust's default filled in (sampling: only a trusted server's). */
+  serverRequests: { sampling: boolean; elicitation: boolean; roots: boolean };
 }
 
 /** One problem in a profile: file, field path and what was expected. */
@@ -165,7 +167,9 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
   problems.push(...writableMountProblems(absFile, mounts, parsed.data.server.build));
   if (problems.length > 0) throw new ProfileError(problems);
 
-  return { ...parsed.data, file: absFile, mounts };
+  const { sampling, ...asked } = parsed.data.serverRequests;
+  const serverRequests = { ...asked, sampling: sampling ?? parsed.data.trust === 'trusted' };
+  return { ...parsed.data, file: absFile, mounts, serverRequests };
 }
 
 /**

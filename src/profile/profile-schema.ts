@@ -186,6 +186,19 @@ export const ProfileSchema = z.strictObject({
    */
   annotations: z.enum(['enforced', 'claimed'], { error: 'expected enforced or claimed' }).default('enforced'),
   /**
+   * What the server may ask of the client: `sampling` (a completion of the client's model),
+   * `elicitation` (a question to the person, shown as the server's), `roots` (answered by
+   * hintbox with the sandboxes' mount targets, never the client's host paths). Default:
+   * elicitation and roots yes; sampling only for a trusted server.
+   */
+  serverRequests: z
+    .strictObject({
+      sampling: z.boolean().optional(),
+      elicitation: z.boolean().default(true),
+      roots: z.boolean().default(true),
+    })
+    .default({ elicitation: true, roots: true }),
+  /**
    * The Postgres database the server may use, and the most it may do there (`read`, `append`,
    * `write`). Each sandbox gets a role of its own whose grants follow its tools' hints.
    */

@@ -27,6 +27,9 @@ import type { GatewaySettings, SessionOptions } from './session-options.js';
 import { newSessionId, sessionIdentity } from '../util/session-identity.js';
 import { listValidTools, startEarly, startPlanned, type EarlyStart } from './start-sandboxes.js';
 import { reportDatabaseViolation } from './database-violation.js';
+import { SessionOffers } from './session-offers.js';
+import { sandboxRoots } from '../gateway/server-requests.js';
+import type { ServerOffers } from '../gateway/discover-offers.js';
 
 export type { GatewaySettings, SessionOptions } from './session-options.js';
 
@@ -46,6 +49,8 @@ export class HintboxSession implements AsyncDisposable {
   /** The server's trust in this session: one owner, shared with the call guard. */
   private readonly trust: ServerTrustState;
   private readonly sandboxes: SessionSandboxes;
+  /** Its prompts, resources and templates. */
+  private readonly offerList: SessionOffers;
   private disposed = false;
   private gateway?: Gateway;
   private guard?: CallGuard;
@@ -61,6 +66,12 @@ export class HintboxSession implements AsyncDisposable {
     this.identity = sessionIdentity(this.sessionId);
     this.trust = new ServerTrustState(options.profile.trust);
     this.trust.onLost((reason) => this.distrust(reason));
+    this.offerList = new SessionOffers({
+      profile: options.profile,
+      session: this.sessionId,
+      log: options.log,
+      timeoutMs: () => options.profile.timeouts.start * 1000,
+    });
     this.sandboxes = new SessionSandboxes({
       engine: options.engine,
       profile: options.profile,
@@ -100,6 +111,7 @@ export class HintboxSession implements AsyncDisposable {
     const session = new HintboxSession(options);
     session.instructions = options.lock.instructions.text ?? undefined;
     session.adoptTools(lockedDefinitions(options.lock));
+    session.offerList.adoptLocked(options.lock);
     const verifying = session.discoverAndPlan(true, true);
     // The gateway's calls and the run hear of a failure; `dispose` waits for it to settle.
     session.sandboxes.track(verifying);
@@ -117,6 +129,11 @@ export class HintboxSession implements AsyncDisposable {
 
   get profile(): Profile {
     return this.options.profile;
+  }
+
+  /** The prompts, resources and templates the server listed last. */
+  get offers(): ServerOffers {
+    return this.offerList.offers;
   }
 
   /** A gateway over this session's sandboxes (routes by the plan). */
@@ -154,9 +171,21 @@ export class HintboxSession implements AsyncDisposable {
     const verified = this.verifying?.then(() => this.serveVerified(settings));
     // The run waits for this one (serving the verified server may fail too: the run ends then).
     if (verified) this.verifying = verified;
+    const recordRequest = this.offerList.recorder(settings.audit);
     this.gateway = new Gateway({
       ...(verified ? { verified } : {}),
       serverName: this.profile.name,
+      offers: this.offerList.visible(settings.approvals),
+      // Reads change nothing by definition: the strictest sandbox serves them, whatever the server claims.
+      readSandbox: sandboxId(strictestGrant(ceilingOf(this.profile))),
+      serverRequests: this.profile.serverRequests,
+      // A server is told its sandboxes' folders, never the client's host paths.
+      roots: () => sandboxRoots(this.profile.mounts),
+      onOffersChanged: async (from) => {
+        await this.offerList.list(from);
+        await this.gateway?.updateOffers(this.offerList.visible(settings.approvals));
+      },
+      ...(recordRequest ? { recordRequest } : {}),
       tools: routed,
       started: this.sandboxes.takeStarted(),
       upstreams: (id) => this.sandboxes.start(id),
@@ -232,6 +261,7 @@ export class HintboxSession implements AsyncDisposable {
     const { log } = this.options;
     for (const [id, upstream] of this.sandboxes.takeStarted()) this.gateway?.adopt(id, upstream);
     const routed = await this.updateGatewayRoutes(settings);
+    await this.gateway?.updateOffers(this.offerList.visible(settings.approvals));
     await this.listAgainIfChanged(settings);
     let approved: string | null | undefined;
     try {
@@ -337,13 +367,17 @@ export class HintboxSession implements AsyncDisposable {
 
     const { tools, rejected } = await listValidTools(discovery, profile.timeouts.start * 1000, log);
     this.rejected = rejected;
+    await this.offerList.list(discovery);
     this.instructions = discovery.client.getInstructions();
     this.adoptTools(tools);
     void this.options.knownTools
       ?.write(profile.name, image.id, tools)
       .catch((error: Error) => log.debug(`could not keep the tools of ${profile.name}: ${error.message}`));
 
-    if (!this.plan.sandboxes.some((s) => s.id === discoveryId)) await sandboxes.dropStarted(discoveryId);
+    // Kept when it serves reads of prompts and resources, though no tool is planned there.
+    if (!this.plan.sandboxes.some((s) => s.id === discoveryId) && !SessionOffers.servedBy(discovery)) {
+      await sandboxes.dropStarted(discoveryId);
+    }
     if (!startAll) return;
     const planned = startPlanned({ sandboxes, plan: this.plan, early, log }).then(async () => {
       // Closed meanwhile (a cold start's run that ended): what came up after goes too.

@@ -10,6 +10,8 @@ import {
   type StartedSandbox,
 } from '../engine/sandbox-engine.js';
 import type { Upstream } from '../gateway/gateway.js';
+import { sandboxRoots, upstreamClientCapabilities } from '../gateway/server-requests.js';
+import { ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { grantCanChange, type SandboxGrant } from '../policy/plan-sandboxes.js';
 import type { ServerTrustState } from '../policy/server-trust.js';
 import type { Profile } from '../profile/load-profile.js';
@@ -113,6 +115,7 @@ export class SessionSandboxes {
       imageId: this.image.id,
       ...(hostUser ? { hostUser } : {}),
       ...(database ? { database } : {}),
+      clientCapabilities: upstreamClientCapabilities(this.options.profile.serverRequests),
     };
   }
 
@@ -246,6 +249,10 @@ export class SessionSandboxes {
           this.assertOpen();
         }
         const sandbox: StartedSandbox = await held.release();
+        // Before the gateway listens to it (a server may ask at once): the sandbox's folders.
+        if (profile.serverRequests.roots) {
+          sandbox.client.setRequestHandler(ListRootsRequestSchema, () => ({ roots: sandboxRoots(profile.mounts) }));
+        }
         const audit = this.options.audit;
         if (audit?.recordEvent) {
           const event = {

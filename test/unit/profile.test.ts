@@ -93,6 +93,7 @@ describe('loadProfile: valid profiles', () => {
       preApprove: [],
       approval: { timeout: 120 },
       annotations: 'enforced',
+      serverRequests: { sampling: false, elicitation: true, roots: true },
     });
   });
 

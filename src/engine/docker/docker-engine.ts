@@ -82,6 +82,7 @@ export class DockerEngine implements SandboxEngine {
       sandboxUser: sandboxUserIds(spec.profile, spec.hostUser),
       log: options.log,
       startTimeoutMs: options.startTimeoutMs,
+      ...(spec.clientCapabilities ? { clientCapabilities: spec.clientCapabilities } : {}),
     });
   }
 

@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import { PassThrough, type Readable } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import type Docker from 'dockerode';
 import type { Logger } from '../../util/logger.js';
 import { renderServerText } from '../../util/render-server-text.js';
@@ -26,6 +27,8 @@ export interface StartSandboxOptions {
   startTimeoutMs: number;
   /** Host folder of gate sockets (default: the system's temporary folder). */
   ioBaseDir?: string;
+  /** What hintbox's client declares at `initialize`. Default none. */
+  clientCapabilities?: ClientCapabilities;
 }
 
 const STDERR_TAIL_LINES = 20;
@@ -125,6 +128,7 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
             id,
             containerId,
             startTimeoutMs,
+            capabilities: options.clientCapabilities ?? {},
             tail,
             remove,
             stderrSays,
@@ -150,6 +154,7 @@ async function release(
     id: string;
     containerId: string;
     startTimeoutMs: number;
+    capabilities: ClientCapabilities;
     tail: string[];
     remove: () => Promise<void>;
     stderrSays: () => string;
@@ -180,7 +185,7 @@ async function release(
   const forwarded = new SplitTransport(new NdjsonTransport(socket, socket));
   releaseGate(socket);
   socket.resume();
-  const client = new Client({ name: 'hintbox', version: VERSION }, { capabilities: {} });
+  const client = new Client({ name: 'hintbox', version: VERSION }, { capabilities: ctx.capabilities });
   try {
     await client.connect(forwarded.sdk, { timeout: ctx.startTimeoutMs });
   } catch (error) {

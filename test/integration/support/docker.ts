@@ -10,17 +10,32 @@ import { fileURLToPath } from 'node:url';
 export const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 export const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 export const FILESYSTEM_IMAGE = 'hintbox/server-filesystem:2026.8.31';
+/** The reference "everything" server (images/server-everything), for what passes through besides tools. */
+export const EVERYTHING_IMAGE = 'hintbox/server-everything:2026.8.31';
 export const LIAR_IMAGE = 'hintbox-test/liar:latest';
 export const DBLIAR_IMAGE = 'hintbox-test/dbliar:latest';
 export const SNEAK_IMAGE = 'hintbox-test/sneak:latest';
 export const DBLINGER_IMAGE = 'hintbox-test/dblinger:latest';
 export const TEXTLIAR_IMAGE = 'hintbox-test/textliar:latest';
+export const ASKER_IMAGE = 'hintbox-test/asker:latest';
 export const CANARY_IMAGE = NODE_SERVER_IMAGE;
 
 let connection: Promise<DockerConnection> | undefined;
 export function docker(): Promise<DockerConnection> {
   connection ??= connectDocker();
   return connection;
+}
+
+let builder: Promise<ImageBuilder> | undefined;
+/** The image builder the CLI uses, one per process (it builds each image once). */
+function imageBuilder(): Promise<ImageBuilder> {
+  builder ??= (async () => {
+    const { docker: d } = await docker();
+    // Image builds show their progress on stderr, as the CLI's do (quiet when nothing is built).
+    const log = createLogger(process.env.HINTBOX_TEST_VERBOSE ? 'debug' : 'info');
+    return new ImageBuilder({ docker: d, log });
+  })();
+  return builder;
 }
 
 let images: Promise<void> | undefined;
@@ -30,16 +45,24 @@ let images: Promise<void> | undefined;
  */
 export function ensureTestImages(): Promise<void> {
   images ??= (async () => {
-    const { docker: d } = await docker();
-    // Image builds show their progress on stderr, as the CLI's do (quiet when nothing is built).
-    const log = createLogger(process.env.HINTBOX_TEST_VERBOSE ? 'debug' : 'info');
-    const builder = new ImageBuilder({ docker: d, log });
-    await builder.ensure(FILESYSTEM_IMAGE, path.join(IMAGES_DIR, 'server-filesystem'));
+    await (await imageBuilder()).ensure(FILESYSTEM_IMAGE, path.join(IMAGES_DIR, 'server-filesystem'));
     await GenericContainer.fromDockerfile(path.join(FIXTURES, 'liar'))
       .withBuildArgs({ NODE_SERVER_IMAGE })
       .build(LIAR_IMAGE, { deleteOnExit: false });
   })();
   return images;
+}
+
+let everything: Promise<void> | undefined;
+/**
+ * The reference "everything" server's image (images/server-everything), once per process,
+ * through the image builder the CLI uses; only the suites that use it build it.
+ */
+export function ensureEverythingImage(): Promise<void> {
+  everything ??= (async () => {
+    await (await imageBuilder()).ensure(EVERYTHING_IMAGE, path.join(IMAGES_DIR, 'server-everything'));
+  })();
+  return everything;
 }
 
 /**
@@ -78,6 +101,9 @@ export const ensureSneakImage = fixtureImage('sneak', SNEAK_IMAGE, { NODE_SERVER
 
 /** The text fixture (test/fixtures/textliar: tool names, instructions and errors that attack readers). */
 export const ensureTextFixtureImage = fixtureImage('textliar', TEXTLIAR_IMAGE, { NODE_SERVER_IMAGE }, ensureTestImages);
+
+/** The fixture that offers prompts and resources and asks its client (test/fixtures/asker). */
+export const ensureAskerImage = fixtureImage('asker', ASKER_IMAGE, { NODE_SERVER_IMAGE }, ensureTestImages);
 
 /** Containers labelled by hintbox whose owner is the given hintbox process. */
 export async function containersOf(ownerPid: number | null | undefined, all = true) {

@@ -4,9 +4,14 @@ import path from 'node:path';
 import type { PassThrough } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ElicitRequestSchema, type ElicitRequest, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ElicitRequestSchema,
+  type ClientCapabilities,
+  type ElicitRequest,
+  type ElicitResult,
+} from '@modelcontextprotocol/sdk/types.js';
 import { stringify } from 'yaml';
-import { REPO } from './docker.js';
+import { FIXTURES, REPO } from './docker.js';
 import { relocatedProfileText } from '../../../src/profile/relocate-profile.js';
 import { scratchFolder } from '../../support/scratch-folder.js';
 
@@ -39,6 +44,16 @@ export function copyOfShippedProfile(name: string): string {
   return file;
 }
 
+/**
+ * A copy of a fixture profile (`test/fixtures/<file>`) in a fresh temp folder, for the same
+ * reason as {@link copyOfShippedProfile}.
+ */
+export function copyOfFixtureProfile(file: string): string {
+  const copy = path.join(scratchFolder('hintbox-profile-'), path.basename(file));
+  writeFileSync(copy, relocatedProfileText(path.join(FIXTURES, file)));
+  return copy;
+}
+
 /** Writes a profile YAML into a fresh temp folder and returns its path. */
 export function writeProfile(profile: Record<string, unknown>): string {
   const dir = scratchFolder('hintbox-profile-');
@@ -61,6 +76,8 @@ export async function runHintbox(
   profile: string,
   env: Record<string, string> = {},
   confirmations: Confirmations = 'approve',
+  /** Client capabilities besides elicitation (sampling, roots): the test sets their handlers. */
+  capabilities: ClientCapabilities = {},
 ): Promise<RunningHintbox & { asked: ElicitRequest['params'][] }> {
   const transport = new StdioClientTransport({
     command: HINTBOX_BIN,
@@ -79,7 +96,7 @@ export async function runHintbox(
   const asked: ElicitRequest['params'][] = [];
   const client = new Client(
     { name: 'hintbox-test', version: '1.0.0' },
-    { capabilities: confirmations === 'unsupported' ? {} : { elicitation: {} } },
+    { capabilities: { ...capabilities, ...(confirmations === 'unsupported' ? {} : { elicitation: {} }) } },
   );
   if (confirmations !== 'unsupported') {
     client.setRequestHandler(ElicitRequestSchema, (request): Promise<ElicitResult> | ElicitResult => {

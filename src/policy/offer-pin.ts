@@ -1,0 +1,63 @@
+import { createHash } from 'node:crypto';
+import { canonicalJson, jsonDifferences, toJsonValue, type JsonValue } from './tool-pin.js';
+
+/**
+ * Pins of what a server offers besides tools — prompts, resources, resource templates — as
+ * tools' pins are (`tool-pin.ts`): a SHA-256 over the canonical JSON of the whole definition as
+ * listed, so that a prompt whose text (description, arguments) changed is a changed definition
+ * and is hidden until approved again. What a resource holds, or the messages a prompt returns,
+ * is data and is not pinned. Pure: no I/O.
+ */
+
+/** The kinds of offers: a prompt is known by its `name`, a resource by its `uri`, a template by its `uriTemplate`. */
+export type OfferKind = 'prompt' | 'resource' | 'resourceTemplate';
+
+export const OFFER_KINDS: readonly OfferKind[] = ['prompt', 'resource', 'resourceTemplate'];
+
+/** The field each kind is known by. */
+export const OFFER_KEY_FIELD: Readonly<Record<OfferKind, string>> = Object.freeze({
+  prompt: 'name',
+  resource: 'uri',
+  resourceTemplate: 'uriTemplate',
+});
+
+/** How people and the lock file name each kind. */
+export const OFFER_LABEL: Readonly<Record<OfferKind, string>> = Object.freeze({
+  prompt: 'prompt',
+  resource: 'resource',
+  resourceTemplate: 'resource template',
+});
+
+/** The key an offer is known by. */
+export function offerKey(kind: OfferKind, offer: object): string {
+  return String((offer as Record<string, unknown>)[OFFER_KEY_FIELD[kind]]);
+}
+
+/** A pinned offer: its definition in the JSON data model, and its hash. */
+export interface OfferPin {
+  /** Lower-case hex SHA-256 of the canonical JSON of `definition`. */
+  hash: string;
+  definition: { [key: string]: JsonValue };
+}
+
+/** The pin of an offer's whole definition as listed. */
+export function pinOffer(offer: object): OfferPin {
+  const definition = toJsonValue(offer) as { [key: string]: JsonValue };
+  return { hash: offerHash(definition), definition };
+}
+
+/** SHA-256 (hex) of a definition's canonical JSON. */
+export function offerHash(definition: JsonValue): string {
+  return createHash('sha256').update(canonicalJson(definition), 'utf8').digest('hex');
+}
+
+/**
+ * Lines for `hintbox approve`: where an offer's approved and current definitions differ, with
+ * values as JSON (control characters a server put in show as escapes).
+ */
+export function offerChanges(approved: JsonValue, current: JsonValue): string[] {
+  const show = (value: JsonValue | undefined): string => (value === undefined ? '(absent)' : JSON.stringify(value));
+  return jsonDifferences(approved, current).map(
+    (d) => `${d.pointer.slice(1) || '(definition)'}: ${show(d.before)} → ${show(d.after)}`,
+  );
+}

@@ -1,0 +1,68 @@
+import type { LockFile } from '../approvals/lock-file.js';
+import { lockedOffer } from '../approvals/lock-file.js';
+import type { ServerOffers } from '../gateway/discover-offers.js';
+import { OFFER_KINDS, OFFER_LABEL, offerKey, pinOffer, type OfferKind } from '../policy/offer-pin.js';
+import type { Profile } from '../profile/load-profile.js';
+import type { Logger } from '../util/logger.js';
+import { renderServerText } from '../util/render-server-text.js';
+
+/** Which field of `ServerOffers` holds each kind. */
+const FIELD = { prompt: 'prompts', resource: 'resources', resourceTemplate: 'resourceTemplates' } as const;
+
+/**
+ * The prompts, resources and resource templates a client may see, by their pins against the
+ * approved ones (the lock file), as for tools (`guarded-tools.ts`):
+ * - the locked definition: shown;
+ * - any difference from it (a prompt's text, a resource's description): hidden until
+ *   `hintbox approve`, and a hidden prompt cannot be fetched;
+ * - not in the lock: an untrusted server's are hidden; a trusted server's are shown, and without
+ *   a lock file what this run first listed (`firstSeen`) stands in for it, so a change during
+ *   the run is still caught;
+ * - a lock file that cannot be read: every one is hidden (fail closed).
+ * Returns what is shown; what is hidden is logged by key (never its text).
+ */
+export function guardOffers(options: {
+  profile: Profile;
+  offers: ServerOffers;
+  /** Reads the lock file now: undefined when there is none; throws when it cannot be read. */
+  readLock: () => LockFile | undefined;
+  /** A trusted server's offers as first listed in this run, by kind and key: their hashes. */
+  firstSeen: Map<string, string>;
+  log: Logger;
+}): ServerOffers {
+  const { profile, offers, firstSeen, log } = options;
+  let lock: LockFile | undefined;
+  try {
+    lock = options.readLock();
+  } catch (error) {
+    const count = OFFER_KINDS.reduce((n, kind) => n + offers[FIELD[kind]].length, 0);
+    if (count) log.error(`cannot read the lock file: ${(error as Error).message}; every prompt and resource is hidden`);
+    return { prompts: [], resources: [], resourceTemplates: [] };
+  }
+  const trustOnFirstUse = profile.trust === 'trusted' && lock === undefined;
+  const hidden: string[] = [];
+  const shown = (kind: OfferKind, offer: object): boolean => {
+    const key = offerKey(kind, offer);
+    const { hash } = pinOffer(offer);
+    const seenKey = `${kind}\u0000${key}`;
+    if (trustOnFirstUse && !firstSeen.has(seenKey)) firstSeen.set(seenKey, hash);
+    const approved = trustOnFirstUse ? firstSeen.get(seenKey) : lock ? lockedOffer(lock, kind, key)?.sha256 : undefined;
+    const visible = approved === undefined ? profile.trust === 'trusted' : approved === hash;
+    if (!visible) {
+      hidden.push(
+        `${OFFER_LABEL[kind]} ${renderServerText(key)} (${approved === undefined ? 'not approved' : 'changed since approved'})`,
+      );
+    }
+    return visible;
+  };
+  const visible: ServerOffers = {
+    prompts: offers.prompts.filter((p) => shown('prompt', p)),
+    resources: offers.resources.filter((r) => shown('resource', r)),
+    resourceTemplates: offers.resourceTemplates.filter((t) => shown('resourceTemplate', t)),
+  };
+  if (hidden.length) {
+    const shownHidden = hidden.length > 10 ? [...hidden.slice(0, 10), `and ${hidden.length - 10} more`] : hidden;
+    log.warn(`hidden from the client: ${shownHidden.join(', ')}; see "hintbox approve ${profile.file} --all"`);
+  }
+  return visible;
+}

@@ -1,0 +1,71 @@
+import { lockedOffers, type LockFile } from '../approvals/lock-file.js';
+import type { AuditLog } from '../audit/audit-record.js';
+import {
+  describeRejectedOffer,
+  listOffers,
+  NO_OFFERS,
+  type RejectedOffer,
+  type ServerOffers,
+} from '../gateway/discover-offers.js';
+import type { RequestAuditEvent, Upstream } from '../gateway/gateway.js';
+import type { Profile } from '../profile/load-profile.js';
+import type { Logger } from '../util/logger.js';
+import { guardOffers } from './guarded-offers.js';
+
+/**
+ * A session's prompts, resources and resource templates: listed at discovery and again when
+ * the server says they changed, shown to the client as approved (`guarded-offers.ts`), served
+ * by the strictest sandbox. Their reads and the server's requests of the client are recorded
+ * in the audit trail with the session's id.
+ */
+export class SessionOffers {
+  /** As the server listed them last (valid ones). */
+  offers: ServerOffers = NO_OFFERS;
+  rejected: RejectedOffer[] = [];
+  /** A trusted server without a lock file: its offers as first listed in this run (trust on first use). */
+  private readonly firstSeen = new Map<string, string>();
+
+  constructor(private readonly options: { profile: Profile; session: string; log: Logger; timeoutMs: () => number }) {}
+
+  /** What a cold start serves until the server is verified: the locked ones. */
+  adoptLocked(lock: LockFile): void {
+    this.offers = {
+      prompts: lockedOffers(lock, 'prompt') as ServerOffers['prompts'],
+      resources: lockedOffers(lock, 'resource') as ServerOffers['resources'],
+      resourceTemplates: lockedOffers(lock, 'resourceTemplate') as ServerOffers['resourceTemplates'],
+    };
+  }
+
+  /** Lists what the server offers (the kinds it declared), validated; a malformed one is logged and left out. */
+  async list(from: Upstream): Promise<void> {
+    const { offers, rejected } = await listOffers(from.client, this.options.timeoutMs());
+    for (const r of rejected) this.options.log.warn(describeRejectedOffer(r));
+    this.offers = offers;
+    this.rejected = rejected;
+  }
+
+  /** Whether the server offers anything the strictest sandbox serves (prompts, resources, completions). */
+  static servedBy(upstream: Upstream): boolean {
+    const capabilities = upstream.client.getServerCapabilities() ?? {};
+    return Boolean(capabilities.prompts || capabilities.resources || capabilities.completions);
+  }
+
+  /** What the client may see: approved ones only, with approvals; all of them without (tests of routing). */
+  visible(approvals: (() => LockFile | undefined) | undefined): ServerOffers {
+    if (!approvals) return this.offers;
+    return guardOffers({
+      profile: this.options.profile,
+      offers: this.offers,
+      readLock: approvals,
+      firstSeen: this.firstSeen,
+      log: this.options.log,
+    });
+  }
+
+  /** Records a read or a server's request in the audit trail, as this session's. */
+  recorder(audit: Pick<AuditLog, 'recordEvent'> | undefined): ((event: RequestAuditEvent) => void) | undefined {
+    if (!audit?.recordEvent) return undefined;
+    const { session, profile } = this.options;
+    return (event) => audit.recordEvent?.({ ...event, session, server: profile.name });
+  }
+}
