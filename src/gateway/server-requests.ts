@@ -1,12 +1,47 @@
-import type { ClientCapabilities, Root } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ErrorCode,
+  type ClientCapabilities,
+  type JSONRPCMessage,
+  type RequestId,
+  type Root,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { AuditEvent } from '../audit/audit-record.js';
+import type { Logger } from '../util/logger.js';
 import { renderServerText } from '../util/render-server-text.js';
-import { isObject } from './forwarded-call.js';
+import { isObject, type JsonRpcObject } from './forwarded-call.js';
+import type { Upstream } from './sandbox-pool.js';
 
 /**
  * Requests a server makes of its client — `sampling/createMessage` (use the client's model),
- * `elicitation/create` (ask the person), `roots/list` (which folders to work in) — and what
- * hintbox lets through. Pure.
+ * `elicitation/create` (ask the person), `roots/list` (which folders to work in) — what hintbox
+ * lets through (pure), and how one is answered (`answerServerRequest`).
  */
+
+/** A request of the client in flight in a sandbox (a tool call or a read): what a server request is bound to. */
+export interface InFlight {
+  clientId: RequestId;
+  /** The tool, or the method of a read. */
+  what: string;
+}
+
+/** What the relay records (the session adds its id and the server's name). */
+export type RequestAuditEvent = DistributiveOmit<
+  Extract<AuditEvent, { type: 'request' | 'server.request' | 'server.request.answered' }>,
+  'session' | 'server'
+>;
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+/** The person's side of the client, for requests of the server. */
+export interface ClientPeer {
+  capabilities(): ClientCapabilities | undefined;
+  /** Sends a request to the client as part of the client's request `relatedRequestId`. */
+  request(
+    method: string,
+    params: Record<string, unknown> | undefined,
+    options: { relatedRequestId: RequestId; timeoutMs: number },
+  ): Promise<Record<string, unknown>>;
+}
 
 /** What the profile lets a server ask of the client (`serverRequests`). */
 export interface ServerRequestPolicy {
@@ -104,4 +139,69 @@ function renderTexts(value: Record<string, unknown>, keys: readonly string[]): R
   const copy = { ...value };
   for (const key of keys) if (typeof copy[key] === 'string') copy[key] = renderServerText(copy[key]);
   return copy;
+}
+
+/** What answering a server's request needs. */
+export interface ServerRequestContext {
+  serverName: string;
+  policy: ServerRequestPolicy;
+  peer: ClientPeer;
+  roots(): Root[];
+  timeoutMs: number;
+  log: Logger;
+  record(event: RequestAuditEvent): void;
+}
+
+/**
+ * A request of the server, in its sandbox: refused (recorded, logged, answered with an error),
+ * answered by hintbox (`roots/list`: the sandbox's folders), or passed to the client as part of
+ * the request it is bound to — an elicitation marked as the server's — and the client's answer
+ * passed back. Recorded before it is passed on, and again once answered.
+ */
+export async function answerServerRequest(options: {
+  context: ServerRequestContext;
+  /** Names the request in both of its audit lines. */
+  ref: string;
+  sandbox: string;
+  upstream: Upstream;
+  method: ServerRequestMethod;
+  request: JsonRpcObject;
+  /** The client's request in flight in that sandbox it is bound to (the oldest). */
+  bound: InFlight | undefined;
+}): Promise<void> {
+  const { context, ref, sandbox, upstream, method, request, bound } = options;
+  const answer = (message: Record<string, unknown>): Promise<void> =>
+    upstream.forwarded.send({ jsonrpc: '2.0', id: request.id!, ...message } as JSONRPCMessage).catch(() => undefined);
+  const base = { ref, sandbox, method, boundTo: bound?.what ?? null };
+  const refused = refusalOf(method, request.params, context.policy, context.peer.capabilities(), !!bound);
+  if (refused) {
+    context.record({ type: 'server.request', ...base, decision: 'refused', reason: refused });
+    context.log.warn(`${context.serverName} (sandbox ${sandbox}) asked for ${method}: refused, ${refused}`);
+    return answer({ error: { code: ErrorCode.InvalidRequest, message: `hintbox refused ${method}: ${refused}` } });
+  }
+  if (method === 'roots/list') {
+    context.record({ type: 'server.request', ...base, decision: 'answered-by-hintbox', reason: null });
+    return answer({ result: { roots: context.roots() } });
+  }
+  if (!bound) return; // refused above: sampling and elicitation are bound to a request
+  context.record({ type: 'server.request', ...base, decision: 'passed', reason: null });
+  const params =
+    method === 'elicitation/create' && isObject(request.params)
+      ? markedElicitation(context.serverName, request.params)
+      : request.params;
+  try {
+    const result = await context.peer.request(method, params, {
+      relatedRequestId: bound.clientId,
+      timeoutMs: context.timeoutMs,
+    });
+    // An elicitation's answer says what the person did (accept, decline, cancel); never its content.
+    const detail = typeof result.action === 'string' ? result.action : null;
+    context.record({ type: 'server.request.answered', ref, sandbox, method, outcome: 'ok', detail });
+    await answer({ result });
+  } catch (error) {
+    const detail = (error as Error).message;
+    context.record({ type: 'server.request.answered', ref, sandbox, method, outcome: 'error', detail });
+    const code = (error as { code?: unknown }).code;
+    await answer({ error: { code: typeof code === 'number' ? code : ErrorCode.InternalError, message: detail } });
+  }
 }
