@@ -167,6 +167,9 @@ export class Gateway {
       timeoutMs: options.callTimeoutMs,
       readSandbox: options.readSandbox ?? 'ro-offline',
       promptShown: (name) => this.offers.prompts.some((p) => p.name === name),
+      templateShown: (uri) =>
+        this.offers.resourceTemplates.some((t) => t.uriTemplate === uri) ||
+        this.offers.resources.some((r) => r.uri === uri),
       callsIn: (upstream) => this.relay.callsIn(upstream),
       policy: options.serverRequests ?? { sampling: false, elicitation: false, roots: false },
       roots: options.roots ?? (() => []),

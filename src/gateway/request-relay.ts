@@ -41,6 +41,8 @@ export interface RequestRelayOptions {
   readSandbox: string;
   /** Whether the client may get this prompt (approved and listed). */
   promptShown(name: string): boolean;
+  /** Whether the client may complete against this template (or resource): approved and listed. */
+  templateShown(uri: string): boolean;
   /** The tool calls in flight in an upstream, oldest first. */
   callsIn(upstream: Upstream): InFlight[];
   policy: ServerRequestPolicy;
@@ -86,6 +88,8 @@ export class RequestRelay {
   /** The client's `logging/setLevel`, sent to every sandbox (also those started later). */
   private level?: string;
   private readonly upstreams = new Set<Upstream>();
+  /** Requests of each upstream's server to the client not yet answered. */
+  private readonly asking = new WeakMap<Upstream, number>();
   private nextId = 1;
 
   constructor(private readonly options: RequestRelayOptions) {}
@@ -138,6 +142,8 @@ export class RequestRelay {
     }
     if (m.id !== undefined && isServerRequest(m.method)) {
       const { serverName, policy, peer, timeoutMs, log } = this.options;
+      const asking = (this.asking.get(upstream) ?? 0) + 1;
+      this.asking.set(upstream, asking);
       void answerServerRequest({
         context: {
           serverName,
@@ -154,7 +160,8 @@ export class RequestRelay {
         method: m.method,
         request: m,
         bound: this.inFlight(upstream)[0],
-      });
+        pending: asking - 1,
+      }).finally(() => this.asking.set(upstream, (this.asking.get(upstream) ?? 1) - 1));
       return true;
     }
     switch (m.method) {
@@ -262,6 +269,11 @@ export class RequestRelay {
     if (method === 'completion/complete' && isObject(params.ref) && params.ref.type === 'ref/prompt') {
       const name = params.ref.name;
       if (typeof name !== 'string' || !this.options.promptShown(name)) return `Unknown prompt (or not approved)`;
+    }
+    if (method === 'completion/complete' && isObject(params.ref) && params.ref.type === 'ref/resource') {
+      const uri = params.ref.uri;
+      if (typeof uri !== 'string' || !this.options.templateShown(uri))
+        return `Unknown resource template (or not approved)`;
     }
     if (method.startsWith('resources/') && typeof params.uri !== 'string') {
       return `Invalid ${method} request: expected params.uri (string)`;

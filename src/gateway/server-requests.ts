@@ -76,6 +76,9 @@ export function upstreamClientCapabilities(policy: ServerRequestPolicy): ClientC
   };
 }
 
+/** At most this many requests of one sandbox's server wait for the client at once; more are refused. */
+export const MAX_PENDING_SERVER_REQUESTS = 4;
+
 /** The roots a server is told: its sandboxes' mount targets, never the client's host paths. */
 export function sandboxRoots(mounts: readonly { target: string }[]): Root[] {
   return mounts.map((m) => ({ uri: `file://${m.target}`, name: m.target }));
@@ -94,11 +97,16 @@ export function refusalOf(
   policy: ServerRequestPolicy,
   client: ClientCapabilities | undefined,
   bound: boolean,
+  /** The sandbox's requests already waiting for the client. */
+  pending = 0,
 ): string | undefined {
   const feature = SERVER_REQUESTS[method];
   if (!policy[feature]) return `the profile does not let this server use ${feature} (serverRequests.${feature})`;
   if (method === 'roots/list') return undefined;
   if (!bound) return `${method} outside any request of the client: nothing to bind it to`;
+  if (pending >= MAX_PENDING_SERVER_REQUESTS) {
+    return `${MAX_PENDING_SERVER_REQUESTS} requests of this server already wait for the client`;
+  }
   if (method === 'sampling/createMessage' && !client?.sampling) return 'the client does not support sampling';
   if (method === 'elicitation/create') {
     if (!client?.elicitation) return 'the client does not support elicitation';
@@ -168,12 +176,15 @@ export async function answerServerRequest(options: {
   request: JsonRpcObject;
   /** The client's request in flight in that sandbox it is bound to (the oldest). */
   bound: InFlight | undefined;
+  /** The sandbox's requests already waiting for the client. */
+  pending: number;
 }): Promise<void> {
   const { context, ref, sandbox, upstream, method, request, bound } = options;
   const answer = (message: Record<string, unknown>): Promise<void> =>
     upstream.forwarded.send({ jsonrpc: '2.0', id: request.id!, ...message } as JSONRPCMessage).catch(() => undefined);
   const base = { ref, sandbox, method, boundTo: bound?.what ?? null };
-  const refused = refusalOf(method, request.params, context.policy, context.peer.capabilities(), !!bound);
+  const capabilities = context.peer.capabilities();
+  const refused = refusalOf(method, request.params, context.policy, capabilities, !!bound, options.pending);
   if (refused) {
     context.record({ type: 'server.request', ...base, decision: 'refused', reason: refused });
     context.log.warn(`${context.serverName} (sandbox ${sandbox}) asked for ${method}: refused, ${refused}`);
