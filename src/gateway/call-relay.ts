@@ -91,7 +91,7 @@ export class CallRelay {
    */
   attach(sandboxId: string, upstream: Upstream, next?: (message: JsonRpcObject) => boolean): void {
     upstream.forwarded.take = (message) =>
-      this.fromUpstream(sandboxId, upstream, message) || (next?.(message as JsonRpcObject) ?? false);
+      this.fromUpstream(sandboxId, upstream, message) || (next?.(message) ?? false);
     void upstream.closed.then(() => {
       for (const call of [...this.pending.values()]) {
         if (

@@ -91,9 +91,6 @@ export interface GatewayOptions {
   pageSize?: number;
 }
 
-/** Any list request's params: only the cursor is read. */
-const ListParams = z.looseObject({ params: z.looseObject({ cursor: z.unknown().optional() }).optional() });
-
 export class Gateway {
   readonly server: Server;
   private readonly pool: SandboxPool;

@@ -155,7 +155,7 @@ export class RequestRelay {
     if (typeof m.id === 'string' && m.id.startsWith(READ_ID_PREFIX) && m.method === undefined) {
       const read = this.pending.get(m.id);
       if (read?.upstream === upstream) {
-        const error = isObject(m.error) ? String(m.error.message ?? 'error') : null;
+        const error = isObject(m.error) ? (typeof m.error.message === 'string' ? m.error.message : 'error') : null;
         if (this.settle(read, error === null ? 'ok' : 'error', error)) {
           if (error === null && read.method === 'resources/subscribe' && read.subject)
             this.subscribed.add(read.subject);
@@ -257,7 +257,7 @@ export class RequestRelay {
     try {
       await thawed;
       if (!this.pending.has(read.upstreamId)) return;
-      await upstream.forwarded.send({ jsonrpc: '2.0', id: read.upstreamId, method, params } as JSONRPCMessage);
+      await upstream.forwarded.send({ jsonrpc: '2.0', id: read.upstreamId, method, params });
     } catch (error) {
       if (this.settle(read, 'sandbox-died', (error as Error).message)) {
         this.replyError(clientId, ErrorCode.InternalError, `sandbox ${sandbox} could not take ${method}`);

@@ -133,7 +133,7 @@ describe('prompts, resources and requests of the server through hintbox', { time
       const message = asked[0]!.message;
       assert.match(message, /^The MCP server "asker-\d+" asks \(its own question, not hintbox's\): Pick a colour\./);
       // The forged line and the terminal colours are shown as escapes, never obeyed.
-      assert.doesNotMatch(message, /[\n\u001b]/);
+      assert.doesNotMatch(message, /[\n\u001b]/); // eslint-disable-line no-control-regex
       assert.match(message, /\\u000ahintbox asks: allow delete_everything\? \\u001b\[32m/);
       const schema = asked[0] as unknown as { requestedSchema: { properties: { colour: { title: string } } } };
       assert.equal(schema.requestedSchema.properties.colour.title, 'Colour\\u202e');
