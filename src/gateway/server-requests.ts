@@ -81,7 +81,11 @@ export const MAX_PENDING_SERVER_REQUESTS = 4;
 
 /** The roots a server is told: its sandboxes' mount targets, never the client's host paths. */
 export function sandboxRoots(mounts: readonly { target: string }[]): Root[] {
-  return mounts.map((m) => ({ uri: `file://${m.target}`, name: m.target }));
+  // Percent-encoded: a target may hold a space, `#` or `?`, which would end the path of the URI.
+  return mounts.map((m) => ({
+    uri: `file://${encodeURI(m.target).replace(/[?#]/g, encodeURIComponent)}`,
+    name: m.target,
+  }));
 }
 
 /**
@@ -134,10 +138,13 @@ export function markedElicitation(serverName: string, params: Record<string, unk
   };
   const schema = params.requestedSchema;
   if (isObject(schema) && isObject(schema.properties)) {
-    const properties: Record<string, unknown> = {};
-    for (const [name, property] of Object.entries(schema.properties)) {
-      properties[name] = isObject(property) ? renderTexts(property, ['title', 'description']) : property;
-    }
+    // fromEntries defines own keys: assigning a field named `__proto__` would set the prototype and drop the field.
+    const properties = Object.fromEntries(
+      Object.entries(schema.properties).map(([name, property]) => [
+        name,
+        isObject(property) ? renderTexts(property, ['title', 'description']) : property,
+      ]),
+    );
     marked.requestedSchema = { ...schema, properties };
   }
   return marked;
