@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import {
   isServerRequest,
+  MAX_PENDING_SERVER_REQUESTS,
   markedElicitation,
   refusalOf,
   sandboxRoots,
@@ -95,6 +96,23 @@ describe('refusalOf', () => {
         `${JSON.stringify(elicitation)} ${JSON.stringify((params as { mode?: string }).mode)}`,
       );
     }
+  });
+
+  it('refuses sampling and elicitation beyond the requests already waiting for the client; roots are answered', () => {
+    const all = { sampling: true, elicitation: true, roots: true };
+    const client: ClientCapabilities = { sampling: {}, elicitation: {} };
+    const params = { message: 'm', requestedSchema: { type: 'object', properties: {} } };
+    const below = MAX_PENDING_SERVER_REQUESTS - 1;
+    assert.equal(refusalOf('sampling/createMessage', {}, all, client, true, below), undefined);
+    assert.match(
+      refusalOf('sampling/createMessage', {}, all, client, true, MAX_PENDING_SERVER_REQUESTS) ?? '',
+      /already wait for the client/,
+    );
+    assert.match(
+      refusalOf('elicitation/create', params, all, client, true, MAX_PENDING_SERVER_REQUESTS + 5) ?? '',
+      /already wait for the client/,
+    );
+    assert.equal(refusalOf('roots/list', {}, all, client, true, 1000), undefined);
   });
 
   it('hostile params do not make URL mode pass a form-only client, nor throw', () => {
