@@ -213,6 +213,13 @@ describe('prompts, resources and requests of the server through hintbox', { time
       await using hintbox = await runHintbox(profile);
       // A read waits until the server is verified against the lock file (a cold start).
       await assert.rejects(hintbox.client.getPrompt({ name: 'summarize', arguments: { topic: 'x' } }), /not approved/);
+      await assert.rejects(
+        hintbox.client.complete({
+          ref: { type: 'ref/prompt', name: 'summarize' },
+          argument: { name: 'topic', value: 'a' },
+        }),
+        /not approved/,
+      );
       const prompts = await hintbox.client.listPrompts();
       assert.deepEqual(
         prompts.prompts.map((p) => p.name),
