@@ -2,10 +2,17 @@ import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { offerHash, OFFER_KINDS, offerKey, type OfferKind, type OfferPin } from '../policy/offer-pin.js';
+import {
+  offerHash,
+  OFFER_KEY_FIELD,
+  OFFER_KINDS,
+  offerKey,
+  type OfferKind,
+  type OfferPin,
+} from '../policy/offer-pin.js';
 import { pinHash, toJsonValue, type JsonValue, type PinnedDefinition, type ToolPin } from '../policy/tool-pin.js';
 import { withExclusiveLock, type ExclusiveLockOptions } from '../util/exclusive-lock.js';
-import { escapeInvisibleInJson } from '../util/render-server-text.js';
+import { escapeInvisibleInJson, renderServerText } from '../util/render-server-text.js';
 import { HintboxError } from '../util/hintbox-error.js';
 
 /**
@@ -263,13 +270,15 @@ function parseOfferSection(
   if (value === undefined) return section;
   if (!isObject(value)) return fail(name, 'expected an object');
   for (const [key, entry] of Object.entries(value)) {
-    const where = `${name}.${key}`;
+    // A key is the server's text (up to 2048 characters of anything): rendered, so the error stays one line.
+    const where = `${name}.${renderServerText(key)}`;
     if (!isObject(entry) || !isObject(entry.definition) || typeof entry.sha256 !== 'string') {
       return fail(where, 'expected { sha256, definition }');
     }
     const definition = entry.definition as { [key: string]: JsonValue };
-    if (offerKey(kind, definition) !== key)
-      fail(`${where}.definition`, `is of ${JSON.stringify(offerKey(kind, definition))}`);
+    // The field itself, not `offerKey` (which is `String(…)`: a name 123 or none would pass as "123" or "undefined").
+    const own = definition[OFFER_KEY_FIELD[kind]];
+    if (own !== key) fail(`${where}.definition`, `is of ${renderServerText(String(JSON.stringify(own)))}`);
     if (offerHash(definition) !== entry.sha256) {
       fail(`${where}.sha256`, 'is not the SHA-256 of its definition (edited by hand?): approve it again');
     }

@@ -19,7 +19,7 @@ import {
   type PendingCall,
 } from './forwarded-call.js';
 import type { SandboxPool, Upstream } from './sandbox-pool.js';
-import { VerificationGate, type RelayClient, type Route } from './relay-client.js';
+import { sendToClient, VerificationGate, type RelayClient, type Route } from './relay-client.js';
 
 export type { RelayClient, Route } from './relay-client.js';
 
@@ -91,7 +91,7 @@ export class CallRelay {
    */
   attach(sandboxId: string, upstream: Upstream, next?: (message: JsonRpcObject) => boolean): void {
     upstream.forwarded.take = (message) =>
-      this.fromUpstream(sandboxId, upstream, message) || (next?.(message as JsonRpcObject) ?? false);
+      this.fromUpstream(sandboxId, upstream, message) || (next?.(message) ?? false);
     void upstream.closed.then(() => {
       for (const call of [...this.pending.values()]) {
         if (
@@ -113,11 +113,9 @@ export class CallRelay {
 
   /** The calls in flight in an upstream, oldest first (what a request of its server is bound to). */
   callsIn(upstream: Upstream): { clientId: RequestId; what: string }[] {
-    const calls: { clientId: RequestId; what: string }[] = [];
-    for (const call of this.pending.values()) {
-      if (call.upstream === upstream) calls.push({ clientId: call.clientId, what: call.tool });
-    }
-    return calls;
+    return [...this.pending.values()]
+      .filter((call) => call.upstream === upstream)
+      .map((call) => ({ clientId: call.clientId, what: call.tool }));
   }
 
   /**
@@ -164,7 +162,7 @@ export class CallRelay {
     if (m.method === 'notifications/tools/list_changed') {
       // A held sandbox runs only for calls: a change it announces outside any call (in the
       // moment between its answer and its freeze) is dropped.
-      if (this.options.pool.isHeld(upstream, sandboxId) && !this.hasCallsIn(upstream)) {
+      if (this.options.pool.isHeld(upstream, sandboxId) && this.callsIn(upstream).length === 0) {
         this.options.log.debug(`a held sandbox announced a tool change outside a call: ignored`);
       } else this.options.onToolsListChanged?.(upstream);
       return true;
@@ -391,21 +389,10 @@ export class CallRelay {
   }
 
   private replyResult(id: RequestId, result: CallToolResult): void {
-    this.reply({ jsonrpc: '2.0', id, result }, id);
+    sendToClient(this.options.client, this.options.log, { jsonrpc: '2.0', id, result }, id);
   }
 
   private replyError(id: RequestId, code: number, message: string): void {
-    this.reply({ jsonrpc: '2.0', id, error: { code, message } }, id);
-  }
-
-  private reply(message: JSONRPCMessage, id: RequestId): void {
-    void this.options.client
-      .send(message, id)
-      .catch((error: Error) => this.options.log.warn(`could not answer the client: ${error.message}`));
-  }
-
-  private hasCallsIn(upstream: Upstream): boolean {
-    for (const call of this.pending.values()) if (call.upstream === upstream) return true;
-    return false;
+    sendToClient(this.options.client, this.options.log, { jsonrpc: '2.0', id, error: { code, message } }, id);
   }
 }

@@ -1,5 +1,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
+  ErrorCode,
+  McpError,
   PromptSchema,
   ResourceSchema,
   ResourceTemplateSchema,
@@ -138,7 +140,7 @@ export async function listOffers(
       raw = await listAllRaw(client, list.method, list.field, timeoutMs);
     } catch (error) {
       // Templates are optional even for a server with resources (a server may not know the method).
-      if (kind === 'resourceTemplate' && /method not found/i.test((error as Error).message)) continue;
+      if (kind === 'resourceTemplate' && error instanceof McpError && error.code === ErrorCode.MethodNotFound) continue;
       throw error;
     }
     const valid = validateOffers(kind, raw);

@@ -91,9 +91,6 @@ export interface GatewayOptions {
   pageSize?: number;
 }
 
-/** Any list request's params: only the cursor is read. */
-const ListParams = z.looseObject({ params: z.looseObject({ cursor: z.unknown().optional() }).optional() });
-
 export class Gateway {
   readonly server: Server;
   private readonly pool: SandboxPool;
@@ -170,6 +167,9 @@ export class Gateway {
       timeoutMs: options.callTimeoutMs,
       readSandbox: options.readSandbox ?? 'ro-offline',
       promptShown: (name) => this.offers.prompts.some((p) => p.name === name),
+      templateShown: (uri) =>
+        this.offers.resourceTemplates.some((t) => t.uriTemplate === uri) ||
+        this.offers.resources.some((r) => r.uri === uri),
       callsIn: (upstream) => this.relay.callsIn(upstream),
       policy: options.serverRequests ?? { sampling: false, elicitation: false, roots: false },
       roots: options.roots ?? (() => []),

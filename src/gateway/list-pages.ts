@@ -22,10 +22,18 @@ export function pageOf<T>(
   if (cursor !== undefined) {
     const decoded = typeof cursor === 'string' ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
     const match = CURSOR.exec(decoded);
-    if (!match) throw new McpError(ErrorCode.InvalidParams, 'Invalid cursor: not one hintbox gave');
-    offset = Number(match[1]);
+    offset = Number(match?.[1]);
+    // Base64 decoding skips what it cannot read ('=', spaces, '!'), and the offset may have
+    // leading zeros: only the one spelling hintbox writes is its own.
+    if (!match || cursor !== cursorOf(offset)) {
+      throw new McpError(ErrorCode.InvalidParams, 'Invalid cursor: not one hintbox gave');
+    }
   }
   const page = items.slice(offset, offset + pageSize);
   const next = offset + pageSize;
-  return next < items.length ? { page, nextCursor: Buffer.from(`o${next}`, 'utf8').toString('base64url') } : { page };
+  return next < items.length ? { page, nextCursor: cursorOf(next) } : { page };
+}
+
+function cursorOf(offset: number): string {
+  return Buffer.from(`o${offset}`, 'utf8').toString('base64url');
 }

@@ -18,6 +18,18 @@ export interface RelayClient {
   channelFor(requestId: RequestId): ClientChannel;
 }
 
+/** Sends to the client; a failure is logged (there is nobody else to tell). */
+export function sendToClient(
+  client: RelayClient,
+  log: Logger,
+  message: JSONRPCMessage,
+  relatedRequestId?: RequestId,
+): void {
+  void client
+    .send(message, relatedRequestId)
+    .catch((error: Error) => log.warn(`could not pass a message to the client: ${error.message}`));
+}
+
 /**
  * A cold start's verification of the server against its lock file: calls wait for it. Once it
  * has succeeded, waiting costs nothing; when it failed, every call is answered with a fixed text

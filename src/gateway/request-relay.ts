@@ -1,20 +1,14 @@
-import {
-  ErrorCode,
-  type ClientCapabilities,
-  type JSONRPCMessage,
-  type RequestId,
-  type Root,
-} from '@modelcontextprotocol/sdk/types.js';
-import type { AuditEvent } from '../audit/audit-record.js';
+import { ErrorCode, type JSONRPCMessage, type RequestId, type Root } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '../util/logger.js';
 import { isObject, type JsonRpcObject } from './forwarded-call.js';
-import type { RelayClient } from './relay-client.js';
+import { sendToClient, type RelayClient } from './relay-client.js';
 import type { SandboxPool, Upstream } from './sandbox-pool.js';
 import {
+  answerServerRequest,
   isServerRequest,
-  markedElicitation,
-  refusalOf,
-  type ServerRequestMethod,
+  type ClientPeer,
+  type InFlight,
+  type RequestAuditEvent,
   type ServerRequestPolicy,
 } from './server-requests.js';
 
@@ -33,31 +27,7 @@ import {
  * session's approved listing, like `tools/list`.
  */
 
-/** A request of the client in flight in a sandbox (a tool call or a read): what a server request is bound to. */
-export interface InFlight {
-  clientId: RequestId;
-  /** The tool, or the method of a read. */
-  what: string;
-}
-
-/** What the relay records (the session adds its id and the server's name). */
-export type RequestAuditEvent = DistributiveOmit<
-  Extract<AuditEvent, { type: 'request' | 'server.request' | 'server.request.answered' }>,
-  'session' | 'server'
->;
-
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
-
-/** The person's side of the client, for requests of the server. */
-export interface ClientPeer {
-  capabilities(): ClientCapabilities | undefined;
-  /** Sends a request to the client as part of the client's request `relatedRequestId`. */
-  request(
-    method: string,
-    params: Record<string, unknown> | undefined,
-    options: { relatedRequestId: RequestId; timeoutMs: number },
-  ): Promise<Record<string, unknown>>;
-}
+export type { ClientPeer, InFlight, RequestAuditEvent } from './server-requests.js';
 
 export interface RequestRelayOptions {
   serverName: string;
@@ -71,6 +41,8 @@ export interface RequestRelayOptions {
   readSandbox: string;
   /** Whether the client may get this prompt (approved and listed). */
   promptShown(name: string): boolean;
+  /** Whether the client may complete against this template (or resource): approved and listed. */
+  templateShown(uri: string): boolean;
   /** The tool calls in flight in an upstream, oldest first. */
   callsIn(upstream: Upstream): InFlight[];
   policy: ServerRequestPolicy;
@@ -116,6 +88,8 @@ export class RequestRelay {
   /** The client's `logging/setLevel`, sent to every sandbox (also those started later). */
   private level?: string;
   private readonly upstreams = new Set<Upstream>();
+  /** Requests of each upstream's server to the client not yet answered. */
+  private readonly asking = new WeakMap<Upstream, number>();
   private nextId = 1;
 
   constructor(private readonly options: RequestRelayOptions) {}
@@ -155,7 +129,7 @@ export class RequestRelay {
     if (typeof m.id === 'string' && m.id.startsWith(READ_ID_PREFIX) && m.method === undefined) {
       const read = this.pending.get(m.id);
       if (read?.upstream === upstream) {
-        const error = isObject(m.error) ? String(m.error.message ?? 'error') : null;
+        const error = isObject(m.error) ? (typeof m.error.message === 'string' ? m.error.message : 'error') : null;
         if (this.settle(read, error === null ? 'ok' : 'error', error)) {
           if (error === null && read.method === 'resources/subscribe' && read.subject)
             this.subscribed.add(read.subject);
@@ -167,7 +141,27 @@ export class RequestRelay {
       return true; // late, or not this sandbox's to answer: dropped
     }
     if (m.id !== undefined && isServerRequest(m.method)) {
-      void this.serverRequest(sandboxId, upstream, m.method, m);
+      const { serverName, policy, peer, timeoutMs, log } = this.options;
+      const asking = (this.asking.get(upstream) ?? 0) + 1;
+      this.asking.set(upstream, asking);
+      void answerServerRequest({
+        context: {
+          serverName,
+          policy,
+          peer,
+          roots: () => this.options.roots(),
+          timeoutMs,
+          log,
+          record: (event) => this.record(event),
+        },
+        ref: `${sandboxId}#${this.nextId++}`,
+        sandbox: sandboxId,
+        upstream,
+        method: m.method,
+        request: m,
+        bound: this.inFlight(upstream)[0],
+        pending: asking - 1,
+      }).finally(() => this.asking.set(upstream, (this.asking.get(upstream) ?? 1) - 1));
       return true;
     }
     switch (m.method) {
@@ -257,7 +251,7 @@ export class RequestRelay {
     try {
       await thawed;
       if (!this.pending.has(read.upstreamId)) return;
-      await upstream.forwarded.send({ jsonrpc: '2.0', id: read.upstreamId, method, params } as JSONRPCMessage);
+      await upstream.forwarded.send({ jsonrpc: '2.0', id: read.upstreamId, method, params });
     } catch (error) {
       if (this.settle(read, 'sandbox-died', (error as Error).message)) {
         this.replyError(clientId, ErrorCode.InternalError, `sandbox ${sandbox} could not take ${method}`);
@@ -275,6 +269,11 @@ export class RequestRelay {
     if (method === 'completion/complete' && isObject(params.ref) && params.ref.type === 'ref/prompt') {
       const name = params.ref.name;
       if (typeof name !== 'string' || !this.options.promptShown(name)) return `Unknown prompt (or not approved)`;
+    }
+    if (method === 'completion/complete' && isObject(params.ref) && params.ref.type === 'ref/resource') {
+      const uri = params.ref.uri;
+      if (typeof uri !== 'string' || !this.options.templateShown(uri))
+        return `Unknown resource template (or not approved)`;
     }
     if (method.startsWith('resources/') && typeof params.uri !== 'string') {
       return `Invalid ${method} request: expected params.uri (string)`;
@@ -303,50 +302,6 @@ export class RequestRelay {
         params: { level },
       })
       .catch(() => undefined);
-  }
-
-  /** A request of the server: refused, answered by hintbox (roots), or passed to the client. */
-  private async serverRequest(
-    sandbox: string,
-    upstream: Upstream,
-    method: ServerRequestMethod,
-    request: JsonRpcObject,
-  ): Promise<void> {
-    const ref = `${sandbox}#${this.nextId++}`;
-    const bound = this.inFlight(upstream)[0];
-    const refused = refusalOf(method, request.params, this.options.policy, this.options.peer.capabilities(), !!bound);
-    const answer = (message: Record<string, unknown>): Promise<void> =>
-      upstream.forwarded.send({ jsonrpc: '2.0', id: request.id!, ...message } as JSONRPCMessage).catch(() => undefined);
-    const base = { ref, sandbox, method, boundTo: bound?.what ?? null };
-    if (refused) {
-      this.record({ type: 'server.request', ...base, decision: 'refused', reason: refused });
-      this.options.log.warn(`${this.options.serverName} (sandbox ${sandbox}) asked for ${method}: refused, ${refused}`);
-      return answer({ error: { code: ErrorCode.InvalidRequest, message: `hintbox refused ${method}: ${refused}` } });
-    }
-    if (method === 'roots/list') {
-      // The server sees its sandbox's folders, never the client's host paths.
-      this.record({ type: 'server.request', ...base, decision: 'answered-by-hintbox', reason: null });
-      return answer({ result: { roots: this.options.roots() } });
-    }
-    if (!bound) return; // refused above: sampling and elicitation are bound to a request
-    this.record({ type: 'server.request', ...base, decision: 'passed', reason: null });
-    const params =
-      method === 'elicitation/create' && isObject(request.params)
-        ? markedElicitation(this.options.serverName, request.params)
-        : request.params;
-    try {
-      const result = await this.options.peer.request(method, params, {
-        relatedRequestId: bound.clientId,
-        timeoutMs: this.options.timeoutMs,
-      });
-      this.record({ type: 'server.request.answered', ref, sandbox, method, outcome: 'ok', detail: null });
-      await answer({ result });
-    } catch (error) {
-      const detail = (error as Error).message;
-      this.record({ type: 'server.request.answered', ref, sandbox, method, outcome: 'error', detail });
-      const code = typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : -32603;
-      await answer({ error: { code, message: detail } });
-    }
   }
 
   /** The client's requests in flight in an upstream, oldest first: tool calls, then reads. */
@@ -419,9 +374,7 @@ export class RequestRelay {
   }
 
   private send(message: JSONRPCMessage, relatedRequestId?: RequestId): void {
-    void this.options.client
-      .send(message, relatedRequestId)
-      .catch((error: Error) => this.options.log.warn(`could not pass a message to the client: ${error.message}`));
+    sendToClient(this.options.client, this.options.log, message, relatedRequestId);
   }
 }
 

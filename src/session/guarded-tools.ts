@@ -193,3 +193,26 @@ export function approvedHashIn(approvals: () => LockFile | undefined): (tool: st
     return lock ? lockedTool(lock, tool)?.sha256 : undefined;
   };
 }
+
+/**
+ * A cold start gave the client the approved instructions at `initialize`; once the running
+ * server is verified, a difference from them is said in the log (never the text).
+ */
+export function warnIfInstructionsDiffer(options: {
+  profile: Profile;
+  instructions: string | undefined;
+  lock: (() => LockFile | undefined) | undefined;
+  log: Logger;
+}): void {
+  let approved: string | null | undefined;
+  try {
+    approved = options.lock?.()?.instructions.sha256;
+  } catch {
+    approved = undefined;
+  }
+  if (approved !== undefined && approved !== instructionsHash(options.instructions)) {
+    options.log.warn(
+      `the server's instructions differ from the approved ones in the lock file: the client was given the approved ones at initialize; see "hintbox approve ${options.profile.file} --instructions"`,
+    );
+  }
+}

@@ -18,17 +18,16 @@ import type { PrivilegeViolation } from '../database/socket-relay.js';
 import { assertNoNestedMounts } from '../sandbox/nested-mounts.js';
 import { assertNoSpecialFiles } from '../sandbox/special-files.js';
 import { CallGuard, compilePreApprovals, type GuardedTool } from '../gateway/call-guard.js';
-import { instructionsHash, lockedDefinitions, type LockFile } from '../approvals/lock-file.js';
+import { lockedDefinitions, type LockFile } from '../approvals/lock-file.js';
 import { ServerTrustState } from '../policy/server-trust.js';
 import type { PinnedDefinition } from '../policy/tool-pin.js';
-import { approvedHashIn, approvedInstructions, guardTools } from './guarded-tools.js';
+import { approvedHashIn, approvedInstructions, guardTools, warnIfInstructionsDiffer } from './guarded-tools.js';
 import { SessionSandboxes } from './session-sandboxes.js';
 import type { GatewaySettings, SessionOptions } from './session-options.js';
 import { newSessionId, sessionIdentity } from '../util/session-identity.js';
 import { listValidTools, startEarly, startPlanned, type EarlyStart } from './start-sandboxes.js';
-import { reportDatabaseViolation } from './database-violation.js';
+import { databaseCallHooks, reportDatabaseViolation } from './database-violation.js';
 import { SessionOffers } from './session-offers.js';
-import { sandboxRoots } from '../gateway/server-requests.js';
 import type { ServerOffers } from '../gateway/discover-offers.js';
 
 export type { GatewaySettings, SessionOptions } from './session-options.js';
@@ -171,21 +170,10 @@ export class HintboxSession implements AsyncDisposable {
     const verified = this.verifying?.then(() => this.serveVerified(settings));
     // The run waits for this one (serving the verified server may fail too: the run ends then).
     if (verified) this.verifying = verified;
-    const recordRequest = this.offerList.recorder(settings.audit);
     this.gateway = new Gateway({
       ...(verified ? { verified } : {}),
       serverName: this.profile.name,
-      offers: this.offerList.visible(settings.approvals),
-      // Reads change nothing by definition: the strictest sandbox serves them, whatever the server claims.
-      readSandbox: sandboxId(strictestGrant(ceilingOf(this.profile))),
-      serverRequests: this.profile.serverRequests,
-      // A server is told its sandboxes' folders, never the client's host paths.
-      roots: () => sandboxRoots(this.profile.mounts),
-      onOffersChanged: async (from) => {
-        await this.offerList.list(from);
-        await this.gateway?.updateOffers(this.offerList.visible(settings.approvals));
-      },
-      ...(recordRequest ? { recordRequest } : {}),
+      ...this.offerList.gatewayOptions(settings, () => this.gateway),
       tools: routed,
       started: this.sandboxes.takeStarted(),
       upstreams: (id) => this.sandboxes.start(id),
@@ -195,21 +183,7 @@ export class HintboxSession implements AsyncDisposable {
       ...(gatekeeper ? { gatekeeper } : {}),
       onToolsListChanged: (from) => this.relist(from, settings),
       // Looked up at each call: a cold start opens the database after the gateway is made.
-      onDeadline: (sandbox, tool) => {
-        // A call past its deadline may hold a lock or run a query on: cut its sandbox's sessions.
-        void this.sandboxes.database?.endCallSessions(sandbox).then(
-          (n) => n > 0 && log.warn(`${tool}: deadline passed, cut ${n} database session(s) of sandbox ${sandbox}`),
-          (error: Error) => log.warn(`could not cut the database sessions of ${sandbox}: ${error.message}`),
-        );
-      },
-      // A call's database sessions end with it: no lock, transaction or LISTEN outlives the
-      // sandbox's last call in flight (a held sandbox is frozen first, so it cannot reconnect).
-      onSandboxIdle: (sandbox) =>
-        this.sandboxes.database?.endCallSessions(sandbox).then(
-          (n) => void (n > 0 && log.debug(`ended ${n} database session(s) of sandbox ${sandbox}`)),
-          (error: Error) =>
-            log.warn(`could not end the database sessions of sandbox ${sandbox} after its call: ${error.message}`),
-        ),
+      ...databaseCallHooks(() => this.sandboxes.database, log),
     });
     const gateway = this.gateway;
     return (this.verifying ? Promise.resolve() : this.listAgainIfChanged(settings)).then(() => gateway);
@@ -263,17 +237,7 @@ export class HintboxSession implements AsyncDisposable {
     const routed = await this.updateGatewayRoutes(settings);
     await this.gateway?.updateOffers(this.offerList.visible(settings.approvals));
     await this.listAgainIfChanged(settings);
-    let approved: string | null | undefined;
-    try {
-      approved = settings.approvals?.()?.instructions.sha256;
-    } catch {
-      approved = undefined;
-    }
-    if (approved !== undefined && approved !== instructionsHash(this.instructions)) {
-      log.warn(
-        `the server's instructions differ from the approved ones in the lock file: the client was given the approved ones at initialize; see "hintbox approve ${this.profile.file} --instructions"`,
-      );
-    }
+    warnIfInstructionsDiffer({ profile: this.profile, instructions: this.instructions, lock: settings.approvals, log });
     log.info(`verified ${this.profile.name} against its lock file: ${routed} tool(s) routed`);
   }
 

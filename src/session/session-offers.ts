@@ -7,7 +7,11 @@ import {
   type RejectedOffer,
   type ServerOffers,
 } from '../gateway/discover-offers.js';
-import type { RequestAuditEvent, Upstream } from '../gateway/gateway.js';
+import type { Gateway, GatewayOptions, RequestAuditEvent, Upstream } from '../gateway/gateway.js';
+import { sandboxRoots } from '../gateway/server-requests.js';
+import { sandboxId, strictestGrant } from '../policy/plan-sandboxes.js';
+import { ceilingOf } from '../profile/profile-ceiling.js';
+import type { GatewaySettings } from './session-options.js';
 import type { Profile } from '../profile/load-profile.js';
 import type { Logger } from '../util/logger.js';
 import { guardOffers } from './guarded-offers.js';
@@ -60,6 +64,28 @@ export class SessionOffers {
       firstSeen: this.firstSeen,
       log: this.options.log,
     });
+  }
+
+  /** What the gateway needs of them: what is shown, where reads run, what the server may ask, the audit. */
+  gatewayOptions(
+    settings: GatewaySettings,
+    gateway: () => Gateway | undefined,
+  ): Pick<GatewayOptions, 'offers' | 'readSandbox' | 'serverRequests' | 'roots' | 'onOffersChanged' | 'recordRequest'> {
+    const { profile } = this.options;
+    const recordRequest = this.recorder(settings.audit);
+    return {
+      offers: this.visible(settings.approvals),
+      // Reads change nothing by definition: the strictest sandbox serves them, whatever the server claims.
+      readSandbox: sandboxId(strictestGrant(ceilingOf(profile))),
+      serverRequests: profile.serverRequests,
+      // A server is told its sandboxes' folders, never the client's host paths.
+      roots: () => sandboxRoots(profile.mounts),
+      onOffersChanged: async (from) => {
+        await this.list(from);
+        await gateway()?.updateOffers(this.visible(settings.approvals));
+      },
+      ...(recordRequest ? { recordRequest } : {}),
+    };
   }
 
   /** Records a read or a server's request in the audit trail, as this session's. */

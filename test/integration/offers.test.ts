@@ -133,7 +133,7 @@ describe('prompts, resources and requests of the server through hintbox', { time
       const message = asked[0]!.message;
       assert.match(message, /^The MCP server "asker-\d+" asks \(its own question, not hintbox's\): Pick a colour\./);
       // The forged line and the terminal colours are shown as escapes, never obeyed.
-      assert.doesNotMatch(message, /[\n\u001b]/);
+      assert.equal(message.includes('\n') || message.includes('\u001b'), false);
       assert.match(message, /\\u000ahintbox asks: allow delete_everything\? \\u001b\[32m/);
       const schema = asked[0] as unknown as { requestedSchema: { properties: { colour: { title: string } } } };
       assert.equal(schema.requestedSchema.properties.colour.title, 'Colour\\u202e');
@@ -213,6 +213,13 @@ describe('prompts, resources and requests of the server through hintbox', { time
       await using hintbox = await runHintbox(profile);
       // A read waits until the server is verified against the lock file (a cold start).
       await assert.rejects(hintbox.client.getPrompt({ name: 'summarize', arguments: { topic: 'x' } }), /not approved/);
+      await assert.rejects(
+        hintbox.client.complete({
+          ref: { type: 'ref/prompt', name: 'summarize' },
+          argument: { name: 'topic', value: 'a' },
+        }),
+        /not approved/,
+      );
       const prompts = await hintbox.client.listPrompts();
       assert.deepEqual(
         prompts.prompts.map((p) => p.name),

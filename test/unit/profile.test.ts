@@ -581,6 +581,64 @@ describe('loadProfile: errors name the file and the field', () => {
   });
 });
 
+describe('profile serverRequests', () => {
+  const withSection = (dir: string, lines: string[], trust = 'untrusted'): string =>
+    write(dir, [MINIMAL.trimEnd(), `trust: ${trust}`, ...lines, ''].join('\n'));
+
+  it('defaults: an untrusted server may elicit and ask for roots, not sample; a trusted one may sample too', () => {
+    const { dir, home } = sandboxDir();
+    assert.deepEqual(load(withSection(dir, []), { vars: {}, home }).serverRequests, {
+      sampling: false,
+      elicitation: true,
+      roots: true,
+    });
+    assert.deepEqual(load(withSection(dir, [], 'trusted'), { vars: {}, home }).serverRequests, {
+      sampling: true,
+      elicitation: true,
+      roots: true,
+    });
+    // A section that names one feature leaves the others at their defaults.
+    assert.deepEqual(
+      load(withSection(dir, ['serverRequests: { roots: false }'], 'trusted'), { vars: {}, home }).serverRequests,
+      {
+        sampling: true,
+        elicitation: true,
+        roots: false,
+      },
+    );
+  });
+
+  it('keeps explicit values, also against the trust default', () => {
+    const { dir, home } = sandboxDir();
+    const explicit = (trust: string, text: string) =>
+      load(withSection(dir, [`serverRequests: ${text}`], trust), { vars: {}, home }).serverRequests;
+    assert.deepEqual(explicit('untrusted', '{ sampling: true, elicitation: false, roots: false }'), {
+      sampling: true,
+      elicitation: false,
+      roots: false,
+    });
+    assert.deepEqual(explicit('trusted', '{ sampling: false }'), { sampling: false, elicitation: true, roots: true });
+    assert.deepEqual(explicit('untrusted', '{}'), { sampling: false, elicitation: true, roots: true });
+  });
+
+  it('refuses an unknown key and values that are not booleans, naming the field', () => {
+    const { dir, home } = sandboxDir();
+    const error = failing(
+      withSection(dir, ['serverRequests: { sampling: "yes", elicitation: 1, roots: null, tasks: true }']),
+      { vars: {}, home },
+    );
+    for (const at of ['serverRequests.sampling', 'serverRequests.elicitation', 'serverRequests.roots']) {
+      assert.match(problemAt(error, at).message, /boolean/, at);
+    }
+    assert.equal(problemAt(error, 'serverRequests.tasks').message, 'unknown key');
+    assert.equal(error.problems.length, 4, 'every problem at once');
+    const list = failing(withSection(dir, ['serverRequests: [sampling]']), { vars: {}, home });
+    problemAt(list, 'serverRequests');
+    const word = failing(withSection(dir, ['serverRequests: none']), { vars: {}, home });
+    problemAt(word, 'serverRequests');
+  });
+});
+
 describe('formatFieldPath', () => {
   it('joins keys with dots and indexes with brackets', () => {
     assert.equal(formatFieldPath(['mounts', 0, 'source']), 'mounts[0].source');
