@@ -8,11 +8,13 @@ import type { AuditOutcomeReport } from '../audit/audit-record.js';
 import type { Logger } from '../util/logger.js';
 import type { Gatekeeper } from './call-guard.js';
 import {
+  answerOf,
   cancelUpstream,
   diedResult,
   errorResult,
   FORWARDED_ID_PREFIX,
   isObject,
+  notificationOf,
   outcomeOf,
   traceIdOf,
   type JsonRpcObject,
@@ -52,6 +54,8 @@ export interface CallRelayOptions {
   onToolsListChanged?: (from: Upstream) => void;
   /** Calls wait for it before anything else (a cold start: the server is being verified). */
   verified?: Promise<void>;
+  /** A forwarded call was answered, failed or cancelled (its server's requests of the client end with it). */
+  onCallSettled?: (clientId: RequestId) => void;
 }
 
 /** Timed-out calls of tools whose decision allows retries are sent again this many times. */
@@ -144,7 +148,7 @@ export class CallRelay {
       }
       if (call && this.settle(call, outcomeOf(m))) {
         // An answer that cannot be passed on (nested too deep to write again) still answers the call.
-        this.options.client.send({ ...m, id: call.clientId } as JSONRPCMessage, call.clientId).catch((error: Error) => {
+        this.options.client.send(answerOf(m, call.clientId), call.clientId).catch((error: Error) => {
           this.options.log.warn(
             `the answer of ${call.tool} from sandbox ${call.sandbox} could not be passed on: ${error.message}`,
           );
@@ -301,13 +305,15 @@ export class CallRelay {
     }
   }
 
-  private forwardProgress(notification: JsonRpcObject, from: Upstream): boolean {
-    const token = notification.params?.progressToken;
+  private forwardProgress(message: JsonRpcObject, from: Upstream): boolean {
+    const notification = notificationOf(message);
+    if (!notification) return true; // one with an id (a request in disguise): dropped
+    const token = message.params?.progressToken;
     for (const call of this.pending.values()) {
       if (call.upstream === from && call.progressToken !== undefined && call.progressToken === token) {
         this.armTimer(call); // progress resets the deadline
         void this.options.client
-          .send(notification as JSONRPCMessage, call.clientId)
+          .send(notification, call.clientId)
           .catch((error: Error) =>
             this.options.log.warn(`a progress notification of ${call.tool} could not be passed on: ${error.message}`),
           );
@@ -376,6 +382,7 @@ export class CallRelay {
   private settle(call: PendingCall, report: AuditOutcomeReport): boolean {
     if (!this.pending.delete(call.upstreamId)) return false;
     this.pendingByClientId.delete(call.clientId);
+    this.options.onCallSettled?.(call.clientId);
     if (call.timer) clearTimeout(call.timer);
     call.activity.leave();
     if (call.auditId) {

@@ -1,4 +1,9 @@
-import type { CallToolResult, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ErrorCode,
+  type CallToolResult,
+  type JSONRPCMessage,
+  type RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { AuditOutcomeReport } from '../audit/audit-record.js';
 import type { SandboxActivity } from './sandbox-activity.js';
 import type { Upstream } from './sandbox-pool.js';
@@ -42,14 +47,46 @@ export function traceIdOf(meta: unknown): string | undefined {
   return match && !/^0+$/.test(match[1]!) ? match[1] : undefined;
 }
 
-/** The audit outcome of an upstream's answer. */
+/** The audit outcome of an upstream's answer (as {@link answerOf} passes it on). */
 export function outcomeOf(message: JsonRpcObject): AuditOutcomeReport {
-  if (isObject(message.error)) {
-    const text = message.error.message;
-    return { outcome: 'error', detail: typeof text === 'string' ? text : 'error' };
+  const answer = answerOf(message, 0) as { result?: Record<string, unknown>; error?: { message: string } };
+  if (answer.error) return { outcome: 'error', detail: answer.error.message };
+  return { outcome: answer.result?.isError === true ? 'tool-error' : 'ok' };
+}
+
+/**
+ * A server's answer as the client gets it, under the client's id: its `result` (an object), or
+ * its `error` (code, message, data); nothing else of what the server wrote — another member
+ * could make the client read the message as something else. An answer with neither is an error.
+ */
+export function answerOf(message: JsonRpcObject, id: RequestId): JSONRPCMessage {
+  const error = message.error;
+  if (isObject(error)) {
+    return {
+      jsonrpc: '2.0',
+      id,
+      error: {
+        code: typeof error.code === 'number' ? error.code : ErrorCode.InternalError,
+        message: typeof error.message === 'string' ? error.message : 'error',
+        ...(error.data !== undefined ? { data: error.data } : {}),
+      },
+    };
   }
-  const result = isObject(message.result) ? message.result : {};
-  return { outcome: result.isError === true ? 'tool-error' : 'ok' };
+  if (isObject(message.result)) return { jsonrpc: '2.0', id, result: message.result };
+  const text = 'the server answered with neither a result nor an error';
+  return { jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: text } };
+}
+
+/**
+ * A server's notification as the client gets it: its method and params, nothing else. A
+ * "notification" that carries an id is a request (the client would answer it, and its answer
+ * would meet hintbox's own request of that id: a confirmation): undefined, as is one whose
+ * params are not an object. Dropped then.
+ */
+export function notificationOf(message: JsonRpcObject): JSONRPCMessage | undefined {
+  if (message.id !== undefined || typeof message.method !== 'string') return undefined;
+  if (message.params !== undefined && !isObject(message.params)) return undefined;
+  return { jsonrpc: '2.0', method: message.method, ...(message.params ? { params: message.params } : {}) };
 }
 
 export function isObject(value: unknown): value is Record<string, unknown> {

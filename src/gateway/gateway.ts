@@ -12,6 +12,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { SplitTransport } from '../mcp/split-transport.js';
+import { ENFORCED_META_KEY } from '../policy/advertised-annotations.js';
 import { pinOffer } from '../policy/offer-pin.js';
 import { pinTool } from '../policy/tool-pin.js';
 import type { Logger } from '../util/logger.js';
@@ -20,6 +21,7 @@ import type { ClientChannel, Gatekeeper } from './call-guard.js';
 import { CallRelay } from './call-relay.js';
 import { NO_OFFERS, type ServerOffers } from './discover-offers.js';
 import { DEFAULT_PAGE_SIZE, pageOf } from './list-pages.js';
+import { Relisting } from './relisting.js';
 import { RequestRelay, type RequestAuditEvent } from './request-relay.js';
 import { SandboxPool, type Upstream, type UpstreamFactory } from './sandbox-pool.js';
 import type { ServerRequestPolicy } from './server-requests.js';
@@ -78,9 +80,9 @@ export interface GatewayOptions {
   /** The prompts, resources and templates the client may see (approved). Default none. */
   offers?: ServerOffers;
   /** The strictest sandbox: where reads of resources, prompts and completions run. */
-  readSandbox?: string;
-  /** What the server may ask of the client. Default: nothing. */
-  serverRequests?: ServerRequestPolicy;
+  readSandbox: string;
+  /** What the server may ask of the client now. Default: nothing. */
+  serverRequests?: () => ServerRequestPolicy;
   /** The roots a server is told (its sandboxes' mount targets). */
   roots?: () => Root[];
   /** A server said its prompts or resources changed: the session lists them and calls `updateOffers`. */
@@ -100,11 +102,9 @@ export class Gateway {
   private tools: Map<string, RoutedTool>;
   /** The prompts, resources and templates served now. */
   private offers: ServerOffers;
-  private relistingOffers?: Promise<void>;
-  private relistOffersAgain = false;
-  /** One re-listing at a time; a change announced during one is handled after it. */
-  private relisting?: Promise<void>;
-  private relistAgain = false;
+  /** A server said its tools changed: the session lists them again (not thawed for it: a held sandbox answers while a call runs in it). */
+  private readonly toolsRelisting: Relisting;
+  private readonly offersRelisting: Relisting;
   private client?: SplitTransport;
   private closing = false;
 
@@ -129,7 +129,7 @@ export class Gateway {
       log: options.log,
       onUpstream: (id, upstream) => {
         this.relay.attach(id, upstream, (message) => this.requests.fromUpstream(id, upstream, message));
-        this.requests.attach(id, upstream);
+        this.requests.attach(upstream);
       },
       ...(options.onSandboxIdle ? { onSandboxIdle: options.onSandboxIdle } : {}),
     });
@@ -143,7 +143,8 @@ export class Gateway {
         send: (message, relatedRequestId) => this.sendToClient(message, relatedRequestId),
         channelFor: (requestId) => this.channelFor(requestId),
       },
-      onToolsListChanged: (from) => this.toolsListChanged(from),
+      onToolsListChanged: (from) => this.toolsRelisting.announced(from),
+      onCallSettled: (clientId) => this.requests.callEnded(clientId),
       ...(options.gatekeeper ? { gatekeeper: options.gatekeeper } : {}),
       ...(options.onDeadline ? { onDeadline: options.onDeadline } : {}),
       ...(options.verified ? { verified: options.verified } : {}),
@@ -157,30 +158,48 @@ export class Gateway {
       },
       peer: {
         capabilities: () => this.server.getClientCapabilities(),
-        request: (method, params, { relatedRequestId, timeoutMs }) =>
+        request: (method, params, { relatedRequestId, timeoutMs, signal }) =>
           this.server.request({ method, ...(params ? { params } : {}) }, z.looseObject({}), {
             relatedRequestId,
             timeout: timeoutMs,
+            signal,
           }),
       },
       log: options.log,
       timeoutMs: options.callTimeoutMs,
-      readSandbox: options.readSandbox ?? 'ro-offline',
-      promptShown: (name) => this.offers.prompts.some((p) => p.name === name),
-      templateShown: (uri) =>
-        this.offers.resourceTemplates.some((t) => t.uriTemplate === uri) ||
-        this.offers.resources.some((r) => r.uri === uri),
+      readSandbox: options.readSandbox,
+      shown: {
+        prompt: (name) => this.offers.prompts.some((p) => p.name === name),
+        resourceRef: (uri) =>
+          this.offers.resourceTemplates.some((t) => t.uriTemplate === uri) ||
+          this.offers.resources.some((r) => r.uri === uri),
+      },
       callsIn: (upstream) => this.relay.callsIn(upstream),
-      policy: options.serverRequests ?? { sampling: false, elicitation: false, roots: false },
+      policy:
+        options.serverRequests ??
+        (() => ({ sampling: false, elicitation: false, urlElicitation: false, roots: false })),
       roots: options.roots ?? (() => []),
-      onOffersChanged: (from) => this.offersChanged(from),
+      onOffersChanged: (from) => this.offersRelisting.announced(from),
       isHeld: (upstream, sandboxId) => this.pool.isHeld(upstream, sandboxId),
       ...(options.recordRequest ? { record: options.recordRequest } : {}),
       ...(options.verified ? { verified: options.verified } : {}),
     });
+    const stopped = (): boolean => this.closing;
+    this.toolsRelisting = new Relisting(
+      'tools',
+      (from) => options.onToolsListChanged?.(from) ?? Promise.resolve(),
+      options.log,
+      stopped,
+    );
+    this.offersRelisting = new Relisting(
+      'prompts and resources',
+      (from) => options.onOffersChanged?.(from) ?? Promise.resolve(),
+      options.log,
+      stopped,
+    );
     for (const [id, upstream] of options.started ?? []) this.pool.adopt(id, upstream);
     this.tools = new Map(options.tools);
-    this.offers = options.offers ?? NO_OFFERS;
+    this.offers = withoutHintboxMeta(options.offers ?? NO_OFFERS);
     const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
     const paged = <T>(items: readonly T[], request: { params?: { cursor?: unknown } }) =>
       pageOf(items, request.params?.cursor, pageSize);
@@ -246,7 +265,7 @@ export class Gateway {
    */
   async updateOffers(offers: ServerOffers): Promise<void> {
     const before = this.offers;
-    this.offers = offers;
+    this.offers = withoutHintboxMeta(offers);
     const changed = (a: readonly object[], b: readonly object[]): boolean => offerPins(a) !== offerPins(b);
     const tell = (what: string, send: () => Promise<void>): Promise<void> =>
       send().catch((error: Error) =>
@@ -314,47 +333,6 @@ export class Gateway {
       .sort()
       .join(',');
   }
-
-  /** One re-listing of prompts and resources at a time; a change announced during one is handled after it. */
-  private offersChanged(from: Upstream): void {
-    const handler = this.options.onOffersChanged;
-    if (!handler || this.closing) return;
-    if (this.relistingOffers) {
-      this.relistOffersAgain = true;
-      return;
-    }
-    this.relistingOffers = (async () => {
-      do {
-        this.relistOffersAgain = false;
-        try {
-          await handler(from);
-        } catch (error) {
-          this.options.log.error(`listing the prompts and resources again failed: ${(error as Error).message}`);
-        }
-      } while (this.relistOffersAgain && !this.closing);
-    })().finally(() => (this.relistingOffers = undefined));
-  }
-
-  private toolsListChanged(from: Upstream): void {
-    const handler = this.options.onToolsListChanged;
-    if (!handler || this.closing) return;
-    if (this.relisting) {
-      this.relistAgain = true;
-      return;
-    }
-    this.relisting = (async () => {
-      do {
-        this.relistAgain = false;
-        // Not thawed for it: a held sandbox answers the listing while a call runs in it (the one
-        // that announced the change, or the next), or the listing times out.
-        try {
-          await handler(from);
-        } catch (error) {
-          this.options.log.error(`listing the tools again failed: ${(error as Error).message}`);
-        }
-      } while (this.relistAgain && !this.closing);
-    })().finally(() => (this.relisting = undefined));
-  }
 }
 
 /** Offers as pins, in no order: the same offers in another order or key order are no change. */
@@ -363,4 +341,22 @@ function offerPins(offers: readonly object[]): string {
     .map((offer) => pinOffer(offer).hash)
     .sort()
     .join(',');
+}
+
+/**
+ * Offers as served: a server's own `_meta["io.hintbox/enforced"]` on a prompt, resource or
+ * template is dropped — that key is hintbox's account of a tool, and a server must not forge one.
+ */
+function withoutHintboxMeta(offers: ServerOffers): ServerOffers {
+  const clean = <T extends { _meta?: Record<string, unknown> }>(item: T): T => {
+    if (!item._meta || !Object.hasOwn(item._meta, ENFORCED_META_KEY)) return item;
+    const meta = { ...item._meta };
+    delete meta[ENFORCED_META_KEY];
+    return { ...item, _meta: meta };
+  };
+  return {
+    prompts: offers.prompts.map(clean),
+    resources: offers.resources.map(clean),
+    resourceTemplates: offers.resourceTemplates.map(clean),
+  };
 }

@@ -1,10 +1,17 @@
-import { ErrorCode, type JSONRPCMessage, type RequestId, type Root } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ErrorCode,
+  LoggingLevelSchema,
+  type JSONRPCMessage,
+  type RequestId,
+  type Root,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '../util/logger.js';
-import { isObject, type JsonRpcObject } from './forwarded-call.js';
+import { answerOf, isObject, notificationOf, type JsonRpcObject } from './forwarded-call.js';
+import { readRefusal, READS, subjectOf, type ShownOffers } from './read-requests.js';
 import { sendToClient, type RelayClient } from './relay-client.js';
 import type { SandboxPool, Upstream } from './sandbox-pool.js';
+import { ServerRequestDesk } from './server-request-desk.js';
 import {
-  answerServerRequest,
   isServerRequest,
   type ClientPeer,
   type InFlight,
@@ -15,14 +22,15 @@ import {
 /**
  * Everything of MCP besides tools, both ways:
  * - the client's reads — `resources/read`, `resources/subscribe`/`unsubscribe`, `prompts/get`,
- *   `completion/complete` — forwarded as JSON-RPC to the strictest sandbox (read-only mounts, no
- *   network) whatever the server claims, since reading changes nothing by definition; their
- *   cancellation and progress pass through, and each is audited once answered;
+ *   `completion/complete` (`read-requests.ts`) — forwarded as JSON-RPC to the strictest sandbox
+ *   (read-only mounts, no network) whatever the server claims, since reading changes nothing by
+ *   definition; their cancellation and progress pass through, and each is audited once answered;
  * - `logging/setLevel`, sent on to every sandbox (and to those started later);
- * - from the sandboxes: log messages and resource updates (to the client), changes of prompts
- *   and resources (the session lists them again), and requests of the client — sampling,
- *   elicitation, roots — passed on only as the profile and the client allow, bound to the
- *   request of the client in flight in that sandbox, and audited.
+ * - from the sandboxes: log messages and resource updates (to the client, rebuilt from their
+ *   method and params: an id a server put on a notification would make the client answer it,
+ *   and its answer would meet hintbox's own request of that id), changes of prompts and
+ *   resources (the session lists them again), and requests of the client — sampling,
+ *   elicitation, roots — answered by the desk (`server-request-desk.ts`).
  * The lists themselves (`prompts/list`, `resources/list`, …) are the gateway's: served from the
  * session's approved listing, like `tools/list`.
  */
@@ -39,13 +47,12 @@ export interface RequestRelayOptions {
   timeoutMs: number;
   /** The strictest sandbox: where reads run. */
   readSandbox: string;
-  /** Whether the client may get this prompt (approved and listed). */
-  promptShown(name: string): boolean;
-  /** Whether the client may complete against this template (or resource): approved and listed. */
-  templateShown(uri: string): boolean;
-  /** The tool calls in flight in an upstream, oldest first. */
+  /** What the client may see now. */
+  shown: ShownOffers;
+  /** The tool calls in flight in an upstream, oldest first: what a server's request is bound to. */
   callsIn(upstream: Upstream): InFlight[];
-  policy: ServerRequestPolicy;
+  /** What the server may ask of the client now. */
+  policy(): ServerRequestPolicy;
   /** The roots a server is told: its sandboxes' mount targets. */
   roots(): Root[];
   /** A server said its prompts or resources changed: the session lists them again. */
@@ -57,22 +64,16 @@ export interface RequestRelayOptions {
   verified?: Promise<void>;
 }
 
-/** The client's reads, forwarded to the strictest sandbox. */
-const READS = new Set([
-  'resources/read',
-  'resources/subscribe',
-  'resources/unsubscribe',
-  'prompts/get',
-  'completion/complete',
-]);
-
 /** The id space of forwarded reads (the call relay's is `hintbox:`; the SDK's are numbers). */
 const READ_ID_PREFIX = 'hintbox-read:';
+/** The id space of the logging levels hintbox sends the sandboxes (their answers are dropped). */
+const LEVEL_ID_PREFIX = 'hintbox-level:';
 
 interface PendingRead {
   clientId: RequestId;
   upstreamId: string;
   upstream: Upstream;
+  sandbox: string;
   method: string;
   subject: string | null;
   progressToken?: string | number;
@@ -83,16 +84,30 @@ interface PendingRead {
 export class RequestRelay {
   private readonly pending = new Map<string, PendingRead>();
   private readonly pendingByClientId = new Map<RequestId, PendingRead>();
+  /** Reads not forwarded yet (waiting for verification or a sandbox), by the client's id. */
+  private readonly admitting = new Set<RequestId>();
+  private readonly cancelledWhileAdmitting = new Set<RequestId>();
   /** URIs the client subscribed to: only their updates reach it. */
   private readonly subscribed = new Set<string>();
   /** The client's `logging/setLevel`, sent to every sandbox (also those started later). */
   private level?: string;
-  private readonly upstreams = new Set<Upstream>();
-  /** Requests of each upstream's server to the client not yet answered. */
-  private readonly asking = new WeakMap<Upstream, number>();
+  /** The level each upstream was last sent. */
+  private readonly levels = new Map<Upstream, string>();
+  private readonly desk: ServerRequestDesk;
   private nextId = 1;
 
-  constructor(private readonly options: RequestRelayOptions) {}
+  constructor(private readonly options: RequestRelayOptions) {
+    const { serverName, peer, timeoutMs, log } = options;
+    this.desk = new ServerRequestDesk({
+      serverName,
+      peer,
+      timeoutMs,
+      log,
+      policy: () => options.policy(),
+      roots: () => options.roots(),
+      record: (event) => this.record(event),
+    });
+  }
 
   /** A message from the client: true when the relay took it. */
   fromClient(message: JSONRPCMessage): boolean {
@@ -112,10 +127,10 @@ export class RequestRelay {
   }
 
   /** Listens to an upstream too (after the call relay); sends it the client's logging level. */
-  attach(_sandboxId: string, upstream: Upstream): void {
-    this.upstreams.add(upstream);
+  attach(upstream: Upstream): void {
+    this.levels.set(upstream, '');
     void upstream.closed.then(() => {
-      this.upstreams.delete(upstream);
+      this.levels.delete(upstream);
       for (const read of [...this.pending.values()]) {
         if (read.upstream !== upstream || !this.settle(read, 'sandbox-died', upstream.diagnostics() || null)) continue;
         this.replyError(read.clientId, ErrorCode.InternalError, `the sandbox serving ${read.method} died`);
@@ -124,77 +139,60 @@ export class RequestRelay {
     if (this.level !== undefined) this.sendLevel(upstream, this.level);
   }
 
+  /** A tool call ended: its server's requests still waiting for the client are withdrawn. */
+  callEnded(clientId: RequestId): void {
+    this.desk.callEnded(clientId);
+  }
+
   /** A message of an upstream the call relay did not take. */
   fromUpstream(sandboxId: string, upstream: Upstream, m: JsonRpcObject): boolean {
-    if (typeof m.id === 'string' && m.id.startsWith(READ_ID_PREFIX) && m.method === undefined) {
+    if (typeof m.id === 'string' && m.method === undefined) {
+      if (m.id.startsWith(LEVEL_ID_PREFIX)) return true;
+      if (!m.id.startsWith(READ_ID_PREFIX)) return false;
       const read = this.pending.get(m.id);
-      if (read?.upstream === upstream) {
-        const error = isObject(m.error) ? (typeof m.error.message === 'string' ? m.error.message : 'error') : null;
-        if (this.settle(read, error === null ? 'ok' : 'error', error)) {
-          if (error === null && read.method === 'resources/subscribe' && read.subject)
-            this.subscribed.add(read.subject);
-          if (error === null && read.method === 'resources/unsubscribe' && read.subject)
-            this.subscribed.delete(read.subject);
-          this.send({ ...m, id: read.clientId } as JSONRPCMessage, read.clientId);
-        }
+      // Only the sandbox a read was sent to may answer it; a late answer is dropped.
+      if (read?.upstream !== upstream) return true;
+      const answer = answerOf(m, read.clientId) as { error?: { message: string } };
+      if (!this.settle(read, answer.error ? 'error' : 'ok', answer.error?.message ?? null)) return true;
+      if (!answer.error && read.subject !== null) {
+        if (read.method === 'resources/subscribe') this.subscribed.add(read.subject);
+        if (read.method === 'resources/unsubscribe') this.subscribed.delete(read.subject);
       }
-      return true; // late, or not this sandbox's to answer: dropped
-    }
-    if (m.id !== undefined && isServerRequest(m.method)) {
-      const { serverName, policy, peer, timeoutMs, log } = this.options;
-      const asking = (this.asking.get(upstream) ?? 0) + 1;
-      this.asking.set(upstream, asking);
-      void answerServerRequest({
-        context: {
-          serverName,
-          policy,
-          peer,
-          roots: () => this.options.roots(),
-          timeoutMs,
-          log,
-          record: (event) => this.record(event),
-        },
-        ref: `${sandboxId}#${this.nextId++}`,
-        sandbox: sandboxId,
-        upstream,
-        method: m.method,
-        request: m,
-        bound: this.inFlight(upstream)[0],
-        pending: asking - 1,
-      }).finally(() => this.asking.set(upstream, (this.asking.get(upstream) ?? 1) - 1));
+      this.send(answer as JSONRPCMessage, read.clientId);
       return true;
     }
-    switch (m.method) {
-      case 'notifications/progress': {
-        const read = [...this.pending.values()].find(
-          (r) =>
-            r.upstream === upstream && r.progressToken !== undefined && r.progressToken === m.params?.progressToken,
-        );
-        if (read) {
-          this.armTimer(read);
-          this.send(m as JSONRPCMessage, read.clientId);
-        }
-        return true;
-      }
-      case 'notifications/message': {
-        const bound = this.inFlight(upstream)[0];
-        this.send(m as JSONRPCMessage, bound?.clientId);
-        return true;
-      }
-      case 'notifications/resources/updated': {
-        const uri = m.params?.uri;
-        if (typeof uri === 'string' && this.subscribed.has(uri)) this.send(m as JSONRPCMessage);
-        return true;
-      }
-      case 'notifications/resources/list_changed':
-      case 'notifications/prompts/list_changed':
-        // As for tools: a held sandbox's announcement outside a call is dropped.
-        if (this.options.isHeld(upstream, sandboxId) && this.inFlight(upstream).length === 0) return true;
-        this.options.onOffersChanged?.(upstream);
-        return true;
-      default:
-        return false;
+    if (m.id !== undefined && isServerRequest(m.method)) {
+      this.desk.take(sandboxId, upstream, m.method, m, this.options.callsIn(upstream)[0]);
+      return true;
     }
+    if (m.method === 'notifications/cancelled') return this.desk.cancelledByServer(upstream, m.params?.requestId);
+    if (!['notifications/progress', 'notifications/message', 'notifications/resources/updated'].includes(m.method!)) {
+      if (m.method !== 'notifications/resources/list_changed' && m.method !== 'notifications/prompts/list_changed') {
+        return false;
+      }
+      // As for tools: a held sandbox's announcement outside a call is dropped.
+      if (this.options.isHeld(upstream, sandboxId) && this.inFlight(upstream).length === 0) return true;
+      if (m.id === undefined) this.options.onOffersChanged?.(upstream);
+      return true;
+    }
+    const notification = notificationOf(m);
+    if (!notification) return true; // a request in disguise (it has an id): dropped
+    if (m.method === 'notifications/progress') {
+      const token = m.params?.progressToken;
+      const read = [...this.pending.values()].find(
+        (r) => r.upstream === upstream && r.progressToken !== undefined && r.progressToken === token,
+      );
+      if (read) {
+        this.armTimer(read);
+        this.send(notification, read.clientId);
+      }
+    } else if (m.method === 'notifications/message') {
+      this.send(notification, this.inFlight(upstream)[0]?.clientId);
+    } else {
+      const uri = m.params?.uri;
+      if (typeof uri === 'string' && this.subscribed.has(uri)) this.send(notification);
+    }
+    return true;
   }
 
   /** Settles every read in flight (the client left, or hintbox stops). */
@@ -202,105 +200,88 @@ export class RequestRelay {
     for (const read of [...this.pending.values()]) {
       if (this.settle(read, 'cancelled', detail)) this.cancelUpstream(read, detail);
     }
+    for (const id of this.admitting) this.cancelledWhileAdmitting.add(id);
   }
 
   private async forwardRead(request: JsonRpcObject): Promise<void> {
     const clientId = request.id!;
     const method = request.method!;
-    const params = request.params ?? {};
+    const params = isObject(request.params) ? request.params : {};
     const subject = subjectOf(method, params);
-    try {
-      // What is shown (which prompts) is the verified server's, not the lock's.
-      await this.options.verified;
-    } catch {
-      return this.replyError(
-        clientId,
-        ErrorCode.InternalError,
-        `hintbox could not verify ${this.options.serverName} against its lock file`,
-      );
-    }
-    const refused = this.refusal(method, params);
-    if (refused) {
-      this.record({ type: 'request', sandbox: null, method, subject, outcome: 'refused', detail: refused });
-      return this.replyError(clientId, ErrorCode.InvalidParams, refused);
-    }
-    const sandbox = this.options.readSandbox;
-    let upstream: Upstream;
-    try {
-      upstream = await this.options.pool.upstreamFor(sandbox);
-    } catch (error) {
-      const text = `hintbox could not start sandbox ${sandbox} for ${method}: ${(error as Error).message}`;
-      this.record({ type: 'request', sandbox, method, subject, outcome: 'sandbox-died', detail: text });
-      return this.replyError(clientId, ErrorCode.InternalError, text);
-    }
-    const activity = this.options.pool.activityOf(upstream, sandbox);
-    const thawed = activity.enter();
-    const token = isObject(params._meta) ? params._meta.progressToken : undefined;
-    const read: PendingRead = {
-      clientId,
-      upstreamId: `${READ_ID_PREFIX}${this.nextId++}`,
-      upstream,
-      method,
-      subject,
-      ...(typeof token === 'string' || typeof token === 'number' ? { progressToken: token } : {}),
-      leave: () => activity.leave(),
+    const refuse = (outcome: 'refused' | 'cancelled' | 'sandbox-died', text: string, code: number): void => {
+      this.record({ type: 'request', sandbox: null, method, subject, outcome, detail: text });
+      if (outcome !== 'cancelled') this.replyError(clientId, code, text);
     };
-    this.pending.set(read.upstreamId, read);
-    this.pendingByClientId.set(clientId, read);
-    this.armTimer(read);
+    // Until it is pending upstream, a cancellation from the client is remembered here.
+    this.admitting.add(clientId);
     try {
-      await thawed;
-      if (!this.pending.has(read.upstreamId)) return;
-      await upstream.forwarded.send({ jsonrpc: '2.0', id: read.upstreamId, method, params });
-    } catch (error) {
-      if (this.settle(read, 'sandbox-died', (error as Error).message)) {
-        this.replyError(clientId, ErrorCode.InternalError, `sandbox ${sandbox} could not take ${method}`);
+      try {
+        // What is shown (which prompts) is the verified server's, not the lock's.
+        await this.options.verified;
+      } catch {
+        const text = `hintbox could not verify ${this.options.serverName} against its lock file`;
+        return refuse('refused', text, ErrorCode.InternalError);
       }
+      const refused = readRefusal(method, params, this.options.shown);
+      if (refused) return refuse('refused', refused, ErrorCode.InvalidParams);
+      const sandbox = this.options.readSandbox;
+      let upstream: Upstream;
+      try {
+        upstream = await this.options.pool.upstreamFor(sandbox);
+      } catch (error) {
+        const text = `hintbox could not start sandbox ${sandbox} for ${method}: ${(error as Error).message}`;
+        return refuse('sandbox-died', text, ErrorCode.InternalError);
+      }
+      if (this.cancelledWhileAdmitting.has(clientId)) return refuse('cancelled', 'cancelled before it was sent', 0);
+      const activity = this.options.pool.activityOf(upstream, sandbox);
+      const thawed = activity.enter();
+      const token = isObject(params._meta) ? params._meta.progressToken : undefined;
+      const read: PendingRead = {
+        clientId,
+        upstreamId: `${READ_ID_PREFIX}${this.nextId++}`,
+        upstream,
+        sandbox,
+        method,
+        subject,
+        ...(typeof token === 'string' || typeof token === 'number' ? { progressToken: token } : {}),
+        leave: () => activity.leave(),
+      };
+      this.pending.set(read.upstreamId, read);
+      this.pendingByClientId.set(clientId, read);
+      this.admitting.delete(clientId);
+      this.armTimer(read);
+      try {
+        await thawed;
+        if (!this.pending.has(read.upstreamId)) return;
+        await upstream.forwarded.send({ jsonrpc: '2.0', id: read.upstreamId, method, params });
+      } catch (error) {
+        if (this.settle(read, 'sandbox-died', (error as Error).message)) {
+          this.replyError(clientId, ErrorCode.InternalError, `sandbox ${sandbox} could not take ${method}`);
+        }
+      }
+    } finally {
+      this.admitting.delete(clientId);
+      this.cancelledWhileAdmitting.delete(clientId);
     }
-  }
-
-  /** Why a read is not forwarded (a prompt that is not shown), or undefined. */
-  private refusal(method: string, params: Record<string, unknown>): string | undefined {
-    if (method === 'prompts/get') {
-      const name = params.name;
-      if (typeof name !== 'string') return 'Invalid prompts/get request: expected params.name (string)';
-      if (!this.options.promptShown(name)) return `Unknown prompt (or not approved): ${name}`;
-    }
-    if (method === 'completion/complete' && isObject(params.ref) && params.ref.type === 'ref/prompt') {
-      const name = params.ref.name;
-      if (typeof name !== 'string' || !this.options.promptShown(name)) return `Unknown prompt (or not approved)`;
-    }
-    if (method === 'completion/complete' && isObject(params.ref) && params.ref.type === 'ref/resource') {
-      const uri = params.ref.uri;
-      if (typeof uri !== 'string' || !this.options.templateShown(uri))
-        return `Unknown resource template (or not approved)`;
-    }
-    if (method.startsWith('resources/') && typeof params.uri !== 'string') {
-      return `Invalid ${method} request: expected params.uri (string)`;
-    }
-    return undefined;
   }
 
   private setLevel(request: JsonRpcObject): void {
-    const level = request.params?.level;
-    if (typeof level !== 'string') {
-      return this.replyError(request.id!, ErrorCode.InvalidParams, 'Invalid logging/setLevel: expected params.level');
+    const level = LoggingLevelSchema.safeParse(request.params?.level);
+    if (!level.success) {
+      const text = `Invalid logging/setLevel: params.level is none of ${LoggingLevelSchema.options.join(', ')}`;
+      return this.replyError(request.id!, ErrorCode.InvalidParams, text);
     }
-    this.level = level;
-    for (const upstream of this.upstreams) this.sendLevel(upstream, level);
+    this.level = level.data;
+    for (const upstream of this.levels.keys()) this.sendLevel(upstream, level.data);
     this.send({ jsonrpc: '2.0', id: request.id!, result: {} }, request.id);
   }
 
-  /** Tells a sandbox the client's logging level (its answer is dropped). */
+  /** Tells a sandbox the client's logging level, when it is not the one it has (its answer is dropped). */
   private sendLevel(upstream: Upstream, level: string): void {
-    if (!upstream.client.getServerCapabilities()?.logging) return;
+    if (this.levels.get(upstream) === level || !upstream.client.getServerCapabilities()?.logging) return;
+    this.levels.set(upstream, level);
     void upstream.forwarded
-      .send({
-        jsonrpc: '2.0',
-        id: `${READ_ID_PREFIX}level-${this.nextId++}`,
-        method: 'logging/setLevel',
-        params: { level },
-      })
+      .send({ jsonrpc: '2.0', id: `${LEVEL_ID_PREFIX}${this.nextId++}`, method: 'logging/setLevel', params: { level } })
       .catch(() => undefined);
   }
 
@@ -314,6 +295,10 @@ export class RequestRelay {
 
   private cancelFromClient(notification: JsonRpcObject): boolean {
     const requestId = notification.params?.requestId as RequestId | undefined;
+    if (requestId !== undefined && this.admitting.has(requestId)) {
+      this.cancelledWhileAdmitting.add(requestId);
+      return true;
+    }
     const read = requestId === undefined ? undefined : this.pendingByClientId.get(requestId);
     const reason = notification.params?.reason;
     if (!read || !this.settle(read, 'cancelled', typeof reason === 'string' ? reason : 'cancelled by the client')) {
@@ -354,14 +339,8 @@ export class RequestRelay {
     this.pendingByClientId.delete(read.clientId);
     if (read.timer) clearTimeout(read.timer);
     read.leave();
-    this.record({
-      type: 'request',
-      sandbox: this.options.readSandbox,
-      method: read.method,
-      subject: read.subject,
-      outcome,
-      detail,
-    });
+    const { sandbox, method, subject } = read;
+    this.record({ type: 'request', sandbox, method, subject, outcome, detail });
     return true;
   }
 
@@ -376,16 +355,4 @@ export class RequestRelay {
   private send(message: JSONRPCMessage, relatedRequestId?: RequestId): void {
     sendToClient(this.options.client, this.options.log, message, relatedRequestId);
   }
-}
-
-/** What a read is about, for the audit: a URI, a prompt's name, a completion's reference. */
-function subjectOf(method: string, params: Record<string, unknown>): string | null {
-  if (typeof params.uri === 'string') return params.uri;
-  if (method === 'prompts/get' && typeof params.name === 'string') return params.name;
-  if (method === 'completion/complete' && isObject(params.ref)) {
-    const ref = params.ref;
-    const name = typeof ref.name === 'string' ? ref.name : typeof ref.uri === 'string' ? ref.uri : undefined;
-    return name === undefined ? null : `${String(ref.type)} ${name}`;
-  }
-  return null;
 }

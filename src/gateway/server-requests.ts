@@ -1,23 +1,15 @@
-import {
-  ErrorCode,
-  type ClientCapabilities,
-  type JSONRPCMessage,
-  type RequestId,
-  type Root,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { ClientCapabilities, RequestId, Root } from '@modelcontextprotocol/sdk/types.js';
 import type { AuditEvent } from '../audit/audit-record.js';
-import type { Logger } from '../util/logger.js';
 import { renderServerText } from '../util/render-server-text.js';
-import { isObject, type JsonRpcObject } from './forwarded-call.js';
-import type { Upstream } from './sandbox-pool.js';
+import { isObject } from './forwarded-call.js';
 
 /**
  * Requests a server makes of its client — `sampling/createMessage` (use the client's model),
- * `elicitation/create` (ask the person), `roots/list` (which folders to work in) — what hintbox
- * lets through (pure), and how one is answered (`answerServerRequest`).
+ * `elicitation/create` (ask the person), `roots/list` (which folders to work in) — and what
+ * hintbox lets through. Pure; `server-request-desk.ts` answers them.
  */
 
-/** A request of the client in flight in a sandbox (a tool call or a read): what a server request is bound to. */
+/** A request of the client in flight in a sandbox (a tool call, or a read): what a server's request or log message is bound to. */
 export interface InFlight {
   clientId: RequestId;
   /** The tool, or the method of a read. */
@@ -39,14 +31,16 @@ export interface ClientPeer {
   request(
     method: string,
     params: Record<string, unknown> | undefined,
-    options: { relatedRequestId: RequestId; timeoutMs: number },
+    options: { relatedRequestId: RequestId; timeoutMs: number; signal: AbortSignal },
   ): Promise<Record<string, unknown>>;
 }
 
-/** What the profile lets a server ask of the client (`serverRequests`). */
+/** What the profile lets a server ask of the client (`serverRequests`), now (trust can be lost). */
 export interface ServerRequestPolicy {
   sampling: boolean;
   elicitation: boolean;
+  /** Elicitation by a link to open: the link can carry what the server read. */
+  urlElicitation: boolean;
   roots: boolean;
 }
 
@@ -71,7 +65,7 @@ export function isServerRequest(method: unknown): method is ServerRequestMethod 
 export function upstreamClientCapabilities(policy: ServerRequestPolicy): ClientCapabilities {
   return {
     ...(policy.sampling ? { sampling: {} } : {}),
-    ...(policy.elicitation ? { elicitation: { form: {}, url: {} } } : {}),
+    ...(policy.elicitation ? { elicitation: { form: {}, ...(policy.urlElicitation ? { url: {} } : {}) } } : {}),
     ...(policy.roots ? { roots: {} } : {}),
   };
 }
@@ -88,11 +82,15 @@ export function sandboxRoots(mounts: readonly { target: string }[]): Root[] {
   }));
 }
 
+/** A form field's name as hintbox passes it: the person may see it as it is (no title). */
+const FIELD_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
 /**
  * Why a request from the server is not passed on to the client, or undefined when it may be:
- * the profile must allow it; sampling and elicitation must come while a request of the client
- * is in flight in that sandbox (they are bound to it) and the client must have declared the
- * feature. `roots/list` is answered by hintbox itself, at any time: the client's own roots are
+ * the profile must allow it; sampling and elicitation must come during a tool call in that
+ * sandbox (they are bound to it), the client must have declared the feature, and their params
+ * must be what MCP says (an elicitation: an object with a string message; a form's field names
+ * plain). `roots/list` is answered by hintbox itself, at any time: the client's own roots are
  * host paths, and the sandbox's are no secret of the client's.
  */
 export function refusalOf(
@@ -107,28 +105,46 @@ export function refusalOf(
   const feature = SERVER_REQUESTS[method];
   if (!policy[feature]) return `the profile does not let this server use ${feature} (serverRequests.${feature})`;
   if (method === 'roots/list') return undefined;
-  if (!bound) return `${method} outside any request of the client: nothing to bind it to`;
+  if (!bound) return `${method} outside any tool call of the client: nothing to bind it to`;
   if (pending >= MAX_PENDING_SERVER_REQUESTS) {
     return `${MAX_PENDING_SERVER_REQUESTS} requests of this server already wait for the client`;
   }
+  if (!isObject(params)) return `${method}: params must be an object`;
   if (method === 'sampling/createMessage' && !client?.sampling) return 'the client does not support sampling';
   if (method === 'elicitation/create') {
+    if (typeof params.message !== 'string') return 'elicitation/create: params.message must be a string';
+    const url = params.mode === 'url';
+    if (url && !policy.urlElicitation) {
+      return 'the profile does not let this server send the person a link (serverRequests.urlElicitation)';
+    }
     if (!client?.elicitation) return 'the client does not support elicitation';
-    const url = isObject(params) && params.mode === 'url';
     const modes = client.elicitation as { form?: unknown; url?: unknown };
     if (url && !modes.url) return 'the client does not support URL elicitation';
     // `{}` is form mode (the spec before modes).
     if (!url && modes.url && !modes.form) return 'the client does not support form elicitation';
+    const schema = params.requestedSchema;
+    const properties = isObject(schema) && isObject(schema.properties) ? Object.keys(schema.properties) : [];
+    const odd = properties.find((name) => !FIELD_NAME.test(name));
+    if (odd !== undefined) return `elicitation/create: a field name that is not plain (${renderServerText(odd)})`;
   }
   return undefined;
 }
 
 /**
+ * A sampling request as the client gets it: as the server wrote it, but never asking for the
+ * context of the client's other servers (`includeContext: "allServers"`, whose completion would
+ * go back to this one): this server's at most.
+ */
+export function sampledParams(params: Record<string, unknown>): Record<string, unknown> {
+  return params.includeContext === 'allServers' ? { ...params, includeContext: 'thisServer' } : params;
+}
+
+/**
  * An elicitation of the server as the person sees it: its message said to be the server's (by
  * the profile's name, which the operator chose) and, like every text a server made, rendered
- * so that it can neither forge a line nor act on a terminal; the titles and descriptions of
- * its form's fields too. hintbox's own confirmations say they are hintbox's: the two cannot be
- * taken for each other.
+ * so that it can neither forge a line nor act on a terminal — every string of its form too
+ * (titles, descriptions, choices, defaults), keys kept. hintbox's own confirmations say they
+ * are hintbox's: the two cannot be taken for each other. Never changes its input.
  */
 export function markedElicitation(serverName: string, params: Record<string, unknown>): Record<string, unknown> {
   const message = typeof params.message === 'string' ? renderServerText(params.message) : '';
@@ -136,90 +152,24 @@ export function markedElicitation(serverName: string, params: Record<string, unk
     ...params,
     message: `The MCP server "${serverName}" asks (its own question, not hintbox's): ${message}`,
   };
-  const schema = params.requestedSchema;
-  if (isObject(schema) && isObject(schema.properties)) {
-    // fromEntries defines own keys: assigning a field named `__proto__` would set the prototype and drop the field.
-    const properties = Object.fromEntries(
-      Object.entries(schema.properties).map(([name, property]) => [
-        name,
-        isObject(property) ? renderTexts(property, ['title', 'description']) : property,
-      ]),
-    );
-    marked.requestedSchema = { ...schema, properties };
-  }
+  if (params.requestedSchema !== undefined) marked.requestedSchema = renderStrings(params.requestedSchema);
   return marked;
 }
 
-function renderTexts(value: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
-  const copy = { ...value };
-  for (const key of keys) if (typeof copy[key] === 'string') copy[key] = renderServerText(copy[key]);
-  return copy;
-}
-
-/** What answering a server's request needs. */
-export interface ServerRequestContext {
-  serverName: string;
-  policy: ServerRequestPolicy;
-  peer: ClientPeer;
-  roots(): Root[];
-  timeoutMs: number;
-  log: Logger;
-  record(event: RequestAuditEvent): void;
-}
-
-/**
- * A request of the server, in its sandbox: refused (recorded, logged, answered with an error),
- * answered by hintbox (`roots/list`: the sandbox's folders), or passed to the client as part of
- * the request it is bound to — an elicitation marked as the server's — and the client's answer
- * passed back. Recorded before it is passed on, and again once answered.
- */
-export async function answerServerRequest(options: {
-  context: ServerRequestContext;
-  /** Names the request in both of its audit lines. */
-  ref: string;
-  sandbox: string;
-  upstream: Upstream;
-  method: ServerRequestMethod;
-  request: JsonRpcObject;
-  /** The client's request in flight in that sandbox it is bound to (the oldest). */
-  bound: InFlight | undefined;
-  /** The sandbox's requests already waiting for the client. */
-  pending: number;
-}): Promise<void> {
-  const { context, ref, sandbox, upstream, method, request, bound } = options;
-  const answer = (message: Record<string, unknown>): Promise<void> =>
-    upstream.forwarded.send({ jsonrpc: '2.0', id: request.id!, ...message } as JSONRPCMessage).catch(() => undefined);
-  const base = { ref, sandbox, method, boundTo: bound?.what ?? null };
-  const capabilities = context.peer.capabilities();
-  const refused = refusalOf(method, request.params, context.policy, capabilities, !!bound, options.pending);
-  if (refused) {
-    context.record({ type: 'server.request', ...base, decision: 'refused', reason: refused });
-    context.log.warn(`${context.serverName} (sandbox ${sandbox}) asked for ${method}: refused, ${refused}`);
-    return answer({ error: { code: ErrorCode.InvalidRequest, message: `hintbox refused ${method}: ${refused}` } });
-  }
-  if (method === 'roots/list') {
-    context.record({ type: 'server.request', ...base, decision: 'answered-by-hintbox', reason: null });
-    return answer({ result: { roots: context.roots() } });
-  }
-  if (!bound) return; // refused above: sampling and elicitation are bound to a request
-  context.record({ type: 'server.request', ...base, decision: 'passed', reason: null });
-  const params =
-    method === 'elicitation/create' && isObject(request.params)
-      ? markedElicitation(context.serverName, request.params)
-      : request.params;
-  try {
-    const result = await context.peer.request(method, params, {
-      relatedRequestId: bound.clientId,
-      timeoutMs: context.timeoutMs,
+/** Every string in a JSON value rendered (`renderServerText`), keys as they are, own keys only. */
+function renderStrings(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return renderServerText(value);
+  if (depth > 32 || value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map((v) => renderStrings(v, depth + 1));
+  const copy: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) {
+    // An own entry whatever the key (a field named `__proto__` stays a field).
+    Object.defineProperty(copy, key, {
+      value: renderStrings(v, depth + 1),
+      enumerable: true,
+      writable: true,
+      configurable: true,
     });
-    // An elicitation's answer says what the person did (accept, decline, cancel); never its content.
-    const detail = typeof result.action === 'string' ? result.action : null;
-    context.record({ type: 'server.request.answered', ref, sandbox, method, outcome: 'ok', detail });
-    await answer({ result });
-  } catch (error) {
-    const detail = (error as Error).message;
-    context.record({ type: 'server.request.answered', ref, sandbox, method, outcome: 'error', detail });
-    const code = (error as { code?: unknown }).code;
-    await answer({ error: { code: typeof code === 'number' ? code : ErrorCode.InternalError, message: detail } });
   }
+  return copy;
 }

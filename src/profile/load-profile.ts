@@ -28,7 +28,7 @@ export interface Profile extends Omit<ParsedProfile, 'mounts' | 'serverRequests'
   file: string;
   mounts: ResolvedMount[];
   /** With the trust's default filled in (sampling: only a trusted server's). */
-  serverRequests: { sampling: boolean; elicitation: boolean; roots: boolean };
+  serverRequests: { sampling: boolean; elicitation: boolean; urlElicitation: boolean; roots: boolean };
 }
 
 /** One problem in a profile: file, field path and what was expected. */
@@ -167,8 +167,9 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
   problems.push(...writableMountProblems(absFile, mounts, parsed.data.server.build));
   if (problems.length > 0) throw new ProfileError(problems);
 
-  const { sampling, ...asked } = parsed.data.serverRequests;
-  const serverRequests = { ...asked, sampling: sampling ?? parsed.data.trust === 'trusted' };
+  const { sampling, urlElicitation, ...asked } = parsed.data.serverRequests;
+  const trusted = parsed.data.trust === 'trusted';
+  const serverRequests = { ...asked, sampling: sampling ?? trusted, urlElicitation: urlElicitation ?? trusted };
   return { ...parsed.data, file: absFile, mounts, serverRequests };
 }
 

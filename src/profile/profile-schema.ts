@@ -187,14 +187,17 @@ export const ProfileSchema = z.strictObject({
   annotations: z.enum(['enforced', 'claimed'], { error: 'expected enforced or claimed' }).default('enforced'),
   /**
    * What the server may ask of the client: `sampling` (a completion of the client's model),
-   * `elicitation` (a question to the person, shown as the server's), `roots` (answered by
-   * hintbox with the sandboxes' mount targets, never the client's host paths). Default:
-   * elicitation and roots yes; sampling only for a trusted server.
+   * `elicitation` (a question to the person in a form, shown as the server's),
+   * `urlElicitation` (a link for the person to open: it can carry what the server read out of
+   * its sandbox, past `network: none`), `roots` (answered by hintbox with the sandboxes' mount
+   * targets, never the client's host paths). Default: elicitation and roots yes; sampling and
+   * URL elicitation only for a trusted server (and never once it broke a hint).
    */
   serverRequests: z
     .strictObject({
       sampling: z.boolean().optional(),
       elicitation: z.boolean().default(true),
+      urlElicitation: z.boolean().optional(),
       roots: z.boolean().default(true),
     })
     .default({ elicitation: true, roots: true }),

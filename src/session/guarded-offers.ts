@@ -23,6 +23,8 @@ const FIELD = { prompt: 'prompts', resource: 'resources', resourceTemplate: 'res
  */
 export function guardOffers(options: {
   profile: Profile;
+  /** Whether the server is trusted now (the profile's trust, until it breaks a hint). Default: the profile's. */
+  trusted?: boolean;
   offers: ServerOffers;
   /** Reads the lock file now: undefined when there is none; throws when it cannot be read. */
   readLock: () => LockFile | undefined;
@@ -39,7 +41,9 @@ export function guardOffers(options: {
     if (count) log.error(`cannot read the lock file: ${(error as Error).message}; every prompt and resource is hidden`);
     return { prompts: [], resources: [], resourceTemplates: [] };
   }
-  const trustOnFirstUse = profile.trust === 'trusted' && lock === undefined;
+  // A server that broke a hint is untrusted: only what a person approved is shown.
+  const trusted = options.trusted ?? profile.trust === 'trusted';
+  const trustOnFirstUse = trusted && lock === undefined;
   const hidden: string[] = [];
   const shown = (kind: OfferKind, offer: object): boolean => {
     const key = offerKey(kind, offer);
@@ -47,7 +51,7 @@ export function guardOffers(options: {
     const seenKey = `${kind}\u0000${key}`;
     if (trustOnFirstUse && !firstSeen.has(seenKey)) firstSeen.set(seenKey, hash);
     const approved = trustOnFirstUse ? firstSeen.get(seenKey) : lock ? lockedOffer(lock, kind, key)?.sha256 : undefined;
-    const visible = approved === undefined ? profile.trust === 'trusted' : approved === hash;
+    const visible = approved === undefined ? trusted : approved === hash;
     if (!visible) {
       hidden.push(
         `${OFFER_LABEL[kind]} ${renderServerText(key)} (${approved === undefined ? 'not approved' : 'changed since approved'})`,

@@ -68,6 +68,7 @@ export class HintboxSession implements AsyncDisposable {
     this.offerList = new SessionOffers({
       profile: options.profile,
       session: this.sessionId,
+      trust: this.trust,
       log: options.log,
       timeoutMs: () => options.profile.timeouts.start * 1000,
     });
@@ -385,6 +386,7 @@ export class HintboxSession implements AsyncDisposable {
    * (held ones already are).
    */
   private distrust(_reason: string): void {
+    this.offerList.trustLost();
     if (this.profile.hold) return;
     const writers = [...this.sandboxes.grants].filter(([, grant]) => grantCanChange(grant)).map(([id]) => id);
     void this.gateway

@@ -13,6 +13,7 @@ import { sandboxId, strictestGrant } from '../policy/plan-sandboxes.js';
 import { ceilingOf } from '../profile/profile-ceiling.js';
 import type { GatewaySettings } from './session-options.js';
 import type { Profile } from '../profile/load-profile.js';
+import type { ServerTrustState } from '../policy/server-trust.js';
 import type { Logger } from '../util/logger.js';
 import { guardOffers } from './guarded-offers.js';
 
@@ -28,8 +29,19 @@ export class SessionOffers {
   rejected: RejectedOffer[] = [];
   /** A trusted server without a lock file: its offers as first listed in this run (trust on first use). */
   private readonly firstSeen = new Map<string, string>();
+  /** The gateway they are served by, and its approvals. */
+  private served?: { approvals: GatewaySettings['approvals']; gateway: () => Gateway | undefined };
 
-  constructor(private readonly options: { profile: Profile; session: string; log: Logger; timeoutMs: () => number }) {}
+  constructor(
+    private readonly options: {
+      profile: Profile;
+      session: string;
+      /** The server's trust now: one that broke a hint is untrusted from then on. */
+      trust: ServerTrustState;
+      log: Logger;
+      timeoutMs: () => number;
+    },
+  ) {}
 
   /** What a cold start serves until the server is verified: the locked ones. */
   adoptLocked(lock: LockFile): void {
@@ -59,11 +71,19 @@ export class SessionOffers {
     if (!approvals) return this.offers;
     return guardOffers({
       profile: this.options.profile,
+      trusted: this.options.trust.current === 'trusted',
       offers: this.offers,
       readLock: approvals,
       firstSeen: this.firstSeen,
       log: this.options.log,
     });
+  }
+
+  /** The server lost trust: what it shows is what a person approved, from now on. */
+  trustLost(): void {
+    const served = this.served;
+    if (!served) return;
+    void served.gateway()?.updateOffers(this.visible(served.approvals));
   }
 
   /** What the gateway needs of them: what is shown, where reads run, what the server may ask, the audit. */
@@ -73,11 +93,17 @@ export class SessionOffers {
   ): Pick<GatewayOptions, 'offers' | 'readSandbox' | 'serverRequests' | 'roots' | 'onOffersChanged' | 'recordRequest'> {
     const { profile } = this.options;
     const recordRequest = this.recorder(settings.audit);
+    this.served = { approvals: settings.approvals, gateway };
     return {
       offers: this.visible(settings.approvals),
       // Reads change nothing by definition: the strictest sandbox serves them, whatever the server claims.
       readSandbox: sandboxId(strictestGrant(ceilingOf(profile))),
-      serverRequests: profile.serverRequests,
+      // Sampling and links for the person only while the server keeps its trust.
+      serverRequests: () => {
+        const trusted = this.options.trust.current === 'trusted';
+        const asked = profile.serverRequests;
+        return { ...asked, sampling: asked.sampling && trusted, urlElicitation: asked.urlElicitation && trusted };
+      },
       // A server is told its sandboxes' folders, never the client's host paths.
       roots: () => sandboxRoots(profile.mounts),
       onOffersChanged: async (from) => {

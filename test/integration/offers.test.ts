@@ -4,6 +4,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
   CreateMessageRequestSchema,
+  ElicitRequestSchema,
   ListRootsRequestSchema,
   LoggingMessageNotificationSchema,
   ResourceUpdatedNotificationSchema,
@@ -198,8 +199,62 @@ describe('prompts, resources and requests of the server through hintbox', { time
       answer = (result.content as { text: string }[])[0]!.text;
       return answer !== 'none yet';
     });
-    assert.match(answer, /outside any request of the client/);
+    assert.match(answer, /outside any tool call of the client/);
     assert.equal(sampled, 0);
+  });
+
+  it("passes a server's notifications without the ids it put on them: they cannot answer hintbox's confirmation", async () => {
+    const profile = profileOf('asker-forge', { trust: 'untrusted', env: { ASKER_FORGE: '1' } });
+    assert.equal((await hintboxCommand(['approve', profile, '--all'])).code, 0);
+    await using hintbox = await runHintbox(profile);
+    const seen: unknown[] = [];
+    hintbox.client.fallbackNotificationHandler = async (n) => void seen.push(n);
+    // A person who takes a moment: the forged messages keep coming meanwhile.
+    hintbox.client.setRequestHandler(ElicitRequestSchema, async () => {
+      await new Promise((r) => setTimeout(r, 500));
+      return { action: 'accept', content: { approve: true } };
+    });
+    const result = await hintbox.client.callTool({ name: 'log', arguments: {} });
+    assert.notEqual(result.isError, true, JSON.stringify(result.content));
+    assert.deepEqual(result.content, [{ type: 'text', text: 'logged' }]);
+  });
+
+  it('withdraws a question of the server from the client when the call it belongs to ends', async () => {
+    await using hintbox = await runHintbox(profileOf('asker-leave'));
+    let withdrawn: boolean | undefined;
+    hintbox.client.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
+      if (!request.params.message.endsWith('Still there?')) return { action: 'decline' };
+      await new Promise((r) => setTimeout(r, 1000));
+      withdrawn = extra.signal.aborted;
+      return { action: 'decline' };
+    });
+    // The SDK's client ignores the cancellation of a request whose id is 0 (it tests the id for
+    // truth): a first question uses that id up.
+    await hintbox.client.callTool({ name: 'ask_elicitation', arguments: {} });
+    const result = await hintbox.client.callTool({ name: 'ask_and_leave', arguments: {} });
+    assert.deepEqual(result.content, [{ type: 'text', text: 'left' }]);
+    await eventually(async () => withdrawn !== undefined, 5_000, 'the question answered');
+    assert.equal(withdrawn, true, 'hintbox cancelled the question when its call ended');
+  });
+
+  it('records a flood of refused requests sparingly, counted', async () => {
+    const name = `asker-flood-${process.pid}`;
+    {
+      await using hintbox = await runHintbox(profileOf('asker-flood'), {}, 'approve', { sampling: {} });
+      await hintbox.client.callTool({ name: 'flood', arguments: { count: 500 } });
+      await new Promise((r) => setTimeout(r, 2500));
+    }
+    const audit = await hintboxCommand(['audit', '--server', name, '--events', '--json']);
+    const refused = audit.stdout
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line) as { type: string; fields: { decision?: string; reason?: string } })
+      .filter((e) => e.type === 'server.request' && e.fields.decision === 'refused');
+    assert.ok(refused.length >= 2 && refused.length <= 4, `${refused.length} lines for 501 refusals`);
+    assert.ok(
+      refused.some((e) => /and (\d+) more refused since the last line/.test(e.fields.reason ?? '')),
+      JSON.stringify(refused),
+    );
   });
 
   it('hides a prompt whose text changed until it is approved again', async () => {

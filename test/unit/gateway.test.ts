@@ -134,6 +134,7 @@ async function connect(
     upstreams,
     log: extra.log ?? silentLogger,
     callTimeoutMs: extra.callTimeoutMs ?? 10_000,
+    readSandbox: 'ro-offline',
     ...(extra.started ? { started: extra.started } : {}),
     ...(extra.gatekeeper ? { gatekeeper: extra.gatekeeper } : {}),
     ...(extra.onDeadline ? { onDeadline: extra.onDeadline } : {}),

@@ -93,7 +93,7 @@ describe('loadProfile: valid profiles', () => {
       preApprove: [],
       approval: { timeout: 120 },
       annotations: 'enforced',
-      serverRequests: { sampling: false, elicitation: true, roots: true },
+      serverRequests: { sampling: false, elicitation: true, urlElicitation: false, roots: true },
     });
   });
 
@@ -590,11 +590,13 @@ describe('profile serverRequests', () => {
     assert.deepEqual(load(withSection(dir, []), { vars: {}, home }).serverRequests, {
       sampling: false,
       elicitation: true,
+      urlElicitation: false,
       roots: true,
     });
     assert.deepEqual(load(withSection(dir, [], 'trusted'), { vars: {}, home }).serverRequests, {
       sampling: true,
       elicitation: true,
+      urlElicitation: true,
       roots: true,
     });
     // A section that names one feature leaves the others at their defaults.
@@ -603,6 +605,7 @@ describe('profile serverRequests', () => {
       {
         sampling: true,
         elicitation: true,
+        urlElicitation: true,
         roots: false,
       },
     );
@@ -612,13 +615,27 @@ describe('profile serverRequests', () => {
     const { dir, home } = sandboxDir();
     const explicit = (trust: string, text: string) =>
       load(withSection(dir, [`serverRequests: ${text}`], trust), { vars: {}, home }).serverRequests;
-    assert.deepEqual(explicit('untrusted', '{ sampling: true, elicitation: false, roots: false }'), {
-      sampling: true,
-      elicitation: false,
-      roots: false,
+    assert.deepEqual(
+      explicit('untrusted', '{ sampling: true, elicitation: false, urlElicitation: true, roots: false }'),
+      {
+        sampling: true,
+        elicitation: false,
+        urlElicitation: true,
+        roots: false,
+      },
+    );
+    assert.deepEqual(explicit('trusted', '{ sampling: false, urlElicitation: false }'), {
+      sampling: false,
+      elicitation: true,
+      urlElicitation: false,
+      roots: true,
     });
-    assert.deepEqual(explicit('trusted', '{ sampling: false }'), { sampling: false, elicitation: true, roots: true });
-    assert.deepEqual(explicit('untrusted', '{}'), { sampling: false, elicitation: true, roots: true });
+    assert.deepEqual(explicit('untrusted', '{}'), {
+      sampling: false,
+      elicitation: true,
+      urlElicitation: false,
+      roots: true,
+    });
   });
 
   it('refuses an unknown key and values that are not booleans, naming the field', () => {

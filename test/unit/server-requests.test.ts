@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import {
   isServerRequest,
+  sampledParams,
   MAX_PENDING_SERVER_REQUESTS,
   markedElicitation,
   refusalOf,
@@ -13,8 +14,8 @@ import {
   type ServerRequestPolicy,
 } from '../../src/gateway/server-requests.js';
 
-const ALL: ServerRequestPolicy = { sampling: true, elicitation: true, roots: true };
-const NONE: ServerRequestPolicy = { sampling: false, elicitation: false, roots: false };
+const ALL: ServerRequestPolicy = { sampling: true, elicitation: true, urlElicitation: true, roots: true };
+const NONE: ServerRequestPolicy = { sampling: false, elicitation: false, urlElicitation: false, roots: false };
 const FULL_CLIENT: ClientCapabilities = { sampling: {}, elicitation: { form: {}, url: {} }, roots: {} };
 
 describe('refusalOf', () => {
@@ -44,7 +45,7 @@ describe('refusalOf', () => {
             } else if (method === 'roots/list') {
               expected = undefined; // answered by hintbox: no binding, no client capability needed
             } else if (!bound) {
-              expected = `${method} outside any request of the client: nothing to bind it to`;
+              expected = `${method} outside any tool call of the client: nothing to bind it to`;
             } else if (!clientHas) {
               expected = `the client does not support ${feature}`;
             }
@@ -69,7 +70,10 @@ describe('refusalOf', () => {
 
   it('without any client capabilities (undefined) sampling and elicitation are refused, roots answered', () => {
     assert.equal(refusalOf('sampling/createMessage', {}, ALL, undefined, true), 'the client does not support sampling');
-    assert.equal(refusalOf('elicitation/create', {}, ALL, undefined, true), 'the client does not support elicitation');
+    assert.equal(
+      refusalOf('elicitation/create', { message: 'q' }, ALL, undefined, true),
+      'the client does not support elicitation',
+    );
     assert.equal(refusalOf('roots/list', undefined, ALL, undefined, false), undefined);
   });
 
@@ -99,7 +103,7 @@ describe('refusalOf', () => {
   });
 
   it('refuses sampling and elicitation beyond the requests already waiting for the client; roots are answered', () => {
-    const all = { sampling: true, elicitation: true, roots: true };
+    const all = ALL;
     const client: ClientCapabilities = { sampling: {}, elicitation: {} };
     const params = { message: 'm', requestedSchema: { type: 'object', properties: {} } };
     const below = MAX_PENDING_SERVER_REQUESTS - 1;
@@ -120,9 +124,77 @@ describe('refusalOf', () => {
       assert.doesNotThrow(() => refusalOf('elicitation/create', params, ALL, { elicitation: { form: {} } }, true));
     }
     assert.equal(
-      refusalOf('elicitation/create', { mode: 'url' }, ALL, { elicitation: { form: {} } }, true),
+      refusalOf('elicitation/create', { mode: 'url', message: 'm' }, ALL, { elicitation: { form: {} } }, true),
       'the client does not support URL elicitation',
     );
+  });
+});
+
+describe('what a server may send with its requests', () => {
+  it('refuses a link for the person unless the profile allows it, whatever the client supports', () => {
+    const url = { mode: 'url', message: 'sign in', url: 'https://example.invalid/?d=secret', elicitationId: 'e1' };
+    assert.match(
+      refusalOf('elicitation/create', url, { ...ALL, urlElicitation: false }, FULL_CLIENT, true) ?? '',
+      /serverRequests\.urlElicitation/,
+    );
+    assert.equal(refusalOf('elicitation/create', url, ALL, FULL_CLIENT, true), undefined);
+  });
+
+  it('refuses params that are not an object, an elicitation without a string message, and odd field names', () => {
+    for (const params of [undefined, null, 'x', ['hintbox asks: allow?']]) {
+      assert.match(refusalOf('sampling/createMessage', params, ALL, FULL_CLIENT, true) ?? '', /must be an object/);
+      assert.match(refusalOf('elicitation/create', params, ALL, FULL_CLIENT, true) ?? '', /must be an object/);
+    }
+    assert.match(
+      refusalOf('elicitation/create', { message: ['x'] }, ALL, FULL_CLIENT, true) ?? '',
+      /message must be a string/,
+    );
+    const schema = (name: string) => ({
+      message: 'q',
+      requestedSchema: { type: 'object', properties: { [name]: { type: 'string' } } },
+    });
+    assert.equal(refusalOf('elicitation/create', schema('first_name.2-x'), ALL, FULL_CLIENT, true), undefined);
+    for (const name of ['a b', 'hintbox asks:\nallow', 'x\u202e', '', 'x'.repeat(65)]) {
+      assert.match(
+        refusalOf('elicitation/create', schema(name), ALL, FULL_CLIENT, true) ?? '',
+        /field name that is not plain/,
+        JSON.stringify(name),
+      );
+    }
+  });
+
+  it("never asks for the context of the client's other servers", () => {
+    assert.deepEqual(sampledParams({ maxTokens: 1, includeContext: 'allServers' }), {
+      maxTokens: 1,
+      includeContext: 'thisServer',
+    });
+    const own = { maxTokens: 1, includeContext: 'thisServer' };
+    assert.equal(sampledParams(own), own);
+  });
+
+  it('renders every string of the form: choices, their titles, defaults, the top title', () => {
+    const marked = markedElicitation('files', {
+      message: 'm',
+      requestedSchema: {
+        type: 'object',
+        title: 'Top\nhintbox asks:',
+        properties: {
+          pick: { type: 'string', enum: ['a\u001b[2K'], enumNames: ['A\u2028'], default: 'd\u202e' },
+          many: { type: 'array', items: { anyOf: [{ const: 'x', title: 'X\n' }] } },
+        },
+      },
+    });
+    const strings: string[] = [];
+    const walk = (v: unknown): void => {
+      if (typeof v === 'string') strings.push(v);
+      else if (v && typeof v === 'object') Object.values(v).forEach(walk);
+    };
+    walk(marked.requestedSchema);
+    assert.ok(strings.length >= 8);
+    for (const text of strings) {
+      for (const raw of ['\n', '\u001b', '\u2028', '\u202e']) assert.equal(text.includes(raw), false, text);
+    }
+    assert.ok(strings.includes('Top\\u000ahintbox asks:'), strings.join(' | '));
   });
 });
 
@@ -221,13 +293,15 @@ describe('upstreamClientCapabilities', () => {
       roots: {},
     });
     assert.deepEqual(upstreamClientCapabilities(NONE), {});
-    assert.deepEqual(upstreamClientCapabilities({ sampling: false, elicitation: true, roots: true }), {
-      elicitation: { form: {}, url: {} },
-      roots: {},
-    });
-    assert.deepEqual(upstreamClientCapabilities({ sampling: true, elicitation: false, roots: false }), {
-      sampling: {},
-    });
+    assert.deepEqual(
+      upstreamClientCapabilities({ sampling: false, elicitation: true, urlElicitation: false, roots: true }),
+      { elicitation: { form: {} }, roots: {} },
+      'a link for the person only when the profile allows it',
+    );
+    assert.deepEqual(
+      upstreamClientCapabilities({ sampling: true, elicitation: false, urlElicitation: true, roots: false }),
+      { sampling: {} },
+    );
   });
 });
 

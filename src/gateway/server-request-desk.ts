@@ -1,0 +1,194 @@
+import { ErrorCode, type JSONRPCMessage, type RequestId, type Root } from '@modelcontextprotocol/sdk/types.js';
+import type { Logger } from '../util/logger.js';
+import type { JsonRpcObject } from './forwarded-call.js';
+import type { Upstream } from './sandbox-pool.js';
+import {
+  markedElicitation,
+  refusalOf,
+  sampledParams,
+  type ClientPeer,
+  type InFlight,
+  type RequestAuditEvent,
+  type ServerRequestMethod,
+  type ServerRequestPolicy,
+} from './server-requests.js';
+
+/** What answering the servers' requests needs. */
+export interface ServerRequestContext {
+  serverName: string;
+  /** What the server may ask now (it narrows when the server loses trust). */
+  policy(): ServerRequestPolicy;
+  peer: ClientPeer;
+  roots(): Root[];
+  timeoutMs: number;
+  log: Logger;
+  record(event: RequestAuditEvent): void;
+}
+
+/** A sandbox's refused requests are recorded (and logged) at most once per this many ms; the others are counted into the next line. */
+export const REFUSAL_LINE_INTERVAL_MS = 1000;
+
+/**
+ * The requests the servers make of the client, as they are answered: refused (recorded, logged
+ * — a flood of them at most once a second per sandbox, counted), answered by hintbox
+ * (`roots/list`: the sandbox's folders), or passed to the client as part of the tool call they
+ * are bound to — an elicitation marked as the server's, a sampling request without other
+ * servers' context — and the client's answer passed back. A request passed on is recorded
+ * before, and again once answered; it is withdrawn from the client when its call ends or the
+ * server cancels it.
+ */
+export class ServerRequestDesk {
+  /** Each upstream's requests waiting for the client, by the server's id. */
+  private readonly waiting = new WeakMap<Upstream, Map<RequestId, AbortController>>();
+  /** The same, by the client's call they are bound to. */
+  private readonly byCall = new Map<RequestId, Set<AbortController>>();
+  private readonly refusals = new WeakMap<Upstream, { last: number; unrecorded: number }>();
+  private readonly rootsAnswered = new WeakSet<Upstream>();
+  private nextRef = 1;
+
+  constructor(private readonly context: ServerRequestContext) {}
+
+  /** A request of a sandbox's server; `bound`: the tool call in flight there it belongs to (the oldest). */
+  take(
+    sandbox: string,
+    upstream: Upstream,
+    method: ServerRequestMethod,
+    request: JsonRpcObject,
+    bound?: InFlight,
+  ): void {
+    void this.answer(sandbox, upstream, method, request, bound).catch((error: Error) =>
+      this.context.log.error(`${method} of sandbox ${sandbox} failed in hintbox: ${error.message}`),
+    );
+  }
+
+  /** The server cancelled a request of its own: withdrawn from the client. False when it is not one waiting. */
+  cancelledByServer(upstream: Upstream, requestId: unknown): boolean {
+    const controller = this.waiting.get(upstream)?.get(requestId as RequestId);
+    controller?.abort(new Error('the server cancelled its request'));
+    return controller !== undefined;
+  }
+
+  /** A tool call ended: its server's requests still waiting for the client are withdrawn. */
+  callEnded(clientId: RequestId): void {
+    for (const controller of this.byCall.get(clientId) ?? []) controller.abort(new Error('its tool call ended'));
+  }
+
+  private async answer(
+    sandbox: string,
+    upstream: Upstream,
+    method: ServerRequestMethod,
+    request: JsonRpcObject,
+    bound: InFlight | undefined,
+  ): Promise<void> {
+    const { context } = this;
+    const id = request.id!;
+    const reply = (message: Record<string, unknown>): Promise<void> =>
+      upstream.forwarded.send({ jsonrpc: '2.0', id, ...message } as JSONRPCMessage).catch(() => undefined);
+    const waiting = this.waitingOf(upstream);
+    const refused = waiting.has(id)
+      ? 'its id is one of its requests still waiting'
+      : refusalOf(method, request.params, context.policy(), context.peer.capabilities(), !!bound, waiting.size);
+    if (refused) {
+      this.refuse(sandbox, upstream, method, bound, refused);
+      return reply({ error: { code: ErrorCode.InvalidRequest, message: `hintbox refused ${method}: ${refused}` } });
+    }
+    // The sandbox's folders, never the client's host paths; nothing of the client's: recorded
+    // once per sandbox start (a server may ask as often as it likes).
+    if (method === 'roots/list') {
+      if (!this.rootsAnswered.has(upstream)) {
+        this.rootsAnswered.add(upstream);
+        const ref = `${sandbox}#${this.nextRef++}`;
+        const boundTo = bound?.what ?? null;
+        context.record({
+          type: 'server.request',
+          ref,
+          sandbox,
+          method,
+          boundTo,
+          decision: 'answered-by-hintbox',
+          reason: null,
+        });
+      }
+      return reply({ result: { roots: context.roots() } });
+    }
+    if (!bound) return; // refused above: sampling and elicitation are bound to a call
+    const params = request.params as Record<string, unknown>;
+    const ref = `${sandbox}#${this.nextRef++}`;
+    context.record({
+      type: 'server.request',
+      ref,
+      sandbox,
+      method,
+      boundTo: bound.what,
+      decision: 'passed',
+      reason: null,
+    });
+    const controller = new AbortController();
+    waiting.set(id, controller);
+    const ofCall = this.byCall.get(bound.clientId) ?? new Set<AbortController>();
+    this.byCall.set(bound.clientId, ofCall.add(controller));
+    const answered = (outcome: 'ok' | 'error', detail: string | null): void =>
+      context.record({ type: 'server.request.answered', ref, sandbox, method, outcome, detail });
+    try {
+      const result = await context.peer.request(
+        method,
+        method === 'elicitation/create' ? markedElicitation(context.serverName, params) : sampledParams(params),
+        { relatedRequestId: bound.clientId, timeoutMs: context.timeoutMs, signal: controller.signal },
+      );
+      // An elicitation's answer says what the person did (accept, decline, cancel); never its content.
+      answered('ok', typeof result.action === 'string' ? result.action : null);
+      await reply({ result });
+    } catch (error) {
+      const why = controller.signal.aborted ? (controller.signal.reason as Error) : (error as Error);
+      answered('error', why.message);
+      // A request the server cancelled gets no answer (MCP).
+      if (why.message === 'the server cancelled its request') return;
+      const code = (error as { code?: unknown }).code;
+      await reply({ error: { code: typeof code === 'number' ? code : ErrorCode.InternalError, message: why.message } });
+    } finally {
+      waiting.delete(id);
+      ofCall.delete(controller);
+      if (ofCall.size === 0) this.byCall.delete(bound.clientId);
+    }
+  }
+
+  /** Records and logs a refusal; a sandbox's flood of them, at most once per interval, counted. */
+  private refuse(
+    sandbox: string,
+    upstream: Upstream,
+    method: ServerRequestMethod,
+    bound: InFlight | undefined,
+    reason: string,
+  ): void {
+    const state = this.refusals.get(upstream) ?? { last: -Infinity, unrecorded: 0 };
+    this.refusals.set(upstream, state);
+    const now = Date.now();
+    if (now - state.last < REFUSAL_LINE_INTERVAL_MS) {
+      state.unrecorded++;
+      return;
+    }
+    const more = state.unrecorded ? ` (and ${state.unrecorded} more refused since the last line)` : '';
+    state.last = now;
+    state.unrecorded = 0;
+    const ref = `${sandbox}#${this.nextRef++}`;
+    const boundTo = bound?.what ?? null;
+    this.context.record({
+      type: 'server.request',
+      ref,
+      sandbox,
+      method,
+      boundTo,
+      decision: 'refused',
+      reason: reason + more,
+    });
+    this.context.log.warn(
+      `${this.context.serverName} (sandbox ${sandbox}) asked for ${method}: refused, ${reason}${more}`,
+    );
+  }
+
+  private waitingOf(upstream: Upstream): Map<RequestId, AbortController> {
+    let waiting = this.waiting.get(upstream);
+    if (!waiting) this.waiting.set(upstream, (waiting = new Map<RequestId, AbortController>()));
+    return waiting;
+  }
+}
