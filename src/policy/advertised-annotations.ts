@@ -73,8 +73,9 @@ export interface AdvertisableTool {
 
 /**
  * The value each hint holds in the tool's sandbox, and why an effective hint does not:
- * - `readOnlyHint` and `destructiveHint: false` hold as the plan says (mounts, database role),
- *   else fall back to false and true. A tool that falls back to not read-only is then judged
+ * - `readOnlyHint` and `destructiveHint: false` hold as the plan says (mounts, database role)
+ *   and only without a network (a networked tool can change what it reaches outside), else
+ *   fall back to false and true. A tool that falls back to not read-only is then judged
  *   as one that writes: "only adds" holds only where it could not destroy either.
  * - `openWorldHint` holds false wherever the sandbox has no network, whatever the server
  *   claimed (nothing there can reach the outside); with a network it is true.
@@ -85,6 +86,13 @@ export interface AdvertisableTool {
 export function hintsThatHold(planned: PlannedTool, grant: SandboxGrant): Record<keyof ToolHints, HintAccount> {
   const { effective } = planned;
   const unenforced = new Map(planned.unenforced.map((u) => [u.hint, u.reason]));
+  if (grant.network !== 'none') {
+    // Clients approve on these two alone: with a network, a tool can change (or delete) what it
+    // reaches outside, which no mount or role of the sandbox limits.
+    const why = `sandbox has a network (${grant.network}): the tool can change what it reaches outside`;
+    if (effective.readOnlyHint && !unenforced.has('readOnlyHint')) unenforced.set('readOnlyHint', why);
+    if (!effective.destructiveHint && !unenforced.has('destructiveHint')) unenforced.set('destructiveHint', why);
+  }
   const readOnly = effective.readOnlyHint && !unenforced.has('readOnlyHint');
   // Judged again as a writer when read-only fell back: "only adds" must then hold on its own.
   if (effective.readOnlyHint && !readOnly) {

@@ -137,7 +137,12 @@ describe('advertised annotations: the hints that hold in the sandbox', () => {
     const out = advertise(tools, ceiling({ network: 'open', split: false }));
     assert.equal(hintsOf(out.get('local')).openWorldHint, true);
     assert.match(metaOf(out.get('local')).hints.openWorldHint.reason ?? '', /sandbox has network \(bridge\)/);
-    assert.equal(hintsOf(out.get('local')).readOnlyHint, true, 'the mounts are still read-only for both');
+    // Read-only mounts, but a network: a tool there can change what it reaches outside.
+    for (const name of ['local', 'fetch']) {
+      assert.equal(hintsOf(out.get(name)).readOnlyHint, false, name);
+      assert.match(metaOf(out.get(name)).hints.readOnlyHint.reason ?? '', /sandbox has a network \(bridge\)/, name);
+      assert.equal(hintsOf(out.get(name)).destructiveHint, true, name);
+    }
   });
 
   it("falls back for a read-only claim whose sandbox's database role can write", () => {
@@ -182,9 +187,10 @@ describe('advertised annotations: the hints that hold in the sandbox', () => {
               const { sandbox, hints } = metaOf(listed);
               const writable = sandbox.mounts.some((m) => !m.readOnly);
               const label = `${name} ${network} split=${split} ${mode} db=${database}`;
-              if (h.readOnlyHint && (writable || (sandbox.database ?? 'read') !== 'read'))
+              const networked = sandbox.network !== 'none';
+              if (h.readOnlyHint && (writable || networked || (sandbox.database ?? 'read') !== 'read'))
                 failures.push(`${label}: ro`);
-              if (!h.readOnlyHint && !h.destructiveHint && (writable || sandbox.database === 'write')) {
+              if (!h.readOnlyHint && !h.destructiveHint && (writable || networked || sandbox.database === 'write')) {
                 failures.push(`${label}: only adds`);
               }
               if (h.openWorldHint !== (sandbox.network !== 'none')) failures.push(`${label}: open world`);
