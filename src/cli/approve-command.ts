@@ -34,7 +34,8 @@ and never writes it; it serves and routes approved tools, and plans changed anno
 The server's instructions (the text its initialize answer gives the client for its model) are
 approved the same way: shown, locked, and passed on by "hintbox run" only while unchanged. So
 are its prompts, resources and resource templates (their definitions as listed: a prompt's
-changed text is a changed prompt; what a resource holds is data and is not locked).
+changed text is a changed prompt; what a resource holds, and the messages a prompt returns,
+are data and are not locked).
 Server text is shown with control characters, line separators and bidi overrides escaped.
 
 Options:
@@ -104,7 +105,7 @@ export const approveCommand: CommandSpec = {
       change((l) => lockTool(l, pin));
       out(`${name}: approved (${pin.hash.slice(0, 12)})`);
     }
-    const offered = offersByKey(session.offers);
+    const offered = offersByKey(session.offerList.offers);
     const wanted: [OfferKind, string][] = [
       ...prompts.map((name): [OfferKind, string] => ['prompt', name]),
       ...resources.map((uri): [OfferKind, string] =>

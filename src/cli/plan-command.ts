@@ -33,7 +33,7 @@ export const planCommand: CommandSpec = {
       startAll: false,
       ...(values.rebuild ? { rebuildImages: true } : {}),
     });
-    const { offers } = session;
+    const { offers } = session.offerList;
     const reads = {
       sandbox: sandboxId(strictestGrant(ceilingOf(profile))),
       prompts: offers.prompts.length,

@@ -28,7 +28,6 @@ import { newSessionId, sessionIdentity } from '../util/session-identity.js';
 import { listValidTools, startEarly, startPlanned, type EarlyStart } from './start-sandboxes.js';
 import { databaseCallHooks, reportDatabaseViolation } from './database-violation.js';
 import { SessionOffers } from './session-offers.js';
-import type { ServerOffers } from '../gateway/discover-offers.js';
 
 export type { GatewaySettings, SessionOptions } from './session-options.js';
 
@@ -48,8 +47,8 @@ export class HintboxSession implements AsyncDisposable {
   /** The server's trust in this session: one owner, shared with the call guard. */
   private readonly trust: ServerTrustState;
   private readonly sandboxes: SessionSandboxes;
-  /** Its prompts, resources and templates. */
-  private readonly offerList: SessionOffers;
+  /** Its prompts, resources and templates (`offerList.offers`: as the server listed them last). */
+  readonly offerList: SessionOffers;
   private disposed = false;
   private gateway?: Gateway;
   private guard?: CallGuard;
@@ -131,11 +130,6 @@ export class HintboxSession implements AsyncDisposable {
     return this.options.profile;
   }
 
-  /** The prompts, resources and templates the server listed last. */
-  get offers(): ServerOffers {
-    return this.offerList.offers;
-  }
-
   /** A gateway over this session's sandboxes (routes by the plan). */
   createGateway(settings: GatewaySettings = {}): Promise<Gateway> {
     const { log } = this.options;
@@ -205,11 +199,11 @@ export class HintboxSession implements AsyncDisposable {
 
   /** Lists again when the server announced a change before it was served (calls wait for it). */
   private async listAgainIfChanged(settings: GatewaySettings): Promise<void> {
+    await this.offerList.listAgainIfChanged();
     const from = this.changedBeforeServed;
     this.changedBeforeServed = undefined;
-    if (!from?.forwarded.connected) return;
     // As a re-listing the relay asks for: one that fails is logged, and the last listing stands.
-    await this.relist(from, settings).catch((error: Error) =>
+    await (from?.forwarded.connected ? this.relist(from, settings) : undefined)?.catch((error: Error) =>
       this.options.log.error(`listing the tools again failed: ${error.message}`),
     );
   }
@@ -327,8 +321,9 @@ export class HintboxSession implements AsyncDisposable {
     sandboxes.keepStarted(discoveryId, discovery);
     // A change the server announces before the gateway listens to it: listed again before serving.
     discovery.forwarded.take = (m) =>
-      (m as { method?: string }).method === 'notifications/tools/list_changed' &&
-      Boolean((this.changedBeforeServed = discovery));
+      this.offerList.changedEarly(m, discovery) ||
+      ((m as { method?: string }).method === 'notifications/tools/list_changed' &&
+        Boolean((this.changedBeforeServed = discovery)));
 
     const { tools, rejected } = await listValidTools(discovery, profile.timeouts.start * 1000, log);
     this.rejected = rejected;

@@ -29,6 +29,8 @@ export class SessionOffers {
   rejected: RejectedOffer[] = [];
   /** A trusted server without a lock file: its offers as first listed in this run (trust on first use). */
   private readonly firstSeen = new Map<string, string>();
+  /** The discovery sandbox announced a change before the gateway listened to it. */
+  private changedBeforeServed?: Upstream;
   /** The gateway they are served by, and its approvals. */
   private served?: { approvals: GatewaySettings['approvals']; gateway: () => Gateway | undefined };
 
@@ -77,6 +79,31 @@ export class SessionOffers {
       firstSeen: this.firstSeen,
       log: this.options.log,
     });
+  }
+
+  /**
+   * Before the gateway listens to the discovery sandbox: notes its announcement that its prompts
+   * or resources changed (true: taken), so that they are listed again before they are served.
+   */
+  changedEarly(message: object, from: Upstream): boolean {
+    const { method } = message as { method?: unknown };
+    const changed =
+      method === 'notifications/prompts/list_changed' || method === 'notifications/resources/list_changed';
+    if (changed) this.changedBeforeServed = from;
+    return changed;
+  }
+
+  /** Lists again when the server announced a change before they were served (see `changedEarly`). */
+  async listAgainIfChanged(): Promise<void> {
+    const from = this.changedBeforeServed;
+    this.changedBeforeServed = undefined;
+    if (!from?.forwarded.connected || !this.served) return;
+    try {
+      await this.list(from);
+      await this.served.gateway()?.updateOffers(this.visible(this.served.approvals));
+    } catch (error) {
+      this.options.log.error(`listing the prompts and resources again failed: ${(error as Error).message}`);
+    }
   }
 
   /** The server lost trust: what it shows is what a person approved, from now on. */

@@ -184,8 +184,8 @@ describe('formatPlanTable', () => {
     assert.match(row('mkdir'), /NO: destructiveHint/);
     assert.match(
       row('fetch'),
-      / R--c +R\.\.O\* +R\.\.O /,
-      'claimed hints, then effective hints (moot ones as .) with override marker, then advertised ones',
+      / R--c +R\.\.O\* +wDiO /,
+      'claimed hints, then effective hints (moot ones as .) with override marker, then advertised ones (a networked tool is never advertised read-only)',
     );
     assert.match(row('mkdir'), / wa-c +waic +wDic /, 'advertised: only-adds does not hold on a read-write mount');
     assert.match(row('fetch'), /\bbridge\b/);
