@@ -3,6 +3,7 @@ import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, write
 import path from 'node:path';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
+  OFFER_FIELD,
   offerHash,
   OFFER_KEY_FIELD,
   OFFER_KINDS,
@@ -58,11 +59,7 @@ export interface LockFile {
 }
 
 /** The lock file's section of each kind of offer. */
-export const OFFER_SECTION = Object.freeze({
-  prompt: 'prompts',
-  resource: 'resources',
-  resourceTemplate: 'resourceTemplates',
-} as const satisfies Record<OfferKind, keyof LockFile>);
+export const OFFER_SECTION = OFFER_FIELD satisfies Record<OfferKind, keyof LockFile>;
 
 /** A lock file that cannot be read as one: names the file and what is wrong, in one line. */
 export class LockFileError extends HintboxError {

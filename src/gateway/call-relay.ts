@@ -115,7 +115,7 @@ export class CallRelay {
     }
   }
 
-  /** The calls in flight in an upstream, oldest first (what a request of its server is bound to). */
+  /** The calls in flight in an upstream, in the order they were last sent (a retry is sent again): what a request of its server is bound to. */
   callsIn(upstream: Upstream): { clientId: RequestId; what: string }[] {
     return [...this.pending.values()]
       .filter((call) => call.upstream === upstream)

@@ -10,7 +10,7 @@ import {
   type ResourceTemplate,
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { OFFER_KINDS, type OfferKind } from '../policy/offer-pin.js';
+import { OFFER_FIELD, OFFER_KEY_FIELD, OFFER_KINDS, type OfferKind } from '../policy/offer-pin.js';
 import { renderServerText } from '../util/render-server-text.js';
 
 /**
@@ -30,21 +30,12 @@ export interface ServerOffers {
 
 export const NO_OFFERS: ServerOffers = Object.freeze({ prompts: [], resources: [], resourceTemplates: [] });
 
-/** How each kind is listed, validated and keyed. */
+/** How each kind is listed and validated (its answer's field: `OFFER_FIELD`; its key: `OFFER_KEY_FIELD`). */
 export const OFFER_LISTS = {
-  prompt: { method: 'prompts/list', field: 'prompts', schema: PromptSchema, key: 'name', offers: 'prompts' },
-  resource: { method: 'resources/list', field: 'resources', schema: ResourceSchema, key: 'uri', offers: 'resources' },
-  resourceTemplate: {
-    method: 'resources/templates/list',
-    field: 'resourceTemplates',
-    schema: ResourceTemplateSchema,
-    key: 'uriTemplate',
-    offers: 'resourceTemplates',
-  },
-} as const satisfies Record<
-  OfferKind,
-  { method: string; field: string; schema: z.ZodType; key: string; offers: keyof ServerOffers }
->;
+  prompt: { method: 'prompts/list', schema: PromptSchema },
+  resource: { method: 'resources/list', schema: ResourceSchema },
+  resourceTemplate: { method: 'resources/templates/list', schema: ResourceTemplateSchema },
+} as const satisfies Record<OfferKind, { method: string; schema: z.ZodType }>;
 
 /** An offer the server listed that cannot be used, and why. */
 export interface RejectedOffer {
@@ -66,7 +57,8 @@ export function validateOffers<K extends OfferKind>(
   kind: K,
   raw: readonly unknown[],
 ): { offers: object[]; rejected: RejectedOffer[] } {
-  const { schema, key: keyField } = OFFER_LISTS[kind];
+  const { schema } = OFFER_LISTS[kind];
+  const keyField = OFFER_KEY_FIELD[kind];
   const offers: object[] = [];
   const rejected: RejectedOffer[] = [];
   const seen = new Set<string>();
@@ -99,6 +91,8 @@ export function describeRejectedOffer(r: RejectedOffer): string {
 
 /** At most this many pages of one list are read from a server. */
 export const MAX_LIST_PAGES = 100;
+/** At most this many items of one kind: each is pinned and compared at every listing. */
+export const MAX_LISTED_ITEMS = 10_000;
 
 /**
  * A list request followed through its pages (`nextCursor`), each item as received. A server
@@ -113,6 +107,7 @@ export async function listAllRaw(client: Client, method: string, field: string, 
       timeout: timeoutMs,
     })) as Record<string, unknown> & { nextCursor?: string };
     all.push(...(result[field] as unknown[]));
+    if (all.length > MAX_LISTED_ITEMS) throw new Error(`${method} listed more than ${MAX_LISTED_ITEMS} items`);
     cursor = result.nextCursor;
     if (!cursor) return all;
   }
@@ -137,14 +132,14 @@ export async function listOffers(
     const list = OFFER_LISTS[kind];
     let raw: unknown[];
     try {
-      raw = await listAllRaw(client, list.method, list.field, timeoutMs);
+      raw = await listAllRaw(client, list.method, OFFER_FIELD[kind], timeoutMs);
     } catch (error) {
       // Templates are optional even for a server with resources (a server may not know the method).
       if (kind === 'resourceTemplate' && error instanceof McpError && error.code === ErrorCode.MethodNotFound) continue;
       throw error;
     }
     const valid = validateOffers(kind, raw);
-    (offers[list.offers] as object[]) = valid.offers;
+    (offers[OFFER_FIELD[kind]] as object[]) = valid.offers;
     rejected.push(...valid.rejected);
   }
   return { offers, rejected };

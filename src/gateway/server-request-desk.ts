@@ -111,7 +111,8 @@ export class ServerRequestDesk {
       }
       return reply({ result: { roots: context.roots() } });
     }
-    if (!bound) return; // refused above: sampling and elicitation are bound to a call
+    // Refused above (sampling and elicitation are bound to a call); answered all the same.
+    if (!bound) return reply({ error: { code: ErrorCode.InvalidRequest, message: `hintbox refused ${method}` } });
     const params = request.params as Record<string, unknown>;
     const ref = `${sandbox}#${this.nextRef++}`;
     context.record({

@@ -21,6 +21,16 @@ export const OFFER_KEY_FIELD: Readonly<Record<OfferKind, string>> = Object.freez
   resourceTemplate: 'uriTemplate',
 });
 
+/**
+ * The field of each kind: in a server's list answer (`prompts/list` → `prompts`), in hintbox's
+ * listing of them, and the lock file's section.
+ */
+export const OFFER_FIELD = Object.freeze({
+  prompt: 'prompts',
+  resource: 'resources',
+  resourceTemplate: 'resourceTemplates',
+} as const);
+
 /** How people and the lock file name each kind. */
 export const OFFER_LABEL: Readonly<Record<OfferKind, string>> = Object.freeze({
   prompt: 'prompt',

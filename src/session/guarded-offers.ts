@@ -1,13 +1,10 @@
 import type { LockFile } from '../approvals/lock-file.js';
 import { lockedOffer } from '../approvals/lock-file.js';
 import type { ServerOffers } from '../gateway/discover-offers.js';
-import { OFFER_KINDS, OFFER_LABEL, offerKey, pinOffer, type OfferKind } from '../policy/offer-pin.js';
+import { OFFER_FIELD, OFFER_KINDS, OFFER_LABEL, offerKey, pinOffer, type OfferKind } from '../policy/offer-pin.js';
 import type { Profile } from '../profile/load-profile.js';
 import type { Logger } from '../util/logger.js';
 import { renderServerText } from '../util/render-server-text.js';
-
-/** Which field of `ServerOffers` holds each kind. */
-const FIELD = { prompt: 'prompts', resource: 'resources', resourceTemplate: 'resourceTemplates' } as const;
 
 /**
  * The prompts, resources and resource templates a client may see, by their pins against the
@@ -37,7 +34,7 @@ export function guardOffers(options: {
   try {
     lock = options.readLock();
   } catch (error) {
-    const count = OFFER_KINDS.reduce((n, kind) => n + offers[FIELD[kind]].length, 0);
+    const count = OFFER_KINDS.reduce((n, kind) => n + offers[OFFER_FIELD[kind]].length, 0);
     if (count) log.error(`cannot read the lock file: ${(error as Error).message}; every prompt and resource is hidden`);
     return { prompts: [], resources: [], resourceTemplates: [] };
   }
