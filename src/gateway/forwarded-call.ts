@@ -97,8 +97,8 @@ export function errorResult(text: string): CallToolResult {
   return { isError: true, content: [{ type: 'text', text }] };
 }
 
-/** Tells the sandbox a forwarded call is cancelled (its late answer is dropped). */
-export function cancelUpstream(call: PendingCall, reason?: string): void {
+/** Tells the sandbox a forwarded call (or read) is cancelled (its late answer is dropped). */
+export function cancelUpstream(call: Pick<PendingCall, 'upstream' | 'upstreamId'>, reason?: string): void {
   void call.upstream.forwarded
     .send({
       jsonrpc: '2.0',

@@ -6,7 +6,7 @@ import {
   type Root,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '../util/logger.js';
-import { answerOf, isObject, notificationOf, type JsonRpcObject } from './forwarded-call.js';
+import { answerOf, cancelUpstream, isObject, notificationOf, type JsonRpcObject } from './forwarded-call.js';
 import { readRefusal, READS, subjectOf, type ShownOffers } from './read-requests.js';
 import { sendToClient, type RelayClient } from './relay-client.js';
 import type { SandboxPool, Upstream } from './sandbox-pool.js';
@@ -198,7 +198,7 @@ export class RequestRelay {
   /** Settles every read in flight (the client left, or hintbox stops). */
   cancelAll(detail: string): void {
     for (const read of [...this.pending.values()]) {
-      if (this.settle(read, 'cancelled', detail)) this.cancelUpstream(read, detail);
+      if (this.settle(read, 'cancelled', detail)) cancelUpstream(read, detail);
     }
     for (const id of this.admitting) this.cancelledWhileAdmitting.add(id);
   }
@@ -304,18 +304,8 @@ export class RequestRelay {
     if (!read || !this.settle(read, 'cancelled', typeof reason === 'string' ? reason : 'cancelled by the client')) {
       return false;
     }
-    this.cancelUpstream(read, typeof reason === 'string' ? reason : undefined);
+    cancelUpstream(read, typeof reason === 'string' ? reason : undefined);
     return true;
-  }
-
-  private cancelUpstream(read: PendingRead, reason?: string): void {
-    void read.upstream.forwarded
-      .send({
-        jsonrpc: '2.0',
-        method: 'notifications/cancelled',
-        params: { requestId: read.upstreamId, ...(reason ? { reason } : {}) },
-      })
-      .catch(() => undefined);
   }
 
   private armTimer(read: PendingRead): void {
@@ -323,7 +313,7 @@ export class RequestRelay {
     read.timer = setTimeout(() => {
       const seconds = Math.round(this.options.timeoutMs / 1000);
       if (!this.settle(read, 'error', `no answer within ${seconds} s`)) return;
-      this.cancelUpstream(read, `hintbox: no answer within ${seconds} s`);
+      cancelUpstream(read, `hintbox: no answer within ${seconds} s`);
       this.replyError(read.clientId, ErrorCode.RequestTimeout, `${read.method} gave no answer within ${seconds} s`);
     }, this.options.timeoutMs);
     read.timer.unref();
