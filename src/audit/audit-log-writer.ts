@@ -231,7 +231,8 @@ export class AuditLogWriter implements AuditLog, Disposable {
       `,"decision":"${decision}","decidedBy":"${decidedBy}"` +
       field('arguments', intent.arguments ?? null) +
       field('pin', intent.pinHash) +
-      field('traceId', intent.traceId ?? null);
+      field('traceId', intent.traceId ?? null) +
+      field('caller', intent.caller === undefined || intent.caller === null ? null : storedText(intent.caller));
     this.append(body, settle);
     this.open.set(id, { timeMs: now.getTime(), decision });
     return id;

@@ -150,6 +150,7 @@ function callOf(intent: CallIntentLine, subject: string | null): AuditCallRecord
     arguments: intent.arguments,
     pin: intent.pin,
     traceId: intent.traceId ?? null,
+    caller: intent.caller ?? null,
     outcome: null,
     detail: null,
     hintViolation: null,

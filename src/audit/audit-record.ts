@@ -95,6 +95,11 @@ export interface AuditIntent {
   pinHash: string | null;
   /** The W3C trace id of the call (from `_meta.traceparent`), when the client sent one. */
   traceId?: string;
+  /**
+   * Who called: the name of the bearer token the client of `hintbox serve` showed; null when
+   * nobody was identified (stdio, a serve without tokens). Default null.
+   */
+  caller?: string | null;
 }
 
 /** How the call ended. Recorded once, after the answer (or right away for `not-run`). */
@@ -124,6 +129,20 @@ export type AuditEvent =
   | { type: 'hint.violation'; session: string; server: string; tool: string | null; sandbox: string; violation: string }
   | { type: 'pin.narrowed'; session: string; server: string; tool: string; pin: string; changes: readonly string[] }
   | { type: 'approvals.unreadable'; session: string; server: string; error: string }
+  | {
+      /**
+       * `hintbox serve` refused a request before any session saw it (401, 403). The token's
+       * text is never recorded: only the name of a known token that was not allowed.
+       */
+      type: 'auth.denied';
+      session: null;
+      server: string;
+      status: 401 | 403;
+      reason: string;
+      /** The known token's name (a 403); null for a missing or unknown token. */
+      caller: string | null;
+      remoteAddress: string | null;
+    }
   | { type: 'sandbox.start'; session: string; server: string; sandbox: string; container: string }
   | { type: 'sandbox.stop'; session: string; server: string; sandbox: string; container: string }
   | {
@@ -273,6 +292,8 @@ export interface CallIntentLine extends AuditLineBase {
   /** The pin hash (SHA-256 of the approved definition) the call was made against; null when unpinned. */
   pin: string | null;
   traceId: string | null;
+  /** The caller's identity (a bearer token's name); null when none; absent from lines written before it was added. */
+  caller?: string | null;
 }
 
 export interface CallOutcomeLine extends AuditLineBase {
@@ -301,6 +322,7 @@ export const AUDIT_LINE_TYPES: readonly AuditLine['type'][] = [
   'hint.violation',
   'pin.narrowed',
   'approvals.unreadable',
+  'auth.denied',
   'sandbox.start',
   'sandbox.stop',
   'request',
@@ -356,6 +378,7 @@ export function parseAuditLine(text: string): AuditLine {
       need('decision', (v) => (AUDIT_DECISIONS as unknown[]).includes(v), AUDIT_DECISIONS.join(' | '));
       need('tags', (v) => Array.isArray(v), 'an array');
       need('claimedTags', (v) => Array.isArray(v), 'an array');
+      need('caller', (v) => v === undefined || v === null || typeof v === 'string', 'a string or null');
       break;
     case 'call.outcome':
       need('callId', str, 'a string');

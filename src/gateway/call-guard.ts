@@ -36,6 +36,8 @@ const READ_ONLY_WRITE = /\bEROFS\b|read-only file system/i;
 export interface CallGuardOptions {
   server: string;
   session: string;
+  /** Who calls through this guard (a bearer token's name under `hintbox serve`); default null (stdio). */
+  caller?: string | null;
   /** The profile's trust, or the session's trust state (shared with the session). */
   trust: ServerTrust | ServerTrustState;
   tools: ReadonlyMap<string, GuardedTool>;
@@ -361,6 +363,7 @@ export class CallGuard implements Gatekeeper {
       arguments: args ?? {},
       pinHash: tool.pin.hash,
       ...trace,
+      caller: options.caller ?? null,
     });
   }
 }

@@ -139,6 +139,7 @@ export class HintboxSession implements AsyncDisposable {
         ? new CallGuard({
             server: this.profile.name,
             session: this.sessionId,
+            caller: settings.caller ?? null,
             trust: this.trust,
             tools: guarded,
             preApprovals: compilePreApprovals(this.profile.preApprove),

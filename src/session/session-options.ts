@@ -34,4 +34,6 @@ export interface GatewaySettings {
   audit?: AuditLog;
   /** `--tags`: serve only tools with one of these tags. */
   tagFilter?: readonly string[];
+  /** The client's identity, recorded with every call (a bearer token's name); default null (stdio). */
+  caller?: string | null;
 }
