@@ -14,6 +14,7 @@ import { demoCommand } from './demo-command.js';
 import { imagesBuildCommand } from './images-command.js';
 import { planCommand } from './plan-command.js';
 import { runCommand } from './run-command.js';
+import { serveCommand } from './serve-command.js';
 import { sweepCommand } from './sweep-command.js';
 import { exitCodeOf, UsageError } from '../util/hintbox-error.js';
 
@@ -23,6 +24,7 @@ Usage: hintbox <command> [options]
 
 Commands:
   run <profile>           serve the profile's MCP server on stdio, each tool in its sandbox
+  serve <folder>          serve every profile of a folder over streamable HTTP (/mcp/<name>)
   plan <profile>          show which sandbox each tool gets, and what is enforced
   approve <profile> ...   approve tool definitions into the lock file: named tools, or --all
   audit [verify|ship]     list recorded calls (filters: --server --tool --tag --decision …),
@@ -49,6 +51,7 @@ export interface CommandSpec {
 
 const COMMANDS: Record<string, CommandSpec> = {
   run: runCommand,
+  serve: serveCommand,
   plan: planCommand,
   images: imagesBuildCommand,
   approve: approveCommand,

@@ -1,16 +1,10 @@
-import path from 'node:path';
 import type { Gateway } from '../gateway/gateway.js';
 import { NdjsonTransport } from '../mcp/ndjson-transport.js';
 import { parseTagFilter, TagFilterError } from '../policy/tool-tags.js';
-import { AuditLogWriter } from '../audit/audit-log-writer.js';
-import { lockFilePath, readLockFile, type LockFile } from '../approvals/lock-file.js';
-import { PostgresAuditSink } from '../audit/postgres-sink.js';
-import { hintboxEnvironment } from '../config/environment.js';
-import { redactUrl } from '../util/redact-url.js';
 import { UsageError } from '../util/hintbox-error.js';
-import { HintboxSession } from '../session/hintbox-session.js';
+import type { HintboxSession } from '../session/hintbox-session.js';
+import { approvalsOf, knownTools, openAuditTrail, openSession } from '../session/session-setup.js';
 import { newSessionId } from '../util/session-identity.js';
-import { knownToolsIn } from '../session/known-tools.js';
 import { cliLog, engineReady, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';
 import { delay } from '../util/delay.js';
@@ -78,49 +72,27 @@ export const runCommand: CommandSpec = {
     }
 
     async function serve(): Promise<number> {
-      // What a person approved: the lock file beside the profile, read (never written) by the run;
-      // a malformed one stops the run before anything starts (audit log, sink, sandboxes).
-      const lockFile = lockFilePath(profile.file);
-      const approvals = (): LockFile | undefined => readLockFile(lockFile, profile.name);
-      const locked = approvals();
-      if (!locked) log.info(`no lock file ${lockFile}: nothing approved yet (see hintbox approve)`);
-      // Then the audit log: a run that cannot record its calls does not start.
-      const dir = hintboxEnvironment().auditDir;
-      let audit: AuditLogWriter;
-      try {
-        audit = AuditLogWriter.open({ dir, log });
-      } catch (error) {
-        throw new Error(`cannot open the audit log in ${dir}: ${(error as Error).message}`);
-      }
-      // With HINTBOX_DATABASE_URL the log is copied into Postgres in the background: the sink
-      // reads the files, never the calls, so a database that is slow or down slows nothing.
-      const sinkUrl = hintboxEnvironment().databaseUrl;
-      const sink = sinkUrl ? new PostgresAuditSink({ url: sinkUrl, dir, log, chain: audit.chain }) : undefined;
-      if (sink && sinkUrl) {
-        log.info(`audit log shipped to ${redactUrl(sinkUrl)}`);
-        sink.start();
-      }
+      // What a person approved: a malformed lock file stops the run before anything starts
+      // (audit log, sink, sandboxes). Then the audit trail: a run that cannot record its calls
+      // does not start.
+      const approvals = approvalsOf(profile, log);
+      const trail = openAuditTrail(log);
+      const { audit } = trail;
       const sessionId = newSessionId();
       // Filled in as the session comes up; a signal may arrive at any point before.
       const live: { session?: HintboxSession; gateway?: Gateway } = {};
       let stopping: Promise<void> | undefined;
 
-      const sessionOptions = {
+      const opening = openSession({
         profile,
         engine,
         log,
         sessionId,
         audit,
-        knownTools: knownToolsIn(path.join(hintboxEnvironment().stateDir, 'known-tools')),
+        knownTools: knownTools(),
+        locked: approvals.locked,
         ...(values.rebuild ? { rebuildImages: true } : {}),
-      };
-      // With approved tools in the lock file the client is served at once from it (a cold
-      // start), while the server is built, discovered and verified in the background; calls
-      // wait for that. Without, the session is up before the client is answered.
-      const cold = locked && Object.keys(locked.tools).length > 0 && !values.rebuild;
-      const opening = cold
-        ? Promise.resolve(HintboxSession.openFromLock({ ...sessionOptions, lock: locked }))
-        : HintboxSession.open({ ...sessionOptions, startAll: true });
+      });
       const stop = (why: string): Promise<void> =>
         (stopping ??= (async () => {
           log.info(`stopping session ${sessionId} (${why}): removing its containers`);
@@ -132,8 +104,7 @@ export const runCommand: CommandSpec = {
           // A session that came up after the signal: its relays and database roles go too.
           if (late && late !== live.session) await late.dispose();
           await engine.removeSession(sessionId).catch(() => undefined);
-          audit.close();
-          await sink?.stop();
+          await trail.close();
         })());
       // A failure of hintbox itself must not leave the sandboxes running: stop, then exit 1.
       process.once('uncaughtException', (error) => {
@@ -151,14 +122,14 @@ export const runCommand: CommandSpec = {
       try {
         session = live.session = await opening;
       } catch (error) {
-        audit.close();
-        await sink?.stop();
+        await trail.close();
         throw error;
       }
       try {
         const gateway = (live.gateway = await session.createGateway({
-          approvals,
+          approvals: approvals.read,
           audit,
+          caller: null,
           ...(tagFilter ? { tagFilter } : {}),
         }));
         const disconnected = new Promise<void>((resolve) => {

@@ -23,6 +23,7 @@ export const LAYERS = [
   'sandbox',
   'gateway',
   'session',
+  'serve',
   'cli',
 ] as const;
 

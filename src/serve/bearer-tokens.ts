@@ -1,0 +1,115 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { parse } from 'yaml';
+import { z } from 'zod';
+import { HintboxError } from '../util/hintbox-error.js';
+
+/**
+ * The bearer tokens of `hintbox serve` (`--tokens FILE`): a YAML or JSON list of
+ * `{ name, sha256, servers? }`. Only each token's SHA-256 is kept, in the file and in memory, so
+ * a copy of the file (or of the process's memory) gives nobody a token. The file is checked once,
+ * when serve starts (every problem in one line each, as profiles are); each request is then
+ * checked by {@link BearerTokens.check}, a pure function of the request's header.
+ */
+
+export const TokenEntrySchema = z
+  .object({
+    /** Who holds the token: recorded as the caller of every call it makes. */
+    name: z.string().min(1).max(200),
+    /** SHA-256 (hex) of the token (`hintbox serve --hash-token`). */
+    sha256: z
+      .string()
+      .regex(/^[0-9a-fA-F]{64}$/, 'expected 64 hex digits (the SHA-256 of the token)')
+      .transform((hex) => hex.toLowerCase()),
+    /** The servers (profile names) it may use. Default: every server. */
+    servers: z.array(z.string().min(1)).optional(),
+  })
+  .strict();
+
+export const TokenFileSchema = z.array(TokenEntrySchema);
+
+export type TokenEntry = z.infer<typeof TokenEntrySchema>;
+
+/** What a request's credentials earn it for one server. */
+export type TokenCheck =
+  { allowed: true; caller: string } | { allowed: false; status: 401 | 403; reason: string; caller: string | null };
+
+/** The SHA-256 (hex) of a token, as the tokens file keeps it. */
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+export class BearerTokens {
+  private readonly entries: readonly { entry: TokenEntry; digest: Buffer }[];
+
+  constructor(entries: readonly TokenEntry[]) {
+    this.entries = entries.map((entry) => ({ entry, digest: Buffer.from(entry.sha256, 'hex') }));
+  }
+
+  /** Parses a tokens file's text; throws one line per problem, `file: path: message`. */
+  static parse(text: string, file: string): BearerTokens {
+    const fail = (lines: string[]): never => {
+      throw new HintboxError(lines.map((line) => `${file}: ${line}`).join('\n'), { exitCode: 2 });
+    };
+    let raw: unknown;
+    try {
+      raw = parse(text);
+    } catch (error) {
+      return fail([`invalid YAML or JSON: ${(error as Error).message.split('\n')[0] ?? ''}`]);
+    }
+    const parsed = TokenFileSchema.safeParse(raw);
+    if (!parsed.success) {
+      return fail(parsed.error.issues.map((i) => `${i.path.join('.') || '(top)'}: ${i.message}`));
+    }
+    const problems: string[] = [];
+    const seen = new Map<string, number>();
+    parsed.data.forEach((entry, i) => {
+      const twin = parsed.data.findIndex((other) => other.sha256 === entry.sha256);
+      if (twin !== i) problems.push(`${i}.sha256: the same token as entry ${twin}`);
+      if (seen.has(entry.name)) problems.push(`${i}.name: "${entry.name}" is also entry ${seen.get(entry.name)}`);
+      seen.set(entry.name, i);
+    });
+    if (problems.length > 0) fail(problems);
+    if (parsed.data.length === 0) fail(['no tokens: the file must list at least one']);
+    return new BearerTokens(parsed.data);
+  }
+
+  static load(file: string): BearerTokens {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (error) {
+      throw new HintboxError(`${file}: cannot read the tokens file: ${(error as NodeJS.ErrnoException).code ?? ''}`, {
+        exitCode: 2,
+      });
+    }
+    return BearerTokens.parse(text, file);
+  }
+
+  /** The servers named by some token that are not among `servers` (a typo would lock everyone out). */
+  unknownServers(servers: readonly string[]): string[] {
+    const names = new Set(this.entries.flatMap(({ entry }) => entry.servers ?? []));
+    return [...names].filter((name) => !servers.includes(name));
+  }
+
+  /**
+   * Checks an `Authorization` header for `server`. Every known hash is compared, each in
+   * constant time, so the time taken says nothing about how close a wrong token came.
+   */
+  check(authorization: string | undefined, server: string): TokenCheck {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
+    if (!match) {
+      return { allowed: false, status: 401, reason: authorization ? 'not a bearer token' : 'no token', caller: null };
+    }
+    const digest = Buffer.from(hashToken(match[1] as string), 'hex');
+    let found: TokenEntry | undefined;
+    for (const { entry, digest: known } of this.entries) {
+      if (timingSafeEqual(digest, known)) found = entry;
+    }
+    if (!found) return { allowed: false, status: 401, reason: 'unknown token', caller: null };
+    if (found.servers && !found.servers.includes(server)) {
+      return { allowed: false, status: 403, reason: `token not allowed for ${server}`, caller: found.name };
+    }
+    return { allowed: true, caller: found.name };
+  }
+}

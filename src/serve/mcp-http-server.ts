@@ -1,0 +1,261 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { AuditEvent } from '../audit/audit-record.js';
+import type { Gateway } from '../gateway/gateway.js';
+import { delay } from '../util/delay.js';
+import type { Logger } from '../util/logger.js';
+import type { BearerTokens } from './bearer-tokens.js';
+
+/**
+ * The HTTP side of `hintbox serve`: each server at `/mcp/<name>` over MCP's streamable HTTP
+ * transport (the SDK's), one transport — and, in this first slice, one hintbox session with its
+ * own sandboxes — per MCP session of a client. Bearer tokens are checked before anything else
+ * of a request is read; `/healthz` and `/readyz` need none and name nothing but servers.
+ *
+ * Draining (SIGTERM): new sessions and new requests are refused with 503, while the answers of
+ * requests in flight and the client's answers to them (a confirmation) still pass, until they
+ * are done or the deadline passes; then every session is closed.
+ */
+
+/** A client's session: its gateway, and how to remove everything it started. */
+export interface ClientSession {
+  gateway: Gateway;
+  close(): Promise<void>;
+}
+
+export interface McpHttpServerOptions {
+  /** The servers by name (profile names). */
+  servers: readonly string[];
+  /** Without tokens every request is let in (serve refuses to listen beyond loopback then). */
+  tokens?: BearerTokens;
+  /** Opens a session of `server` for a new client (its gateway not yet connected). */
+  openSession(server: string, caller: string | null): Promise<ClientSession>;
+  /** Where denials are recorded. */
+  recordEvent(event: AuditEvent): void;
+  /** Whether every server is ready (profiles loaded, images built). */
+  ready(): { ready: boolean; servers: Record<string, 'ready' | 'starting' | 'failed'> };
+  log: Logger;
+}
+
+/** The largest request body read (the SDK's own limit for a message). */
+const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+interface Client {
+  id: string;
+  server: string;
+  caller: string | null;
+  transport: StreamableHTTPServerTransport;
+  session: ClientSession;
+  closing?: Promise<void>;
+}
+
+export class McpHttpServer {
+  private readonly http: Server;
+  private readonly clients = new Map<string, Client>();
+  /** Sessions being opened: a drain waits for them to close them too. */
+  private readonly opening = new Set<Promise<unknown>>();
+  /** Responses to client requests still open (a call's answer not yet sent). */
+  private inFlight = 0;
+  private draining = false;
+
+  constructor(private readonly options: McpHttpServerOptions) {
+    this.http = createServer((req, res) => {
+      this.handle(req, res).catch((error: Error) => {
+        options.log.error(`serve: ${req.method} ${req.url}: ${error.message}`);
+        if (!res.headersSent) reply(res, 500, { error: 'internal error' });
+        else res.end();
+      });
+    });
+  }
+
+  /** Listens; resolves with the port (an ephemeral one for port 0). */
+  listen(port: number, host: string): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.http.once('error', reject);
+      this.http.listen(port, host, () => {
+        this.http.off('error', reject);
+        resolve((this.http.address() as AddressInfo).port);
+      });
+    });
+  }
+
+  /** How many client sessions are open. */
+  get sessions(): number {
+    return this.clients.size;
+  }
+
+  /**
+   * Refuses new sessions and requests, lets those in flight finish for up to `deadlineMs`, then
+   * closes every session and the listener.
+   */
+  async drain(deadlineMs: number): Promise<void> {
+    this.draining = true;
+    const until = Date.now() + deadlineMs;
+    while (this.inFlight > 0 && Date.now() < until) await delay(50);
+    if (this.inFlight > 0) this.options.log.warn(`serve: ${this.inFlight} request(s) still in flight at the deadline`);
+    await Promise.allSettled([...this.opening]);
+    await Promise.allSettled([...this.clients.values()].map((client) => this.end(client, 'hintbox is stopping')));
+    this.http.closeAllConnections();
+    await new Promise((resolve) => this.http.close(resolve));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://hintbox');
+    if (url.pathname === '/healthz') return reply(res, 200, { ok: true });
+    if (url.pathname === '/readyz') {
+      const state = this.options.ready();
+      return reply(res, state.ready && !this.draining ? 200 : 503, state);
+    }
+    const match = /^\/mcp\/([^/]+)\/?$/.exec(url.pathname);
+    const server = match ? decodeURIComponent(match[1] as string) : undefined;
+    if (server === undefined || !this.options.servers.includes(server))
+      return reply(res, 404, { error: 'no such server' });
+
+    let caller: string | null = null;
+    if (this.options.tokens) {
+      const check = this.options.tokens.check(req.headers.authorization, server);
+      if (!check.allowed) return this.deny(req, res, server, check);
+      caller = check.caller;
+    }
+    let body: unknown;
+    if (req.method === 'POST') {
+      const read = await readJson(req);
+      if ('status' in read) return reply(res, read.status, jsonRpcError(read.message));
+      body = read.json;
+    }
+    // While draining, what asks for new work is refused; answers and notifications pass.
+    if (this.draining && (req.method === 'GET' || (req.method === 'POST' && hasRequest(body)))) {
+      return reply(res, 503, jsonRpcError('hintbox is stopping'), { 'Retry-After': '5' });
+    }
+    const sessionId = req.headers['mcp-session-id'];
+    if (typeof sessionId === 'string') {
+      const client = this.clients.get(sessionId);
+      if (!client || client.server !== server) return reply(res, 404, jsonRpcError('session not found'));
+      // A session is its caller's: another token may not ride on it.
+      if (client.caller !== caller)
+        return this.deny(req, res, server, { status: 403, reason: "another caller's session", caller });
+      return this.pass(client.transport, req, res, body);
+    }
+    if (req.method !== 'POST' || !isInitializeRequest(body)) {
+      return reply(res, 400, jsonRpcError('no session: start with an initialize request'));
+    }
+    await this.start(server, caller, req, res, body);
+  }
+
+  /** A new client: its own hintbox session, connected to a transport of its own. */
+  private async start(
+    server: string,
+    caller: string | null,
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: unknown,
+  ): Promise<void> {
+    const opening = this.options.openSession(server, caller);
+    this.opening.add(opening);
+    let session: ClientSession;
+    try {
+      session = await opening;
+    } catch (error) {
+      this.options.log.error(`serve: ${server}: a session could not start: ${(error as Error).message}`);
+      return reply(
+        res,
+        500,
+        jsonRpcError(`hintbox could not start ${server}: ${(error as Error).message.split('\n')[0]}`),
+      );
+    } finally {
+      this.opening.delete(opening);
+    }
+    let client: Client | undefined;
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        client = { id, server, caller, transport, session };
+        this.clients.set(id, client);
+        this.options.log.info(`serve: ${server}: session ${id} opened${caller ? ` for ${caller}` : ''}`);
+      },
+      onsessionclosed: () => void (client && this.end(client, 'the client ended its session')),
+    });
+    await session.gateway.connect(transport);
+    session.gateway.server.onclose = () =>
+      void (client ? this.end(client, 'its HTTP session closed') : session.close());
+    if (this.draining) {
+      await session.close();
+      return reply(res, 503, jsonRpcError('hintbox is stopping'));
+    }
+    await this.pass(transport, req, res, body);
+    if (!client) await session.close();
+  }
+
+  /** Hands a request to its transport, counting it in flight until its response ends. */
+  private async pass(
+    transport: StreamableHTTPServerTransport,
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: unknown,
+  ): Promise<void> {
+    if (req.method === 'POST' && hasRequest(body)) {
+      this.inFlight++;
+      res.once('close', () => this.inFlight--);
+    }
+    await transport.handleRequest(req, res, body);
+  }
+
+  /** Ends a client's session: its gateway, sandboxes and everything else of it removed. */
+  private end(client: Client, why: string): Promise<void> {
+    return (client.closing ??= (async () => {
+      this.clients.delete(client.id);
+      this.options.log.info(`serve: ${client.server}: session ${client.id} ends (${why}): removing its sandboxes`);
+      await client.session
+        .close()
+        .catch((error: Error) => this.options.log.error(`serve: closing ${client.id}: ${error.message}`));
+    })());
+  }
+
+  private deny(
+    req: IncomingMessage,
+    res: ServerResponse,
+    server: string,
+    denial: { status: 401 | 403; reason: string; caller: string | null },
+  ): void {
+    const remoteAddress = req.socket.remoteAddress ?? null;
+    this.options.log.warn(
+      `serve: ${server}: ${denial.status} for ${remoteAddress ?? 'an unknown address'}: ${denial.reason}`,
+    );
+    this.options.recordEvent({ type: 'auth.denied', session: null, server, ...denial, remoteAddress });
+    const headers: Record<string, string> =
+      denial.status === 401 ? { 'WWW-Authenticate': 'Bearer realm="hintbox"' } : {};
+    reply(res, denial.status, jsonRpcError(denial.status === 401 ? 'unauthorized' : 'forbidden'), headers);
+  }
+}
+
+function reply(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'Content-Type': 'application/json', ...headers }).end(JSON.stringify(body));
+}
+
+function jsonRpcError(message: string): unknown {
+  return { jsonrpc: '2.0', error: { code: -32000, message }, id: null };
+}
+
+/** Whether a POST body holds a request (as opposed to only answers and notifications). */
+function hasRequest(body: unknown): boolean {
+  const messages = Array.isArray(body) ? (body as unknown[]) : [body];
+  return messages.some((m) => typeof m === 'object' && m !== null && 'method' in m && 'id' in m);
+}
+
+async function readJson(req: IncomingMessage): Promise<{ json: unknown } | { status: number; message: string }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) return { status: 413, message: `the request is larger than ${MAX_BODY_BYTES} bytes` };
+    chunks.push(chunk);
+  }
+  try {
+    return { json: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown };
+  } catch {
+    return { status: 400, message: 'the request is not JSON' };
+  }
+}

@@ -1,0 +1,85 @@
+import path from 'node:path';
+import { lockFilePath, readLockFile, type LockFile } from '../approvals/lock-file.js';
+import { AuditLogWriter } from '../audit/audit-log-writer.js';
+import { PostgresAuditSink } from '../audit/postgres-sink.js';
+import { hintboxEnvironment } from '../config/environment.js';
+import type { Profile } from '../profile/load-profile.js';
+import type { Logger } from '../util/logger.js';
+import { redactUrl } from '../util/redact-url.js';
+import { HintboxSession } from './hintbox-session.js';
+import { knownToolsIn } from './known-tools.js';
+import type { SessionOptions } from './session-options.js';
+
+/**
+ * What `hintbox run` (one session on stdio) and `hintbox serve` (a session per HTTP client) set
+ * up the same way: the audit trail, the approvals of a profile, and a session opened cold from
+ * the lock file or warm by discovery.
+ */
+
+/** The process's audit log and, with HINTBOX_DATABASE_URL, its copy into Postgres. */
+export interface AuditTrail {
+  audit: AuditLogWriter;
+  /** Closes the log, then stops the sink (after it shipped what it could). */
+  close(): Promise<void>;
+}
+
+/** Opens the audit trail; a process that cannot record its calls does not start. */
+export function openAuditTrail(log: Logger): AuditTrail {
+  const dir = hintboxEnvironment().auditDir;
+  let audit: AuditLogWriter;
+  try {
+    audit = AuditLogWriter.open({ dir, log });
+  } catch (error) {
+    throw new Error(`cannot open the audit log in ${dir}: ${(error as Error).message}`);
+  }
+  // The sink reads the files, never the calls, so a database that is slow or down slows nothing.
+  const sinkUrl = hintboxEnvironment().databaseUrl;
+  const sink = sinkUrl ? new PostgresAuditSink({ url: sinkUrl, dir, log, chain: audit.chain }) : undefined;
+  if (sink && sinkUrl) {
+    log.info(`audit log shipped to ${redactUrl(sinkUrl)}`);
+    sink.start();
+  }
+  let closed: Promise<void> | undefined;
+  return {
+    audit,
+    close: () =>
+      (closed ??= (async () => {
+        audit.close();
+        await sink?.stop();
+      })()),
+  };
+}
+
+/** A profile's approvals: the lock file beside it, read (never written) at start and again on demand. */
+export interface Approvals {
+  file: string;
+  /** As read at start; a malformed lock file throws there, before anything starts. */
+  locked: LockFile | undefined;
+  read: () => LockFile | undefined;
+}
+
+export function approvalsOf(profile: Profile, log: Logger): Approvals {
+  const file = lockFilePath(profile.file);
+  const read = (): LockFile | undefined => readLockFile(file, profile.name);
+  const locked = read();
+  if (!locked) log.info(`no lock file ${file}: nothing approved yet (see hintbox approve)`);
+  return { file, locked, read };
+}
+
+/** The tools each image listed last time, kept in the state folder. */
+export function knownTools(): NonNullable<SessionOptions['knownTools']> {
+  return knownToolsIn(path.join(hintboxEnvironment().stateDir, 'known-tools'));
+}
+
+/**
+ * With approved tools in the lock file the client is served at once from it (a cold start),
+ * while the server is built, discovered and verified in the background; calls wait for that.
+ * Without, the session is up (every planned sandbox started) before it resolves.
+ */
+export function openSession(options: SessionOptions & { locked: LockFile | undefined }): Promise<HintboxSession> {
+  const { locked, ...sessionOptions } = options;
+  const cold = locked && Object.keys(locked.tools).length > 0 && options.rebuildImages !== true;
+  return cold
+    ? Promise.resolve(HintboxSession.openFromLock({ ...sessionOptions, lock: locked }))
+    : HintboxSession.open({ ...sessionOptions, startAll: true });
+}

@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { BearerTokens, hashToken } from '../../src/serve/bearer-tokens.js';
+import { isLoopbackHost } from '../../src/serve/serve-address.js';
+
+const ALICE = 'alice-secret-token';
+const BOT = 'bot-secret-token';
+const FILE = `
+- name: alice
+  sha256: ${hashToken(ALICE).toUpperCase()}
+- name: ci-bot
+  sha256: ${hashToken(BOT)}
+  servers: [filesystem]
+`;
+
+describe('bearer tokens', () => {
+  const tokens = BearerTokens.parse(FILE, 'tokens.yaml');
+
+  it('hashes a token as sha256sum does', () => {
+    assert.equal(hashToken('abc'), 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+  });
+
+  it('admits a known token for its servers and names its holder', () => {
+    assert.deepEqual(tokens.check(`Bearer ${ALICE}`, 'everything'), { allowed: true, caller: 'alice' });
+    assert.deepEqual(tokens.check(`bearer ${BOT}`, 'filesystem'), { allowed: true, caller: 'ci-bot' });
+  });
+
+  it('refuses no token, another scheme and an unknown token with 401; a token of other servers with 403', () => {
+    assert.deepEqual(tokens.check(undefined, 'filesystem'), {
+      allowed: false,
+      status: 401,
+      reason: 'no token',
+      caller: null,
+    });
+    assert.equal(tokens.check(`Basic ${ALICE}`, 'filesystem').allowed, false);
+    assert.deepEqual(tokens.check(`Bearer ${ALICE}x`, 'filesystem'), {
+      allowed: false,
+      status: 401,
+      reason: 'unknown token',
+      caller: null,
+    });
+    assert.deepEqual(tokens.check(`Bearer ${BOT}`, 'everything'), {
+      allowed: false,
+      status: 403,
+      reason: 'token not allowed for everything',
+      caller: 'ci-bot',
+    });
+  });
+
+  it('reports every problem of a tokens file, one line each', () => {
+    const bad = `
+- name: a
+  sha256: nothex
+- name: a
+  sha256: ${hashToken('x')}
+  extra: 1
+- name: b
+  sha256: ${hashToken('x')}
+`;
+    assert.throws(
+      () => BearerTokens.parse(bad, 't.yaml'),
+      (error: Error) => {
+        const lines = error.message.split('\n');
+        assert.ok(
+          lines.every((l) => l.startsWith('t.yaml: ')),
+          error.message,
+        );
+        assert.match(error.message, /0\.sha256: expected 64 hex digits/);
+        assert.match(error.message, /1: Unrecognized key/i);
+        return true;
+      },
+    );
+    assert.throws(
+      () =>
+        BearerTokens.parse(
+          `[{"name": "a", "sha256": "${hashToken('x')}"}, {"name": "b", "sha256": "${hashToken('x')}"}]`,
+          'j.json',
+        ),
+      /1\.sha256: the same token as entry 0/,
+    );
+    assert.throws(() => BearerTokens.parse('[]', 'e.yaml'), /no tokens/);
+  });
+
+  it('names servers the tokens mention that are not served', () => {
+    assert.deepEqual(tokens.unknownServers(['filesystem']), []);
+    assert.deepEqual(tokens.unknownServers(['everything']), ['filesystem']);
+  });
+});
+
+describe('serve address', () => {
+  it('knows loopback hosts', () => {
+    for (const host of ['127.0.0.1', '127.1.2.3', '::1', 'localhost']) assert.equal(isLoopbackHost(host), true, host);
+    for (const host of ['0.0.0.0', '::', '10.0.0.1', 'example.com']) assert.equal(isLoopbackHost(host), false, host);
+  });
+});
