@@ -24,14 +24,13 @@ import type { SandboxPool, Upstream } from './sandbox-pool.js';
 import { sendToClient, VerificationGate, type RelayClient, type Route } from './relay-client.js';
 
 export type { RelayClient, Route } from './relay-client.js';
-
 export { traceIdOf } from './forwarded-call.js';
 
 /**
  * The call relay: each `tools/call` of a client is admitted (the gatekeeper: approval and the
  * audit intent), then forwarded as JSON-RPC to its sandbox under an id of hintbox's own, with
- * its params untouched (progress tokens included), and its result passed back as the server
- * sent it — without the SDK's validation of every message and result, several times per call.
+ * its params untouched (progress tokens included), and its result passed back (its result or
+ * error only) — without the SDK's validation of every message and result, several times per call.
  * Progress and cancellation pass through; a call's deadline is reset by progress; a sandbox
  * that dies answers its pending calls with an error result and is started again on the next
  * call. What goes to the client carries the request it belongs to (`relatedRequestId`).
@@ -89,10 +88,7 @@ export class CallRelay {
     return m.method === 'notifications/cancelled' && this.cancelFromClient(m);
   }
 
-  /**
-   * Listens to an upstream: its answers to forwarded calls, their progress, its tool changes, its
-   * death. What is not the calls' goes to `next` (then to the upstream's SDK client).
-   */
+  /** Listens to an upstream (answers, progress, tool changes, death); the rest goes to `next`, then its SDK client. */
   attach(sandboxId: string, upstream: Upstream, next?: (message: JsonRpcObject) => boolean): void {
     upstream.forwarded.take = (message) =>
       this.fromUpstream(sandboxId, upstream, message) || (next?.(message) ?? false);
@@ -115,7 +111,7 @@ export class CallRelay {
     }
   }
 
-  /** The calls in flight in an upstream, in the order they were last sent (a retry is sent again): what a request of its server is bound to. */
+  /** The calls in flight in an upstream, as last sent (a retry moves last): what its server's requests bind to. */
   callsIn(upstream: Upstream): { clientId: RequestId; what: string }[] {
     return [...this.pending.values()]
       .filter((call) => call.upstream === upstream)
@@ -128,13 +124,10 @@ export class CallRelay {
    * calls' tool names (empty when none was running).
    */
   noteHintViolation(sandbox: string, violation: string): string[] {
-    const tools: string[] = [];
-    for (const call of this.pending.values()) {
-      if (call.sandbox !== sandbox) continue;
+    const calls = [...this.pending.values()].filter((call) => call.sandbox === sandbox);
+    for (const call of calls)
       call.hintViolation = call.hintViolation ? `${call.hintViolation}; ${violation}` : violation;
-      tools.push(call.tool);
-    }
-    return tools;
+    return calls.map((call) => call.tool);
   }
 
   private fromUpstream(sandboxId: string, upstream: Upstream, m: JsonRpcObject): boolean {

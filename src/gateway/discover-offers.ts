@@ -10,7 +10,7 @@ import {
   type ResourceTemplate,
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { OFFER_FIELD, OFFER_KEY_FIELD, OFFER_KINDS, type OfferKind } from '../policy/offer-pin.js';
+import { OFFER_FIELD, OFFER_KEY_FIELD, OFFER_KINDS, pinOffer, type OfferKind } from '../policy/offer-pin.js';
 import { renderServerText } from '../util/render-server-text.js';
 
 /**
@@ -75,12 +75,24 @@ export function validateOffers<K extends OfferKind>(
       rejected.push({ kind, index, ...named, reason: `${keyField}: empty or longer than ${MAX_KEY_LENGTH}` });
     } else if (seen.has(key)) {
       rejected.push({ kind, index, key, reason: `duplicate ${keyField}` });
+    } else if (!pinnable(candidate as object)) {
+      // Nested too deep to pin (or to write again): it could be neither approved nor served.
+      rejected.push({ kind, index, key, reason: 'its definition cannot be pinned (nested too deep)' });
     } else {
       seen.add(key);
       offers.push(candidate as object);
     }
   });
   return { offers, rejected };
+}
+
+function pinnable(offer: object): boolean {
+  try {
+    pinOffer(offer);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** `prompt #3 (name) left out: reason`, for the log: the server's text rendered for a person. */

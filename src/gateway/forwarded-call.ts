@@ -66,7 +66,8 @@ export function answerOf(message: JsonRpcObject, id: RequestId): JSONRPCMessage 
       jsonrpc: '2.0',
       id,
       error: {
-        code: typeof error.code === 'number' ? error.code : ErrorCode.InternalError,
+        // An integer, as JSON-RPC says (a client's schema refuses another, and its request hangs).
+        code: Number.isInteger(error.code) ? (error.code as number) : ErrorCode.InternalError,
         message: typeof error.message === 'string' ? error.message : 'error',
         ...(error.data !== undefined ? { data: error.data } : {}),
       },

@@ -277,6 +277,11 @@ export class Gateway {
     }
   }
 
+  /** The server lost trust: its requests the narrower policy refuses are withdrawn from the client. */
+  withdrawRefusedServerRequests(): void {
+    this.requests.withdrawRefused();
+  }
+
   /** See `SandboxPool.holdBetweenCallsFromNow`. */
   holdBetweenCallsFromNow(sandboxIds: readonly string[]): Promise<void> {
     return this.pool.holdBetweenCallsFromNow(sandboxIds);
@@ -303,9 +308,9 @@ export class Gateway {
 
   /** Sends to the client as part of its request `relatedRequestId`. */
   private sendToClient(message: JSONRPCMessage, relatedRequestId?: RequestId): Promise<void> {
-    return this.client
-      ? this.client.send(message, relatedRequestId === undefined ? undefined : { relatedRequestId })
-      : Promise.reject(new Error('no client is connected'));
+    // Nobody to tell (not connected yet, or gone): dropped, not a log line per server message.
+    if (!this.client?.connected) return Promise.resolve();
+    return this.client.send(message, relatedRequestId === undefined ? undefined : { relatedRequestId });
   }
 
   /** The person at the client, for the confirmation of one request (sent as part of it). */

@@ -139,6 +139,11 @@ export class RequestRelay {
     if (this.level !== undefined) this.sendLevel(upstream, this.level);
   }
 
+  /** See `ServerRequestDesk.withdrawRefused`. */
+  withdrawRefused(): void {
+    this.desk.withdrawRefused();
+  }
+
   /** A tool call ended: its server's requests still waiting for the client are withdrawn. */
   callEnded(clientId: RequestId): void {
     this.desk.callEnded(clientId);
@@ -220,8 +225,11 @@ export class RequestRelay {
         await this.options.verified;
       } catch {
         const text = `hintbox could not verify ${this.options.serverName} against its lock file`;
+        if (this.cancelledWhileAdmitting.has(clientId)) return refuse('cancelled', text, 0);
         return refuse('refused', text, ErrorCode.InternalError);
       }
+      // A cancelled request gets no answer (MCP), and starts no sandbox.
+      if (this.cancelledWhileAdmitting.has(clientId)) return refuse('cancelled', 'cancelled before it was sent', 0);
       const refused = readRefusal(method, params, this.options.shown);
       if (refused) return refuse('refused', refused, ErrorCode.InvalidParams);
       const sandbox = this.options.readSandbox;

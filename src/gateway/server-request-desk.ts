@@ -25,6 +25,12 @@ export interface ServerRequestContext {
   record(event: RequestAuditEvent): void;
 }
 
+/**
+ * A tool call may have its server ask the client this many times (one after another; 4 at once at
+ * most): more is a flood of questions (or of the audit lines each one makes) and is refused.
+ */
+export const MAX_REQUESTS_PER_CALL = 16;
+
 /** A sandbox's refused requests are recorded (and logged) at most once per this many ms; the others are counted into the next line. */
 export const REFUSAL_LINE_INTERVAL_MS = 1000;
 
@@ -42,6 +48,10 @@ export class ServerRequestDesk {
   private readonly waiting = new WeakMap<Upstream, Map<RequestId, AbortController>>();
   /** The same, by the client's call they are bound to. */
   private readonly byCall = new Map<RequestId, Set<AbortController>>();
+  /** Every request waiting for the client, and what it asks (to withdraw what a narrower policy refuses). */
+  private readonly asked = new Map<AbortController, { method: ServerRequestMethod; url: boolean }>();
+  /** Requests passed to the client per tool call, while it runs: a call may ask only so many. */
+  private readonly passedPerCall = new Map<RequestId, number>();
   private readonly refusals = new WeakMap<Upstream, { last: number; unrecorded: number }>();
   private readonly rootsAnswered = new WeakSet<Upstream>();
   private nextRef = 1;
@@ -70,7 +80,18 @@ export class ServerRequestDesk {
 
   /** A tool call ended: its server's requests still waiting for the client are withdrawn. */
   callEnded(clientId: RequestId): void {
+    this.passedPerCall.delete(clientId);
     for (const controller of this.byCall.get(clientId) ?? []) controller.abort(new Error('its tool call ended'));
+  }
+
+  /** The policy narrowed (the server lost trust): what it no longer allows is withdrawn from the client. */
+  withdrawRefused(): void {
+    const policy = this.context.policy();
+    for (const [controller, { method, url }] of this.asked) {
+      const allowed =
+        method === 'sampling/createMessage' ? policy.sampling : policy.elicitation && (!url || policy.urlElicitation);
+      if (!allowed) controller.abort(new Error('the server lost trust'));
+    }
   }
 
   private async answer(
@@ -85,9 +106,12 @@ export class ServerRequestDesk {
     const reply = (message: Record<string, unknown>): Promise<void> =>
       upstream.forwarded.send({ jsonrpc: '2.0', id, ...message } as JSONRPCMessage).catch(() => undefined);
     const waiting = this.waitingOf(upstream);
+    const passed = bound ? (this.passedPerCall.get(bound.clientId) ?? 0) : 0;
     const refused = waiting.has(id)
       ? 'its id is one of its requests still waiting'
-      : refusalOf(method, request.params, context.policy(), context.peer.capabilities(), !!bound, waiting.size);
+      : passed >= MAX_REQUESTS_PER_CALL
+        ? `a tool call may ask the client ${MAX_REQUESTS_PER_CALL} times at most`
+        : refusalOf(method, request.params, context.policy(), context.peer.capabilities(), !!bound, waiting.size);
     if (refused) {
       this.refuse(sandbox, upstream, method, bound, refused);
       return reply({ error: { code: ErrorCode.InvalidRequest, message: `hintbox refused ${method}: ${refused}` } });
@@ -114,6 +138,7 @@ export class ServerRequestDesk {
     // Refused above (sampling and elicitation are bound to a call); answered all the same.
     if (!bound) return reply({ error: { code: ErrorCode.InvalidRequest, message: `hintbox refused ${method}` } });
     const params = request.params as Record<string, unknown>;
+    this.passedPerCall.set(bound.clientId, passed + 1);
     const ref = `${sandbox}#${this.nextRef++}`;
     context.record({
       type: 'server.request',
@@ -126,6 +151,7 @@ export class ServerRequestDesk {
     });
     const controller = new AbortController();
     waiting.set(id, controller);
+    this.asked.set(controller, { method, url: params.mode === 'url' });
     const ofCall = this.byCall.get(bound.clientId) ?? new Set<AbortController>();
     this.byCall.set(bound.clientId, ofCall.add(controller));
     const answered = (outcome: 'ok' | 'error', detail: string | null): void =>
@@ -147,6 +173,7 @@ export class ServerRequestDesk {
       const code = (error as { code?: unknown }).code;
       await reply({ error: { code: typeof code === 'number' ? code : ErrorCode.InternalError, message: why.message } });
     } finally {
+      this.asked.delete(controller);
       waiting.delete(id);
       ofCall.delete(controller);
       if (ofCall.size === 0) this.byCall.delete(bound.clientId);

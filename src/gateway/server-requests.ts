@@ -110,6 +110,7 @@ export function refusalOf(
     return `${MAX_PENDING_SERVER_REQUESTS} requests of this server already wait for the client`;
   }
   if (!isObject(params)) return `${method}: params must be an object`;
+  if (deeperThan(params, MAX_PARAMS_DEPTH)) return `${method}: params nested deeper than ${MAX_PARAMS_DEPTH}`;
   if (method === 'sampling/createMessage' && !client?.sampling) return 'the client does not support sampling';
   if (method === 'elicitation/create') {
     if (typeof params.message !== 'string') return 'elicitation/create: params.message must be a string';
@@ -136,7 +137,44 @@ export function refusalOf(
  * go back to this one): this server's at most.
  */
 export function sampledParams(params: Record<string, unknown>): Record<string, unknown> {
-  return params.includeContext === 'allServers' ? { ...params, includeContext: 'thisServer' } : params;
+  const sent = pick(params, SAMPLING_MEMBERS);
+  if (sent.includeContext === 'allServers') sent.includeContext = 'thisServer';
+  return sent;
+}
+
+/**
+ * The members of a sampling request passed on (MCP 2025-11-25): nothing else of what the server
+ * wrote — not `task` (a client that takes it answers at once, and the question outlives its
+ * call), not `_meta` (a progress token of the server's choosing).
+ */
+const SAMPLING_MEMBERS = [
+  'messages',
+  'modelPreferences',
+  'systemPrompt',
+  'includeContext',
+  'temperature',
+  'maxTokens',
+  'stopSequences',
+  'metadata',
+  'tools',
+  'toolChoice',
+] as const;
+const FORM_MEMBERS = ['mode', 'message', 'requestedSchema'] as const;
+const URL_MEMBERS = ['mode', 'message', 'url', 'elicitationId'] as const;
+
+/** At most this deep a server's request: deeper is refused (nothing is passed on unrendered). */
+export const MAX_PARAMS_DEPTH = 32;
+
+function pick(params: Record<string, unknown>, members: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const member of members) if (Object.hasOwn(params, member)) out[member] = params[member];
+  return out;
+}
+
+function deeperThan(value: unknown, limit: number): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  if (limit === 0) return true;
+  return Object.values(value).some((v) => deeperThan(v, limit - 1));
 }
 
 /**
@@ -149,7 +187,7 @@ export function sampledParams(params: Record<string, unknown>): Record<string, u
 export function markedElicitation(serverName: string, params: Record<string, unknown>): Record<string, unknown> {
   const message = typeof params.message === 'string' ? renderServerText(params.message) : '';
   const marked: Record<string, unknown> = {
-    ...params,
+    ...pick(params, params.mode === 'url' ? URL_MEMBERS : FORM_MEMBERS),
     message: `The MCP server "${serverName}" asks (its own question, not hintbox's): ${message}`,
   };
   if (params.requestedSchema !== undefined) marked.requestedSchema = renderStrings(params.requestedSchema);

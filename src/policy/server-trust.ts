@@ -25,7 +25,15 @@ export class ServerTrustState {
   lose(reason: string): boolean {
     if (this.lostBecause !== undefined) return false;
     this.lostBecause = reason;
-    for (const listener of this.listeners) listener(reason);
+    // Each listener is told, whatever another one does, and the caller (a call's answer being
+    // read) goes on: a throw must spare the server none of the rest. Listeners log their failures.
+    for (const listener of this.listeners) {
+      try {
+        listener(reason);
+      } catch {
+        // the listener's to report
+      }
+    }
     return true;
   }
 

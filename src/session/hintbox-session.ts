@@ -382,7 +382,7 @@ export class HintboxSession implements AsyncDisposable {
    * (held ones already are).
    */
   private distrust(_reason: string): void {
-    this.offerList.trustLost();
+    this.offerList.trustLost(); // never throws: it logs
     if (this.profile.hold) return;
     const writers = [...this.sandboxes.grants].filter(([, grant]) => grantCanChange(grant)).map(([id]) => id);
     void this.gateway

@@ -57,7 +57,9 @@ export class SessionOffers {
   /** Lists what the server offers (the kinds it declared), validated; a malformed one is logged and left out. */
   async list(from: Upstream): Promise<void> {
     const { offers, rejected } = await listOffers(from.client, this.options.timeoutMs());
-    for (const r of rejected) this.options.log.warn(describeRejectedOffer(r));
+    // At most 10 lines, however many the server made malformed.
+    for (const r of rejected.slice(0, 10)) this.options.log.warn(describeRejectedOffer(r));
+    if (rejected.length > 10) this.options.log.warn(`and ${rejected.length - 10} more prompts or resources left out`);
     this.offers = offers;
     this.rejected = rejected;
   }
@@ -110,7 +112,16 @@ export class SessionOffers {
   trustLost(): void {
     const served = this.served;
     if (!served) return;
-    void served.gateway()?.updateOffers(this.visible(served.approvals));
+    try {
+      const gateway = served.gateway();
+      // What it may no longer ask (sampling, links) is withdrawn from the client too.
+      gateway?.withdrawRefusedServerRequests();
+      void gateway?.updateOffers(this.visible(served.approvals));
+    } catch (error) {
+      this.options.log.error(
+        `could not narrow what ${this.options.profile.name} shows after it lost trust: ${(error as Error).message}`,
+      );
+    }
   }
 
   /** What the gateway needs of them: what is shown, where reads run, what the server may ask, the audit. */
@@ -125,11 +136,11 @@ export class SessionOffers {
       offers: this.visible(settings.approvals),
       // Reads change nothing by definition: the strictest sandbox serves them, whatever the server claims.
       readSandbox: sandboxId(strictestGrant(ceilingOf(profile))),
-      // Sampling and links for the person only while the server keeps its trust.
+      // Sampling and links for the person as the profile says, and never once the server broke a hint.
       serverRequests: () => {
-        const trusted = this.options.trust.current === 'trusted';
+        const kept = this.options.trust.reason === undefined;
         const asked = profile.serverRequests;
-        return { ...asked, sampling: asked.sampling && trusted, urlElicitation: asked.urlElicitation && trusted };
+        return { ...asked, sampling: asked.sampling && kept, urlElicitation: asked.urlElicitation && kept };
       },
       // A server is told its sandboxes' folders, never the client's host paths.
       roots: () => sandboxRoots(profile.mounts),

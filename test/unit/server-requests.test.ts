@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import {
   isServerRequest,
+  MAX_PARAMS_DEPTH,
   sampledParams,
   MAX_PENDING_SERVER_REQUESTS,
   markedElicitation,
@@ -169,7 +170,29 @@ describe('what a server may send with its requests', () => {
       includeContext: 'thisServer',
     });
     const own = { maxTokens: 1, includeContext: 'thisServer' };
-    assert.equal(sampledParams(own), own);
+    assert.deepEqual(sampledParams(own), own);
+  });
+
+  it("passes a sampling request's own members only: no task, no _meta, nothing unknown", () => {
+    const params = {
+      messages: [{ role: 'user', content: { type: 'text', text: 'hi' } }],
+      maxTokens: 5,
+      task: { ttl: 60000 },
+      _meta: { progressToken: 0 },
+      extra: 'x',
+    };
+    assert.deepEqual(sampledParams(params), { messages: params.messages, maxTokens: 5 });
+  });
+
+  it('refuses params nested deeper than the limit', () => {
+    let deep: Record<string, unknown> = { type: 'string' };
+    for (let i = 0; i < MAX_PARAMS_DEPTH + 2; i++) deep = { nested: deep };
+    const params = { message: 'q', requestedSchema: { type: 'object', properties: { f: deep } } };
+    assert.match(refusalOf('elicitation/create', params, ALL, FULL_CLIENT, true) ?? '', /nested deeper than/);
+    assert.match(
+      refusalOf('sampling/createMessage', { messages: [deep] }, ALL, FULL_CLIENT, true) ?? '',
+      /nested deeper/,
+    );
   });
 
   it('renders every string of the form: choices, their titles, defaults, the top title', () => {
@@ -213,7 +236,7 @@ describe('markedElicitation', () => {
     assert.doesNotMatch(String(marked.message), /[\n\u001b\u202e\u2028]/, 'no raw character survives'); // eslint-disable-line no-control-regex
   });
 
-  it("renders the form fields' titles and descriptions, keeps the rest of the request as it was", () => {
+  it("renders the form fields' titles and descriptions, keeps the form's own members only", () => {
     const params = {
       mode: 'form',
       message: 'Who?',
@@ -232,7 +255,6 @@ describe('markedElicitation', () => {
     assert.deepEqual(marked, {
       mode: 'form',
       message: 'The MCP server "files" asks (its own question, not hintbox\'s): Who?',
-      _meta: { 'x-vendor': 1 },
       requestedSchema: {
         type: 'object',
         required: ['name'],
