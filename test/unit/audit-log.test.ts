@@ -20,7 +20,7 @@ import {
   verifyAuditLog,
   type AuditCallRecord,
 } from '../../src/audit/audit-reader.js';
-import { parseAuditLine, type AuditIntent, type Clock } from '../../src/audit/audit-record.js';
+import type { AuditIntent, Clock } from '../../src/audit/audit-record.js';
 import { CallGuard, type ClientChannel } from '../../src/gateway/call-guard.js';
 import { auditFilter } from '../../src/cli/audit-command.js';
 import { traceIdOf } from '../../src/gateway/gateway.js';
@@ -318,24 +318,6 @@ describe('trace ids', () => {
     writer.close();
     const [file] = readdirSync(dir).map((f) => path.join(dir, f));
     assert.equal((JSON.parse(lines(file!)[1]!) as { traceId: string }).traceId, '4bf92f3577b34da6a3ce929d0e0e4736');
-  });
-});
-
-describe('callers', () => {
-  it("records the caller's identity with the intent; a line written before the field existed still parses", () => {
-    const dir = newDir();
-    const writer = open(dir);
-    writer.appendIntent(intent({ caller: 'ci-bot' }));
-    writer.appendIntent(intent({}));
-    writer.close();
-    const [file] = readdirSync(dir).map((f) => path.join(dir, f));
-    const [, named, unnamed] = lines(file!).map((line) => parseAuditLine(line) as { caller?: string | null });
-    assert.equal(named?.caller, 'ci-bot');
-    assert.equal(unnamed?.caller, null);
-    const old = JSON.parse(lines(file!)[2]!) as Record<string, unknown>;
-    delete old.caller;
-    assert.equal((parseAuditLine(JSON.stringify(old)) as { caller?: unknown }).caller, undefined);
-    assert.throws(() => parseAuditLine(JSON.stringify({ ...old, caller: 7 })), /caller: expected a string or null/);
   });
 });
 
