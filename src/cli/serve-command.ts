@@ -116,7 +116,13 @@ export const serveCommand: CommandSpec = {
           log.error(`serve: ${entry.profile.name}: the server could not be verified: ${error.message}`);
           void close();
         });
-        return { gateway, close };
+        return {
+          close,
+          connect: async (transport, onClosed) => {
+            await gateway.connect(transport);
+            gateway.server.onclose = onClosed;
+          },
+        };
       } catch (error) {
         await removeAll();
         throw error;

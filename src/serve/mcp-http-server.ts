@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { AuditEvent } from '../audit/audit-record.js';
-import type { Gateway } from '../gateway/gateway.js';
 import { delay } from '../util/delay.js';
 import type { Logger } from '../util/logger.js';
 import type { BearerTokens } from './bearer-tokens.js';
@@ -20,9 +20,10 @@ import type { BearerTokens } from './bearer-tokens.js';
  * are done or the deadline passes; then every session is closed.
  */
 
-/** A client's session: its gateway, and how to remove everything it started. */
+/** A client's session (a gateway over its sandboxes), and how to remove everything it started. */
 export interface ClientSession {
-  gateway: Gateway;
+  /** Serves the client on its transport; `onClosed` once that connection closes. */
+  connect(transport: Transport, onClosed: () => void): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -178,9 +179,10 @@ export class McpHttpServer {
       },
       onsessionclosed: () => void (client && this.end(client, 'the client ended its session')),
     });
-    await session.gateway.connect(transport);
-    session.gateway.server.onclose = () =>
-      void (client ? this.end(client, 'its HTTP session closed') : session.close());
+    await session.connect(
+      transport,
+      () => void (client ? this.end(client, 'its HTTP session closed') : session.close()),
+    );
     if (this.draining) {
       await session.close();
       return reply(res, 503, jsonRpcError('hintbox is stopping'));
