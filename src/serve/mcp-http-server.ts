@@ -1,13 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { AuditEvent } from '../audit/audit-record.js';
 import { delay } from '../util/delay.js';
 import type { Logger } from '../util/logger.js';
 import type { BearerTokens } from './bearer-tokens.js';
+
+/**
+ * The SDK's streamable HTTP transport, loaded when `serve` first needs it: `hintbox run` (the
+ * same bundle) never evaluates it and its web-server dependencies, and holds less memory.
+ */
+let httpTransport: Promise<{ StreamableHTTPServerTransport: typeof StreamableHTTPServerTransport }> | undefined;
+const loadHttpTransport = () => (httpTransport ??= import('@modelcontextprotocol/sdk/server/streamableHttp.js'));
 
 /**
  * The HTTP side of `hintbox serve`: each server at `/mcp/<name>` over MCP's streamable HTTP
@@ -170,7 +177,8 @@ export class McpHttpServer {
       this.opening.delete(opening);
     }
     let client: Client | undefined;
-    const transport = new StreamableHTTPServerTransport({
+    const { StreamableHTTPServerTransport: HttpTransport } = await loadHttpTransport();
+    const transport = new HttpTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
         client = { id, server, caller, transport, session };
