@@ -67,7 +67,10 @@ export class PgSocketRelay implements SocketRelay {
       throw new Error('maxConnections must be a positive integer');
     }
     this.server = net.createServer((socket) => this.accept(socket));
-    const bounds = options.bounds;
+    // A backstop, a little after Postgres's own bounds: Postgres ends what the role's settings
+    // bound with its precise errors (57014, …), and the relay ends what a role switched off (SET).
+    // At the same instant the two raced, and the client saw either.
+    const bounds = options.bounds && backstopBounds(options.bounds);
     if (bounds) {
       this.boundsTimer = setInterval(() => this.holdToBounds(bounds), boundsCheckInterval(bounds));
       this.boundsTimer.unref();
@@ -334,4 +337,16 @@ export class PgSocketRelay implements SocketRelay {
       socket.end(encodeCancelRequest(keyData));
     });
   }
+}
+
+/** How much later than Postgres's own bounds the relay ends a session. */
+export const RELAY_BOUNDS_GRACE_MS = 500;
+
+/** The relay's bounds: Postgres's, each {@link RELAY_BOUNDS_GRACE_MS} later. */
+export function backstopBounds(bounds: SessionBounds): SessionBounds {
+  return {
+    statementTimeoutMs: bounds.statementTimeoutMs + RELAY_BOUNDS_GRACE_MS,
+    idleInTransactionTimeoutMs: bounds.idleInTransactionTimeoutMs + RELAY_BOUNDS_GRACE_MS,
+    idleSessionTimeoutMs: bounds.idleSessionTimeoutMs + RELAY_BOUNDS_GRACE_MS,
+  };
 }
