@@ -109,7 +109,7 @@ export class ServerRequestDesk {
     const passed = bound ? (this.passedPerCall.get(bound.clientId) ?? 0) : 0;
     const refused = waiting.has(id)
       ? 'its id is one of its requests still waiting'
-      : passed >= MAX_REQUESTS_PER_CALL
+      : passed >= MAX_REQUESTS_PER_CALL && method !== 'roots/list'
         ? `a tool call may ask the client ${MAX_REQUESTS_PER_CALL} times at most`
         : refusalOf(method, request.params, context.policy(), context.peer.capabilities(), !!bound, waiting.size);
     if (refused) {
