@@ -87,23 +87,33 @@ export const approveCommand: CommandSpec = {
       }
       change((l) => ({ ...l, tools: Object.fromEntries(Object.entries(l.tools).filter(([n]) => listed.has(n))) }));
     }
+    /** One definition: shown against its approved one (or whole, when never approved), and locked. */
+    const approveOne = (
+      label: string,
+      pin: { hash: string; definition: unknown },
+      approved: { sha256: string } | undefined,
+      changedLines: () => string[],
+      edit: (l: LockFile) => LockFile,
+    ): void => {
+      if (approved?.sha256 === pin.hash) {
+        out(`${label}: already approved (${pin.hash.slice(0, 12)})`);
+        changes.push(edit); // kept so, whatever another approve wrote meanwhile
+        return;
+      }
+      out(approved ? `${label}: changed since it was approved:` : `${label}: never approved; its definition:`);
+      // JSON escapes C0 controls; the rest (C1, U+2028, bidi, …) is rendered.
+      const lines = approved
+        ? changedLines().map(renderServerText)
+        : renderServerLines(JSON.stringify(pin.definition, null, 2));
+      for (const line of lines) out(`  ${line}`);
+      change(edit);
+      out(`${label}: approved (${pin.hash.slice(0, 12)})`);
+    };
     for (const name of values.all ? [...listed.keys()] : names) {
       const pin = pinTool(listed.get(name)!);
       const approved = lockedTool(lock, name);
-      if (approved?.sha256 === pin.hash) {
-        out(`${name}: already approved (${pin.hash.slice(0, 12)})`);
-        // Kept so, whatever another approve wrote meanwhile.
-        changes.push((l) => lockTool(l, pin));
-        continue;
-      }
-      out(approved ? `${name}: changed since it was approved:` : `${name}: never approved; its definition:`);
-      // JSON escapes C0 controls; the rest (C1, U+2028, bidi, …) is rendered.
-      const lines = approved
-        ? formatPinChanges(diffPins(approved.definition, pin.definition)).map(renderServerText)
-        : renderServerLines(JSON.stringify(pin.definition, null, 2));
-      for (const line of lines) out(`  ${line}`);
-      change((l) => lockTool(l, pin));
-      out(`${name}: approved (${pin.hash.slice(0, 12)})`);
+      const diff = () => (approved ? formatPinChanges(diffPins(approved.definition, pin.definition)) : []);
+      approveOne(name, pin, approved, diff, (l) => lockTool(l, pin));
     }
     const offered = offersByKey(session.offerList.offers);
     const wanted: [OfferKind, string][] = [
@@ -130,18 +140,8 @@ export const approveCommand: CommandSpec = {
         const pin = pinOffer(offered[kind].get(key)!);
         const label = `${OFFER_LABEL[kind]} ${renderServerText(key)}`;
         const approved = lockedOffer(lock, kind, key);
-        if (approved?.sha256 === pin.hash) {
-          out(`${label}: already approved (${pin.hash.slice(0, 12)})`);
-          changes.push((l) => lockOffer(l, kind, pin));
-          continue;
-        }
-        out(approved ? `${label}: changed since it was approved:` : `${label}: never approved; its definition:`);
-        const lines = approved
-          ? offerChanges(approved.definition, pin.definition).map(renderServerText)
-          : renderServerLines(JSON.stringify(pin.definition, null, 2));
-        for (const line of lines) out(`  ${line}`);
-        change((l) => lockOffer(l, kind, pin));
-        out(`${label}: approved (${pin.hash.slice(0, 12)})`);
+        const diff = () => (approved ? offerChanges(approved.definition, pin.definition) : []);
+        approveOne(label, pin, approved, diff, (l) => lockOffer(l, kind, pin));
       }
     }
     const text = session.instructions ?? null;

@@ -18,7 +18,7 @@ import { pinTool } from '../policy/tool-pin.js';
 import type { Logger } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import type { ClientChannel, Gatekeeper } from './call-guard.js';
-import { CallRelay } from './call-relay.js';
+import { CallRelay, type RelayClient } from './call-relay.js';
 import { NO_OFFERS, type ServerOffers } from './discover-offers.js';
 import { DEFAULT_PAGE_SIZE, pageOf } from './list-pages.js';
 import { Relisting } from './relisting.js';
@@ -133,16 +133,18 @@ export class Gateway {
       },
       ...(options.onSandboxIdle ? { onSandboxIdle: options.onSandboxIdle } : {}),
     });
+    /** The client both relays serve: sends as part of a request, asks the person for a call's confirmation. */
+    const client: RelayClient = {
+      send: (message, relatedRequestId) => this.sendToClient(message, relatedRequestId),
+      channelFor: (requestId) => this.channelFor(requestId),
+    };
     this.relay = new CallRelay({
       serverName: options.serverName,
       pool: this.pool,
       log: options.log,
       callTimeoutMs: options.callTimeoutMs,
       routeOf: (tool) => this.tools.get(tool),
-      client: {
-        send: (message, relatedRequestId) => this.sendToClient(message, relatedRequestId),
-        channelFor: (requestId) => this.channelFor(requestId),
-      },
+      client,
       onToolsListChanged: (from) => this.toolsRelisting.announced(from),
       onCallSettled: (clientId) => this.requests.callEnded(clientId),
       ...(options.gatekeeper ? { gatekeeper: options.gatekeeper } : {}),
@@ -152,10 +154,7 @@ export class Gateway {
     this.requests = new RequestRelay({
       serverName: options.serverName,
       pool: this.pool,
-      client: {
-        send: (message, relatedRequestId) => this.sendToClient(message, relatedRequestId),
-        channelFor: (requestId) => this.channelFor(requestId),
-      },
+      client,
       peer: {
         capabilities: () => this.server.getClientCapabilities(),
         request: (method, params, { relatedRequestId, timeoutMs, signal }) =>
