@@ -35,7 +35,7 @@ const SERVER_ENTRY = 'node_modules/@modelcontextprotocol/server-filesystem/dist/
 const CACHE = path.join(REPO, '.hintbox', 'bench');
 /** The `hintbox` bin as a client's config runs it (the bundle, through its shebang). */
 const HINTBOX_BIN = path.join(REPO, 'dist', 'hintbox.mjs');
-const log = createLogger('info', (line) => process.stderr.write(line + '\n'), 'bench');
+const log = createLogger('info', (line) => process.stderr.write(line + '\n'), { prefix: 'bench' });
 
 type VariantName = 'bare' | 'docker' | 'hintbox';
 const VARIANTS: VariantName[] = ['bare', 'docker', 'hintbox'];

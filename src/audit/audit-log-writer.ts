@@ -122,6 +122,11 @@ export class AuditLogWriter implements AuditLog, Disposable {
     return writer;
   }
 
+  /** Outcomes of ended calls not written yet (a write failed): kept, and written by a retry. */
+  get unwrittenOutcomes(): number {
+    return this.kept.size;
+  }
+
   /** The file being written. */
   get currentFile(): string {
     return path.join(this.options.dir, auditFileName(this.chain, this.seq));

@@ -109,6 +109,8 @@ export class PostgresAuditSink {
   private running: Promise<unknown> | undefined;
   private failing = false;
   private stopped = false;
+  /** When the last pass that succeeded began (monotonic ms): every line written before it is shipped. */
+  private caughtUpAt: number | undefined;
 
   constructor(private readonly options: PostgresAuditSinkOptions) {
     this.pool = import('pg').then(({ default: pg }) => {
@@ -168,10 +170,13 @@ export class PostgresAuditSink {
   /** Ships in the background every `intervalMs`; a failing database is logged once, then retried with backoff. */
   start(intervalMs = 1000): void {
     let delay = intervalMs;
+    this.caughtUpAt ??= monotonicMs();
     const tick = (): void => {
       if (this.stopped) return;
+      const began = monotonicMs();
       this.running = this.shipOnce().then(
         () => {
+          this.caughtUpAt = began;
           if (this.failing) this.options.log.info('audit sink: the database answers again, catching up');
           this.failing = false;
           delay = intervalMs;
@@ -194,6 +199,11 @@ export class PostgresAuditSink {
       });
     };
     tick();
+  }
+
+  /** Seconds since the last pass that succeeded began (or the loop started): no line older is unshipped. */
+  lagSeconds(): number {
+    return Math.max(0, monotonicMs() - (this.caughtUpAt ?? monotonicMs())) / 1000;
   }
 
   /** Stops the loop; a last pass gets up to `timeoutMs`. Never throws. */

@@ -7,8 +7,10 @@ import { hintboxEnvironment, processVariables, readEnvironment } from '../config
 import { createLogger, type Logger } from '../util/logger.js';
 import { UsageError } from '../util/hintbox-error.js';
 
-/** The CLI's log. A level it cannot use counts as info here; main refuses it before any command runs. */
-export const cliLog: Logger = createLogger(readEnvironment(processVariables()).environment.logLevel);
+/** The CLI's log. A level or format it cannot use counts as the default here; main refuses it before any command runs. */
+const { logLevel, logFormat } = readEnvironment(processVariables()).environment;
+export const cliLogFormat = logFormat;
+export const cliLog: Logger = createLogger(logLevel, undefined, { format: logFormat });
 
 /** The one profile argument of run, plan and images build. */
 export function profileArg(command: string, positionals: string[]): Profile {

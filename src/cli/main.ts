@@ -6,7 +6,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ENVIRONMENT_VARIABLES, hintboxEnvironment } from '../config/environment.js';
 import { VERSION } from '../version.js';
-import { cliLog as log } from './common.js';
+import { cliLog as log, cliLogFormat } from './common.js';
 import { approveCommand } from './approve-command.js';
 import { auditCommand } from './audit-command.js';
 import { dbCommand } from './db-command.js';
@@ -98,9 +98,9 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    // Bad usage is the operator's to fix: its message as is. A failure goes to the log.
+    // Bad usage is the operator's to fix: its message as is (a JSON log keeps to JSON). A failure goes to the log.
     const code = exitCodeOf(error);
-    if (code === 2) {
+    if (code === 2 && cliLogFormat === 'text') {
       process.stderr.write(`${(error as Error).message}\n`);
     } else {
       log.error(error instanceof Error ? error.message : String(error));

@@ -2,6 +2,7 @@ import { BearerTokens, hashToken } from '../serve/bearer-tokens.js';
 import { McpHttpServer, type ClientSession } from '../serve/mcp-http-server.js';
 import { loadProfileFolder, type ServedProfile } from '../serve/profile-folder.js';
 import { isLoopbackHost } from '../serve/serve-address.js';
+import { metricsAccess, ServeMetrics } from '../serve/serve-metrics.js';
 import type { HintboxSession } from '../session/hintbox-session.js';
 import { knownTools, openAuditTrail, openSession } from '../session/session-setup.js';
 import type { SandboxEngine } from '../engine/sandbox-engine.js';
@@ -80,12 +81,21 @@ export const serveCommand: CommandSpec = {
     }
     const engine = await engineReady(log);
     const trail = openAuditTrail(log);
+    const metrics = await ServeMetrics.create({
+      servers: names,
+      access: metricsAccess(tokens),
+      sessions: () => server.sessions,
+      lag: trail,
+      log,
+    });
+    const audit = metrics.meter(trail.audit); // every record is counted as it is recorded
     const images = new Map<string, 'ready' | 'starting' | 'failed'>(names.map((n) => [n, 'starting']));
     const server = new McpHttpServer({
       servers: names,
       ...(tokens ? { tokens } : {}),
       openSession: (name, caller) => openClient(served.get(name) as ServedProfile, caller),
-      recordEvent: (event) => trail.audit.recordEvent(event),
+      recordEvent: (event) => audit.recordEvent(event),
+      metrics: (req, res) => metrics.handle(req, res, (event) => audit.recordEvent(event)),
       ready: () => ({ ready: [...images.values()].every((s) => s === 'ready'), servers: Object.fromEntries(images) }),
       log,
     });
@@ -99,16 +109,18 @@ export const serveCommand: CommandSpec = {
         await engine.removeSession(sessionId).catch(() => undefined);
       };
       try {
+        const locked = entry.approvals.read();
+        metrics.derive.pin(entry.profile.name, Object.keys(locked?.tools ?? {}));
         session = await openSession({
           profile: entry.profile,
           engine,
           log,
           sessionId,
-          audit: trail.audit,
+          audit,
           knownTools: knownTools(),
-          locked: entry.approvals.read(),
+          locked,
         });
-        const gateway = await session.createGateway({ approvals: entry.approvals.read, audit: trail.audit, caller });
+        const gateway = await session.createGateway({ approvals: entry.approvals.read, audit, caller });
         let closing: Promise<void> | undefined;
         const close = (): Promise<void> => (closing ??= gateway.close().finally(removeAll));
         // A cold start whose server cannot be verified: that client's session ends.

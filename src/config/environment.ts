@@ -1,7 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { UsageError } from '../util/hintbox-error.js';
-import type { LogLevel } from '../util/logger.js';
+import { LOG_FORMATS, type LogFormat, type LogLevel } from '../util/logger.js';
 
 /**
  * The one module that reads hintbox's environment. Every variable hintbox itself reads is in
@@ -25,6 +25,11 @@ export const ENVIRONMENT_VARIABLES: readonly EnvironmentVariable[] = [
     default: 'unix:///var/run/docker.sock',
   },
   { name: 'HINTBOX_LOG_LEVEL', meaning: 'debug, info, warn or error (the log goes to stderr)', default: 'info' },
+  {
+    name: 'HINTBOX_LOG_FORMAT',
+    meaning: 'text, or json: one JSON object per line (time, level, component, msg)',
+    default: 'text',
+  },
   {
     name: 'HINTBOX_STATE_DIR',
     meaning: "hintbox's state folder (audit log, known tools)",
@@ -59,6 +64,8 @@ export interface HintboxEnvironment {
   dockerHost: string | undefined;
   /** `HINTBOX_LOG_LEVEL`. Default `info`. */
   logLevel: LogLevel;
+  /** `HINTBOX_LOG_FORMAT`. Default `text`. */
+  logFormat: LogFormat;
   /** Absolute. `HINTBOX_STATE_DIR`, else `$XDG_STATE_HOME/hintbox`, else `~/.local/state/hintbox`. */
   stateDir: string;
   /** Absolute. `HINTBOX_AUDIT_DIR`, else `audit/` in the state folder. */
@@ -100,6 +107,13 @@ export function readEnvironment(variables: Variables): { environment: HintboxEnv
     else problems.push(`HINTBOX_LOG_LEVEL: expected debug, info, warn or error, got ${JSON.stringify(level)}`);
   }
 
+  const format = get('HINTBOX_LOG_FORMAT');
+  let logFormat: LogFormat = 'text';
+  if (format !== undefined) {
+    if ((LOG_FORMATS as readonly string[]).includes(format)) logFormat = format as LogFormat;
+    else problems.push(`HINTBOX_LOG_FORMAT: expected text or json, got ${JSON.stringify(format)}`);
+  }
+
   const stateBase = get('XDG_STATE_HOME') ?? path.join(os.homedir(), '.local', 'state');
   const stateDir = path.resolve(get('HINTBOX_STATE_DIR') ?? path.join(stateBase, 'hintbox'));
   const auditDir = path.resolve(get('HINTBOX_AUDIT_DIR') ?? path.join(stateDir, 'audit'));
@@ -118,6 +132,7 @@ export function readEnvironment(variables: Variables): { environment: HintboxEnv
     environment: {
       dockerHost: get('DOCKER_HOST'),
       logLevel,
+      logFormat,
       stateDir,
       auditDir,
       databaseUrl: problems.some((p) => p.startsWith('HINTBOX_DATABASE_URL')) ? undefined : databaseUrl,

@@ -23,6 +23,8 @@ export const TokenEntrySchema = z
       .transform((hex) => hex.toLowerCase()),
     /** The servers (profile names) it may use. Default: every server. */
     servers: z.array(z.string().min(1)).optional(),
+    /** Whether it may read `/metrics` (they name servers, tools and outcomes). Default false. */
+    metrics: z.boolean().optional(),
   })
   .strict();
 
@@ -97,6 +99,25 @@ export class BearerTokens {
    * constant time, so the time taken says nothing about how close a wrong token came.
    */
   check(authorization: string | undefined, server: string): TokenCheck {
+    const found = this.find(authorization);
+    if ('status' in found) return found;
+    if (found.servers && !found.servers.includes(server)) {
+      return { allowed: false, status: 403, reason: `token not allowed for ${server}`, caller: found.name };
+    }
+    return { allowed: true, caller: found.name };
+  }
+
+  /** Checks an `Authorization` header for `/metrics`: only a token with `metrics: true` may read them. */
+  checkMetrics(authorization: string | undefined): TokenCheck {
+    const found = this.find(authorization);
+    if ('status' in found) return found;
+    if (found.metrics !== true) {
+      return { allowed: false, status: 403, reason: 'token not allowed for /metrics', caller: found.name };
+    }
+    return { allowed: true, caller: found.name };
+  }
+
+  private find(authorization: string | undefined): TokenEntry | (TokenCheck & { allowed: false }) {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
     if (!match) {
       return { allowed: false, status: 401, reason: authorization ? 'not a bearer token' : 'no token', caller: null };
@@ -106,10 +127,6 @@ export class BearerTokens {
     for (const { entry, digest: known } of this.entries) {
       if (timingSafeEqual(digest, known)) found = entry;
     }
-    if (!found) return { allowed: false, status: 401, reason: 'unknown token', caller: null };
-    if (found.servers && !found.servers.includes(server)) {
-      return { allowed: false, status: 403, reason: `token not allowed for ${server}`, caller: found.name };
-    }
-    return { allowed: true, caller: found.name };
+    return found ?? { allowed: false, status: 401, reason: 'unknown token', caller: null };
   }
 }

@@ -43,6 +43,8 @@ export interface McpHttpServerOptions {
   openSession(server: string, caller: string | null): Promise<ClientSession>;
   /** Where denials are recorded. */
   recordEvent(event: AuditEvent): void;
+  /** Answers `/metrics` (it checks its own access); without it `/metrics` is 404. */
+  metrics?(req: IncomingMessage, res: ServerResponse): Promise<void>;
   /** Whether every server is ready (profiles loaded, images built). */
   ready(): { ready: boolean; servers: Record<string, 'ready' | 'starting' | 'failed'> };
   log: Logger;
@@ -117,6 +119,7 @@ export class McpHttpServer {
       const state = this.options.ready();
       return reply(res, state.ready && !this.draining ? 200 : 503, state);
     }
+    if (url.pathname === '/metrics' && this.options.metrics) return this.options.metrics(req, res);
     const match = /^\/mcp\/([^/]+)\/?$/.exec(url.pathname);
     const server = match ? decodeURIComponent(match[1] as string) : undefined;
     if (server === undefined || !this.options.servers.includes(server))

@@ -19,6 +19,10 @@ import type { SessionOptions } from './session-options.js';
 /** The process's audit log and, with HINTBOX_DATABASE_URL, its copy into Postgres. */
 export interface AuditTrail {
   audit: AuditLogWriter;
+  /** Outcomes of ended calls the log could not write yet. */
+  unwrittenOutcomes(): number;
+  /** Seconds the Postgres sink may be behind the log (since it last caught up); undefined without one. */
+  sinkLagSeconds(): number | undefined;
   /** Closes the log, then stops the sink (after it shipped what it could). */
   close(): Promise<void>;
 }
@@ -42,6 +46,8 @@ export function openAuditTrail(log: Logger): AuditTrail {
   let closed: Promise<void> | undefined;
   return {
     audit,
+    unwrittenOutcomes: () => audit.unwrittenOutcomes,
+    sinkLagSeconds: () => sink?.lagSeconds(),
     close: () =>
       (closed ??= (async () => {
         audit.close();

@@ -1,19 +1,38 @@
-import { renderServerText } from './render-server-text.js';
+import { escapeInvisibleInJson, renderServerText } from './render-server-text.js';
 
 /**
  * hintbox's log. Always stderr: stdout is the MCP transport under `hintbox run`. Messages quote
- * server text (names, errors, stderr): each line is prefixed and rendered (`renderServerText`),
- * so none can pass for another line or act on the terminal.
+ * server text (names, errors, stderr), so no form of the log lets it pass for another line or
+ * act on the terminal:
+ * - `text` (the default): each line of a message is prefixed and rendered (`renderServerText`);
+ * - `json` (`HINTBOX_LOG_FORMAT=json`, for a log collector): one JSON object per message and
+ *   line, `{"time","level","component","msg"}`; `JSON.stringify` escapes control characters and
+ *   line feeds, and the bidi and invisible characters it leaves are written as escapes too
+ *   (`escapeInvisibleInJson`), so the line parses back to the very message.
  */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+/** How each message is written. */
+export type LogFormat = 'text' | 'json';
+
+export const LOG_FORMATS: readonly LogFormat[] = ['text', 'json'];
 
 export interface Logger {
   debug(message: string): void;
   info(message: string): void;
   warn(message: string): void;
   error(message: string): void;
-  /** A logger whose lines carry an extra prefix. */
+  /** A logger whose lines carry an extra prefix (text) or component (json). */
   child(prefix: string): Logger;
+}
+
+export interface LoggerOptions {
+  /** What every text line starts with, and the component of a JSON line without a child's. Default `hintbox`. */
+  prefix?: string;
+  /** Default `text`. */
+  format?: LogFormat;
+  /** The time of a JSON line. Default: now. */
+  now?: () => Date;
 }
 
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
@@ -21,10 +40,23 @@ const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 
 export function createLogger(
   level: LogLevel = 'info',
   write: (line: string) => void = (line) => process.stderr.write(line + '\n'),
-  prefix = 'hintbox',
+  options: LoggerOptions = {},
 ): Logger {
+  return make(level, write, options, []);
+}
+
+function make(level: LogLevel, write: (line: string) => void, options: LoggerOptions, path: string[]): Logger {
+  const json = options.format === 'json';
+  const root = options.prefix ?? 'hintbox';
+  const prefix = [root, ...path.map((p) => `[${p}]`)].join(' ');
+  const component = path.length === 0 ? root : path.join(' ');
   const emit = (at: LogLevel, message: string): void => {
     if (ORDER[at] < ORDER[level]) return;
+    if (json) {
+      const time = (options.now ?? (() => new Date()))().toISOString();
+      write(escapeInvisibleInJson(JSON.stringify({ time, level: at, component, msg: message })));
+      return;
+    }
     for (const line of message.split('\n')) {
       write(`${prefix}${at === 'info' ? '' : ` ${at}`}: ${renderServerText(line)}`);
     }
@@ -34,7 +66,7 @@ export function createLogger(
     info: (m) => emit('info', m),
     warn: (m) => emit('warn', m),
     error: (m) => emit('error', m),
-    child: (p) => createLogger(level, write, `${prefix} [${p}]`),
+    child: (p) => make(level, write, options, [...path, p]),
   };
 }
 

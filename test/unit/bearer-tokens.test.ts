@@ -81,6 +81,29 @@ describe('bearer tokens', () => {
     assert.throws(() => BearerTokens.parse('[]', 'e.yaml'), /no tokens/);
   });
 
+  it('lets only a token with metrics: true read /metrics', () => {
+    const withScraper = BearerTokens.parse(
+      `${FILE}- name: prometheus\n  sha256: ${hashToken('scrape')}\n  servers: []\n  metrics: true\n`,
+      'tokens.yaml',
+    );
+    assert.deepEqual(withScraper.checkMetrics('Bearer scrape'), { allowed: true, caller: 'prometheus' });
+    assert.deepEqual(withScraper.checkMetrics(`Bearer ${ALICE}`), {
+      allowed: false,
+      status: 403,
+      reason: 'token not allowed for /metrics',
+      caller: 'alice',
+    });
+    assert.equal(withScraper.checkMetrics(undefined).allowed, false);
+    assert.deepEqual(withScraper.checkMetrics('Bearer nope'), {
+      allowed: false,
+      status: 401,
+      reason: 'unknown token',
+      caller: null,
+    });
+    // metrics: true opens no server: a scraper's token with servers: [] is refused for each.
+    assert.equal(withScraper.check('Bearer scrape', 'filesystem').allowed, false);
+  });
+
   it('names servers the tokens mention that are not served', () => {
     assert.deepEqual(tokens.unknownServers(['filesystem']), []);
     assert.deepEqual(tokens.unknownServers(['everything']), ['filesystem']);

@@ -14,6 +14,7 @@ describe('readEnvironment', () => {
     assert.deepEqual(environment, {
       dockerHost: undefined,
       logLevel: 'info',
+      logFormat: 'text',
       stateDir: state,
       auditDir: path.join(state, 'audit'),
       databaseUrl: undefined,
@@ -45,11 +46,13 @@ describe('readEnvironment', () => {
   it('names every value it cannot use at once, one line each, without quoting a database password', () => {
     const { environment, problems } = readEnvironment({
       HINTBOX_LOG_LEVEL: 'loud',
+      HINTBOX_LOG_FORMAT: 'yaml',
       HINTBOX_DATABASE_URL: 'mysql://admin:s3cret@db/audit',
       HINTBOX_DEBIAN_MIRROR: 'ftp.debian.org',
     });
     assert.deepEqual(problems, [
       'HINTBOX_LOG_LEVEL: expected debug, info, warn or error, got "loud"',
+      'HINTBOX_LOG_FORMAT: expected text or json, got "yaml"',
       'HINTBOX_DATABASE_URL: expected a postgres:// or postgresql:// URL',
       'HINTBOX_DEBIAN_MIRROR: expected an http:// or https:// URL, got "ftp.debian.org"',
     ]);
@@ -60,6 +63,9 @@ describe('readEnvironment', () => {
   it('accepts the values it documents', () => {
     for (const level of ['debug', 'info', 'warn', 'error']) {
       assert.equal(readEnvironment({ HINTBOX_LOG_LEVEL: level }).environment.logLevel, level);
+    }
+    for (const format of ['text', 'json']) {
+      assert.equal(readEnvironment({ HINTBOX_LOG_FORMAT: format }).environment.logFormat, format);
     }
     for (const url of ['postgres://u:p@h:5432/d', 'postgresql://h/d?sslmode=require']) {
       const { environment, problems } = readEnvironment({ HINTBOX_DATABASE_URL: url });

@@ -1,0 +1,172 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { AuditEvent } from '../audit/audit-record.js';
+import { monotonicMs } from '../util/clock.js';
+import type { Logger } from '../util/logger.js';
+import {
+  AUDIT_METRIC_LABELS,
+  AUDIT_METRICS,
+  AuditMetrics,
+  type AuditMetric,
+  type MetricUpdate,
+} from './audit-metrics.js';
+import type { BearerTokens, TokenCheck } from './bearer-tokens.js';
+import { MeteredAuditLog } from './metered-audit-log.js';
+
+/**
+ * `GET /metrics` of `hintbox serve`, in Prometheus's text format (prom-client, a registry of
+ * its own): the metrics derived from the audit trail (`audit-metrics.ts`), a few read when
+ * scraped (client sessions, how far the audit trail is behind), and Node's process metrics.
+ *
+ * Who may read them: metrics name servers, tools and callers' outcomes, so with bearer tokens a
+ * scrape needs a token the tokens file allows (`metrics: true`); a refusal is audited
+ * (`auth.denied`, server `/metrics`) as any other. Without tokens serve listens on loopback only,
+ * and so are they.
+ */
+
+/** Who may read `/metrics`: a request's `Authorization` header, checked. */
+export type MetricsAccess = (authorization: string | undefined) => TokenCheck;
+
+/** With bearer tokens, a token with `metrics: true`; without, anyone (serve is on loopback then). */
+export function metricsAccess(tokens: BearerTokens | undefined): MetricsAccess {
+  return tokens ? (authorization) => tokens.checkMetrics(authorization) : () => ({ allowed: true, caller: '' });
+}
+
+/** How far the audit trail is behind, read when scraped. */
+export interface AuditLag {
+  /** Outcomes of ended calls the log could not write yet (kept, and retried). */
+  unwrittenOutcomes(): number;
+  /** Seconds since the Postgres sink last caught up with the log; undefined without a sink. */
+  sinkLagSeconds(): number | undefined;
+}
+
+export interface ServeMetricsOptions {
+  /** The servers (profile names): each has a sandboxes gauge from the start. */
+  servers: readonly string[];
+  access: MetricsAccess;
+  /** Client sessions open (the HTTP endpoint's), read when scraped. */
+  sessions(): number;
+  lag: AuditLag;
+  log: Logger;
+  /** Monotonic milliseconds. Default: the process's. */
+  now?: () => number;
+}
+
+/** The call latencies a histogram tells apart, in seconds: from a fast read to a long build. */
+const CALL_SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+type AnyMetric = Counter | Gauge | Histogram;
+
+export class ServeMetrics {
+  readonly derive: AuditMetrics;
+  private readonly now: () => number;
+
+  private constructor(
+    private readonly registry: Registry,
+    private readonly metrics: Record<AuditMetric, AnyMetric>,
+    private readonly options: ServeMetricsOptions,
+  ) {
+    this.now = options.now ?? monotonicMs;
+    this.derive = new AuditMetrics({ now: this.now });
+  }
+
+  /** prom-client is loaded only by serve (`hintbox run` never evaluates it). */
+  static async create(options: ServeMetricsOptions): Promise<ServeMetrics> {
+    const prom = await import('prom-client');
+    const registry = new prom.Registry();
+    const help: Record<AuditMetric, string> = {
+      calls: 'Calls that ended, by outcome (not-run: denied or blocked), as the audit log records them',
+      callSeconds: 'Seconds from the intent to the outcome of calls that were forwarded to a sandbox',
+      refusals: 'Calls hintbox refused (denied by a rule, a person, a timeout; blocked by a pin)',
+      confirmations: 'Confirmations a person answered (or that timed out), by answer',
+      authDenials: 'Requests refused before any session saw them (401, 403); server /metrics for a scrape',
+      violations: 'Hints a sandbox was seen to break, by hint',
+      sandboxes: 'Sandboxes running (started and not yet stopped)',
+      serverRequests: 'Requests of servers to clients (sampling, elicitation, roots), by decision',
+    };
+    const make = (key: AuditMetric): AnyMetric => {
+      const config = {
+        name: AUDIT_METRICS[key],
+        help: help[key],
+        labelNames: AUDIT_METRIC_LABELS[key],
+        registers: [registry],
+      };
+      if (key === 'callSeconds') return new prom.Histogram({ ...config, buckets: CALL_SECONDS_BUCKETS });
+      if (key === 'sandboxes') return new prom.Gauge(config);
+      return new prom.Counter(config);
+    };
+    const metrics = Object.fromEntries(
+      (Object.keys(AUDIT_METRICS) as AuditMetric[]).map((key) => [key, make(key)]),
+    ) as Record<AuditMetric, AnyMetric>;
+    for (const server of options.servers) (metrics.sandboxes as Gauge).set({ server }, 0);
+
+    new prom.Gauge({
+      name: 'hintbox_client_sessions',
+      help: 'MCP sessions of clients open',
+      registers: [registry],
+      collect() {
+        this.set(options.sessions());
+      },
+    });
+    new prom.Gauge({
+      name: 'hintbox_audit_unwritten_outcomes',
+      help: 'Outcomes of ended calls the audit log could not write yet (kept and retried)',
+      registers: [registry],
+      collect() {
+        this.set(options.lag.unwrittenOutcomes());
+      },
+    });
+    if (options.lag.sinkLagSeconds() !== undefined) {
+      new prom.Gauge({
+        name: 'hintbox_audit_sink_lag_seconds',
+        help: 'Seconds since the Postgres sink last caught up with the audit log: every older record is in Postgres',
+        registers: [registry],
+        collect() {
+          this.set(options.lag.sinkLagSeconds() ?? 0);
+        },
+      });
+    }
+    prom.collectDefaultMetrics({ register: registry });
+    return new ServeMetrics(registry, metrics, options);
+  }
+
+  /** The audit log `log` with every record also counted here. */
+  meter(log: ConstructorParameters<typeof MeteredAuditLog>[0]): MeteredAuditLog {
+    return new MeteredAuditLog(log, this.derive, (updates) => this.apply(updates), this.now);
+  }
+
+  apply(updates: readonly MetricUpdate[]): void {
+    for (const { metric, labels, value } of updates) {
+      const target = this.metrics[metric];
+      if ('observe' in target) target.observe(labels, value);
+      else target.inc(labels, value);
+    }
+  }
+
+  /**
+   * Answers `GET /metrics`; a refused request is recorded through `recordEvent` (the metered
+   * audit log, so that it is counted too).
+   */
+  async handle(req: IncomingMessage, res: ServerResponse, recordEvent: (event: AuditEvent) => void): Promise<void> {
+    const check = this.options.access(req.headers.authorization);
+    if (!check.allowed) {
+      const remoteAddress = req.socket.remoteAddress ?? null;
+      this.options.log.warn(
+        `serve: /metrics: ${check.status} for ${remoteAddress ?? 'an unknown address'}: ${check.reason}`,
+      );
+      const { status, reason, caller } = check;
+      recordEvent({ type: 'auth.denied', session: null, server: '/metrics', status, reason, caller, remoteAddress });
+      const headers: Record<string, string> = status === 401 ? { 'WWW-Authenticate': 'Bearer realm="hintbox"' } : {};
+      res
+        .writeHead(status, { 'Content-Type': 'text/plain', ...headers })
+        .end(status === 401 ? 'unauthorized\n' : 'forbidden\n');
+      return;
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { Allow: 'GET, HEAD', 'Content-Type': 'text/plain' }).end('method not allowed\n');
+      return;
+    }
+    const text = await this.registry.metrics();
+    res.writeHead(200, { 'Content-Type': this.registry.contentType }).end(req.method === 'HEAD' ? undefined : text);
+  }
+}
