@@ -87,15 +87,19 @@ describe('metrics derived from audit records', () => {
     );
     const violation = (text: string): string | undefined =>
       updates({ ...base, type: 'hint.violation', tool: 'a, b', sandbox: 'ro', violation: text })[0]?.labels.hint;
-    assert.equal(violation('readOnlyHint: the tool tried to write where its sandbox is read-only (EROFS)'), 'readOnlyHint');
+    assert.equal(
+      violation('readOnlyHint: the tool tried to write where its sandbox is read-only (EROFS)'),
+      'readOnlyHint',
+    );
     assert.equal(violation("the profile's database grant: Postgres refused the role"), 'other');
     assert.equal(violation('readOnlyHint'), 'other', 'only the "<hint>:" prefix names a hint');
     const sandbox = { ...base, sandbox: 'ro', container: 'abc' };
     assert.deepEqual(
-      [
-        ...updates({ ...sandbox, type: 'sandbox.start' }),
-        ...updates({ ...sandbox, type: 'sandbox.stop' }),
-      ].map((u) => [u.metric, u.labels.server, u.value]),
+      [...updates({ ...sandbox, type: 'sandbox.start' }), ...updates({ ...sandbox, type: 'sandbox.stop' })].map((u) => [
+        u.metric,
+        u.labels.server,
+        u.value,
+      ]),
       [
         ['sandboxes', 'fs', 1],
         ['sandboxes', 'fs', -1],
