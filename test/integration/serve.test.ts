@@ -8,6 +8,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { stringify } from 'yaml';
 import { hashToken } from '../../src/serve/bearer-tokens.js';
+import { parseSamples, sampleOf } from '../support/prometheus-text.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 import {
   assertNoLeftovers,
@@ -63,9 +64,10 @@ interface Serving {
 }
 
 /** `hintbox serve` on a free port; resolves once it listens and /readyz says ready. */
-async function serve(args: string[]): Promise<Serving> {
+async function serve(args: string[], env: Record<string, string> = {}): Promise<Serving> {
   const child = spawn(HINTBOX_BIN, ['serve', ...args, '--port', '0'], {
     env: {
+      ...env,
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '/root',
       HINTBOX_STATE_DIR: STATE_DIR,
@@ -98,8 +100,8 @@ async function stop(serving: Serving | undefined): Promise<void> {
   await serving.exited;
 }
 
-/** A real SDK client over streamable HTTP that approves every confirmation. */
-async function connect(url: string, token?: string): Promise<Client & { asked: number }> {
+/** A real SDK client over streamable HTTP that approves (or declines) every confirmation. */
+async function connect(url: string, token?: string, approve = true): Promise<Client & { asked: number }> {
   const client = Object.assign(
     new Client({ name: 'serve-test', version: '1.0.0' }, { capabilities: { elicitation: {} } }),
     {
@@ -108,7 +110,7 @@ async function connect(url: string, token?: string): Promise<Client & { asked: n
   );
   client.setRequestHandler(ElicitRequestSchema, () => {
     client.asked++;
-    return { action: 'accept', content: { approve: true } };
+    return approve ? { action: 'accept', content: { approve: true } } : { action: 'decline' };
   });
   const headers = token ? { Authorization: `Bearer ${token}` } : undefined;
   await client.connect(new StreamableHTTPClientTransport(new URL(url), headers ? { requestInit: { headers } } : {}));
@@ -246,6 +248,79 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
       }
       const [intent] = await auditOf<{ tool: string; caller: string | null }>(EVERYTHING);
       assert.deepEqual({ tool: intent?.tool, caller: intent?.caller }, { tool: 'echo', caller: 'alice' });
+    });
+  });
+
+  describe('metrics and JSON logs', () => {
+    let serving: Serving;
+    const ALICE = `alice-${process.pid}-metrics`;
+    const SCRAPER = `scraper-${process.pid}-metrics`;
+    before(async () => {
+      const tokens = path.join(scratchFolder('hintbox-serve-tokens-'), 'tokens.yaml');
+      writeFileSync(
+        tokens,
+        stringify([
+          { name: 'alice', sha256: hashToken(ALICE) },
+          { name: 'prometheus', sha256: hashToken(SCRAPER), servers: [], metrics: true },
+        ]),
+      );
+      serving = await serve([profilesFolder(sandboxFolder()), '--tokens', tokens], { HINTBOX_LOG_FORMAT: 'json' });
+    });
+    after(() => stop(serving));
+
+    it('counts on /metrics exactly the calls made, a declined one and the denials; logs JSON lines', async () => {
+      const metricsUrl = `${serving.url}/metrics`;
+      const scrape = async () => {
+        const response = await fetch(metricsUrl, { headers: { Authorization: `Bearer ${SCRAPER}` } });
+        assert.equal(response.status, 200);
+        return parseSamples(await response.text());
+      };
+      assert.equal((await fetch(metricsUrl)).status, 401);
+      assert.equal((await fetch(metricsUrl, { headers: { Authorization: `Bearer ${ALICE}` } })).status, 403);
+      assert.equal((await fetch(`${serving.url}/mcp/${EVERYTHING}`, { method: 'POST' })).status, 401);
+
+      const everything = await connect(`${serving.url}/mcp/${EVERYTHING}`, ALICE);
+      const liar = await connect(`${serving.url}/mcp/${LIAR}`, ALICE, false);
+      for (const message of ['a', 'b', 'c']) await everything.callTool({ name: 'echo', arguments: { message } });
+      const declined = await liar.callTool({ name: 'unannotated_write', arguments: { path: '/data/x', content: 'x' } });
+      assert.equal((declined as { isError?: boolean }).isError, true);
+      const samples = await scrape();
+      const echo = { server: EVERYTHING, tool: 'echo' };
+      const write = { server: LIAR, tool: 'unannotated_write' };
+      assert.equal(sampleOf(samples, 'hintbox_calls_total'), 4);
+      assert.equal(sampleOf(samples, 'hintbox_calls_total', { ...echo, outcome: 'ok' }), 3);
+      assert.equal(sampleOf(samples, 'hintbox_calls_total', { ...write, outcome: 'not-run' }), 1);
+      assert.equal(sampleOf(samples, 'hintbox_call_duration_seconds_count', echo), 3);
+      assert.equal(sampleOf(samples, 'hintbox_call_duration_seconds_count', write), 0);
+      const refused = { ...write, decision: 'denied', decided_by: 'person' };
+      assert.equal(sampleOf(samples, 'hintbox_calls_refused_total', refused), 1);
+      assert.equal(sampleOf(samples, 'hintbox_confirmations_total', { ...write, answer: 'declined' }), 1);
+      assert.equal(sampleOf(samples, 'hintbox_auth_denials_total', { server: '/metrics', status: '401' }), 1);
+      assert.equal(sampleOf(samples, 'hintbox_auth_denials_total', { server: '/metrics', status: '403' }), 1);
+      assert.equal(sampleOf(samples, 'hintbox_auth_denials_total', { server: EVERYTHING, status: '401' }), 1);
+      assert.equal(sampleOf(samples, 'hintbox_sandboxes', { server: EVERYTHING }), 1, 'split: false, one sandbox');
+      assert.ok(sampleOf(samples, 'hintbox_sandboxes', { server: LIAR }) >= 1);
+      assert.equal(sampleOf(samples, 'hintbox_client_sessions'), 2);
+
+      for (const client of [everything, liar]) {
+        await (client.transport as StreamableHTTPClientTransport).terminateSession();
+        await client.close();
+      }
+      await eventually(
+        async () => sampleOf(await scrape(), 'hintbox_sandboxes') === 0,
+        20_000,
+        'no sandboxes counted after DELETE',
+      );
+      const lines = serving
+        .stderr()
+        .split('\n')
+        .filter((line) => line !== '');
+      assert.ok(lines.length > 3);
+      for (const line of lines) {
+        const entry = JSON.parse(line) as Record<string, unknown>;
+        assert.deepEqual(Object.keys(entry), ['time', 'level', 'component', 'msg'], line);
+      }
+      assert.ok(lines.some((line) => line.includes('/metrics: 403')));
     });
   });
 
