@@ -190,6 +190,30 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         file: 'unit/audit-stored-text.test.ts',
         title: 'shows each record on one line, whatever its server-made text holds',
       },
+      {
+        file: 'unit/logger.test.ts',
+        title: 'keeps server text in a JSON line from making lines, moving the cursor or reordering what is read',
+      },
+    ],
+  },
+  {
+    id: 'METRICS-ACCESS',
+    statement:
+      "With bearer tokens, `hintbox serve`'s /metrics (servers, tools, outcomes) is read only with a token the tokens file allows it (`metrics: true`), and each refusal is audited; metric labels hold no more tool names than the lock files pin plus a bound per server.",
+    tests: [
+      { file: 'unit/bearer-tokens.test.ts', title: 'lets only a token with metrics: true read /metrics' },
+      {
+        file: 'unit/serve-metrics.test.ts',
+        title: 'lets only a metrics token read them; each refusal is audited and counted',
+      },
+      {
+        file: 'unit/audit-metrics.test.ts',
+        title: 'labels pinned tools by name, at most N other names per server, and the rest as other',
+      },
+      {
+        file: 'integration/serve.test.ts',
+        title: 'counts on /metrics exactly the calls made, a declined one and the denials; logs JSON lines',
+      },
     ],
   },
   {

@@ -136,6 +136,7 @@ export type AuditEvent =
        */
       type: 'auth.denied';
       session: null;
+      /** The server asked for; `/metrics` for a refused scrape of the metrics. */
       server: string;
       status: 401 | 403;
       reason: string;

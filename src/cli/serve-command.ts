@@ -25,12 +25,18 @@ A bad profile or lock file anywhere in the folder stops serve before anything st
   GET /healthz   200 while the process runs
   GET /readyz    200 once every profile is loaded and its image is built; 503 before (and while
                  stopping); the body names the servers and their state, nothing else
+  GET /metrics   Prometheus metrics: calls by server, tool and outcome, their durations,
+                 refusals, confirmations, denials, hint violations, sandboxes, audit lag (README:
+                 "Metrics and logs"); with --tokens only a token with "metrics: true" may read them
 
 With --tokens, every /mcp/ request needs "Authorization: Bearer <token>": none or an unknown
 token is answered 401, a token not allowed for the server 403; each denial is audited
 (auth.denied), and the token's name is recorded as the caller of every call it makes. The
-tokens file (YAML or JSON) lists { name, sha256, servers? }: only the SHA-256 of each token,
-which "hintbox serve --hash-token" prints for a token read on stdin.
+tokens file (YAML or JSON) lists { name, sha256, servers?, metrics? }: only the SHA-256 of each
+token, which "hintbox serve --hash-token" prints for a token read on stdin.
+
+The log goes to stderr; HINTBOX_LOG_FORMAT=json makes it one JSON object per line (time, level,
+component, msg) for a log collector.
 
 On SIGTERM or SIGINT, new sessions and requests are refused (503); calls in flight may finish
 until the longest call timeout of the profiles (at most 30 s); then every session's sandboxes
