@@ -26,7 +26,7 @@ export const AUDIT_METRICS = {
   authDenials: 'hintbox_auth_denials_total',
   /** Counter: hints a sandbox was seen to break, by `server`, `hint`. */
   violations: 'hintbox_hint_violations_total',
-  /** Gauge: sandboxes running (started and not yet stopped), by `server`. */
+  /** Gauge: sandboxes whose server runs (`sandbox.start` less `sandbox.stop`; not those held at their gate), by `server`. */
   sandboxes: 'hintbox_sandboxes',
   /** Counter: requests of servers to clients, by `server`, `method`, `decision`. */
   serverRequests: 'hintbox_server_requests_total',

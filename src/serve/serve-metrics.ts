@@ -81,7 +81,7 @@ export class ServeMetrics {
       confirmations: 'Confirmations a person answered (or that timed out), by answer',
       authDenials: 'Requests refused before any session saw them (401, 403); server /metrics for a scrape',
       violations: 'Hints a sandbox was seen to break, by hint',
-      sandboxes: 'Sandboxes running (started and not yet stopped)',
+      sandboxes: 'Sandboxes whose server runs (released from their gate, not yet stopped)',
       serverRequests: 'Requests of servers to clients (sampling, elicitation, roots), by decision',
     };
     const make = (key: AuditMetric): AnyMetric => {
