@@ -83,8 +83,10 @@ export class McpHttpServer {
   private inFlight = 0;
   private draining = false;
   private readonly idleSweep: NodeJS.Timeout;
+  private servers: string[];
 
   constructor(private readonly options: McpHttpServerOptions) {
+    this.servers = [...options.servers];
     const idleMs = options.idleTimeoutMs ?? DEFAULT_IDLE_MS;
     this.idleSweep = setInterval(() => this.closeIdle(idleMs), Math.min(idleMs / 2, 30_000));
     this.idleSweep.unref();
@@ -106,6 +108,17 @@ export class McpHttpServer {
         resolve((this.http.address() as AddressInfo).port);
       });
     });
+  }
+
+  /** Serves these servers from now on (a reload); `/mcp/<name>` of another is 404. */
+  setServers(servers: readonly string[]): void {
+    this.servers = [...servers];
+  }
+
+  /** Ends the sessions of every client of these servers (their profile changed or is gone). */
+  async endClientsOf(servers: readonly string[], why: string): Promise<void> {
+    const ending = [...this.clients.values()].filter((client) => servers.includes(client.server));
+    await Promise.allSettled(ending.map((client) => this.end(client, why)));
   }
 
   /** How many client sessions are open. */
@@ -139,8 +152,7 @@ export class McpHttpServer {
     if (url.pathname === '/metrics' && this.options.metrics) return this.options.metrics(req, res);
     const match = /^\/mcp\/([^/]+)\/?$/.exec(url.pathname);
     const server = match ? decodeURIComponent(match[1] as string) : undefined;
-    if (server === undefined || !this.options.servers.includes(server))
-      return reply(res, 404, { error: 'no such server' });
+    if (server === undefined || !this.servers.includes(server)) return reply(res, 404, { error: 'no such server' });
 
     let caller: string | null = null;
     if (this.options.tokens) {

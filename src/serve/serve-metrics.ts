@@ -12,6 +12,7 @@ import {
 } from './audit-metrics.js';
 import type { BearerTokens, TokenCheck } from './bearer-tokens.js';
 import { MeteredAuditLog } from './metered-audit-log.js';
+import type { ServedProfile } from './profile-folder.js';
 
 /**
  * `GET /metrics` of `hintbox serve`, in Prometheus's text format (prom-client, a registry of
@@ -128,6 +129,11 @@ export class ServeMetrics {
     }
     prom.collectDefaultMetrics({ register: registry });
     return new ServeMetrics(registry, metrics, options);
+  }
+
+  /** Labels by name the tools the profiles' lock files approve (as loaded: at start and on each reload). */
+  pinApproved(served: ReadonlyMap<string, ServedProfile>): void {
+    for (const [name, entry] of served) this.derive.pin(name, Object.keys(entry.approvals.locked?.tools ?? {}));
   }
 
   /** The audit log `log` with every record also counted here. */
