@@ -159,6 +159,7 @@ export class ServeMetrics {
       const remoteAddress = req.socket.remoteAddress ?? null;
       this.options.log.warn(
         `serve: /metrics: ${check.status} for ${remoteAddress ?? 'an unknown address'}: ${check.reason}`,
+        { path: '/metrics', status: check.status, remoteAddress, caller: check.caller },
       );
       const { status, reason, caller } = check;
       recordEvent({ type: 'auth.denied', session: null, server: '/metrics', status, reason, caller, remoteAddress });

@@ -8,7 +8,8 @@ import { escapeInvisibleInJson, renderServerText } from './render-server-text.js
  * - `json` (`HINTBOX_LOG_FORMAT=json`, for a log collector): one JSON object per message and
  *   line, `{"time","level","component","msg"}`; `JSON.stringify` escapes control characters and
  *   line feeds, and the bidi and invisible characters it leaves are written as escapes too
- *   (`escapeInvisibleInJson`), so the line parses back to the very message.
+ *   (`escapeInvisibleInJson`), so the line parses back to the very message; a message's
+ *   {@link LogFields} follow as keys of their own.
  */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -17,11 +18,18 @@ export type LogFormat = 'text' | 'json';
 
 export const LOG_FORMATS: readonly LogFormat[] = ['text', 'json'];
 
+/**
+ * Facts of a message for a machine (`server`, `status`, `remoteAddress`, …): keys of a JSON line
+ * after `msg` (never in place of the four above); the text form leaves them out, as the message
+ * says them already.
+ */
+export type LogFields = Readonly<Record<string, string | number | boolean | null>>;
+
 export interface Logger {
-  debug(message: string): void;
-  info(message: string): void;
-  warn(message: string): void;
-  error(message: string): void;
+  debug(message: string, fields?: LogFields): void;
+  info(message: string, fields?: LogFields): void;
+  warn(message: string, fields?: LogFields): void;
+  error(message: string, fields?: LogFields): void;
   /** A logger whose lines carry an extra prefix (text) or component (json). */
   child(prefix: string): Logger;
 }
@@ -50,11 +58,13 @@ function make(level: LogLevel, write: (line: string) => void, options: LoggerOpt
   const root = options.prefix ?? 'hintbox';
   const prefix = [root, ...path.map((p) => `[${p}]`)].join(' ');
   const component = path.length === 0 ? root : path.join(' ');
-  const emit = (at: LogLevel, message: string): void => {
+  const emit = (at: LogLevel, message: string, fields?: LogFields): void => {
     if (ORDER[at] < ORDER[level]) return;
     if (json) {
       const time = (options.now ?? (() => new Date()))().toISOString();
-      write(escapeInvisibleInJson(JSON.stringify({ time, level: at, component, msg: message })));
+      const entry: Record<string, unknown> = { time, level: at, component, msg: message };
+      for (const [key, value] of Object.entries(fields ?? {})) if (!(key in entry)) entry[key] = value;
+      write(escapeInvisibleInJson(JSON.stringify(entry)));
       return;
     }
     for (const line of message.split('\n')) {
@@ -62,10 +72,10 @@ function make(level: LogLevel, write: (line: string) => void, options: LoggerOpt
     }
   };
   return {
-    debug: (m) => emit('debug', m),
-    info: (m) => emit('info', m),
-    warn: (m) => emit('warn', m),
-    error: (m) => emit('error', m),
+    debug: (m, f) => emit('debug', m, f),
+    info: (m, f) => emit('info', m, f),
+    warn: (m, f) => emit('warn', m, f),
+    error: (m, f) => emit('error', m, f),
     child: (p) => make(level, write, options, [...path, p]),
   };
 }

@@ -33,6 +33,18 @@ describe('the log', () => {
     );
   });
 
+  it("adds a message's fields after the four keys, never in their place; the text form leaves them out", () => {
+    const json: string[] = [];
+    const text: string[] = [];
+    const fields = { server: 'fs', status: 403, msg: 'forged', level: 'debug' };
+    createLogger('info', (l) => json.push(l), { format: 'json', now: NOW }).warn('denied', fields);
+    createLogger('info', (l) => text.push(l)).warn('denied', fields);
+    assert.deepEqual(json, [
+      '{"time":"2026-12-01T06:00:00.000Z","level":"warn","component":"hintbox","msg":"denied","server":"fs","status":403}',
+    ]);
+    assert.deepEqual(text, ['hintbox warn: denied']);
+  });
+
   it('keeps server text in a JSON line from making lines, moving the cursor or reordering what is read', () => {
     const lines: string[] = [];
     const log = createLogger('info', (l) => lines.push(l), { format: 'json', now: NOW });
