@@ -50,10 +50,18 @@ export interface McpHttpServerOptions {
    * closed: a client that vanished without ending it. Default {@link DEFAULT_IDLE_MS}.
    */
   idleTimeoutMs?: number;
+  /**
+   * The most sessions one caller (a token's name; without tokens, everyone) may have open at
+   * once: each may hold sandboxes (`clients: separate`). Default {@link DEFAULT_MAX_SESSIONS}.
+   */
+  maxSessionsPerCaller?: number;
   /** Whether every server is ready (profiles loaded, images built). */
   ready(): { ready: boolean; servers: Record<string, 'ready' | 'starting' | 'failed'> };
   log: Logger;
 }
+
+/** Sessions one caller may have open at once. */
+export const DEFAULT_MAX_SESSIONS = 64;
 
 /** A client session idle this long is closed (30 minutes). */
 export const DEFAULT_IDLE_MS = 30 * 60_000;
@@ -79,6 +87,8 @@ export class McpHttpServer {
   private readonly clients = new Map<string, Client>();
   /** Sessions being opened: a drain waits for them to close them too. */
   private readonly opening = new Set<Promise<unknown>>();
+  /** Sessions being opened, by caller (`''`: no tokens). */
+  private readonly startingBy = new Map<string, number>();
   /** Responses to client requests still open (a call's answer not yet sent). */
   private inFlight = 0;
   private draining = false;
@@ -182,7 +192,20 @@ export class McpHttpServer {
     if (req.method !== 'POST' || !isInitializeRequest(body)) {
       return reply(res, 400, jsonRpcError('no session: start with an initialize request'));
     }
-    await this.start(server, caller, req, res, body);
+    const key = caller ?? '';
+    const starting = this.startingBy.get(key) ?? 0;
+    const open = starting + [...this.clients.values()].filter((client) => client.caller === caller).length;
+    const max = this.options.maxSessionsPerCaller ?? DEFAULT_MAX_SESSIONS;
+    if (open >= max) {
+      this.options.log.warn(`serve: ${server}: ${caller ?? 'a client'} has ${open} sessions open already: refused`);
+      return reply(res, 429, jsonRpcError(`too many sessions (${max}): end some first`), { 'Retry-After': '10' });
+    }
+    this.startingBy.set(key, starting + 1);
+    try {
+      await this.start(server, caller, req, res, body);
+    } finally {
+      this.startingBy.set(key, (this.startingBy.get(key) ?? 1) - 1);
+    }
   }
 
   /** A new client: its own hintbox session, connected to a transport of its own. */
