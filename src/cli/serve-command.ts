@@ -1,4 +1,7 @@
+import type { Access, Authenticator } from '../serve/authenticator.js';
 import { BearerTokens, hashToken } from '../serve/bearer-tokens.js';
+import { loadOAuthConfig, unknownScopeServers } from '../serve/oauth-config.js';
+import { OAuthResourceServer } from '../serve/oauth-resource-server.js';
 import { McpHttpServer, type ClientSession } from '../serve/mcp-http-server.js';
 import { loadProfileFolder, type ServedProfile } from '../serve/profile-folder.js';
 import { isLoopbackHost } from '../serve/serve-address.js';
@@ -55,6 +58,7 @@ export const serveCommand: CommandSpec = {
     port: { type: 'string' },
     host: { type: 'string' },
     tokens: { type: 'string' },
+    oauth: { type: 'string' },
     'hash-token': { type: 'boolean' },
   },
   async run({ positionals, values }) {
@@ -65,33 +69,39 @@ export const serveCommand: CommandSpec = {
     const log = cliLog;
     const host = typeof values.host === 'string' ? values.host : '127.0.0.1';
     const port = portArg(values.port);
-    const tokens = typeof values.tokens === 'string' ? BearerTokens.load(values.tokens) : undefined;
-    if (!tokens && !isLoopbackHost(host)) {
-      throw new UsageError(`serve: --host ${host} is reachable from other machines: give --tokens too`);
+    const tokensFile = typeof values.tokens === 'string' ? values.tokens : undefined;
+    const oauthFile = typeof values.oauth === 'string' ? values.oauth : undefined;
+    if (tokensFile && oauthFile) throw new UsageError('serve: give --tokens or --oauth, not both');
+    if (!tokensFile && !oauthFile && !isLoopbackHost(host)) {
+      throw new UsageError(`serve: --host ${host} is reachable from other machines: give --tokens or --oauth too`);
     }
-    // Everything is checked before anything starts: profiles, lock files, tokens.
+    // Everything is checked before anything starts: profiles, lock files, tokens or OAuth settings.
+    const tokens = tokensFile ? BearerTokens.load(tokensFile) : undefined;
+    const oauth = oauthFile ? loadOAuthConfig(oauthFile) : undefined;
     const served = loadProfileFolder(positionals[0] as string, log);
     const names = [...served.keys()];
-    const strangers = tokens?.unknownServers(names) ?? [];
+    const strangers = tokens?.unknownServers(names) ?? (oauth ? unknownScopeServers(oauth, names) : []);
     if (strangers.length > 0) {
       throw new UsageError(
-        `serve: ${values.tokens as string}: tokens name servers not in the folder: ${strangers.join(', ')}`,
+        `serve: ${tokensFile ?? oauthFile}: ${tokens ? 'tokens' : 'scopes'} name servers not in the folder: ${strangers.join(', ')}`,
       );
     }
+    const auth: Authenticator | undefined =
+      tokens ?? (oauth ? new OAuthResourceServer({ config: oauth, servers: names }) : undefined);
     const engine = await engineReady(log);
     const trail = openAuditTrail(log);
     const images = new Map<string, 'ready' | 'starting' | 'failed'>(names.map((n) => [n, 'starting']));
     const server = new McpHttpServer({
       servers: names,
-      ...(tokens ? { tokens } : {}),
-      openSession: (name, caller) => openClient(served.get(name) as ServedProfile, caller),
+      ...(auth ? { auth } : {}),
+      openSession: (name, access) => openClient(served.get(name) as ServedProfile, access),
       recordEvent: (event) => trail.audit.recordEvent(event),
       ready: () => ({ ready: [...images.values()].every((s) => s === 'ready'), servers: Object.fromEntries(images) }),
       log,
     });
 
     /** A client's own session of a server, closed once whatever asks first. */
-    async function openClient(entry: ServedProfile, caller: string | null): Promise<ClientSession> {
+    async function openClient(entry: ServedProfile, access: Access | null): Promise<ClientSession> {
       const sessionId = newSessionId();
       let session: HintboxSession | undefined;
       const removeAll = async (): Promise<void> => {
@@ -108,7 +118,13 @@ export const serveCommand: CommandSpec = {
           knownTools: knownTools(),
           locked: entry.approvals.read(),
         });
-        const gateway = await session.createGateway({ approvals: entry.approvals.read, audit: trail.audit, caller });
+        const gateway = await session.createGateway({
+          approvals: entry.approvals.read,
+          audit: trail.audit,
+          caller: access?.caller ?? null,
+          // The caller's tags, as --tags of hintbox run: other tools are neither listed nor called.
+          ...(access?.tags ? { tagFilter: access.tags } : {}),
+        });
         let closing: Promise<void> | undefined;
         const close = (): Promise<void> => (closing ??= gateway.close().finally(removeAll));
         // A cold start whose server cannot be verified: that client's session ends.
@@ -133,7 +149,7 @@ export const serveCommand: CommandSpec = {
     try {
       const bound = await server.listen(port, host);
       log.info(
-        `serving ${names.map((n) => `/mcp/${n}`).join(', ')} on http://${hostText(host)}:${bound}${tokens ? ' (bearer tokens)' : ''}`,
+        `serving ${names.map((n) => `/mcp/${n}`).join(', ')} on http://${hostText(host)}:${bound}${auth ? ` (${auth.description})` : ''}`,
       );
       void prepareImages(engine, served, images, log);
       const signal = await new Promise<string>((resolve) => {
