@@ -100,9 +100,17 @@ export const OAuthConfigSchema = z
     /** Seconds of clock skew allowed for `exp`, `nbf` and `iat`. Default 30. */
     clockToleranceSeconds: z.number().int().min(0).max(300).default(30),
     /** What each scope gives; a token's access to a server is the union of its scopes'. */
-    scopes: z
-      .record(z.string().regex(SCOPE_TOKEN, 'expected a scope name (no spaces or quotes)'), ScopeGrantSchema)
-      .refine((scopes) => Object.keys(scopes).length > 0, 'expected at least one scope'),
+    scopes: z.record(z.string(), ScopeGrantSchema).superRefine((scopes, ctx) => {
+      const names = Object.keys(scopes);
+      if (names.length === 0) ctx.addIssue({ code: 'custom', message: 'expected at least one scope' });
+      for (const name of names.filter((n) => !SCOPE_TOKEN.test(n))) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [name],
+          message: 'expected a scope name (no spaces, quotes or backslashes)',
+        });
+      }
+    }),
   })
   .strict();
 

@@ -34,7 +34,7 @@ describe('the HTTP endpoint of hintbox serve', () => {
       content: [
         {
           type: 'text',
-          text: `${extra.requestInfo?.headers.authorization ?? 'none'}|${access?.tags?.join(',') ?? 'all'}`,
+          text: `${String(extra.requestInfo?.headers.authorization ?? 'none')}|${access?.tags?.join(',') ?? 'all'}`,
         },
       ],
     }));
