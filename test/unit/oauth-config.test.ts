@@ -27,7 +27,7 @@ describe('OAuth settings of hintbox serve', () => {
     assert.equal(config.resource, 'https://hintbox.example.com');
     assert.equal(config.clockToleranceSeconds, 30);
     assert.ok(config.algorithms.includes('RS256') && config.algorithms.includes('ES256'));
-    assert.ok(config.algorithms.every((alg) => !alg.startsWith('HS') && alg !== 'none'));
+    assert.ok(config.algorithms.every((alg: string) => !alg.startsWith('HS') && alg !== 'none'));
     assert.equal(config.audience, undefined);
   });
 
