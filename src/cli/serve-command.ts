@@ -13,7 +13,7 @@ import { newSessionId } from '../util/session-identity.js';
 import { cliLog, engineReady } from './common.js';
 import type { CommandSpec } from './main.js';
 
-const HELP = `Usage: hintbox serve <profiles-folder> [--port N] [--host H] [--tokens FILE]
+const HELP = `Usage: hintbox serve <profiles-folder> [--port N] [--host H] [--tokens FILE | --oauth FILE]
        hintbox serve --hash-token < token
 
 Serves every profile (*.yaml) of a folder over MCP's streamable HTTP transport, each server at
@@ -31,8 +31,22 @@ A bad profile or lock file anywhere in the folder stops serve before anything st
 With --tokens, every /mcp/ request needs "Authorization: Bearer <token>": none or an unknown
 token is answered 401, a token not allowed for the server 403; each denial is audited
 (auth.denied), and the token's name is recorded as the caller of every call it makes. The
-tokens file (YAML or JSON) lists { name, sha256, servers? }: only the SHA-256 of each token,
-which "hintbox serve --hash-token" prints for a token read on stdin.
+tokens file (YAML or JSON) lists { name, sha256, servers?, tags? }: only the SHA-256 of each
+token, which "hintbox serve --hash-token" prints for a token read on stdin. A token with tags
+is served only the tools with one of them (as "hintbox run --tags"); another is unknown to it.
+
+With --oauth, each server is an OAuth 2.1 resource server (MCP's authorization spec): requests
+carry an authorization server's access token (a JWT), checked for its signature against the
+issuer's JWKS (asymmetric algorithms only), its issuer, its audience (the server's
+<resource>/mcp/<name>, or a configured one) and its expiry; its scopes give servers and tags.
+Bad or missing tokens get 401 naming the protected resource metadata, served to anyone at
+/.well-known/oauth-protected-resource/mcp/<name>; a token without a scope for the server 403
+(insufficient_scope). The caller recorded is the token's sub (and client). Tokens are not
+introspected: one is good until it expires. No token is ever passed on to a server. The file:
+  issuer: https://auth.example.com          jwksUri: https://auth.example.com/jwks
+  resource: https://hintbox.example.com     (audience: [...], algorithms: [...],
+  scopes:                                    clockToleranceSeconds: 30 are optional)
+    mcp:files: { servers: [filesystem], tags: [read] }
 
 On SIGTERM or SIGINT, new sessions and requests are refused (503); calls in flight may finish
 until the longest call timeout of the profiles (at most 30 s); then every session's sandboxes
@@ -44,8 +58,10 @@ In a client's config (streamable HTTP):
 
 Options:
   --port N        the port (default 8931; 0: any free one, printed on stderr)
-  --host H        the address to listen on (default 127.0.0.1); another than loopback needs --tokens
+  --host H        the address to listen on (default 127.0.0.1); another than loopback needs
+                  --tokens or --oauth
   --tokens FILE   the bearer tokens (see above)
+  --oauth FILE    the OAuth resource-server settings (see above); not with --tokens
   --hash-token    print the SHA-256 of the token given on stdin, for the tokens file
   -h, --help      this help`;
 
