@@ -133,7 +133,6 @@ export class OAuthResourceServer implements Authenticator {
       authorization_servers: [this.config.issuer],
       scopes_supported: scopes,
       bearer_methods_supported: ['header'],
-      resource_signing_alg_values_supported: this.config.algorithms,
       resource_name: server ? `hintbox: ${server}` : 'hintbox',
     };
   }
@@ -159,5 +158,6 @@ function rejection(error: unknown): string {
   if (error instanceof errors.JWKSTimeout) return "the issuer's keys could not be fetched (timeout)";
   if (error instanceof errors.JWSInvalid || error instanceof errors.JWTInvalid) return 'not a well-formed signed JWT';
   if (error instanceof errors.JOSEError) return `the token is refused (${error.code})`;
-  return "the issuer's keys could not be fetched";
+  // Not jose's own: the JWKS request failed (refused, reset, not JSON).
+  return `the issuer's keys could not be fetched (${error instanceof Error ? error.message : String(error)})`;
 }

@@ -251,6 +251,26 @@ describe('the HTTP endpoint of hintbox serve with OAuth', () => {
   });
 });
 
+describe('the OAuth resource server when the issuer cannot be reached', () => {
+  it('refuses every token (401, fail closed) and says why', async () => {
+    const issuer = await startTestIssuer();
+    const token = await issuer.sign({ aud: RESOURCE, scope: 's' });
+    await issuer.close();
+    const config = parseOAuthConfig(
+      JSON.stringify({ issuer: issuer.issuer, jwksUri: issuer.jwksUri, resource: RESOURCE, scopes: { s: {} } }),
+      'oauth.json',
+    );
+    const oauth = new OAuthResourceServer({ config, servers: ['alpha'] });
+    assert.deepEqual(await oauth.authenticate({ authorization: `Bearer ${token}` }, 'alpha'), {
+      allowed: false,
+      status: 401,
+      reason: "the issuer's keys could not be fetched (fetch failed)",
+      caller: null,
+      error: 'invalid_token',
+    });
+  });
+});
+
 function now(): number {
   return Math.floor(Date.now() / 1000);
 }
