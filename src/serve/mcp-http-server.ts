@@ -39,7 +39,10 @@ export interface ClientSession {
 export interface McpHttpServerOptions {
   /** The servers by name (profile names). */
   servers: readonly string[];
-  /** Who may use what (bearer tokens, OAuth). Without, every request is let in (serve refuses to listen beyond loopback then). */
+  /**
+   * Who may use what (bearer tokens, OAuth). Without, every request is let in (serve refuses to
+   * listen beyond loopback then).
+   */
   auth?: Authenticator;
   /**
    * Opens a session of `server` for a new client (its gateway not yet connected); `access` is
