@@ -3,7 +3,7 @@ import { BearerTokens, hashToken } from '../serve/bearer-tokens.js';
 import { DEFAULT_IDLE_MS, McpHttpServer } from '../serve/mcp-http-server.js';
 import { loadOAuthConfig, unknownScopeServers } from '../serve/oauth-config.js';
 import { OAuthResourceServer } from '../serve/oauth-resource-server.js';
-import { loadProfileFolder } from '../serve/profile-folder.js';
+import { loadProfileFolder, type ServedProfile } from '../serve/profile-folder.js';
 import { isLoopbackHost } from '../serve/serve-address.js';
 import { ServedServers } from '../serve/served-servers.js';
 import { openAuditTrail } from '../session/session-setup.js';
@@ -53,7 +53,11 @@ introspected: one is good until it expires. No token is ever passed on to a serv
 
 On SIGTERM or SIGINT, new sessions and requests are refused (503); calls in flight may finish
 until the longest call timeout of the profiles (at most 30 s); then every session's sandboxes
-(and database roles, socket folders) are removed and serve exits 0. SIGHUP does not reload yet.
+(and database roles, socket folders) are removed and serve exits 0. On SIGHUP the folder is
+loaded again (profiles and lock files; the tokens file is read only at start): a server whose
+profile or lock file changed, or that is gone, has its clients' sessions ended (they connect
+again) and its sandboxes removed; a new or changed one starts. A folder with a problem changes
+nothing (logged).
 A client session with no request for --idle-timeout seconds (and none in flight, no stream
 open) is closed: a client that vanished without ending it.
 
@@ -102,19 +106,25 @@ export const serveCommand: CommandSpec = {
     // Everything is checked before anything starts: profiles, lock files, tokens or OAuth settings.
     const tokens = tokensFile ? BearerTokens.load(tokensFile) : undefined;
     const oauth = oauthFile ? loadOAuthConfig(oauthFile) : undefined;
-    const served = loadProfileFolder(positionals[0] as string, log);
+    const folder = positionals[0] as string;
+    const load = (): Map<string, ServedProfile> => {
+      const loaded = loadProfileFolder(folder, log);
+      const names = [...loaded.keys()];
+      const strangers = tokens?.unknownServers(names) ?? (oauth ? unknownScopeServers(oauth, names) : []);
+      if (strangers.length > 0) {
+        throw new UsageError(
+          `serve: ${tokensFile ?? oauthFile}: ${tokens ? 'tokens' : 'scopes'} name servers not in the folder: ${strangers.join(', ')}`,
+        );
+      }
+      return loaded;
+    };
+    const served = load();
     const names = [...served.keys()];
-    const strangers = tokens?.unknownServers(names) ?? (oauth ? unknownScopeServers(oauth, names) : []);
-    if (strangers.length > 0) {
-      throw new UsageError(
-        `serve: ${tokensFile ?? oauthFile}: ${tokens ? 'tokens' : 'scopes'} name servers not in the folder: ${strangers.join(', ')}`,
-      );
-    }
-    const auth: Authenticator | undefined =
-      tokens ?? (oauth ? new OAuthResourceServer({ config: oauth, servers: names }) : undefined);
     const engine = await engineReady(log);
     const trail = openAuditTrail(log);
     const servers = new ServedServers({ served, engine, audit: trail.audit, log });
+    const auth: Authenticator | undefined =
+      tokens ?? (oauth ? new OAuthResourceServer({ config: oauth, servers: () => servers.names }) : undefined);
     const server = new McpHttpServer({
       servers: names,
       ...(auth ? { auth } : {}),
@@ -125,6 +135,30 @@ export const serveCommand: CommandSpec = {
       log,
     });
 
+    /** SIGHUP: the folder loaded again; a folder with a problem changes nothing. One at a time. */
+    let reloading = Promise.resolve();
+    const reload = async (): Promise<void> => {
+      let next: Map<string, ServedProfile>;
+      try {
+        next = load();
+      } catch (error) {
+        log.error(
+          `SIGHUP: nothing reloaded, the folder has problems (serving on as before):\n${(error as Error).message}`,
+        );
+        return;
+      }
+      const now = servers.names.filter((name) => next.has(name));
+      server.setServers(now); // a removed server's path is 404 from now on
+      const changed = [...servers.names].filter((name) => !now.includes(name) || servers.changedIn(next, name));
+      await server.endClientsOf(changed, 'its profile or lock file changed (SIGHUP)');
+      const reloaded = await servers.reload(next);
+      server.setServers(servers.names);
+      const list = (names: string[]) => (names.length > 0 ? names.join(', ') : 'none');
+      log.info(
+        `SIGHUP: reloaded ${folder}: added ${list(reloaded.added)}; changed ${list(reloaded.changed)}; removed ${list(reloaded.removed)}; unchanged ${reloaded.unchanged.length}`,
+      );
+    };
+
     const alive = setInterval(() => undefined, 1 << 30);
     try {
       const bound = await server.listen(port, host);
@@ -134,8 +168,7 @@ export const serveCommand: CommandSpec = {
       servers.start();
       const signal = await new Promise<string>((resolve) => {
         for (const name of ['SIGTERM', 'SIGINT'] as const) process.once(name, () => resolve(name));
-        // Its default would end the process with every sandbox left: ignored until reloading exists.
-        process.on('SIGHUP', () => log.warn('SIGHUP: reloading is not supported yet; ignored'));
+        process.on('SIGHUP', () => void (reloading = reloading.then(reload)));
         process.once('uncaughtException', (error) => {
           log.error(`hintbox failed: ${error.stack ?? error.message}`);
           resolve('failure');

@@ -30,8 +30,8 @@ const METADATA_PATH = '/.well-known/oauth-protected-resource';
 
 export interface OAuthResourceServerOptions {
   config: OAuthConfig;
-  /** The servers (profile names) served. */
-  servers: readonly string[];
+  /** The servers (profile names) served now (a SIGHUP may change them). */
+  servers: () => readonly string[];
   /** The issuer's keys; default: its JWKS (`jwksUri`), fetched when first needed and cached. */
   keys?: JWTVerifyGetKey;
   /** The clock that `exp` and `nbf` are checked against; default the system's. */
@@ -123,7 +123,7 @@ export class OAuthResourceServer implements Authenticator {
     if (pathname === METADATA_PATH) return this.metadata(this.config.resource, Object.keys(this.config.scopes));
     const match = /^\/\.well-known\/oauth-protected-resource\/mcp\/([^/]+)$/.exec(pathname);
     const server = match ? decodeURIComponent(match[1] as string) : undefined;
-    if (server === undefined || !this.options.servers.includes(server)) return undefined;
+    if (server === undefined || !this.options.servers().includes(server)) return undefined;
     return this.metadata(this.resourceOf(server), scopesFor(this.config, server), server);
   }
 

@@ -61,7 +61,7 @@ describe('the HTTP endpoint of hintbox serve with OAuth', () => {
     );
     http = new McpHttpServer({
       servers: ['alpha', 'beta'],
-      auth: new OAuthResourceServer({ config, servers: ['alpha', 'beta'] }),
+      auth: new OAuthResourceServer({ config, servers: () => ['alpha', 'beta'] }),
       openSession: fakeSession,
       recordEvent: (event) => events.push(event),
       ready: () => ({ ready: true, servers: { alpha: 'ready', beta: 'ready' } }),
@@ -260,7 +260,7 @@ describe('the OAuth resource server when the issuer cannot be reached', () => {
       JSON.stringify({ issuer: issuer.issuer, jwksUri: issuer.jwksUri, resource: RESOURCE, scopes: { s: {} } }),
       'oauth.json',
     );
-    const oauth = new OAuthResourceServer({ config, servers: ['alpha'] });
+    const oauth = new OAuthResourceServer({ config, servers: () => ['alpha'] });
     assert.deepEqual(await oauth.authenticate({ authorization: `Bearer ${token}` }, 'alpha'), {
       allowed: false,
       status: 401,
