@@ -833,4 +833,47 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       { file: 'unit/profile.test.ts', title: 'the name hintbox, which signs its own confirmations' },
     ],
   },
+  {
+    id: 'SERVE-AUTH',
+    statement:
+      "With --tokens or --oauth, hintbox serve lets a request reach a server only with credentials that give that server (an OAuth token signed by the issuer's published key with an accepted algorithm, for this issuer, this audience and not expired), audits every refusal without the token's text, and hands the client's credentials on to nothing behind it.",
+    tests: [
+      {
+        file: 'unit/mcp-http-server.test.ts',
+        title: 'serves each token its own sessions, and audits 401 and 403 without the token',
+      },
+      {
+        file: 'unit/mcp-http-server-oauth.test.ts',
+        title: 'answers 401 to every token it cannot trust, names the metadata, and audits each without its text',
+      },
+      {
+        file: 'unit/mcp-http-server-oauth.test.ts',
+        title: 'answers 403 insufficient_scope to a token whose scopes do not give the server, naming the caller',
+      },
+      {
+        file: 'unit/mcp-http-server-oauth.test.ts',
+        title: 'serves a valid token, names its subject (and client) as the caller, and hands the token on to nothing',
+      },
+      {
+        file: 'integration/serve.test.ts',
+        title: 'answers 401 to no or a wrong token, 403 to a token of other servers, and audits each denial',
+      },
+    ],
+  },
+  {
+    id: 'SERVE-TAGS',
+    statement:
+      "A serve caller limited to tags (a token's tags, an OAuth scope's) is served only the tools with one of them; a call to another is refused as an unknown tool and never reaches the server, and a session is not used by credentials allowing fewer tags than it was opened with.",
+    tests: [
+      {
+        file: 'integration/serve.test.ts',
+        title:
+          "serves a token with tags only its tags' tools: another is refused as unknown, and nothing reaches the server",
+      },
+      {
+        file: 'unit/mcp-http-server-oauth.test.ts',
+        title: "limits a session to its scopes' tags, and a token allowing fewer tags may not ride on a wider session",
+      },
+    ],
+  },
 ];
