@@ -199,12 +199,19 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'METRICS-ACCESS',
     statement:
-      "With bearer tokens, `hintbox serve`'s /metrics (servers, tools, outcomes) is read only with a token the tokens file allows it (`metrics: true`), and each refusal is audited; metric labels hold no more tool names than the lock files pin plus a bound per server.",
+      "With bearer tokens, `hintbox serve`'s /metrics (servers, tools, outcomes) is read only with a token the tokens file allows it (`metrics: true` or `only`), under OAuth only from this machine, and each refusal is audited; metric labels hold no more tool names than the lock files pin plus a bound per server.",
     tests: [
-      { file: 'unit/bearer-tokens.test.ts', title: 'lets only a token with metrics: true read /metrics' },
+      {
+        file: 'unit/bearer-tokens.test.ts',
+        title: 'lets only a token with metrics (true, or only: no server) read /metrics',
+      },
       {
         file: 'unit/serve-metrics.test.ts',
         title: 'lets only a metrics token read them; each refusal is audited and counted',
+      },
+      {
+        file: 'unit/serve-metrics.test.ts',
+        title: 'under an authenticator without a grant for metrics (OAuth): a client on this machine only',
       },
       {
         file: 'unit/audit-metrics.test.ts',
@@ -855,6 +862,49 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
       { file: 'unit/call-guard.test.ts', title: 'says data may leave the machine only when the sandbox has a network' },
       { file: 'unit/profile.test.ts', title: 'the name hintbox, which signs its own confirmations' },
+    ],
+  },
+  {
+    id: 'SERVE-AUTH',
+    statement:
+      "With --tokens or --oauth, hintbox serve lets a request reach a server only with credentials that give that server (an OAuth token signed by the issuer's published key with an accepted algorithm, for this issuer, this audience and not expired), audits every refusal without the token's text, and hands the client's credentials on to nothing behind it.",
+    tests: [
+      {
+        file: 'unit/mcp-http-server.test.ts',
+        title: 'serves each token its own sessions, and audits 401 and 403 without the token',
+      },
+      {
+        file: 'unit/mcp-http-server-oauth.test.ts',
+        title: 'answers 401 to every token it cannot trust, names the metadata, and audits each without its text',
+      },
+      {
+        file: 'unit/mcp-http-server-oauth.test.ts',
+        title: 'answers 403 insufficient_scope to a token whose scopes do not give the server, naming the caller',
+      },
+      {
+        file: 'unit/mcp-http-server-oauth.test.ts',
+        title: 'serves a valid token, names its subject (and client) as the caller, and hands the token on to nothing',
+      },
+      {
+        file: 'integration/serve.test.ts',
+        title: 'answers 401 to no or a wrong token, 403 to a token of other servers, and audits each denial',
+      },
+    ],
+  },
+  {
+    id: 'SERVE-TAGS',
+    statement:
+      "A serve caller limited to tags (a token's tags, an OAuth scope's) is served only the tools with one of them; a call to another is refused as an unknown tool and never reaches the server, and a session is not used by credentials allowing fewer tags than it was opened with.",
+    tests: [
+      {
+        file: 'integration/serve.test.ts',
+        title:
+          "serves a token with tags only its tags' tools: another is refused as unknown, and nothing reaches the server",
+      },
+      {
+        file: 'unit/mcp-http-server-oauth.test.ts',
+        title: "limits a session to its scopes' tags, and a token allowing fewer tags may not ride on a wider session",
+      },
     ],
   },
 ];

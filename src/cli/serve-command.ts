@@ -1,5 +1,8 @@
+import type { Authenticator } from '../serve/authenticator.js';
 import { BearerTokens, hashToken } from '../serve/bearer-tokens.js';
 import { DEFAULT_IDLE_MS, McpHttpServer } from '../serve/mcp-http-server.js';
+import { loadOAuthConfig, unknownScopeServers } from '../serve/oauth-config.js';
+import { OAuthResourceServer } from '../serve/oauth-resource-server.js';
 import { loadProfileFolder, type ServedProfile } from '../serve/profile-folder.js';
 import { isLoopbackHost } from '../serve/serve-address.js';
 import { ServedServers } from '../serve/served-servers.js';
@@ -9,7 +12,8 @@ import { UsageError } from '../util/hintbox-error.js';
 import { cliLog, engineReady } from './common.js';
 import type { CommandSpec } from './main.js';
 
-const HELP = `Usage: hintbox serve <profiles-folder> [--port N] [--host H] [--tokens FILE] [--idle-timeout S]
+const HELP = `Usage: hintbox serve <profiles-folder> [--port N] [--host H] [--tokens FILE | --oauth FILE]
+                     [--idle-timeout S]
        hintbox serve --hash-token < token
 
 Serves every profile (*.yaml) of a folder over MCP's streamable HTTP transport, each server at
@@ -29,13 +33,29 @@ A bad profile or lock file anywhere in the folder stops serve before anything st
                  the servers and their state, nothing else
   GET /metrics   Prometheus metrics: calls by server, tool and outcome, their durations,
                  refusals, confirmations, denials, hint violations, sandboxes, audit lag (README:
-                 "Metrics and logs"); with --tokens only a token with "metrics: true" may read them
+                 "Metrics and logs"); with --tokens only a token with "metrics" may read them,
+                 with --oauth only a client on this machine
 
 With --tokens, every /mcp/ request needs "Authorization: Bearer <token>": none or an unknown
 token is answered 401, a token not allowed for the server 403; each denial is audited
 (auth.denied), and the token's name is recorded as the caller of every call it makes. The
-tokens file (YAML or JSON) lists { name, sha256, servers?, metrics? }: only the SHA-256 of each
-token, which "hintbox serve --hash-token" prints for a token read on stdin.
+tokens file (YAML or JSON) lists { name, sha256, servers?, tags?, metrics? }: only the SHA-256 of
+each token, which "hintbox serve --hash-token" prints for a token read on stdin. A token with tags
+is served only the tools with one of them (as "hintbox run --tags"); another is unknown to it.
+"metrics: true" lets it read /metrics too, "metrics: only" only /metrics (a scraper's token).
+
+With --oauth, each server is an OAuth 2.1 resource server (MCP's authorization spec): requests
+carry an authorization server's access token (a JWT), checked for its signature against the
+issuer's JWKS (asymmetric algorithms only), its issuer, its audience (the server's
+<resource>/mcp/<name>, or a configured one) and its expiry; its scopes give servers and tags.
+Bad or missing tokens get 401 naming the protected resource metadata, served to anyone at
+/.well-known/oauth-protected-resource/mcp/<name>; a token without a scope for the server 403
+(insufficient_scope). The caller recorded is the token's sub (and client). Tokens are not
+introspected: one is good until it expires. No token is ever passed on to a server. The file:
+  issuer: https://auth.example.com          jwksUri: https://auth.example.com/jwks
+  resource: https://hintbox.example.com     (audience: [...], algorithms: [...],
+  scopes:                                    clockToleranceSeconds: 30 are optional)
+    mcp:files: { servers: [filesystem], tags: [read] }
 
 The log goes to stderr; HINTBOX_LOG_FORMAT=json makes it one JSON object per line (time, level,
 component, msg) for a log collector.
@@ -56,8 +76,10 @@ In a client's config (streamable HTTP):
 
 Options:
   --port N        the port (default 8931; 0: any free one, printed on stderr)
-  --host H        the address to listen on (default 127.0.0.1); another than loopback needs --tokens
+  --host H        the address to listen on (default 127.0.0.1); another than loopback needs
+                  --tokens or --oauth
   --tokens FILE   the bearer tokens (see above)
+  --oauth FILE    the OAuth resource-server settings (see above); not with --tokens
   --idle-timeout S  seconds before an idle client session is closed (default ${DEFAULT_IDLE_MS / 1000})
   --hash-token    print the SHA-256 of the token given on stdin, for the tokens file
   -h, --help      this help`;
@@ -71,6 +93,7 @@ export const serveCommand: CommandSpec = {
     port: { type: 'string' },
     host: { type: 'string' },
     tokens: { type: 'string' },
+    oauth: { type: 'string' },
     'idle-timeout': { type: 'string' },
     'hash-token': { type: 'boolean' },
   },
@@ -83,18 +106,23 @@ export const serveCommand: CommandSpec = {
     const host = typeof values.host === 'string' ? values.host : '127.0.0.1';
     const port = portArg(values.port);
     const idleTimeoutMs = secondsArg('idle-timeout', values['idle-timeout']);
-    const tokens = typeof values.tokens === 'string' ? BearerTokens.load(values.tokens) : undefined;
-    if (!tokens && !isLoopbackHost(host)) {
-      throw new UsageError(`serve: --host ${host} is reachable from other machines: give --tokens too`);
+    const tokensFile = typeof values.tokens === 'string' ? values.tokens : undefined;
+    const oauthFile = typeof values.oauth === 'string' ? values.oauth : undefined;
+    if (tokensFile && oauthFile) throw new UsageError('serve: give --tokens or --oauth, not both');
+    if (!tokensFile && !oauthFile && !isLoopbackHost(host)) {
+      throw new UsageError(`serve: --host ${host} is reachable from other machines: give --tokens or --oauth too`);
     }
-    // Everything is checked before anything starts: profiles, lock files, tokens.
+    // Everything is checked before anything starts: profiles, lock files, tokens or OAuth settings.
+    const tokens = tokensFile ? BearerTokens.load(tokensFile) : undefined;
+    const oauth = oauthFile ? loadOAuthConfig(oauthFile) : undefined;
     const folder = positionals[0] as string;
     const load = (): Map<string, ServedProfile> => {
       const loaded = loadProfileFolder(folder, log);
-      const strangers = tokens?.unknownServers([...loaded.keys()]) ?? [];
+      const names = [...loaded.keys()];
+      const strangers = tokens?.unknownServers(names) ?? (oauth ? unknownScopeServers(oauth, names) : []);
       if (strangers.length > 0) {
         throw new UsageError(
-          `serve: ${values.tokens as string}: tokens name servers not in the folder: ${strangers.join(', ')}`,
+          `serve: ${tokensFile ?? oauthFile}: ${tokens ? 'tokens' : 'scopes'} name servers not in the folder: ${strangers.join(', ')}`,
         );
       }
       return loaded;
@@ -103,22 +131,19 @@ export const serveCommand: CommandSpec = {
     const names = [...served.keys()];
     const engine = await engineReady(log);
     const trail = openAuditTrail(log);
-    const metrics = await ServeMetrics.create({
-      servers: names,
-      access: metricsAccess(tokens),
-      sessions: () => server.sessions,
-      lag: trail,
-      log,
-    });
+    const metrics = await ServeMetrics.create({ servers: names, sessions: () => server.sessions, lag: trail, log });
     metrics.pinApproved(served);
     const audit = metrics.meter(trail.audit); // every record is counted as it is recorded
     const servers = new ServedServers({ served, engine, audit, log });
+    const auth: Authenticator | undefined =
+      tokens ?? (oauth ? new OAuthResourceServer({ config: oauth, servers: () => servers.names }) : undefined);
+    const scrapers = metricsAccess(auth);
     const server = new McpHttpServer({
       servers: names,
-      ...(tokens ? { tokens } : {}),
-      openSession: (name, caller) => servers.openClient(name, caller),
+      ...(auth ? { auth } : {}),
+      openSession: (name, access) => servers.openClient(name, access),
       recordEvent: (event) => audit.recordEvent(event),
-      metrics: (req, res) => metrics.handle(req, res, (event) => audit.recordEvent(event)),
+      metrics: (req, res) => metrics.handle(req, res, scrapers, (event) => audit.recordEvent(event)),
       ready: () => servers.ready(),
       ...(idleTimeoutMs !== undefined ? { idleTimeoutMs } : {}),
       log,
@@ -153,7 +178,7 @@ export const serveCommand: CommandSpec = {
     try {
       const bound = await server.listen(port, host);
       log.info(
-        `serving ${names.map((n) => `/mcp/${n}`).join(', ')} on http://${hostText(host)}:${bound}${tokens ? ' (bearer tokens)' : ''}`,
+        `serving ${names.map((n) => `/mcp/${n}`).join(', ')} on http://${hostText(host)}:${bound}${auth ? ` (${auth.description})` : ''}`,
       );
       servers.start();
       const signal = await new Promise<string>((resolve) => {

@@ -1,12 +1,15 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import type { IncomingHttpHeaders } from 'node:http';
 import { parse } from 'yaml';
 import { z } from 'zod';
+import { normalizeTag } from '../policy/tool-tags.js';
 import { HintboxError } from '../util/hintbox-error.js';
+import { bearerChallenge, bearerToken, type AuthResult, type Authenticator, type Denial } from './authenticator.js';
 
 /**
  * The bearer tokens of `hintbox serve` (`--tokens FILE`): a YAML or JSON list of
- * `{ name, sha256, servers? }`. Only each token's SHA-256 is kept, in the file and in memory, so
+ * `{ name, sha256, servers?, tags?, metrics? }`. Only each token's SHA-256 is kept, in the file and in memory, so
  * a copy of the file (or of the process's memory) gives nobody a token. The file is checked once,
  * when serve starts (every problem in one line each, as profiles are); each request is then
  * checked by {@link BearerTokens.check}, a pure function of the request's header.
@@ -22,9 +25,20 @@ export const TokenEntrySchema = z
       .regex(/^[0-9a-fA-F]{64}$/, 'expected 64 hex digits (the SHA-256 of the token)')
       .transform((hex) => hex.toLowerCase()),
     /** The servers (profile names) it may use. Default: every server. */
-    servers: z.array(z.string().min(1)).optional(),
-    /** Whether it may read `/metrics` (they name servers, tools and outcomes). Default false. */
-    metrics: z.boolean().optional(),
+    servers: z.array(z.string().min(1)).min(1).optional(),
+    /**
+     * The tool tags it may use: its sessions serve only tools with one of them (as `hintbox run
+     * --tags`), and a call to another tool is refused as an unknown tool. Default: every tool.
+     */
+    tags: z
+      .array(z.string().transform(normalizeTag).pipe(z.string().min(1, 'expected a tag name')))
+      .min(1)
+      .optional(),
+    /**
+     * Whether it may read `/metrics` (they name servers, tools and outcomes): `true` besides its
+     * servers, `only` and no server (a scraper's). Default false.
+     */
+    metrics: z.union([z.boolean(), z.literal('only')]).optional(),
   })
   .strict();
 
@@ -32,16 +46,14 @@ export const TokenFileSchema = z.array(TokenEntrySchema);
 
 export type TokenEntry = z.infer<typeof TokenEntrySchema>;
 
-/** What a request's credentials earn it for one server. */
-export type TokenCheck =
-  { allowed: true; caller: string } | { allowed: false; status: 401 | 403; reason: string; caller: string | null };
-
 /** The SHA-256 (hex) of a token, as the tokens file keeps it. */
 export function hashToken(token: string): string {
   return createHash('sha256').update(token, 'utf8').digest('hex');
 }
 
-export class BearerTokens {
+export class BearerTokens implements Authenticator {
+  readonly description = 'bearer tokens';
+
   private readonly entries: readonly { entry: TokenEntry; digest: Buffer }[];
 
   constructor(entries: readonly TokenEntry[]) {
@@ -98,35 +110,49 @@ export class BearerTokens {
    * Checks an `Authorization` header for `server`. Every known hash is compared, each in
    * constant time, so the time taken says nothing about how close a wrong token came.
    */
-  check(authorization: string | undefined, server: string): TokenCheck {
+  check(authorization: string | undefined, server: string): AuthResult {
     const found = this.find(authorization);
     if ('status' in found) return found;
-    if (found.servers && !found.servers.includes(server)) {
+    if (found.metrics === 'only' || (found.servers && !found.servers.includes(server))) {
       return { allowed: false, status: 403, reason: `token not allowed for ${server}`, caller: found.name };
     }
-    return { allowed: true, caller: found.name };
+    return { allowed: true, caller: found.name, ...(found.tags ? { tags: found.tags } : {}) };
   }
 
-  /** Checks an `Authorization` header for `/metrics`: only a token with `metrics: true` may read them. */
-  checkMetrics(authorization: string | undefined): TokenCheck {
+  /** Checks an `Authorization` header for `/metrics`: only a token with `metrics` (true or only) may read them. */
+  checkMetrics(authorization: string | undefined): AuthResult {
     const found = this.find(authorization);
     if ('status' in found) return found;
-    if (found.metrics !== true) {
+    if (found.metrics !== true && found.metrics !== 'only') {
       return { allowed: false, status: 403, reason: 'token not allowed for /metrics', caller: found.name };
     }
     return { allowed: true, caller: found.name };
   }
 
-  private find(authorization: string | undefined): TokenEntry | (TokenCheck & { allowed: false }) {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
-    if (!match) {
+  /** The entry of the header's token, each known hash compared in constant time; else the 401. */
+  private find(authorization: string | undefined): TokenEntry | ({ allowed: false } & Denial) {
+    const token = bearerToken(authorization);
+    if (token === undefined) {
       return { allowed: false, status: 401, reason: authorization ? 'not a bearer token' : 'no token', caller: null };
     }
-    const digest = Buffer.from(hashToken(match[1] as string), 'hex');
+    const digest = Buffer.from(hashToken(token), 'hex');
     let found: TokenEntry | undefined;
     for (const { entry, digest: known } of this.entries) {
       if (timingSafeEqual(digest, known)) found = entry;
     }
     return found ?? { allowed: false, status: 401, reason: 'unknown token', caller: null };
+  }
+
+  authenticate(headers: IncomingHttpHeaders, server: string): Promise<AuthResult> {
+    return Promise.resolve(this.check(headers.authorization, server));
+  }
+
+  /** 401: `Bearer realm="hintbox"` (RFC 6750), with `invalid_token` when one was given; 403: none. */
+  challenge(denial: Denial): string | undefined {
+    if (denial.status !== 401) return undefined;
+    return bearerChallenge({
+      realm: 'hintbox',
+      error: denial.reason === 'unknown token' ? 'invalid_token' : undefined,
+    });
   }
 }

@@ -7,7 +7,7 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { AuditEvent } from '../audit/audit-record.js';
 import { delay } from '../util/delay.js';
 import type { Logger } from '../util/logger.js';
-import type { BearerTokens } from './bearer-tokens.js';
+import { coversTags, type Access, type Authenticator, type Denial } from './authenticator.js';
 
 /**
  * The SDK's streamable HTTP transport, loaded when `serve` first needs it: `hintbox run` (the
@@ -19,8 +19,10 @@ const loadHttpTransport = () => (httpTransport ??= import('@modelcontextprotocol
 /**
  * The HTTP side of `hintbox serve`: each server at `/mcp/<name>` over MCP's streamable HTTP
  * transport (the SDK's), one transport — and, in this first slice, one hintbox session with its
- * own sandboxes — per MCP session of a client. Bearer tokens are checked before anything else
- * of a request is read; `/healthz` and `/readyz` need none and name nothing but servers.
+ * own sandboxes — per MCP session of a client. The authenticator (bearer tokens, OAuth) is asked
+ * before anything else of a request is read, and the `Authorization` header is dropped once it
+ * has answered: nothing behind it sees the client's credentials. `/healthz`, `/readyz` and the
+ * authenticator's documents (OAuth's metadata) need none and name nothing but servers.
  *
  * Draining (SIGTERM): new sessions and new requests are refused with 503, while the answers of
  * requests in flight and the client's answers to them (a confirmation) still pass, until they
@@ -37,10 +39,16 @@ export interface ClientSession {
 export interface McpHttpServerOptions {
   /** The servers by name (profile names). */
   servers: readonly string[];
-  /** Without tokens every request is let in (serve refuses to listen beyond loopback then). */
-  tokens?: BearerTokens;
-  /** Opens a session of `server` for a new client (its gateway not yet connected). */
-  openSession(server: string, caller: string | null): Promise<ClientSession>;
+  /**
+   * Who may use what (bearer tokens, OAuth). Without, every request is let in (serve refuses to
+   * listen beyond loopback then).
+   */
+  auth?: Authenticator;
+  /**
+   * Opens a session of `server` for a new client (its gateway not yet connected); `access` is
+   * what its credentials earned (null without an authenticator): its tags limit the tools served.
+   */
+  openSession(server: string, access: Access | null): Promise<ClientSession>;
   /** Where denials are recorded. */
   recordEvent(event: AuditEvent): void;
   /** Answers `/metrics` (it checks its own access); without it `/metrics` is 404. */
@@ -72,7 +80,7 @@ const MAX_BODY_BYTES = 4 * 1024 * 1024;
 interface Client {
   id: string;
   server: string;
-  caller: string | null;
+  access: Access | null;
   transport: StreamableHTTPServerTransport;
   session: ClientSession;
   closing?: Promise<void>;
@@ -160,16 +168,20 @@ export class McpHttpServer {
       return reply(res, state.ready && !this.draining ? 200 : 503, state);
     }
     if (url.pathname === '/metrics' && this.options.metrics) return this.options.metrics(req, res);
+    const document = req.method === 'GET' ? this.options.auth?.document?.(url.pathname) : undefined;
+    if (document !== undefined) return reply(res, 200, document);
     const match = /^\/mcp\/([^/]+)\/?$/.exec(url.pathname);
     const server = match ? decodeURIComponent(match[1] as string) : undefined;
     if (server === undefined || !this.servers.includes(server)) return reply(res, 404, { error: 'no such server' });
 
-    let caller: string | null = null;
-    if (this.options.tokens) {
-      const check = this.options.tokens.check(req.headers.authorization, server);
-      if (!check.allowed) return this.deny(req, res, server, check);
-      caller = check.caller;
+    let access: Access | null = null;
+    if (this.options.auth) {
+      const result = await this.options.auth.authenticate(req.headers, server);
+      if (!result.allowed) return this.deny(req, res, server, result);
+      access = { caller: result.caller, ...(result.tags ? { tags: result.tags } : {}) };
     }
+    dropCredentials(req);
+    const caller = access?.caller ?? null;
     let body: unknown;
     if (req.method === 'POST') {
       const read = await readJson(req);
@@ -184,9 +196,13 @@ export class McpHttpServer {
     if (typeof sessionId === 'string') {
       const client = this.clients.get(sessionId);
       if (!client || client.server !== server) return reply(res, 404, jsonRpcError('session not found'));
-      // A session is its caller's: another token may not ride on it.
-      if (client.caller !== caller)
+      // A session is its caller's: another token may not ride on it, nor one allowing fewer tools.
+      if ((client.access?.caller ?? null) !== caller)
         return this.deny(req, res, server, { status: 403, reason: "another caller's session", caller });
+      if (!coversTags(access?.tags, client.access?.tags)) {
+        const reason = 'the token no longer allows the tags its session was opened with';
+        return this.deny(req, res, server, { status: 403, reason, caller, error: 'insufficient_scope' });
+      }
       return this.pass(client.transport, req, res, body, client);
     }
     if (req.method !== 'POST' || !isInitializeRequest(body)) {
@@ -194,7 +210,8 @@ export class McpHttpServer {
     }
     const key = caller ?? '';
     const starting = this.startingBy.get(key) ?? 0;
-    const open = starting + [...this.clients.values()].filter((client) => client.caller === caller).length;
+    const open =
+      starting + [...this.clients.values()].filter((client) => (client.access?.caller ?? null) === caller).length;
     const max = this.options.maxSessionsPerCaller ?? DEFAULT_MAX_SESSIONS;
     if (open >= max) {
       this.options.log.warn(`serve: ${server}: ${caller ?? 'a client'} has ${open} sessions open already: refused`);
@@ -202,7 +219,7 @@ export class McpHttpServer {
     }
     this.startingBy.set(key, starting + 1);
     try {
-      await this.start(server, caller, req, res, body);
+      await this.start(server, access, req, res, body);
     } finally {
       this.startingBy.set(key, (this.startingBy.get(key) ?? 1) - 1);
     }
@@ -211,12 +228,12 @@ export class McpHttpServer {
   /** A new client: its own hintbox session, connected to a transport of its own. */
   private async start(
     server: string,
-    caller: string | null,
+    access: Access | null,
     req: IncomingMessage,
     res: ServerResponse,
     body: unknown,
   ): Promise<void> {
-    const opening = this.options.openSession(server, caller);
+    const opening = this.options.openSession(server, access);
     this.opening.add(opening);
     let session: ClientSession;
     try {
@@ -236,9 +253,10 @@ export class McpHttpServer {
     const transport = new HttpTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
-        client = { id, server, caller, transport, session, lastSeen: Date.now(), open: 0 };
+        client = { id, server, access, transport, session, lastSeen: Date.now(), open: 0 };
         this.clients.set(id, client);
-        this.options.log.info(`serve: ${server}: session ${id} opened${caller ? ` for ${caller}` : ''}`);
+        const tags = access?.tags ? ` (tags ${access.tags.join(', ')})` : '';
+        this.options.log.info(`serve: ${server}: session ${id} opened${access ? ` for ${access.caller}${tags}` : ''}`);
       },
       onsessionclosed: () => void (client && this.end(client, 'the client ended its session')),
     });
@@ -311,20 +329,28 @@ export class McpHttpServer {
     })());
   }
 
-  private deny(
-    req: IncomingMessage,
-    res: ServerResponse,
-    server: string,
-    denial: { status: 401 | 403; reason: string; caller: string | null },
-  ): void {
+  private deny(req: IncomingMessage, res: ServerResponse, server: string, denial: Denial): void {
     const remoteAddress = req.socket.remoteAddress ?? null;
     this.options.log.warn(
       `serve: ${server}: ${denial.status} for ${remoteAddress ?? 'an unknown address'}: ${denial.reason}`,
     );
-    this.options.recordEvent({ type: 'auth.denied', session: null, server, ...denial, remoteAddress });
-    const headers: Record<string, string> =
-      denial.status === 401 ? { 'WWW-Authenticate': 'Bearer realm="hintbox"' } : {};
+    const { status, reason, caller } = denial;
+    this.options.recordEvent({ type: 'auth.denied', session: null, server, status, reason, caller, remoteAddress });
+    const challenge = this.options.auth?.challenge(denial, server);
+    const headers: Record<string, string> = challenge ? { 'WWW-Authenticate': challenge } : {};
     reply(res, denial.status, jsonRpcError(denial.status === 401 ? 'unauthorized' : 'forbidden'), headers);
+  }
+}
+
+/**
+ * The credentials stop at the authenticator: no handler, nor a server behind it, may see or pass
+ * them on (MCP's authorization spec forbids token passthrough). The SDK's transport builds its
+ * request from the raw headers, so they go too.
+ */
+function dropCredentials(req: IncomingMessage): void {
+  delete req.headers.authorization;
+  for (let i = req.rawHeaders.length - 2; i >= 0; i -= 2) {
+    if (req.rawHeaders[i]?.toLowerCase() === 'authorization') req.rawHeaders.splice(i, 2);
   }
 }
 

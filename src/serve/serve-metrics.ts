@@ -10,8 +10,10 @@ import {
   type AuditMetric,
   type MetricUpdate,
 } from './audit-metrics.js';
-import type { BearerTokens, TokenCheck } from './bearer-tokens.js';
+import type { Authenticator, Denial } from './authenticator.js';
+import { BearerTokens } from './bearer-tokens.js';
 import { MeteredAuditLog } from './metered-audit-log.js';
+import { isLoopbackHost } from './serve-address.js';
 import type { ServedProfile } from './profile-folder.js';
 
 /**
@@ -25,12 +27,31 @@ import type { ServedProfile } from './profile-folder.js';
  * and so are they.
  */
 
-/** Who may read `/metrics`: a request's `Authorization` header, checked. */
-export type MetricsAccess = (authorization: string | undefined) => TokenCheck;
+/** Who may read `/metrics`: a request, checked. */
+export type MetricsAccess = (req: IncomingMessage) => { allowed: true } | ({ allowed: false } & Denial);
 
-/** With bearer tokens, a token with `metrics: true`; without, anyone (serve is on loopback then). */
-export function metricsAccess(tokens: BearerTokens | undefined): MetricsAccess {
-  return tokens ? (authorization) => tokens.checkMetrics(authorization) : () => ({ allowed: true, caller: '' });
+/**
+ * Without an authenticator, anyone (serve listens on loopback then); with bearer tokens, a
+ * token with `metrics` (true or only); under another authenticator (OAuth: no scope gives
+ * metrics yet), a client on this machine only.
+ */
+export function metricsAccess(auth: Authenticator | undefined): MetricsAccess {
+  if (auth === undefined) return () => ({ allowed: true });
+  if (auth instanceof BearerTokens) return (req) => auth.checkMetrics(req.headers.authorization);
+  return (req) =>
+    isLoopbackAddress(req.socket.remoteAddress)
+      ? { allowed: true }
+      : {
+          allowed: false,
+          status: 403,
+          reason: `/metrics only from this machine under ${auth.description}`,
+          caller: null,
+        };
+}
+
+/** A peer's address on this machine (IPv4-mapped IPv6 included). */
+function isLoopbackAddress(address: string | undefined): boolean {
+  return address !== undefined && isLoopbackHost(address.replace(/^::ffff:/, ''));
 }
 
 /** How far the audit trail is behind, read when scraped. */
@@ -44,7 +65,6 @@ export interface AuditLag {
 export interface ServeMetricsOptions {
   /** The servers (profile names): each has a sandboxes gauge from the start. */
   servers: readonly string[];
-  access: MetricsAccess;
   /** Client sessions open (the HTTP endpoint's), read when scraped. */
   sessions(): number;
   lag: AuditLag;
@@ -153,8 +173,13 @@ export class ServeMetrics {
    * Answers `GET /metrics`; a refused request is recorded through `recordEvent` (the metered
    * audit log, so that it is counted too).
    */
-  async handle(req: IncomingMessage, res: ServerResponse, recordEvent: (event: AuditEvent) => void): Promise<void> {
-    const check = this.options.access(req.headers.authorization);
+  async handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    access: MetricsAccess,
+    recordEvent: (event: AuditEvent) => void,
+  ): Promise<void> {
+    const check = access(req);
     if (!check.allowed) {
       const remoteAddress = req.socket.remoteAddress ?? null;
       this.options.log.warn(

@@ -4,9 +4,11 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Gateway } from '../gateway/gateway.js';
 import type { HintboxSession } from '../session/hintbox-session.js';
+import type { GatewaySettings } from '../session/session-options.js';
 import { knownTools, openSession } from '../session/session-setup.js';
 import type { Logger } from '../util/logger.js';
 import { newSessionId } from '../util/session-identity.js';
+import type { Access } from './authenticator.js';
 import type { ClientSession } from './mcp-http-server.js';
 import type { ServedProfile } from './profile-folder.js';
 
@@ -127,13 +129,26 @@ export class ServedServers {
     return { ready: [...this.states.values()].every((s) => s === 'ready'), servers: Object.fromEntries(this.states) };
   }
 
-  /** A new client of a server: a gateway over the shared session, or a session of its own. */
-  async openClient(name: string, caller: string | null): Promise<ClientSession> {
+  /**
+   * A new client of a server: a gateway over the shared session, or a session of its own. What
+   * its credentials earned (`access`) is its gateway's: the caller it records, and the tags of
+   * the only tools it serves (as `hintbox run --tags`).
+   */
+  async openClient(name: string, access: Access | null): Promise<ClientSession> {
     const entry = this.entry(name);
-    if (entry.profile.clients === 'separate') return this.separateClient(entry, caller);
+    if (entry.profile.clients === 'separate') return this.separateClient(entry, access);
     const session = await this.sharedSession(name);
-    const gateway = await session.createGateway({ approvals: entry.approvals.read, audit: this.options.audit, caller });
+    const gateway = await session.createGateway(this.gatewaySettings(entry, access));
     return clientOf(gateway, () => session.closeGateway(gateway));
+  }
+
+  private gatewaySettings(entry: ServedProfile, access: Access | null): GatewaySettings {
+    return {
+      approvals: entry.approvals.read,
+      audit: this.options.audit,
+      caller: access?.caller ?? null,
+      ...(access?.tags ? { tagFilter: access.tags } : {}),
+    };
   }
 
   /** Removes every session that is left (after the clients' gateways closed). */
@@ -171,14 +186,10 @@ export class ServedServers {
   }
 
   /** A client's own session (`clients: separate`), removed when it leaves. */
-  private async separateClient(entry: ServedProfile, caller: string | null): Promise<ClientSession> {
+  private async separateClient(entry: ServedProfile, access: Access | null): Promise<ClientSession> {
     const session = await this.open(entry);
     try {
-      const gateway = await session.createGateway({
-        approvals: entry.approvals.read,
-        audit: this.options.audit,
-        caller,
-      });
+      const gateway = await session.createGateway(this.gatewaySettings(entry, access));
       const client = clientOf(gateway, () => this.remove(session));
       // A cold start whose server cannot be verified: that client's session ends.
       session.verified?.catch((error: Error) => {

@@ -9,6 +9,7 @@ import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { parse, stringify } from 'yaml';
 import { LABEL_SERVER } from '../../src/engine/docker/container-spec.js';
 import { hashToken } from '../../src/serve/bearer-tokens.js';
+import { startTestIssuer, type TestIssuer } from '../support/oauth-issuer.js';
 import { parseSamples, sampleOf } from '../support/prometheus-text.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 import {
@@ -47,6 +48,7 @@ function profilesFolder(workspace: string, extra: Record<string, string> = {}): 
     mounts: [{ source: workspace, target: '/data' }],
     network: 'none',
     limits: { pids: 64, memory: '128m' },
+    tools: { identity: { tags: ['probe'] } },
   };
   const everything = {
     name: EVERYTHING,
@@ -55,6 +57,7 @@ function profilesFolder(workspace: string, extra: Record<string, string> = {}): 
     split: false,
     network: 'none',
     limits: { pids: 128, memory: '256m' },
+    tools: { echo: { tags: ['greet'] } },
   };
   writeFileSync(path.join(folder, 'liar.yaml'), stringify(liar));
   const separate = { ...liar, name: LIAR_SEPARATE, clients: 'separate', mounts: [] };
@@ -156,7 +159,19 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
     const folder = profilesFolder(sandboxFolder());
     const wide = await hintboxCommand(['serve', folder, '--host', '0.0.0.0']);
     assert.equal(wide.code, 2, wide.stderr);
-    assert.match(wide.stderr, /^serve: --host 0\.0\.0\.0 .*--tokens too\n$/);
+    assert.match(wide.stderr, /^serve: --host 0\.0\.0\.0 .*--tokens or --oauth too\n$/);
+    const oauth = path.join(scratchFolder('hintbox-serve-oauth-'), 'oauth.yaml');
+    writeFileSync(oauth, 'issuer: http://auth.example.com\njwksUri: https://auth.example.com/jwks\nscopes: {}\n');
+    const both = await hintboxCommand(['serve', folder, '--tokens', oauth, '--oauth', oauth]);
+    assert.equal(both.code, 2, both.stderr);
+    assert.match(both.stderr, /^serve: give --tokens or --oauth, not both\n$/);
+    const badOauth = await hintboxCommand(['serve', folder, '--oauth', oauth]);
+    assert.equal(badOauth.code, 2, badOauth.stderr);
+    assert.deepEqual(badOauth.stderr.trimEnd().split('\n'), [
+      `${oauth}: issuer: expected an https URL (http only on a loopback address)`,
+      `${oauth}: resource: Invalid input: expected string, received undefined`,
+      `${oauth}: scopes: expected at least one scope`,
+    ]);
     const bad = profilesFolder(sandboxFolder(), { 'broken.yaml': 'name: Broken Name\nserver: {}\n' });
     const refused = await hintboxCommand(['serve', bad]);
     assert.equal(refused.code, 2, refused.stderr);
@@ -305,16 +320,20 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
     let serving: Serving;
     const ALICE = `alice-${process.pid}-token`;
     const BOT = `bot-${process.pid}-token`;
+    const PROBE = `probe-${process.pid}-token`;
+    let workspace: string;
     before(async () => {
+      workspace = sandboxFolder();
       const tokens = path.join(scratchFolder('hintbox-serve-tokens-'), 'tokens.yaml');
       writeFileSync(
         tokens,
         stringify([
           { name: 'alice', sha256: hashToken(ALICE) },
           { name: 'ci-bot', sha256: hashToken(BOT), servers: [LIAR] },
+          { name: 'prober', sha256: hashToken(PROBE), servers: [LIAR], tags: ['probe'] },
         ]),
       );
-      serving = await serve([profilesFolder(sandboxFolder()), '--tokens', tokens]);
+      serving = await serve([profilesFolder(workspace), '--tokens', tokens]);
     });
     after(() => stop(serving));
 
@@ -351,6 +370,101 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
       const [intent] = await auditOf<{ tool: string; caller: string | null }>(EVERYTHING);
       assert.deepEqual({ tool: intent?.tool, caller: intent?.caller }, { tool: 'echo', caller: 'alice' });
     });
+
+    it("serves a token with tags only its tags' tools: another is refused as unknown, and nothing reaches the server", async () => {
+      const client = await connect(`${serving.url}/mcp/${LIAR}`, PROBE);
+      try {
+        assert.deepEqual(
+          (await client.listTools()).tools.map((t) => t.name),
+          ['identity'],
+        );
+        assert.equal(outcomeOf(await client.callTool({ name: 'identity', arguments: {} })).ok, true);
+        await assert.rejects(
+          client.callTool({ name: 'unannotated_write', arguments: { path: '/data/probe.txt', content: 'no' } }),
+          /Unknown tool: unannotated_write/,
+        );
+        assert.equal(client.asked, 0, 'nothing was asked of the client');
+      } finally {
+        await (client.transport as StreamableHTTPClientTransport).terminateSession();
+        await client.close();
+      }
+      assert.equal(existsSync(path.join(workspace, 'probe.txt')), false, 'the write never ran');
+      const calls = await auditOf<{ tool: string; caller: string | null }>(LIAR);
+      assert.deepEqual(
+        calls.filter((c) => c.caller === 'prober').map((c) => [c.tool, c.caller]),
+        [['identity', 'prober']],
+      );
+    });
+  });
+
+  describe('with OAuth', () => {
+    let serving: Serving;
+    let issuer: TestIssuer;
+    const RESOURCE = 'http://127.0.0.1:8931';
+    before(async () => {
+      issuer = await startTestIssuer();
+      const oauth = path.join(scratchFolder('hintbox-serve-oauth-'), 'oauth.yaml');
+      writeFileSync(
+        oauth,
+        stringify({
+          issuer: issuer.issuer,
+          jwksUri: issuer.jwksUri,
+          resource: RESOURCE,
+          scopes: { 'mcp:greet': { servers: [EVERYTHING], tags: ['greet'] }, 'mcp:liar': { servers: [LIAR] } },
+        }),
+      );
+      serving = await serve([profilesFolder(sandboxFolder()), '--oauth', oauth]);
+    });
+    after(async () => {
+      await stop(serving);
+      await issuer.close();
+    });
+
+    it('serves the metadata, a valid token (its subject the caller, its scope its tools), and refuses the others', async () => {
+      const url = `${serving.url}/mcp/${EVERYTHING}`;
+      const metadata = (await (
+        await fetch(`${serving.url}/.well-known/oauth-protected-resource/mcp/${EVERYTHING}`)
+      ).json()) as Record<string, unknown>;
+      assert.deepEqual(
+        { resource: metadata.resource, authorization_servers: metadata.authorization_servers },
+        { resource: `${RESOURCE}/mcp/${EVERYTHING}`, authorization_servers: [issuer.issuer] },
+      );
+      const audience = `${RESOURCE}/mcp/${EVERYTHING}`;
+      const post = (token: string) =>
+        fetch(url, {
+          method: 'POST',
+          headers: {
+            'Content-Type': 'application/json',
+            Accept: 'application/json, text/event-stream',
+            Authorization: `Bearer ${token}`,
+          },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+        });
+      const expired = await post(await issuer.sign({ aud: audience, scope: 'mcp:greet' }, { expiresIn: 1 }));
+      assert.equal(expired.status, 401);
+      assert.match(expired.headers.get('www-authenticate') ?? '', /resource_metadata="[^"]+\/mcp\/every-serve-/);
+      const liarOnly = await post(await issuer.sign({ aud: audience, scope: 'mcp:liar' }));
+      assert.equal(liarOnly.status, 403);
+
+      const client = await connect(url, await issuer.sign({ aud: audience, scope: 'mcp:greet', client_id: 'ide' }));
+      try {
+        assert.deepEqual(
+          (await client.listTools()).tools.map((t) => t.name),
+          ['echo'],
+        );
+        assert.equal(textOf(await client.callTool({ name: 'echo', arguments: { message: 'jwt' } })), 'Echo: jwt');
+      } finally {
+        await (client.transport as StreamableHTTPClientTransport).terminateSession();
+        await client.close();
+      }
+      const [intent] = await auditOf<{ tool: string; caller: string | null }>(EVERYTHING);
+      assert.deepEqual({ tool: intent?.tool, caller: intent?.caller }, { tool: 'echo', caller: 'alice (client ide)' });
+      const denials = (await hintboxCommand(['audit', '--server', EVERYTHING, '--events', '--json'])).stdout
+        .split('\n')
+        .filter((l) => l.includes('auth.denied'));
+      assert.match(denials.join('\n'), /the token has expired/);
+      assert.match(denials.join('\n'), /no scope of the token gives/);
+    });
   });
 
   describe('metrics and JSON logs', () => {
@@ -363,7 +477,7 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
         tokens,
         stringify([
           { name: 'alice', sha256: hashToken(ALICE) },
-          { name: 'prometheus', sha256: hashToken(SCRAPER), servers: [], metrics: true },
+          { name: 'prometheus', sha256: hashToken(SCRAPER), metrics: 'only' },
         ]),
       );
       serving = await serve([profilesFolder(sandboxFolder()), '--tokens', tokens], { HINTBOX_LOG_FORMAT: 'json' });

@@ -81,9 +81,9 @@ describe('bearer tokens', () => {
     assert.throws(() => BearerTokens.parse('[]', 'e.yaml'), /no tokens/);
   });
 
-  it('lets only a token with metrics: true read /metrics', () => {
+  it('lets only a token with metrics (true, or only: no server) read /metrics', () => {
     const withScraper = BearerTokens.parse(
-      `${FILE}- name: prometheus\n  sha256: ${hashToken('scrape')}\n  servers: []\n  metrics: true\n`,
+      `${FILE}- name: prometheus\n  sha256: ${hashToken('scrape')}\n  metrics: only\n`,
       'tokens.yaml',
     );
     assert.deepEqual(withScraper.checkMetrics('Bearer scrape'), { allowed: true, caller: 'prometheus' });
@@ -100,8 +100,49 @@ describe('bearer tokens', () => {
       reason: 'unknown token',
       caller: null,
     });
-    // metrics: true opens no server: a scraper's token with servers: [] is refused for each.
+    // metrics: only opens no server; metrics: true keeps the token's servers.
     assert.equal(withScraper.check('Bearer scrape', 'filesystem').allowed, false);
+    const both = BearerTokens.parse(`[{"name": "ops", "sha256": "${hashToken('o')}", "metrics": true}]`, 'o.json');
+    assert.deepEqual(
+      [both.checkMetrics('Bearer o').allowed, both.check('Bearer o', 'filesystem').allowed],
+      [true, true],
+    );
+  });
+
+  it("gives a token's tags (normalized) with its caller; refuses empty lists of tags and servers", () => {
+    const tagged = BearerTokens.parse(
+      `[{"name": "reader", "sha256": "${hashToken('r')}", "tags": [" Read ", "files"]}]`,
+      'tags.json',
+    );
+    assert.deepEqual(tagged.check('Bearer r', 'filesystem'), {
+      allowed: true,
+      caller: 'reader',
+      tags: ['read', 'files'],
+    });
+    assert.throws(
+      () =>
+        BearerTokens.parse(
+          `[{"name": "a", "sha256": "${hashToken('a')}", "tags": [], "servers": []}, {"name": "b", "sha256": "${hashToken('b')}", "tags": [" "]}]`,
+          'e.json',
+        ),
+      (error: Error) => {
+        assert.deepEqual(error.message.split('\n').sort(), [
+          'e.json: 0.servers: Too small: expected array to have >=1 items',
+          'e.json: 0.tags: Too small: expected array to have >=1 items',
+          'e.json: 1.tags.0: expected a tag name',
+        ]);
+        return true;
+      },
+    );
+  });
+
+  it('answers 401 with an RFC 6750 challenge, and 403 with none', () => {
+    assert.equal(tokens.challenge({ status: 401, reason: 'no token', caller: null }), 'Bearer realm="hintbox"');
+    assert.equal(
+      tokens.challenge({ status: 401, reason: 'unknown token', caller: null }),
+      'Bearer realm="hintbox", error="invalid_token"',
+    );
+    assert.equal(tokens.challenge({ status: 403, reason: 'x', caller: 'a' }), undefined);
   });
 
   it('names servers the tokens mention that are not served', () => {

@@ -5,6 +5,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import type { AuditEvent } from '../../src/audit/audit-record.js';
+import type { Access } from '../../src/serve/authenticator.js';
 import { BearerTokens, hashToken } from '../../src/serve/bearer-tokens.js';
 import { McpHttpServer, type ClientSession } from '../../src/serve/mcp-http-server.js';
 import { silentLogger } from '../../src/util/logger.js';
@@ -21,12 +22,22 @@ describe('the HTTP endpoint of hintbox serve', () => {
   let base: string;
   let ready = false;
 
-  function fakeSession(server: string, caller: string | null): Promise<ClientSession> {
+  function fakeSession(server: string, access: Access | null): Promise<ClientSession> {
+    const caller = access?.caller;
     const mcp = new McpServer({ name: server, version: '1' });
     mcp.registerTool('whoami', { inputSchema: { wait: z.number().optional() } }, async ({ wait }) => {
       await new Promise((r) => setTimeout(r, wait ?? 0));
       return { content: [{ type: 'text', text: `${server}:${caller ?? '-'}` }] };
     });
+    // What a handler behind the endpoint could see of the client's credentials: nothing.
+    mcp.registerTool('credentials', {}, (extra) => ({
+      content: [
+        {
+          type: 'text',
+          text: `${String(extra.requestInfo?.headers.authorization ?? 'none')}|${access?.tags?.join(',') ?? 'all'}`,
+        },
+      ],
+    }));
     return Promise.resolve({
       connect: async (transport, onClosed) => {
         await mcp.connect(transport);
@@ -42,10 +53,11 @@ describe('the HTTP endpoint of hintbox serve', () => {
   before(async () => {
     http = new McpHttpServer({
       servers: ['alpha', 'beta'],
-      tokens: BearerTokens.parse(
+      auth: BearerTokens.parse(
         JSON.stringify([
           { name: 'alice', sha256: hashToken('a-token') },
           { name: 'bob', sha256: hashToken('b-token'), servers: ['beta'] },
+          { name: 'reader', sha256: hashToken('r-token'), tags: ['Read'] },
         ]),
         'tokens.json',
       ),
@@ -120,6 +132,13 @@ describe('the HTTP endpoint of hintbox serve', () => {
     assert.ok(closed.includes('alpha:alice'), 'DELETE closed the session');
     await alice.close();
     await bob.close();
+  });
+
+  it("opens a session with the token's tags, and hands nothing of the credentials on", async () => {
+    const reader = await connect('alpha', 'r-token');
+    assert.equal(text(await reader.callTool({ name: 'credentials', arguments: {} })), 'none|read');
+    assert.equal(text(await reader.callTool({ name: 'whoami', arguments: {} })), 'alpha:reader');
+    await reader.close();
   });
 
   it('drains: a call in flight finishes, a new one and a new session get 503, then every session closes', async () => {

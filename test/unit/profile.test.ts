@@ -90,6 +90,7 @@ describe('loadProfile: valid profiles', () => {
       tags: [],
       split: true,
       hold: true,
+      clients: 'shared',
       preApprove: [],
       approval: { timeout: 120 },
       annotations: 'enforced',

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { AuditEvent, AuditIntent, AuditLog, AuditOutcomeReport } from '../../src/audit/audit-record.js';
+import type { Authenticator } from '../../src/serve/authenticator.js';
 import { BearerTokens, hashToken } from '../../src/serve/bearer-tokens.js';
 import { metricsAccess, ServeMetrics } from '../../src/serve/serve-metrics.js';
 import { silentLogger } from '../../src/util/logger.js';
@@ -49,24 +50,24 @@ describe('/metrics of hintbox serve', () => {
   let base: string;
 
   before(async () => {
+    const access = metricsAccess(
+      BearerTokens.parse(
+        JSON.stringify([
+          { name: 'alice', sha256: hashToken('a-token') },
+          { name: 'prometheus', sha256: hashToken('p-token'), metrics: 'only' },
+        ]),
+        'tokens.json',
+      ),
+    );
     metrics = await ServeMetrics.create({
       servers: ['fs', 'db'],
-      access: metricsAccess(
-        BearerTokens.parse(
-          JSON.stringify([
-            { name: 'alice', sha256: hashToken('a-token') },
-            { name: 'prometheus', sha256: hashToken('p-token'), servers: [], metrics: true },
-          ]),
-          'tokens.json',
-        ),
-      ),
       sessions: () => 3,
       lag: { unwrittenOutcomes: () => 2, sinkLagSeconds: () => sinkLag },
       log: silentLogger,
       now: () => clock,
     });
     const audit = metrics.meter(log);
-    http = createServer((req, res) => void metrics.handle(req, res, (event) => audit.recordEvent(event)));
+    http = createServer((req, res) => void metrics.handle(req, res, access, (event) => audit.recordEvent(event)));
     await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(http.address() as AddressInfo).port}/metrics`;
 
@@ -159,12 +160,13 @@ describe('/metrics without tokens', () => {
   it('is open, and says how far the audit sink is behind when there is one', async () => {
     const metrics = await ServeMetrics.create({
       servers: ['fs'],
-      access: metricsAccess(undefined),
       sessions: () => 0,
       lag: { unwrittenOutcomes: () => 0, sinkLagSeconds: () => 1.5 },
       log: silentLogger,
     });
-    const http = createServer((req, res) => void metrics.handle(req, res, () => assert.fail('no denial')));
+    const http = createServer(
+      (req, res) => void metrics.handle(req, res, metricsAccess(undefined), () => assert.fail('no denial')),
+    );
     await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
     try {
       const response = await fetch(`http://127.0.0.1:${(http.address() as AddressInfo).port}/metrics`);
@@ -174,5 +176,36 @@ describe('/metrics without tokens', () => {
     } finally {
       await new Promise((resolve) => http.close(resolve));
     }
+  });
+});
+
+describe('who may read /metrics', () => {
+  const from = (remoteAddress: string, authorization?: string): IncomingMessage =>
+    ({ socket: { remoteAddress }, headers: authorization ? { authorization } : {} }) as unknown as IncomingMessage;
+
+  it('under an authenticator without a grant for metrics (OAuth): a client on this machine only', () => {
+    const oauth: Authenticator = {
+      description: 'OAuth (issuer https://auth.example.com)',
+      authenticate: () => Promise.resolve({ allowed: true, caller: 'x' }),
+      challenge: () => undefined,
+    };
+    const access = metricsAccess(oauth);
+    for (const address of ['127.0.0.1', '::1', '::ffff:127.0.0.1']) assert.equal(access(from(address)).allowed, true);
+    for (const address of ['10.0.0.5', '::ffff:10.0.0.5', '2001:db8::1']) {
+      assert.deepEqual(access(from(address, 'Bearer a-valid-jwt')), {
+        allowed: false,
+        status: 403,
+        reason: '/metrics only from this machine under OAuth (issuer https://auth.example.com)',
+        caller: null,
+      });
+    }
+  });
+
+  it('with bearer tokens: the token decides, wherever the client is', () => {
+    const access = metricsAccess(
+      BearerTokens.parse(JSON.stringify([{ name: 'p', sha256: hashToken('p'), metrics: true }]), 't.json'),
+    );
+    assert.equal(access(from('10.0.0.5', 'Bearer p')).allowed, true);
+    assert.equal(access(from('127.0.0.1')).allowed, false);
   });
 });

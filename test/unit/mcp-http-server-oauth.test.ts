@@ -1,0 +1,276 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { SignJWT } from 'jose';
+import type { AuditEvent } from '../../src/audit/audit-record.js';
+import type { Access } from '../../src/serve/authenticator.js';
+import { McpHttpServer, type ClientSession } from '../../src/serve/mcp-http-server.js';
+import { parseOAuthConfig } from '../../src/serve/oauth-config.js';
+import { OAuthResourceServer } from '../../src/serve/oauth-resource-server.js';
+import { silentLogger } from '../../src/util/logger.js';
+import { startTestIssuer, type TestIssuer } from '../support/oauth-issuer.js';
+
+/**
+ * The HTTP endpoint of `hintbox serve --oauth` with fake sessions, against a stand-in
+ * authorization server whose JWKS is fetched over HTTP as a real one's: the metadata, every
+ * way a token is refused (each audited, none with its text), scopes to servers and tags.
+ */
+const RESOURCE = 'http://127.0.0.1:8931';
+
+describe('the HTTP endpoint of hintbox serve with OAuth', () => {
+  const events: AuditEvent[] = [];
+  let issuer: TestIssuer;
+  let http: McpHttpServer;
+  let base: string;
+
+  function fakeSession(server: string, access: Access | null): Promise<ClientSession> {
+    const mcp = new McpServer({ name: server, version: '1' });
+    mcp.registerTool('whoami', {}, (extra) => ({
+      content: [
+        {
+          type: 'text',
+          text: `${access?.caller ?? '-'}|${access?.tags?.join(',') ?? 'all'}|${String(extra.requestInfo?.headers.authorization ?? 'none')}`,
+        },
+      ],
+    }));
+    return Promise.resolve({
+      connect: async (transport, onClosed) => {
+        await mcp.connect(transport);
+        mcp.server.onclose = onClosed;
+      },
+      close: () => mcp.close(),
+    });
+  }
+
+  before(async () => {
+    issuer = await startTestIssuer();
+    const config = parseOAuthConfig(
+      JSON.stringify({
+        issuer: issuer.issuer,
+        jwksUri: issuer.jwksUri,
+        resource: RESOURCE,
+        scopes: {
+          'mcp:alpha': { servers: ['alpha'] },
+          'mcp:beta': { servers: ['beta'] },
+          'mcp:beta-read': { servers: ['beta'], tags: ['read'] },
+        },
+      }),
+      'oauth.json',
+    );
+    http = new McpHttpServer({
+      servers: ['alpha', 'beta'],
+      auth: new OAuthResourceServer({ config, servers: () => ['alpha', 'beta'] }),
+      openSession: fakeSession,
+      recordEvent: (event) => events.push(event),
+      ready: () => ({ ready: true, servers: { alpha: 'ready', beta: 'ready' } }),
+      log: silentLogger,
+    });
+    base = `http://127.0.0.1:${await http.listen(0, '127.0.0.1')}`;
+  });
+  after(async () => {
+    await http.drain(0);
+    await issuer.close();
+  });
+
+  const connect = async (server: string, token: string): Promise<Client> => {
+    const client = new Client({ name: 't', version: '1' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${base}/mcp/${server}`), {
+        requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      }),
+    );
+    return client;
+  };
+  const post = (server: string, headers: Record<string, string>) =>
+    fetch(`${base}/mcp/${server}`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...headers },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+    });
+  const whoami = async (client: Client): Promise<string> =>
+    ((await client.callTool({ name: 'whoami', arguments: {} })) as { content: { text: string }[] }).content[0]?.text ??
+    '';
+  const alphaToken = (claims: Record<string, unknown> = {}) =>
+    issuer.sign({ aud: `${RESOURCE}/mcp/alpha`, scope: 'mcp:alpha', ...claims });
+
+  it('serves protected resource metadata naming the issuer, per server and for the whole', async () => {
+    const alpha = await fetch(`${base}/.well-known/oauth-protected-resource/mcp/alpha`);
+    assert.equal(alpha.status, 200);
+    const document = (await alpha.json()) as Record<string, unknown>;
+    assert.equal(document.resource, `${RESOURCE}/mcp/alpha`);
+    assert.deepEqual(document.authorization_servers, [issuer.issuer]);
+    assert.deepEqual(document.scopes_supported, ['mcp:alpha']);
+    assert.deepEqual(document.bearer_methods_supported, ['header']);
+    const whole = (await (await fetch(`${base}/.well-known/oauth-protected-resource`)).json()) as Record<
+      string,
+      unknown
+    >;
+    assert.equal(whole.resource, RESOURCE);
+    assert.deepEqual(whole.scopes_supported, ['mcp:alpha', 'mcp:beta', 'mcp:beta-read']);
+    assert.equal((await fetch(`${base}/.well-known/oauth-protected-resource/mcp/gamma`)).status, 404);
+  });
+
+  it('serves a valid token, names its subject (and client) as the caller, and hands the token on to nothing', async () => {
+    const client = await connect('alpha', await alphaToken({ client_id: 'ide' }));
+    assert.equal(await whoami(client), 'alice (client ide)|all|none');
+    await client.close();
+    // The resource's base URL is an audience too (one audience for the whole of serve).
+    const wide = await connect('alpha', await alphaToken({ aud: RESOURCE }));
+    assert.equal(await whoami(wide), 'alice|all|none');
+    await wide.close();
+    // Within the clock tolerance (30 s), a token just expired still passes.
+    const late = await connect(
+      'alpha',
+      await issuer.sign({ aud: RESOURCE, scope: 'mcp:alpha' }, { expiresIn: now() - 10 }),
+    );
+    await late.close();
+  });
+
+  it('answers 401 to every token it cannot trust, names the metadata, and audits each without its text', async () => {
+    const hmac = await new SignJWT({
+      iss: issuer.issuer,
+      sub: 'alice',
+      aud: `${RESOURCE}/mcp/alpha`,
+      scope: 'mcp:alpha',
+    })
+      .setProtectedHeader({ alg: 'HS256', kid: 'test-key' })
+      .setExpirationTime('5m')
+      .sign(new TextEncoder().encode('a shared secret that is long enough'));
+    const cases: [string, string | undefined, string][] = [
+      ['none', undefined, 'no token'],
+      ['basic', 'Basic YWxpY2U6cHc=', 'not a bearer token'],
+      ['garbage', 'Bearer not.a.jwt', 'not a well-formed signed JWT'],
+      [
+        'issuer',
+        `Bearer ${await alphaToken({ iss: 'https://evil.example.com' })}`,
+        'the token was issued by another issuer',
+      ],
+      [
+        'audience',
+        `Bearer ${await alphaToken({ aud: `${RESOURCE}/mcp/beta` })}`,
+        'the token was issued for another audience',
+      ],
+      [
+        'expired',
+        `Bearer ${await issuer.sign({ aud: RESOURCE }, { expiresIn: now() - 120 })}`,
+        'the token has expired',
+      ],
+      ['not yet', `Bearer ${await alphaToken({ nbf: now() + 600 })}`, 'the token is not valid yet'],
+      [
+        'stranger',
+        `Bearer ${await issuer.sign({ aud: RESOURCE }, { key: 'stranger' })}`,
+        'the token has a bad signature',
+      ],
+      [
+        'alg none',
+        `Bearer ${issuer.unsigned({ aud: RESOURCE, scope: 'mcp:alpha' })}`,
+        'the token is signed with an algorithm not accepted',
+      ],
+      ['hmac', `Bearer ${hmac}`, 'the token is signed with an algorithm not accepted'],
+      ['no subject', `Bearer ${await alphaToken({ sub: undefined })}`, 'the token names no subject'],
+    ];
+    const before = events.length;
+    for (const [label, authorization, reason] of cases) {
+      const res = await post('alpha', authorization ? { Authorization: authorization } : {});
+      assert.equal(res.status, 401, label);
+      const challenge = res.headers.get('www-authenticate') ?? '';
+      assert.match(
+        challenge,
+        /^Bearer resource_metadata="http:\/\/127\.0\.0\.1:8931\/\.well-known\/oauth-protected-resource\/mcp\/alpha"/,
+        label,
+      );
+      assert.match(challenge, /scope="mcp:alpha"/, label);
+      if (authorization?.startsWith('Bearer')) assert.match(challenge, /error="invalid_token"/, label);
+      else assert.doesNotMatch(challenge, /error=/, label);
+      assert.deepEqual(
+        events.at(-1),
+        {
+          type: 'auth.denied',
+          session: null,
+          server: 'alpha',
+          status: 401,
+          reason,
+          caller: null,
+          remoteAddress: '127.0.0.1',
+        },
+        label,
+      );
+    }
+    assert.equal(events.length - before, cases.length);
+    const recorded = JSON.stringify(events);
+    for (const [, authorization] of cases) {
+      const token = authorization?.split(' ')[1];
+      if (token && token.length > 20)
+        assert.ok(!recorded.includes(token) && !recorded.includes(token.split('.')[1] as string));
+    }
+  });
+
+  it('answers 403 insufficient_scope to a token whose scopes do not give the server, naming the caller', async () => {
+    const res = await post('alpha', { Authorization: `Bearer ${await alphaToken({ scope: 'mcp:beta other' })}` });
+    assert.equal(res.status, 403);
+    const challenge = res.headers.get('www-authenticate') ?? '';
+    assert.match(challenge, /error="insufficient_scope"/);
+    assert.match(challenge, /scope="mcp:alpha"/);
+    assert.match(challenge, /resource_metadata="[^"]+\/mcp\/alpha"/);
+    assert.deepEqual(events.at(-1), {
+      type: 'auth.denied',
+      session: null,
+      server: 'alpha',
+      status: 403,
+      reason: 'no scope of the token gives alpha',
+      caller: 'alice',
+      remoteAddress: '127.0.0.1',
+    });
+  });
+
+  it("limits a session to its scopes' tags, and a token allowing fewer tags may not ride on a wider session", async () => {
+    const betaToken = (scope: string) => issuer.sign({ aud: `${RESOURCE}/mcp/beta`, scope });
+    const reader = await connect('beta', await betaToken('mcp:beta-read'));
+    assert.equal(await whoami(reader), 'alice|read|none');
+    await reader.close();
+    const full = await connect('beta', await betaToken('mcp:beta mcp:beta-read'));
+    assert.equal(await whoami(full), 'alice|all|none');
+    const narrower = await post('beta', {
+      Authorization: `Bearer ${await betaToken('mcp:beta-read')}`,
+      'Mcp-Session-Id': (full.transport as StreamableHTTPClientTransport).sessionId as string,
+    });
+    assert.equal(narrower.status, 403);
+    assert.match(narrower.headers.get('www-authenticate') ?? '', /error="insufficient_scope"/);
+    const denied = events.at(-1);
+    assert.deepEqual(denied?.type === 'auth.denied' && [denied.caller, denied.reason], [
+      'alice',
+      'the token no longer allows the tags its session was opened with',
+    ]);
+    await full.close();
+  });
+
+  it('fetches the JWKS once and keeps it', () => {
+    assert.equal(issuer.fetches(), 1);
+  });
+});
+
+describe('the OAuth resource server when the issuer cannot be reached', () => {
+  it('refuses every token (401, fail closed) and says why', async () => {
+    const issuer = await startTestIssuer();
+    const token = await issuer.sign({ aud: RESOURCE, scope: 's' });
+    await issuer.close();
+    const config = parseOAuthConfig(
+      JSON.stringify({ issuer: issuer.issuer, jwksUri: issuer.jwksUri, resource: RESOURCE, scopes: { s: {} } }),
+      'oauth.json',
+    );
+    const oauth = new OAuthResourceServer({ config, servers: () => ['alpha'] });
+    assert.deepEqual(await oauth.authenticate({ authorization: `Bearer ${token}` }, 'alpha'), {
+      allowed: false,
+      status: 401,
+      reason: "the issuer's keys could not be fetched (fetch failed)",
+      caller: null,
+      error: 'invalid_token',
+    });
+  });
+});
+
+function now(): number {
+  return Math.floor(Date.now() / 1000);
+}
