@@ -1,6 +1,8 @@
 import { BearerTokens, hashToken } from '../serve/bearer-tokens.js';
 import { McpHttpServer, type ClientSession } from '../serve/mcp-http-server.js';
+import { sandboxBindSources } from '../serve/bind-sources.js';
 import { loadProfileFolder, type ServedProfile } from '../serve/profile-folder.js';
+import { hintboxEnvironment } from '../config/environment.js';
 import { isLoopbackHost } from '../serve/serve-address.js';
 import type { HintboxSession } from '../session/hintbox-session.js';
 import { knownTools, openAuditTrail, openSession } from '../session/session-setup.js';
@@ -79,6 +81,13 @@ export const serveCommand: CommandSpec = {
       );
     }
     const engine = await engineReady(log);
+    // hintbox in a container: what sandboxes get must be at the same path on the host (exit 2).
+    await engine.checkBindSources(
+      sandboxBindSources(
+        [...served.values()].map((s) => s.profile),
+        hintboxEnvironment(),
+      ),
+    );
     const trail = openAuditTrail(log);
     const images = new Map<string, 'ready' | 'starting' | 'failed'>(names.map((n) => [n, 'starting']));
     const server = new McpHttpServer({
