@@ -43,7 +43,7 @@ export const ENVIRONMENT_VARIABLES: readonly EnvironmentVariable[] = [
   },
   {
     name: 'HINTBOX_BASE_IMAGE',
-    meaning: 'the Debian bookworm image to build the server bases on (hintbox'\''s own image: trixie)',
+    meaning: "the Debian bookworm image to build the server bases on (hintbox's own image: trixie)",
     default: 'debian:bookworm-slim, seeded with debootstrap where it cannot be pulled',
   },
   {
