@@ -67,6 +67,21 @@ describe('samePathProblems', () => {
     assert.match(problems[0]!, /^x \/srv-other is in hintbox's container/);
   });
 
+  it('does not name a path inside one already named (the gate in a state folder that is not on the host)', () => {
+    const problems = samePathProblems(
+      [bind('/srv', '/srv')],
+      [
+        { path: '/var/lib/hintbox/state', what: 'state' },
+        { path: '/var/lib/hintbox/state/gate/hintbox-gate-0123', what: 'gate' },
+        { path: '/srv/ok', what: 'fine' },
+      ],
+    );
+    assert.deepEqual(
+      problems.map((p) => p.split(' ')[0]),
+      ['state'],
+    );
+  });
+
   it('accepts everything under a same-path bind of /', () => {
     assert.deepEqual(samePathProblems([bind('/', '/')], [{ path: '/anything/at/all', what: 'x' }]), []);
   });

@@ -24,27 +24,29 @@ const contains = (folder: string, p: string): boolean => folder === '/' || p ===
 /**
  * One line per path that the host does not have at the same place, naming the path and the
  * `-v PATH:PATH` that fixes it; empty when every path is served by a same-path bind mount.
- * The innermost mount holding a path is the one that serves it.
+ * The innermost mount holding a path is the one that serves it; a path inside one already
+ * named (the gate's copy in the state folder) is not named again.
  */
 export function samePathProblems(mounts: readonly ContainerMount[], sources: readonly BindSource[]): string[] {
   const problems: string[] = [];
-  const seen = new Set<string>();
+  const named: string[] = [];
   for (const { path: p, what } of sources) {
-    if (seen.has(p)) continue;
-    seen.add(p);
+    if (named.some((folder) => contains(folder, p))) continue;
     const fix = `mount the host's ${p} at the same path (docker run -v ${p}:${p})`;
     const mount = mounts
       .filter((m) => contains(m.destination, p))
       .sort((a, b) => b.destination.length - a.destination.length)[0];
-    if (!mount) {
-      problems.push(`${what} ${p} is in hintbox's container, not on the host: ${fix}`);
-    } else if (mount.type !== 'bind') {
-      problems.push(
-        `${what} ${p} is in a Docker ${mount.type} mounted at ${mount.destination}, not a host folder: ${fix}`,
-      );
-    } else {
-      const onHost = path.posix.join(mount.source, path.posix.relative(mount.destination, p));
-      if (onHost !== p) problems.push(`${what} ${p} is the host's ${onHost} (mounted at another path): ${fix}`);
+    const onHost = mount && path.posix.join(mount.source, path.posix.relative(mount.destination, p));
+    const problem = !mount
+      ? `${what} ${p} is in hintbox's container, not on the host`
+      : mount.type !== 'bind'
+        ? `${what} ${p} is in a Docker ${mount.type} mounted at ${mount.destination}, not a host folder`
+        : onHost !== p
+          ? `${what} ${p} is the host's ${onHost} (mounted at another path)`
+          : undefined;
+    if (problem) {
+      problems.push(`${problem}: ${fix}`);
+      named.push(p);
     }
   }
   return problems;
