@@ -45,18 +45,23 @@ interface Layout {
   workspace: string;
 }
 
-/** One host folder with everything the container needs, each part writable by the image's user. */
+/**
+ * One host folder with everything the container needs, owned by the image's user as README says
+ * (`install -d -o 10002 -g 10002`); hintbox makes the state and temporary folders in it itself.
+ */
 function layout(workspaceTarget: string, workspaceSource?: string): Layout {
   const root = scratchFolder('hintbox-image-');
-  chmodSync(root, 0o755); // the image's user reads the profiles and tokens
-  const dirs = Object.fromEntries(
-    ['profiles', 'state', 'tmp', 'workspace'].map((name) => {
-      const dir = path.join(root, name);
-      mkdirSync(dir);
-      if (name !== 'profiles') chownSync(dir, IMAGE_UID, IMAGE_UID);
-      return [name, dir];
-    }),
-  ) as Record<'profiles' | 'state' | 'tmp' | 'workspace', string>;
+  chownSync(root, IMAGE_UID, IMAGE_UID);
+  chmodSync(root, 0o755);
+  const dirs = {
+    profiles: path.join(root, 'profiles'),
+    state: path.join(root, 'state'),
+    tmp: path.join(root, 'tmp'),
+    workspace: path.join(root, 'workspace'),
+  };
+  mkdirSync(dirs.profiles);
+  mkdirSync(dirs.workspace);
+  chownSync(dirs.workspace, IMAGE_UID, IMAGE_UID);
   const liar = {
     name: LIAR,
     server: { image: LIAR_IMAGE },

@@ -1,3 +1,4 @@
+import { mkdirSync } from 'node:fs';
 import os from 'node:os';
 import type Docker from 'dockerode';
 import type { Profile } from '../../profile/load-profile.js';
@@ -97,6 +98,8 @@ export class DockerEngine implements SandboxEngine {
     const own = await findOwnContainer(this.docker, env.inContainer);
     if (!own) return;
     this.options.log.info(`hintbox runs in container ${own.id.slice(0, 12)}: its sandboxes are siblings`);
+    // A fresh host folder mounted over the image's: its socket folders are made in $TMPDIR.
+    mkdirSync(os.tmpdir(), { recursive: true });
     this.gate = stageGate(env.stateDir);
     checkSamePaths(own, [
       ...sources,
