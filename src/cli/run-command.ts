@@ -96,7 +96,7 @@ export const runCommand: CommandSpec = {
       const stop = (why: string): Promise<void> =>
         (stopping ??= (async () => {
           log.info(`stopping session ${sessionId} (${why}): removing its containers`);
-          await live.gateway?.close();
+          if (live.gateway) await live.session?.closeGateway(live.gateway);
           await live.session?.dispose();
           await engine.removeSession(sessionId).catch(() => undefined);
           // A start still under way may create containers after the first removal.

@@ -1,31 +1,33 @@
 import { BearerTokens, hashToken } from '../serve/bearer-tokens.js';
-import { McpHttpServer, type ClientSession } from '../serve/mcp-http-server.js';
 import { sandboxBindSources } from '../serve/bind-sources.js';
-import { loadProfileFolder, type ServedProfile } from '../serve/profile-folder.js';
+import { DEFAULT_IDLE_MS, McpHttpServer } from '../serve/mcp-http-server.js';
+import { loadProfileFolder } from '../serve/profile-folder.js';
 import { hintboxEnvironment } from '../config/environment.js';
 import { isLoopbackHost } from '../serve/serve-address.js';
-import type { HintboxSession } from '../session/hintbox-session.js';
-import { knownTools, openAuditTrail, openSession } from '../session/session-setup.js';
-import type { SandboxEngine } from '../engine/sandbox-engine.js';
+import { ServedServers } from '../serve/served-servers.js';
+import { openAuditTrail } from '../session/session-setup.js';
 import { UsageError } from '../util/hintbox-error.js';
-import { newSessionId } from '../util/session-identity.js';
 import { cliLog, engineReady } from './common.js';
 import type { CommandSpec } from './main.js';
 
-const HELP = `Usage: hintbox serve <profiles-folder> [--port N] [--host H] [--tokens FILE]
+const HELP = `Usage: hintbox serve <profiles-folder> [--port N] [--host H] [--tokens FILE] [--idle-timeout S]
        hintbox serve --hash-token < token
 
 Serves every profile (*.yaml) of a folder over MCP's streamable HTTP transport, each server at
-/mcp/<profile name>, from one process. Each MCP session of a client gets its own sandboxes, as
-"hintbox run" would start them (this slice shares no sandboxes between clients); they are removed
-when the client ends its session (HTTP DELETE) or its session closes. Calls are approved, pinned
-and audited as under "hintbox run"; confirmations go to the client that made the call.
+/mcp/<profile name>, from one process. A server's clients share one set of its sandboxes,
+started when serve starts (profile "clients: shared", the default); with "clients: separate"
+each MCP session of a client gets sandboxes of its own, as "hintbox run" would start them,
+removed when the client ends its session (HTTP DELETE), its session closes, or it is idle.
+Calls are approved, pinned and audited as under "hintbox run", per client: confirmations,
+progress and the server's requests go to the client (and request) they belong to; a client
+whose connection drops while its call runs has the call cancelled.
 
 A bad profile or lock file anywhere in the folder stops serve before anything starts (exit 2).
 
   GET /healthz   200 while the process runs
-  GET /readyz    200 once every profile is loaded and its image is built; 503 before (and while
-                 stopping); the body names the servers and their state, nothing else
+  GET /readyz    200 once every server is ready (shared: its sandboxes are up and verified;
+                 separate: its image is built); 503 before (and while stopping); the body names
+                 the servers and their state, nothing else
 
 With --tokens, every /mcp/ request needs "Authorization: Bearer <token>": none or an unknown
 token is answered 401, a token not allowed for the server 403; each denial is audited
@@ -36,6 +38,8 @@ which "hintbox serve --hash-token" prints for a token read on stdin.
 On SIGTERM or SIGINT, new sessions and requests are refused (503); calls in flight may finish
 until the longest call timeout of the profiles (at most 30 s); then every session's sandboxes
 (and database roles, socket folders) are removed and serve exits 0. SIGHUP does not reload yet.
+A client session with no request for --idle-timeout seconds (and none in flight, no stream
+open) is closed: a client that vanished without ending it.
 
 In a client's config (streamable HTTP):
   {"type": "http", "url": "http://127.0.0.1:8931/mcp/filesystem",
@@ -45,6 +49,7 @@ Options:
   --port N        the port (default 8931; 0: any free one, printed on stderr)
   --host H        the address to listen on (default 127.0.0.1); another than loopback needs --tokens
   --tokens FILE   the bearer tokens (see above)
+  --idle-timeout S  seconds before an idle client session is closed (default ${DEFAULT_IDLE_MS / 1000})
   --hash-token    print the SHA-256 of the token given on stdin, for the tokens file
   -h, --help      this help`;
 
@@ -57,6 +62,7 @@ export const serveCommand: CommandSpec = {
     port: { type: 'string' },
     host: { type: 'string' },
     tokens: { type: 'string' },
+    'idle-timeout': { type: 'string' },
     'hash-token': { type: 'boolean' },
   },
   async run({ positionals, values }) {
@@ -67,6 +73,7 @@ export const serveCommand: CommandSpec = {
     const log = cliLog;
     const host = typeof values.host === 'string' ? values.host : '127.0.0.1';
     const port = portArg(values.port);
+    const idleTimeoutMs = secondsArg('idle-timeout', values['idle-timeout']);
     const tokens = typeof values.tokens === 'string' ? BearerTokens.load(values.tokens) : undefined;
     if (!tokens && !isLoopbackHost(host)) {
       throw new UsageError(`serve: --host ${host} is reachable from other machines: give --tokens too`);
@@ -89,54 +96,16 @@ export const serveCommand: CommandSpec = {
       ),
     );
     const trail = openAuditTrail(log);
-    const images = new Map<string, 'ready' | 'starting' | 'failed'>(names.map((n) => [n, 'starting']));
+    const servers = new ServedServers({ served, engine, audit: trail.audit, log });
     const server = new McpHttpServer({
       servers: names,
       ...(tokens ? { tokens } : {}),
-      openSession: (name, caller) => openClient(served.get(name) as ServedProfile, caller),
+      openSession: (name, caller) => servers.openClient(name, caller),
       recordEvent: (event) => trail.audit.recordEvent(event),
-      ready: () => ({ ready: [...images.values()].every((s) => s === 'ready'), servers: Object.fromEntries(images) }),
+      ready: () => servers.ready(),
+      ...(idleTimeoutMs !== undefined ? { idleTimeoutMs } : {}),
       log,
     });
-
-    /** A client's own session of a server, closed once whatever asks first. */
-    async function openClient(entry: ServedProfile, caller: string | null): Promise<ClientSession> {
-      const sessionId = newSessionId();
-      let session: HintboxSession | undefined;
-      const removeAll = async (): Promise<void> => {
-        await session?.dispose();
-        await engine.removeSession(sessionId).catch(() => undefined);
-      };
-      try {
-        session = await openSession({
-          profile: entry.profile,
-          engine,
-          log,
-          sessionId,
-          audit: trail.audit,
-          knownTools: knownTools(),
-          locked: entry.approvals.read(),
-        });
-        const gateway = await session.createGateway({ approvals: entry.approvals.read, audit: trail.audit, caller });
-        let closing: Promise<void> | undefined;
-        const close = (): Promise<void> => (closing ??= gateway.close().finally(removeAll));
-        // A cold start whose server cannot be verified: that client's session ends.
-        session.verified?.catch((error: Error) => {
-          log.error(`serve: ${entry.profile.name}: the server could not be verified: ${error.message}`);
-          void close();
-        });
-        return {
-          close,
-          connect: async (transport, onClosed) => {
-            await gateway.connect(transport);
-            gateway.server.onclose = onClosed;
-          },
-        };
-      } catch (error) {
-        await removeAll();
-        throw error;
-      }
-    }
 
     const alive = setInterval(() => undefined, 1 << 30);
     try {
@@ -144,7 +113,7 @@ export const serveCommand: CommandSpec = {
       log.info(
         `serving ${names.map((n) => `/mcp/${n}`).join(', ')} on http://${hostText(host)}:${bound}${tokens ? ' (bearer tokens)' : ''}`,
       );
-      void prepareImages(engine, served, images, log);
+      servers.start();
       const signal = await new Promise<string>((resolve) => {
         for (const name of ['SIGTERM', 'SIGINT'] as const) process.once(name, () => resolve(name));
         // Its default would end the process with every sandbox left: ignored until reloading exists.
@@ -162,6 +131,7 @@ export const serveCommand: CommandSpec = {
         `${signal}: stopping: calls in flight may finish within ${Math.round(deadline / 1000)} s, then ${server.sessions} session(s) close`,
       );
       await server.drain(deadline);
+      await servers.close();
       await trail.close();
       return signal === 'failure' ? 1 : 0;
     } finally {
@@ -170,26 +140,6 @@ export const serveCommand: CommandSpec = {
   },
 };
 
-/** Builds (or finds) every profile's image in the background: /readyz says when all are. */
-async function prepareImages(
-  engine: SandboxEngine,
-  served: ReadonlyMap<string, ServedProfile>,
-  images: Map<string, 'ready' | 'starting' | 'failed'>,
-  log: typeof cliLog,
-): Promise<void> {
-  await Promise.all(
-    [...served].map(async ([name, { profile }]) => {
-      try {
-        await engine.prepareImage(profile.server);
-        images.set(name, 'ready');
-      } catch (error) {
-        images.set(name, 'failed');
-        log.error(`serve: ${name}: its image is not ready: ${(error as Error).message}`);
-      }
-    }),
-  );
-}
-
 function portArg(value: unknown): number {
   if (value === undefined) return 8931;
   const port = Number(value);
@@ -197,6 +147,17 @@ function portArg(value: unknown): number {
     throw new UsageError(`serve: --port must be a number from 0 to 65535 (got ${JSON.stringify(value)})`);
   }
   return port;
+}
+
+function secondsArg(name: string, value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  const seconds = Number(value);
+  if (typeof value !== 'string' || !/^\d+(\.\d+)?$/.test(value) || seconds <= 0 || seconds > 7 * 86_400) {
+    throw new UsageError(
+      `serve: --${name} must be a number of seconds above 0 and at most 604800 (got ${JSON.stringify(value)})`,
+    );
+  }
+  return seconds * 1000;
 }
 
 function hostText(host: string): string {

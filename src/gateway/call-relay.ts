@@ -14,11 +14,15 @@ import {
   errorResult,
   FORWARDED_ID_PREFIX,
   isObject,
+  nextSequence,
   notificationOf,
   outcomeOf,
+  progressFor,
   traceIdOf,
   type JsonRpcObject,
+  PendingCalls,
   type PendingCall,
+  withProgressKey,
 } from './forwarded-call.js';
 import type { SandboxPool, Upstream } from './sandbox-pool.js';
 import { sendToClient, VerificationGate, type RelayClient, type Route } from './relay-client.js';
@@ -29,8 +33,8 @@ export { traceIdOf } from './forwarded-call.js';
 /**
  * The call relay: each `tools/call` of a client is admitted (the gatekeeper: approval and the
  * audit intent), then forwarded as JSON-RPC to its sandbox under an id of hintbox's own, with
- * its params untouched (progress tokens included), and its result passed back (its result or
- * error only) — without the SDK's validation of every message and result, several times per call.
+ * its params untouched but for its progress token (one of hintbox's upstream, so that clients
+ * sharing a sandbox never share a token), and its result passed back (its result or error only) — without the SDK's validation of every message and result, several times per call.
  * Progress and cancellation pass through; a call's deadline is reset by progress; a sandbox
  * that dies answers its pending calls with an error result and is started again on the next
  * call. What goes to the client carries the request it belongs to (`relatedRequestId`).
@@ -49,8 +53,8 @@ export interface CallRelayOptions {
   gatekeeper?: Gatekeeper;
   /** A call's deadline passed (before a retry, or for good): e.g. cut the sandbox's database sessions. */
   onDeadline?: (sandbox: string, tool: string) => void;
-  /** An upstream said its tools changed (`notifications/tools/list_changed`) during a call. */
-  onToolsListChanged?: (from: Upstream) => void;
+  /** The start of every id it sends upstream (default `hintbox:`): a gateway's own (see `shared-sandboxes.ts`). */
+  idPrefix?: string;
   /** Calls wait for it before anything else (a cold start: the server is being verified). */
   verified?: Promise<void>;
   /** A forwarded call was answered, failed or cancelled (its server's requests of the client end with it). */
@@ -61,19 +65,24 @@ export interface CallRelayOptions {
 export const MAX_RETRIES = 2;
 
 export class CallRelay {
-  /** Forwarded calls by hintbox's upstream id. */
-  private readonly pending = new Map<string, PendingCall>();
-  /** The same calls by the client's request id. */
-  private readonly pendingByClientId = new Map<RequestId, PendingCall>();
+  /** Forwarded calls not yet answered. */
+  private readonly pending = new PendingCalls();
   /** Calls waiting for their admission (a person may be asked), by the client's id. */
   private readonly admitting = new Set<RequestId>();
   private readonly cancelledWhileAdmitting = new Set<RequestId>();
   /** Until the server is verified (a cold start): calls wait for it. */
   private readonly verification?: VerificationGate;
   private nextId = 1;
+  private readonly idPrefix: string;
 
   constructor(private readonly options: CallRelayOptions) {
     if (options.verified) this.verification = new VerificationGate(options.verified);
+    this.idPrefix = options.idPrefix ?? FORWARDED_ID_PREFIX;
+  }
+
+  /** Whether an id (or progress token) is one this relay sent upstream. */
+  owns(key: unknown): key is string {
+    return typeof key === 'string' && key.startsWith(this.idPrefix);
   }
 
   /** A message from the client: true when the relay took it (a call, or the cancellation of one). */
@@ -88,34 +97,30 @@ export class CallRelay {
     return m.method === 'notifications/cancelled' && this.cancelFromClient(m);
   }
 
-  /** Listens to an upstream (answers, progress, tool changes, death); the rest goes to `next`, then its SDK client. */
-  attach(sandboxId: string, upstream: Upstream, next?: (message: JsonRpcObject) => boolean): void {
-    upstream.forwarded.take = (message) =>
-      this.fromUpstream(sandboxId, upstream, message) || (next?.(message) ?? false);
-    void upstream.closed.then(() => {
-      for (const call of [...this.pending.values()]) {
-        if (
-          call.upstream === upstream &&
-          this.settle(call, { outcome: 'sandbox-died', detail: upstream.diagnostics() })
-        ) {
-          this.replyResult(call.clientId, diedResult(call, this.options.serverName));
-        }
+  /** An upstream's connection ended: its calls are answered with the server's last words. */
+  upstreamClosed(upstream: Upstream): void {
+    for (const call of this.pending.list(upstream)) {
+      if (this.settle(call, { outcome: 'sandbox-died', detail: upstream.diagnostics() })) {
+        this.replyResult(call.clientId, diedResult(call, this.options.serverName));
       }
-    });
+    }
+  }
+
+  /** The order of the oldest call in flight in an upstream (see `nextSequence`), if any. */
+  oldestIn(upstream: Upstream): number | undefined {
+    return this.pending.list(upstream)[0]?.seq;
   }
 
   /** Settles every call in flight (the client left, or hintbox stops): cancelled upstream too when asked. */
   cancelAll(detail: string, upstreamToo: boolean): void {
-    for (const call of [...this.pending.values()]) {
+    for (const call of this.pending.list()) {
       if (this.settle(call, { outcome: 'cancelled', detail }) && upstreamToo) cancelUpstream(call, detail);
     }
   }
 
-  /** The calls in flight in an upstream, as last sent (a retry moves last): what its server's requests bind to. */
+  /** The calls in flight in an upstream, oldest first: what its server's requests bind to. */
   callsIn(upstream: Upstream): { clientId: RequestId; what: string }[] {
-    return [...this.pending.values()]
-      .filter((call) => call.upstream === upstream)
-      .map((call) => ({ clientId: call.clientId, what: call.tool }));
+    return this.pending.list(upstream).map((call) => ({ clientId: call.clientId, what: call.tool }));
   }
 
   /**
@@ -124,14 +129,15 @@ export class CallRelay {
    * calls' tool names (empty when none was running).
    */
   noteHintViolation(sandbox: string, violation: string): string[] {
-    const calls = [...this.pending.values()].filter((call) => call.sandbox === sandbox);
+    const calls = this.pending.list().filter((call) => call.sandbox === sandbox);
     for (const call of calls)
       call.hintViolation = call.hintViolation ? `${call.hintViolation}; ${violation}` : violation;
     return calls.map((call) => call.tool);
   }
 
-  private fromUpstream(sandboxId: string, upstream: Upstream, m: JsonRpcObject): boolean {
-    if (typeof m.id === 'string' && m.id.startsWith(FORWARDED_ID_PREFIX) && m.method === undefined) {
+  /** A message of an upstream: true when it is this relay's (an answer or progress of its calls). */
+  fromUpstream(upstream: Upstream, m: JsonRpcObject): boolean {
+    if (this.owns(m.id) && m.method === undefined) {
       // Only the sandbox a call was sent to may answer it: ids are guessable, sandboxes are not trusted.
       const sent = this.pending.get(m.id);
       const call = sent?.upstream === upstream ? sent : undefined;
@@ -156,14 +162,6 @@ export class CallRelay {
       return true; // an answer to a call that was cancelled or timed out: dropped
     }
     if (m.method === 'notifications/progress') return this.forwardProgress(m, upstream);
-    if (m.method === 'notifications/tools/list_changed') {
-      // A held sandbox runs only for calls: a change it announces outside any call (in the
-      // moment between its answer and its freeze) is dropped.
-      if (this.options.pool.isHeld(upstream, sandboxId) && this.callsIn(upstream).length === 0) {
-        this.options.log.debug(`a held sandbox announced a tool change outside a call: ignored`);
-      } else this.options.onToolsListChanged?.(upstream);
-      return true;
-    }
     return false;
   }
 
@@ -232,21 +230,27 @@ export class CallRelay {
         }
         const meta = isObject(params._meta) ? params._meta : undefined;
         const token = meta?.progressToken;
+        const upstreamId = `${this.idPrefix}${this.nextId++}`;
         const call: PendingCall = {
           clientId,
-          upstreamId: `${FORWARDED_ID_PREFIX}${this.nextId++}`,
+          upstreamId,
+          seq: nextSequence(),
           upstream,
           activity,
           sandbox: routed.sandbox,
           tool: name,
-          ...(typeof token === 'string' || typeof token === 'number' ? { progressToken: token } : {}),
+          ...(typeof token === 'string' || typeof token === 'number'
+            ? { progressToken: token, progressKey: upstreamId }
+            : {}),
           ...(auditId ? { auditId } : {}),
-          params,
+          params: withProgressKey(
+            params,
+            typeof token === 'string' || typeof token === 'number' ? upstreamId : undefined,
+          ),
           attempts: 1,
           retriesLeft,
         };
-        this.pending.set(call.upstreamId, call);
-        this.pendingByClientId.set(clientId, call);
+        this.pending.add(call);
         this.admitting.delete(clientId);
         this.armTimer(call);
         countedHere = false;
@@ -259,7 +263,7 @@ export class CallRelay {
           return;
         }
         // Cancelled or timed out while the sandbox thawed: nothing is sent.
-        if (this.pending.has(call.upstreamId)) await this.send(call);
+        if (this.pending.has(call)) await this.send(call);
       } finally {
         if (countedHere) {
           thawed.catch(() => undefined);
@@ -302,11 +306,11 @@ export class CallRelay {
     const notification = notificationOf(message);
     if (!notification) return true; // one with an id (a request in disguise): dropped
     const token = message.params?.progressToken;
-    for (const call of this.pending.values()) {
-      if (call.upstream === from && call.progressToken !== undefined && call.progressToken === token) {
+    for (const call of this.pending.list(from)) {
+      if (call.progressToken !== undefined && call.progressKey === token) {
         this.armTimer(call); // progress resets the deadline
         void this.options.client
-          .send(notification, call.clientId)
+          .send(progressFor(notification, call.progressToken), call.clientId)
           .catch((error: Error) =>
             this.options.log.warn(`a progress notification of ${call.tool} could not be passed on: ${error.message}`),
           );
@@ -322,7 +326,7 @@ export class CallRelay {
       this.cancelledWhileAdmitting.add(requestId);
       return true;
     }
-    const call = requestId === undefined ? undefined : this.pendingByClientId.get(requestId);
+    const call = requestId === undefined ? undefined : this.pending.ofClient(requestId);
     const reason = notification.params?.reason;
     const detail = typeof reason === 'string' ? `cancelled by the client: ${reason}` : 'cancelled by the client';
     if (!call || !this.settle(call, { outcome: 'cancelled', detail })) return false;
@@ -335,8 +339,8 @@ export class CallRelay {
     if (call.timer) clearTimeout(call.timer);
     call.timer = setTimeout(() => {
       const seconds = Math.round(this.options.callTimeoutMs / 1000);
-      if (this.pending.has(call.upstreamId)) this.options.onDeadline?.(call.sandbox, call.tool);
-      if (call.retriesLeft > 0 && this.pending.has(call.upstreamId)) return this.retry(call, seconds);
+      if (this.pending.has(call)) this.options.onDeadline?.(call.sandbox, call.tool);
+      if (call.retriesLeft > 0 && this.pending.has(call)) return this.retry(call, seconds);
       if (!this.settle(call, { outcome: 'error', detail: `no answer within ${seconds} s` })) return;
       cancelUpstream(call, `hintbox: no answer within ${seconds} s`);
       this.replyError(
@@ -354,17 +358,15 @@ export class CallRelay {
    */
   private retry(call: PendingCall, seconds: number): void {
     cancelUpstream(call, `hintbox: no answer within ${seconds} s; retrying`);
-    this.pending.delete(call.upstreamId);
     call.retriesLeft--;
     call.attempts++;
-    call.upstreamId = `${FORWARDED_ID_PREFIX}${this.nextId++}`;
-    this.pending.set(call.upstreamId, call);
+    this.pending.rekey(call, `${this.idPrefix}${this.nextId++}`);
     const backoffMs = 1000 * 2 ** (call.attempts - 2);
     this.options.log.warn(
       `${call.tool} gave no answer within ${seconds} s; idempotent tool of a trusted server: attempt ${call.attempts} in ${backoffMs} ms`,
     );
     call.timer = setTimeout(() => {
-      if (!this.pending.has(call.upstreamId)) return;
+      if (!this.pending.has(call)) return;
       this.armTimer(call);
       void this.send(call);
     }, backoffMs);
@@ -373,8 +375,7 @@ export class CallRelay {
 
   /** Marks a call answered and records its outcome. False when it already was: each call is answered once. */
   private settle(call: PendingCall, report: AuditOutcomeReport): boolean {
-    if (!this.pending.delete(call.upstreamId)) return false;
-    this.pendingByClientId.delete(call.clientId);
+    if (!this.pending.delete(call)) return false;
     this.options.onCallSettled?.(call.clientId);
     if (call.timer) clearTimeout(call.timer);
     call.activity.leave();

@@ -19,7 +19,11 @@ export interface PendingCall {
   activity: SandboxActivity;
   sandbox: string;
   tool: string;
+  /** The client's progress token; upstream the call carries its first upstream id instead (`progressKey`). */
   progressToken?: string | number;
+  progressKey?: string;
+  /** When it was admitted, in the process's order (the oldest call binds its server's requests). */
+  seq: number;
   timer?: NodeJS.Timeout;
   /** The call's audit record, when a gatekeeper admitted it. */
   auditId?: string;
@@ -38,6 +42,27 @@ export type JsonRpcObject = Record<string, unknown> & {
 
 /** The id space of forwarded calls; the upstream SDK client's own ids are numbers. */
 export const FORWARDED_ID_PREFIX = 'hintbox:';
+
+let lastSequence = 0;
+/** The next number of the process's order of requests (which of several in flight is the oldest). */
+export function nextSequence(): number {
+  return ++lastSequence;
+}
+
+/**
+ * A request's params as sent upstream: the client's progress token replaced by one of hintbox's
+ * (`key`), so that the tokens of the clients that share a sandbox never meet there.
+ */
+export function withProgressKey(params: Record<string, unknown>, key: string | undefined): Record<string, unknown> {
+  if (key === undefined || !isObject(params._meta)) return params;
+  return { ...params, _meta: { ...params._meta, progressToken: key } };
+}
+
+/** A progress notification as the client gets it: with its own token again. */
+export function progressFor(notification: JSONRPCMessage, token: string | number): JSONRPCMessage {
+  const n = notification as { params?: Record<string, unknown> };
+  return { ...notification, params: { ...n.params, progressToken: token } };
+}
 
 /** The trace id of a W3C `traceparent` in a request's `_meta` (`00-<trace id>-<span id>-<flags>`), if any. */
 export function traceIdOf(meta: unknown): string | undefined {
@@ -116,4 +141,47 @@ export function diedResult(call: PendingCall, serverName: string, detail?: strin
     `sandbox ${call.sandbox} of ${serverName} died during the call to ${call.tool}` +
       `${detail ? ` (${detail})` : ''}${why ? `; its last words:\n${why}` : ''}\nIt will be started again on the next call.`,
   );
+}
+
+/** The forwarded calls not yet answered, by hintbox's upstream id and by the client's id. */
+export class PendingCalls {
+  private readonly byUpstreamId = new Map<string, PendingCall>();
+  private readonly byClientId = new Map<RequestId, PendingCall>();
+
+  add(call: PendingCall): void {
+    this.byUpstreamId.set(call.upstreamId, call);
+    this.byClientId.set(call.clientId, call);
+  }
+
+  /** Sent again under a new id (a retry): the old id's late answer is dropped. */
+  rekey(call: PendingCall, upstreamId: string): void {
+    this.byUpstreamId.delete(call.upstreamId);
+    call.upstreamId = upstreamId;
+    this.byUpstreamId.set(upstreamId, call);
+  }
+
+  /** False when it was not pending (answered once already). */
+  delete(call: PendingCall): boolean {
+    if (!this.byUpstreamId.delete(call.upstreamId)) return false;
+    this.byClientId.delete(call.clientId);
+    return true;
+  }
+
+  has(call: PendingCall): boolean {
+    return this.byUpstreamId.get(call.upstreamId) === call;
+  }
+
+  get(upstreamId: string): PendingCall | undefined {
+    return this.byUpstreamId.get(upstreamId);
+  }
+
+  ofClient(clientId: RequestId): PendingCall | undefined {
+    return this.byClientId.get(clientId);
+  }
+
+  /** Every call, or those in one upstream, oldest first. */
+  list(upstream?: Upstream): PendingCall[] {
+    const calls = [...this.byUpstreamId.values()];
+    return (upstream ? calls.filter((call) => call.upstream === upstream) : calls).sort((a, b) => a.seq - b.seq);
+  }
 }

@@ -20,15 +20,17 @@ import { VERSION } from '../version.js';
 import type { ClientChannel, Gatekeeper } from './call-guard.js';
 import { CallRelay, type RelayClient } from './call-relay.js';
 import { NO_OFFERS, type ServerOffers } from './discover-offers.js';
+import { FORWARDED_ID_PREFIX } from './forwarded-call.js';
 import { DEFAULT_PAGE_SIZE, pageOf } from './list-pages.js';
-import { Relisting } from './relisting.js';
 import { RequestRelay, type RequestAuditEvent } from './request-relay.js';
-import { SandboxPool, type Upstream, type UpstreamFactory } from './sandbox-pool.js';
+import type { Upstream, UpstreamFactory } from './sandbox-pool.js';
 import type { ServerRequestPolicy } from './server-requests.js';
+import { listenerTag, SharedSandboxes } from './shared-sandboxes.js';
 
 export { MAX_RETRIES, traceIdOf } from './call-relay.js';
 export type { Upstream, UpstreamFactory } from './sandbox-pool.js';
 export type { RequestAuditEvent } from './request-relay.js';
+export { SharedSandboxes } from './shared-sandboxes.js';
 export type { ServerRequestPolicy } from './server-requests.js';
 
 /**
@@ -39,6 +41,9 @@ export type { ServerRequestPolicy } from './server-requests.js';
  * server's requests of the client) to the request relay (`request-relay.ts`). `initialize`,
  * the lists and `ping` go through the SDK's `Server`, on a transport of its own over the
  * client's connection (`SplitTransport`): the relays take their messages first.
+ *
+ * Its sandboxes are a `SharedSandboxes`: its own (`hintbox run`), or one that the gateways of
+ * several clients share (`hintbox serve`); it leaves it when it closes.
  */
 
 export interface RoutedTool {
@@ -50,7 +55,13 @@ export interface RoutedTool {
 export interface GatewayOptions {
   serverName: string;
   tools: ReadonlyMap<string, RoutedTool>;
-  upstreams: UpstreamFactory;
+  /**
+   * The sandboxes it shares with other gateways (their list changes go to the hooks given
+   * there). Without, it makes its own from `upstreams` and the hooks below, and closes them
+   * when it closes.
+   */
+  shared?: SharedSandboxes;
+  upstreams?: UpstreamFactory;
   /** Upstreams already running (the discovery sandbox, sandboxes started eagerly). */
   started?: ReadonlyMap<string, Upstream>;
   log: Logger;
@@ -95,16 +106,15 @@ export interface GatewayOptions {
 
 export class Gateway {
   readonly server: Server;
-  private readonly pool: SandboxPool;
+  private readonly shared: SharedSandboxes;
+  private readonly ownsShared: boolean;
+  private readonly leaveShared: () => void;
   private readonly relay: CallRelay;
   private readonly requests: RequestRelay;
   /** The routes served now; replaced when the server's tools change. */
   private tools: Map<string, RoutedTool>;
   /** The prompts, resources and templates served now. */
   private offers: ServerOffers;
-  /** A server said its tools changed: the session lists them again (not thawed for it: a held sandbox answers while a call runs in it). */
-  private readonly toolsRelisting: Relisting;
-  private readonly offersRelisting: Relisting;
   private client?: SplitTransport;
   private closing = false;
 
@@ -124,15 +134,10 @@ export class Gateway {
         ...(options.instructions ? { instructions: options.instructions } : {}),
       },
     );
-    this.pool = new SandboxPool({
-      upstreams: options.upstreams,
-      log: options.log,
-      onUpstream: (id, upstream) => {
-        this.relay.attach(id, upstream, (message) => this.requests.fromUpstream(id, upstream, message));
-        this.requests.attach(upstream);
-      },
-      ...(options.onSandboxIdle ? { onSandboxIdle: options.onSandboxIdle } : {}),
-    });
+    this.ownsShared = options.shared === undefined;
+    this.shared = options.shared ?? ownSandboxes(options);
+    const pool = this.shared.pool;
+    const tag = listenerTag();
     /** The client both relays serve: sends as part of a request, asks the person for a call's confirmation. */
     const client: RelayClient = {
       send: (message, relatedRequestId) => this.sendToClient(message, relatedRequestId),
@@ -140,12 +145,12 @@ export class Gateway {
     };
     this.relay = new CallRelay({
       serverName: options.serverName,
-      pool: this.pool,
+      pool,
+      idPrefix: `${FORWARDED_ID_PREFIX}${tag}:`,
       log: options.log,
       callTimeoutMs: options.callTimeoutMs,
       routeOf: (tool) => this.tools.get(tool),
       client,
-      onToolsListChanged: (from) => this.toolsRelisting.announced(from),
       onCallSettled: (clientId) => this.requests.callEnded(clientId),
       ...(options.gatekeeper ? { gatekeeper: options.gatekeeper } : {}),
       ...(options.onDeadline ? { onDeadline: options.onDeadline } : {}),
@@ -153,7 +158,8 @@ export class Gateway {
     });
     this.requests = new RequestRelay({
       serverName: options.serverName,
-      pool: this.pool,
+      pool,
+      tag,
       client,
       peer: {
         capabilities: () => this.server.getClientCapabilities(),
@@ -178,25 +184,24 @@ export class Gateway {
         options.serverRequests ??
         (() => ({ sampling: false, elicitation: false, urlElicitation: false, roots: false })),
       roots: options.roots ?? (() => []),
-      onOffersChanged: (from) => this.offersRelisting.announced(from),
-      isHeld: (upstream, sandboxId) => this.pool.isHeld(upstream, sandboxId),
       ...(options.recordRequest ? { record: options.recordRequest } : {}),
       ...(options.verified ? { verified: options.verified } : {}),
     });
-    const stopped = (): boolean => this.closing;
-    this.toolsRelisting = new Relisting(
-      'tools',
-      (from) => options.onToolsListChanged?.(from) ?? Promise.resolve(),
-      options.log,
-      stopped,
-    );
-    this.offersRelisting = new Relisting(
-      'prompts and resources',
-      (from) => options.onOffersChanged?.(from) ?? Promise.resolve(),
-      options.log,
-      stopped,
-    );
-    for (const [id, upstream] of options.started ?? []) this.pool.adopt(id, upstream);
+    this.leaveShared = this.shared.join({
+      owns: (key) => this.relay.owns(key) || this.requests.owns(key),
+      take: (id, upstream, m) => this.relay.fromUpstream(upstream, m) || this.requests.fromUpstream(id, upstream, m),
+      oldestIn: (upstream, callsOnly) => {
+        const call = this.relay.oldestIn(upstream);
+        const read = callsOnly ? undefined : this.requests.oldestIn(upstream);
+        return call === undefined || read === undefined ? (call ?? read) : Math.min(call, read);
+      },
+      attach: (_id, upstream) => this.requests.attach(upstream),
+      upstreamClosed: (upstream) => {
+        this.relay.upstreamClosed(upstream);
+        this.requests.upstreamClosed(upstream);
+      },
+    });
+    for (const [id, upstream] of options.started ?? []) this.shared.adopt(id, upstream);
     this.tools = new Map(options.tools);
     this.offers = withoutHintboxMeta(options.offers ?? NO_OFFERS);
     const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
@@ -235,7 +240,7 @@ export class Gateway {
 
   /** Serves a sandbox that the session started (e.g. the discovery sandbox, after a cold start). */
   adopt(sandboxId: string, upstream: Upstream): void {
-    this.pool.adopt(sandboxId, upstream);
+    this.shared.adopt(sandboxId, upstream);
   }
 
   /** What the client may see changed without new routes (a tool was approved): tell it. */
@@ -283,12 +288,12 @@ export class Gateway {
 
   /** See `SandboxPool.holdBetweenCallsFromNow`. */
   holdBetweenCallsFromNow(sandboxIds: readonly string[]): Promise<void> {
-    return this.pool.holdBetweenCallsFromNow(sandboxIds);
+    return this.shared.pool.holdBetweenCallsFromNow(sandboxIds);
   }
 
   /** See `SandboxPool.holdFrozenDuring`. */
   holdFrozenDuring<T>(sandboxIds: readonly string[], work: () => Promise<T>): Promise<T> {
-    return this.pool.holdFrozenDuring(sandboxIds, work);
+    return this.shared.pool.holdFrozenDuring(sandboxIds, work);
   }
 
   /** See `CallRelay.noteHintViolation`. */
@@ -296,13 +301,17 @@ export class Gateway {
     return this.relay.noteHintViolation(sandbox, violation);
   }
 
-  /** Closes the client connection and every upstream. */
+  /**
+   * Closes the client connection; its calls still in flight are cancelled upstream when the
+   * sandboxes are shared (others go on using them), and its own sandboxes are closed.
+   */
   async close(): Promise<void> {
     this.closing = true;
-    this.relay.cancelAll('hintbox stopped', false);
+    this.relay.cancelAll('hintbox stopped', !this.ownsShared);
     this.requests.cancelAll('hintbox stopped');
     await this.server.close().catch(() => undefined);
-    await this.pool.close();
+    this.leaveShared();
+    if (this.ownsShared) await this.shared.close();
   }
 
   /** Sends to the client as part of its request `relatedRequestId`. */
@@ -363,4 +372,16 @@ function withoutHintboxMeta(offers: ServerOffers): ServerOffers {
     resources: offers.resources.map(clean),
     resourceTemplates: offers.resourceTemplates.map(clean),
   };
+}
+
+/** A gateway's own sandboxes (`hintbox run`, tests): from its options' factory and hooks. */
+function ownSandboxes(options: GatewayOptions): SharedSandboxes {
+  if (!options.upstreams) throw new Error('a gateway needs shared sandboxes or an upstream factory');
+  return new SharedSandboxes({
+    upstreams: options.upstreams,
+    log: options.log,
+    ...(options.onSandboxIdle ? { onSandboxIdle: options.onSandboxIdle } : {}),
+    ...(options.onToolsListChanged ? { onToolsListChanged: options.onToolsListChanged } : {}),
+    ...(options.onOffersChanged ? { onOffersChanged: options.onOffersChanged } : {}),
+  });
 }

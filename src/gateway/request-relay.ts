@@ -6,7 +6,16 @@ import {
   type Root,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '../util/logger.js';
-import { answerOf, cancelUpstream, isObject, notificationOf, type JsonRpcObject } from './forwarded-call.js';
+import {
+  answerOf,
+  cancelUpstream,
+  isObject,
+  nextSequence,
+  notificationOf,
+  progressFor,
+  withProgressKey,
+  type JsonRpcObject,
+} from './forwarded-call.js';
 import { readRefusal, READS, subjectOf, type ShownOffers } from './read-requests.js';
 import { sendToClient, type RelayClient } from './relay-client.js';
 import type { SandboxPool, Upstream } from './sandbox-pool.js';
@@ -55,10 +64,8 @@ export interface RequestRelayOptions {
   policy(): ServerRequestPolicy;
   /** The roots a server is told: its sandboxes' mount targets. */
   roots(): Root[];
-  /** A server said its prompts or resources changed: the session lists them again. */
-  onOffersChanged?: (from: Upstream) => void;
-  /** Whether an upstream runs only during calls (a held sandbox). */
-  isHeld(upstream: Upstream, sandboxId: string): boolean;
+  /** The gateway's tag: the ids and progress tokens it sends upstream are its own (see `shared-sandboxes.ts`). */
+  tag?: string;
   record?: (event: RequestAuditEvent) => void;
   /** Reads wait for it (a cold start: the server is being verified against its lock file). */
   verified?: Promise<void>;
@@ -72,6 +79,8 @@ const LEVEL_ID_PREFIX = 'hintbox-level:';
 interface PendingRead {
   clientId: RequestId;
   upstreamId: string;
+  /** See `nextSequence`. */
+  seq: number;
   upstream: Upstream;
   sandbox: string;
   method: string;
@@ -95,9 +104,14 @@ export class RequestRelay {
   private readonly levels = new Map<Upstream, string>();
   private readonly desk: ServerRequestDesk;
   private nextId = 1;
+  private readonly readPrefix: string;
+  private readonly levelPrefix: string;
 
   constructor(private readonly options: RequestRelayOptions) {
     const { serverName, peer, timeoutMs, log } = options;
+    const tag = options.tag === undefined ? '' : `${options.tag}:`;
+    this.readPrefix = `${READ_ID_PREFIX}${tag}`;
+    this.levelPrefix = `${LEVEL_ID_PREFIX}${tag}`;
     this.desk = new ServerRequestDesk({
       serverName,
       peer,
@@ -126,17 +140,33 @@ export class RequestRelay {
     return m.method === 'notifications/cancelled' && this.cancelFromClient(m);
   }
 
-  /** Listens to an upstream too (after the call relay); sends it the client's logging level. */
+  /** Whether an id (or progress token) is one this relay sent upstream. */
+  owns(key: unknown): boolean {
+    return typeof key === 'string' && (key.startsWith(this.readPrefix) || key.startsWith(this.levelPrefix));
+  }
+
+  /** A new upstream: it is sent the client's logging level. */
   attach(upstream: Upstream): void {
     this.levels.set(upstream, '');
-    void upstream.closed.then(() => {
-      this.levels.delete(upstream);
-      for (const read of [...this.pending.values()]) {
-        if (read.upstream !== upstream || !this.settle(read, 'sandbox-died', upstream.diagnostics() || null)) continue;
-        this.replyError(read.clientId, ErrorCode.InternalError, `the sandbox serving ${read.method} died`);
-      }
-    });
     if (this.level !== undefined) this.sendLevel(upstream, this.level);
+  }
+
+  /** An upstream's connection ended: its reads are answered. */
+  upstreamClosed(upstream: Upstream): void {
+    this.levels.delete(upstream);
+    for (const read of [...this.pending.values()]) {
+      if (read.upstream !== upstream || !this.settle(read, 'sandbox-died', upstream.diagnostics() || null)) continue;
+      this.replyError(read.clientId, ErrorCode.InternalError, `the sandbox serving ${read.method} died`);
+    }
+  }
+
+  /** The order of the oldest read in flight in an upstream (see `nextSequence`), if any. */
+  oldestIn(upstream: Upstream): number | undefined {
+    let oldest: number | undefined;
+    for (const read of this.pending.values()) {
+      if (read.upstream === upstream && (oldest === undefined || read.seq < oldest)) oldest = read.seq;
+    }
+    return oldest;
   }
 
   /** See `ServerRequestDesk.withdrawRefused`. */
@@ -152,8 +182,8 @@ export class RequestRelay {
   /** A message of an upstream the call relay did not take. */
   fromUpstream(sandboxId: string, upstream: Upstream, m: JsonRpcObject): boolean {
     if (typeof m.id === 'string' && m.method === undefined) {
-      if (m.id.startsWith(LEVEL_ID_PREFIX)) return true;
-      if (!m.id.startsWith(READ_ID_PREFIX)) return false;
+      if (m.id.startsWith(this.levelPrefix)) return true;
+      if (!m.id.startsWith(this.readPrefix)) return false;
       const read = this.pending.get(m.id);
       // Only the sandbox a read was sent to may answer it; a late answer is dropped.
       if (read?.upstream !== upstream) return true;
@@ -172,24 +202,18 @@ export class RequestRelay {
     }
     if (m.method === 'notifications/cancelled') return this.desk.cancelledByServer(upstream, m.params?.requestId);
     if (!['notifications/progress', 'notifications/message', 'notifications/resources/updated'].includes(m.method!)) {
-      if (m.method !== 'notifications/resources/list_changed' && m.method !== 'notifications/prompts/list_changed') {
-        return false;
-      }
-      // As for tools: a held sandbox's announcement outside a call is dropped.
-      if (this.options.isHeld(upstream, sandboxId) && this.inFlight(upstream).length === 0) return true;
-      if (m.id === undefined) this.options.onOffersChanged?.(upstream);
-      return true;
+      return false;
     }
     const notification = notificationOf(m);
     if (!notification) return true; // a request in disguise (it has an id): dropped
     if (m.method === 'notifications/progress') {
       const token = m.params?.progressToken;
       const read = [...this.pending.values()].find(
-        (r) => r.upstream === upstream && r.progressToken !== undefined && r.progressToken === token,
+        (r) => r.upstream === upstream && r.progressToken !== undefined && r.upstreamId === token,
       );
-      if (read) {
+      if (read?.progressToken !== undefined) {
         this.armTimer(read);
-        this.send(notification, read.clientId);
+        this.send(progressFor(notification, read.progressToken), read.clientId);
       }
     } else if (m.method === 'notifications/message') {
       this.send(notification, this.inFlight(upstream)[0]?.clientId);
@@ -246,7 +270,8 @@ export class RequestRelay {
       const token = isObject(params._meta) ? params._meta.progressToken : undefined;
       const read: PendingRead = {
         clientId,
-        upstreamId: `${READ_ID_PREFIX}${this.nextId++}`,
+        upstreamId: `${this.readPrefix}${this.nextId++}`,
+        seq: nextSequence(),
         upstream,
         sandbox,
         method,
@@ -261,7 +286,8 @@ export class RequestRelay {
       try {
         await thawed;
         if (!this.pending.has(read.upstreamId)) return;
-        await upstream.forwarded.send({ jsonrpc: '2.0', id: read.upstreamId, method, params });
+        const sent = withProgressKey(params, read.progressToken === undefined ? undefined : read.upstreamId);
+        await upstream.forwarded.send({ jsonrpc: '2.0', id: read.upstreamId, method, params: sent });
       } catch (error) {
         if (this.settle(read, 'sandbox-died', (error as Error).message)) {
           this.replyError(clientId, ErrorCode.InternalError, `sandbox ${sandbox} could not take ${method}`);
@@ -289,7 +315,12 @@ export class RequestRelay {
     if (this.levels.get(upstream) === level || !upstream.client.getServerCapabilities()?.logging) return;
     this.levels.set(upstream, level);
     void upstream.forwarded
-      .send({ jsonrpc: '2.0', id: `${LEVEL_ID_PREFIX}${this.nextId++}`, method: 'logging/setLevel', params: { level } })
+      .send({
+        jsonrpc: '2.0',
+        id: `${this.levelPrefix}${this.nextId++}`,
+        method: 'logging/setLevel',
+        params: { level },
+      })
       .catch(() => undefined);
   }
 

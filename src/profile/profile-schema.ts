@@ -178,6 +178,13 @@ export const ProfileSchema = z.strictObject({
    */
   hold: z.boolean().default(true),
   /**
+   * Under `hintbox serve`: whether the server's clients share one set of its sandboxes
+   * (`shared`, default: one server process per class, whoever calls) or each client gets its own
+   * (`separate`: for a server that keeps a client's state in memory, or whose clients must not
+   * meet in it). `hintbox run` serves one client either way.
+   */
+  clients: z.enum(['shared', 'separate'], { error: 'expected shared or separate' }).default('shared'),
+  /**
    * What `tools/list` tells the client of each tool's hints. `enforced` (default): the hints its
    * sandbox makes true, and the spec's worst case for the others (`readOnlyHint: false`,
    * `destructiveHint: true`, `openWorldHint: true`; `idempotentHint` as given). `claimed`: the

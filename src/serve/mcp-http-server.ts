@@ -43,10 +43,18 @@ export interface McpHttpServerOptions {
   openSession(server: string, caller: string | null): Promise<ClientSession>;
   /** Where denials are recorded. */
   recordEvent(event: AuditEvent): void;
+  /**
+   * A client's session with no request for this long (and none in flight, no stream open) is
+   * closed: a client that vanished without ending it. Default {@link DEFAULT_IDLE_MS}.
+   */
+  idleTimeoutMs?: number;
   /** Whether every server is ready (profiles loaded, images built). */
   ready(): { ready: boolean; servers: Record<string, 'ready' | 'starting' | 'failed'> };
   log: Logger;
 }
+
+/** A client session idle this long is closed (30 minutes). */
+export const DEFAULT_IDLE_MS = 30 * 60_000;
 
 /** The largest request body read (the SDK's own limit for a message). */
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -58,6 +66,10 @@ interface Client {
   transport: StreamableHTTPServerTransport;
   session: ClientSession;
   closing?: Promise<void>;
+  /** When its last request came. */
+  lastSeen: number;
+  /** Its requests in flight and streams open. */
+  open: number;
 }
 
 export class McpHttpServer {
@@ -68,8 +80,12 @@ export class McpHttpServer {
   /** Responses to client requests still open (a call's answer not yet sent). */
   private inFlight = 0;
   private draining = false;
+  private readonly idleSweep: NodeJS.Timeout;
 
   constructor(private readonly options: McpHttpServerOptions) {
+    const idleMs = options.idleTimeoutMs ?? DEFAULT_IDLE_MS;
+    this.idleSweep = setInterval(() => this.closeIdle(idleMs), Math.min(idleMs / 2, 30_000));
+    this.idleSweep.unref();
     this.http = createServer((req, res) => {
       this.handle(req, res).catch((error: Error) => {
         options.log.error(`serve: ${req.method} ${req.url}: ${error.message}`);
@@ -101,6 +117,7 @@ export class McpHttpServer {
    */
   async drain(deadlineMs: number): Promise<void> {
     this.draining = true;
+    clearInterval(this.idleSweep);
     const until = Date.now() + deadlineMs;
     while (this.inFlight > 0 && Date.now() < until) await delay(50);
     if (this.inFlight > 0) this.options.log.warn(`serve: ${this.inFlight} request(s) still in flight at the deadline`);
@@ -145,7 +162,7 @@ export class McpHttpServer {
       // A session is its caller's: another token may not ride on it.
       if (client.caller !== caller)
         return this.deny(req, res, server, { status: 403, reason: "another caller's session", caller });
-      return this.pass(client.transport, req, res, body);
+      return this.pass(client.transport, req, res, body, client);
     }
     if (req.method !== 'POST' || !isInitializeRequest(body)) {
       return reply(res, 400, jsonRpcError('no session: start with an initialize request'));
@@ -181,7 +198,7 @@ export class McpHttpServer {
     const transport = new HttpTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
-        client = { id, server, caller, transport, session };
+        client = { id, server, caller, transport, session, lastSeen: Date.now(), open: 0 };
         this.clients.set(id, client);
         this.options.log.info(`serve: ${server}: session ${id} opened${caller ? ` for ${caller}` : ''}`);
       },
@@ -195,22 +212,54 @@ export class McpHttpServer {
       await session.close();
       return reply(res, 503, jsonRpcError('hintbox is stopping'));
     }
-    await this.pass(transport, req, res, body);
+    await this.pass(transport, req, res, body, client);
     if (!client) await session.close();
   }
 
-  /** Hands a request to its transport, counting it in flight until its response ends. */
+  /**
+   * Hands a request to its transport, counting it in flight until its response ends. A response
+   * whose connection closes before it was sent (the client went away) cancels its requests.
+   */
   private async pass(
     transport: StreamableHTTPServerTransport,
     req: IncomingMessage,
     res: ServerResponse,
     body: unknown,
+    client?: Client,
   ): Promise<void> {
-    if (req.method === 'POST' && hasRequest(body)) {
-      this.inFlight++;
-      res.once('close', () => this.inFlight--);
+    const requests = req.method === 'POST' ? requestIds(body) : [];
+    if (client) {
+      client.lastSeen = Date.now();
+      // A GET is the client's stream of the server's messages: open while it listens.
+      if (requests.length > 0 || req.method === 'GET') client.open++;
     }
+    if (requests.length > 0) this.inFlight++;
+    res.once('close', () => {
+      if (requests.length > 0) this.inFlight--;
+      if (client && (requests.length > 0 || req.method === 'GET')) {
+        client.open--;
+        client.lastSeen = Date.now();
+      }
+      if (res.writableFinished || !transport.onmessage) return;
+      for (const requestId of requests) {
+        transport.onmessage({
+          jsonrpc: '2.0',
+          method: 'notifications/cancelled',
+          params: { requestId, reason: 'the client went away' },
+        });
+      }
+    });
     await transport.handleRequest(req, res, body);
+  }
+
+  /** Closes the sessions of clients that vanished: idle past `idleMs`, nothing in flight or open. */
+  private closeIdle(idleMs: number): void {
+    const now = Date.now();
+    for (const client of this.clients.values()) {
+      if (client.open === 0 && now - client.lastSeen > idleMs) {
+        void this.end(client, `no request for ${Math.round(idleMs / 1000)} s`);
+      }
+    }
   }
 
   /** Ends a client's session: its gateway, sandboxes and everything else of it removed. */
@@ -251,8 +300,17 @@ function jsonRpcError(message: string): unknown {
 
 /** Whether a POST body holds a request (as opposed to only answers and notifications). */
 function hasRequest(body: unknown): boolean {
+  return requestIds(body).length > 0;
+}
+
+/** The ids of the requests in a POST body (answers and notifications have none). */
+function requestIds(body: unknown): (string | number)[] {
   const messages = Array.isArray(body) ? (body as unknown[]) : [body];
-  return messages.some((m) => typeof m === 'object' && m !== null && 'method' in m && 'id' in m);
+  return messages.flatMap((m) => {
+    if (typeof m !== 'object' || m === null || !('method' in m)) return [];
+    const id = (m as { id?: unknown }).id;
+    return typeof id === 'string' || typeof id === 'number' ? [id] : [];
+  });
 }
 
 async function readJson(req: IncomingMessage): Promise<{ json: unknown } | { status: number; message: string }> {

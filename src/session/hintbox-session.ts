@@ -1,5 +1,5 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { Gateway, type RoutedTool, type Upstream } from '../gateway/gateway.js';
+import { Gateway, SharedSandboxes, type Upstream } from '../gateway/gateway.js';
 import type { RejectedTool } from '../gateway/discover-tools.js';
 import {
   grantCanChange,
@@ -8,7 +8,6 @@ import {
   strictestGrant,
   type SandboxPlan,
 } from '../policy/plan-sandboxes.js';
-import { advertiser } from '../policy/advertised-annotations.js';
 import { ceilingOf } from '../profile/profile-ceiling.js';
 import type { Profile } from '../profile/load-profile.js';
 import type { SessionIdentity } from '../engine/sandbox-engine.js';
@@ -17,24 +16,27 @@ import { SessionDatabase } from '../database/session-database.js';
 import type { PrivilegeViolation } from '../database/socket-relay.js';
 import { assertNoNestedMounts } from '../sandbox/nested-mounts.js';
 import { assertNoSpecialFiles } from '../sandbox/special-files.js';
-import { CallGuard, compilePreApprovals, type GuardedTool } from '../gateway/call-guard.js';
+import { CallGuard, compilePreApprovals } from '../gateway/call-guard.js';
 import { lockedDefinitions, type LockFile } from '../approvals/lock-file.js';
 import { ServerTrustState } from '../policy/server-trust.js';
 import type { PinnedDefinition } from '../policy/tool-pin.js';
-import { approvedHashIn, approvedInstructions, guardTools, warnIfInstructionsDiffer } from './guarded-tools.js';
+import { approvedHashIn, approvedInstructions, warnIfInstructionsDiffer } from './guarded-tools.js';
 import { SessionSandboxes } from './session-sandboxes.js';
 import type { GatewaySettings, SessionOptions } from './session-options.js';
 import { newSessionId, sessionIdentity } from '../util/session-identity.js';
 import { listValidTools, startEarly, startPlanned, type EarlyStart } from './start-sandboxes.js';
 import { databaseCallHooks, reportDatabaseViolation } from './database-violation.js';
 import { SessionOffers } from './session-offers.js';
+import { routesOf, type ToolRoutes } from './tool-routes.js';
 
 export type { GatewaySettings, SessionOptions } from './session-options.js';
 
 /**
  * One server under hintbox: it orders the start (checks, database, image, discovery, plan,
  * sandboxes: `SessionSandboxes` owns them), keeps the tools and the server's trust, and makes
- * the gateway. Created by `HintboxSession.open` (or `openFromLock`); disposing it removes every
+ * the gateways: one under `hintbox run`, one per client under `hintbox serve`, all over the
+ * same running sandboxes (`SharedSandboxes`), each with its own guard (caller, tags, the person
+ * asked). Created by `HintboxSession.open` (or `openFromLock`); disposing it removes every
  * sandbox it made (also those of failed starts).
  */
 export class HintboxSession implements AsyncDisposable {
@@ -50,14 +52,17 @@ export class HintboxSession implements AsyncDisposable {
   /** Its prompts, resources and templates (`offerList.offers`: as the server listed them last). */
   readonly offerList: SessionOffers;
   private disposed = false;
-  private gateway?: Gateway;
-  private guard?: CallGuard;
+  /** The running sandboxes, shared by the gateways; the session lists again when they say so. */
+  private readonly shared: SharedSandboxes;
+  /** The gateways served now, each with its settings and guard. */
+  private readonly gateways = new Map<Gateway, { settings: GatewaySettings; guard?: CallGuard }>();
   /** A trusted server without a lock file: its tools as first listed in this run (trust on first use). */
   private readonly firstSeen = new Map<string, PinnedDefinition>();
   /** The discovery sandbox announced a tool change before the gateway listened to it. */
   private changedBeforeServed?: Upstream;
-  /** A cold start's discovery in the background (`openFromLock`). */
+  /** A cold start's discovery in the background (`openFromLock`); `discovered` once it answered. */
   private verifying?: Promise<void>;
+  private discovered = false;
 
   private constructor(private readonly options: SessionOptions) {
     this.sessionId = options.sessionId ?? newSessionId();
@@ -70,6 +75,7 @@ export class HintboxSession implements AsyncDisposable {
       trust: this.trust,
       log: options.log,
       timeoutMs: () => options.profile.timeouts.start * 1000,
+      served: () => [...this.gateways].map(([gateway, { settings }]) => ({ gateway, approvals: settings.approvals })),
     });
     this.sandboxes = new SessionSandboxes({
       engine: options.engine,
@@ -78,6 +84,14 @@ export class HintboxSession implements AsyncDisposable {
       trust: this.trust,
       log: options.log,
       ...(options.audit ? { audit: options.audit } : {}),
+    });
+    this.shared = new SharedSandboxes({
+      upstreams: (id) => this.sandboxes.start(id),
+      log: options.log,
+      // Looked up at each call: a cold start opens the database after the gateway is made.
+      onSandboxIdle: databaseCallHooks(() => this.sandboxes.database, options.log).onSandboxIdle,
+      onToolsListChanged: (from) => this.relist(from),
+      onOffersChanged: (from) => this.offerList.relist(from),
     });
   }
 
@@ -115,13 +129,11 @@ export class HintboxSession implements AsyncDisposable {
     // The gateway's calls and the run hear of a failure; `dispose` waits for it to settle.
     session.sandboxes.track(verifying);
     session.verifying = verifying;
+    verifying.then(() => (session.discovered = true)).catch(() => undefined);
     return session;
   }
 
-  /**
-   * A cold start's verification: the discovery until the gateway is made, then (after
-   * `createGateway`) the serving of the verified server too. Undefined without a cold start.
-   */
+  /** A cold start's verification: the discovery, then the serving of the verified server too (else undefined). */
   get verified(): Promise<void> | undefined {
     return this.verifying;
   }
@@ -130,7 +142,10 @@ export class HintboxSession implements AsyncDisposable {
     return this.options.profile;
   }
 
-  /** A gateway over this session's sandboxes (routes by the plan). */
+  /**
+   * A gateway over this session's sandboxes (routes by the plan), for one client; several may
+   * be served at once. Close it with {@link closeGateway}.
+   */
   createGateway(settings: GatewaySettings = {}): Promise<Gateway> {
     const { log } = this.options;
     const { routed, guarded } = this.routes(settings);
@@ -148,63 +163,66 @@ export class HintboxSession implements AsyncDisposable {
             profileFile: this.profile.file,
             log,
             // Writers of a copied folder are frozen while it is copied, through their calls' line.
-            previewer: this.sandboxes.previewer((ids, work) =>
-              this.gateway ? this.gateway.holdFrozenDuring(ids, work) : work(),
-            ),
+            previewer: this.sandboxes.previewer((ids, work) => this.shared.pool.holdFrozenDuring(ids, work)),
             ...(settings.approvals ? { approvedHash: approvedHashIn(settings.approvals) } : {}),
-            onApproved: () => void this.gateway?.announceToolListChanged(),
+            onApproved: () => void gateway.announceToolListChanged(),
           })
         : undefined;
-    if (gatekeeper) this.guard = gatekeeper;
     // Instructions reach the client only as approved (the lock file), like tools; without
     // approvals (tests of routing), never.
     const instructions = settings.approvals
       ? approvedInstructions({ profile: this.profile, instructions: this.instructions, lock: settings.approvals, log })
       : undefined;
     // A cold start: the running server's tools replace the locked ones once discovery has
-    // answered, and its sandboxes go to the gateway; calls wait for both.
-    const verified = this.verifying?.then(() => this.serveVerified(settings));
+    // answered, and its sandboxes are served; this gateway's calls wait for both. A gateway
+    // made later (another client) is served the verified server at once.
+    const verified = this.discovered
+      ? undefined
+      : this.verifying?.then((): Promise<void> => this.serveVerified(gateway, settings));
     // The run waits for this one (serving the verified server may fail too: the run ends then).
     if (verified) this.verifying = verified;
-    this.gateway = new Gateway({
+    for (const [id, upstream] of this.sandboxes.takeStarted()) this.shared.adopt(id, upstream);
+    const gateway: Gateway = new Gateway({
       ...(verified ? { verified } : {}),
       serverName: this.profile.name,
-      ...this.offerList.gatewayOptions(settings, () => this.gateway),
+      ...this.offerList.gatewayOptions(settings),
       tools: routed,
-      started: this.sandboxes.takeStarted(),
-      upstreams: (id) => this.sandboxes.start(id),
+      shared: this.shared,
       log,
       callTimeoutMs: this.profile.timeouts.call * 1000,
       ...(instructions ? { instructions } : {}),
       ...(gatekeeper ? { gatekeeper } : {}),
-      onToolsListChanged: (from) => this.relist(from, settings),
-      // Looked up at each call: a cold start opens the database after the gateway is made.
-      ...databaseCallHooks(() => this.sandboxes.database, log),
+      onDeadline: databaseCallHooks(() => this.sandboxes.database, log).onDeadline,
     });
-    const gateway = this.gateway;
-    return (this.verifying ? Promise.resolve() : this.listAgainIfChanged(settings)).then(() => gateway);
+    this.gateways.set(gateway, { settings, ...(gatekeeper ? { guard: gatekeeper } : {}) });
+    return (verified ? Promise.resolve() : this.listAgainIfChanged()).then(() => gateway);
+  }
+
+  /** Closes a client's gateway: its calls in flight are cancelled; the sandboxes serve on. */
+  async closeGateway(gateway: Gateway): Promise<void> {
+    this.gateways.delete(gateway);
+    await gateway.close();
   }
 
   /**
-   * The server announced that its tools changed: list them again (from the sandbox that said
-   * so), validate, plan again, compare with the approved pins — a changed tool is hidden and
-   * refused until approved again — and hand the gateway its new routes.
+   * The server said its tools changed: listed again (from the sandbox that said so), validated,
+   * planned, compared with the pins (a changed tool is hidden until approved again), and routed.
    */
-  private async relist(from: Upstream, settings: GatewaySettings): Promise<void> {
+  private async relist(from: Upstream): Promise<void> {
     const { tools, rejected } = await listValidTools(from, this.profile.timeouts.start * 1000, this.options.log);
     this.rejected = rejected;
     this.adoptTools(tools);
-    const routed = await this.updateGatewayRoutes(settings);
-    this.options.log.info(`${this.profile.name} changed its tools: listed again, ${routed} routed`);
+    for (const gateway of [...this.gateways.keys()]) await this.updateGatewayRoutes(gateway);
+    this.options.log.info(`${this.profile.name} changed its tools: listed again, ${this.plan.tools.length} planned`);
   }
 
   /** Lists again when the server announced a change before it was served (calls wait for it). */
-  private async listAgainIfChanged(settings: GatewaySettings): Promise<void> {
+  private async listAgainIfChanged(): Promise<void> {
     await this.offerList.listAgainIfChanged();
     const from = this.changedBeforeServed;
     this.changedBeforeServed = undefined;
     // As a re-listing the relay asks for: one that fails is logged, and the last listing stands.
-    await (from?.forwarded.connected ? this.relist(from, settings) : undefined)?.catch((error: Error) =>
+    await (from?.forwarded.connected ? this.relist(from) : undefined)?.catch((error: Error) =>
       this.options.log.error(`listing the tools again failed: ${error.message}`),
     );
   }
@@ -216,57 +234,40 @@ export class HintboxSession implements AsyncDisposable {
     for (const sandbox of this.plan.sandboxes) this.sandboxes.grants.set(sandbox.id, sandbox);
   }
 
-  /** Hands the gateway (and its guard) the routes of the current tools; returns how many. */
-  private async updateGatewayRoutes(settings: GatewaySettings): Promise<number> {
-    const { routed, guarded } = this.routes(settings);
-    await this.gateway?.updateTools(routed, () => guarded && this.guard?.replaceTools(guarded));
+  /** Hands a gateway (and its guard) the routes of the current tools; returns how many. */
+  private async updateGatewayRoutes(gateway: Gateway): Promise<number> {
+    const served = this.gateways.get(gateway);
+    if (!served) return 0; // closed meanwhile
+    const { routed, guarded } = this.routes(served.settings);
+    await gateway.updateTools(routed, () => guarded && served.guard?.replaceTools(guarded));
     return routed.size;
   }
 
-  /**
-   * A cold start's discovery has answered (its tools, plan and sandboxes are this session's):
-   * the gateway serves the running server's tools instead of the locked ones, and its sandboxes.
-   */
-  private async serveVerified(settings: GatewaySettings): Promise<void> {
+  /** A cold start's discovery answered: the gateway serves the running server's tools and sandboxes, not the lock's. */
+  private async serveVerified(gateway: Gateway, settings: GatewaySettings): Promise<void> {
     const { log } = this.options;
-    for (const [id, upstream] of this.sandboxes.takeStarted()) this.gateway?.adopt(id, upstream);
-    const routed = await this.updateGatewayRoutes(settings);
-    await this.gateway?.updateOffers(this.offerList.visible(settings.approvals));
-    await this.listAgainIfChanged(settings);
+    for (const [id, upstream] of this.sandboxes.takeStarted()) this.shared.adopt(id, upstream);
+    const routed = await this.updateGatewayRoutes(gateway);
+    await gateway.updateOffers(this.offerList.visible(settings.approvals));
+    await this.listAgainIfChanged();
     warnIfInstructionsDiffer({ profile: this.profile, instructions: this.instructions, lock: settings.approvals, log });
     log.info(`verified ${this.profile.name} against its lock file: ${routed} tool(s) routed`);
   }
 
   /** Routes (and, with pins and an audit log, the guard's view) of the current tools and plan. */
-  private routes(settings: GatewaySettings): { routed: Map<string, RoutedTool>; guarded?: Map<string, GuardedTool> } {
-    const byName = new Map(this.tools.map((t) => [t.name, t]));
-    const guarded =
-      settings.approvals && settings.audit
-        ? guardTools({
-            profile: this.profile,
-            session: this.sessionId,
-            tools: this.tools,
-            plan: this.plan.tools,
-            readLock: settings.approvals,
-            firstSeen: this.firstSeen,
-            audit: settings.audit,
-            log: this.options.log,
-            ...(settings.tagFilter ? { tagFilter: settings.tagFilter } : {}),
-          })
-        : undefined;
-    const routed = new Map<string, RoutedTool>();
-    const advertise = advertiser(this.plan, this.profile.annotations); // what holds; pins stay the server's
-    for (const planned of this.plan.tools) {
-      const definition = byName.get(planned.name);
-      if (!definition || (guarded && !guarded.has(planned.name))) continue;
-      routed.set(planned.name, { definition: advertise(definition, planned), sandbox: planned.sandbox });
-    }
-    return guarded ? { routed, guarded } : { routed };
+  private routes(settings: GatewaySettings): ToolRoutes {
+    const { profile, log } = this.options;
+    return routesOf(
+      { profile, session: this.sessionId, tools: this.tools, plan: this.plan, firstSeen: this.firstSeen, log },
+      settings,
+    );
   }
 
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
+    await Promise.all([...this.gateways.keys()].map((gateway) => this.closeGateway(gateway)));
+    await this.shared.close();
     await this.sandboxes.close(this.profile.timeouts.start * 1000);
     // Only once no sandbox can use them: relays closed, roles dropped.
     await this.sandboxes.database?.close();
@@ -365,28 +366,28 @@ export class HintboxSession implements AsyncDisposable {
       role,
       violation,
       privilege: this.sandboxes.grants.get(sandboxId)?.database,
-      running: this.gateway?.noteHintViolation.bind(this.gateway),
+      running: (sandbox, violation) =>
+        [...this.gateways.keys()].flatMap((gateway) => gateway.noteHintViolation(sandbox, violation)),
       planned: (this.plan as SandboxPlan | undefined)?.sandboxes.find((s) => s.id === sandboxId)?.tools ?? [],
       server: this.profile.name,
       session: this.sessionId,
       log: this.options.log,
       ...(this.options.audit ? { audit: this.options.audit } : {}),
     });
-    if (this.guard) this.guard.markUntrusted(reason);
-    else this.trust.lose(reason);
+    const guard = [...this.gateways.values()].find((served) => served.guard)?.guard;
+    void (guard ? guard.markUntrusted(reason) : this.trust.lose(reason));
   }
 
   /**
-   * The server lost trust (it broke a hint). A `hold: false` profile no longer lets its
-   * sandboxes that can change something run free: they are frozen between calls from now on
-   * (held ones already are).
+   * The server lost trust (it broke a hint). A `hold: false` profile's sandboxes that can change
+   * something are frozen between calls from now on (held ones already are).
    */
   private distrust(_reason: string): void {
     this.offerList.trustLost(); // never throws: it logs
     if (this.profile.hold) return;
     const writers = [...this.sandboxes.grants].filter(([, grant]) => grantCanChange(grant)).map(([id]) => id);
-    void this.gateway
-      ?.holdBetweenCallsFromNow(writers)
+    void this.shared.pool
+      .holdBetweenCallsFromNow(writers)
       .catch((error: Error) =>
         this.options.log.error(
           `could not freeze the sandboxes of ${this.profile.name} between calls: ${error.message}`,

@@ -31,8 +31,6 @@ export class SessionOffers {
   private readonly firstSeen = new Map<string, string>();
   /** The discovery sandbox announced a change before the gateway listened to it. */
   private changedBeforeServed?: Upstream;
-  /** The gateway they are served by, and its approvals. */
-  private served?: { approvals: GatewaySettings['approvals']; gateway: () => Gateway | undefined };
 
   constructor(
     private readonly options: {
@@ -42,6 +40,8 @@ export class SessionOffers {
       trust: ServerTrustState;
       log: Logger;
       timeoutMs: () => number;
+      /** The gateways they are served by now (one per client under serve), each with its approvals. */
+      served: () => Iterable<{ gateway: Gateway; approvals: GatewaySettings['approvals'] }>;
     },
   ) {}
 
@@ -99,24 +99,29 @@ export class SessionOffers {
   async listAgainIfChanged(): Promise<void> {
     const from = this.changedBeforeServed;
     this.changedBeforeServed = undefined;
-    if (!from?.forwarded.connected || !this.served) return;
+    if (!from?.forwarded.connected) return;
     try {
-      await this.list(from);
-      await this.served.gateway()?.updateOffers(this.visible(this.served.approvals));
+      await this.relist(from);
     } catch (error) {
       this.options.log.error(`listing the prompts and resources again failed: ${(error as Error).message}`);
     }
   }
 
+  /** The server said they changed: listed again, and every gateway serves what it may see of them. */
+  async relist(from: Upstream): Promise<void> {
+    await this.list(from);
+    for (const { gateway, approvals } of [...this.options.served()])
+      await gateway.updateOffers(this.visible(approvals));
+  }
+
   /** The server lost trust: what it shows is what a person approved, from now on. */
   trustLost(): void {
-    const served = this.served;
-    if (!served) return;
     try {
-      const gateway = served.gateway();
-      // What it may no longer ask (sampling, links) is withdrawn from the client too.
-      gateway?.withdrawRefusedServerRequests();
-      void gateway?.updateOffers(this.visible(served.approvals));
+      for (const { gateway, approvals } of this.options.served()) {
+        // What it may no longer ask (sampling, links) is withdrawn from the client too.
+        gateway.withdrawRefusedServerRequests();
+        void gateway.updateOffers(this.visible(approvals));
+      }
     } catch (error) {
       this.options.log.error(
         `could not narrow what ${this.options.profile.name} shows after it lost trust: ${(error as Error).message}`,
@@ -127,11 +132,9 @@ export class SessionOffers {
   /** What the gateway needs of them: what is shown, where reads run, what the server may ask, the audit. */
   gatewayOptions(
     settings: GatewaySettings,
-    gateway: () => Gateway | undefined,
-  ): Pick<GatewayOptions, 'offers' | 'readSandbox' | 'serverRequests' | 'roots' | 'onOffersChanged' | 'recordRequest'> {
+  ): Pick<GatewayOptions, 'offers' | 'readSandbox' | 'serverRequests' | 'roots' | 'recordRequest'> {
     const { profile } = this.options;
     const recordRequest = this.recorder(settings.audit);
-    this.served = { approvals: settings.approvals, gateway };
     return {
       offers: this.visible(settings.approvals),
       // Reads change nothing by definition: the strictest sandbox serves them, whatever the server claims.
@@ -144,10 +147,6 @@ export class SessionOffers {
       },
       // A server is told its sandboxes' folders, never the client's host paths.
       roots: () => sandboxRoots(profile.mounts),
-      onOffersChanged: async (from) => {
-        await this.list(from);
-        await gateway()?.updateOffers(this.visible(settings.approvals));
-      },
       ...(recordRequest ? { recordRequest } : {}),
     };
   }
