@@ -23,6 +23,8 @@ progress and the server's requests go to the client (and request) they belong to
 whose connection drops while its call runs has the call cancelled.
 
 A bad profile or lock file anywhere in the folder stops serve before anything starts (exit 2).
+So does, in a container of the engine it drives (hintbox's image), a path it binds into sandboxes
+(profile mounts, $TMPDIR, the state folder) that is not mounted at the same path as on the host.
 
   GET /healthz   200 while the process runs
   GET /readyz    200 once every server is ready (shared: its sandboxes are up and verified;
