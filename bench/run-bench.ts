@@ -5,12 +5,14 @@
  *   npm run bench -- --json           # the same as JSON
  *   npm run bench -- --rounds 3 --calls 100 --warmup 50 --scale 1,5
  *   npm run bench -- --verbose        # and hintbox's own log on stderr
+ *   npm run bench -- --serve no       # without hintbox serve's figures (--serve-scale 1,5,20)
  *
  * Variants are interleaved round by round (bare, docker, hintbox, bare, …) so drift on a noisy
  * machine hits each alike; ratios to docker are taken pair by pair within a round, then the
  * median over rounds is reported.
  */
 import { formatAuditLogFigures, measureAuditLog, type AuditLogFigures } from './audit-log-bench.js';
+import { formatServe, measureServe } from './serve-bench.js';
 import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { chownSync, mkdtempSync, rmSync } from 'node:fs';
@@ -86,6 +88,9 @@ const { values } = parseArgs({
     /** Records of the audit log read by `hintbox audit` and `audit verify` (0: left out). */
     'audit-records': { type: 'string', default: '1000000' },
     concurrency: { type: 'string', default: '1,8,32' },
+    /** `no`: leave out hintbox serve (calls over HTTP with 1 and 8 clients; memory per servers). */
+    serve: { type: 'string', default: 'yes' },
+    'serve-scale': { type: 'string', default: '1,5,20' },
   },
 });
 const ROUNDS = Number(values.rounds);
@@ -170,8 +175,31 @@ async function main(): Promise<void> {
     const freshApprove = measureFreshApprove(trustedText + allowWrites, workspace);
     const auditRecords = Number(values['audit-records']);
     const auditLog = auditRecords > 0 ? await measureAuditLog(auditRecords) : undefined;
-    const report = { ...summarize(rounds, scale), freshApprove, holding, ...(auditLog ? { auditLog } : {}) };
-    process.stdout.write(values.json ? JSON.stringify(report, null, 2) + '\n' : formatReport(report) + '\n');
+    const serve =
+      values.serve === 'no'
+        ? undefined
+        : await measureServe({
+            hintboxBin: HINTBOX_BIN,
+            profileText: trustedText,
+            env: hintboxEnv,
+            rounds: ROUNDS,
+            calls: CALLS,
+            warmup: WARMUP,
+            scale: values['serve-scale']
+              .split(',')
+              .map(Number)
+              .filter((n) => n > 0),
+            log,
+          });
+    const report = {
+      ...summarize(rounds, scale),
+      freshApprove,
+      holding,
+      ...(auditLog ? { auditLog } : {}),
+      ...(serve ? { serve } : {}),
+    };
+    const text = formatReport(report) + (serve ? `\n\n${formatServe(serve)}` : '');
+    process.stdout.write(values.json ? JSON.stringify(report, null, 2) + '\n' : text + '\n');
   } finally {
     rmSync(workspace, { recursive: true, force: true });
     rmSync(state, { recursive: true, force: true });

@@ -1,7 +1,7 @@
 import { BearerTokens, hashToken } from '../serve/bearer-tokens.js';
 import { sandboxBindSources } from '../serve/bind-sources.js';
 import { DEFAULT_IDLE_MS, McpHttpServer } from '../serve/mcp-http-server.js';
-import { loadProfileFolder } from '../serve/profile-folder.js';
+import { loadProfileFolder, type ServedProfile } from '../serve/profile-folder.js';
 import { hintboxEnvironment } from '../config/environment.js';
 import { isLoopbackHost } from '../serve/serve-address.js';
 import { ServedServers } from '../serve/served-servers.js';
@@ -39,7 +39,11 @@ which "hintbox serve --hash-token" prints for a token read on stdin.
 
 On SIGTERM or SIGINT, new sessions and requests are refused (503); calls in flight may finish
 until the longest call timeout of the profiles (at most 30 s); then every session's sandboxes
-(and database roles, socket folders) are removed and serve exits 0. SIGHUP does not reload yet.
+(and database roles, socket folders) are removed and serve exits 0. On SIGHUP the folder is
+loaded again (profiles and lock files; the tokens file is read only at start): a server whose
+profile or lock file changed, or that is gone, has its clients' sessions ended (they connect
+again) and its sandboxes removed; a new or changed one starts. A folder with a problem changes
+nothing (logged).
 A client session with no request for --idle-timeout seconds (and none in flight, no stream
 open) is closed: a client that vanished without ending it.
 
@@ -81,22 +85,29 @@ export const serveCommand: CommandSpec = {
       throw new UsageError(`serve: --host ${host} is reachable from other machines: give --tokens too`);
     }
     // Everything is checked before anything starts: profiles, lock files, tokens.
-    const served = loadProfileFolder(positionals[0] as string, log);
+    const folder = positionals[0] as string;
+    const load = (): Map<string, ServedProfile> => {
+      const loaded = loadProfileFolder(folder, log);
+      const strangers = tokens?.unknownServers([...loaded.keys()]) ?? [];
+      if (strangers.length > 0) {
+        throw new UsageError(
+          `serve: ${values.tokens as string}: tokens name servers not in the folder: ${strangers.join(', ')}`,
+        );
+      }
+      return loaded;
+    };
+    const served = load();
     const names = [...served.keys()];
-    const strangers = tokens?.unknownServers(names) ?? [];
-    if (strangers.length > 0) {
-      throw new UsageError(
-        `serve: ${values.tokens as string}: tokens name servers not in the folder: ${strangers.join(', ')}`,
-      );
-    }
     const engine = await engineReady(log);
     // hintbox in a container: what sandboxes get must be at the same path on the host (exit 2).
-    await engine.checkBindSources(
-      sandboxBindSources(
-        [...served.values()].map((s) => s.profile),
-        hintboxEnvironment(),
-      ),
-    );
+    const checkPaths = (profiles: Map<string, ServedProfile>): Promise<void> =>
+      engine.checkBindSources(
+        sandboxBindSources(
+          [...profiles.values()].map((s) => s.profile),
+          hintboxEnvironment(),
+        ),
+      );
+    await checkPaths(served);
     const trail = openAuditTrail(log);
     const servers = new ServedServers({ served, engine, audit: trail.audit, log });
     const server = new McpHttpServer({
@@ -109,6 +120,31 @@ export const serveCommand: CommandSpec = {
       log,
     });
 
+    /** SIGHUP: the folder loaded again; a folder with a problem changes nothing. One at a time. */
+    let reloading = Promise.resolve();
+    const reload = async (): Promise<void> => {
+      let next: Map<string, ServedProfile>;
+      try {
+        next = load();
+        await checkPaths(next);
+      } catch (error) {
+        log.error(
+          `SIGHUP: nothing reloaded, the folder has problems (serving on as before):\n${(error as Error).message}`,
+        );
+        return;
+      }
+      const now = servers.names.filter((name) => next.has(name));
+      server.setServers(now); // a removed server's path is 404 from now on
+      const changed = [...servers.names].filter((name) => !now.includes(name) || servers.changedIn(next, name));
+      await server.endClientsOf(changed, 'its profile or lock file changed (SIGHUP)');
+      const reloaded = await servers.reload(next);
+      server.setServers(servers.names);
+      const list = (names: string[]) => (names.length > 0 ? names.join(', ') : 'none');
+      log.info(
+        `SIGHUP: reloaded ${folder}: added ${list(reloaded.added)}; changed ${list(reloaded.changed)}; removed ${list(reloaded.removed)}; unchanged ${reloaded.unchanged.length}`,
+      );
+    };
+
     const alive = setInterval(() => undefined, 1 << 30);
     try {
       const bound = await server.listen(port, host);
@@ -118,8 +154,7 @@ export const serveCommand: CommandSpec = {
       servers.start();
       const signal = await new Promise<string>((resolve) => {
         for (const name of ['SIGTERM', 'SIGINT'] as const) process.once(name, () => resolve(name));
-        // Its default would end the process with every sandbox left: ignored until reloading exists.
-        process.on('SIGHUP', () => log.warn('SIGHUP: reloading is not supported yet; ignored'));
+        process.on('SIGHUP', () => void (reloading = reloading.then(reload)));
         process.once('uncaughtException', (error) => {
           log.error(`hintbox failed: ${error.stack ?? error.message}`);
           resolve('failure');

@@ -48,10 +48,18 @@ export interface McpHttpServerOptions {
    * closed: a client that vanished without ending it. Default {@link DEFAULT_IDLE_MS}.
    */
   idleTimeoutMs?: number;
+  /**
+   * The most sessions one caller (a token's name; without tokens, everyone) may have open at
+   * once: each may hold sandboxes (`clients: separate`). Default {@link DEFAULT_MAX_SESSIONS}.
+   */
+  maxSessionsPerCaller?: number;
   /** Whether every server is ready (profiles loaded, images built). */
   ready(): { ready: boolean; servers: Record<string, 'ready' | 'starting' | 'failed'> };
   log: Logger;
 }
+
+/** Sessions one caller may have open at once. */
+export const DEFAULT_MAX_SESSIONS = 64;
 
 /** A client session idle this long is closed (30 minutes). */
 export const DEFAULT_IDLE_MS = 30 * 60_000;
@@ -77,12 +85,16 @@ export class McpHttpServer {
   private readonly clients = new Map<string, Client>();
   /** Sessions being opened: a drain waits for them to close them too. */
   private readonly opening = new Set<Promise<unknown>>();
+  /** Sessions being opened, by caller (`''`: no tokens). */
+  private readonly startingBy = new Map<string, number>();
   /** Responses to client requests still open (a call's answer not yet sent). */
   private inFlight = 0;
   private draining = false;
   private readonly idleSweep: NodeJS.Timeout;
+  private servers: string[];
 
   constructor(private readonly options: McpHttpServerOptions) {
+    this.servers = [...options.servers];
     const idleMs = options.idleTimeoutMs ?? DEFAULT_IDLE_MS;
     this.idleSweep = setInterval(() => this.closeIdle(idleMs), Math.min(idleMs / 2, 30_000));
     this.idleSweep.unref();
@@ -104,6 +116,17 @@ export class McpHttpServer {
         resolve((this.http.address() as AddressInfo).port);
       });
     });
+  }
+
+  /** Serves these servers from now on (a reload); `/mcp/<name>` of another is 404. */
+  setServers(servers: readonly string[]): void {
+    this.servers = [...servers];
+  }
+
+  /** Ends the sessions of every client of these servers (their profile changed or is gone). */
+  async endClientsOf(servers: readonly string[], why: string): Promise<void> {
+    const ending = [...this.clients.values()].filter((client) => servers.includes(client.server));
+    await Promise.allSettled(ending.map((client) => this.end(client, why)));
   }
 
   /** How many client sessions are open. */
@@ -136,8 +159,7 @@ export class McpHttpServer {
     }
     const match = /^\/mcp\/([^/]+)\/?$/.exec(url.pathname);
     const server = match ? decodeURIComponent(match[1] as string) : undefined;
-    if (server === undefined || !this.options.servers.includes(server))
-      return reply(res, 404, { error: 'no such server' });
+    if (server === undefined || !this.servers.includes(server)) return reply(res, 404, { error: 'no such server' });
 
     let caller: string | null = null;
     if (this.options.tokens) {
@@ -167,7 +189,20 @@ export class McpHttpServer {
     if (req.method !== 'POST' || !isInitializeRequest(body)) {
       return reply(res, 400, jsonRpcError('no session: start with an initialize request'));
     }
-    await this.start(server, caller, req, res, body);
+    const key = caller ?? '';
+    const starting = this.startingBy.get(key) ?? 0;
+    const open = starting + [...this.clients.values()].filter((client) => client.caller === caller).length;
+    const max = this.options.maxSessionsPerCaller ?? DEFAULT_MAX_SESSIONS;
+    if (open >= max) {
+      this.options.log.warn(`serve: ${server}: ${caller ?? 'a client'} has ${open} sessions open already: refused`);
+      return reply(res, 429, jsonRpcError(`too many sessions (${max}): end some first`), { 'Retry-After': '10' });
+    }
+    this.startingBy.set(key, starting + 1);
+    try {
+      await this.start(server, caller, req, res, body);
+    } finally {
+      this.startingBy.set(key, (this.startingBy.get(key) ?? 1) - 1);
+    }
   }
 
   /** A new client: its own hintbox session, connected to a transport of its own. */

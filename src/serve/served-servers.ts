@@ -1,5 +1,7 @@
 import type { AuditLogWriter } from '../audit/audit-log-writer.js';
 import type { SandboxEngine } from '../engine/sandbox-engine.js';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { Gateway } from '../gateway/gateway.js';
 import type { HintboxSession } from '../session/hintbox-session.js';
 import { knownTools, openSession } from '../session/session-setup.js';
@@ -18,6 +20,14 @@ import type { ServedProfile } from './profile-folder.js';
 
 export type ServerState = 'starting' | 'ready' | 'failed';
 
+/** What a reload changed, by server name. */
+export interface Reloaded {
+  added: string[];
+  changed: string[];
+  removed: string[];
+  unchanged: string[];
+}
+
 export interface ServedServersOptions {
   served: ReadonlyMap<string, ServedProfile>;
   engine: SandboxEngine;
@@ -32,26 +42,83 @@ export class ServedServers {
   /** Every session opened (shared or a client's), so that closing serve removes each. */
   private readonly sessions = new Set<HintboxSession>();
   private closed = false;
+  /** The servers served now (a reload replaces them). */
+  private served: Map<string, ServedProfile>;
+  /** Each server's profile and lock file as they were when it was (re)loaded. */
+  private readonly fingerprints = new Map<string, string>();
 
   constructor(private readonly options: ServedServersOptions) {
-    for (const name of options.served.keys()) this.states.set(name, 'starting');
+    this.served = new Map(options.served);
+    for (const [name, entry] of this.served) {
+      this.states.set(name, 'starting');
+      this.fingerprints.set(name, fingerprintOf(entry));
+    }
+  }
+
+  /** The names of the servers served now. */
+  get names(): string[] {
+    return [...this.served.keys()];
   }
 
   /** Prepares every server in the background: a shared one's session and sandboxes, a separate one's image. */
-  start(): void {
-    for (const [name, { profile }] of this.options.served) {
+  start(names: readonly string[] = this.names): void {
+    for (const name of names) {
+      const { profile } = this.entry(name);
       const ready =
         profile.clients === 'shared'
           ? this.sharedSession(name).then((session) => session.verified)
           : this.options.engine.prepareImage(profile.server);
       ready.then(
-        () => this.states.set(name, 'ready'),
+        () => this.served.get(name)?.profile === profile && this.states.set(name, 'ready'),
         (error: Error) => {
+          if (this.served.get(name)?.profile !== profile) return;
           this.states.set(name, 'failed');
           this.options.log.error(`serve: ${name}: not ready: ${error.message}`);
         },
       );
     }
+  }
+
+  /** Whether a server of a folder loaded again is served otherwise than now (its profile or lock file changed). */
+  changedIn(next: ReadonlyMap<string, ServedProfile>, name: string): boolean {
+    const entry = next.get(name);
+    return entry !== undefined && this.fingerprints.get(name) !== fingerprintOf(entry);
+  }
+
+  /**
+   * Serves a folder loaded again (SIGHUP): a server whose profile or lock file changed, or that
+   * is gone, has its shared session removed (its clients' gateways with it; the caller ends
+   * their HTTP sessions); a new or changed one is started as at serve's start.
+   */
+  async reload(next: ReadonlyMap<string, ServedProfile>): Promise<Reloaded> {
+    const reloaded: Reloaded = { added: [], changed: [], removed: [], unchanged: [] };
+    for (const name of this.served.keys()) if (!next.has(name)) reloaded.removed.push(name);
+    const nextPrints = new Map([...next].map(([name, entry]) => [name, fingerprintOf(entry)]));
+    for (const name of next.keys()) {
+      if (!this.served.has(name)) reloaded.added.push(name);
+      else if (this.changedIn(next, name)) reloaded.changed.push(name);
+      else reloaded.unchanged.push(name);
+    }
+    const retired = [...reloaded.removed, ...reloaded.changed];
+    // Taken out at once: a client that comes meanwhile gets the new session, not the retired one.
+    const sessions = retired.map((name) => this.shared.get(name));
+    for (const name of retired) {
+      this.shared.delete(name);
+      this.states.delete(name);
+    }
+    for (const name of [...reloaded.added, ...reloaded.changed]) {
+      this.served.set(name, next.get(name) as ServedProfile);
+      this.fingerprints.set(name, nextPrints.get(name) as string);
+      this.states.set(name, 'starting');
+    }
+    for (const name of reloaded.removed) {
+      this.served.delete(name);
+      this.fingerprints.delete(name);
+    }
+    const removals = sessions.flatMap((opening) => (opening ? [opening.then((session) => this.remove(session))] : []));
+    await Promise.allSettled(removals);
+    this.start([...reloaded.added, ...reloaded.changed]);
+    return reloaded;
   }
 
   /** Whether every server is ready (/readyz), and each one's state. */
@@ -76,7 +143,7 @@ export class ServedServers {
   }
 
   private entry(name: string): ServedProfile {
-    const entry = this.options.served.get(name);
+    const entry = this.served.get(name);
     if (!entry) throw new Error(`no server ${name}`);
     return entry;
   }
@@ -167,4 +234,15 @@ function clientOf(gateway: Gateway, close: () => Promise<void>): ClientSession {
       gateway.server.onclose = onClosed;
     },
   };
+}
+
+/** What a server is served as: its profile (as loaded, variables expanded) and its lock file's text. */
+function fingerprintOf(entry: ServedProfile): string {
+  let lock = '';
+  try {
+    lock = readFileSync(entry.approvals.file, 'utf8');
+  } catch {
+    // No lock file: nothing approved.
+  }
+  return createHash('sha256').update(JSON.stringify(entry.profile)).update('\0').update(lock).digest('hex');
 }

@@ -37,6 +37,8 @@ describe('the benchmark, smoke run', { timeout: 300_000 }, () => {
         '1',
         '--audit-records',
         '2000',
+        '--serve-scale',
+        '2',
       ],
       { cwd: REPO, maxBuffer: 16 * 1024 * 1024 },
     );
@@ -47,6 +49,11 @@ describe('the benchmark, smoke run', { timeout: 300_000 }, () => {
       scale: { servers: number; startMs: number; hintboxRssMb: number }[];
       holding: { name: string; held: number; free: number; ratio: number }[];
       freshApprove: { median: number; spread: number };
+      serve?: {
+        calls: { clients: number; p50Ms: { median: number }; callsPerSecond: { median: number } }[];
+        run: { p50Ms: { median: number } };
+        memory: { servers: number; rssMb: number }[];
+      };
       auditLog?: {
         records: number;
         appendUs: number;
@@ -100,6 +107,18 @@ describe('the benchmark, smoke run', { timeout: 300_000 }, () => {
       assert.ok(h.held > 0 && h.free > 0 && Number.isFinite(h.ratio), `${h.name}: ${JSON.stringify(h)}`);
     }
     assert.ok(report.freshApprove.median > 0, 'the first approve on a fresh machine was timed');
+    // serve: calls over HTTP with 1 and 8 clients beside run over stdio, and its memory.
+    assert.deepEqual(
+      report.serve?.calls.map((c) => c.clients),
+      [1, 8],
+    );
+    for (const c of report.serve?.calls ?? []) assert.ok(c.p50Ms.median > 0 && c.callsPerSecond.median > 0);
+    assert.ok((report.serve?.run.p50Ms.median ?? 0) > 0);
+    assert.deepEqual(
+      report.serve?.memory.map((m) => m.servers),
+      [2],
+    );
+    assert.ok((report.serve?.memory[0]?.rssMb ?? 0) > 10, 'serve resident memory read');
     assert.equal(report.scale.length, 1);
     assert.equal(report.scale[0]?.servers, 1);
     assert.ok((report.scale[0]?.startMs ?? 0) > 0, 'the scale run started a server');

@@ -261,6 +261,31 @@ describe('the hintbox image', { timeout: 600_000 }, () => {
       assert.equal(response.status, 401);
     });
 
+    it('reloads nothing on SIGHUP when a new profile mounts a path that is not on the host', async () => {
+      // /var/lib/hintbox/tmp is the image's own folder: present inside, not mounted from the host.
+      const stray = {
+        name: 'stray',
+        server: { image: LIAR_IMAGE },
+        mounts: [{ source: '/var/lib/hintbox/tmp', target: '/data' }],
+      };
+      writeFileSync(path.join(l.profiles, 'stray.yaml'), stringify(stray));
+      await container.kill({ signal: 'SIGHUP' });
+      await eventually(
+        async () => /SIGHUP: nothing reloaded/.test(await logsOf(container)),
+        20_000,
+        'the reload refused',
+      );
+      assert.match(
+        await logsOf(container),
+        /serve: stray's mount \/data \/var\/lib\/hintbox\/tmp is in hintbox's container, not on the host/,
+      );
+      const response = await fetch(`${url}/mcp/stray`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${TOKEN}` },
+      });
+      assert.equal(response.status, 404);
+    });
+
     it('stops on SIGTERM with exit 0 and leaves no sandbox', async () => {
       const client = await connect(`${url}/mcp/${EVERYTHING}`, TOKEN);
       assert.equal(textOf(await client.callTool({ name: 'echo', arguments: { message: 'last' } })), 'Echo: last');

@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
+import { LABEL_SERVER } from '../../src/engine/docker/container-spec.js';
 import { hashToken } from '../../src/serve/bearer-tokens.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 import {
@@ -29,8 +30,13 @@ import {
 
 const LIAR = `liar-serve-${process.pid}`;
 const EVERYTHING = `every-serve-${process.pid}`;
+/** The liar again, each client with sandboxes of its own. */
+const LIAR_SEPARATE = `liar-own-${process.pid}`;
 
-/** A folder with the two profiles: the liar (a host folder mounted at /data) and the everything server. */
+/**
+ * A folder with the profiles: the liar (a host folder mounted at /data) and the everything
+ * server, whose clients share their sandboxes, and the liar once more with `clients: separate`.
+ */
 function profilesFolder(workspace: string, extra: Record<string, string> = {}): string {
   const folder = scratchFolder('hintbox-serve-profiles-');
   const liar = {
@@ -50,6 +56,8 @@ function profilesFolder(workspace: string, extra: Record<string, string> = {}): 
     limits: { pids: 128, memory: '256m' },
   };
   writeFileSync(path.join(folder, 'liar.yaml'), stringify(liar));
+  const separate = { ...liar, name: LIAR_SEPARATE, clients: 'separate', mounts: [] };
+  writeFileSync(path.join(folder, 'liar-separate.yaml'), stringify(separate));
   writeFileSync(path.join(folder, 'everything.yaml'), stringify(everything));
   for (const [file, text] of Object.entries(extra)) writeFileSync(path.join(folder, file), text);
   return folder;
@@ -98,16 +106,24 @@ async function stop(serving: Serving | undefined): Promise<void> {
   await serving.exited;
 }
 
-/** A real SDK client over streamable HTTP that approves every confirmation. */
-async function connect(url: string, token?: string): Promise<Client & { asked: number }> {
+/**
+ * A real SDK client over streamable HTTP that approves every confirmation (with `approveIf`,
+ * those whose message it matches; it declines the others). `asked` keeps each message.
+ */
+async function connect(
+  url: string,
+  token?: string,
+  approveIf?: RegExp,
+): Promise<Client & { asked: number; messages: string[] }> {
   const client = Object.assign(
     new Client({ name: 'serve-test', version: '1.0.0' }, { capabilities: { elicitation: {} } }),
-    {
-      asked: 0,
-    },
+    { asked: 0, messages: [] as string[] },
   );
-  client.setRequestHandler(ElicitRequestSchema, () => {
+  client.setRequestHandler(ElicitRequestSchema, (request) => {
     client.asked++;
+    const message = (request.params as { message?: string }).message ?? '';
+    client.messages.push(message);
+    if (approveIf && !approveIf.test(message)) return { action: 'decline' };
     return { action: 'accept', content: { approve: true } };
   });
   const headers = token ? { Authorization: `Bearer ${token}` } : undefined;
@@ -116,6 +132,16 @@ async function connect(url: string, token?: string): Promise<Client & { asked: n
 }
 
 const textOf = (result: unknown): string => (result as { content: { text?: string }[] }).content[0]?.text ?? '';
+
+/** The containers of one server among those of a serve process. */
+async function containersOfServer(pid: number | undefined, server: string) {
+  return (await containersOf(pid)).filter((c) => c.Labels[LABEL_SERVER] === server);
+}
+
+async function leave(client: Client): Promise<void> {
+  await (client.transport as StreamableHTTPClientTransport).terminateSession().catch(() => undefined);
+  await client.close();
+}
 
 describe('hintbox serve', { timeout: 300_000 }, () => {
   before(async () => {
@@ -140,11 +166,11 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
     let workspace: string;
     before(async () => {
       workspace = sandboxFolder();
-      serving = await serve([profilesFolder(workspace)]);
+      serving = await serve([profilesFolder(workspace), '--idle-timeout', '4']);
     });
     after(() => stop(serving));
 
-    it('serves both servers at their paths; a confirmed write lands in the host folder; DELETE removes the sandboxes', async () => {
+    it("serves both servers at their paths; a confirmed write lands in the host folder; DELETE removes a separate client's sandboxes", async () => {
       const liar = await connect(`${serving.url}/mcp/${LIAR}`);
       const everything = await connect(`${serving.url}/mcp/${EVERYTHING}`);
       const liarTools = (await liar.listTools()).tools.map((t) => t.name);
@@ -162,38 +188,114 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
       assert.deepEqual({ tool: intent?.tool, caller: intent?.caller }, { tool: 'unannotated_write', caller: null });
 
       const pid = serving.child.pid;
-      assert.ok((await containersOf(pid)).length > 0);
-      for (const client of [liar, everything]) {
-        await (client.transport as StreamableHTTPClientTransport).terminateSession();
-        await client.close();
-      }
-      await eventually(async () => (await containersOf(pid)).length === 0, 20_000, 'no sandboxes after DELETE');
+      const own = await connect(`${serving.url}/mcp/${LIAR_SEPARATE}`);
+      assert.deepEqual(outcomeOf(await own.callTool({ name: 'identity', arguments: {} })).ok, true);
+      assert.ok((await containersOfServer(pid, LIAR_SEPARATE)).length > 0, 'the separate client has sandboxes');
+      const shared = (await containersOfServer(pid, EVERYTHING)).length;
+      assert.ok(shared > 0);
+      for (const client of [liar, everything, own]) await leave(client);
+      await eventually(
+        async () => (await containersOfServer(pid, LIAR_SEPARATE)).length === 0,
+        20_000,
+        "no sandboxes of the separate client's after DELETE",
+      );
+      // Shared sandboxes serve on for the next client.
+      assert.equal((await containersOfServer(pid, EVERYTHING)).length, shared);
     });
 
-    it('gives 4 clients at once exactly their own answers', async () => {
-      const clients = await Promise.all([0, 1, 2, 3].map(() => connect(`${serving.url}/mcp/${EVERYTHING}`)));
+    it('gives 8 clients of shared sandboxes exactly their own answers and progress (their tokens are the same)', async () => {
+      const pid = serving.child.pid;
+      const before = (await containersOfServer(pid, EVERYTHING)).map((c) => c.Id).sort();
+      const clients = await Promise.all([...Array(8).keys()].map(() => connect(`${serving.url}/mcp/${EVERYTHING}`)));
       try {
-        const answers = await Promise.all(
+        const got = await Promise.all(
           clients.map(async (client, c) => {
-            const got: string[] = [];
+            // Each client's SDK uses the same request ids, so the same progress tokens: only
+            // hintbox's own tokens upstream keep one client's progress from another's.
+            const steps = c + 2;
+            const progress: number[] = [];
+            const slow = client.callTool(
+              { name: 'trigger-long-running-operation', arguments: { duration: 2, steps } },
+              undefined,
+              {
+                onprogress: (p) => progress.push(p.total ?? -1),
+              },
+            );
+            const echoes: string[] = [];
             for (let i = 0; i < 5; i++) {
-              got.push(textOf(await client.callTool({ name: 'echo', arguments: { message: `c${c}-${i}` } })));
+              echoes.push(textOf(await client.callTool({ name: 'echo', arguments: { message: `c${c}-${i}` } })));
             }
-            return got;
+            return { echoes, done: textOf(await slow), progress, steps };
           }),
         );
-        answers.forEach((got, c) =>
+        got.forEach(({ echoes, done, progress, steps }, c) => {
           assert.deepEqual(
-            got,
+            echoes,
             [0, 1, 2, 3, 4].map((i) => `Echo: c${c}-${i}`),
+          );
+          assert.match(done, new RegExp(`Steps: ${steps}\\.`));
+          assert.deepEqual(progress, Array(steps).fill(steps), `client ${c} got only its own progress`);
+        });
+        // One set of sandboxes served them all: the same containers as before they came.
+        assert.deepEqual((await containersOfServer(pid, EVERYTHING)).map((c) => c.Id).sort(), before);
+      } finally {
+        await Promise.all(clients.map(leave));
+      }
+    });
+
+    it('asks each confirmation of 8 clients at once of the client that made the call', async () => {
+      const clients = await Promise.all(
+        [...Array(8).keys()].map((c) => connect(`${serving.url}/mcp/${LIAR}`, undefined, new RegExp(`c${c}\\.txt`))),
+      );
+      try {
+        const results = await Promise.all(
+          clients.map((client, c) =>
+            client.callTool({
+              name: 'unannotated_write',
+              arguments: { path: `/data/c${c}.txt`, content: `from c${c}` },
+            }),
           ),
         );
+        results.forEach((result, c) =>
+          assert.deepEqual(outcomeOf(result), { ok: true, value: 'written' }, `client ${c}`),
+        );
+        clients.forEach((client, c) => {
+          assert.equal(client.asked, 1, `client ${c} was asked once: ${client.messages.join(' | ')}`);
+          assert.equal(readFileSync(path.join(workspace, `c${c}.txt`), 'utf8'), `from c${c}`);
+        });
       } finally {
-        for (const client of clients) {
-          await (client.transport as StreamableHTTPClientTransport).terminateSession().catch(() => undefined);
-          await client.close();
-        }
+        await Promise.all(clients.map(leave));
       }
+    });
+
+    it('cancels the call of a client whose connection drops, and closes the session of a client that vanished', async () => {
+      const gone = await connect(`${serving.url}/mcp/${EVERYTHING}`);
+      const slow = gone.callTool(
+        { name: 'trigger-long-running-operation', arguments: { duration: 30, steps: 30 } },
+        undefined,
+        {
+          onprogress: () => undefined,
+        },
+      );
+      slow.catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 1500));
+      // Its transport goes without ending the session (no DELETE): the streams drop.
+      await gone.close();
+      await eventually(
+        async () => {
+          const [call] = await auditOf<{ tool: string; outcome?: string; detail?: string }>(EVERYTHING);
+          return call?.tool === 'trigger-long-running-operation' && call.outcome === 'cancelled';
+        },
+        10_000,
+        'the call cancelled in the audit trail',
+      );
+      const [call] = await auditOf<{ detail?: string }>(EVERYTHING);
+      assert.match(call?.detail ?? '', /the client went away/);
+      await eventually(
+        async () => /session \S+ ends \(no request for 4 s\)/.test(serving.stderr()),
+        15_000,
+        'the idle session closed',
+      );
     });
   });
 
@@ -247,6 +349,65 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
       const [intent] = await auditOf<{ tool: string; caller: string | null }>(EVERYTHING);
       assert.deepEqual({ tool: intent?.tool, caller: intent?.caller }, { tool: 'echo', caller: 'alice' });
     });
+  });
+
+  it('reloads the folder on SIGHUP: a changed server restarts, a removed one is gone, a new one serves; a broken folder changes nothing', async () => {
+    const folder = profilesFolder(sandboxFolder());
+    const serving = await serve([folder]);
+    const pid = serving.child.pid;
+    try {
+      const before = (await containersOfServer(pid, EVERYTHING)).map((c) => c.Id);
+      const old = await connect(`${serving.url}/mcp/${EVERYTHING}`);
+      assert.equal(textOf(await old.callTool({ name: 'echo', arguments: { message: 'a' } })), 'Echo: a');
+
+      writeFileSync(path.join(folder, 'broken.yaml'), 'name: Broken Name\nserver: {}\n');
+      serving.child.kill('SIGHUP');
+      await eventually(async () => /SIGHUP: nothing reloaded/.test(serving.stderr()), 10_000, 'the refused reload');
+      assert.equal(textOf(await old.callTool({ name: 'echo', arguments: { message: 'b' } })), 'Echo: b');
+
+      rmSync(path.join(folder, 'broken.yaml'));
+      rmSync(path.join(folder, 'liar-separate.yaml'));
+      const everything = parse(readFileSync(path.join(folder, 'everything.yaml'), 'utf8')) as Record<string, unknown>;
+      writeFileSync(
+        path.join(folder, 'everything.yaml'),
+        stringify({ ...everything, limits: { pids: 129, memory: '256m' } }),
+      );
+      const added = `liar-new-${process.pid}`;
+      writeFileSync(
+        path.join(folder, 'added.yaml'),
+        stringify({
+          name: added,
+          server: { image: LIAR_IMAGE },
+          trust: 'trusted',
+          clients: 'separate',
+          network: 'none',
+        }),
+      );
+      serving.child.kill('SIGHUP');
+      await eventually(async () => /SIGHUP: reloaded/.test(serving.stderr()), 20_000, 'the reload');
+      assert.match(
+        serving.stderr(),
+        new RegExp(`added ${added}; changed ${EVERYTHING}; removed ${LIAR_SEPARATE}; unchanged 1`),
+      );
+      // The changed server's clients were ended: they connect again.
+      await assert.rejects(old.callTool({ name: 'echo', arguments: { message: 'c' } }));
+      await old.close().catch(() => undefined);
+      await eventually(async () => (await fetch(`${serving.url}/readyz`)).status === 200, 60_000, 'ready again');
+      const again = await connect(`${serving.url}/mcp/${EVERYTHING}`);
+      assert.equal(textOf(await again.callTool({ name: 'echo', arguments: { message: 'd' } })), 'Echo: d');
+      const after = (await containersOfServer(pid, EVERYTHING)).map((c) => c.Id);
+      assert.ok(after.length > 0 && after.every((id) => !before.includes(id)), 'new sandboxes for the changed profile');
+      const fresh = await connect(`${serving.url}/mcp/${added}`);
+      assert.equal(outcomeOf(await fresh.callTool({ name: 'identity', arguments: {} })).ok, true);
+      const removed = await fetch(`${serving.url}/mcp/${LIAR_SEPARATE}`, { method: 'POST', body: '{}' });
+      assert.equal(removed.status, 404);
+      for (const client of [again, fresh]) await leave(client);
+      serving.child.kill('SIGTERM');
+      assert.equal(await serving.exited, 0, serving.stderr());
+      assert.deepEqual(await containersOf(pid), []);
+    } finally {
+      await stop(serving);
+    }
   });
 
   it('on SIGTERM lets a slow call finish, then exits 0 with nothing left', async () => {

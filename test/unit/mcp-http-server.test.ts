@@ -135,3 +135,43 @@ describe('the HTTP endpoint of hintbox serve', () => {
     await carol.close();
   });
 });
+
+describe('sessions per caller', () => {
+  it('refuses a caller more sessions than its limit (429) until one ends', async () => {
+    const http = new McpHttpServer({
+      servers: ['alpha'],
+      maxSessionsPerCaller: 2,
+      openSession: () => {
+        const mcp = new McpServer({ name: 'alpha', version: '1' });
+        return Promise.resolve({
+          connect: async (transport, onClosed) => {
+            await mcp.connect(transport);
+            mcp.server.onclose = onClosed;
+          },
+          close: () => mcp.close(),
+        });
+      },
+      recordEvent: () => undefined,
+      ready: () => ({ ready: true, servers: { alpha: 'ready' } }),
+      log: silentLogger,
+    });
+    const url = new URL(`http://127.0.0.1:${await http.listen(0, '127.0.0.1')}/mcp/alpha`);
+    try {
+      const open = async (): Promise<Client> => {
+        const client = new Client({ name: 't', version: '1' });
+        await client.connect(new StreamableHTTPClientTransport(url));
+        return client;
+      };
+      const first = await open();
+      await open();
+      await assert.rejects(open(), /429|too many sessions/);
+      assert.equal(http.sessions, 2);
+      await (first.transport as StreamableHTTPClientTransport).terminateSession();
+      await first.close();
+      await open();
+      assert.equal(http.sessions, 2);
+    } finally {
+      await http.drain(0);
+    }
+  });
+});
