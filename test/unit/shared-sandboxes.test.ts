@@ -1,0 +1,129 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { JsonRpcObject } from '../../src/gateway/forwarded-call.js';
+import type { Upstream } from '../../src/gateway/sandbox-pool.js';
+import { SharedSandboxes, type UpstreamListener } from '../../src/gateway/shared-sandboxes.js';
+import { silentLogger } from '../../src/util/logger.js';
+
+/**
+ * Who gets an upstream's message when several gateways (clients) share its sandbox: pure
+ * routing, with fake gateways and a fake upstream (no server, no Docker).
+ */
+
+interface FakeListener extends UpstreamListener {
+  got: JsonRpcObject[];
+  /** Sequence of its oldest call / request in flight, if any. */
+  oldestCall?: number;
+  oldestRequest?: number;
+}
+
+function listener(prefix: string, inFlight: { call?: number; request?: number } = {}): FakeListener {
+  const l: FakeListener = {
+    got: [],
+    ...(inFlight.call !== undefined ? { oldestCall: inFlight.call } : {}),
+    ...(inFlight.request !== undefined ? { oldestRequest: inFlight.request } : {}),
+    owns: (key) => typeof key === 'string' && key.startsWith(prefix),
+    take: (_id, _upstream, m) => (l.got.push(m), true),
+    oldestIn: (_upstream, callsOnly) => (callsOnly ? l.oldestCall : (l.oldestRequest ?? l.oldestCall)),
+    attach: () => undefined,
+    upstreamClosed: () => undefined,
+  };
+  return l;
+}
+
+function fakeUpstream(held = false): Upstream & { deliver(m: JsonRpcObject): boolean } {
+  const forwarded = { connected: true, take: undefined as ((m: object) => boolean) | undefined, send: async () => {} };
+  return {
+    client: {} as Upstream['client'],
+    forwarded: forwarded as unknown as Upstream['forwarded'],
+    closed: new Promise<void>(() => undefined),
+    diagnostics: () => '',
+    close: async () => {},
+    ...(held ? { freezer: { freeze: async () => {}, thaw: async () => {} } } : {}),
+    deliver: (m) => forwarded.take?.(m) ?? false,
+  };
+}
+
+function shared(listChanged: string[] = []): SharedSandboxes {
+  return new SharedSandboxes({
+    upstreams: () => Promise.reject(new Error('not in this test')),
+    log: silentLogger,
+    onToolsListChanged: async () => void listChanged.push('tools'),
+    onOffersChanged: async () => void listChanged.push('offers'),
+  });
+}
+
+describe('shared sandboxes: whose is an upstream message', () => {
+  it('gives an answer to the gateway whose id it carries, drops one of a gateway gone, leaves numeric ids to the SDK client', () => {
+    const sandboxes = shared();
+    const [a, b] = [listener('hintbox:g1:'), listener('hintbox:g2:')];
+    sandboxes.join(a);
+    const leaveB = sandboxes.join(b);
+    const upstream = fakeUpstream();
+    sandboxes.adopt('ro', upstream);
+    assert.equal(upstream.deliver({ jsonrpc: '2.0', id: 'hintbox:g2:7', result: {} }), true);
+    assert.deepEqual([a.got.length, b.got.length], [0, 1]);
+    leaveB();
+    assert.equal(upstream.deliver({ jsonrpc: '2.0', id: 'hintbox:g2:8', result: {} }), true, 'dropped');
+    assert.deepEqual([a.got.length, b.got.length], [0, 1]);
+    assert.equal(upstream.deliver({ jsonrpc: '2.0', id: 3, result: {} }), false, "the SDK client's own");
+  });
+
+  it("gives progress by hintbox's token only; a client's own token reaches nobody", () => {
+    const sandboxes = shared();
+    const [a, b] = [listener('hintbox:g1:'), listener('hintbox:g2:')];
+    sandboxes.join(a);
+    sandboxes.join(b);
+    const upstream = fakeUpstream();
+    sandboxes.adopt('ro', upstream);
+    const progress = (token: unknown) => ({
+      jsonrpc: '2.0',
+      method: 'notifications/progress',
+      params: { progressToken: token },
+    });
+    upstream.deliver(progress('hintbox:g1:4'));
+    upstream.deliver(progress(1));
+    assert.deepEqual([a.got.length, b.got.length], [1, 0]);
+  });
+
+  it("binds a server's request to the gateway of the oldest call in flight there, else to any gateway", () => {
+    const sandboxes = shared();
+    const a = listener('hintbox:g1:', { call: 9 });
+    const b = listener('hintbox:g2:', { call: 4, request: 2 });
+    const c = listener('hintbox:g3:', { request: 1 }); // a read, not a call: requests bind to calls
+    for (const l of [c, a, b]) sandboxes.join(l);
+    const upstream = fakeUpstream();
+    sandboxes.adopt('rw', upstream);
+    upstream.deliver({ jsonrpc: '2.0', id: 1, method: 'elicitation/create', params: {} });
+    assert.deepEqual([a.got.length, b.got.length, c.got.length], [0, 1, 0]);
+    // A log message goes to the oldest request of any kind; outside any, to every gateway.
+    upstream.deliver({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'x' } });
+    assert.deepEqual([a.got.length, b.got.length, c.got.length], [0, 1, 1]);
+
+    const idle = shared();
+    const [d, e] = [listener('hintbox:g4:'), listener('hintbox:g5:')];
+    idle.join(d);
+    idle.join(e);
+    const other = fakeUpstream();
+    idle.adopt('rw', other);
+    other.deliver({ jsonrpc: '2.0', id: 2, method: 'sampling/createMessage', params: {} });
+    assert.deepEqual([d.got.length, e.got.length], [1, 0], 'one gateway refuses it');
+    other.deliver({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'y' } });
+    assert.deepEqual([d.got.length, e.got.length], [2, 1]);
+  });
+
+  it('hands a list change to the session once, whatever the number of gateways; none from a held sandbox outside any call', async () => {
+    const changed: string[] = [];
+    const sandboxes = shared(changed);
+    for (const prefix of ['hintbox:g1:', 'hintbox:g2:', 'hintbox:g3:']) sandboxes.join(listener(prefix));
+    const held = fakeUpstream(true);
+    sandboxes.adopt('rw', held);
+    held.deliver({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+    const free = fakeUpstream();
+    sandboxes.adopt('ro', free);
+    free.deliver({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+    free.deliver({ jsonrpc: '2.0', id: 5, method: 'notifications/prompts/list_changed' }); // a request in disguise
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(changed, ['tools']);
+  });
+});
