@@ -907,4 +907,21 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'CONTAINER-SAME-PATH',
+    statement:
+      "hintbox in a container of the engine it drives starts nothing unless every path it binds into sandboxes (profile mounts, its temporary and state folders, its gate) is the host's same path: a mount from elsewhere would give a sandbox another folder than the profile names.",
+    tests: [
+      {
+        file: 'unit/same-path-mounts.test.ts',
+        title:
+          "names a path mounted from another host path, one in the container's own files and one in a volume, with the -v that fixes it",
+      },
+      {
+        file: 'integration/hintbox-image.test.ts',
+        title:
+          'refuses to start (exit 2) when a mount is at another path inside than on the host, and starts no sandbox',
+      },
+    ],
+  },
 ];

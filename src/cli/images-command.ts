@@ -5,6 +5,7 @@ import { hintboxEnvironment } from '../config/environment.js';
 import { UsageError } from '../util/hintbox-error.js';
 
 const HELP = `Usage: hintbox images build <profile> [--rebuild]
+       hintbox images build --hintbox [--rebuild]
 
 Builds the image the profile's server runs in (server.image from server.build), and the bases
 it needs: hintbox/node-server:bookworm on Debian bookworm. Where debian:bookworm-slim is
@@ -12,23 +13,37 @@ neither present nor pullable, it is seeded from Debian's archive with debootstra
 A package.json in the build folder is installed on the host with npm and copied in.
 Images whose build folder has not changed are kept. Progress goes to stderr.
 
+With --hintbox, builds hintbox's own image, hintbox/hintbox:<version> (images/hintbox): this
+hintbox's bundle and gate, the server bases' build folders and the shipped profiles, on Debian
+trixie's Node.js 20 (debian:trixie-slim, else hintbox/debian-seed:trixie seeded the same way).
+Build hintbox first (npm run build). A platform's image is FROM it (see README, "The hintbox image").
+
 Options:
+  --hintbox   build hintbox's own image instead of a profile's
   --rebuild   build even when the image looks current
   -h, --help  this help`;
 
 export const imagesBuildCommand: CommandSpec = {
   help: HELP,
-  options: { rebuild: { type: 'boolean' } },
+  options: { rebuild: { type: 'boolean' }, hintbox: { type: 'boolean' } },
   async run({ positionals, values }) {
     const [sub, ...rest] = positionals;
     if (sub !== 'build')
       throw new UsageError(`images: expected "build", got ${sub === undefined ? 'nothing' : `"${sub}"`}`);
-    const profile = profileArg('images build', rest);
+    if (values.hintbox === true && rest.length > 0) {
+      throw new UsageError('images build --hintbox: takes no profile (see hintbox images build --help)');
+    }
+    const profile = values.hintbox === true ? undefined : profileArg('images build', rest);
     const engine = await DockerEngine.connect({
       log: cliLog,
       ...(hintboxEnvironment().baseImage ? { baseImage: hintboxEnvironment().baseImage } : {}),
     });
-    await engine.prepareImage(profile.server, { rebuild: values.rebuild === true });
+    const rebuild = values.rebuild === true;
+    if (!profile) {
+      cliLog.info(`image ${await engine.prepareHintboxImage({ rebuild })} is ready`);
+      return 0;
+    }
+    await engine.prepareImage(profile.server, { rebuild });
     cliLog.info(`image ${profile.server.image} is ready`);
     return 0;
   },

@@ -30,6 +30,7 @@ Commands:
   audit [verify|ship]     list recorded calls (filters: --server --tool --tag --decision …),
                           check the audit log's hash chains, or copy it into Postgres
   images build <profile>  build the images a profile needs
+  images build --hintbox  build hintbox's own image (hintbox/hintbox:<version>, for serve)
   demo                    run the filesystem server on a scratch folder and show what happens
   sweep [<profile>]       remove containers (and, with a database profile, roles) of dead runs
   db prepare <profile>    revoke the PUBLIC grants that would undo the database roles' limits

@@ -1,9 +1,11 @@
 import type { Authenticator } from '../serve/authenticator.js';
 import { BearerTokens, hashToken } from '../serve/bearer-tokens.js';
+import { sandboxBindSources } from '../serve/bind-sources.js';
 import { DEFAULT_IDLE_MS, McpHttpServer } from '../serve/mcp-http-server.js';
 import { loadOAuthConfig, unknownScopeServers } from '../serve/oauth-config.js';
 import { OAuthResourceServer } from '../serve/oauth-resource-server.js';
 import { loadProfileFolder, type ServedProfile } from '../serve/profile-folder.js';
+import { hintboxEnvironment } from '../config/environment.js';
 import { isLoopbackHost } from '../serve/serve-address.js';
 import { ServedServers } from '../serve/served-servers.js';
 import { metricsAccess, ServeMetrics } from '../serve/serve-metrics.js';
@@ -26,6 +28,8 @@ progress and the server's requests go to the client (and request) they belong to
 whose connection drops while its call runs has the call cancelled.
 
 A bad profile or lock file anywhere in the folder stops serve before anything starts (exit 2).
+So does, in a container of the engine it drives (hintbox's image), a path it binds into sandboxes
+(profile mounts, $TMPDIR, the state folder) that is not mounted at the same path as on the host.
 
   GET /healthz   200 while the process runs
   GET /readyz    200 once every server is ready (shared: its sandboxes are up and verified;
@@ -130,6 +134,15 @@ export const serveCommand: CommandSpec = {
     const served = load();
     const names = [...served.keys()];
     const engine = await engineReady(log);
+    // hintbox in a container: what sandboxes get must be at the same path on the host (exit 2).
+    const checkPaths = (profiles: Map<string, ServedProfile>): Promise<void> =>
+      engine.checkBindSources(
+        sandboxBindSources(
+          [...profiles.values()].map((s) => s.profile),
+          hintboxEnvironment(),
+        ),
+      );
+    await checkPaths(served);
     const trail = openAuditTrail(log);
     const metrics = await ServeMetrics.create({ servers: names, sessions: () => server.sessions, lag: trail, log });
     metrics.pinApproved(served);
@@ -155,6 +168,7 @@ export const serveCommand: CommandSpec = {
       let next: Map<string, ServedProfile>;
       try {
         next = load();
+        await checkPaths(next);
       } catch (error) {
         log.error(
           `SIGHUP: nothing reloaded, the folder has problems (serving on as before):\n${(error as Error).message}`,

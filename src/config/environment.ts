@@ -48,8 +48,14 @@ export const ENVIRONMENT_VARIABLES: readonly EnvironmentVariable[] = [
   },
   {
     name: 'HINTBOX_BASE_IMAGE',
-    meaning: 'the Debian bookworm image to build on',
+    meaning: "the Debian bookworm image to build the server bases on (hintbox's own image: trixie)",
     default: 'debian:bookworm-slim, seeded with debootstrap where it cannot be pulled',
+  },
+  {
+    name: 'HINTBOX_IN_CONTAINER',
+    meaning:
+      "1: hintbox runs in a container of the engine it drives (hintbox's image sets it): serve checks that what it binds into sandboxes is at the same host path; 0: it does not",
+    default: 'looked for where /.dockerenv exists',
   },
   {
     name: 'HINTBOX_DEBIAN_MIRROR',
@@ -76,6 +82,8 @@ export interface HintboxEnvironment {
   baseImage: string | undefined;
   /** `HINTBOX_DEBIAN_MIRROR`. Default `http://deb.debian.org/debian`. */
   debianMirror: string;
+  /** `HINTBOX_IN_CONTAINER` (`1` or `0`); undefined: looked for (see engine/docker/own-container.ts). */
+  inContainer: boolean | undefined;
 }
 
 /** Variables by name, as `process.env` holds them. */
@@ -128,6 +136,11 @@ export function readEnvironment(variables: Variables): { environment: HintboxEnv
     problems.push(`HINTBOX_DEBIAN_MIRROR: expected an http:// or https:// URL, got ${JSON.stringify(debianMirror)}`);
   }
 
+  const inContainerText = get('HINTBOX_IN_CONTAINER');
+  if (inContainerText !== undefined && inContainerText !== '1' && inContainerText !== '0') {
+    problems.push(`HINTBOX_IN_CONTAINER: expected 1 or 0, got ${JSON.stringify(inContainerText)}`);
+  }
+
   return {
     environment: {
       dockerHost: get('DOCKER_HOST'),
@@ -138,6 +151,7 @@ export function readEnvironment(variables: Variables): { environment: HintboxEnv
       databaseUrl: problems.some((p) => p.startsWith('HINTBOX_DATABASE_URL')) ? undefined : databaseUrl,
       baseImage: get('HINTBOX_BASE_IMAGE'),
       debianMirror,
+      inContainer: inContainerText === '1' ? true : inContainerText === '0' ? false : undefined,
     },
     problems,
   };

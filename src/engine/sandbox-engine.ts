@@ -127,6 +127,19 @@ export interface SandboxEngine {
   sweepOrphans(log: Logger): Promise<string[]>;
   /** The sandboxes a hintbox process owns, running or not. */
   sandboxesOf(ownerPid: number): Promise<SandboxInfo[]>;
+  /**
+   * Before anything starts: checks that the engine will find each host path hintbox binds into
+   * sandboxes where hintbox sees it (hintbox in a container of the engine it drives: the same
+   * path mounted at the same place), and throws a UsageError naming each it would not.
+   */
+  checkBindSources(sources: readonly BindSource[]): Promise<void>;
+}
+
+/** A host path hintbox binds into sandboxes, and what it is (for messages). */
+export interface BindSource {
+  path: string;
+  /** "hintbox's state folder", "liar's mount /data", … */
+  what: string;
 }
 
 export class SandboxStartError extends HintboxError {

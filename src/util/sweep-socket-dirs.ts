@@ -31,9 +31,15 @@ export function sweepSocketDirs(baseDir = os.tmpdir(), procNetUnix = '/proc/net/
   } catch {
     return [];
   }
+  let names: string[];
+  try {
+    names = readdirSync(baseDir);
+  } catch {
+    return []; // no such folder (yet): nothing was left in it
+  }
   const removed: string[] = [];
   const me = process.getuid?.();
-  for (const name of readdirSync(baseDir)) {
+  for (const name of names) {
     if (!SOCKET_DIR_PREFIXES.some((prefix) => name.startsWith(prefix))) continue;
     const dir = path.join(baseDir, name);
     if (listening.some((socket) => socket.startsWith(`${dir}/`))) continue;

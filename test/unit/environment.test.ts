@@ -20,6 +20,7 @@ describe('readEnvironment', () => {
       databaseUrl: undefined,
       baseImage: undefined,
       debianMirror: 'http://deb.debian.org/debian',
+      inContainer: undefined,
     });
   });
 
@@ -29,6 +30,12 @@ describe('readEnvironment', () => {
     assert.equal(both.stateDir, path.resolve('rel/state'));
     assert.equal(both.auditDir, path.join(path.resolve('rel/state'), 'audit'));
     assert.equal(readEnvironment({ HINTBOX_AUDIT_DIR: '/var/log/hb' }).environment.auditDir, '/var/log/hb');
+  });
+
+  it('reads HINTBOX_IN_CONTAINER as 1 (yes), 0 (no) or unset (look)', () => {
+    assert.equal(readEnvironment({ HINTBOX_IN_CONTAINER: '1' }).environment.inContainer, true);
+    assert.equal(readEnvironment({ HINTBOX_IN_CONTAINER: '0' }).environment.inContainer, false);
+    assert.equal(readEnvironment({ HINTBOX_IN_CONTAINER: '' }).environment.inContainer, undefined);
   });
 
   it('takes an empty variable for an unset one', () => {
@@ -49,12 +56,14 @@ describe('readEnvironment', () => {
       HINTBOX_LOG_FORMAT: 'yaml',
       HINTBOX_DATABASE_URL: 'mysql://admin:s3cret@db/audit',
       HINTBOX_DEBIAN_MIRROR: 'ftp.debian.org',
+      HINTBOX_IN_CONTAINER: 'yes',
     });
     assert.deepEqual(problems, [
       'HINTBOX_LOG_LEVEL: expected debug, info, warn or error, got "loud"',
       'HINTBOX_LOG_FORMAT: expected text or json, got "yaml"',
       'HINTBOX_DATABASE_URL: expected a postgres:// or postgresql:// URL',
       'HINTBOX_DEBIAN_MIRROR: expected an http:// or https:// URL, got "ftp.debian.org"',
+      'HINTBOX_IN_CONTAINER: expected 1 or 0, got "yes"',
     ]);
     assert.equal(environment.databaseUrl, undefined);
     for (const line of problems) assert.doesNotMatch(line, /s3cret/);

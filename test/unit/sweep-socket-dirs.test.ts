@@ -49,4 +49,8 @@ describe('sweepSocketDirs', () => {
       for (const server of servers) await new Promise((resolve) => server.close(resolve));
     }
   });
+
+  it('finds nothing to sweep in a folder that does not exist yet (a fresh $TMPDIR)', () => {
+    assert.deepEqual(sweepSocketDirs(path.join(base, 'not-made-yet')), []);
+  });
 });

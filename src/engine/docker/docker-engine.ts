@@ -1,3 +1,4 @@
+import { mkdirSync } from 'node:fs';
 import os from 'node:os';
 import type Docker from 'dockerode';
 import type { Profile } from '../../profile/load-profile.js';
@@ -10,10 +11,13 @@ import {
   type SandboxEngine,
   type SandboxInfo,
   type SandboxSpec,
+  type BindSource,
 } from '../sandbox-engine.js';
+import { checkSamePaths, findOwnContainer, stageGate } from './own-container.js';
 import { buildContainerSpec, LABEL_CLASS, LABEL_OWNER_PID, serverCommand } from './container-spec.js';
 import { connectDocker, type DockerConnection } from './docker-connection.js';
 import { holdSandbox } from './docker-sandbox.js';
+import { buildHintboxImage } from './hintbox-image.js';
 import { ImageBuilder } from './image-builder.js';
 import { makeIsOwnerAlive, removeSession, sweepOrphans } from './sweep.js';
 import { hintboxEnvironment, type HintboxEnvironment } from '../../config/environment.js';
@@ -30,6 +34,9 @@ export interface DockerEngineOptions {
  * program is hintbox's gate (`gate.ts`), its spec the translation in `container-spec.ts`.
  */
 export class DockerEngine implements SandboxEngine {
+  /** The gate's host path when not the package's own (hintbox in a container: `checkBindSources`). */
+  private gate: string | undefined;
+
   private constructor(
     /** The engine's client; only code of this folder uses it. */
     readonly connection: DockerConnection,
@@ -62,21 +69,48 @@ export class DockerEngine implements SandboxEngine {
   }
 
   async prepareImage(server: Profile['server'], options: { rebuild?: boolean } = {}): Promise<PreparedImage> {
-    const builder = new ImageBuilder({
-      docker: this.docker,
-      log: this.options.log,
-      ...(this.options.baseImage ? { baseImage: this.options.baseImage } : {}),
-      ...(options.rebuild ? { rebuild: true } : {}),
-    });
-    await builder.ensure(server.image, server.build);
+    await this.imageBuilder(options).ensure(server.image, server.build);
     // The gate executes the server: what the image would run, resolved once.
     const image = await this.docker.getImage(server.image).inspect();
     return { id: image.Id, command: serverCommand(server, image.Config) };
   }
 
+  /** Builds hintbox's own image (`hintbox images build --hintbox`); returns its name. */
+  prepareHintboxImage(options: { rebuild?: boolean } = {}): Promise<string> {
+    return buildHintboxImage(this.imageBuilder(options));
+  }
+
+  private imageBuilder(options: { rebuild?: boolean }): ImageBuilder {
+    return new ImageBuilder({
+      docker: this.docker,
+      log: this.options.log,
+      ...(this.options.baseImage ? { baseImage: this.options.baseImage } : {}),
+      ...(options.rebuild ? { rebuild: true } : {}),
+    });
+  }
+
+  /**
+   * hintbox in a container of this engine: its gate is copied to the state folder (the one in
+   * the package is not on the host), and every path sandboxes get must be at the same host path.
+   */
+  async checkBindSources(sources: readonly BindSource[]): Promise<void> {
+    const env = hintboxEnvironment();
+    const own = await findOwnContainer(this.docker, env.inContainer);
+    if (!own) return;
+    this.options.log.info(`hintbox runs in container ${own.id.slice(0, 12)}: its sandboxes are siblings`);
+    // A fresh host folder mounted over the image's: its socket folders are made in $TMPDIR.
+    mkdirSync(os.tmpdir(), { recursive: true });
+    this.gate = stageGate(env.stateDir);
+    checkSamePaths(own, [
+      ...sources,
+      { path: this.gate, what: "hintbox's sandbox gate (copied into the state folder)" },
+    ]);
+  }
+
   hold(spec: SandboxSpec, options: HoldOptions): Promise<HeldSandbox> {
     return holdSandbox({
       docker: this.docker,
+      ...(this.gate ? { gateBinary: this.gate } : {}),
       id: spec.preview ? `preview-${spec.sandboxId}` : spec.sandboxId,
       spec: (gate) => buildContainerSpec({ ...spec, engine: { recursiveReadOnly: this.recursiveReadOnly }, gate }),
       sandboxUser: sandboxUserIds(spec.profile, spec.hostUser),

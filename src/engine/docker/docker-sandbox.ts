@@ -27,6 +27,8 @@ export interface StartSandboxOptions {
   startTimeoutMs: number;
   /** Host folder of gate sockets (default: the system's temporary folder). */
   ioBaseDir?: string;
+  /** Host path of the gate binary (default: the package's). */
+  gateBinary?: string;
   /** What hintbox's client declares at `initialize`. Default none. */
   clientCapabilities?: ClientCapabilities;
 }
@@ -80,7 +82,12 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
 
   try {
     container = await docker.createContainer(
-      options.spec({ binary: gateBinary(), hostDir: gate.hostDir, sandboxPath: gate.sandboxPath, token: gate.token }),
+      options.spec({
+        binary: gateBinary(options.gateBinary),
+        hostDir: gate.hostDir,
+        sandboxPath: gate.sandboxPath,
+        token: gate.token,
+      }),
     );
     const stream = (await container.attach({ stream: true, stdout: true, stderr: true })) as unknown as Readable;
     stream.on('error', (error) => log.debug(`sandbox ${id}: log stream error: ${error.message}`));

@@ -20,8 +20,12 @@ import { HintboxError } from '../../util/hintbox-error.js';
 /** The folder of hintbox's own Dockerfiles (`images/` in the package). */
 export const IMAGES_DIR = packagePath('images');
 
-export const DEBIAN_IMAGE = 'debian:bookworm-slim';
-export const SEEDED_DEBIAN_IMAGE = 'hintbox/debian-seed:bookworm';
+/** The Debian releases hintbox builds on: bookworm for the server bases, trixie (Node 20) for its own image. */
+export type DebianSuite = 'bookworm' | 'trixie';
+/** The registry's Debian image of a suite, used when present or pullable. */
+export const debianImage = (suite: DebianSuite): string => `debian:${suite}-slim`;
+/** What `debootstrap --variant=minbase <suite>` seeds where the registry's image cannot be had. */
+export const seededDebianImage = (suite: DebianSuite): string => `hintbox/debian-seed:${suite}`;
 export const NODE_SERVER_IMAGE = 'hintbox/node-server:bookworm';
 const LABEL_CONTEXT_HASH = 'hintbox.context-hash';
 
@@ -42,7 +46,7 @@ export interface ImageBuilderOptions {
 }
 
 export class ImageBuilder {
-  private baseImage?: Promise<string>;
+  private readonly baseImages = new Map<DebianSuite, Promise<string>>();
   private readonly building = new Map<string, Promise<void>>();
 
   constructor(private readonly options: ImageBuilderOptions) {}
@@ -60,34 +64,62 @@ export class ImageBuilder {
     );
   }
 
-  /** The Debian base: the override, debian:bookworm-slim if present or pullable, else seeded. */
-  resolveBase(): Promise<string> {
-    this.baseImage ??= (async () => {
-      if (this.options.baseImage) {
-        if (!(await this.exists(this.options.baseImage)) && !(await this.tryPull(this.options.baseImage))) {
-          throw new ImageError(
-            `base image ${this.options.baseImage} (HINTBOX_BASE_IMAGE) is not present and cannot be pulled`,
-          );
-        }
-        return this.options.baseImage;
-      }
-      if ((await this.exists(DEBIAN_IMAGE)) || (await this.tryPull(DEBIAN_IMAGE))) return DEBIAN_IMAGE;
-      if (!(await this.exists(SEEDED_DEBIAN_IMAGE)) || this.options.rebuild) await this.seedDebian();
-      return SEEDED_DEBIAN_IMAGE;
-    })();
-    return this.baseImage;
+  /**
+   * The Debian base of a suite: for bookworm the override (HINTBOX_BASE_IMAGE) if given; else
+   * `debian:<suite>-slim` if present or pullable; else `hintbox/debian-seed:<suite>`, seeded.
+   */
+  resolveBase(suite: DebianSuite = 'bookworm'): Promise<string> {
+    let base = this.baseImages.get(suite);
+    if (!base) {
+      base = this.findBase(suite);
+      this.baseImages.set(suite, base);
+    }
+    return base;
   }
 
-  private buildOnce(image: string, context: string, extraArgs: Record<string, string>): Promise<void> {
+  private async findBase(suite: DebianSuite): Promise<string> {
+    const override = suite === 'bookworm' ? this.options.baseImage : undefined;
+    if (override) {
+      if (!(await this.exists(override)) && !(await this.tryPull(override))) {
+        throw new ImageError(`base image ${override} (HINTBOX_BASE_IMAGE) is not present and cannot be pulled`);
+      }
+      return override;
+    }
+    const image = debianImage(suite);
+    if ((await this.exists(image)) || (await this.tryPull(image))) return image;
+    const seeded = seededDebianImage(suite);
+    if (!(await this.exists(seeded)) || this.options.rebuild) await this.seedDebian(suite);
+    return seeded;
+  }
+
+  /**
+   * Builds `image` from a folder made for it (hintbox's own image: see hintbox-image.ts) on the
+   * Debian `suite`, unless an image of the same folder, args and base exists.
+   */
+  buildOn(suite: DebianSuite, image: string, context: string, extraArgs: Record<string, string> = {}): Promise<void> {
+    return this.buildOnce(image, context, extraArgs, suite);
+  }
+
+  private buildOnce(
+    image: string,
+    context: string,
+    extraArgs: Record<string, string>,
+    suite: DebianSuite = 'bookworm',
+  ): Promise<void> {
     let pending = this.building.get(image);
     if (!pending) {
-      pending = this.build(image, context, extraArgs);
+      pending = this.build(image, context, extraArgs, suite);
       this.building.set(image, pending);
     }
     return pending;
   }
 
-  private async build(image: string, context: string, extraArgs: Record<string, string>): Promise<void> {
+  private async build(
+    image: string,
+    context: string,
+    extraArgs: Record<string, string>,
+    suite: DebianSuite,
+  ): Promise<void> {
     const { docker, log } = this.options;
     // The staleness key: the build folder, the build args, and the id of the parent image we
     // build (so a rebuilt node-server rebuilds its dependents). Not the Debian base's name:
@@ -99,7 +131,7 @@ export class ImageBuilder {
     }
     const hash = contextHash(context, { ...extraArgs, ...(parentId ? { PARENT_IMAGE_ID: parentId } : {}) });
     if (!this.options.rebuild && (await this.labelOf(image, LABEL_CONTEXT_HASH)) === hash) return;
-    const buildargs = { BASE_IMAGE: await this.resolveBase(), ...extraArgs };
+    const buildargs = { BASE_IMAGE: await this.resolveBase(suite), ...extraArgs };
 
     const staged = mkdtempSync(path.join(os.tmpdir(), 'hintbox-build-'));
     try {
@@ -133,15 +165,22 @@ export class ImageBuilder {
       '--loglevel=error',
     ];
     this.options.log.info(`installing Node packages for ${image} on the host (npm ${args.join(' ')})`);
-    await run('npm', args, dir, this.options.log);
+    await run('npm', args, dir, this.options.log).catch((error: NodeJS.ErrnoException) => {
+      // hintbox's own image has no npm: such images are built where npm is.
+      throw error.code === 'ENOENT'
+        ? new Error(`npm is not installed here: ${dir} needs it (apt-get install npm)`)
+        : error;
+    });
   }
 
-  private async seedDebian(): Promise<void> {
+  private async seedDebian(suite: DebianSuite): Promise<void> {
     const { log } = this.options;
+    const [image, seeded] = [debianImage(suite), seededDebianImage(suite)];
     if (process.getuid?.() !== 0) {
       throw new ImageError(
-        `${DEBIAN_IMAGE} is not present and cannot be pulled; seeding it from Debian's archive needs root (debootstrap). ` +
-          `Run "sudo hintbox images build", or load a Debian bookworm image and set HINTBOX_BASE_IMAGE.`,
+        `${image} is not present and cannot be pulled; seeding it from Debian's archive needs root (debootstrap). ` +
+          `Run "sudo hintbox images build", or load a Debian ${suite} image as ${image}` +
+          (suite === 'bookworm' ? ' or set HINTBOX_BASE_IMAGE.' : '.'),
       );
     }
     const mirror = hintboxEnvironment().debianMirror;
@@ -149,14 +188,14 @@ export class ImageBuilder {
     try {
       const rootfs = path.join(work, 'rootfs');
       log.info(
-        `${DEBIAN_IMAGE} is not present and cannot be pulled: seeding ${SEEDED_DEBIAN_IMAGE} with debootstrap from ${mirror} (about 30 s)`,
+        `${image} is not present and cannot be pulled: seeding ${seeded} with debootstrap from ${mirror} (about 30 s)`,
       );
       try {
-        await run('debootstrap', ['--variant=minbase', 'bookworm', rootfs, mirror], work, log.child('debootstrap'));
+        await run('debootstrap', ['--variant=minbase', suite, rootfs, mirror], work, log.child('debootstrap'));
       } catch (error) {
         const hint =
           (error as NodeJS.ErrnoException).code === 'ENOENT' ? ' (install it: apt-get install debootstrap)' : '';
-        throw new ImageError(`seeding the Debian base failed: ${(error as Error).message}${hint}`);
+        throw new ImageError(`seeding the Debian ${suite} base failed: ${(error as Error).message}${hint}`);
       }
       const context = path.join(work, 'context');
       cpSync(path.join(IMAGES_DIR, 'debian-seed'), context, { recursive: true });
@@ -166,12 +205,12 @@ export class ImageBuilder {
       await run('tar', ['-C', rootfs, '-cf', path.join(context, 'rootfs.tar'), '.'], work, log);
       rmSync(rootfs, { recursive: true, force: true });
       const stream = await this.options.docker.buildImage(pack(context) as unknown as NodeJS.ReadableStream, {
-        t: SEEDED_DEBIAN_IMAGE,
+        t: seeded,
         rm: true,
         forcerm: true,
       });
-      await followBuild(this.options.docker, stream, log.child(SEEDED_DEBIAN_IMAGE));
-      log.info(`seeded ${SEEDED_DEBIAN_IMAGE}`);
+      await followBuild(this.options.docker, stream, log.child(seeded));
+      log.info(`seeded ${seeded}`);
     } finally {
       rmSync(work, { recursive: true, force: true });
     }
