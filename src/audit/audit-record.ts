@@ -118,13 +118,22 @@ export interface AuditOutcomeReport {
  * `server`, and the fields of its kind.
  */
 export type AuditEvent =
-  | { type: 'approval.asked'; session: string; server: string; tool: string; reasons: readonly string[] }
+  | {
+      type: 'approval.asked';
+      session: string;
+      server: string;
+      tool: string;
+      reasons: readonly string[];
+      /** The client whose person was asked (serve with tokens); absent otherwise. */
+      caller?: string | null;
+    }
   | {
       type: 'approval.answered';
       session: string;
       server: string;
       tool: string;
       answer: 'approved' | 'declined' | 'timeout';
+      caller?: string | null;
     }
   | { type: 'hint.violation'; session: string; server: string; tool: string | null; sandbox: string; violation: string }
   | { type: 'pin.narrowed'; session: string; server: string; tool: string; pin: string; changes: readonly string[] }
@@ -158,6 +167,8 @@ export type AuditEvent =
       subject: string | null;
       outcome: 'ok' | 'error' | 'refused' | 'cancelled' | 'sandbox-died';
       detail: string | null;
+      /** The client that made it (serve with tokens); absent otherwise. */
+      caller?: string | null;
     }
   | {
       /** A request of the server to the client (sampling, elicitation, roots), before it is passed on. */
@@ -172,6 +183,8 @@ export type AuditEvent =
       boundTo: string | null;
       decision: 'passed' | 'refused' | 'answered-by-hintbox';
       reason: string | null;
+      /** The client it was passed to or refused for (serve with tokens); absent otherwise. */
+      caller?: string | null;
     }
   | {
       type: 'server.request.answered';

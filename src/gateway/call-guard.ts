@@ -216,7 +216,12 @@ export class CallGuard implements Gatekeeper {
           `hintbox denied ${name}: it needs a person's confirmation (${decision.reasons.join('; ')}), and this client cannot be asked (no MCP elicitation).\n${how}`,
         );
       }
-      const event = { session: options.session, server: options.server, tool: name };
+      const event = {
+        session: options.session,
+        server: options.server,
+        tool: name,
+        ...(options.caller ? { caller: options.caller } : {}),
+      };
       options.audit.recordEvent?.({ type: 'approval.asked', ...event, reasons: decision.reasons });
       const answer = await this.ask(tool, args, decision, client);
       options.audit.recordEvent?.({ type: 'approval.answered', ...event, answer });

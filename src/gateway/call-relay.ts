@@ -51,7 +51,7 @@ export interface CallRelayOptions {
   routeOf(tool: string): Route | undefined;
   /** Approval and audit per call; without one every routed call is forwarded (tests of routing). */
   gatekeeper?: Gatekeeper;
-  /** A call's deadline passed (before a retry, or for good): e.g. cut the sandbox's database sessions. */
+  /** The deadline of the sandbox's only call in flight passed (before a retry too): e.g. cut its database sessions. */
   onDeadline?: (sandbox: string, tool: string) => void;
   /** The start of every id it sends upstream (default `hintbox:`): a gateway's own (see `shared-sandboxes.ts`). */
   idPrefix?: string;
@@ -80,8 +80,7 @@ export class CallRelay {
     this.idPrefix = options.idPrefix ?? FORWARDED_ID_PREFIX;
   }
 
-  /** Whether an id (or progress token) is one this relay sent upstream. */
-  owns(key: unknown): key is string {
+  /** Whether an id (or progress token) is one this relay sent upstream. */ owns(key: unknown): key is string {
     return typeof key === 'string' && key.startsWith(this.idPrefix);
   }
 
@@ -116,6 +115,8 @@ export class CallRelay {
     for (const call of this.pending.list()) {
       if (this.settle(call, { outcome: 'cancelled', detail }) && upstreamToo) cancelUpstream(call, detail);
     }
+    // Those still being admitted (a person asked, a sandbox starting) are never forwarded.
+    for (const id of this.admitting) this.cancelledWhileAdmitting.add(id);
   }
 
   /** The calls in flight in an upstream, oldest first: what its server's requests bind to. */
@@ -129,10 +130,7 @@ export class CallRelay {
    * calls' tool names (empty when none was running).
    */
   noteHintViolation(sandbox: string, violation: string): string[] {
-    const calls = this.pending.list().filter((call) => call.sandbox === sandbox);
-    for (const call of calls)
-      call.hintViolation = call.hintViolation ? `${call.hintViolation}; ${violation}` : violation;
-    return calls.map((call) => call.tool);
+    return this.pending.markViolation(sandbox, violation);
   }
 
   /** A message of an upstream: true when it is this relay's (an answer or progress of its calls). */
@@ -339,7 +337,8 @@ export class CallRelay {
     if (call.timer) clearTimeout(call.timer);
     call.timer = setTimeout(() => {
       const seconds = Math.round(this.options.callTimeoutMs / 1000);
-      if (this.pending.has(call)) this.options.onDeadline?.(call.sandbox, call.tool);
+      // Not under the calls of others (clients sharing it): its sessions end when the last call leaves.
+      if (this.pending.has(call) && call.activity.calls <= 1) this.options.onDeadline?.(call.sandbox, call.tool);
       if (call.retriesLeft > 0 && this.pending.has(call)) return this.retry(call, seconds);
       if (!this.settle(call, { outcome: 'error', detail: `no answer within ${seconds} s` })) return;
       cancelUpstream(call, `hintbox: no answer within ${seconds} s`);

@@ -163,7 +163,8 @@ export class PendingCalls {
   /** False when it was not pending (answered once already). */
   delete(call: PendingCall): boolean {
     if (!this.byUpstreamId.delete(call.upstreamId)) return false;
-    this.byClientId.delete(call.clientId);
+    // A client that reused the id of a call in flight: the newer call keeps it.
+    if (this.byClientId.get(call.clientId) === call) this.byClientId.delete(call.clientId);
     return true;
   }
 
@@ -177,6 +178,14 @@ export class PendingCalls {
 
   ofClient(clientId: RequestId): PendingCall | undefined {
     return this.byClientId.get(clientId);
+  }
+
+  /** Marks every call in flight in a sandbox as having seen a hint violation; returns their tools. */
+  markViolation(sandbox: string, violation: string): string[] {
+    const calls = this.list().filter((call) => call.sandbox === sandbox);
+    for (const call of calls)
+      call.hintViolation = call.hintViolation ? `${call.hintViolation}; ${violation}` : violation;
+    return calls.map((call) => call.tool);
   }
 
   /** Every call, or those in one upstream, oldest first. */

@@ -25,7 +25,7 @@ import { DEFAULT_PAGE_SIZE, pageOf } from './list-pages.js';
 import { RequestRelay, type RequestAuditEvent } from './request-relay.js';
 import type { Upstream, UpstreamFactory } from './sandbox-pool.js';
 import type { ServerRequestPolicy } from './server-requests.js';
-import { listenerTag, SharedSandboxes } from './shared-sandboxes.js';
+import { listenerTag, SharedSandboxes, type UpstreamListener } from './shared-sandboxes.js';
 
 export { MAX_RETRIES, traceIdOf } from './call-relay.js';
 export type { Upstream, UpstreamFactory } from './sandbox-pool.js';
@@ -138,6 +138,20 @@ export class Gateway {
     this.shared = options.shared ?? ownSandboxes(options);
     const pool = this.shared.pool;
     const tag = listenerTag();
+    /** How the shared sandboxes see this gateway (its relays are made below). */
+    const listener: UpstreamListener = {
+      owns: (key) => this.relay.owns(key) || this.requests.owns(key),
+      take: (id, upstream, m) => this.relay.fromUpstream(upstream, m) || this.requests.fromUpstream(id, upstream, m),
+      oldestIn: (upstream, callsOnly) => {
+        const call = this.relay.oldestIn(upstream);
+        const read = callsOnly ? undefined : this.requests.oldestIn(upstream);
+        return call === undefined || read === undefined ? (call ?? read) : Math.min(call, read);
+      },
+      upstreamClosed: (upstream) => {
+        this.relay.upstreamClosed(upstream);
+        this.requests.upstreamClosed(upstream);
+      },
+    };
     /** The client both relays serve: sends as part of a request, asks the person for a call's confirmation. */
     const client: RelayClient = {
       send: (message, relatedRequestId) => this.sendToClient(message, relatedRequestId),
@@ -160,6 +174,9 @@ export class Gateway {
       serverName: options.serverName,
       pool,
       tag,
+      setLevel: (level) => this.shared.setLevel(listener, level),
+      subscriptions: (uri, now) => this.shared.subscribed(listener, uri, now),
+      othersSubscribed: (uri) => this.shared.othersSubscribed(listener, uri),
       client,
       peer: {
         capabilities: () => this.server.getClientCapabilities(),
@@ -187,20 +204,7 @@ export class Gateway {
       ...(options.recordRequest ? { record: options.recordRequest } : {}),
       ...(options.verified ? { verified: options.verified } : {}),
     });
-    this.leaveShared = this.shared.join({
-      owns: (key) => this.relay.owns(key) || this.requests.owns(key),
-      take: (id, upstream, m) => this.relay.fromUpstream(upstream, m) || this.requests.fromUpstream(id, upstream, m),
-      oldestIn: (upstream, callsOnly) => {
-        const call = this.relay.oldestIn(upstream);
-        const read = callsOnly ? undefined : this.requests.oldestIn(upstream);
-        return call === undefined || read === undefined ? (call ?? read) : Math.min(call, read);
-      },
-      attach: (_id, upstream) => this.requests.attach(upstream),
-      upstreamClosed: (upstream) => {
-        this.relay.upstreamClosed(upstream);
-        this.requests.upstreamClosed(upstream);
-      },
-    });
+    this.leaveShared = this.shared.join(listener);
     for (const [id, upstream] of options.started ?? []) this.shared.adopt(id, upstream);
     this.tools = new Map(options.tools);
     this.offers = withoutHintboxMeta(options.offers ?? NO_OFFERS);

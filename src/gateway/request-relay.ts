@@ -2,6 +2,7 @@ import {
   ErrorCode,
   LoggingLevelSchema,
   type JSONRPCMessage,
+  type LoggingLevel,
   type RequestId,
   type Root,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -34,7 +35,8 @@ import {
  *   `completion/complete` (`read-requests.ts`) — forwarded as JSON-RPC to the strictest sandbox
  *   (read-only mounts, no network) whatever the server claims, since reading changes nothing by
  *   definition; their cancellation and progress pass through, and each is audited once answered;
- * - `logging/setLevel`, sent on to every sandbox (and to those started later);
+ * - `logging/setLevel`: the sandboxes are told the most verbose level of their clients (and
+ *   those started later are too); each client is passed the messages of its own level and above;
  * - from the sandboxes: log messages and resource updates (to the client, rebuilt from their
  *   method and params: an id a server put on a notification would make the client answer it,
  *   and its answer would meet hintbox's own request of that id), changes of prompts and
@@ -66,6 +68,12 @@ export interface RequestRelayOptions {
   roots(): Root[];
   /** The gateway's tag: the ids and progress tokens it sends upstream are its own (see `shared-sandboxes.ts`). */
   tag?: string;
+  /** Whether the client is subscribed to a URI now (as the sandbox answered it), for the clients sharing it. */
+  subscriptions?: (uri: string, subscribed: boolean) => void;
+  /** Whether another client sharing the sandbox is subscribed to a URI: an unsubscribe is not sent on then. */
+  othersSubscribed?: (uri: string) => boolean;
+  /** The client's `logging/setLevel`: the sandboxes are told (the most verbose level of their clients). */
+  setLevel?: (level: LoggingLevel) => void;
   record?: (event: RequestAuditEvent) => void;
   /** Reads wait for it (a cold start: the server is being verified against its lock file). */
   verified?: Promise<void>;
@@ -73,8 +81,6 @@ export interface RequestRelayOptions {
 
 /** The id space of forwarded reads (the call relay's is `hintbox:`; the SDK's are numbers). */
 const READ_ID_PREFIX = 'hintbox-read:';
-/** The id space of the logging levels hintbox sends the sandboxes (their answers are dropped). */
-const LEVEL_ID_PREFIX = 'hintbox-level:';
 
 interface PendingRead {
   clientId: RequestId;
@@ -98,20 +104,16 @@ export class RequestRelay {
   private readonly cancelledWhileAdmitting = new Set<RequestId>();
   /** URIs the client subscribed to: only their updates reach it. */
   private readonly subscribed = new Set<string>();
-  /** The client's `logging/setLevel`, sent to every sandbox (also those started later). */
-  private level?: string;
-  /** The level each upstream was last sent. */
-  private readonly levels = new Map<Upstream, string>();
+  /** The client's `logging/setLevel`: log messages less severe are not passed to it. */
+  private level?: LoggingLevel;
   private readonly desk: ServerRequestDesk;
   private nextId = 1;
   private readonly readPrefix: string;
-  private readonly levelPrefix: string;
 
   constructor(private readonly options: RequestRelayOptions) {
     const { serverName, peer, timeoutMs, log } = options;
     const tag = options.tag === undefined ? '' : `${options.tag}:`;
     this.readPrefix = `${READ_ID_PREFIX}${tag}`;
-    this.levelPrefix = `${LEVEL_ID_PREFIX}${tag}`;
     this.desk = new ServerRequestDesk({
       serverName,
       peer,
@@ -142,18 +144,11 @@ export class RequestRelay {
 
   /** Whether an id (or progress token) is one this relay sent upstream. */
   owns(key: unknown): boolean {
-    return typeof key === 'string' && (key.startsWith(this.readPrefix) || key.startsWith(this.levelPrefix));
-  }
-
-  /** A new upstream: it is sent the client's logging level. */
-  attach(upstream: Upstream): void {
-    this.levels.set(upstream, '');
-    if (this.level !== undefined) this.sendLevel(upstream, this.level);
+    return typeof key === 'string' && key.startsWith(this.readPrefix);
   }
 
   /** An upstream's connection ended: its reads are answered. */
   upstreamClosed(upstream: Upstream): void {
-    this.levels.delete(upstream);
     for (const read of [...this.pending.values()]) {
       if (read.upstream !== upstream || !this.settle(read, 'sandbox-died', upstream.diagnostics() || null)) continue;
       this.replyError(read.clientId, ErrorCode.InternalError, `the sandbox serving ${read.method} died`);
@@ -182,7 +177,6 @@ export class RequestRelay {
   /** A message of an upstream the call relay did not take. */
   fromUpstream(sandboxId: string, upstream: Upstream, m: JsonRpcObject): boolean {
     if (typeof m.id === 'string' && m.method === undefined) {
-      if (m.id.startsWith(this.levelPrefix)) return true;
       if (!m.id.startsWith(this.readPrefix)) return false;
       const read = this.pending.get(m.id);
       // Only the sandbox a read was sent to may answer it; a late answer is dropped.
@@ -192,6 +186,7 @@ export class RequestRelay {
       if (!answer.error && read.subject !== null) {
         if (read.method === 'resources/subscribe') this.subscribed.add(read.subject);
         if (read.method === 'resources/unsubscribe') this.subscribed.delete(read.subject);
+        this.options.subscriptions?.(read.subject, this.subscribed.has(read.subject));
       }
       this.send(answer as JSONRPCMessage, read.clientId);
       return true;
@@ -216,6 +211,8 @@ export class RequestRelay {
         this.send(progressFor(notification, read.progressToken), read.clientId);
       }
     } else if (m.method === 'notifications/message') {
+      // The sandbox logs at the most verbose level of its clients: this one's is applied here.
+      if (this.level && !atLeast(m.params?.level, this.level)) return true;
       this.send(notification, this.inFlight(upstream)[0]?.clientId);
     } else {
       const uri = m.params?.uri;
@@ -256,6 +253,20 @@ export class RequestRelay {
       if (this.cancelledWhileAdmitting.has(clientId)) return refuse('cancelled', 'cancelled before it was sent', 0);
       const refused = readRefusal(method, params, this.options.shown);
       if (refused) return refuse('refused', refused, ErrorCode.InvalidParams);
+      // Another client of the sandbox still wants its updates: the subscription stays upstream.
+      if (method === 'resources/unsubscribe' && subject !== null && this.options.othersSubscribed?.(subject)) {
+        this.subscribed.delete(subject);
+        this.options.subscriptions?.(subject, false);
+        this.record({
+          type: 'request',
+          sandbox: null,
+          method,
+          subject,
+          outcome: 'ok',
+          detail: 'other clients stay subscribed',
+        });
+        return this.send({ jsonrpc: '2.0', id: clientId, result: {} }, clientId);
+      }
       const sandbox = this.options.readSandbox;
       let upstream: Upstream;
       try {
@@ -306,22 +317,8 @@ export class RequestRelay {
       return this.replyError(request.id!, ErrorCode.InvalidParams, text);
     }
     this.level = level.data;
-    for (const upstream of this.levels.keys()) this.sendLevel(upstream, level.data);
+    this.options.setLevel?.(level.data);
     this.send({ jsonrpc: '2.0', id: request.id!, result: {} }, request.id);
-  }
-
-  /** Tells a sandbox the client's logging level, when it is not the one it has (its answer is dropped). */
-  private sendLevel(upstream: Upstream, level: string): void {
-    if (this.levels.get(upstream) === level || !upstream.client.getServerCapabilities()?.logging) return;
-    this.levels.set(upstream, level);
-    void upstream.forwarded
-      .send({
-        jsonrpc: '2.0',
-        id: `${this.levelPrefix}${this.nextId++}`,
-        method: 'logging/setLevel',
-        params: { level },
-      })
-      .catch(() => undefined);
   }
 
   /** The client's requests in flight in an upstream, oldest first: tool calls, then reads. */
@@ -365,7 +362,7 @@ export class RequestRelay {
     detail: string | null,
   ): boolean {
     if (!this.pending.delete(read.upstreamId)) return false;
-    this.pendingByClientId.delete(read.clientId);
+    if (this.pendingByClientId.get(read.clientId) === read) this.pendingByClientId.delete(read.clientId);
     if (read.timer) clearTimeout(read.timer);
     read.leave();
     const { sandbox, method, subject } = read;
@@ -384,4 +381,11 @@ export class RequestRelay {
   private send(message: JSONRPCMessage, relatedRequestId?: RequestId): void {
     sendToClient(this.options.client, this.options.log, message, relatedRequestId);
   }
+}
+
+/** Whether a log message's level is at least `floor` (RFC 5424 order; an unknown level passes). */
+function atLeast(level: unknown, floor: LoggingLevel): boolean {
+  const order = LoggingLevelSchema.options;
+  const at = order.indexOf(level as LoggingLevel);
+  return at === -1 || at >= order.indexOf(floor);
 }

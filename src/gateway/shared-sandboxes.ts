@@ -1,3 +1,4 @@
+import { LoggingLevelSchema, type LoggingLevel } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '../util/logger.js';
 import type { JsonRpcObject } from './forwarded-call.js';
 import { Relisting } from './relisting.js';
@@ -13,10 +14,13 @@ import { isServerRequest } from './server-requests.js';
  * - an answer, to the gateway whose id it carries (each gateway forwards under ids of its own:
  *   {@link listenerTag}); a progress notification likewise by its token (the relays send their
  *   own tokens upstream, so two clients' tokens never meet);
- * - a request of the server (sampling, elicitation, roots) to the gateway whose tool call is the
- *   oldest in flight in that sandbox (over stdio, a request says no more of what it belongs to);
- * - a log message to the gateway of the oldest request in flight there, or, outside any, to all;
- *   a resource update to all (each passes only its client's subscriptions);
+ * - a request of the server (sampling, elicitation, roots) to the gateway with tool calls in
+ *   flight in that sandbox when only one has (over stdio, a request says no more of what it
+ *   belongs to); when the calls of several clients are in flight there it could be any one's,
+ *   and is refused, never guessed;
+ * - a log message to the gateway with requests in flight there when only one has (or when only
+ *   one gateway is served); else it is dropped: it could be about another client's call;
+ * - a resource update to all (each passes only its client's subscriptions);
  * - a list change, to the session, once (it lists again and updates every gateway), unless a
  *   held sandbox said it outside any call of any client.
  *
@@ -31,8 +35,6 @@ export interface UpstreamListener {
   take(sandboxId: string, upstream: Upstream, message: JsonRpcObject): boolean;
   /** The order (a sequence, lower is older) of its oldest tool call (`callsOnly`) or request in flight in an upstream. */
   oldestIn(upstream: Upstream, callsOnly: boolean): number | undefined;
-  /** A new upstream it may use (also each running one when it joins). */
-  attach(sandboxId: string, upstream: Upstream): void;
   /** An upstream's connection ended: its calls there are answered. */
   upstreamClosed(upstream: Upstream): void;
 }
@@ -68,6 +70,13 @@ export class SharedSandboxes {
   private readonly toolsRelisting: Relisting;
   private readonly offersRelisting: Relisting;
   private closing = false;
+  private lastRefusalLog = 0;
+  /** Each client's logging level, and the level each sandbox was last told. */
+  private readonly levels = new Map<UpstreamListener, LoggingLevel>();
+  private readonly sentLevels = new Map<Upstream, LoggingLevel>();
+  /** The clients subscribed to each resource URI. */
+  private readonly subscribers = new Map<string, Set<UpstreamListener>>();
+  private levelId = 0;
 
   constructor(private readonly options: SharedSandboxesOptions) {
     this.pool = new SandboxPool({
@@ -91,8 +100,41 @@ export class SharedSandboxes {
   /** A gateway joins: it is attached to every running upstream. Returns how it leaves. */
   join(listener: UpstreamListener): () => void {
     this.listeners.add(listener);
-    for (const [upstream, id] of this.upstreams) listener.attach(id, upstream);
-    return () => void this.listeners.delete(listener);
+    return () => {
+      this.listeners.delete(listener);
+      this.levels.delete(listener);
+      for (const [uri, subscribers] of this.subscribers) {
+        if (subscribers.delete(listener) && subscribers.size === 0) this.subscribers.delete(uri);
+      }
+      this.tellLevel();
+    };
+  }
+
+  /** A client is (or is no longer) subscribed to a resource (the sandbox answered its request). */
+  subscribed(listener: UpstreamListener, uri: string, now: boolean): void {
+    const subscribers = this.subscribers.get(uri) ?? new Set();
+    if (now && this.listeners.has(listener)) subscribers.add(listener);
+    else subscribers.delete(listener);
+    if (subscribers.size > 0) this.subscribers.set(uri, subscribers);
+    else this.subscribers.delete(uri);
+  }
+
+  /**
+   * Whether another client is subscribed to a resource: one client's unsubscribe then is not
+   * sent on (the server's subscription is all of its clients'). The last one's is.
+   */
+  othersSubscribed(listener: UpstreamListener, uri: string): boolean {
+    return [...(this.subscribers.get(uri) ?? [])].some((other) => other !== listener);
+  }
+
+  /**
+   * A client's `logging/setLevel`: every sandbox (and each started later) logs at the most
+   * verbose level any of its clients asked for; each gateway passes its own client only its level
+   * and above.
+   */
+  setLevel(listener: UpstreamListener, level: LoggingLevel): void {
+    if (this.listeners.has(listener)) this.levels.set(listener, level);
+    this.tellLevel();
   }
 
   /** Serves a sandbox that is already running (see `SandboxPool.adopt`). */
@@ -109,11 +151,31 @@ export class SharedSandboxes {
   private serve(sandboxId: string, upstream: Upstream): void {
     this.upstreams.set(upstream, sandboxId);
     upstream.forwarded.take = (message) => this.dispatch(sandboxId, upstream, message);
-    for (const listener of this.listeners) listener.attach(sandboxId, upstream);
+    this.tellLevel();
     void upstream.closed.then(() => {
       this.upstreams.delete(upstream);
+      this.sentLevels.delete(upstream);
       for (const listener of [...this.listeners]) listener.upstreamClosed(upstream);
     });
+  }
+
+  /** Sends each sandbox that logs the most verbose level its clients asked for, when it has another. */
+  private tellLevel(): void {
+    const order = LoggingLevelSchema.options;
+    const asked = [...this.levels.values()].sort((a, b) => order.indexOf(a) - order.indexOf(b))[0];
+    if (asked === undefined) return;
+    for (const upstream of this.upstreams.keys()) {
+      if (this.sentLevels.get(upstream) === asked || !upstream.client.getServerCapabilities()?.logging) continue;
+      this.sentLevels.set(upstream, asked);
+      void upstream.forwarded
+        .send({
+          jsonrpc: '2.0',
+          id: `hintbox-level:${++this.levelId}`,
+          method: 'logging/setLevel',
+          params: { level: asked },
+        })
+        .catch(() => undefined);
+    }
   }
 
   /** Hands an upstream's message to whom it belongs (see the class); false: to the upstream's SDK client. */
@@ -140,15 +202,19 @@ export class SharedSandboxes {
       return true;
     }
     if (m.id !== undefined && isServerRequest(method)) {
-      // Bound to the oldest tool call in flight there; with none, any gateway refuses it (or
+      // To the one gateway with calls in flight there; with none, any gateway refuses it (or
       // answers roots/list); with no gateway at all, the upstream's SDK client does.
-      return give(this.oldest(listeners, upstream, true) ?? listeners[0]);
+      const busy = listeners.filter((l) => l.oldestIn(upstream, true) !== undefined);
+      if (busy.length > 1) return this.refuseUnbound(upstream, m);
+      return give(busy[0] ?? listeners[0]);
     }
     if (method === 'notifications/cancelled') return listeners.some((l) => l.take(sandboxId, upstream, m));
     if (method === 'notifications/message') {
-      const owner = this.oldest(listeners, upstream, false);
-      if (owner) return give(owner);
-      for (const listener of listeners) listener.take(sandboxId, upstream, m);
+      const busy = listeners.filter((l) => l.oldestIn(upstream, false) !== undefined);
+      if (listeners.length === 1 || busy.length === 1) return give(busy[0] ?? listeners[0]);
+      this.options.log.debug(
+        `a log message of sandbox ${sandboxId} with ${busy.length} clients' requests in flight: dropped`,
+      );
       return true;
     }
     if (method === 'notifications/resources/updated') {
@@ -158,13 +224,22 @@ export class SharedSandboxes {
     return false;
   }
 
-  private oldest(listeners: UpstreamListener[], upstream: Upstream, callsOnly: boolean): UpstreamListener | undefined {
-    let found: UpstreamListener | undefined;
-    let order = Infinity;
-    for (const listener of listeners) {
-      const seq = listener.oldestIn(upstream, callsOnly);
-      if (seq !== undefined && seq < order) [found, order] = [listener, seq];
+  /**
+   * A server's request while calls of several clients are in flight in its sandbox: which one
+   * it is for cannot be known, so it is answered with an error (logged at most once a second).
+   */
+  private refuseUnbound(upstream: Upstream, m: JsonRpcObject): boolean {
+    const now = Date.now();
+    if (now - this.lastRefusalLog >= 1000) {
+      this.lastRefusalLog = now;
+      this.options.log.warn(
+        `a server asked ${String(m.method)} while calls of several clients were in flight in its sandbox: refused (it cannot be bound to one)`,
+      );
     }
-    return found;
+    const message = 'hintbox: calls of several clients are in flight in this sandbox; a request cannot be bound to one';
+    void upstream.forwarded
+      .send({ jsonrpc: '2.0', id: m.id as string | number, error: { code: -32600, message } })
+      .catch(() => undefined);
+    return true;
   }
 }

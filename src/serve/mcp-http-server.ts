@@ -260,16 +260,17 @@ export class McpHttpServer {
       },
       onsessionclosed: () => void (client && this.end(client, 'the client ended its session')),
     });
-    await session.connect(
-      transport,
-      () => void (client ? this.end(client, 'its HTTP session closed') : session.close()),
-    );
-    if (this.draining) {
-      await session.close();
-      return reply(res, 503, jsonRpcError('hintbox is stopping'));
+    try {
+      await session.connect(
+        transport,
+        () => void (client ? this.end(client, 'its HTTP session closed') : session.close()),
+      );
+      if (this.draining) return reply(res, 503, jsonRpcError('hintbox is stopping'));
+      await this.pass(transport, req, res, body, client);
+    } finally {
+      // No session came of it (stopping, a failure, not an initialize after all): nothing stays.
+      if (!client || this.draining) await (client ? this.end(client, 'hintbox is stopping') : session.close());
     }
-    await this.pass(transport, req, res, body, client);
-    if (!client) await session.close();
   }
 
   /**

@@ -137,9 +137,16 @@ export class ServedServers {
   async openClient(name: string, access: Access | null): Promise<ClientSession> {
     const entry = this.entry(name);
     if (entry.profile.clients === 'separate') return this.separateClient(entry, access);
-    const session = await this.sharedSession(name);
+    const opening = this.sharedSession(name);
+    const session = await opening;
     const gateway = await session.createGateway(this.gatewaySettings(entry, access));
-    return clientOf(gateway, () => session.closeGateway(gateway));
+    const client = clientOf(gateway, () => session.closeGateway(gateway));
+    // Reloaded meanwhile (SIGHUP): this session is retired; the client connects again.
+    if (this.shared.get(name) !== opening) {
+      await client.close();
+      throw new Error(`${name} was reloaded while the session opened: connect again`);
+    }
+    return client;
   }
 
   private gatewaySettings(entry: ServedProfile, access: Access | null): GatewaySettings {
@@ -189,6 +196,10 @@ export class ServedServers {
   private async separateClient(entry: ServedProfile, access: Access | null): Promise<ClientSession> {
     const session = await this.open(entry);
     try {
+      // Reloaded meanwhile (SIGHUP): not with the profile of before.
+      if (this.served.get(entry.profile.name) !== entry) {
+        throw new Error(`${entry.profile.name} was reloaded while the session opened: connect again`);
+      }
       const gateway = await session.createGateway(this.gatewaySettings(entry, access));
       const client = clientOf(gateway, () => this.remove(session));
       // A cold start whose server cannot be verified: that client's session ends.

@@ -134,7 +134,7 @@ export class SessionOffers {
     settings: GatewaySettings,
   ): Pick<GatewayOptions, 'offers' | 'readSandbox' | 'serverRequests' | 'roots' | 'recordRequest'> {
     const { profile } = this.options;
-    const recordRequest = this.recorder(settings.audit);
+    const recordRequest = this.recorder(settings.audit, settings.caller);
     return {
       offers: this.visible(settings.approvals),
       // Reads change nothing by definition: the strictest sandbox serves them, whatever the server claims.
@@ -152,9 +152,13 @@ export class SessionOffers {
   }
 
   /** Records a read or a server's request in the audit trail, as this session's. */
-  recorder(audit: Pick<AuditLog, 'recordEvent'> | undefined): ((event: RequestAuditEvent) => void) | undefined {
+  recorder(
+    audit: Pick<AuditLog, 'recordEvent'> | undefined,
+    caller?: string | null,
+  ): ((event: RequestAuditEvent) => void) | undefined {
     if (!audit?.recordEvent) return undefined;
     const { session, profile } = this.options;
-    return (event) => audit.recordEvent?.({ ...event, session, server: profile.name });
+    const who = caller ? { caller } : {};
+    return (event) => audit.recordEvent?.({ ...event, session, server: profile.name, ...who });
   }
 }

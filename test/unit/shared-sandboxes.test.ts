@@ -25,22 +25,27 @@ function listener(prefix: string, inFlight: { call?: number; request?: number } 
     owns: (key) => typeof key === 'string' && key.startsWith(prefix),
     take: (_id, _upstream, m) => (l.got.push(m), true),
     oldestIn: (_upstream, callsOnly) => (callsOnly ? l.oldestCall : (l.oldestRequest ?? l.oldestCall)),
-    attach: () => undefined,
     upstreamClosed: () => undefined,
   };
   return l;
 }
 
-function fakeUpstream(held = false): Upstream & { deliver(m: JsonRpcObject): boolean } {
-  const forwarded = { connected: true, take: undefined as ((m: object) => boolean) | undefined, send: async () => {} };
+function fakeUpstream(held = false): Upstream & { deliver(m: JsonRpcObject): boolean; sent: object[] } {
+  const sent: object[] = [];
+  const forwarded = {
+    connected: true,
+    take: undefined as ((m: object) => boolean) | undefined,
+    send: async (m: object) => void sent.push(m),
+  };
   return {
-    client: {} as Upstream['client'],
+    client: { getServerCapabilities: () => ({ logging: {} }) } as unknown as Upstream['client'],
     forwarded: forwarded as unknown as Upstream['forwarded'],
     closed: new Promise<void>(() => undefined),
     diagnostics: () => '',
     close: async () => {},
     ...(held ? { freezer: { freeze: async () => {}, thaw: async () => {} } } : {}),
     deliver: (m) => forwarded.take?.(m) ?? false,
+    sent,
   };
 }
 
@@ -86,30 +91,44 @@ describe('shared sandboxes: whose is an upstream message', () => {
     assert.deepEqual([a.got.length, b.got.length], [1, 0]);
   });
 
-  it("binds a server's request to the gateway of the oldest call in flight there, else to any gateway", () => {
+  it("binds a server's request (and log) to the one client with calls in flight there, refuses it when several have", () => {
     const sandboxes = shared();
-    const a = listener('hintbox:g1:', { call: 9 });
-    const b = listener('hintbox:g2:', { call: 4, request: 2 });
+    const a = listener('hintbox:g1:');
+    const b = listener('hintbox:g2:', { call: 4 });
     const c = listener('hintbox:g3:', { request: 1 }); // a read, not a call: requests bind to calls
-    for (const l of [c, a, b]) sandboxes.join(l);
+    for (const l of [a, b, c]) sandboxes.join(l);
     const upstream = fakeUpstream();
     sandboxes.adopt('rw', upstream);
     upstream.deliver({ jsonrpc: '2.0', id: 1, method: 'elicitation/create', params: {} });
     assert.deepEqual([a.got.length, b.got.length, c.got.length], [0, 1, 0]);
-    // A log message goes to the oldest request of any kind; outside any, to every gateway.
+    // A log message: b and c have requests in flight there, so it could be about either's: dropped.
     upstream.deliver({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'x' } });
-    assert.deepEqual([a.got.length, b.got.length, c.got.length], [0, 1, 1]);
+    assert.deepEqual([a.got.length, b.got.length, c.got.length], [0, 1, 0]);
 
+    // Two clients' calls in flight: the server's request could be either's, so it is refused.
+    a.oldestCall = 9;
+    upstream.deliver({ jsonrpc: '2.0', id: 2, method: 'sampling/createMessage', params: {} });
+    assert.deepEqual([a.got.length, b.got.length, c.got.length], [0, 1, 0]);
+    assert.deepEqual(upstream.sent.at(-1), {
+      jsonrpc: '2.0',
+      id: 2,
+      error: {
+        code: -32600,
+        message: 'hintbox: calls of several clients are in flight in this sandbox; a request cannot be bound to one',
+      },
+    });
+
+    // No call in flight: a gateway refuses it (or answers roots); a log goes to no one of several.
     const idle = shared();
     const [d, e] = [listener('hintbox:g4:'), listener('hintbox:g5:')];
     idle.join(d);
     idle.join(e);
     const other = fakeUpstream();
     idle.adopt('rw', other);
-    other.deliver({ jsonrpc: '2.0', id: 2, method: 'sampling/createMessage', params: {} });
+    other.deliver({ jsonrpc: '2.0', id: 3, method: 'sampling/createMessage', params: {} });
     assert.deepEqual([d.got.length, e.got.length], [1, 0], 'one gateway refuses it');
     other.deliver({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'y' } });
-    assert.deepEqual([d.got.length, e.got.length], [2, 1]);
+    assert.deepEqual([d.got.length, e.got.length], [1, 0]);
   });
 
   it('hands a list change to the session once, whatever the number of gateways; none from a held sandbox outside any call', async () => {
@@ -125,5 +144,33 @@ describe('shared sandboxes: whose is an upstream message', () => {
     free.deliver({ jsonrpc: '2.0', id: 5, method: 'notifications/prompts/list_changed' }); // a request in disguise
     await new Promise((r) => setTimeout(r, 20));
     assert.deepEqual(changed, ['tools']);
+  });
+
+  it('tells each sandbox the most verbose logging level of its clients, and again when that client leaves', () => {
+    const sandboxes = shared();
+    const [a, b] = [listener('hintbox:g1:'), listener('hintbox:g2:')];
+    sandboxes.join(a);
+    const leaveB = sandboxes.join(b);
+    const upstream = fakeUpstream();
+    sandboxes.adopt('ro', upstream);
+    const levels = () =>
+      upstream.sent.flatMap((m) =>
+        (m as { method?: string }).method === 'logging/setLevel'
+          ? [(m as { params: { level: string } }).params.level]
+          : [],
+      );
+    sandboxes.setLevel(a, 'error');
+    sandboxes.setLevel(b, 'debug');
+    sandboxes.setLevel(a, 'warning'); // still less verbose than b's: nothing new to tell
+    assert.deepEqual(levels(), ['error', 'debug']);
+    leaveB();
+    assert.deepEqual(levels(), ['error', 'debug', 'warning']);
+    const later = fakeUpstream();
+    sandboxes.adopt('rw', later);
+    assert.deepEqual(
+      (later.sent[0] as { params?: unknown }).params,
+      { level: 'warning' },
+      'a sandbox started later is told too',
+    );
   });
 });
