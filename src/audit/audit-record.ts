@@ -145,7 +145,6 @@ export type AuditEvent =
        */
       type: 'auth.denied';
       session: null;
-      /** The server asked for; `/metrics` for a refused scrape of the metrics. */
       server: string;
       status: 401 | 403;
       reason: string;

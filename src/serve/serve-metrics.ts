@@ -171,7 +171,7 @@ export class ServeMetrics {
 
   /**
    * Answers `GET /metrics`; a refused request is recorded through `recordEvent` (the metered
-   * audit log, so that it is counted too).
+   * audit log, so that it is counted too) as `auth.denied` with server `/metrics`.
    */
   async handle(
     req: IncomingMessage,
