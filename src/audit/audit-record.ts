@@ -15,8 +15,7 @@ import { capText, textDigest } from '../util/cap-text.js';
 /** The schema version every line carries (`v`). A reader refuses lines of a version it does not know. */
 export const AUDIT_SCHEMA_VERSION = 1;
 
-// ---------------------------------------------------------------------------------------------
-// Injected time and ids
+// — Injected time and ids —
 
 /** The audit log's source of time (wall time); tests pass a fixed or stepping clock. */
 export { systemClock, type Clock } from '../util/clock.js';
@@ -26,8 +25,7 @@ export type IdGenerator = () => string;
 
 export const randomIds: IdGenerator = () => randomUUID();
 
-// ---------------------------------------------------------------------------------------------
-// Calls
+// — Calls —
 
 /** Whether the call went ahead. */
 export type AuditDecision = 'allowed' | 'denied' | 'blocked';
@@ -115,7 +113,8 @@ export interface AuditOutcomeReport {
 
 /**
  * Things that happen besides calls. Each is one line of its `type`, with `session` and
- * `server`, and the fields of its kind.
+ * `server`, and the fields of its kind. `caller` (approvals, reads, a server's requests): the
+ * client whose person was asked, that read, or that was asked (serve with tokens); absent otherwise.
  */
 export type AuditEvent =
   | {
@@ -124,8 +123,7 @@ export type AuditEvent =
       server: string;
       tool: string;
       reasons: readonly string[];
-      /** The client whose person was asked (serve with tokens); absent otherwise. */
-      caller?: string | null;
+      caller?: string;
     }
   | {
       type: 'approval.answered';
@@ -133,7 +131,7 @@ export type AuditEvent =
       server: string;
       tool: string;
       answer: 'approved' | 'declined' | 'timeout';
-      caller?: string | null;
+      caller?: string;
     }
   | { type: 'hint.violation'; session: string; server: string; tool: string | null; sandbox: string; violation: string }
   | { type: 'pin.narrowed'; session: string; server: string; tool: string; pin: string; changes: readonly string[] }
@@ -166,8 +164,7 @@ export type AuditEvent =
       subject: string | null;
       outcome: 'ok' | 'error' | 'refused' | 'cancelled' | 'sandbox-died';
       detail: string | null;
-      /** The client that made it (serve with tokens); absent otherwise. */
-      caller?: string | null;
+      caller?: string;
     }
   | {
       /** A request of the server to the client (sampling, elicitation, roots), before it is passed on. */
@@ -182,8 +179,7 @@ export type AuditEvent =
       boundTo: string | null;
       decision: 'passed' | 'refused' | 'answered-by-hintbox';
       reason: string | null;
-      /** The client it was passed to or refused for (serve with tokens); absent otherwise. */
-      caller?: string | null;
+      caller?: string;
     }
   | {
       type: 'server.request.answered';
@@ -252,8 +248,7 @@ export function storedText<T extends string | null>(text: T): T {
   return `${kept} … [cut by hintbox: ${whole.bytes} bytes in all, SHA-256 ${whole.sha256}]` as T;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Lines
+// — Lines —
 
 /** Fields every line has, in the order they are written (`prev` comes last). */
 export interface AuditLineBase {
