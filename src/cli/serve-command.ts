@@ -2,6 +2,7 @@ import type { Authenticator } from '../serve/authenticator.js';
 import { BearerTokens, hashToken } from '../serve/bearer-tokens.js';
 import { sandboxBindSources } from '../serve/bind-sources.js';
 import { DEFAULT_IDLE_MS, McpHttpServer } from '../serve/mcp-http-server.js';
+import { combinedAuthenticator } from '../serve/combined-endpoint.js';
 import { loadOAuthConfig, unknownScopeServers } from '../serve/oauth-config.js';
 import { OAuthResourceServer } from '../serve/oauth-resource-server.js';
 import { loadProfileFolder, type ServedProfile } from '../serve/profile-folder.js';
@@ -15,7 +16,7 @@ import { cliLog, engineReady } from './common.js';
 import type { CommandSpec } from './main.js';
 
 const HELP = `Usage: hintbox serve <profiles-folder> [--port N] [--host H] [--tokens FILE | --oauth FILE]
-                     [--idle-timeout S]
+                     [--idle-timeout S] [--one-endpoint]
        hintbox serve --hash-token < token
 
 Serves every profile (*.yaml) of a folder over MCP's streamable HTTP transport, each server at
@@ -26,6 +27,11 @@ removed when the client ends its session (HTTP DELETE), its session closes, or i
 Calls are approved, pinned and audited as under "hintbox run", per client: confirmations,
 progress and the server's requests go to the client (and request) they belong to; a client
 whose connection drops while its call runs has the call cancelled.
+
+With --one-endpoint, /mcp serves the tools of every server the caller may use too, each named
+<server>__<tool> (a name two servers could have made is left out): the same sessions a client
+would get at each /mcp/<server> behind one (approvals, tags, audit, shared sandboxes alike).
+Tools only: prompts and resources stay at /mcp/<server>.
 
 A bad profile or lock file anywhere in the folder stops serve before anything starts (exit 2).
 So does, in a container of the engine it drives (hintbox's image), a path it binds into sandboxes
@@ -85,6 +91,7 @@ Options:
   --tokens FILE   the bearer tokens (see above)
   --oauth FILE    the OAuth resource-server settings (see above); not with --tokens
   --idle-timeout S  seconds before an idle client session is closed (default ${DEFAULT_IDLE_MS / 1000})
+  --one-endpoint  serve every server's tools at /mcp too, named <server>__<tool>
   --hash-token    print the SHA-256 of the token given on stdin, for the tokens file
   -h, --help      this help`;
 
@@ -99,6 +106,7 @@ export const serveCommand: CommandSpec = {
     tokens: { type: 'string' },
     oauth: { type: 'string' },
     'idle-timeout': { type: 'string' },
+    'one-endpoint': { type: 'boolean' },
     'hash-token': { type: 'boolean' },
   },
   async run({ positionals, values }) {
@@ -148,11 +156,15 @@ export const serveCommand: CommandSpec = {
     metrics.pinApproved(served);
     const audit = metrics.meter(trail.audit); // every record is counted as it is recorded
     const servers = new ServedServers({ served, engine, audit, log });
-    const auth: Authenticator | undefined =
+    const credentials: Authenticator | undefined =
       tokens ?? (oauth ? new OAuthResourceServer({ config: oauth, servers: () => servers.names }) : undefined);
-    const scrapers = metricsAccess(auth);
+    const combined = values['one-endpoint'] === true;
+    // At /mcp, the servers the credentials allow (each as at its own path).
+    const auth = credentials && combined ? combinedAuthenticator(credentials, () => servers.names) : credentials;
+    const scrapers = metricsAccess(credentials);
     const server = new McpHttpServer({
       servers: names,
+      ...(combined ? { combined } : {}),
       ...(auth ? { auth } : {}),
       openSession: (name, access) => servers.openClient(name, access),
       recordEvent: (event) => audit.recordEvent(event),

@@ -16,6 +16,11 @@ export interface Access {
    * them (as `hintbox run --tags`). Undefined: every tool.
    */
   tags?: readonly string[];
+  /**
+   * At the combined endpoint (`/mcp`, `--one-endpoint`): the servers it may use there, each with
+   * its tags. Undefined elsewhere.
+   */
+  servers?: ReadonlyMap<string, readonly string[] | undefined>;
 }
 
 /** Why a request was refused: 401 (who are you?) or 403 (not this). */
@@ -61,6 +66,16 @@ export function coversTags(tags: readonly string[] | undefined, sessionTags: rea
   if (tags === undefined) return true;
   if (sessionTags === undefined) return false;
   return sessionTags.every((tag) => tags.includes(tag));
+}
+
+/** {@link coversTags} for access (at the combined endpoint: every server of the session, each with its tags). */
+export function coversAccess(access: Access | null, session: Access | null): boolean {
+  if (!coversTags(access?.tags, session?.tags)) return false;
+  if (!session?.servers) return true;
+  const now = access?.servers;
+  return (
+    now !== undefined && [...session.servers].every(([name, tags]) => now.has(name) && coversTags(now.get(name), tags))
+  );
 }
 
 /** An RFC 6750 challenge: `Bearer realm="hintbox", error="…", …`. Values are quoted strings. */

@@ -7,7 +7,8 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { AuditEvent } from '../audit/audit-record.js';
 import { delay } from '../util/delay.js';
 import type { Logger } from '../util/logger.js';
-import { coversTags, type Access, type Authenticator, type Denial } from './authenticator.js';
+import { coversAccess, type Access, type Authenticator, type Denial } from './authenticator.js';
+import { COMBINED } from './combined-endpoint.js';
 
 /**
  * The SDK's streamable HTTP transport, loaded when `serve` first needs it: `hintbox run` (the
@@ -39,6 +40,8 @@ export interface ClientSession {
 export interface McpHttpServerOptions {
   /** The servers by name (profile names). */
   servers: readonly string[];
+  /** Serve every server at `/mcp` too (`--one-endpoint`): `openSession` is asked for {@link COMBINED}. */
+  combined?: boolean;
   /**
    * Who may use what (bearer tokens, OAuth). Without, every request is let in (serve refuses to
    * listen beyond loopback then).
@@ -68,10 +71,8 @@ export interface McpHttpServerOptions {
   log: Logger;
 }
 
-/** Sessions one caller may have open at once. */
+/** Sessions one caller may have open at once; a client session idle this long is closed (30 minutes). */
 export const DEFAULT_MAX_SESSIONS = 64;
-
-/** A client session idle this long is closed (30 minutes). */
 export const DEFAULT_IDLE_MS = 30 * 60_000;
 
 /** The largest request body read (the SDK's own limit for a message). */
@@ -135,7 +136,10 @@ export class McpHttpServer {
 
   /** Ends the sessions of every client of these servers (their profile changed or is gone). */
   async endClientsOf(servers: readonly string[], why: string): Promise<void> {
-    const ending = [...this.clients.values()].filter((client) => servers.includes(client.server));
+    // A combined session (`/mcp`) ends with any of its servers.
+    const ending = [...this.clients.values()].filter(
+      (client) => servers.includes(client.server) || (client.server === COMBINED && servers.length > 0),
+    );
     await Promise.allSettled(ending.map((client) => this.end(client, why)));
   }
 
@@ -171,14 +175,20 @@ export class McpHttpServer {
     const document = req.method === 'GET' ? this.options.auth?.document?.(url.pathname) : undefined;
     if (document !== undefined) return reply(res, 200, document);
     const match = /^\/mcp\/([^/]+)\/?$/.exec(url.pathname);
-    const server = match ? decodeURIComponent(match[1] as string) : undefined;
-    if (server === undefined || !this.servers.includes(server)) return reply(res, 404, { error: 'no such server' });
+    const combined = this.options.combined === true && /^\/mcp\/?$/.test(url.pathname);
+    const server = combined ? COMBINED : match ? decodeURIComponent(match[1] as string) : undefined;
+    if (server === undefined || !(combined || this.servers.includes(server)))
+      return reply(res, 404, { error: 'no such server' });
 
     let access: Access | null = null;
     if (this.options.auth) {
       const result = await this.options.auth.authenticate(req.headers, server);
       if (!result.allowed) return this.deny(req, res, server, result);
-      access = { caller: result.caller, ...(result.tags ? { tags: result.tags } : {}) };
+      access = {
+        caller: result.caller,
+        ...(result.tags ? { tags: result.tags } : {}),
+        ...(result.servers ? { servers: result.servers } : {}),
+      };
     }
     dropCredentials(req);
     const caller = access?.caller ?? null;
@@ -189,7 +199,7 @@ export class McpHttpServer {
       body = read.json;
     }
     // While draining, what asks for new work is refused; answers and notifications pass.
-    if (this.draining && (req.method === 'GET' || (req.method === 'POST' && hasRequest(body)))) {
+    if (this.draining && (req.method === 'GET' || (req.method === 'POST' && requestIds(body).length > 0))) {
       return reply(res, 503, jsonRpcError('hintbox is stopping'), { 'Retry-After': '5' });
     }
     const sessionId = req.headers['mcp-session-id'];
@@ -199,7 +209,7 @@ export class McpHttpServer {
       // A session is its caller's: another token may not ride on it, nor one allowing fewer tools.
       if ((client.access?.caller ?? null) !== caller)
         return this.deny(req, res, server, { status: 403, reason: "another caller's session", caller });
-      if (!coversTags(access?.tags, client.access?.tags)) {
+      if (!coversAccess(access, client.access)) {
         const reason = 'the token no longer allows the tags its session was opened with';
         return this.deny(req, res, server, { status: 403, reason, caller, error: 'insufficient_scope' });
       }
@@ -361,11 +371,6 @@ function reply(res: ServerResponse, status: number, body: unknown, headers: Reco
 
 function jsonRpcError(message: string): unknown {
   return { jsonrpc: '2.0', error: { code: -32000, message }, id: null };
-}
-
-/** Whether a POST body holds a request (as opposed to only answers and notifications). */
-function hasRequest(body: unknown): boolean {
-  return requestIds(body).length > 0;
 }
 
 /** The ids of the requests in a POST body (answers and notifications have none). */

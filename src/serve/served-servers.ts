@@ -10,6 +10,7 @@ import type { Logger } from '../util/logger.js';
 import { newSessionId } from '../util/session-identity.js';
 import type { Access } from './authenticator.js';
 import type { ClientSession } from './mcp-http-server.js';
+import { COMBINED, combinedSession, membersOf } from './combined-endpoint.js';
 import type { ServedProfile } from './profile-folder.js';
 
 /**
@@ -135,6 +136,7 @@ export class ServedServers {
    * the only tools it serves (as `hintbox run --tags`).
    */
   async openClient(name: string, access: Access | null): Promise<ClientSession> {
+    if (name === COMBINED) return this.combinedClient(access);
     const entry = this.entry(name);
     if (entry.profile.clients === 'separate') return this.separateClient(entry, access);
     const opening = this.sharedSession(name);
@@ -147,6 +149,23 @@ export class ServedServers {
       throw new Error(`${name} was reloaded while the session opened: connect again`);
     }
     return client;
+  }
+
+  /**
+   * A client of `/mcp` (`--one-endpoint`): a session of each server its credentials allow, as
+   * at `/mcp/<server>`, behind one. A server that cannot open one now is left out (logged).
+   */
+  private async combinedClient(access: Access | null): Promise<ClientSession> {
+    const members = [...membersOf(access, this.names)];
+    const opened = await Promise.allSettled(members.map(([name, memberAccess]) => this.openClient(name, memberAccess)));
+    const sessions = new Map<string, ClientSession>();
+    opened.forEach((result, i) => {
+      const name = members[i]?.[0] as string;
+      if (result.status === 'fulfilled') sessions.set(name, result.value);
+      else this.options.log.warn(`serve: one endpoint: ${name} left out: ${(result.reason as Error).message}`);
+    });
+    if (sessions.size === 0) throw new Error('no server could open a session');
+    return combinedSession(sessions, this.options.log);
   }
 
   private gatewaySettings(entry: ServedProfile, access: Access | null): GatewaySettings {

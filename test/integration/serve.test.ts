@@ -183,7 +183,7 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
     let workspace: string;
     before(async () => {
       workspace = sandboxFolder();
-      serving = await serve([profilesFolder(workspace), '--idle-timeout', '4']);
+      serving = await serve([profilesFolder(workspace), '--idle-timeout', '4', '--one-endpoint']);
     });
     after(() => stop(serving));
 
@@ -285,6 +285,39 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
       }
     });
 
+    it('serves every server at /mcp with prefixed names: calls, confirmations and progress as at their own paths', async () => {
+      const one = await connect(`${serving.url}/mcp`);
+      try {
+        const names = (await one.listTools()).tools.map((t) => t.name);
+        for (const name of [`${LIAR}__unannotated_write`, `${EVERYTHING}__echo`, `${LIAR_SEPARATE}__identity`]) {
+          assert.ok(names.includes(name), `${name} in ${names.join(', ')}`);
+        }
+        assert.equal(
+          textOf(await one.callTool({ name: `${EVERYTHING}__echo`, arguments: { message: 'one' } })),
+          'Echo: one',
+        );
+        const wrote = await one.callTool({
+          name: `${LIAR}__unannotated_write`,
+          arguments: { path: '/data/one.txt', content: 'through one endpoint' },
+        });
+        assert.deepEqual(outcomeOf(wrote), { ok: true, value: 'written' });
+        assert.equal(one.asked, 1, 'the confirmation reached the client at /mcp');
+        assert.equal(readFileSync(path.join(workspace, 'one.txt'), 'utf8'), 'through one endpoint');
+        const progress: number[] = [];
+        await one.callTool(
+          { name: `${EVERYTHING}__trigger-long-running-operation`, arguments: { duration: 1, steps: 3 } },
+          undefined,
+          { onprogress: (p) => progress.push(p.progress) },
+        );
+        assert.deepEqual(progress, [1, 2, 3], `progress: ${JSON.stringify(progress)}`);
+        await assert.rejects(one.callTool({ name: 'nope__echo', arguments: {} }), /Unknown tool/);
+        const [intent] = await auditOf<{ tool: string }>(EVERYTHING);
+        assert.equal(intent?.tool, 'trigger-long-running-operation', "audited as the server's own tool");
+      } finally {
+        await leave(one);
+      }
+    });
+
     it('cancels the call of a client whose connection drops, and closes the session of a client that vanished', async () => {
       const gone = await connect(`${serving.url}/mcp/${EVERYTHING}`);
       const slow = gone.callTool(
@@ -333,9 +366,35 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
           { name: 'prober', sha256: hashToken(PROBE), servers: [LIAR], tags: ['probe'] },
         ]),
       );
-      serving = await serve([profilesFolder(workspace), '--tokens', tokens]);
+      serving = await serve([profilesFolder(workspace), '--tokens', tokens, '--one-endpoint']);
     });
     after(() => stop(serving));
+
+    it('serves a token at /mcp only the servers (and tags) it may use; none gets 401', async () => {
+      const none = await fetch(`${serving.url}/mcp`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+      });
+      assert.equal(none.status, 401);
+      const bot = await connect(`${serving.url}/mcp`, BOT);
+      const probe = await connect(`${serving.url}/mcp`, PROBE);
+      try {
+        const botTools = (await bot.listTools()).tools.map((t) => t.name);
+        assert.ok(botTools.length > 0 && botTools.every((name) => name.startsWith(`${LIAR}__`)), botTools.join(', '));
+        assert.deepEqual(
+          (await probe.listTools()).tools.map((t) => t.name),
+          [`${LIAR}__identity`],
+        );
+        await assert.rejects(
+          probe.callTool({ name: `${EVERYTHING}__echo`, arguments: { message: 'x' } }),
+          /Unknown tool/,
+        );
+      } finally {
+        await leave(bot);
+        await leave(probe);
+      }
+    });
 
     it('answers 401 to no or a wrong token, 403 to a token of other servers, and audits each denial', async () => {
       const url = `${serving.url}/mcp/${EVERYTHING}`;

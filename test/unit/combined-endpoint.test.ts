@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Authenticator } from '../../src/serve/authenticator.js';
+import { coversAccess } from '../../src/serve/authenticator.js';
+import { COMBINED, combinedAuthenticator, memberOf, membersOf } from '../../src/serve/combined-endpoint.js';
+
+/** The combined endpoint's names and credentials (`hintbox serve --one-endpoint`). Pure. */
+describe('one endpoint', () => {
+  it('finds the server of a prefixed tool name, and none where two servers could have made it', () => {
+    assert.deepEqual(memberOf('fs__read_file', ['fs', 'db']), { server: 'fs', tool: 'read_file' });
+    assert.deepEqual(memberOf('fs__a__b', ['fs', 'db']), { server: 'fs', tool: 'a__b' });
+    assert.equal(memberOf('a__b__c', ['a', 'a__b']), undefined, '"a" + "b__c" or "a__b" + "c"');
+    assert.equal(memberOf('fs__', ['fs']), undefined);
+    assert.equal(memberOf('other__x', ['fs']), undefined);
+    assert.equal(memberOf('fsx__y', ['fs']), undefined);
+  });
+
+  it('lets the credentials use at /mcp exactly the servers each check allows, with their tags', async () => {
+    const inner: Authenticator = {
+      description: 'test',
+      challenge: (_d, server) => `Bearer server="${server}"`,
+      authenticate: (headers, server) =>
+        Promise.resolve(
+          headers.authorization !== 'Bearer ok'
+            ? { allowed: false, status: 401, reason: 'unknown token', caller: null }
+            : server === 'db'
+              ? { allowed: false, status: 403, reason: 'not db', caller: 'bob' }
+              : { allowed: true, caller: 'bob', ...(server === 'fs' ? { tags: ['read'] } : {}) },
+        ),
+    };
+    const auth = combinedAuthenticator(inner, () => ['fs', 'db', 'web']);
+    const ok = await auth.authenticate({ authorization: 'Bearer ok' }, COMBINED);
+    assert.ok(ok.allowed);
+    assert.deepEqual(
+      [...(ok.servers ?? [])],
+      [
+        ['fs', ['read']],
+        ['web', undefined],
+      ],
+    );
+    assert.deepEqual(
+      [...membersOf(ok, ['fs', 'db', 'web'])],
+      [
+        ['fs', { caller: 'bob', tags: ['read'] }],
+        ['web', { caller: 'bob' }],
+      ],
+    );
+    const bad = await auth.authenticate({}, COMBINED);
+    assert.deepEqual(bad, { allowed: false, status: 401, reason: 'unknown token', caller: null });
+    assert.equal(auth.challenge({ status: 401, reason: 'x', caller: null }, COMBINED), 'Bearer server="fs"');
+    // A session keeps what it was opened with: credentials allowing fewer servers may not ride on it.
+    const fewer = { caller: 'bob', servers: new Map([['web', undefined]]) };
+    assert.equal(coversAccess(fewer, ok), false);
+    assert.equal(coversAccess(ok, ok), true);
+    // Without credentials: every server, as at its own path.
+    assert.deepEqual(
+      [...membersOf(null, ['fs', 'db'])],
+      [
+        ['fs', null],
+        ['db', null],
+      ],
+    );
+  });
+});
