@@ -898,6 +898,10 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
     tests: [
       {
         file: 'integration/serve.test.ts',
+        title: 'serves a token at /mcp only the servers (and tags) it may use; none gets 401',
+      },
+      {
+        file: 'integration/serve.test.ts',
         title:
           "serves a token with tags only its tags' tools: another is refused as unknown, and nothing reaches the server",
       },
