@@ -1,10 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
-import { parse } from 'yaml';
 import { z } from 'zod';
 import { normalizeTag } from '../policy/tool-tags.js';
-import { HintboxError } from '../util/hintbox-error.js';
+import { parseSettings, readSettingsFile, settingsProblems } from './settings-file.js';
 import { bearerChallenge, bearerToken, type AuthResult, type Authenticator, type Denial } from './authenticator.js';
 
 /**
@@ -62,42 +60,23 @@ export class BearerTokens implements Authenticator {
 
   /** Parses a tokens file's text; throws one line per problem, `file: path: message`. */
   static parse(text: string, file: string): BearerTokens {
-    const fail = (lines: string[]): never => {
-      throw new HintboxError(lines.map((line) => `${file}: ${line}`).join('\n'), { exitCode: 2 });
-    };
-    let raw: unknown;
-    try {
-      raw = parse(text);
-    } catch (error) {
-      return fail([`invalid YAML or JSON: ${(error as Error).message.split('\n')[0] ?? ''}`]);
-    }
-    const parsed = TokenFileSchema.safeParse(raw);
-    if (!parsed.success) {
-      return fail(parsed.error.issues.map((i) => `${i.path.join('.') || '(top)'}: ${i.message}`));
-    }
+    const entries = parseSettings(text, file, TokenFileSchema);
+    const fail = (lines: string[]): never => settingsProblems(file, lines);
     const problems: string[] = [];
     const seen = new Map<string, number>();
-    parsed.data.forEach((entry, i) => {
-      const twin = parsed.data.findIndex((other) => other.sha256 === entry.sha256);
+    entries.forEach((entry, i) => {
+      const twin = entries.findIndex((other) => other.sha256 === entry.sha256);
       if (twin !== i) problems.push(`${i}.sha256: the same token as entry ${twin}`);
       if (seen.has(entry.name)) problems.push(`${i}.name: "${entry.name}" is also entry ${seen.get(entry.name)}`);
       seen.set(entry.name, i);
     });
     if (problems.length > 0) fail(problems);
-    if (parsed.data.length === 0) fail(['no tokens: the file must list at least one']);
-    return new BearerTokens(parsed.data);
+    if (entries.length === 0) fail(['no tokens: the file must list at least one']);
+    return new BearerTokens(entries);
   }
 
   static load(file: string): BearerTokens {
-    let text: string;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch (error) {
-      throw new HintboxError(`${file}: cannot read the tokens file: ${(error as NodeJS.ErrnoException).code ?? ''}`, {
-        exitCode: 2,
-      });
-    }
-    return BearerTokens.parse(text, file);
+    return BearerTokens.parse(readSettingsFile(file, 'the tokens file'), file);
   }
 
   /** The servers named by some token that are not among `servers` (a typo would lock everyone out). */

@@ -1,8 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { parse } from 'yaml';
 import { z } from 'zod';
 import { normalizeTag } from '../policy/tool-tags.js';
-import { HintboxError } from '../util/hintbox-error.js';
+import { parseSettings, readSettingsFile } from './settings-file.js';
 import { isLoopbackHost } from './serve-address.js';
 
 /**
@@ -119,32 +117,11 @@ export type ScopeGrant = z.infer<typeof ScopeGrantSchema>;
 
 /** Parses an OAuth settings file's text; throws one line per problem, `file: path: message` (exit 2). */
 export function parseOAuthConfig(text: string, file: string): OAuthConfig {
-  const fail = (lines: string[]): never => {
-    throw new HintboxError(lines.map((line) => `${file}: ${line}`).join('\n'), { exitCode: 2 });
-  };
-  let raw: unknown;
-  try {
-    raw = parse(text);
-  } catch (error) {
-    return fail([`invalid YAML or JSON: ${(error as Error).message.split('\n')[0] ?? ''}`]);
-  }
-  const parsed = OAuthConfigSchema.safeParse(raw);
-  if (!parsed.success) {
-    return fail(parsed.error.issues.map((i) => `${i.path.join('.') || '(top)'}: ${i.message}`));
-  }
-  return parsed.data;
+  return parseSettings(text, file, OAuthConfigSchema);
 }
 
 export function loadOAuthConfig(file: string): OAuthConfig {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (error) {
-    throw new HintboxError(`${file}: cannot read the OAuth settings: ${(error as NodeJS.ErrnoException).code ?? ''}`, {
-      exitCode: 2,
-    });
-  }
-  return parseOAuthConfig(text, file);
+  return parseOAuthConfig(readSettingsFile(file, 'the OAuth settings'), file);
 }
 
 /** The servers named by some scope that are not among `servers` (a typo would lock everyone out). */
