@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { ROLE_PREFIX } from '../../src/database/role-grants.js';
@@ -7,12 +10,14 @@ import {
   DBLINGER_IMAGE,
   allHintboxContainers,
   assertNoLeftovers,
+  containersOf,
   ensureDatabaseFixtureImage,
   ensureDblingerImage,
   eventually,
 } from './support/docker.js';
 import { hintboxCommand, outcomeOf, runHintbox, writeProfile, type RunningHintbox } from './support/hintbox-process.js';
 import { startPostgres, type StartedPostgres } from './support/postgres.js';
+import { connect, serve, stop } from './support/serve-process.js';
 
 /**
  * Issue 3 through the whole stack: `hintbox run` on a fixture server whose tools reach Postgres
@@ -250,6 +255,37 @@ describe('a database server under hintbox run', { timeout: 600_000 }, () => {
       assert.deepEqual(await hintboxRoles(), []);
       assert.equal(await logsIn(readRole), false, "the role's password still logs in");
     });
+  });
+
+  it('serve shares the sandboxes and roles among clients; SIGTERM during their calls lets them finish, then drops every role, sandbox and socket folder', async () => {
+    const relays = (): string[] => readdirSync(os.tmpdir()).filter((name) => name.startsWith('hintbox-pg-'));
+    const existing = new Set(relays());
+    const serving = await serve([path.dirname(profile)], env);
+    const pid = serving.child.pid;
+    const clients = await Promise.all([1, 2].map(() => connect(`${serving.url}/mcp/${server}`)));
+    try {
+      assert.ok((await hintboxRoles()).length > 0, 'the shared sandboxes have their roles (control)');
+      const calls = clients.map((client, c) =>
+        client.callTool({ name: 'query', arguments: { sql: `SELECT pg_sleep(2), ${c} AS c` } }),
+      );
+      await new Promise((r) => setTimeout(r, 700));
+      serving.child.kill('SIGTERM');
+      const results = await Promise.all(calls);
+      results.forEach((result, c) =>
+        assert.equal(outcomeOf(result).ok, true, `client ${c}: ${JSON.stringify(result)}`),
+      );
+      assert.equal(await serving.exited, 0, serving.stderr());
+      assert.deepEqual(await hintboxRoles(), []);
+      assert.deepEqual(await containersOf(pid), []);
+      assert.deepEqual(
+        relays().filter((name) => !existing.has(name)),
+        [],
+        'no relay socket folder of the serve left',
+      );
+    } finally {
+      await Promise.all(clients.map((client) => client.close().catch(() => undefined)));
+      await stop(serving);
+    }
   });
 
   it("ends a sandbox's database sessions when its call ends: a lock its server took and kept is released at once", async () => {

@@ -1,11 +1,8 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { parse, stringify } from 'yaml';
 import { LABEL_SERVER } from '../../src/engine/docker/container-spec.js';
 import { hashToken } from '../../src/serve/bearer-tokens.js';
@@ -21,14 +18,7 @@ import {
   EVERYTHING_IMAGE,
   LIAR_IMAGE,
 } from './support/docker.js';
-import {
-  auditOf,
-  HINTBOX_BIN,
-  hintboxCommand,
-  outcomeOf,
-  sandboxFolder,
-  STATE_DIR,
-} from './support/hintbox-process.js';
+import { auditOf, hintboxCommand, outcomeOf, sandboxFolder, STATE_DIR } from './support/hintbox-process.js';
 
 const LIAR = `liar-serve-${process.pid}`;
 const EVERYTHING = `every-serve-${process.pid}`;
@@ -67,86 +57,7 @@ function profilesFolder(workspace: string, extra: Record<string, string> = {}): 
   return folder;
 }
 
-interface Serving {
-  child: ChildProcess;
-  url: string;
-  stderr(): string;
-  exited: Promise<number | null>;
-}
-
-/** `hintbox serve` on a free port; resolves once it listens and /readyz says ready. */
-async function serve(args: string[], env: Record<string, string> = {}): Promise<Serving> {
-  const child = spawn(HINTBOX_BIN, ['serve', ...args, '--port', '0'], {
-    env: {
-      ...env,
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '/root',
-      HINTBOX_STATE_DIR: STATE_DIR,
-      ...(process.env.DOCKER_HOST ? { DOCKER_HOST: process.env.DOCKER_HOST } : {}),
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString('utf8');
-    if (process.env.HINTBOX_TEST_VERBOSE) process.stderr.write(chunk);
-  });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  let url = '';
-  await eventually(
-    async () => {
-      if (child.exitCode !== null) throw new Error(`serve exited ${child.exitCode}: ${stderr}`);
-      url = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1] ?? '';
-      return url !== '' && (await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200;
-    },
-    120_000,
-    'serve to be ready',
-  );
-  return { child, url, stderr: () => stderr, exited };
-}
-
-async function stop(serving: Serving | undefined): Promise<void> {
-  if (!serving || serving.child.exitCode !== null) return;
-  serving.child.kill('SIGTERM');
-  await serving.exited;
-}
-
-/**
- * A real SDK client over streamable HTTP that approves every confirmation (with `approveIf`,
- * those whose message it matches; it declines the others). `asked` keeps each message.
- */
-async function connect(
-  url: string,
-  token?: string,
-  approveIf?: RegExp,
-): Promise<Client & { asked: number; messages: string[] }> {
-  const client = Object.assign(
-    new Client({ name: 'serve-test', version: '1.0.0' }, { capabilities: { elicitation: {} } }),
-    { asked: 0, messages: [] as string[] },
-  );
-  client.setRequestHandler(ElicitRequestSchema, (request) => {
-    client.asked++;
-    const message = (request.params as { message?: string }).message ?? '';
-    client.messages.push(message);
-    if (approveIf && !approveIf.test(message)) return { action: 'decline' };
-    return { action: 'accept', content: { approve: true } };
-  });
-  const headers = token ? { Authorization: `Bearer ${token}` } : undefined;
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), headers ? { requestInit: { headers } } : {}));
-  return client;
-}
-
-const textOf = (result: unknown): string => (result as { content: { text?: string }[] }).content[0]?.text ?? '';
-
-/** The containers of one server among those of a serve process. */
-async function containersOfServer(pid: number | undefined, server: string) {
-  return (await containersOf(pid)).filter((c) => c.Labels[LABEL_SERVER] === server);
-}
-
-async function leave(client: Client): Promise<void> {
-  await (client.transport as StreamableHTTPClientTransport).terminateSession().catch(() => undefined);
-  await client.close();
-}
+import { connect, containersOfServer, leave, serve, stop, textOf, type Serving } from './support/serve-process.js';
 
 describe('hintbox serve', { timeout: 300_000 }, () => {
   before(async () => {

@@ -1,0 +1,90 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { LABEL_SERVER } from '../../../src/engine/docker/container-spec.js';
+import { containersOf, eventually } from './docker.js';
+import { HINTBOX_BIN, STATE_DIR } from './hintbox-process.js';
+
+/** `hintbox serve` as a test runs it, and real SDK clients of it over streamable HTTP. */
+
+export interface Serving {
+  child: ChildProcess;
+  url: string;
+  stderr(): string;
+  exited: Promise<number | null>;
+}
+
+/** `hintbox serve` on a free port; resolves once it listens and /readyz says ready. */
+export async function serve(args: string[], env: Record<string, string> = {}): Promise<Serving> {
+  const child = spawn(HINTBOX_BIN, ['serve', ...args, '--port', '0'], {
+    env: {
+      ...env,
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/root',
+      HINTBOX_STATE_DIR: STATE_DIR,
+      ...(process.env.DOCKER_HOST ? { DOCKER_HOST: process.env.DOCKER_HOST } : {}),
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString('utf8');
+    if (process.env.HINTBOX_TEST_VERBOSE) process.stderr.write(chunk);
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  let url = '';
+  await eventually(
+    async () => {
+      if (child.exitCode !== null) throw new Error(`serve exited ${child.exitCode}: ${stderr}`);
+      url = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1] ?? '';
+      return url !== '' && (await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200;
+    },
+    120_000,
+    'serve to be ready',
+  );
+  return { child, url, stderr: () => stderr, exited };
+}
+
+export async function stop(serving: Serving | undefined): Promise<void> {
+  if (!serving || serving.child.exitCode !== null) return;
+  serving.child.kill('SIGTERM');
+  await serving.exited;
+}
+
+/**
+ * A real SDK client over streamable HTTP that approves every confirmation (with `approveIf`,
+ * those whose message it matches; it declines the others). `asked` keeps each message.
+ */
+export async function connect(
+  url: string,
+  token?: string,
+  approveIf?: RegExp,
+): Promise<Client & { asked: number; messages: string[] }> {
+  const client = Object.assign(
+    new Client({ name: 'serve-test', version: '1.0.0' }, { capabilities: { elicitation: {} } }),
+    { asked: 0, messages: [] as string[] },
+  );
+  client.setRequestHandler(ElicitRequestSchema, (request) => {
+    client.asked++;
+    const message = (request.params as { message?: string }).message ?? '';
+    client.messages.push(message);
+    if (approveIf && !approveIf.test(message)) return { action: 'decline' };
+    return { action: 'accept', content: { approve: true } };
+  });
+  const headers = token ? { Authorization: `Bearer ${token}` } : undefined;
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), headers ? { requestInit: { headers } } : {}));
+  return client;
+}
+
+export const textOf = (result: unknown): string => (result as { content: { text?: string }[] }).content[0]?.text ?? '';
+
+/** The containers of one server among those of a serve process. */
+export async function containersOfServer(pid: number | undefined, server: string) {
+  return (await containersOf(pid)).filter((c) => c.Labels[LABEL_SERVER] === server);
+}
+
+export async function leave(client: Client): Promise<void> {
+  await (client.transport as StreamableHTTPClientTransport).terminateSession().catch(() => undefined);
+  await client.close();
+}
