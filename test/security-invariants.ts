@@ -451,7 +451,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'OPERATOR-OUT-OF-REACH',
     statement:
-      "What the operator decides lies outside every mount a server may write: a profile whose file or build folder lies inside (or contains) a read-write mount source is refused, and hintbox's own state folder and installation are never mounted.",
+      "What the operator decides lies outside every mount a server may write: a profile whose file or build folder lies inside (or contains) a read-write mount source is refused, hintbox's own state folder and installation are never mounted, nor its temporary folder (what holds it, and its sandbox socket and preview folders).",
     tests: [
       { file: 'unit/profile.test.ts', title: 'refuses a profile that lies inside a mount its server may write' },
       {
@@ -465,6 +465,11 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       {
         file: 'unit/profile.test.ts',
         title: "refuses to mount hintbox's own state folder or installation, even read-only",
+      },
+      {
+        file: 'unit/profile.test.ts',
+        title:
+          "refuses to mount hintbox's temporary folder, what holds it, or a socket or preview folder in it; not the rest of it",
       },
       {
         file: 'integration/errors.test.ts',

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import { PACKAGE_ROOT } from '../util/package-root.js';
 import { hintboxEnvironment, type HintboxEnvironment } from './environment.js';
@@ -7,7 +8,15 @@ export interface OwnPath {
   path: string;
   /** For messages: "hintbox's state folder". */
   what: string;
+  /**
+   * Only the folder itself, what contains it, and its sub-folders whose names begin so are
+   * refused (hintbox's temporary folder: a workspace elsewhere in /tmp is the operator's).
+   */
+  onlyOwn?: readonly string[];
 }
+
+/** hintbox's folders in the temporary folder: the gates' and relays' sockets, the previews' copies. */
+export const OWN_TEMP_PREFIXES = ['hintbox-io-', 'hintbox-pg-', 'hintbox-preview-'] as const;
 
 /** hintbox's state folder, its audit log and its installation (the package it runs from). */
 export function hintboxOwnPaths(
@@ -17,5 +26,7 @@ export function hintboxOwnPaths(
     { path: env.stateDir, what: "hintbox's state folder (audit log, known tools)" },
     ...(env.auditDir !== path.join(env.stateDir, 'audit') ? [{ path: env.auditDir, what: "hintbox's audit log" }] : []),
     { path: PACKAGE_ROOT, what: "hintbox's installation" },
+    // Its sandboxes' gate and database sockets and other servers' preview copies live there.
+    { path: os.tmpdir(), what: "hintbox's temporary folder", onlyOwn: OWN_TEMP_PREFIXES },
   ];
 }

@@ -28,6 +28,27 @@ export function deniedHostPaths(home: string): string[] {
 }
 
 /**
+ * Why `realSource` may not be mounted because of a folder of which only some is hintbox's (its
+ * temporary folder): the folder itself, a folder containing it, or one inside a sub-folder whose
+ * name begins with one of `prefixes` (a sandbox could reach another's gate socket there, or
+ * another server's preview copy). Undefined when it may. Pure.
+ */
+export function sharedFolderReason(
+  realSource: string,
+  folder: string,
+  prefixes: readonly string[],
+  what: string,
+): string | undefined {
+  const source = path.resolve(realSource);
+  if (source === folder || isStrictlyInside(folder, source)) return `${source} contains ${folder}, ${what}`;
+  if (!isStrictlyInside(source, folder)) return undefined;
+  const first = path.relative(folder, source).split(path.sep)[0] ?? '';
+  return prefixes.some((prefix) => first.startsWith(prefix))
+    ? `${source} is inside ${path.join(folder, first)}, a folder of hintbox's (sandbox sockets or preview copies)`
+    : undefined;
+}
+
+/**
  * Why `realSource` may not be mounted, or undefined when it may. `extra`: more denied paths
  * (hintbox's own state folder and installation). Pure.
  */

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
-import { denyReason } from './host-path-denylist.js';
+import { denyReason, sharedFolderReason } from './host-path-denylist.js';
 import { lockFilePath } from './profile-paths.js';
 import { processVariables } from '../config/environment.js';
 import { hintboxOwnPaths, type OwnPath } from '../config/hintbox-paths.js';
@@ -125,9 +125,11 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
       source,
       baseDir,
       home,
-      ownPaths.map((own) => own.path),
+      ownPaths.filter((own) => !own.onlyOwn).map((own) => own.path),
     );
+    const shared = 'error' in resolved ? undefined : sharedFolderProblem(resolved.path, ownPaths);
     if ('error' in resolved) problems.push({ file: absFile, path: at, message: resolved.error });
+    else if (shared) problems.push({ file: absFile, path: at, message: shared });
     else resolvedSources.set(index, resolved.path);
   });
   if (!parsed.success) throw new ProfileError(problems);
@@ -273,4 +275,13 @@ function isFile(p: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** Why a resolved source may not be mounted because of a folder only partly hintbox's (see `OwnPath.onlyOwn`). */
+function sharedFolderProblem(source: string, ownPaths: readonly OwnPath[]): string | undefined {
+  for (const own of ownPaths) {
+    const reason = own.onlyOwn && sharedFolderReason(source, own.path, own.onlyOwn, own.what);
+    if (reason) return reason;
+  }
+  return undefined;
 }

@@ -89,7 +89,7 @@ describe('hintboxOwnPaths', () => {
     const inside = readEnvironment({ HINTBOX_STATE_DIR: '/s' }).environment;
     assert.deepEqual(
       hintboxOwnPaths(inside).map((p) => p.what),
-      ["hintbox's state folder (audit log, known tools)", "hintbox's installation"],
+      ["hintbox's state folder (audit log, known tools)", "hintbox's installation", "hintbox's temporary folder"],
     );
     const apart = readEnvironment({ HINTBOX_STATE_DIR: '/s', HINTBOX_AUDIT_DIR: '/a' }).environment;
     assert.deepEqual(hintboxOwnPaths(apart).slice(0, 2), [

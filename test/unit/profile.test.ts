@@ -1,4 +1,4 @@
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -357,6 +357,35 @@ describe('loadProfile: errors name the file and the field', () => {
         source,
       );
     }
+  });
+
+  it("refuses to mount hintbox's temporary folder, what holds it, or a socket or preview folder in it; not the rest of it", () => {
+    const { dir, home, data } = sandboxDir();
+    const temp = path.join(data, 'tmp');
+    for (const sub of ['hintbox-io-abc', 'hintbox-preview-1-x', 'workspace'])
+      mkdirSync(path.join(temp, sub), { recursive: true });
+    const ownPaths = [{ path: temp, what: "hintbox's temporary folder", onlyOwn: ['hintbox-io-', 'hintbox-preview-'] }];
+    const mounting = (source: string) =>
+      write(
+        dir,
+        `${MINIMAL}mounts:\n  - source: ${source}\n    target: /w\n    mode: ro\n`,
+        `m${source.replace(/\W/g, '-')}.yaml`,
+      );
+    for (const [source, reason] of [
+      ['data/tmp', /contains .*hintbox's temporary folder/],
+      ['data', /contains .*hintbox's temporary folder/],
+      ['data/tmp/hintbox-io-abc', /a folder of hintbox's \(sandbox sockets or preview copies\)/],
+      ['data/tmp/hintbox-preview-1-x', /a folder of hintbox's/],
+    ] as const) {
+      assert.match(
+        problemAt(failing(mounting(source), { vars: {}, home, ownPaths }), 'mounts[0].source').message,
+        reason,
+        source,
+      );
+    }
+    // A workspace of the operator's in the temporary folder is theirs to mount.
+    const profile = loadProfile(mounting('data/tmp/workspace'), { vars: {}, home, ownPaths });
+    assert.equal(profile.mounts[0]?.source, path.join(realpathSync(temp), 'workspace'));
   });
 
   it('refuses hold: false for a server that is not trusted', () => {
