@@ -9,6 +9,7 @@ import { delay } from '../util/delay.js';
 import type { Logger } from '../util/logger.js';
 import { coversAccess, type Access, type Authenticator, type Denial } from './authenticator.js';
 import { COMBINED } from './combined-endpoint.js';
+import { pathName } from './serve-address.js';
 
 /**
  * The SDK's streamable HTTP transport, loaded when `serve` first needs it: `hintbox run` (the
@@ -176,7 +177,7 @@ export class McpHttpServer {
     if (document !== undefined) return reply(res, 200, document);
     const match = /^\/mcp\/([^/]+)\/?$/.exec(url.pathname);
     const combined = this.options.combined === true && /^\/mcp\/?$/.test(url.pathname);
-    const server = combined ? COMBINED : match ? decodeURIComponent(match[1] as string) : undefined;
+    const server = combined ? COMBINED : match ? pathName(match[1] as string) : undefined;
     if (server === undefined || !(combined || this.servers.includes(server)))
       return reply(res, 404, { error: 'no such server' });
 

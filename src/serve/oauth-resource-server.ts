@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { createRemoteJWKSet, errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { bearerChallenge, bearerToken, type AuthResult, type Authenticator, type Denial } from './authenticator.js';
 import { accessOfScopes, callerOfClaims, scopesFor, scopesOfClaims, type OAuthConfig } from './oauth-config.js';
+import { pathName } from './serve-address.js';
 
 /**
  * `hintbox serve --oauth`: each server is an OAuth 2.1 resource server as MCP's authorization
@@ -122,7 +123,7 @@ export class OAuthResourceServer implements Authenticator {
   document(pathname: string): unknown {
     if (pathname === METADATA_PATH) return this.metadata(this.config.resource, Object.keys(this.config.scopes));
     const match = /^\/\.well-known\/oauth-protected-resource\/mcp\/([^/]+)$/.exec(pathname);
-    const server = match ? decodeURIComponent(match[1] as string) : undefined;
+    const server = match ? pathName(match[1] as string) : undefined;
     if (server === undefined || !this.options.servers().includes(server)) return undefined;
     return this.metadata(this.resourceOf(server), scopesFor(this.config, server), server);
   }

@@ -9,3 +9,12 @@ export function isLoopbackHost(host: string): boolean {
   if (isIP(host) === 4) return host.startsWith('127.');
   return host === '::1';
 }
+
+/** A server's name from a URL path segment; undefined for one that is not valid percent-encoding (a 404, not a 500). */
+export function pathName(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}

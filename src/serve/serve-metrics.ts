@@ -33,20 +33,20 @@ export type MetricsAccess = (req: IncomingMessage) => { allowed: true } | ({ all
 /**
  * Without an authenticator, anyone (serve listens on loopback then); with bearer tokens, a
  * token with `metrics` (true or only); under another authenticator (OAuth: no scope gives
- * metrics yet), a client on this machine only.
+ * metrics yet), a client on this machine only, and not through a proxy on it: a request that
+ * says it was forwarded (`Forwarded`, `X-Forwarded-For`, `X-Real-IP`) came from elsewhere.
  */
 export function metricsAccess(auth: Authenticator | undefined): MetricsAccess {
   if (auth === undefined) return () => ({ allowed: true });
   if (auth instanceof BearerTokens) return (req) => auth.checkMetrics(req.headers.authorization);
-  return (req) =>
-    isLoopbackAddress(req.socket.remoteAddress)
-      ? { allowed: true }
-      : {
-          allowed: false,
-          status: 403,
-          reason: `/metrics only from this machine under ${auth.description}`,
-          caller: null,
-        };
+  const refused = (why: string) => ({ allowed: false as const, status: 403 as const, reason: why, caller: null });
+  return (req) => {
+    if (!isLoopbackAddress(req.socket.remoteAddress)) {
+      return refused(`/metrics only from this machine under ${auth.description}`);
+    }
+    const forwarded = ['forwarded', 'x-forwarded-for', 'x-real-ip'].some((name) => req.headers[name] !== undefined);
+    return forwarded ? refused('/metrics not through a proxy (the request says it was forwarded)') : { allowed: true };
+  };
 }
 
 /** A peer's address on this machine (IPv4-mapped IPv6 included). */

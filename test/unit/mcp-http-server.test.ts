@@ -89,6 +89,7 @@ describe('the HTTP endpoint of hintbox serve', () => {
     ready = true;
     assert.equal((await fetch(`${base}/readyz`)).status, 200);
     assert.equal((await fetch(`${base}/mcp/gamma`)).status, 404);
+    assert.equal((await fetch(`${base}/mcp/%E0`)).status, 404, 'not percent-encoding: no such server, not a failure');
   });
 
   it('serves each token its own sessions, and audits 401 and 403 without the token', async () => {

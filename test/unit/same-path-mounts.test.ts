@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import type Docker from 'dockerode';
@@ -143,6 +143,11 @@ describe('stageGate and resolvedSource', () => {
     assert.ok(readFileSync(copy).equals(readFileSync(gate)));
     assert.equal(statSync(copy).mode & 0o777, 0o555);
     assert.equal(stageGate(state, gate), copy);
+    // Someone who can write the state folder swaps the copy: the next start puts the gate back.
+    rmSync(copy);
+    writeFileSync(copy, '#!/bin/sh\necho not the gate\n', { mode: 0o755 });
+    assert.equal(stageGate(state, gate), copy);
+    assert.ok(readFileSync(copy).equals(readFileSync(gate)), 'the gate, not what was put there');
   });
   it('resolves symbolic links of paths that exist', () => {
     const dir = scratchFolder('hintbox-resolve-');

@@ -199,6 +199,16 @@ describe('who may read /metrics', () => {
         caller: null,
       });
     }
+    // A proxy on this machine connects from loopback for anyone: a forwarded request is refused.
+    for (const header of ['x-forwarded-for', 'forwarded', 'x-real-ip']) {
+      const proxied = { socket: { remoteAddress: '127.0.0.1' }, headers: { [header]: '203.0.113.7' } };
+      assert.deepEqual(access(proxied as unknown as IncomingMessage), {
+        allowed: false,
+        status: 403,
+        reason: '/metrics not through a proxy (the request says it was forwarded)',
+        caller: null,
+      });
+    }
   });
 
   it('with bearer tokens: the token decides, wherever the client is', () => {

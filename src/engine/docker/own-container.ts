@@ -77,8 +77,10 @@ export async function findOwnContainer(
 export function stageGate(stateDir: string, source = gateBinary()): string {
   const bytes = readFileSync(source);
   const dir = path.join(stateDir, 'gate');
-  const file = path.join(dir, `hintbox-gate-${createHash('sha256').update(bytes).digest('hex').slice(0, 16)}`);
-  if (existsSync(file)) return gateBinary(file);
+  const digest = (data: Buffer): string => createHash('sha256').update(data).digest('hex');
+  const file = path.join(dir, `hintbox-gate-${digest(bytes).slice(0, 16)}`);
+  // Reused only when its bytes are the gate's: the state folder is the host's, others may write it.
+  if (existsSync(file) && digest(readFileSync(file)) === digest(bytes)) return gateBinary(file);
   mkdirSync(dir, { recursive: true, mode: 0o755 });
   const partial = `${file}.${process.pid}.partial`;
   copyFileSync(source, partial);
