@@ -37,6 +37,8 @@ export interface ServeFigures {
     p99Ms: { median: number; spread: number };
     callsPerSecond: { median: number; spread: number };
   }[];
+  /** The SDK's streamable HTTP alone (a trivial tool, no hintbox), one client, the same rounds. */
+  bareHttp: { p50Ms: { median: number; spread: number }; callsPerSecond: { median: number; spread: number } };
   /** `hintbox run` over stdio, one client, the same rounds. */
   run: {
     p50Ms: { median: number; spread: number };
@@ -61,7 +63,8 @@ export async function measureServe(options: ServeBenchOptions): Promise<ServeFig
   const { log } = options;
   const one = profilesFolder(options.profileText, 1);
   const serving = await startServe(options, one);
-  const rounds: { serve: Record<number, Sample>; run: Sample }[] = [];
+  const rounds: { serve: Record<number, Sample>; run: Sample; bare: Sample }[] = [];
+  const bare = await startBareHttp();
   try {
     for (let round = 1; round <= options.rounds; round++) {
       log.info(
@@ -69,9 +72,10 @@ export async function measureServe(options: ServeBenchOptions): Promise<ServeFig
       );
       const serve: Record<number, Sample> = {};
       for (const clients of CLIENT_COUNTS) serve[clients] = await overHttp(serving.url, clients, options);
-      rounds.push({ serve, run: await overStdio(options) });
+      rounds.push({ serve, run: await overStdio(options), bare: await overHttp(bare.url, 1, options, '/mcp') });
     }
   } finally {
+    await bare.stop();
     await serving.stop();
     rmSync(one, { recursive: true, force: true });
   }
@@ -88,6 +92,10 @@ export async function measureServe(options: ServeBenchOptions): Promise<ServeFig
       p99Ms: stat(rounds.map((r) => r.serve[clients]!.p99)),
       callsPerSecond: stat(rounds.map((r) => r.serve[clients]!.perSecond)),
     })),
+    bareHttp: {
+      p50Ms: stat(rounds.map((r) => r.bare.p50)),
+      callsPerSecond: stat(rounds.map((r) => r.bare.perSecond)),
+    },
     run: {
       p50Ms: stat(rounds.map((r) => r.run.p50)),
       p99Ms: stat(rounds.map((r) => r.run.p99)),
@@ -109,7 +117,8 @@ export function formatServe(figures: ServeFigures): string {
         `${`serve, ${c.clients}`.padEnd(22)}${f(c.p50Ms).padEnd(16)}${f(c.p99Ms).padEnd(16)}${f(c.callsPerSecond, 0)}`,
     ),
     `${'run (stdio), 1'.padEnd(22)}${f(figures.run.p50Ms).padEnd(16)}${f(figures.run.p99Ms).padEnd(16)}${f(figures.run.callsPerSecond, 0)}`,
-    `serve ÷ run, p50 of one client: ${figures.p50Ratio.toFixed(2)}×`,
+    `${'SDK HTTP alone, 1'.padEnd(22)}${f(figures.bareHttp.p50Ms).padEnd(16)}${''.padEnd(16)}${f(figures.bareHttp.callsPerSecond, 0)}`,
+    `serve ÷ run, p50 of one client: ${figures.p50Ratio.toFixed(2)}× (the SDK's HTTP alone: a trivial tool, no hintbox, no sandbox)`,
     '',
     `${'SERVERS'.padEnd(10)}${'SERVE RSS MB'.padEnd(16)}${'READY MS'.padEnd(12)}TARGET`,
     ...figures.memory.map(
@@ -127,11 +136,11 @@ interface Sample {
 }
 
 /** `clients` SDK clients at once, each calling in turn; the calls are split over them. */
-async function overHttp(url: string, clients: number, options: ServeBenchOptions): Promise<Sample> {
+async function overHttp(url: string, clients: number, options: ServeBenchOptions, at = '/mcp/fs-1'): Promise<Sample> {
   const connected = await Promise.all(
     Array.from({ length: clients }, async () => {
       const client = new Client({ name: 'hintbox-bench', version: '1.0.0' });
-      await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp/fs-1`)));
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${url}${at}`)));
       return client;
     }),
   );
@@ -257,4 +266,28 @@ function residentMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? NaN);
   return kb / 1024;
+}
+
+/** The transport baseline (`http-echo-server.ts`) in a process of its own. */
+async function startBareHttp(): Promise<{ url: string; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'http-echo-server.ts')], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const url = await new Promise<string>((resolve, reject) => {
+    let text = '';
+    child.stderr?.on('data', (chunk: Buffer) => {
+      text += chunk.toString('utf8');
+      const found = /listening on (\S+)/.exec(text)?.[1];
+      if (found) resolve(found);
+    });
+    child.once('exit', (code) => reject(new Error(`the HTTP baseline exited ${code}: ${text}`)));
+  });
+  return {
+    url,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
 }

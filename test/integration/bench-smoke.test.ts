@@ -52,6 +52,7 @@ describe('the benchmark, smoke run', { timeout: 300_000 }, () => {
       serve?: {
         calls: { clients: number; p50Ms: { median: number }; callsPerSecond: { median: number } }[];
         run: { p50Ms: { median: number } };
+        bareHttp: { p50Ms: { median: number } };
         memory: { servers: number; rssMb: number }[];
       };
       auditLog?: {
@@ -114,6 +115,7 @@ describe('the benchmark, smoke run', { timeout: 300_000 }, () => {
     );
     for (const c of report.serve?.calls ?? []) assert.ok(c.p50Ms.median > 0 && c.callsPerSecond.median > 0);
     assert.ok((report.serve?.run.p50Ms.median ?? 0) > 0);
+    assert.ok((report.serve?.bareHttp.p50Ms.median ?? 0) > 0, "the SDK's HTTP alone, measured beside");
     assert.deepEqual(
       report.serve?.memory.map((m) => m.servers),
       [2],
