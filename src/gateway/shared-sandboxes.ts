@@ -65,8 +65,8 @@ export function listenerTag(): string {
 export class SharedSandboxes {
   readonly pool: SandboxPool;
   private readonly listeners = new Set<UpstreamListener>();
-  /** Every upstream served now, by sandbox id (each listener that joins is attached to them). */
-  private readonly upstreams = new Map<Upstream, string>();
+  /** Every upstream served now (each is told the logging level). */
+  private readonly upstreams = new Set<Upstream>();
   private readonly toolsRelisting: Relisting;
   private readonly offersRelisting: Relisting;
   private closing = false;
@@ -97,7 +97,7 @@ export class SharedSandboxes {
     return this.listeners.size;
   }
 
-  /** A gateway joins: it is attached to every running upstream. Returns how it leaves. */
+  /** A gateway joins: the messages of every upstream that are its reach it from now on. Returns how it leaves. */
   join(listener: UpstreamListener): () => void {
     this.listeners.add(listener);
     return () => {
@@ -149,7 +149,7 @@ export class SharedSandboxes {
   }
 
   private serve(sandboxId: string, upstream: Upstream): void {
-    this.upstreams.set(upstream, sandboxId);
+    this.upstreams.add(upstream);
     upstream.forwarded.take = (message) => this.dispatch(sandboxId, upstream, message);
     this.tellLevel();
     void upstream.closed.then(() => {
@@ -164,7 +164,7 @@ export class SharedSandboxes {
     const order = LoggingLevelSchema.options;
     const asked = [...this.levels.values()].sort((a, b) => order.indexOf(a) - order.indexOf(b))[0];
     if (asked === undefined) return;
-    for (const upstream of this.upstreams.keys()) {
+    for (const upstream of this.upstreams) {
       if (this.sentLevels.get(upstream) === asked || !upstream.client.getServerCapabilities()?.logging) continue;
       this.sentLevels.set(upstream, asked);
       void upstream.forwarded
