@@ -48,6 +48,11 @@ export interface SharedSandboxesOptions {
   onToolsListChanged?: (from: Upstream) => Promise<void>;
   /** A server said its prompts or resources changed. */
   onOffersChanged?: (from: Upstream) => Promise<void>;
+  /**
+   * A server's request refused because calls of several clients were in flight in its sandbox
+   * (at most one a second; `more`: those refused since the last, unrecorded): for the audit trail.
+   */
+  onUnboundRequest?: (sandboxId: string, method: string, more: number) => void;
 }
 
 const LIST_CHANGES = new Set([
@@ -71,6 +76,7 @@ export class SharedSandboxes {
   private readonly offersRelisting: Relisting;
   private closing = false;
   private lastRefusalLog = 0;
+  private refusedUnrecorded = 0;
   /** Each client's logging level, and the level each sandbox was last told. */
   private readonly levels = new Map<UpstreamListener, LoggingLevel>();
   private readonly sentLevels = new Map<Upstream, LoggingLevel>();
@@ -205,7 +211,7 @@ export class SharedSandboxes {
       // To the one gateway with calls in flight there; with none, any gateway refuses it (or
       // answers roots/list); with no gateway at all, the upstream's SDK client does.
       const busy = listeners.filter((l) => l.oldestIn(upstream, true) !== undefined);
-      if (busy.length > 1) return this.refuseUnbound(upstream, m);
+      if (busy.length > 1) return this.refuseUnbound(sandboxId, upstream, m);
       return give(busy[0] ?? listeners[0]);
     }
     if (method === 'notifications/cancelled') return listeners.some((l) => l.take(sandboxId, upstream, m));
@@ -228,14 +234,16 @@ export class SharedSandboxes {
    * A server's request while calls of several clients are in flight in its sandbox: which one
    * it is for cannot be known, so it is answered with an error (logged at most once a second).
    */
-  private refuseUnbound(upstream: Upstream, m: JsonRpcObject): boolean {
+  private refuseUnbound(sandboxId: string, upstream: Upstream, m: JsonRpcObject): boolean {
     const now = Date.now();
     if (now - this.lastRefusalLog >= 1000) {
       this.lastRefusalLog = now;
       this.options.log.warn(
         `a server asked ${String(m.method)} while calls of several clients were in flight in its sandbox: refused (it cannot be bound to one)`,
       );
-    }
+      this.options.onUnboundRequest?.(sandboxId, String(m.method), this.refusedUnrecorded);
+      this.refusedUnrecorded = 0;
+    } else this.refusedUnrecorded++;
     const message = 'hintbox: calls of several clients are in flight in this sandbox; a request cannot be bound to one';
     void upstream.forwarded
       .send({ jsonrpc: '2.0', id: m.id as string | number, error: { code: -32600, message } })

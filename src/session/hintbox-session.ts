@@ -92,6 +92,7 @@ export class HintboxSession implements AsyncDisposable {
       onSandboxIdle: databaseCallHooks(() => this.sandboxes.database, options.log).onSandboxIdle,
       onToolsListChanged: (from) => this.relist(from),
       onOffersChanged: (from) => this.offerList.relist(from),
+      onUnboundRequest: (sandbox, method, more) => this.offerList.refusedUnbound(options.audit, sandbox, method, more),
     });
   }
 

@@ -151,6 +151,25 @@ export class SessionOffers {
     };
   }
 
+  /** A server's request refused because calls of several clients were in flight in its sandbox (see `SharedSandboxes`). */
+  refusedUnbound(
+    audit: Pick<AuditLog, 'recordEvent'> | undefined,
+    sandbox: string,
+    method: string,
+    more: number,
+  ): void {
+    const also = more > 0 ? ` (and ${more} more refused so)` : '';
+    this.recorder(audit)?.({
+      type: 'server.request',
+      ref: `${sandbox}#unbound-${Date.now()}`,
+      sandbox,
+      method,
+      boundTo: null,
+      decision: 'refused',
+      reason: `calls of several clients were in flight in its sandbox${also}`,
+    });
+  }
+
   /** Records a read or a server's request in the audit trail, as this session's. */
   recorder(
     audit: Pick<AuditLog, 'recordEvent'> | undefined,

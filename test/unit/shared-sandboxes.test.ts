@@ -49,8 +49,9 @@ function fakeUpstream(held = false): Upstream & { deliver(m: JsonRpcObject): boo
   };
 }
 
-function shared(listChanged: string[] = []): SharedSandboxes {
+function shared(listChanged: string[] = [], unbound: string[] = []): SharedSandboxes {
   return new SharedSandboxes({
+    onUnboundRequest: (sandbox, method, more) => void unbound.push(`${sandbox} ${method} +${more}`),
     upstreams: () => Promise.reject(new Error('not in this test')),
     log: silentLogger,
     onToolsListChanged: async () => void listChanged.push('tools'),
@@ -92,7 +93,8 @@ describe('shared sandboxes: whose is an upstream message', () => {
   });
 
   it("binds a server's request (and log) to the one client with calls in flight there, refuses it when several have", () => {
-    const sandboxes = shared();
+    const unbound: string[] = [];
+    const sandboxes = shared([], unbound);
     const a = listener('hintbox:g1:');
     const b = listener('hintbox:g2:', { call: 4 });
     const c = listener('hintbox:g3:', { request: 1 }); // a read, not a call: requests bind to calls
@@ -117,6 +119,8 @@ describe('shared sandboxes: whose is an upstream message', () => {
         message: 'hintbox: calls of several clients are in flight in this sandbox; a request cannot be bound to one',
       },
     });
+    upstream.deliver({ jsonrpc: '2.0', id: 3, method: 'sampling/createMessage', params: {} });
+    assert.deepEqual(unbound, ['rw sampling/createMessage +0'], 'audited at most once a second; the next counted');
 
     // No call in flight: a gateway refuses it (or answers roots); a log goes to no one of several.
     const idle = shared();
@@ -125,7 +129,7 @@ describe('shared sandboxes: whose is an upstream message', () => {
     idle.join(e);
     const other = fakeUpstream();
     idle.adopt('rw', other);
-    other.deliver({ jsonrpc: '2.0', id: 3, method: 'sampling/createMessage', params: {} });
+    other.deliver({ jsonrpc: '2.0', id: 4, method: 'sampling/createMessage', params: {} });
     assert.deepEqual([d.got.length, e.got.length], [1, 0], 'one gateway refuses it');
     other.deliver({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'y' } });
     assert.deepEqual([d.got.length, e.got.length], [1, 0]);
