@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { SocketAccess } from '../util/unix-socket.js';
+import type { SandboxValueName } from '../profile/sandbox-values.js';
 import { PgSocketRelay } from './pg-socket-relay.js';
 import type { SessionBounds } from './role-grants.js';
 
@@ -103,11 +104,18 @@ export interface SocketRelay extends AsyncDisposable {
   close(): Promise<void>;
 }
 
-/** The environment a sandbox needs to reach its database through the relay, as libpq and most drivers read it. */
+/**
+ * The environment a sandbox needs to reach its database through the relay, as libpq and most
+ * drivers read it. DATABASE_URL names the socket folder as the URL's host, percent-encoded
+ * (`postgresql://u:pw@%2Frun%2Fhintbox%2Fpg:5432/db`): libpq, node-postgres and asyncpg decode
+ * it to the folder, and Node's `URL` (WHATWG) accepts it, where it refuses the empty host of
+ * `postgresql://u:pw@/db?host=…`. Not `localhost` with `?host=`: asyncpg reads `host` from the
+ * query only when the URL has no host, and would try TCP instead.
+ */
 export function sandboxDatabaseEnv(
   role: { user: string; password: string; database: string },
   socketDir: string = SANDBOX_PG_SOCKET_DIR,
-): Record<string, string> {
+): Record<SandboxValueName, string> {
   const enc = encodeURIComponent;
   return {
     PGHOST: socketDir,
@@ -115,7 +123,7 @@ export function sandboxDatabaseEnv(
     PGUSER: role.user,
     PGPASSWORD: role.password,
     PGDATABASE: role.database,
-    DATABASE_URL: `postgresql://${enc(role.user)}:${enc(role.password)}@/${enc(role.database)}?host=${socketDir}`,
+    DATABASE_URL: `postgresql://${enc(role.user)}:${enc(role.password)}@${enc(socketDir)}:${PG_SOCKET_PORT}/${enc(role.database)}`,
   };
 }
 

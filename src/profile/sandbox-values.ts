@@ -1,0 +1,43 @@
+/**
+ * Sandbox-side values: `${sandbox:NAME}` in a profile's `server.args` and `env` stands for a
+ * value hintbox gives the sandbox (its database role's URL, socket folder, …). It is never
+ * looked up in the host's environment: profile loading leaves it as written, and it is filled in
+ * when the sandbox's container spec is built, from that sandbox's own values. Pure.
+ */
+
+/** The names hintbox sets in a sandbox with a database (see `sandboxDatabaseEnv`). */
+export const SANDBOX_VALUE_NAMES = ['DATABASE_URL', 'PGHOST', 'PGPORT', 'PGUSER', 'PGPASSWORD', 'PGDATABASE'] as const;
+export type SandboxValueName = (typeof SANDBOX_VALUE_NAMES)[number];
+
+/** What `${…}` holds for a sandbox value: `sandbox:NAME`. */
+export const SANDBOX_PREFIX = 'sandbox:';
+const REFERENCE = /\$\{sandbox:([^}]*)\}/g;
+/** Where a reference starts; a profile string holds it only as a reference (see interpolate.ts). */
+export const SANDBOX_OPENER = '${' + SANDBOX_PREFIX;
+
+export function isSandboxValueName(name: string): name is SandboxValueName {
+  return (SANDBOX_VALUE_NAMES as readonly string[]).includes(name);
+}
+
+/** The names a loaded profile string refers to, in order. */
+export function sandboxReferences(value: string): string[] {
+  return [...value.matchAll(REFERENCE)].map((m) => m[1] ?? '');
+}
+
+/**
+ * Fills in every `${sandbox:NAME}` from the sandbox's values. Throws (one line, naming `where`)
+ * when the sandbox has no such value: a string is never passed on with a reference left in it.
+ */
+export function substituteSandboxValues(
+  value: string,
+  values: Readonly<Record<string, string>> | undefined,
+  where: string,
+): string {
+  return value.replace(REFERENCE, (_, name: string) => {
+    const found = values?.[name];
+    if (found === undefined || !isSandboxValueName(name)) {
+      throw new Error(`${where}: \${sandbox:${name}} has no value in this sandbox (it needs a database section)`);
+    }
+    return found;
+  });
+}
