@@ -1,6 +1,14 @@
+import { SANDBOX_OPENER, SANDBOX_PREFIX, SANDBOX_VALUE_NAMES, isSandboxValueName } from './sandbox-values.js';
+
 /**
  * `${VAR}` and `${VAR:-default}` in profile strings. The default may itself hold `${…}`
  * (`${WORKSPACE:-${CWD}}`). `$$` is a literal `$`. Pure: the variables are passed in.
+ *
+ * `${sandbox:NAME}` is not a host variable: where it is allowed (`sandboxValues`), it is left as
+ * written, to be filled in from the sandbox's own values (sandbox-values.ts); the host's
+ * variables are never consulted for it. Anywhere else, or with an unknown NAME, it is an error.
+ * So that a reference in the result is always one the profile wrote, a result holding
+ * `${sandbox:` made otherwise (`$${sandbox:…}`, a variable's value) is refused too.
  */
 export type Variables = Readonly<Record<string, string | undefined>>;
 
@@ -11,7 +19,23 @@ export class InterpolationError extends Error {
   }
 }
 
-export function interpolate(input: string, vars: Variables): string {
+export interface InterpolateOptions {
+  /** `${sandbox:NAME}` may appear here (and is kept). Default false. */
+  sandboxValues?: boolean;
+}
+
+export function interpolate(input: string, vars: Variables, options: InterpolateOptions = {}): string {
+  const kept = { count: 0 };
+  const out = interpolateIn(input, vars, options, kept);
+  if (out.split(SANDBOX_OPENER).length - 1 > kept.count) {
+    throw new InterpolationError(
+      `"${SANDBOX_OPENER}" may only be written as a sandbox value, not made by $$ or a variable`,
+    );
+  }
+  return out;
+}
+
+function interpolateIn(input: string, vars: Variables, options: InterpolateOptions, kept: { count: number }): string {
   let out = '';
   let i = 0;
   while (i < input.length) {
@@ -22,7 +46,7 @@ export function interpolate(input: string, vars: Variables): string {
     } else if (ch === '$' && input[i + 1] === '{') {
       const end = findClosingBrace(input, i + 2);
       if (end < 0) throw new InterpolationError(`unclosed "\${" in "${input}"`);
-      out += expand(input.slice(i + 2, end), vars);
+      out += expand(input.slice(i + 2, end), vars, options, kept);
       i = end + 1;
     } else {
       out += ch;
@@ -41,37 +65,56 @@ function findClosingBrace(input: string, from: number): number {
   return -1;
 }
 
-function expand(body: string, vars: Variables): string {
+function expand(body: string, vars: Variables, options: InterpolateOptions, kept: { count: number }): string {
+  if (body.startsWith(SANDBOX_PREFIX)) return keepSandboxValue(body.slice(SANDBOX_PREFIX.length), options, kept);
   const match = /^([A-Za-z_][A-Za-z0-9_]*)(?::-([\s\S]*))?$/.exec(body);
   if (!match) throw new InterpolationError(`"\${${body}}" is not \${NAME} or \${NAME:-default}`);
   const [, name, fallback] = match as unknown as [string, string, string | undefined];
   const value = vars[name];
   // As in the shell: `${VAR}` is '' when VAR is set but empty; `${VAR:-d}` treats empty as unset.
-  if (fallback !== undefined) return value !== undefined && value !== '' ? value : interpolate(fallback, vars);
+  if (fallback !== undefined)
+    return value !== undefined && value !== '' ? value : interpolateIn(fallback, vars, options, kept);
   if (value !== undefined) return value;
   throw new InterpolationError(`environment variable ${name} is not set and has no default`);
 }
 
-/** Applies `interpolate` to every string in a parsed YAML tree; errors carry the field path. */
+function keepSandboxValue(name: string, options: InterpolateOptions, kept: { count: number }): string {
+  if (!isSandboxValueName(name)) {
+    throw new InterpolationError(
+      `unknown sandbox value "\${sandbox:${name}}": expected one of ${SANDBOX_VALUE_NAMES.join(', ')}`,
+    );
+  }
+  if (!options.sandboxValues) {
+    throw new InterpolationError(`"\${sandbox:${name}}" is only allowed in server.args and env`);
+  }
+  kept.count += 1;
+  return `\${sandbox:${name}}`;
+}
+
+/**
+ * Applies `interpolate` to every string in a parsed YAML tree; errors carry the field path.
+ * `sandboxValuesAt` says at which paths `${sandbox:NAME}` may appear (default: nowhere).
+ */
 export function interpolateTree(
   value: unknown,
   vars: Variables,
   onError: (path: (string | number)[], message: string) => void,
+  sandboxValuesAt: (path: readonly (string | number)[]) => boolean = () => false,
   path: (string | number)[] = [],
 ): unknown {
   if (typeof value === 'string') {
     try {
-      return interpolate(value, vars);
+      return interpolate(value, vars, { sandboxValues: sandboxValuesAt(path) });
     } catch (error) {
       onError(path, (error as Error).message);
       return value;
     }
   }
-  if (Array.isArray(value)) return value.map((v, i) => interpolateTree(v, vars, onError, [...path, i]));
+  const inner = (v: unknown, key: string | number): unknown =>
+    interpolateTree(v, vars, onError, sandboxValuesAt, [...path, key]);
+  if (Array.isArray(value)) return value.map(inner);
   if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [k, interpolateTree(v, vars, onError, [...path, k])]),
-    );
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, inner(v, k)]));
   }
   return value;
 }

@@ -9,6 +9,7 @@ import { processVariables } from '../config/environment.js';
 import { hintboxOwnPaths, type OwnPath } from '../config/hintbox-paths.js';
 import { isStrictlyInside } from '../util/paths.js';
 import { interpolateTree, type Variables } from './interpolate.js';
+import { isSandboxValueField, sandboxValueUses } from './sandbox-values.js';
 import { normalizeContainerPath, ProfileSchema, type ParsedProfile } from './profile-schema.js';
 import { HintboxError } from '../util/hintbox-error.js';
 
@@ -102,8 +103,11 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
 
   const vars = options.vars ?? { ...processVariables(), CWD: process.cwd() };
   const problems: ProfileProblem[] = [];
-  const interpolated = interpolateTree(raw, vars, (at, message) =>
-    problems.push({ file: absFile, path: formatFieldPath(at), message }),
+  const interpolated = interpolateTree(
+    raw,
+    vars,
+    (at, message) => problems.push({ file: absFile, path: formatFieldPath(at), message }),
+    isSandboxValueField,
   );
   // Interpolation problems do not stop the schema check: the operator sees every problem at once.
   const parsed = ProfileSchema.safeParse(interpolated);
@@ -153,6 +157,12 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
       path: 'hold',
       message: 'false is allowed only for a trusted server (trust: trusted): an untrusted server is always held',
     });
+  }
+  if (!parsed.data.database) {
+    for (const use of sandboxValueUses(parsed.data.server.args ?? [], parsed.data.env)) {
+      const message = `\${sandbox:${use.name}} needs a database section: hintbox sets it only for a database`;
+      problems.push({ file: absFile, path: formatFieldPath(use.path), message });
+    }
   }
   if (parsed.data.server.build !== undefined) {
     const context = path.resolve(baseDir, parsed.data.server.build);

@@ -24,6 +24,25 @@ export function sandboxReferences(value: string): string[] {
   return [...value.matchAll(REFERENCE)].map((m) => m[1] ?? '');
 }
 
+/** Where `${sandbox:NAME}` may be written in a profile: each of `server.args`, each `env` value. */
+export function isSandboxValueField(path: readonly (string | number)[]): boolean {
+  const [first, second, third] = path;
+  if (first === 'env') return path.length === 2 && typeof second === 'string';
+  return first === 'server' && second === 'args' && path.length === 3 && typeof third === 'number';
+}
+
+/** Every reference in a loaded profile's `server.args` and `env`, with its field path. */
+export function sandboxValueUses(
+  args: readonly string[],
+  env: Readonly<Record<string, string>>,
+): { path: (string | number)[]; name: string }[] {
+  const fields: [(string | number)[], string][] = [
+    ...args.map((arg, i): [(string | number)[], string] => [['server', 'args', i], arg]),
+    ...Object.entries(env).map(([key, value]): [(string | number)[], string] => [['env', key], value]),
+  ];
+  return fields.flatMap(([path, value]) => sandboxReferences(value).map((name) => ({ path, name })));
+}
+
 /**
  * Fills in every `${sandbox:NAME}` from the sandbox's values. Throws (one line, naming `where`)
  * when the sandbox has no such value: a string is never passed on with a reference left in it.

@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { InterpolationError, interpolate, interpolateTree } from '../../src/profile/interpolate.js';
+import { SANDBOX_VALUE_NAMES, isSandboxValueField } from '../../src/profile/sandbox-values.js';
 
 describe('interpolate', () => {
   it('replaces ${VAR} with its value, anywhere in the string', () => {
@@ -101,5 +102,78 @@ describe('interpolateTree', () => {
   it('does not interpolate keys', () => {
     const out = interpolateTree({ '${K}': 'v' }, { K: 'k' }, () => assert.fail('no error expected'));
     assert.deepEqual(out, { '${K}': 'v' });
+  });
+});
+
+describe('${sandbox:NAME}', () => {
+  const allowed = { sandboxValues: true };
+  /** Variables that fail the test when anything is looked up in them. */
+  const untouchable = new Proxy<Record<string, string>>({}, {
+    get: (_, name) => assert.fail(`the host's variables were consulted for ${String(name)}`),
+  });
+
+  it('is kept as written where allowed, and the host variables are never consulted for it', () => {
+    for (const name of SANDBOX_VALUE_NAMES) {
+      assert.equal(interpolate(`\${sandbox:${name}}`, untouchable, allowed), `\${sandbox:${name}}`);
+    }
+    assert.equal(
+      interpolate('--url=${sandbox:DATABASE_URL} --host ${sandbox:PGHOST}', untouchable, allowed),
+      '--url=${sandbox:DATABASE_URL} --host ${sandbox:PGHOST}',
+    );
+  });
+
+  it('is not the host variable of the same name, in process.env or in vars', () => {
+    process.env.DATABASE_URL = 'postgresql://host:secret@db/leak';
+    try {
+      const vars = { DATABASE_URL: 'postgresql://host:secret@db/leak', 'sandbox:DATABASE_URL': 'leak' };
+      assert.equal(interpolate('${sandbox:DATABASE_URL}', vars, allowed), '${sandbox:DATABASE_URL}');
+    } finally {
+      delete process.env.DATABASE_URL;
+    }
+  });
+
+  it('may be a default, and mixes with host variables', () => {
+    assert.equal(interpolate('${URL:-${sandbox:DATABASE_URL}}', {}, allowed), '${sandbox:DATABASE_URL}');
+    assert.equal(interpolate('${URL:-${sandbox:DATABASE_URL}}', { URL: 'u' }, allowed), 'u');
+    assert.equal(interpolate('${A}=${sandbox:PGUSER}', { A: 'user' }, allowed), 'user=${sandbox:PGUSER}');
+  });
+
+  it('refuses an unknown name, naming the known ones', () => {
+    for (const bad of ['${sandbox:HOME}', '${sandbox:}', '${sandbox:database_url}', '${sandbox:DATABASE_URL:-x}']) {
+      assert.throws(
+        () => interpolate(bad, untouchable, allowed),
+        /unknown sandbox value .*expected one of DATABASE_URL, PGHOST/,
+        bad,
+      );
+    }
+  });
+
+  it('is refused where not allowed (the default), also inside a default', () => {
+    assert.throws(() => interpolate('${sandbox:DATABASE_URL}', untouchable), /only allowed in server.args and env/);
+    assert.throws(() => interpolate('${X:-${sandbox:PGHOST}}', {}), /only allowed in server.args and env/);
+  });
+
+  it('cannot be made by $$ or by a host value: a reference left in a string is one the profile wrote', () => {
+    assert.throws(() => interpolate('$${sandbox:DATABASE_URL}', {}, allowed), /may only be written as a sandbox value/);
+    assert.throws(() => interpolate('${X}', { X: '${sandbox:DATABASE_URL}' }, allowed), /may only be written/);
+    assert.throws(() => interpolate('${X}', { X: '${sandbox:PGHOST}' }), /may only be written/);
+    assert.equal(interpolate('$${NOT_SANDBOX}', {}, allowed), '${NOT_SANDBOX}');
+  });
+
+  it('interpolateTree allows it only at the paths it is told', () => {
+    const errors: Array<[(string | number)[], string]> = [];
+    const tree = {
+      server: { image: '${sandbox:PGHOST}', args: ['${sandbox:DATABASE_URL}'] },
+      env: { U: '${sandbox:PGUSER}' },
+    };
+    const out = interpolateTree(tree, untouchable, (p, m) => errors.push([p, m]), isSandboxValueField);
+    assert.deepEqual(out, tree);
+    assert.deepEqual(
+      errors.map(([p]) => p),
+      [['server', 'image']],
+    );
+    const none: Array<(string | number)[]> = [];
+    interpolateTree(tree, untouchable, (p) => none.push(p));
+    assert.equal(none.length, 3, 'by default nowhere');
   });
 });

@@ -720,6 +720,37 @@ describe('profile database section', () => {
     assert.ok(problemAt(error, 'database.privilege'), 'the privilege is named');
   });
 
+  it('keeps ${sandbox:…} in server.args and env for the sandbox, never from the host', () => {
+    const { dir, home } = sandboxDir();
+    const file = write(
+      dir,
+      DB.replace(
+        '  image: hintbox/files:1\n',
+        '  image: hintbox/files:1\n  args: ["--db", "${sandbox:DATABASE_URL}"]\n',
+      ) + 'env:\n  PG_URL: "${sandbox:DATABASE_URL}"\n  WHO: "${sandbox:PGUSER}@${HOST_NAME}"\n',
+    );
+    const profile = load(file, { vars: { DATABASE_URL: 'postgresql://host:secret@db/x', HOST_NAME: 'h' }, home });
+    assert.deepEqual(profile.server.args, ['--db', '${sandbox:DATABASE_URL}']);
+    assert.deepEqual(profile.env, { PG_URL: '${sandbox:DATABASE_URL}', WHO: '${sandbox:PGUSER}@h' });
+  });
+
+  it('refuses ${sandbox:…} without a database section, with an unknown name, or outside args and env: one line each', () => {
+    const { dir, home } = sandboxDir();
+    const noDb = failing(
+      write(dir, MINIMAL + '  args: ["${sandbox:DATABASE_URL}"]\nenv:\n  H: "${sandbox:PGHOST}"\n'),
+      {
+        vars: {},
+        home,
+      },
+    );
+    assert.match(problemAt(noDb, 'server.args[0]').message, /DATABASE_URL\} needs a database section/);
+    assert.match(problemAt(noDb, 'env.H').message, /PGHOST\} needs a database section/);
+    const unknown = failing(write(dir, DB + 'env:\n  H: "${sandbox:HOME}"\n'), { vars: {}, home });
+    assert.match(problemAt(unknown, 'env.H').message, /unknown sandbox value/);
+    const elsewhere = failing(write(dir, DB.replace('hintbox/files:1', '"${sandbox:PGHOST}"')), { vars: {}, home });
+    assert.match(problemAt(elsewhere, 'server.image').message, /only allowed in server.args and env/);
+  });
+
   it('reads the admin URL from the named variable, and reports a missing one with file and field, never a value', () => {
     const { dir, home } = sandboxDir();
     const profile = load(write(dir, DB), { vars: {}, home });

@@ -4,6 +4,7 @@ import { parseSize } from '../../profile/profile-schema.js';
 import type { Profile } from '../../profile/load-profile.js';
 import { sandboxUserIds, type SandboxSpec, type SessionIdentity } from '../sandbox-engine.js';
 import { SANDBOX_PG_SOCKET_DIR } from '../../database/socket-relay.js';
+import { substituteSandboxValues } from '../../profile/sandbox-values.js';
 import { GATE_SOCKET_ENV, GATE_TOKEN_ENV, GATE_TUNABLES_ENV, SANDBOX_GATE_PATH, SANDBOX_IO_DIR } from './gate.js';
 
 /** Kept here too for the database's role comments (owner host and pid): see the engine port. */
@@ -81,6 +82,19 @@ export function serverCommand(
   return command;
 }
 
+/**
+ * The command with `${sandbox:NAME}` filled in, in the profile's args only: they are the
+ * command's last entries (see `serverCommand`); the image's own entrypoint and cmd stay as they are.
+ */
+function commandWithValues(
+  command: readonly string[],
+  profileArgs: readonly string[] | undefined,
+  values: Readonly<Record<string, string>> | undefined,
+): string[] {
+  const first = command.length - (profileArgs?.length ?? 0);
+  return command.map((arg, i) => (i < first ? arg : substituteSandboxValues(arg, values, `server.args[${i - first}]`)));
+}
+
 export function containerName(session: SessionIdentity, server: string, sandboxId: string): string {
   return `hintbox-${session.sessionId}-${server}-${sandboxId}`;
 }
@@ -143,8 +157,13 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
     });
   }
 
+  // `${sandbox:NAME}` in the profile's args and env: this sandbox's own values (sandbox-values.ts).
+  const values = input.database?.env;
+  const profileEnv = Object.fromEntries(
+    Object.entries(profile.env).map(([k, v]) => [k, substituteSandboxValues(v, values, `env.${k}`)]),
+  );
   const env = Object.entries({
-    ...profile.env,
+    ...profileEnv,
     ...input.database?.env,
     HOME: SANDBOX_HOME,
     TMPDIR: SANDBOX_TMP,
@@ -153,7 +172,7 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
     // Read by the static gate's libc before the release: the image's ENV may not tune it. The
     // gate gives the server the profile's own value instead, or none.
     GLIBC_TUNABLES: '',
-    [GATE_TUNABLES_ENV]: profile.env.GLIBC_TUNABLES === undefined ? '' : `=${profile.env.GLIBC_TUNABLES}`,
+    [GATE_TUNABLES_ENV]: profileEnv.GLIBC_TUNABLES === undefined ? '' : `=${profileEnv.GLIBC_TUNABLES}`,
   }).map(([k, v]) => `${k}=${v}`);
 
   return {
@@ -163,7 +182,7 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
     Image: input.imageId ?? profile.server.image,
     // The gate runs first and executes the server once hintbox releases it. An empty Cmd with
     // an Entrypoint given: Docker adds nothing of the image's.
-    Entrypoint: [SANDBOX_GATE_PATH, ...input.command],
+    Entrypoint: [SANDBOX_GATE_PATH, ...commandWithValues(input.command, profile.server.args, values)],
     Cmd: [],
     User: `${uid}:${gid}`,
     WorkingDir: profile.server.workdir ?? SANDBOX_HOME,
