@@ -422,6 +422,60 @@ describe('sizes and users', () => {
       });
     });
 
+    it("fills ${sandbox:…} in the profile's args and env with this sandbox's own role values", () => {
+      const base = input();
+      const args = ['--db', '${sandbox:DATABASE_URL}', 'user=${sandbox:PGUSER};host=${sandbox:PGHOST}'];
+      const spec = buildContainerSpec({
+        ...base,
+        profile: {
+          ...base.profile,
+          server: { ...base.profile.server, args },
+          env: { PG_URL: '${sandbox:DATABASE_URL}', PLAIN: 'x' },
+        },
+        command: ['node', 'server.js', ...args],
+        database,
+      });
+      assert.deepEqual(spec.Entrypoint, [
+        SANDBOX_GATE_PATH,
+        'node',
+        'server.js',
+        '--db',
+        env.DATABASE_URL,
+        `user=${env.PGUSER};host=${SANDBOX_PG_SOCKET_DIR}`,
+      ]);
+      assert.ok(spec.Env!.includes(`PG_URL=${env.DATABASE_URL}`));
+      assert.ok(spec.Env!.includes('PLAIN=x'));
+      assert.ok(![...spec.Env!, ...spec.Entrypoint].some((s) => s.includes('${sandbox:')));
+    });
+
+    it("leaves the image's own entrypoint and cmd as they are", () => {
+      const base = input();
+      const fromImage = ['/entry', '${sandbox:PGHOST}'];
+      const server = { image: base.profile.server.image };
+      const own = buildContainerSpec({ ...base, profile: { ...base.profile, server }, command: fromImage, database });
+      assert.deepEqual(own.Entrypoint, [SANDBOX_GATE_PATH, ...fromImage]);
+      const withArgs = { ...server, args: ['${sandbox:PGHOST}'] };
+      const spec = buildContainerSpec({
+        ...base,
+        profile: { ...base.profile, server: withArgs },
+        command: [...fromImage, '${sandbox:PGHOST}'],
+        database,
+      });
+      assert.deepEqual(spec.Entrypoint, [SANDBOX_GATE_PATH, ...fromImage, SANDBOX_PG_SOCKET_DIR]);
+    });
+
+    it('refuses to build a sandbox whose profile asks for a value it does not have, in one line', () => {
+      const base = input();
+      const args = ['--db', '${sandbox:DATABASE_URL}'];
+      const withArgs = { ...base, profile: { ...base.profile, server: { ...base.profile.server, args } } };
+      assert.throws(
+        () => buildContainerSpec({ ...withArgs, command: ['node', ...args] }),
+        /^Error: server\.args\[1\]: \$\{sandbox:DATABASE_URL\} has no value in this sandbox/,
+      );
+      const withEnv = { ...base, profile: { ...base.profile, env: { H: '${sandbox:PGHOST}' } } };
+      assert.throws(() => buildContainerSpec(withEnv), /^Error: env\.H: \$\{sandbox:PGHOST\} has no value/);
+    });
+
     it('sandboxUserIds is the user the spec runs as', () => {
       for (const hostUser of [undefined, { uid: 0, gid: 0 }, { uid: 1000, gid: 1001 }]) {
         const spec = buildContainerSpec({ ...input(), ...(hostUser ? { hostUser } : { hostUser: undefined }) });
