@@ -108,9 +108,12 @@ describe('interpolateTree', () => {
 describe('${sandbox:NAME}', () => {
   const allowed = { sandboxValues: true };
   /** Variables that fail the test when anything is looked up in them. */
-  const untouchable = new Proxy<Record<string, string>>({}, {
-    get: (_, name) => assert.fail(`the host's variables were consulted for ${String(name)}`),
-  });
+  const untouchable = new Proxy<Record<string, string>>(
+    {},
+    {
+      get: (_, name) => assert.fail(`the host's variables were consulted for ${String(name)}`),
+    },
+  );
 
   it('is kept as written where allowed, and the host variables are never consulted for it', () => {
     for (const name of SANDBOX_VALUE_NAMES) {
