@@ -131,17 +131,18 @@ async function main(): Promise<void> {
     HINTBOX_STATE_DIR: state,
   };
   hintboxProfile = profile;
+  // The sandbox user (10001 when hintbox runs as root) must be able to write the workspace.
+  writeFileSync(path.join(workspace, 'file.txt'), 'benchmark\n');
+  if (process.getuid?.() === 0) {
+    chownSync(workspace, 10001, 10001);
+    chownSync(path.join(workspace, 'file.txt'), 10001, 10001);
+  }
   // Cold start with an approved lock file, as in production: approve once (not timed).
   execFileSync(HINTBOX_BIN, ['approve', profile, '--all'], { env: { ...process.env, ...hintboxEnv }, stdio: 'ignore' });
   // The same server without a lock file (trusted on first use: no cold start), held (the default:
   // thawed for each call, frozen after) and let run free (hold: false), for the cost of holding.
   writeFileSync(heldProfile, trustedText + allowWrites);
   writeFileSync(freeProfile, trustedText + allowWrites + 'hold: false\n');
-  writeFileSync(path.join(workspace, 'file.txt'), 'benchmark\n');
-  if (process.getuid?.() === 0) {
-    chownSync(workspace, 10001, 10001);
-    chownSync(path.join(workspace, 'file.txt'), 10001, 10001);
-  }
 
   const starters: Record<VariantName, () => Promise<Running>> = {
     bare: () => spawnServer(workspace, process.execPath, [path.join(bareDir, SERVER_ENTRY), workspace]),

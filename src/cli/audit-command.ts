@@ -233,15 +233,21 @@ export function formatAuditEntry(entry: AuditEntry): string {
   }
   const outcome = entry.outcome ?? 'NO OUTCOME (hintbox stopped during the call, or it is running)';
   const args = JSON.stringify(entry.arguments ?? {});
+  // Why a call did not end ok (the denial, the error, the server's last words): at most 160 characters.
+  const why = entry.outcome !== 'ok' && entry.detail ? `: ${cut(entry.detail.replace(/\s+/g, ' '), 160)}` : '';
   return [
     entry.time,
     `${entry.server}/${entry.tool}`,
     `${entry.decision} by ${entry.decidedBy}`,
-    outcome + (entry.hintViolation ? ` (HINT VIOLATION: ${entry.hintViolation})` : ''),
+    outcome + why + (entry.hintViolation ? ` (HINT VIOLATION: ${entry.hintViolation})` : ''),
     entry.durationMs === null ? '' : `${entry.durationMs} ms`,
     [...entry.tags, ...entry.claimedTags.map((t) => `${t}?`)].join(',') || '-',
-    args.length > 80 ? `${args.slice(0, 77)}...` : args,
+    cut(args, 80),
   ]
     .map(renderServerText)
     .join('  ');
+}
+
+function cut(text: string, most: number): string {
+  return text.length > most ? `${text.slice(0, most - 3)}...` : text;
 }

@@ -2,7 +2,11 @@ import type { Authenticator } from '../serve/authenticator.js';
 import { BearerTokens, hashToken } from '../serve/bearer-tokens.js';
 import { sandboxBindSources } from '../serve/bind-sources.js';
 import { DEFAULT_IDLE_MS, McpHttpServer } from '../serve/mcp-http-server.js';
+import { sandboxUserIds } from '../engine/sandbox-engine.js';
+import { ProfileError } from '../profile/load-profile.js';
+import { unwritableMounts } from '../sandbox/mount-owners.js';
 import { combinedAuthenticator } from '../serve/combined-endpoint.js';
+import { hostUserIds } from '../session/session-sandboxes.js';
 import { loadOAuthConfig, unknownScopeServers } from '../serve/oauth-config.js';
 import { OAuthResourceServer } from '../serve/oauth-resource-server.js';
 import { loadProfileFolder, type ServedProfile } from '../serve/profile-folder.js';
@@ -130,6 +134,11 @@ export const serveCommand: CommandSpec = {
     const folder = positionals[0] as string;
     const load = (): Map<string, ServedProfile> => {
       const loaded = loadProfileFolder(folder, log);
+      // A workspace its sandboxes could not write: refused now (and on reload), not at each write.
+      const unwritable = [...loaded.values()].flatMap(({ profile }) =>
+        unwritableMounts(profile, sandboxUserIds(profile, hostUserIds())),
+      );
+      if (unwritable.length > 0) throw new ProfileError(unwritable);
       const names = [...loaded.keys()];
       const strangers = tokens?.unknownServers(names) ?? (oauth ? unknownScopeServers(oauth, names) : []);
       if (strangers.length > 0) {

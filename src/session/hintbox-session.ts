@@ -10,18 +10,19 @@ import {
 } from '../policy/plan-sandboxes.js';
 import { ceilingOf } from '../profile/profile-ceiling.js';
 import type { Profile } from '../profile/load-profile.js';
-import type { SessionIdentity } from '../engine/sandbox-engine.js';
+import { sandboxUserIds, type SessionIdentity } from '../engine/sandbox-engine.js';
 import { databaseAdminUrl } from '../database/database-env.js';
 import { SessionDatabase } from '../database/session-database.js';
 import type { PrivilegeViolation } from '../database/socket-relay.js';
 import { assertNoNestedMounts } from '../sandbox/nested-mounts.js';
 import { assertNoSpecialFiles } from '../sandbox/special-files.js';
+import { assertWritableMounts } from '../sandbox/mount-owners.js';
 import { CallGuard, compilePreApprovals } from '../gateway/call-guard.js';
 import { lockedDefinitions, type LockFile } from '../approvals/lock-file.js';
 import { ServerTrustState } from '../policy/server-trust.js';
 import type { PinnedDefinition } from '../policy/tool-pin.js';
 import { approvedHashIn, approvedInstructions, warnIfInstructionsDiffer } from './guarded-tools.js';
-import { SessionSandboxes } from './session-sandboxes.js';
+import { hostUserIds, SessionSandboxes } from './session-sandboxes.js';
 import type { GatewaySettings, SessionOptions } from './session-options.js';
 import { newSessionId, sessionIdentity } from '../util/session-identity.js';
 import { listValidTools, startEarly, startPlanned, type EarlyStart } from './start-sandboxes.js';
@@ -283,6 +284,7 @@ export class HintboxSession implements AsyncDisposable {
     const { profile, engine, log } = this.options;
     const sandboxes = this.sandboxes;
     assertNoNestedMounts(profile, engine);
+    assertWritableMounts(profile, sandboxUserIds(profile, hostUserIds()));
     await assertNoSpecialFiles(profile);
     if (profile.database) {
       // Before any sandbox: a database that cannot be reached or is not prepared stops the run.

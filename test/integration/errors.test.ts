@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, describe, it, before } from 'node:test';
 import { allHintboxContainers, ensureTestImages, LIAR_IMAGE, assertNoLeftovers } from './support/docker.js';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'yaml';
+import { scratchFolder } from '../support/scratch-folder.js';
 import { hintboxCommand, sandboxFolder, writeProfile } from './support/hintbox-process.js';
 
 /** Failures are one clear message, a non-zero exit, and nothing left started. */
@@ -60,6 +61,33 @@ describe('hintbox fails closed', { timeout: 180_000 }, () => {
       ]);
     }
     assert.equal(readFileSync(profile, 'utf8'), text);
+    assert.deepEqual(await idsOfOurs(), before);
+  });
+
+  it('refuses a read-write workspace the sandbox user cannot write (root-owned, as root): one line, exit 2, nothing started', async () => {
+    const before = await idsOfOurs();
+    // As root the sandboxes run as 10001: a root-owned folder is theirs to read, not to write.
+    const workspace = scratchFolder('hintbox-rootowned-');
+    chmodSync(workspace, 0o555);
+    const profile = writeProfile({
+      name: 'rootowned',
+      server: { image: LIAR_IMAGE },
+      mounts: [{ source: workspace, target: '/data' }],
+    });
+    for (const command of ['run', 'plan']) {
+      const { code, stderr } = await hintboxCommand([command, profile]);
+      assert.equal(code, 2, `${command}: ${stderr}`);
+      // Its one line, besides hintbox's own notes (`hintbox: no lock file …`).
+      const lines = stderr
+        .trim()
+        .split('\n')
+        .filter((line) => !line.startsWith('hintbox: '));
+      assert.equal(lines.length, 1, stderr);
+      assert.match(
+        lines[0] ?? '',
+        /: mounts\[0\]\.source: .* cannot be written by the sandbox user \d+:\d+ \(sandboxes never run as root\): chown -R /,
+      );
+    }
     assert.deepEqual(await idsOfOurs(), before);
   });
 

@@ -133,4 +133,20 @@ describe('formatAuditEntry', () => {
     for (const line of lines) assert.match(line, /^2026-03-01T12:00:00\.000Z {2}srv\//);
     assert.doesNotMatch(text, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/u); // eslint-disable-line no-control-regex
   });
+
+  it("says why a call did not end ok, on its line (a server's long text cut)", () => {
+    const denied = formatAuditEntry(
+      record({
+        decision: 'denied',
+        decidedBy: 'person',
+        outcome: 'not-run',
+        detail: 'declined by the person\nat 12:00',
+      }),
+    );
+    assert.match(denied, / {2}not-run: declined by the person at 12:00 {2}/);
+    const long = formatAuditEntry(record({ outcome: 'sandbox-died', detail: `last words: ${'x'.repeat(500)}` }));
+    assert.match(long, /sandbox-died: last words: x+\.\.\. {2}/);
+    assert.ok(long.length < 400, long);
+    assert.doesNotMatch(formatAuditEntry(record({ outcome: 'ok', detail: 'fine' })), /fine/);
+  });
 });

@@ -59,14 +59,20 @@ function shared(listChanged: string[] = [], unbound: string[] = []): SharedSandb
   });
 }
 
+/** Two gateways (clients) over one running sandbox. */
+function twoClients() {
+  const sandboxes = shared();
+  const [a, b] = [listener('hintbox:g1:'), listener('hintbox:g2:')];
+  sandboxes.join(a);
+  const leaveB = sandboxes.join(b);
+  const upstream = fakeUpstream();
+  sandboxes.adopt('ro', upstream);
+  return { sandboxes, a, b, leaveB, upstream };
+}
+
 describe('shared sandboxes: whose is an upstream message', () => {
   it('gives an answer to the gateway whose id it carries, drops one of a gateway gone, leaves numeric ids to the SDK client', () => {
-    const sandboxes = shared();
-    const [a, b] = [listener('hintbox:g1:'), listener('hintbox:g2:')];
-    sandboxes.join(a);
-    const leaveB = sandboxes.join(b);
-    const upstream = fakeUpstream();
-    sandboxes.adopt('ro', upstream);
+    const { a, b, leaveB, upstream } = twoClients();
     assert.equal(upstream.deliver({ jsonrpc: '2.0', id: 'hintbox:g2:7', result: {} }), true);
     assert.deepEqual([a.got.length, b.got.length], [0, 1]);
     leaveB();
@@ -151,12 +157,7 @@ describe('shared sandboxes: whose is an upstream message', () => {
   });
 
   it('tells each sandbox the most verbose logging level of its clients, and again when that client leaves', () => {
-    const sandboxes = shared();
-    const [a, b] = [listener('hintbox:g1:'), listener('hintbox:g2:')];
-    sandboxes.join(a);
-    const leaveB = sandboxes.join(b);
-    const upstream = fakeUpstream();
-    sandboxes.adopt('ro', upstream);
+    const { sandboxes, a, b, leaveB, upstream } = twoClients();
     const levels = () =>
       upstream.sent.flatMap((m) =>
         (m as { method?: string }).method === 'logging/setLevel'
