@@ -160,8 +160,11 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
   }
   if (!parsed.data.database) {
     for (const use of sandboxValueUses(parsed.data.server.args ?? [], parsed.data.env)) {
+      const at = formatFieldPath(use.path);
+      // A field whose interpolation failed (an unknown name) has its one line already.
+      if (problems.some((p) => p.path === at)) continue;
       const message = `\${sandbox:${use.name}} needs a database section: hintbox sets it only for a database`;
-      problems.push({ file: absFile, path: formatFieldPath(use.path), message });
+      problems.push({ file: absFile, path: at, message });
     }
   }
   if (parsed.data.server.build !== undefined) {

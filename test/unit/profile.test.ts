@@ -747,6 +747,12 @@ describe('profile database section', () => {
     assert.match(problemAt(noDb, 'env.H').message, /PGHOST\} needs a database section/);
     const unknown = failing(write(dir, DB + 'env:\n  H: "${sandbox:HOME}"\n'), { vars: {}, home });
     assert.match(problemAt(unknown, 'env.H').message, /unknown sandbox value/);
+    const unknownNoDb = failing(write(dir, MINIMAL + 'env:\n  H: "${sandbox:HOME}"\n'), { vars: {}, home });
+    assert.deepEqual(
+      unknownNoDb.problems.map((p) => p.path),
+      ['env.H'],
+      'one line for the field',
+    );
     const elsewhere = failing(write(dir, DB.replace('hintbox/files:1', '"${sandbox:PGHOST}"')), { vars: {}, home });
     assert.match(problemAt(elsewhere, 'server.image').message, /only allowed in server.args and env/);
   });
