@@ -35,6 +35,8 @@ interface Credentials {
   database: string;
   host: string;
   url: string;
+  argUrl: string;
+  envUrl: string;
 }
 
 describe('a database server under hintbox run', { timeout: 600_000 }, () => {
@@ -96,7 +98,9 @@ describe('a database server under hintbox run', { timeout: 600_000 }, () => {
       INSERT INTO shop.items (name) VALUES ('apple'), ('pear');`);
     profile = writeProfile({
       name: server,
-      server: { image: DBLIAR_IMAGE },
+      // The sandbox's own URL handed on as an argument and under another name, as servers want it.
+      server: { image: DBLIAR_IMAGE, args: ['${sandbox:DATABASE_URL}'] },
+      env: { URL_FROM_PROFILE: '${sandbox:DATABASE_URL}' },
       trust: 'trusted',
       network: 'none',
       database: { adminUrlEnv: ADMIN_ENV, database: DATABASE, schemas: ['shop'], privilege: 'write' },
@@ -190,6 +194,12 @@ describe('a database server under hintbox run', { timeout: 600_000 }, () => {
       // Every parser takes it: Node's URL, and node-postgres reads the socket folder from it.
       assert.equal(decodeURIComponent(new URL(readRole.url).hostname), '/run/hintbox/pg');
       assert.equal(parseConnectionString(readRole.url).host, '/run/hintbox/pg');
+    });
+
+    it("hands the sandbox's own DATABASE_URL to ${sandbox:DATABASE_URL} in server.args and env", () => {
+      assert.equal(readRole.argUrl, readRole.url);
+      assert.equal(readRole.envUrl, readRole.url);
+      assert.equal(parseConnectionString(readRole.argUrl).user, readRole.user);
     });
 
     it('a tool that claims to only add inserts through its role', async () => {
