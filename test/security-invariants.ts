@@ -356,6 +356,29 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
     ],
   },
   {
+    id: 'SANDBOX-VALUES',
+    statement:
+      "A profile's ${sandbox:NAME} (in server.args and env) is never taken from the host: it is filled in when the container is made, with that sandbox's own database role, and a reference made by a host value or $$ is refused.",
+    tests: [
+      {
+        file: 'unit/interpolate.test.ts',
+        title: 'is kept as written where allowed, and the host variables are never consulted for it',
+      },
+      {
+        file: 'unit/interpolate.test.ts',
+        title: 'is not the host variable of the same name, in process.env or in vars',
+      },
+      {
+        file: 'unit/interpolate.test.ts',
+        title: 'cannot be made by $$ or by a host value: a reference left in a string is one the profile wrote',
+      },
+      {
+        file: 'unit/container-spec.test.ts',
+        title: "fills ${sandbox:…} in the profile's args and env with this sandbox's own role values",
+      },
+    ],
+  },
+  {
     id: 'MOUNT-SOCKETS',
     statement:
       'plan and run refuse a mount source that holds a Unix socket, FIFO or device node (or that is too large or deep to check), unless the profile allows it for that mount: a read-only, network-less tool cannot reach a host service through its mount.',
