@@ -105,9 +105,9 @@ export class CallRelay {
     }
   }
 
-  /** The order of the oldest call in flight in an upstream (see `nextSequence`), if any. */
-  oldestIn(upstream: Upstream): number | undefined {
-    return this.pending.list(upstream)[0]?.seq;
+  /** Whether a call is in flight in an upstream. */
+  hasCallsIn(upstream: Upstream): boolean {
+    return this.pending.list(upstream).length > 0;
   }
 
   /** Settles every call in flight (the client left, or hintbox stops): cancelled upstream too when asked. */

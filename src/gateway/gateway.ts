@@ -142,11 +142,8 @@ export class Gateway {
     const listener: UpstreamListener = {
       owns: (key) => this.relay.owns(key) || this.requests.owns(key),
       take: (id, upstream, m) => this.relay.fromUpstream(upstream, m) || this.requests.fromUpstream(id, upstream, m),
-      oldestIn: (upstream, callsOnly) => {
-        const call = this.relay.oldestIn(upstream);
-        const read = callsOnly ? undefined : this.requests.oldestIn(upstream);
-        return call === undefined || read === undefined ? (call ?? read) : Math.min(call, read);
-      },
+      busyIn: (upstream, callsOnly) =>
+        this.relay.hasCallsIn(upstream) || (!callsOnly && this.requests.hasReadsIn(upstream)),
       upstreamClosed: (upstream) => {
         this.relay.upstreamClosed(upstream);
         this.requests.upstreamClosed(upstream);

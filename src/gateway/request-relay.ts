@@ -11,7 +11,6 @@ import {
   answerOf,
   cancelUpstream,
   isObject,
-  nextSequence,
   notificationOf,
   progressFor,
   withProgressKey,
@@ -85,8 +84,6 @@ const READ_ID_PREFIX = 'hintbox-read:';
 interface PendingRead {
   clientId: RequestId;
   upstreamId: string;
-  /** See `nextSequence`. */
-  seq: number;
   upstream: Upstream;
   sandbox: string;
   method: string;
@@ -155,13 +152,9 @@ export class RequestRelay {
     }
   }
 
-  /** The order of the oldest read in flight in an upstream (see `nextSequence`), if any. */
-  oldestIn(upstream: Upstream): number | undefined {
-    let oldest: number | undefined;
-    for (const read of this.pending.values()) {
-      if (read.upstream === upstream && (oldest === undefined || read.seq < oldest)) oldest = read.seq;
-    }
-    return oldest;
+  /** Whether a read is in flight in an upstream. */
+  hasReadsIn(upstream: Upstream): boolean {
+    return [...this.pending.values()].some((read) => read.upstream === upstream);
   }
 
   /** See `ServerRequestDesk.withdrawRefused`. */
@@ -282,7 +275,6 @@ export class RequestRelay {
       const read: PendingRead = {
         clientId,
         upstreamId: `${this.readPrefix}${this.nextId++}`,
-        seq: nextSequence(),
         upstream,
         sandbox,
         method,

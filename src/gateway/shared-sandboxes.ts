@@ -33,8 +33,8 @@ export interface UpstreamListener {
   owns(key: unknown): boolean;
   /** A message of an upstream the fanout chose it for: true when taken. */
   take(sandboxId: string, upstream: Upstream, message: JsonRpcObject): boolean;
-  /** The order (a sequence, lower is older) of its oldest tool call (`callsOnly`) or request in flight in an upstream. */
-  oldestIn(upstream: Upstream, callsOnly: boolean): number | undefined;
+  /** Whether a tool call of its (`callsOnly`), or any request of its, is in flight in an upstream. */
+  busyIn(upstream: Upstream, callsOnly: boolean): boolean;
   /** An upstream's connection ended: its calls there are answered. */
   upstreamClosed(upstream: Upstream): void;
 }
@@ -96,11 +96,6 @@ export class SharedSandboxes {
       new Relisting(what, (from) => list?.(from) ?? Promise.resolve(), options.log, stopped);
     this.toolsRelisting = relisting('tools', options.onToolsListChanged);
     this.offersRelisting = relisting('prompts and resources', options.onOffersChanged);
-  }
-
-  /** How many gateways use these sandboxes now. */
-  get gateways(): number {
-    return this.listeners.size;
   }
 
   /** A gateway joins: the messages of every upstream that are its reach it from now on. Returns how it leaves. */
@@ -199,7 +194,7 @@ export class SharedSandboxes {
     if (LIST_CHANGES.has(method)) {
       if (m.id !== undefined) return true; // a request in disguise: dropped
       // A held sandbox runs only for calls: an announcement outside any (between an answer and its freeze) is dropped.
-      if (this.pool.isHeld(upstream, sandboxId) && !listeners.some((l) => l.oldestIn(upstream, false) !== undefined)) {
+      if (this.pool.isHeld(upstream, sandboxId) && !listeners.some((l) => l.busyIn(upstream, false))) {
         this.options.log.debug(`a held sandbox announced a list change outside a call: ignored`);
         return true;
       }
@@ -210,13 +205,13 @@ export class SharedSandboxes {
     if (m.id !== undefined && isServerRequest(method)) {
       // To the one gateway with calls in flight there; with none, any gateway refuses it (or
       // answers roots/list); with no gateway at all, the upstream's SDK client does.
-      const busy = listeners.filter((l) => l.oldestIn(upstream, true) !== undefined);
+      const busy = listeners.filter((l) => l.busyIn(upstream, true));
       if (busy.length > 1) return this.refuseUnbound(sandboxId, upstream, m);
       return give(busy[0] ?? listeners[0]);
     }
     if (method === 'notifications/cancelled') return listeners.some((l) => l.take(sandboxId, upstream, m));
     if (method === 'notifications/message') {
-      const busy = listeners.filter((l) => l.oldestIn(upstream, false) !== undefined);
+      const busy = listeners.filter((l) => l.busyIn(upstream, false));
       if (listeners.length === 1 || busy.length === 1) return give(busy[0] ?? listeners[0]);
       this.options.log.debug(
         `a log message of sandbox ${sandboxId} with ${busy.length} clients' requests in flight: dropped`,

@@ -66,6 +66,7 @@ export class HintboxSession implements AsyncDisposable {
   private discovered = false;
 
   private constructor(private readonly options: SessionOptions) {
+    assertWritableMounts(options.profile, sandboxUserIds(options.profile, hostUserIds())); // before anything starts
     this.sessionId = options.sessionId ?? newSessionId();
     this.identity = sessionIdentity(this.sessionId);
     this.trust = new ServerTrustState(options.profile.trust);
@@ -284,7 +285,6 @@ export class HintboxSession implements AsyncDisposable {
     const { profile, engine, log } = this.options;
     const sandboxes = this.sandboxes;
     assertNoNestedMounts(profile, engine);
-    assertWritableMounts(profile, sandboxUserIds(profile, hostUserIds()));
     await assertNoSpecialFiles(profile);
     if (profile.database) {
       // Before any sandbox: a database that cannot be reached or is not prepared stops the run.

@@ -6,10 +6,7 @@ import { hintboxEnvironment } from '../config/environment.js';
 import type { Profile } from '../profile/load-profile.js';
 import type { Logger } from '../util/logger.js';
 import { redactUrl } from '../util/redact-url.js';
-import { sandboxUserIds } from '../engine/sandbox-engine.js';
-import { assertWritableMounts } from '../sandbox/mount-owners.js';
 import { HintboxSession } from './hintbox-session.js';
-import { hostUserIds } from './session-sandboxes.js';
 import { knownToolsIn } from './known-tools.js';
 import type { SessionOptions } from './session-options.js';
 
@@ -87,8 +84,6 @@ export function knownTools(): NonNullable<SessionOptions['knownTools']> {
  */
 export function openSession(options: SessionOptions & { locked: LockFile | undefined }): Promise<HintboxSession> {
   const { locked, ...sessionOptions } = options;
-  // Before anything starts, cold or warm: a workspace the sandbox user cannot write is refused.
-  assertWritableMounts(options.profile, sandboxUserIds(options.profile, hostUserIds()));
   const cold = locked && Object.keys(locked.tools).length > 0 && options.rebuildImages !== true;
   return cold
     ? Promise.resolve(HintboxSession.openFromLock({ ...sessionOptions, lock: locked }))

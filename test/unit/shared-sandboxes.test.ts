@@ -12,7 +12,7 @@ import { silentLogger } from '../../src/util/logger.js';
 
 interface FakeListener extends UpstreamListener {
   got: JsonRpcObject[];
-  /** Sequence of its oldest call / request in flight, if any. */
+  /** Set when it has a call / request in flight there (the number is only a marker). */
   oldestCall?: number;
   oldestRequest?: number;
 }
@@ -24,7 +24,7 @@ function listener(prefix: string, inFlight: { call?: number; request?: number } 
     ...(inFlight.request !== undefined ? { oldestRequest: inFlight.request } : {}),
     owns: (key) => typeof key === 'string' && key.startsWith(prefix),
     take: (_id, _upstream, m) => (l.got.push(m), true),
-    oldestIn: (_upstream, callsOnly) => (callsOnly ? l.oldestCall : (l.oldestRequest ?? l.oldestCall)),
+    busyIn: (_upstream, callsOnly) => (callsOnly ? l.oldestCall : (l.oldestRequest ?? l.oldestCall)) !== undefined,
     upstreamClosed: () => undefined,
   };
   return l;
