@@ -5,6 +5,7 @@ import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { denyReason, sharedFolderReason } from './host-path-denylist.js';
 import { lockFilePath } from './profile-paths.js';
+import { packageImageName, packageLockPath, packageSource } from '../packages/package-source.js';
 import { processVariables } from '../config/environment.js';
 import { hintboxOwnPaths, type OwnPath } from '../config/hintbox-paths.js';
 import { isStrictlyInside } from '../util/paths.js';
@@ -24,9 +25,11 @@ export interface ResolvedMount {
 }
 
 /** A profile after validation and path resolution. Everything inside is typed and checked. */
-export interface Profile extends Omit<ParsedProfile, 'mounts' | 'serverRequests'> {
+export interface Profile extends Omit<ParsedProfile, 'mounts' | 'serverRequests' | 'server'> {
   /** Absolute path of the profile file. */
   file: string;
+  /** The image is always named: for a package source, the image hintbox builds for it. */
+  server: ParsedProfile['server'] & { image: string };
   mounts: ResolvedMount[];
   /** With the trust's default filled in (sampling: only a trusted server's). */
   serverRequests: { sampling: boolean; elicitation: boolean; urlElicitation: boolean; roots: boolean };
@@ -179,25 +182,34 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
       parsed.data.server.build = context;
     }
   }
-  problems.push(...writableMountProblems(absFile, mounts, parsed.data.server.build));
+  const source = packageSource(parsed.data.server);
+  const build = source
+    ? { given: packageLockPath(absFile, source.kind), what: `the server's ${source.kind} package lock` }
+    : parsed.data.server.build && { given: parsed.data.server.build, what: "the server's build folder (server.build)" };
+  problems.push(...writableMountProblems(absFile, mounts, build || undefined));
   if (problems.length > 0) throw new ProfileError(problems);
+  const server = { ...parsed.data.server, image: parsed.data.server.image ?? packageImageName(source!) };
 
   const { sampling, urlElicitation, ...asked } = parsed.data.serverRequests;
   const trusted = parsed.data.trust === 'trusted';
   const serverRequests = { ...asked, sampling: sampling ?? trusted, urlElicitation: urlElicitation ?? trusted };
-  return { ...parsed.data, file: absFile, mounts, serverRequests };
+  return { ...parsed.data, file: absFile, server, mounts, serverRequests };
 }
 
 /**
  * What the operator decides must lie outside every mount a tool may write: a server that could
- * rewrite its profile (or the lock of what was approved, or its build folder) would hand itself
+ * rewrite its profile (or the lock of what was approved, or its build folder or package lock) would hand itself
  * more at the next start. hintbox's own folders are on the denylist already.
  */
-function writableMountProblems(file: string, mounts: readonly ResolvedMount[], build?: string): ProfileProblem[] {
+function writableMountProblems(
+  file: string,
+  mounts: readonly ResolvedMount[],
+  build?: { given: string; what: string },
+): ProfileProblem[] {
   const decided = [
     { given: file, what: 'the profile file' },
     { given: lockFilePath(file), what: 'the lock file of approved definitions' },
-    ...(build ? [{ given: build, what: "the server's build folder (server.build)" }] : []),
+    ...(build ? [build] : []),
   ].map(({ given, what }) => ({ what, real: realOrResolved(given), entries: entriesOnTheWay(given) }));
   return mounts.flatMap((mount, index) => {
     if (mount.mode !== 'rw') return [];

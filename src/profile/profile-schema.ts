@@ -107,31 +107,76 @@ export const ApprovalSettingsSchema = z.strictObject({
   timeout: z.number().positive().max(86_400).default(120),
 });
 
-export const ServerSchema = z.strictObject({
-  /** Image to run. */
-  image: z.string().min(1),
-  /**
-   * Folder with a Dockerfile that builds `image` (relative to the profile). Its `BASE_IMAGE`
-   * and `NODE_SERVER_IMAGE` build args are set by hintbox. A `package.json` in it is installed
-   * on the host with npm and the result copied in as `node_modules/`.
-   */
-  build: z.string().min(1).optional(),
-  /** Entrypoint override. Default: the image's. */
-  command: z.array(z.string()).optional(),
-  /** Arguments (the container's CMD). Default: the image's. */
-  args: z.array(z.string()).optional(),
-  /**
-   * uid:gid to run as; never 0. Default: the uid:gid of the hintbox process, so the server can
-   * use the operator's files as the operator could; 10001:10001 when hintbox runs as root.
-   */
-  user: z
-    .string()
-    .regex(/^\d+(:\d+)?$/, 'expected a numeric uid or uid:gid')
-    .refine((u) => !/^0+(:|$)/.test(u) && !/:0+$/.test(u), 'expected a non-root uid and gid (not 0)')
-    .optional(),
-  /** Working directory in the container. Default: the sandbox HOME (a tmpfs). */
-  workdir: z.string().regex(/^\//, 'expected an absolute container path').optional(),
-});
+/** `name@version` of an npm package, scoped or not (a range or tag is pinned by the package lock). */
+const NPM_SPEC = /^(@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9][a-z0-9._~-]*(@[^\s@]+)?$/;
+/** A PyPI requirement: a name, optionally `==`, `>=`… versions (pinned by the package lock). */
+const PYPI_SPEC =
+  /^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?\s*((===?|~=|!=|<=?|>=?)\s*[A-Za-z0-9.*+!_-]+\s*,?\s*)*$/;
+
+export const ServerSchema = z
+  .strictObject({
+    /**
+     * Image to run. With `npm` or `pypi`: the name hintbox tags the image it builds (default
+     * `hintbox/npm.<package>:<version>` or `hintbox/pypi.<package>:<version>`).
+     */
+    image: z.string().min(1).optional(),
+    /**
+     * Folder with a Dockerfile that builds `image` (relative to the profile). Its `BASE_IMAGE`
+     * and `NODE_SERVER_IMAGE` build args are set by hintbox. A `package.json` in it is installed
+     * on the host with npm and the result copied in as `node_modules/`.
+     */
+    build: z.string().min(1).optional(),
+    /**
+     * An npm package to run (`@scope/name@1.2.3`), built by hintbox onto its Node base: resolved
+     * and installed on the host, pinned by `<profile>.npm-lock.json` beside the profile.
+     */
+    npm: z.string().regex(NPM_SPEC, 'expected an npm package such as @scope/name@1.2.3').optional(),
+    /**
+     * A PyPI package to run (`name==1.2.3`), built by hintbox onto its Python base: wheels
+     * resolved and installed on the host, pinned with hashes by `<profile>.pip-lock.txt`.
+     */
+    pypi: z.string().regex(PYPI_SPEC, 'expected a PyPI requirement such as name==1.2.3').optional(),
+    /**
+     * Which of the package's commands to run (npm `bin`, PyPI console script). Default: the only
+     * one, or the one named like the package.
+     */
+    bin: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'expected a command name')
+      .optional(),
+    /** Entrypoint override. Default: the image's. */
+    command: z.array(z.string()).optional(),
+    /** Arguments (the container's CMD). Default: the image's. */
+    args: z.array(z.string()).optional(),
+    /**
+     * uid:gid to run as; never 0. Default: the uid:gid of the hintbox process, so the server can
+     * use the operator's files as the operator could; 10001:10001 when hintbox runs as root.
+     */
+    user: z
+      .string()
+      .regex(/^\d+(:\d+)?$/, 'expected a numeric uid or uid:gid')
+      .refine((u) => !/^0+(:|$)/.test(u) && !/:0+$/.test(u), 'expected a non-root uid and gid (not 0)')
+      .optional(),
+    /** Working directory in the container. Default: the sandbox HOME (a tmpfs). */
+    workdir: z.string().regex(/^\//, 'expected an absolute container path').optional(),
+  })
+  .superRefine((server, ctx) => {
+    const sources = (['npm', 'pypi'] as const).filter((key) => server[key] !== undefined);
+    if (sources.length > 1) {
+      ctx.addIssue({ code: 'custom', path: ['pypi'], message: 'expected one of npm or pypi, not both' });
+    } else if (sources.length === 1 && server.build !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['build'], message: `not with ${sources[0]}: hintbox builds the image` });
+    } else if (sources.length === 0 && server.image === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['image'],
+        message: 'expected an image, or a package to run (npm or pypi)',
+      });
+    }
+    if (sources.length === 0 && server.bin !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['bin'], message: 'only with npm or pypi (else: command)' });
+    }
+  });
 
 export const TimeoutsSchema = z.strictObject({
   /** Seconds to wait for a sandbox's server to answer `initialize`. Default 30. */

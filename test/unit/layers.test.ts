@@ -15,6 +15,7 @@ export const LAYERS = [
   'policy',
   'config',
   'mcp',
+  'packages',
   'profile',
   'approvals',
   'audit',
