@@ -43,7 +43,7 @@ export const imagesBuildCommand: CommandSpec = {
       cliLog.info(`image ${await engine.prepareHintboxImage({ rebuild })} is ready`);
       return 0;
     }
-    await engine.prepareImage(profile.server, { rebuild });
+    await engine.prepareImage(profile, { rebuild });
     cliLog.info(`image ${profile.server.image} is ready`);
     return 0;
   },

@@ -118,7 +118,7 @@ export interface SandboxEngine {
    */
   readonly recursiveReadOnly: boolean;
   /** Builds the profile's image if needed (`rebuild`: even when it looks current) and resolves what it runs. */
-  prepareImage(server: Profile['server'], options?: { rebuild?: boolean }): Promise<PreparedImage>;
+  prepareImage(profile: Pick<Profile, 'server' | 'file'>, options?: { rebuild?: boolean }): Promise<PreparedImage>;
   /** Creates and starts a sandbox whose server is held at the gate; on failure nothing is left. */
   hold(spec: SandboxSpec, options: HoldOptions): Promise<HeldSandbox>;
   /** Removes every sandbox of a session; returns how many there were. */

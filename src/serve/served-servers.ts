@@ -71,7 +71,7 @@ export class ServedServers {
       const ready =
         profile.clients === 'shared'
           ? this.sharedSession(name).then((session) => session.verified)
-          : this.options.engine.prepareImage(profile.server);
+          : this.options.engine.prepareImage(profile);
       ready.then(
         () => this.served.get(name)?.profile === profile && this.states.set(name, 'ready'),
         (error: Error) => {

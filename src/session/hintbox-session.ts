@@ -303,7 +303,7 @@ export class HintboxSession implements AsyncDisposable {
       sandboxes.assertOpen();
       sandboxes.database = database;
     }
-    const image = await engine.prepareImage(profile.server, { rebuild: this.options.rebuildImages === true });
+    const image = await engine.prepareImage(profile, { rebuild: this.options.rebuildImages === true });
     sandboxes.useImage(image);
 
     const ceiling = ceilingOf(profile);

@@ -17,6 +17,9 @@ import { checkSamePaths, findOwnContainer, stageGate } from './own-container.js'
 import { buildContainerSpec, LABEL_CLASS, LABEL_OWNER_PID, serverCommand } from './container-spec.js';
 import { connectDocker, type DockerConnection } from './docker-connection.js';
 import { holdSandbox } from './docker-sandbox.js';
+import { packageLockPath, packageSource } from '../../packages/package-source.js';
+import { ensureNpmImage } from './npm-package-image.js';
+import { ensurePypiImage } from './pypi-package-image.js';
 import { buildHintboxImage } from './hintbox-image.js';
 import { ImageBuilder } from './image-builder.js';
 import { makeIsOwnerAlive, removeSession, sweepOrphans } from './sweep.js';
@@ -68,8 +71,19 @@ export class DockerEngine implements SandboxEngine {
     return this.connection.recursiveReadOnly;
   }
 
-  async prepareImage(server: Profile['server'], options: { rebuild?: boolean } = {}): Promise<PreparedImage> {
-    await this.imageBuilder(options).ensure(server.image, server.build);
+  async prepareImage(
+    { server, file }: Pick<Profile, 'server' | 'file'>,
+    options: { rebuild?: boolean } = {},
+  ): Promise<PreparedImage> {
+    const builder = this.imageBuilder(options);
+    const source = packageSource(server);
+    if (source) {
+      const ensurePackage = source.kind === 'npm' ? ensureNpmImage : ensurePypiImage;
+      const lockFile = packageLockPath(file, source.kind);
+      await ensurePackage(builder, server.image, source, { lockFile, bin: server.bin, log: this.options.log });
+    } else {
+      await builder.ensure(server.image, server.build);
+    }
     // The gate executes the server: what the image would run, resolved once.
     const image = await this.docker.getImage(server.image).inspect();
     return { id: image.Id, command: serverCommand(server, image.Config) };

@@ -20,14 +20,33 @@ import { HintboxError } from '../../util/hintbox-error.js';
 /** The folder of hintbox's own Dockerfiles (`images/` in the package). */
 export const IMAGES_DIR = packagePath('images');
 
-/** The Debian releases hintbox builds on: bookworm for the server bases, trixie (Node 20) for its own image. */
+/**
+ * The Debian releases hintbox builds on: trixie (Debian's stable: Node.js 20, Python 3.13) for the
+ * server bases and its own image; bookworm only for the tests' Postgres 15.
+ */
 export type DebianSuite = 'bookworm' | 'trixie';
+/** The release of the server bases (and the one HINTBOX_BASE_IMAGE replaces). */
+export const SERVER_SUITE: DebianSuite = 'trixie';
 /** The registry's Debian image of a suite, used when present or pullable. */
 export const debianImage = (suite: DebianSuite): string => `debian:${suite}-slim`;
 /** What `debootstrap --variant=minbase <suite>` seeds where the registry's image cannot be had. */
 export const seededDebianImage = (suite: DebianSuite): string => `hintbox/debian-seed:${suite}`;
-export const NODE_SERVER_IMAGE = 'hintbox/node-server:bookworm';
+export const NODE_SERVER_IMAGE = 'hintbox/node-server:trixie';
+export const PYTHON_SERVER_IMAGE = 'hintbox/python-server:trixie';
+/** The server bases, by the build arg that names each in the Dockerfiles built on it. */
+export const SERVER_BASES = {
+  NODE_SERVER_IMAGE: { image: NODE_SERVER_IMAGE, folder: 'node-server' },
+  PYTHON_SERVER_IMAGE: { image: PYTHON_SERVER_IMAGE, folder: 'python-server' },
+} as const;
+export type ServerBase = keyof typeof SERVER_BASES;
 const LABEL_CONTEXT_HASH = 'hintbox.context-hash';
+
+export interface EnsureOptions {
+  /** The server base the context builds on (its build arg is set). Default the Node one. */
+  base?: ServerBase;
+  /** Fills the staged context before a build (default: `npm ci` where a package.json is). */
+  install?: (dir: string) => Promise<void>;
+}
 
 export class ImageError extends HintboxError {
   constructor(message: string) {
@@ -39,7 +58,7 @@ export class ImageError extends HintboxError {
 export interface ImageBuilderOptions {
   docker: Docker;
   log: Logger;
-  /** Base image override (HINTBOX_BASE_IMAGE). */
+  /** Base image override (HINTBOX_BASE_IMAGE), for the server suite. */
   baseImage?: string;
   /** Rebuild even when an image with the same context hash exists. */
   rebuild?: boolean;
@@ -53,10 +72,14 @@ export class ImageBuilder {
 
   /**
    * Makes sure `image` exists: present and up to date with `context` (if given), else built
-   * from `context`, else pulled. Throws an ImageError saying what was tried.
+   * from `context` on a server base (default the Node one), else pulled. `install` fills the
+   * staged copy of the context before the build (default: `npm ci` where a package.json is), and
+   * only when the image is out of date. Throws an ImageError saying what was tried.
    */
-  async ensure(image: string, context?: string): Promise<void> {
-    if (context) return this.buildOnce(image, context, { NODE_SERVER_IMAGE });
+  async ensure(image: string, context?: string, options: EnsureOptions = {}): Promise<void> {
+    const base = options.base ?? 'NODE_SERVER_IMAGE';
+    if (context)
+      return this.buildOnce(image, context, { [base]: SERVER_BASES[base].image }, SERVER_SUITE, options.install);
     if (await this.exists(image)) return;
     if (await this.tryPull(image)) return;
     throw new ImageError(
@@ -65,10 +88,10 @@ export class ImageBuilder {
   }
 
   /**
-   * The Debian base of a suite: for bookworm the override (HINTBOX_BASE_IMAGE) if given; else
+   * The Debian base of a suite: for the server suite the override (HINTBOX_BASE_IMAGE) if given; else
    * `debian:<suite>-slim` if present or pullable; else `hintbox/debian-seed:<suite>`, seeded.
    */
-  resolveBase(suite: DebianSuite = 'bookworm'): Promise<string> {
+  resolveBase(suite: DebianSuite = SERVER_SUITE): Promise<string> {
     let base = this.baseImages.get(suite);
     if (!base) {
       base = this.findBase(suite);
@@ -78,7 +101,7 @@ export class ImageBuilder {
   }
 
   private async findBase(suite: DebianSuite): Promise<string> {
-    const override = suite === 'bookworm' ? this.options.baseImage : undefined;
+    const override = suite === SERVER_SUITE ? this.options.baseImage : undefined;
     if (override) {
       if (!(await this.exists(override)) && !(await this.tryPull(override))) {
         throw new ImageError(`base image ${override} (HINTBOX_BASE_IMAGE) is not present and cannot be pulled`);
@@ -104,11 +127,12 @@ export class ImageBuilder {
     image: string,
     context: string,
     extraArgs: Record<string, string>,
-    suite: DebianSuite = 'bookworm',
+    suite: DebianSuite = SERVER_SUITE,
+    install?: (dir: string) => Promise<void>,
   ): Promise<void> {
     let pending = this.building.get(image);
     if (!pending) {
-      pending = this.build(image, context, extraArgs, suite);
+      pending = this.build(image, context, extraArgs, suite, install);
       this.building.set(image, pending);
     }
     return pending;
@@ -119,15 +143,18 @@ export class ImageBuilder {
     context: string,
     extraArgs: Record<string, string>,
     suite: DebianSuite,
+    install?: (dir: string) => Promise<void>,
   ): Promise<void> {
     const { docker, log } = this.options;
     // The staleness key: the build folder, the build args, and the id of the parent image we
     // build (so a rebuilt node-server rebuilds its dependents). Not the Debian base's name:
     // resolving it may try a registry, which a start that builds nothing must not wait for.
     let parentId: string | undefined;
-    if ('NODE_SERVER_IMAGE' in extraArgs && image !== NODE_SERVER_IMAGE) {
-      await this.buildOnce(NODE_SERVER_IMAGE, path.join(IMAGES_DIR, 'node-server'), {});
-      parentId = await this.idOf(NODE_SERVER_IMAGE);
+    const parent = (Object.keys(SERVER_BASES) as ServerBase[]).find((arg) => arg in extraArgs);
+    if (parent && image !== SERVER_BASES[parent].image) {
+      const { image: parentImage, folder } = SERVER_BASES[parent];
+      await this.buildOnce(parentImage, path.join(IMAGES_DIR, folder), {});
+      parentId = await this.idOf(parentImage);
     }
     const hash = contextHash(context, { ...extraArgs, ...(parentId ? { PARENT_IMAGE_ID: parentId } : {}) });
     if (!this.options.rebuild && (await this.labelOf(image, LABEL_CONTEXT_HASH)) === hash) return;
@@ -136,7 +163,8 @@ export class ImageBuilder {
     const staged = mkdtempSync(path.join(os.tmpdir(), 'hintbox-build-'));
     try {
       cpSync(context, staged, { recursive: true, filter: (src) => path.basename(src) !== 'node_modules' });
-      if (existsSync(path.join(staged, 'package.json'))) await this.npmInstall(staged, image);
+      if (install) await install(staged);
+      else if (existsSync(path.join(staged, 'package.json'))) await this.npmInstall(staged, image);
       log.info(`building image ${image} from ${context}`);
       const stream = await docker.buildImage(pack(staged) as unknown as NodeJS.ReadableStream, {
         t: image,
@@ -165,7 +193,7 @@ export class ImageBuilder {
       '--loglevel=error',
     ];
     this.options.log.info(`installing Node packages for ${image} on the host (npm ${args.join(' ')})`);
-    await run('npm', args, dir, this.options.log).catch((error: NodeJS.ErrnoException) => {
+    await runTool('npm', args, dir, this.options.log).catch((error: NodeJS.ErrnoException) => {
       // hintbox's own image has no npm: such images are built where npm is.
       throw error.code === 'ENOENT'
         ? new Error(`npm is not installed here: ${dir} needs it (apt-get install npm)`)
@@ -180,7 +208,7 @@ export class ImageBuilder {
       throw new ImageError(
         `${image} is not present and cannot be pulled; seeding it from Debian's archive needs root (debootstrap). ` +
           `Run "sudo hintbox images build", or load a Debian ${suite} image as ${image}` +
-          (suite === 'bookworm' ? ' or set HINTBOX_BASE_IMAGE.' : '.'),
+          (suite === SERVER_SUITE ? ' or set HINTBOX_BASE_IMAGE.' : '.'),
       );
     }
     const mirror = hintboxEnvironment().debianMirror;
@@ -191,7 +219,7 @@ export class ImageBuilder {
         `${image} is not present and cannot be pulled: seeding ${seeded} with debootstrap from ${mirror} (about 30 s)`,
       );
       try {
-        await run('debootstrap', ['--variant=minbase', suite, rootfs, mirror], work, log.child('debootstrap'));
+        await runTool('debootstrap', ['--variant=minbase', suite, rootfs, mirror], work, log.child('debootstrap'));
       } catch (error) {
         const hint =
           (error as NodeJS.ErrnoException).code === 'ENOENT' ? ' (install it: apt-get install debootstrap)' : '';
@@ -202,7 +230,7 @@ export class ImageBuilder {
       for (const junk of ['var/lib/apt/lists', 'var/cache/apt', 'usr/share/doc', 'usr/share/man']) {
         rmSync(path.join(rootfs, junk), { recursive: true, force: true });
       }
-      await run('tar', ['-C', rootfs, '-cf', path.join(context, 'rootfs.tar'), '.'], work, log);
+      await runTool('tar', ['-C', rootfs, '-cf', path.join(context, 'rootfs.tar'), '.'], work, log);
       rmSync(rootfs, { recursive: true, force: true });
       const stream = await this.options.docker.buildImage(pack(context) as unknown as NodeJS.ReadableStream, {
         t: seeded,
@@ -293,7 +321,8 @@ function followBuild(docker: Docker, stream: NodeJS.ReadableStream, log: Logger)
   });
 }
 
-function run(command: string, args: string[], cwd: string, log: Logger): Promise<void> {
+/** Runs a build tool on the host; its output goes to the debug log, its last lines into the error. */
+export function runTool(command: string, args: string[], cwd: string, log: Logger): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     const tail: string[] = [];

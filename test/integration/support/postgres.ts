@@ -22,7 +22,9 @@ export interface StartedPostgres extends AsyncDisposable {
  */
 export async function startPostgres(): Promise<StartedPostgres> {
   const { docker: d } = await docker();
-  await new ImageBuilder({ docker: d, log: createLogger('info') }).ensure(
+  // Debian bookworm's Postgres 15: the release the database tests were written against.
+  await new ImageBuilder({ docker: d, log: createLogger('info') }).buildOn(
+    'bookworm',
     POSTGRES_IMAGE,
     path.join(IMAGES_DIR, 'postgres'),
   );

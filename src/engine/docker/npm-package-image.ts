@@ -1,0 +1,99 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { PackageSource } from '../../packages/package-source.js';
+import type { Logger } from '../../util/logger.js';
+import { ImageError, runTool, type ImageBuilder } from './image-builder.js';
+import { chooseCommand } from './package-commands.js';
+
+/**
+ * A server given as an npm package (`server.npm`): resolved on the host into a package lock
+ * beside the profile (written once, then only read: `npm ci` checks every tarball against it),
+ * installed on the host without install scripts, and copied onto the Node base. The image's
+ * entry point is the package's own command (`bin`), run with the base's Node.
+ */
+
+/** The package.json hintbox installs from: one dependency, the profile's package. */
+function manifest(source: PackageSource): { name: string; private: true; dependencies: Record<string, string> } {
+  return { name: 'hintbox-npm-server', private: true, dependencies: { [source.name]: source.version } };
+}
+
+interface NpmLock {
+  packages?: Record<string, { version?: string; bin?: Record<string, string>; dependencies?: Record<string, string> }>;
+}
+
+/** The lock beside the profile if it is for this package and version; else one resolved now and written there. */
+export async function npmLock(source: PackageSource, lockFile: string, log: Logger): Promise<NpmLock> {
+  const existing = readLock(lockFile);
+  const locked = existing?.packages?.['']?.dependencies?.[source.name];
+  if (existing && locked === source.version) return existing;
+  if (existing)
+    log.info(
+      `${lockFile} is for ${source.name}@${locked ?? '?'}, the profile asks for ${source.spec}: resolving again`,
+    );
+  const work = mkdtempSync(path.join(os.tmpdir(), 'hintbox-npm-lock-'));
+  try {
+    writeFileSync(path.join(work, 'package.json'), `${JSON.stringify(manifest(source), null, 2)}\n`);
+    log.info(`resolving ${source.spec} from npm's registry on the host`);
+    const args = ['install', '--package-lock-only', '--ignore-scripts', '--omit=dev', '--no-audit', '--no-fund'];
+    await runTool('npm', [...args, '--loglevel=error'], work, log).catch((error: Error) => {
+      throw new ImageError(`resolving the npm package ${source.spec} failed: ${error.message}`);
+    });
+    const text = readFileSync(path.join(work, 'package-lock.json'), 'utf8');
+    writeFileSync(lockFile, text);
+    const lock = JSON.parse(text) as NpmLock;
+    const version = lock.packages?.[`node_modules/${source.name}`]?.version ?? '?';
+    log.info(`wrote ${lockFile}: ${source.name}@${version} and its dependencies, pinned by integrity hash`);
+    return lock;
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+function readLock(lockFile: string): NpmLock | undefined {
+  if (!existsSync(lockFile)) return undefined;
+  try {
+    return JSON.parse(readFileSync(lockFile, 'utf8')) as NpmLock;
+  } catch (error) {
+    throw new ImageError(
+      `${lockFile} is not an npm package lock (${(error as Error).message}): delete it to resolve again`,
+    );
+  }
+}
+
+/** Builds (or keeps, while its lock is unchanged) the image of an npm package. */
+export async function ensureNpmImage(
+  builder: ImageBuilder,
+  image: string,
+  source: PackageSource,
+  options: { lockFile: string; bin?: string | undefined; log: Logger },
+): Promise<void> {
+  const lock = await npmLock(source, options.lockFile, options.log);
+  const entry = lock.packages?.[`node_modules/${source.name}`];
+  if (!entry) throw new ImageError(`${options.lockFile} has no entry for ${source.name}: delete it to resolve again`);
+  const [, target] = chooseCommand(source, entry.bin ?? {}, options.bin);
+  const script = path.posix.normalize(target.replace(/^\.\//, ''));
+  if (script.startsWith('../') || path.posix.isAbsolute(script)) {
+    throw new ImageError(`${source.name}'s command ${target} lies outside its package`);
+  }
+  const context = mkdtempSync(path.join(os.tmpdir(), 'hintbox-npm-'));
+  try {
+    writeFileSync(path.join(context, 'package.json'), `${JSON.stringify(manifest(source), null, 2)}\n`);
+    writeFileSync(path.join(context, 'package-lock.json'), `${JSON.stringify(lock, null, 2)}\n`);
+    const entrypoint = ['/usr/bin/tini', '--', 'node', path.posix.join('/app/node_modules', source.name, script)];
+    writeFileSync(
+      path.join(context, 'Dockerfile'),
+      [
+        `# ${source.spec}, built by hintbox from the package lock (npm ci on the host, no install scripts).`,
+        'ARG NODE_SERVER_IMAGE',
+        'FROM ${NODE_SERVER_IMAGE}',
+        'COPY --chown=0:0 node_modules /app/node_modules',
+        `ENTRYPOINT ${JSON.stringify(entrypoint)}`,
+        '',
+      ].join('\n'),
+    );
+    await builder.ensure(image, context);
+  } finally {
+    rmSync(context, { recursive: true, force: true });
+  }
+}
