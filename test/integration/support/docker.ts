@@ -2,7 +2,8 @@ import os from 'node:os';
 import { connectDocker, type DockerConnection } from '../../../src/engine/docker/docker-connection.js';
 import { ImageBuilder, IMAGES_DIR, NODE_SERVER_IMAGE } from '../../../src/engine/docker/image-builder.js';
 import { createLogger } from '../../../src/util/logger.js';
-import { LABEL_OWNER_PID, LABEL_SESSION } from '../../../src/engine/docker/container-spec.js';
+import { LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION } from '../../../src/engine/docker/container-spec.js';
+import { makeIsOwnerAlive } from '../../../src/util/process-alive.js';
 import { GenericContainer } from 'testcontainers';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +20,8 @@ export const DBLINGER_IMAGE = 'hintbox-test/dblinger:latest';
 export const TEXTLIAR_IMAGE = 'hintbox-test/textliar:latest';
 export const ASKER_IMAGE = 'hintbox-test/asker:latest';
 export const CANARY_IMAGE = NODE_SERVER_IMAGE;
+
+export const HOSTNAME = os.hostname();
 
 let connection: Promise<DockerConnection> | undefined;
 export function docker(): Promise<DockerConnection> {
@@ -111,10 +114,28 @@ export async function containersOf(ownerPid: number | null | undefined, all = tr
   return d.listContainers({ all, filters: { label: [LABEL_SESSION, `${LABEL_OWNER_PID}=${ownerPid ?? -1}`] } });
 }
 
-/** Every container hintbox labelled, whoever owns it. */
+/**
+ * The hintbox processes this test process started (runs, commands, serve). The engine may be
+ * shared with other hintbox runs (a user's MCP client, another test run): their containers are
+ * not a test's to count.
+ */
+const ownHintboxPids = new Set<number>();
+export function ownHintboxProcess(pid: number | undefined): void {
+  if (pid !== undefined) ownHintboxPids.add(pid);
+}
+
+/**
+ * The hintbox containers a test answers for: those of the hintbox processes it started, those
+ * whose owner on this machine is dead (whoever started it, e.g. through the bench: nothing may
+ * outlive its run), and those made by hintbox in a container (another host name: a test's).
+ */
 export async function allHintboxContainers() {
   const { docker: d } = await docker();
-  return d.listContainers({ all: true, filters: { label: [LABEL_SESSION] } });
+  const alive = makeIsOwnerAlive(HOSTNAME);
+  return (await d.listContainers({ all: true, filters: { label: [LABEL_SESSION] } })).filter((c) => {
+    const pid = Number(c.Labels[LABEL_OWNER_PID]);
+    return c.Labels[LABEL_OWNER_HOST] !== HOSTNAME || ownHintboxPids.has(pid) || !alive(HOSTNAME, pid);
+  });
 }
 
 /** Polls until `check` returns true, or fails after `ms`. */
@@ -127,9 +148,7 @@ export async function eventually(check: () => Promise<boolean>, ms = 15_000, wha
   throw new Error(`timed out after ${ms} ms waiting for ${what}`);
 }
 
-export const HOSTNAME = os.hostname();
-
-/** After a suite: no container labelled hintbox.session may remain, whoever made it. */
+/** After a suite: no container of its hintbox processes (or of a dead one) may remain. */
 export async function assertNoLeftovers(): Promise<void> {
   await eventually(async () => (await allHintboxContainers()).length === 0, 15_000, 'no hintbox containers left');
 }

@@ -11,7 +11,7 @@ import {
   type ElicitResult,
 } from '@modelcontextprotocol/sdk/types.js';
 import { stringify } from 'yaml';
-import { FIXTURES, REPO } from './docker.js';
+import { FIXTURES, ownHintboxProcess, REPO } from './docker.js';
 import { relocatedProfileText } from '../../../src/profile/relocate-profile.js';
 import { scratchFolder } from '../../support/scratch-folder.js';
 
@@ -112,6 +112,7 @@ export async function runHintbox(
   }
   const pid = transport.pid;
   if (pid === null) throw new Error('hintbox run has no pid');
+  ownHintboxProcess(pid);
   const exited = new Promise<number | null>((resolve) => {
     const check = setInterval(() => {
       try {
@@ -146,6 +147,7 @@ export function hintboxCommand(
       env: { ...baseEnv(), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    ownHintboxProcess(child.pid);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));

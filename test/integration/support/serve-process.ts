@@ -3,7 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { LABEL_SERVER } from '../../../src/engine/docker/container-spec.js';
-import { containersOf, eventually } from './docker.js';
+import { containersOf, eventually, ownHintboxProcess } from './docker.js';
 import { HINTBOX_BIN, STATE_DIR } from './hintbox-process.js';
 
 /** `hintbox serve` as a test runs it, and real SDK clients of it over streamable HTTP. */
@@ -27,6 +27,7 @@ export async function serve(args: string[], env: Record<string, string> = {}): P
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
+  ownHintboxProcess(child.pid);
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr += chunk.toString('utf8');
