@@ -4,9 +4,8 @@ import { sandboxBindSources } from '../serve/bind-sources.js';
 import { DEFAULT_IDLE_MS, McpHttpServer } from '../serve/mcp-http-server.js';
 import { sandboxUserIds } from '../engine/sandbox-engine.js';
 import { ProfileError } from '../profile/load-profile.js';
-import { unwritableMounts } from '../sandbox/mount-owners.js';
+import { defaultSandboxUser, unwritableMounts } from '../sandbox/mount-owners.js';
 import { combinedAuthenticator } from '../serve/combined-endpoint.js';
-import { hostUserIds } from '../session/session-sandboxes.js';
 import { loadOAuthConfig, unknownScopeServers } from '../serve/oauth-config.js';
 import { OAuthResourceServer } from '../serve/oauth-resource-server.js';
 import { loadProfileFolder, type ServedProfile } from '../serve/profile-folder.js';
@@ -136,7 +135,7 @@ export const serveCommand: CommandSpec = {
       const loaded = loadProfileFolder(folder, log);
       // A workspace its sandboxes could not write: refused now (and on reload), not at each write.
       const unwritable = [...loaded.values()].flatMap(({ profile }) =>
-        unwritableMounts(profile, sandboxUserIds(profile, hostUserIds())),
+        unwritableMounts(profile, sandboxUserIds(profile, defaultSandboxUser(profile))),
       );
       if (unwritable.length > 0) throw new ProfileError(unwritable);
       const names = [...loaded.keys()];

@@ -40,8 +40,12 @@ export interface SandboxSpec {
   command: readonly string[];
   /** The image's id as prepared at start: every sandbox of a session runs exactly it. */
   imageId?: string;
-  /** uid/gid of the hintbox process: the default sandbox user (never root). */
-  hostUser?: { uid: number; gid: number };
+  /**
+   * The user the sandbox runs as when the profile's `server.user` names none: the session's
+   * (`defaultSandboxUser`: hintbox's own, or as root the owner of the read-write mounts). Root
+   * here counts as none: 10001:10001.
+   */
+  defaultUser?: { uid: number; gid: number };
   /**
    * The sandbox's way to its database: the host folder of its socket relay (seen read-only at
    * SANDBOX_PG_SOCKET_DIR) and the PG* / DATABASE_URL variables of its own role.
@@ -152,9 +156,9 @@ export class SandboxStartError extends HintboxError {
 /** The numeric uid and gid a sandbox of this profile runs as (never 0). */
 export function sandboxUserIds(
   profile: Pick<Profile, 'server'>,
-  hostUser?: { uid: number; gid: number },
+  defaultUser?: { uid: number; gid: number },
 ): { uid: number; gid: number } {
-  const user = sandboxUser(profile.server.user, hostUser?.uid, hostUser?.gid);
+  const user = sandboxUser(profile.server.user, defaultUser?.uid, defaultUser?.gid);
   const [uid, gid = uid] = user.split(':') as [string, string?];
   return { uid: Number(uid), gid: Number(gid) };
 }

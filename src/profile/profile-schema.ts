@@ -150,7 +150,8 @@ export const ServerSchema = z
     args: z.array(z.string()).optional(),
     /**
      * uid:gid to run as; never 0. Default: the uid:gid of the hintbox process, so the server can
-     * use the operator's files as the operator could; 10001:10001 when hintbox runs as root.
+     * use the operator's files as the operator could; when hintbox runs as root, the owner of the
+     * read-write mount sources (one non-root owner), else 10001:10001 (see sandbox/mount-owners.ts).
      */
     user: z
       .string()

@@ -2,16 +2,43 @@ import { statSync } from 'node:fs';
 import { ProfileError, type Profile, type ProfileProblem } from '../profile/load-profile.js';
 
 /**
- * Whether the sandbox user can write the folders a profile mounts read-write. Sandboxes never run
- * as root (10001 when hintbox runs as root, else hintbox's own user, or the profile's
- * `server.user`), so a root-owned workspace — the usual case when hintbox runs as root — would
- * fail every write of the server with EACCES, far from the cause. hintbox refuses it before
- * anything starts, saying what to do.
+ * Who a sandbox runs as, and whether that user can write the folders a profile mounts read-write.
+ * Sandboxes never run as root: they run as the profile's `server.user`; else as hintbox's own
+ * user; else (hintbox runs as root) as the owner of the read-write mount sources, so that the
+ * files a server writes belong to whoever owns the workspace; else as 10001. A root-owned
+ * workspace would then fail every write of the server with EACCES, far from the cause: hintbox
+ * refuses it before anything starts, saying what to do.
  */
 
 export interface UserIds {
   uid: number;
   gid: number;
+}
+
+/**
+ * The user a sandbox of this profile runs as when `server.user` names none (looked up now: the
+ * session keeps it). hintbox's own user unless that is root; as root, the one owner of the
+ * profile's read-write mount sources when they have one and it is not root; else undefined
+ * (the fallback, 10001:10001).
+ */
+export function defaultSandboxUser(
+  profile: Pick<Profile, 'mounts'>,
+  hintboxUser: UserIds | undefined = hintboxUserIds(),
+): UserIds | undefined {
+  if (hintboxUser && hintboxUser.uid !== 0) return hintboxUser;
+  const owners = new Map<string, UserIds>();
+  for (const mount of profile.mounts) {
+    if (mount.mode !== 'rw') continue;
+    const stat = statSync(mount.source, { throwIfNoEntry: false });
+    if (stat) owners.set(`${stat.uid}:${stat.gid}`, { uid: stat.uid, gid: stat.gid });
+  }
+  const [owner, ...others] = [...owners.values()];
+  return owner && others.length === 0 && owner.uid !== 0 && owner.gid !== 0 ? owner : undefined;
+}
+
+/** uid/gid of this hintbox process, where the platform has them. */
+export function hintboxUserIds(): UserIds | undefined {
+  return process.getuid && process.getgid ? { uid: process.getuid(), gid: process.getgid() } : undefined;
 }
 
 /** Whether `user` may create files in a folder of this owner and mode, by its permission bits (no ACLs). Pure. */
@@ -34,7 +61,8 @@ export function unwritableMounts(profile: Pick<Profile, 'file' | 'mounts'>, user
         path: `mounts[${index}].source`,
         message:
           `${mount.source} (owner ${owner}, mode ${(stat.mode & 0o777).toString(8)}) cannot be written by the sandbox user ${who} ` +
-          `(sandboxes never run as root): chown -R ${who} ${mount.source}, set server.user to a non-root owner that may write it, or make the mount mode: ro`,
+          `(sandboxes never run as root): chown -R ${who} ${mount.source} or to its non-root user (sandboxes run as the workspace's owner), ` +
+          `set server.user to a non-root owner that may write it, or make the mount mode: ro`,
       },
     ];
   });

@@ -16,13 +16,13 @@ import { SessionDatabase } from '../database/session-database.js';
 import type { PrivilegeViolation } from '../database/socket-relay.js';
 import { assertNoNestedMounts } from '../sandbox/nested-mounts.js';
 import { assertNoSpecialFiles } from '../sandbox/special-files.js';
-import { assertWritableMounts } from '../sandbox/mount-owners.js';
+import { assertWritableMounts, defaultSandboxUser } from '../sandbox/mount-owners.js';
 import { CallGuard, compilePreApprovals } from '../gateway/call-guard.js';
 import { lockedDefinitions, type LockFile } from '../approvals/lock-file.js';
 import { ServerTrustState } from '../policy/server-trust.js';
 import type { PinnedDefinition } from '../policy/tool-pin.js';
 import { approvedHashIn, approvedInstructions, warnIfInstructionsDiffer } from './guarded-tools.js';
-import { hostUserIds, SessionSandboxes } from './session-sandboxes.js';
+import { SessionSandboxes } from './session-sandboxes.js';
 import type { GatewaySettings, SessionOptions } from './session-options.js';
 import { newSessionId, sessionIdentity } from '../util/session-identity.js';
 import { listValidTools, startEarly, startPlanned, type EarlyStart } from './start-sandboxes.js';
@@ -66,7 +66,9 @@ export class HintboxSession implements AsyncDisposable {
   private discovered = false;
 
   private constructor(private readonly options: SessionOptions) {
-    assertWritableMounts(options.profile, sandboxUserIds(options.profile, hostUserIds())); // before anything starts
+    // Who its sandboxes run as, looked up once: a workspace that user cannot write stops it here, before anything starts.
+    const defaultUser = defaultSandboxUser(options.profile);
+    assertWritableMounts(options.profile, sandboxUserIds(options.profile, defaultUser));
     this.sessionId = options.sessionId ?? newSessionId();
     this.identity = sessionIdentity(this.sessionId);
     this.trust = new ServerTrustState(options.profile.trust);
@@ -85,6 +87,7 @@ export class HintboxSession implements AsyncDisposable {
       identity: this.identity,
       trust: this.trust,
       log: options.log,
+      defaultUser,
       ...(options.audit ? { audit: options.audit } : {}),
     });
     this.shared = new SharedSandboxes({

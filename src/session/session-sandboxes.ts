@@ -33,13 +33,10 @@ export interface SessionSandboxesOptions {
   identity: SessionIdentity;
   trust: ServerTrustState;
   log: Logger;
+  /** The user its sandboxes run as when the profile names none (`defaultSandboxUser`), looked up once per session. */
+  defaultUser: { uid: number; gid: number } | undefined;
   /** Where sandbox starts and stops are recorded. */
   audit?: Pick<AuditLog, 'recordEvent'>;
-}
-
-/** uid/gid of this hintbox process (the default sandbox user, never root), where the platform has them. */
-export function hostUserIds(): { uid: number; gid: number } | undefined {
-  return process.getuid && process.getgid ? { uid: process.getuid(), gid: process.getgid() } : undefined;
 }
 
 /**
@@ -104,7 +101,6 @@ export class SessionSandboxes {
 
   /** The spec of a sandbox class (a preview's too). */
   spec(id: string, grant: SandboxGrant, database?: SandboxSpec['database']): SandboxSpec {
-    const hostUser = hostUserIds();
     if (!this.image) throw new Error(`session ${this.options.identity.sessionId}: the server's image is not ready yet`);
     return {
       session: this.options.identity,
@@ -113,7 +109,7 @@ export class SessionSandboxes {
       grant,
       command: this.image.command,
       imageId: this.image.id,
-      ...(hostUser ? { hostUser } : {}),
+      ...(this.options.defaultUser ? { defaultUser: this.options.defaultUser } : {}),
       ...(database ? { database } : {}),
       clientCapabilities: upstreamClientCapabilities(this.options.profile.serverRequests),
     };
@@ -227,7 +223,7 @@ export class SessionSandboxes {
     // The role and relay are made on the class's first start and reused by its restarts.
     const database =
       grant.database && this.database
-        ? await this.database.access(id, grant.database, sandboxUserIds(profile, hostUserIds()))
+        ? await this.database.access(id, grant.database, sandboxUserIds(profile, this.options.defaultUser))
         : undefined;
     this.assertOpen();
     // Restarts get a fresh name: the dead container may still be on its way out.

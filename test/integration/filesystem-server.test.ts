@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
@@ -21,6 +21,7 @@ import {
   STATE_DIR,
   writeProfile,
 } from './support/hintbox-process.js';
+import { scratchFolder } from '../support/scratch-folder.js';
 
 /** A copy: approving it writes the lock file beside the copy, not into the repository. */
 const PROFILE = copyOfShippedProfile('filesystem');
@@ -166,5 +167,29 @@ describe('the filesystem reference server under hintbox run', { timeout: 240_000
       await hintbox.exited;
     }
     await eventually(async () => (await containersOf(pid)).length === 0, 15_000, 'no containers after disconnect');
+  });
+
+  it("runs its sandboxes, when hintbox is root, as the workspace's owner: what the server writes is theirs", async (t) => {
+    if (process.getuid?.() !== 0) return t.skip('needs root: hintbox runs sandboxes as its own user otherwise');
+    const workspace = scratchFolder('hintbox-owned-');
+    chownSync(workspace, 1234, 1235);
+    const approve = await hintboxCommand(['approve', PROFILE, '--all'], { WORKSPACE: workspace });
+    assert.equal(approve.code, 0, approve.stderr);
+    const hintbox = await runHintbox(PROFILE, { WORKSPACE: workspace });
+    try {
+      const write = await hintbox.client.callTool({
+        name: 'write_file',
+        arguments: { path: '/workspace/theirs.txt', content: 'owned\n' },
+      });
+      assert.notEqual(write.isError, true, JSON.stringify(write));
+      const written = statSync(path.join(workspace, 'theirs.txt'));
+      assert.deepEqual([written.uid, written.gid], [1234, 1235], 'the file belongs to the workspace owner, not 10001');
+      const { docker: d } = await docker();
+      for (const c of await containersOf(hintbox.pid, false)) {
+        assert.equal((await d.getContainer(c.Id).inspect()).Config.User, '1234:1235', c.Labels[LABEL_CLASS]);
+      }
+    } finally {
+      await hintbox[Symbol.asyncDispose]();
+    }
   });
 });

@@ -111,7 +111,7 @@ function holdSandboxWith(d: Docker, sessionId: string, image = CANARY_IMAGE): Pr
         sandboxId: 'rw-offline',
         grant: { network: 'none', mounts: [{ source: workspace, target: '/workspace', readOnly: false }] },
         engine: { recursiveReadOnly: false },
-        hostUser: host,
+        defaultUser: host,
         command,
         gate,
       }),

@@ -81,7 +81,7 @@ function input(overrides: Partial<ContainerSpecInput> = {}, sandbox = sandboxOfT
     sandboxId: sandbox.id,
     grant: { network: sandbox.network, mounts: sandbox.mounts },
     engine: { recursiveReadOnly: false },
-    hostUser: { uid: 1000, gid: 1000 },
+    defaultUser: { uid: 1000, gid: 1000 },
     command: ['node', 'server.js', '/projects'],
     gate: GATE,
     ...overrides,
@@ -155,7 +155,7 @@ describe('buildContainerSpec', () => {
   });
 
   it('never runs as root', () => {
-    const cases: Array<[ContainerSpecInput['hostUser'], string | undefined, string]> = [
+    const cases: Array<[ContainerSpecInput['defaultUser'], string | undefined, string]> = [
       [{ uid: 0, gid: 0 }, undefined, FALLBACK_SANDBOX_USER],
       [undefined, undefined, FALLBACK_SANDBOX_USER],
       [{ uid: 1000, gid: 1000 }, undefined, '1000:1000'],
@@ -164,14 +164,14 @@ describe('buildContainerSpec', () => {
       [{ uid: 1000, gid: 1000 }, '2000', '2000:2000'],
     ];
     assert.equal(FALLBACK_SANDBOX_USER, '10001:10001');
-    for (const [hostUser, configured, expected] of cases) {
+    for (const [defaultUser, configured, expected] of cases) {
       const base = input();
       const spec = buildContainerSpec({
         ...base,
-        hostUser,
+        defaultUser,
         profile: { ...base.profile, server: { ...base.profile.server, ...(configured ? { user: configured } : {}) } },
       });
-      assert.equal(spec.User, expected, `host ${JSON.stringify(hostUser)} configured ${configured}`);
+      assert.equal(spec.User, expected, `host ${JSON.stringify(defaultUser)} configured ${configured}`);
       assert.doesNotMatch(spec.User, /^0+(:|$)/);
       const [uid, gid] = expected.split(':');
       assert.match(spec.HostConfig!.Tmpfs!['/home/sandbox']!, new RegExp(`uid=${uid},gid=${gid}`));
@@ -477,9 +477,9 @@ describe('sizes and users', () => {
     });
 
     it('sandboxUserIds is the user the spec runs as', () => {
-      for (const hostUser of [undefined, { uid: 0, gid: 0 }, { uid: 1000, gid: 1001 }]) {
-        const spec = buildContainerSpec({ ...input(), ...(hostUser ? { hostUser } : { hostUser: undefined }) });
-        const ids = sandboxUserIds(input().profile, hostUser);
+      for (const defaultUser of [undefined, { uid: 0, gid: 0 }, { uid: 1000, gid: 1001 }]) {
+        const spec = buildContainerSpec({ ...input(), ...(defaultUser ? { defaultUser } : { defaultUser: undefined }) });
+        const ids = sandboxUserIds(input().profile, defaultUser);
         assert.equal(spec.User, `${ids.uid}:${ids.gid}`);
       }
     });

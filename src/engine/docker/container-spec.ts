@@ -113,7 +113,7 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
   const { session, profile, sandboxId, engine } = input;
   // A dry run never reaches the outside world, whatever its grant says.
   const grant = input.preview ? { ...input.grant, network: 'none' as const } : input.grant;
-  const { uid, gid } = sandboxUserIds(profile, input.hostUser);
+  const { uid, gid } = sandboxUserIds(profile, input.defaultUser);
   const tmpfsSize = parseSize(profile.limits.tmpfs);
   const memory = parseSize(profile.limits.memory);
 

@@ -127,7 +127,7 @@ export class DockerEngine implements SandboxEngine {
       ...(this.gate ? { gateBinary: this.gate } : {}),
       id: spec.preview ? `preview-${spec.sandboxId}` : spec.sandboxId,
       spec: (gate) => buildContainerSpec({ ...spec, engine: { recursiveReadOnly: this.recursiveReadOnly }, gate }),
-      sandboxUser: sandboxUserIds(spec.profile, spec.hostUser),
+      sandboxUser: sandboxUserIds(spec.profile, spec.defaultUser),
       log: options.log,
       startTimeoutMs: options.startTimeoutMs,
       ...(spec.clientCapabilities ? { clientCapabilities: spec.clientCapabilities } : {}),
