@@ -478,7 +478,10 @@ describe('sizes and users', () => {
 
     it('sandboxUserIds is the user the spec runs as', () => {
       for (const defaultUser of [undefined, { uid: 0, gid: 0 }, { uid: 1000, gid: 1001 }]) {
-        const spec = buildContainerSpec({ ...input(), ...(defaultUser ? { defaultUser } : { defaultUser: undefined }) });
+        const spec = buildContainerSpec({
+          ...input(),
+          ...(defaultUser ? { defaultUser } : { defaultUser: undefined }),
+        });
         const ids = sandboxUserIds(input().profile, defaultUser);
         assert.equal(spec.User, `${ids.uid}:${ids.gid}`);
       }
