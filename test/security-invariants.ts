@@ -311,6 +311,10 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         title: 'refuses a root user even when given one directly (defense in depth behind the schema)',
       },
       { file: 'unit/profile.test.ts', title: 'a root or non-numeric user' },
+      {
+        file: 'unit/mount-owners.test.ts',
+        title: 'is, as root, left to the fallback when the owner is root, the owners differ, or nothing is writable',
+      },
     ],
   },
   {

@@ -12,6 +12,7 @@ import { auditCommand } from './audit-command.js';
 import { dbCommand } from './db-command.js';
 import { demoCommand } from './demo-command.js';
 import { imagesBuildCommand } from './images-command.js';
+import { installCommand } from './install-command.js';
 import { planCommand } from './plan-command.js';
 import { runCommand } from './run-command.js';
 import { serveCommand } from './serve-command.js';
@@ -25,6 +26,7 @@ Usage: hintbox <command> [options]
 Commands:
   run <profile>           serve the profile's MCP server on stdio, each tool in its sandbox
   serve <folder>          serve every profile of a folder over streamable HTTP (/mcp/<name>)
+  install <profile>       build what the profile needs and list its tools once, so run starts in seconds
   plan <profile>          show which sandbox each tool gets, and what is enforced
   approve <profile> ...   approve tool definitions into the lock file: named tools, or --all
   audit [verify|ship]     list recorded calls (filters: --server --tool --tag --decision …),
@@ -53,6 +55,7 @@ export interface CommandSpec {
 const COMMANDS: Record<string, CommandSpec> = {
   run: runCommand,
   serve: serveCommand,
+  install: installCommand,
   plan: planCommand,
   images: imagesBuildCommand,
   approve: approveCommand,

@@ -52,6 +52,10 @@ describe('package sources', { timeout: 600_000 }, () => {
     const approve = await hintboxCommand(['approve', profile, '--all']);
     assert.equal(approve.code, 0, approve.stderr);
     assert.match(approve.stderr, /wrote .*profile\.npm-lock\.json/, 'the package lock is written beside the profile');
+    // Said before the build, not after it: a person (or a client's log) sees at once why the start takes a while.
+    const notice = approve.stderr.indexOf(`image ${MEMORY_IMAGE} is not built yet: building it now`);
+    assert.ok(notice >= 0, approve.stderr);
+    assert.ok(notice < approve.stderr.search(new RegExp(`built image ${MEMORY_IMAGE} in \\d+ s`)), approve.stderr);
     const hintbox = await runHintbox(profile);
     try {
       const lock = JSON.parse(readFileSync(lockFile, 'utf8')) as {

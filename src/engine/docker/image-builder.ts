@@ -9,6 +9,7 @@ import { hintboxEnvironment } from '../../config/environment.js';
 import type { Logger } from '../../util/logger.js';
 import { packagePath } from '../../util/package-root.js';
 import { HintboxError } from '../../util/hintbox-error.js';
+import { monotonicMs } from '../../util/clock.js';
 
 /**
  * Images hintbox builds itself. Dockerfiles are standard (`FROM ${BASE_IMAGE}`); where the
@@ -157,7 +158,14 @@ export class ImageBuilder {
       parentId = await this.idOf(parentImage);
     }
     const hash = contextHash(context, { ...extraArgs, ...(parentId ? { PARENT_IMAGE_ID: parentId } : {}) });
-    if (!this.options.rebuild && (await this.labelOf(image, LABEL_CONTEXT_HASH)) === hash) return;
+    const built = await this.labelOf(image, LABEL_CONTEXT_HASH);
+    if (!this.options.rebuild && built === hash) return;
+    // Said at once: a client waiting on this start sees why (a first build takes minutes).
+    log.info(
+      `image ${image} ${this.options.rebuild ? 'is to be rebuilt' : built === undefined ? 'is not built yet' : 'is out of date with ' + context}: ` +
+        'building it now (minutes the first time; "hintbox install <profile>" builds beforehand)',
+    );
+    const started = monotonicMs();
     const buildargs = { BASE_IMAGE: await this.resolveBase(suite), ...extraArgs };
 
     const staged = mkdtempSync(path.join(os.tmpdir(), 'hintbox-build-'));
@@ -174,7 +182,7 @@ export class ImageBuilder {
         forcerm: true,
       });
       await followBuild(docker, stream, log.child(image));
-      log.info(`built image ${image}`);
+      log.info(`built image ${image} in ${Math.round((monotonicMs() - started) / 1000)} s`);
     } catch (error) {
       throw new ImageError(`building image ${image} from ${context} failed: ${(error as Error).message}`);
     } finally {

@@ -82,7 +82,7 @@ export async function runHintbox(
   const transport = new StdioClientTransport({
     command: HINTBOX_BIN,
     args: ['run', profile],
-    env: { ...baseEnv(), ...env },
+    env: { ...hintboxTestEnv(), ...env },
     stderr: 'pipe',
     // Above the SDK's default (10 MB): tests pass servers' huge answers through, as a client may take them.
     maxBufferSize: 128 * 1024 * 1024,
@@ -141,10 +141,13 @@ export async function runHintbox(
 export function hintboxCommand(
   args: string[],
   env: Record<string, string> = {},
+  /** Another hintbox's bin (an installed one), a folder to run in. */
+  options: { bin?: string; cwd?: string } = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(HINTBOX_BIN, args, {
-      env: { ...baseEnv(), ...env },
+    const child = spawn(options.bin ?? HINTBOX_BIN, args, {
+      env: { ...hintboxTestEnv(), ...env },
+      ...(options.cwd ? { cwd: options.cwd } : {}),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     ownHintboxProcess(child.pid);
@@ -157,7 +160,8 @@ export function hintboxCommand(
   });
 }
 
-function baseEnv(): Record<string, string> {
+/** The environment a test's hintbox gets: this test process's state folder, and nothing else of the host's but PATH, HOME and DOCKER_HOST. */
+export function hintboxTestEnv(): Record<string, string> {
   return {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '/root',
