@@ -313,7 +313,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       { file: 'unit/profile.test.ts', title: 'a root or non-numeric user' },
       {
         file: 'unit/mount-owners.test.ts',
-        title: 'is, as root, left to the fallback when the owner is root, the owners differ, or nothing is writable',
+        title: 'as root, falls back to 10001 for a root owner, two owners or none',
       },
     ],
   },

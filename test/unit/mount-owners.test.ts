@@ -72,24 +72,20 @@ describe('the default sandbox user', () => {
     assert.deepEqual(defaultSandboxUser({ mounts }, asRoot), { uid: 1234, gid: 1235 });
   });
 
-  it(
-    'is, as root, left to the fallback when the owner is root, the owners differ, or nothing is writable',
-    { skip: !root },
-    () => {
-      const rw = (uid: number, gid: number) => ({
-        source: folderOf(uid, gid),
-        target: `/m${uid}`,
-        mode: 'rw' as const,
-      });
-      assert.equal(defaultSandboxUser({ mounts: [rw(0, 0)] }, asRoot), undefined, 'a root-owned workspace');
-      assert.equal(defaultSandboxUser({ mounts: [rw(1234, 0)] }, asRoot), undefined, 'a root group');
-      assert.equal(defaultSandboxUser({ mounts: [rw(1234, 1234), rw(1300, 1300)] }, asRoot), undefined, 'two owners');
-      assert.equal(defaultSandboxUser({ mounts: [] }, asRoot), undefined);
-      // And the fallback never is root: sandboxUserIds turns "none" into 10001.
-      assert.deepEqual(sandboxUserIds({ server: { image: 'x' } }, defaultSandboxUser({ mounts: [rw(0, 0)] }, asRoot)), {
-        uid: 10001,
-        gid: 10001,
-      });
-    },
-  );
+  it('as root, falls back to 10001 for a root owner, two owners or none', { skip: !root }, () => {
+    const rw = (uid: number, gid: number) => ({
+      source: folderOf(uid, gid),
+      target: `/m${uid}`,
+      mode: 'rw' as const,
+    });
+    assert.equal(defaultSandboxUser({ mounts: [rw(0, 0)] }, asRoot), undefined, 'a root-owned workspace');
+    assert.equal(defaultSandboxUser({ mounts: [rw(1234, 0)] }, asRoot), undefined, 'a root group');
+    assert.equal(defaultSandboxUser({ mounts: [rw(1234, 1234), rw(1300, 1300)] }, asRoot), undefined, 'two owners');
+    assert.equal(defaultSandboxUser({ mounts: [] }, asRoot), undefined);
+    // And the fallback never is root: sandboxUserIds turns "none" into 10001.
+    assert.deepEqual(sandboxUserIds({ server: { image: 'x' } }, defaultSandboxUser({ mounts: [rw(0, 0)] }, asRoot)), {
+      uid: 10001,
+      gid: 10001,
+    });
+  });
 });
