@@ -153,6 +153,21 @@ export type AuditEvent =
   | { type: 'sandbox.start'; session: string; server: string; sandbox: string; container: string }
   | { type: 'sandbox.stop'; session: string; server: string; sandbox: string; container: string }
   | {
+      /**
+       * A sandbox's egress proxy refused a request (a host and port not in its list, or an
+       * address no sandbox may reach). `tool`: the tools with calls in flight in the sandbox then,
+       * comma-separated; null when none was.
+       */
+      type: 'egress.denied';
+      session: string;
+      server: string;
+      tool: string | null;
+      sandbox: string;
+      host: string;
+      port: number;
+      method: string;
+    }
+  | {
       /** A read of the client (resources/read, prompts/get, completion/complete, …), once answered. */
       type: 'request';
       session: string;
@@ -333,6 +348,7 @@ export const AUDIT_LINE_TYPES: readonly AuditLine['type'][] = [
   'auth.denied',
   'sandbox.start',
   'sandbox.stop',
+  'egress.denied',
   'request',
   'server.request',
   'server.request.answered',

@@ -48,6 +48,7 @@ export function planToJson(
       id: s.id,
       tools: s.tools,
       network: s.network,
+      ...(s.egress ? { reaches: s.egress.hosts } : {}),
       mounts: s.mounts,
       ...(s.database ? { database: s.database } : {}),
       runs: sandboxRuns(s, hold),
@@ -137,7 +138,7 @@ export function formatPlanTable(
         ? 'runs only during calls allowed into it (held at its gate until the first, frozen between)'
         : 'runs freely';
     out.push(
-      `sandbox ${s.id}: network ${s.network}; ${mounts}${database}; ${runs}; tools: ${s.tools.map(renderServerText).join(', ')}`,
+      `sandbox ${s.id}: network ${networkText(s)}; ${mounts}${database}; ${runs}; tools: ${s.tools.map(renderServerText).join(', ')}`,
     );
   }
   for (const r of rejected) {
@@ -146,4 +147,12 @@ export function formatPlanTable(
     );
   }
   return out.join('\n');
+}
+
+/** `none`, `bridge (unfiltered)`, or `egress proxy to a:443, b:443 (nothing else)`. */
+function networkText(sandbox: PlannedSandbox): string {
+  if (sandbox.network === 'bridge') return "bridge (the engine's default network, unfiltered)";
+  if (sandbox.network === 'egress')
+    return `only through hintbox's egress proxy, to ${sandbox.egress?.hosts.join(', ') ?? '?'}`;
+  return sandbox.network;
 }

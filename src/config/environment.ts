@@ -48,8 +48,8 @@ export const ENVIRONMENT_VARIABLES: readonly EnvironmentVariable[] = [
   },
   {
     name: 'HINTBOX_BASE_IMAGE',
-    meaning: "the Debian bookworm image to build the server bases on (hintbox's own image: trixie)",
-    default: 'debian:bookworm-slim, seeded with debootstrap where it cannot be pulled',
+    meaning: 'the Debian trixie image to build the server bases and the egress proxy on',
+    default: 'debian:trixie-slim, seeded with debootstrap where it cannot be pulled',
   },
   {
     name: 'HINTBOX_IN_CONTAINER',
@@ -61,6 +61,11 @@ export const ENVIRONMENT_VARIABLES: readonly EnvironmentVariable[] = [
     name: 'HINTBOX_DEBIAN_MIRROR',
     meaning: 'the Debian archive to seed the base image from',
     default: 'http://deb.debian.org/debian',
+  },
+  {
+    name: 'HINTBOX_EGRESS_NETWORK',
+    meaning: 'the engine network the egress proxies of profiles with network hosts (allow, backend) reach out on',
+    default: 'bridge',
   },
 ];
 
@@ -78,12 +83,14 @@ export interface HintboxEnvironment {
   auditDir: string;
   /** `HINTBOX_DATABASE_URL`: the Postgres the audit log is shipped to; undefined: none. */
   databaseUrl: string | undefined;
-  /** `HINTBOX_BASE_IMAGE`; undefined: debian:bookworm-slim. */
+  /** `HINTBOX_BASE_IMAGE`; undefined: debian:trixie-slim (or its seed). */
   baseImage: string | undefined;
   /** `HINTBOX_DEBIAN_MIRROR`. Default `http://deb.debian.org/debian`. */
   debianMirror: string;
   /** `HINTBOX_IN_CONTAINER` (`1` or `0`); undefined: looked for (see engine/docker/own-container.ts). */
   inContainer: boolean | undefined;
+  /** `HINTBOX_EGRESS_NETWORK`: the engine network egress proxies reach out on. Default `bridge`. */
+  egressNetwork: string;
 }
 
 /** Variables by name, as `process.env` holds them. */
@@ -136,6 +143,13 @@ export function readEnvironment(variables: Variables): { environment: HintboxEnv
     problems.push(`HINTBOX_DEBIAN_MIRROR: expected an http:// or https:// URL, got ${JSON.stringify(debianMirror)}`);
   }
 
+  const egressNetwork = get('HINTBOX_EGRESS_NETWORK') ?? 'bridge';
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(egressNetwork) || ['none', 'host'].includes(egressNetwork)) {
+    problems.push(
+      `HINTBOX_EGRESS_NETWORK: expected the name of an engine network, got ${JSON.stringify(egressNetwork)}`,
+    );
+  }
+
   const inContainerText = get('HINTBOX_IN_CONTAINER');
   if (inContainerText !== undefined && inContainerText !== '1' && inContainerText !== '0') {
     problems.push(`HINTBOX_IN_CONTAINER: expected 1 or 0, got ${JSON.stringify(inContainerText)}`);
@@ -152,6 +166,7 @@ export function readEnvironment(variables: Variables): { environment: HintboxEnv
       baseImage: get('HINTBOX_BASE_IMAGE'),
       debianMirror,
       inContainer: inContainerText === '1' ? true : inContainerText === '0' ? false : undefined,
+      egressNetwork,
     },
     problems,
   };

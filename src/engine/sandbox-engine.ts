@@ -57,6 +57,18 @@ export interface SandboxSpec {
   preview?: boolean;
   /** What hintbox's MCP client declares to the server at `initialize` (sampling, elicitation, roots). Default none. */
   clientCapabilities?: ClientCapabilities;
+  /** With `network: egress`: told of each request its egress proxy allowed or denied. */
+  onEgress?: (request: EgressRequest) => void;
+}
+
+/** A request a sandbox made through its egress proxy, and what the proxy decided. */
+export interface EgressRequest {
+  allowed: boolean;
+  /** `CONNECT` (a tunnel, e.g. HTTPS), `GET`, … */
+  method: string;
+  /** As the sandbox named it: a host name or an address. */
+  host: string;
+  port: number;
 }
 
 /** A sandbox whose server runs, with an initialized MCP client on its stdio. */
@@ -122,10 +134,13 @@ export interface SandboxEngine {
    */
   readonly recursiveReadOnly: boolean;
   /** Builds the profile's image if needed (`rebuild`: even when it looks current) and resolves what it runs. */
-  prepareImage(profile: Pick<Profile, 'server' | 'file'>, options?: { rebuild?: boolean }): Promise<PreparedImage>;
+  prepareImage(
+    profile: Pick<Profile, 'server' | 'file'> & Partial<Pick<Profile, 'network'>>,
+    options?: { rebuild?: boolean },
+  ): Promise<PreparedImage>;
   /** Creates and starts a sandbox whose server is held at the gate; on failure nothing is left. */
   hold(spec: SandboxSpec, options: HoldOptions): Promise<HeldSandbox>;
-  /** Removes every sandbox of a session; returns how many there were. */
+  /** Removes every sandbox of a session (and what serves them: egress proxies, their networks); returns how many there were. */
   removeSession(sessionId: string): Promise<number>;
   /** Removes the sandboxes of sessions whose hintbox process is gone (on this host); returns their ids. */
   sweepOrphans(log: Logger): Promise<string[]>;

@@ -119,6 +119,14 @@ export class CallRelay {
     for (const id of this.admitting) this.cancelledWhileAdmitting.add(id);
   }
 
+  /** The tools of the calls in flight in a sandbox (by its class), oldest first. */
+  toolsIn(sandbox: string): string[] {
+    return this.pending
+      .list()
+      .filter((call) => call.sandbox === sandbox)
+      .map((call) => call.tool);
+  }
+
   /** The calls in flight in an upstream, oldest first: what its server's requests bind to. */
   callsIn(upstream: Upstream): { clientId: RequestId; what: string }[] {
     return this.pending.list(upstream).map((call) => ({ clientId: call.clientId, what: call.tool }));

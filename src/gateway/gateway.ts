@@ -297,6 +297,11 @@ export class Gateway {
     return this.shared.pool.holdFrozenDuring(sandboxIds, work);
   }
 
+  /** The tools with calls in flight in a sandbox (see `CallRelay.toolsIn`). */
+  toolsInFlight(sandbox: string): string[] {
+    return this.relay.toolsIn(sandbox);
+  }
+
   /** See `CallRelay.noteHintViolation`. */
   noteHintViolation(sandbox: string, violation: string): string[] {
     return this.relay.noteHintViolation(sandbox, violation);

@@ -13,10 +13,22 @@ export interface CeilingMount {
   mode: 'ro' | 'rw';
 }
 
+/**
+ * Hosts the server may reach by name, through hintbox's egress proxy: `host:port` entries
+ * (`api.example.com:443`, `*.example.com:443`, `198.51.100.7:80`, `[2001:db8::1]:443`).
+ */
+export interface CeilingHosts {
+  /** What open-world tools may reach besides `backend`. */
+  allow: readonly string[];
+  /** The server's own backend: what every tool may reach, and all that closed-world tools may. */
+  backend: readonly string[];
+}
+
 /** What the operator granted the server at most (from the profile). */
 export interface Ceiling {
   mounts: readonly CeilingMount[];
-  network: 'none' | 'open';
+  /** `none`, `open` (the engine's default network, unfiltered), or hosts by name. */
+  network: 'none' | 'open' | CeilingHosts;
   /** False: one sandbox with the union of the tools' rights. */
   split: boolean;
   /** Operator overrides by tool name; they replace the server's claims field by field. */
@@ -31,7 +43,16 @@ export interface ToolClaim {
   annotations?: unknown;
 }
 
-export type NetworkMode = 'none' | 'bridge';
+/** `none`: no network; `bridge`: the engine's default network; `egress`: only hintbox's egress proxy, to `egress.hosts`. */
+export type NetworkMode = 'none' | 'bridge' | 'egress';
+
+/** What a sandbox with `network: egress` may reach through the proxy. */
+export interface EgressGrant {
+  /** `host:port` entries, sorted, without duplicates. */
+  hosts: string[];
+  /** `backend`: only the server's backend (closed-world tools); `allow`: also the open-world list. */
+  scope: 'allow' | 'backend';
+}
 
 export interface SandboxMount {
   source: string;
@@ -42,6 +63,8 @@ export interface SandboxMount {
 /** The rights one sandbox gets: identical grants share a container. */
 export interface SandboxGrant {
   network: NetworkMode;
+  /** With `network: egress`: the hosts the egress proxy lets it reach. */
+  egress?: EgressGrant;
   mounts: SandboxMount[];
   /** The sandbox's database role privilege; absent when the profile has no database. */
   database?: DatabasePrivilege;
@@ -85,7 +108,7 @@ export interface SandboxPlan {
 /** The grant for one tool: its hints narrow the ceiling, never widen it. */
 export function grantFor(hints: ToolHints, ceiling: Ceiling): SandboxGrant {
   return {
-    network: hints.openWorldHint && ceiling.network === 'open' ? 'bridge' : 'none',
+    ...networkFor(hints.openWorldHint, ceiling.network),
     mounts: ceiling.mounts.map((m) => ({
       source: m.source,
       target: m.target,
@@ -93,6 +116,24 @@ export function grantFor(hints: ToolHints, ceiling: Ceiling): SandboxGrant {
     })),
     ...(ceiling.database ? { database: toolPrivilege(hints, ceiling.database) } : {}),
   };
+}
+
+/**
+ * The network a tool gets: open-world tools the ceiling's network (`open`: the engine's default;
+ * hosts: `allow` and `backend`), closed-world ones at most the server's `backend` (none if empty).
+ */
+function networkFor(openWorld: boolean, network: Ceiling['network']): Pick<SandboxGrant, 'network' | 'egress'> {
+  if (network === 'none') return { network: 'none' };
+  if (network === 'open') return { network: openWorld ? 'bridge' : 'none' };
+  return egressGrant(openWorld ? [...network.allow, ...network.backend] : network.backend, network.backend);
+}
+
+/** Egress to `hosts`, scoped `backend` when they are all the backend's; no hosts: no network. */
+function egressGrant(hosts: readonly string[], backend: readonly string[]): Pick<SandboxGrant, 'network' | 'egress'> {
+  const sorted = [...new Set(hosts)].sort();
+  if (sorted.length === 0) return { network: 'none' };
+  const scope = sorted.every((h) => backend.includes(h)) ? 'backend' : 'allow';
+  return { network: 'egress', egress: { hosts: sorted, scope } };
 }
 
 /**
@@ -121,6 +162,9 @@ export function strictestGrant(ceiling: Ceiling): SandboxGrant {
 /** The union of rights of several grants over the same ceiling. */
 export function unionGrant(grants: readonly SandboxGrant[], ceiling: Ceiling): SandboxGrant {
   const union = strictestGrant(ceiling);
+  const hosts = grants.flatMap((g) => g.egress?.hosts ?? []);
+  if (typeof ceiling.network === 'object' && hosts.length > 0)
+    Object.assign(union, egressGrant(hosts, ceiling.network.backend));
   for (const grant of grants) {
     if (grant.network === 'bridge') union.network = 'bridge';
     grant.mounts.forEach((m, i) => {
@@ -146,13 +190,22 @@ export function sandboxId(grant: SandboxGrant): string {
           ? 'rw'
           : 'mixed';
   const database = grant.database ? `-db${grant.database}` : '';
-  return `${files}-${grant.network === 'none' ? 'offline' : 'online'}${database}`;
+  const network =
+    grant.network === 'none'
+      ? 'offline'
+      : grant.network === 'bridge'
+        ? 'online'
+        : grant.egress?.scope === 'backend'
+          ? 'backend'
+          : 'egress';
+  return `${files}-${network}${database}`;
 }
 
 /** Equal for grants that give the same rights (same network, mounts and database privilege). */
 export function grantKey(grant: SandboxGrant): string {
   return JSON.stringify([
     grant.network,
+    grant.egress?.hosts ?? null,
     grant.mounts.map((m) => [m.source, m.target, m.readOnly]),
     grant.database ?? null,
   ]);
@@ -173,8 +226,11 @@ export function unenforcedHints(hints: ToolHints, grant: SandboxGrant): Unenforc
       reason: `a read-write mount cannot be limited to adding files (${writable.join(', ')})`,
     });
   }
-  if (!hints.openWorldHint && grant.network !== 'none') {
+  // The backend is the operator's word for the server's own closed domain: reaching only it keeps a closed world.
+  if (!hints.openWorldHint && grant.network === 'bridge') {
     out.push({ hint: 'openWorldHint', reason: `sandbox has network (${grant.network})` });
+  } else if (!hints.openWorldHint && grant.egress?.scope === 'allow') {
+    out.push({ hint: 'openWorldHint', reason: 'sandbox reaches hosts besides the backend (network.allow)' });
   }
   return out;
 }

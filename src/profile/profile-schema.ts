@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { DatabaseSectionSchema } from './database-profile-schema.js';
+import { formatEgressHost, parseEgressHost } from '../policy/egress-hosts.js';
 
 /**
  * The operator's profile for one MCP server, as written in `profiles/*.yaml`.
@@ -179,6 +180,47 @@ export const ServerSchema = z
     }
   });
 
+/** `host:port` of a host the server may reach through hintbox's egress proxy; written back lower-case. */
+const EgressHostSchema = z.string().transform((entry, ctx) => {
+  const parsed = parseEgressHost(entry);
+  if ('error' in parsed) {
+    ctx.addIssue({ code: 'custom', message: parsed.error });
+    return z.NEVER;
+  }
+  return formatEgressHost(parsed);
+});
+
+/**
+ * Network by host name: sandboxes that get it sit on an engine network with no route out, and
+ * reach only these `host:port` entries through hintbox's egress proxy (one per session and class).
+ */
+export const NetworkHostsSchema = z
+  .strictObject({
+    /** What open-world tools may reach, besides `backend`. */
+    allow: z.array(EgressHostSchema).default([]),
+    /** The server's own backend: every tool may reach it; closed-world tools (openWorldHint: false) nothing else. */
+    backend: z.array(EgressHostSchema).default([]),
+  })
+  .refine((n) => n.allow.length + n.backend.length > 0, 'expected at least one host in allow or backend (else: none)');
+
+export type NetworkHosts = z.infer<typeof NetworkHostsSchema>;
+
+/** `none` (default), `open`, or hosts by name; a problem inside the hosts form is named by its own path. */
+const NetworkSchema = z.unknown().transform((value, ctx): 'none' | 'open' | NetworkHosts => {
+  if (value === undefined || value === 'none' || value === 'open') return value ?? 'none';
+  if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+    const parsed = NetworkHostsSchema.safeParse(value);
+    if (parsed.success) return parsed.data;
+    for (const issue of parsed.error.issues) ctx.addIssue(issue as Parameters<typeof ctx.addIssue>[0]);
+    return z.NEVER;
+  }
+  ctx.addIssue({
+    code: 'custom',
+    message: 'expected none, open, or { allow: [host:port, …], backend: [host:port, …] }',
+  });
+  return z.NEVER;
+});
+
 export const TimeoutsSchema = z.strictObject({
   /** Seconds to wait for a sandbox's server to answer `initialize`. Default 30. */
   start: z.number().positive().default(30),
@@ -198,8 +240,13 @@ export const ProfileSchema = z.strictObject({
   trust: z.enum(['trusted', 'untrusted']).default('untrusted'),
   /** The most the server may see of the host's files. */
   mounts: z.array(MountSchema).default([]),
-  /** Network ceiling: `none` (default) or `open`. Only open-world tools get it. */
-  network: z.enum(['none', 'open']).default('none'),
+  /**
+   * Network ceiling: `none` (default); `open` (the engine's default network, unfiltered: only
+   * open-world tools get it); or hosts by name, `{ allow: [host:port…], backend: [host:port…] }`:
+   * open-world tools reach `allow` and `backend`, closed-world ones only `backend`, through
+   * hintbox's egress proxy, and nothing else.
+   */
+  network: NetworkSchema.default('none'),
   /** Environment of every sandbox: exactly these, nothing inherited from the host. */
   env: z.record(z.string().regex(ENV_NAME, 'expected an environment variable name'), z.string()).default({}),
   limits: LimitsSchema.default({ memory: '512m', cpus: 1, pids: 256, tmpfs: '64m' }),

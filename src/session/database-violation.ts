@@ -1,8 +1,8 @@
-import type { AuditLog } from '../audit/audit-record.js';
 import type { DatabasePrivilege } from '../profile/database-profile-schema.js';
 import type { PrivilegeViolation } from '../database/socket-relay.js';
 import type { SessionDatabase } from '../database/session-database.js';
 import type { Logger } from '../util/logger.js';
+import { reportHintViolation, type HintViolationReport } from './hint-violation.js';
 
 /**
  * What the gateway does to a sandbox's database sessions as its calls end: a call past its
@@ -40,42 +40,20 @@ export function databaseCallHooks(
 
 /**
  * Postgres refused a sandbox's session (42501, 25006): a tool did what its hints said it would
- * not. Marks the calls running in that sandbox (their audit outcomes record it), logs a hint
- * violation naming the server and the tools, records it in the audit log, and returns the
- * reason the server is untrusted for the rest of the session.
+ * not. Reported as a hint violation (see `reportHintViolation`); returns the reason the server is
+ * untrusted for the rest of the session.
  */
-export function reportDatabaseViolation(options: {
-  sandboxId: string;
-  role: string;
-  violation: PrivilegeViolation;
-  /** The privilege of the sandbox's role. */
-  privilege: DatabasePrivilege | undefined;
-  /** Marks the calls in flight in a sandbox and returns their tools (the gateway's `noteHintViolation`). */
-  running: ((sandbox: string, violation: string) => string[]) | undefined;
-  /** The tools planned in the sandbox (named when no call was running). */
-  planned: readonly string[];
-  server: string;
-  session: string;
-  log: Logger;
-  audit?: Pick<AuditLog, 'recordEvent'>;
-}): string {
-  const { sandboxId, role, violation, privilege } = options;
+export function reportDatabaseViolation(
+  options: Omit<HintViolationReport, 'text'> & {
+    role: string;
+    violation: PrivilegeViolation;
+    /** The privilege of the sandbox's role. */
+    privilege: DatabasePrivilege | undefined;
+  },
+): string {
+  const { role, violation, privilege } = options;
   const hint =
     privilege === 'read' ? 'readOnlyHint' : privilege === 'append' ? 'destructiveHint' : "the profile's database grant";
   const text = `${hint}: Postgres refused the ${privilege ?? ''} role ${role} (SQLSTATE ${violation.sqlstate}: ${violation.message})`;
-  const running = options.running?.(sandboxId, text) ?? [];
-  const tools = running.length ? [...new Set(running)] : [...options.planned];
-  const who = running.length
-    ? `tool ${tools.join(', ')}`
-    : `one of the tools ${tools.join(', ') || '(discovery)'} (no call was running)`;
-  options.log.error(`hint violation: server ${options.server}, ${who}, sandbox ${sandboxId}: ${text}`);
-  options.audit?.recordEvent?.({
-    type: 'hint.violation',
-    session: options.session,
-    server: options.server,
-    tool: tools.join(', ') || null,
-    sandbox: sandboxId,
-    violation: text,
-  });
-  return `${tools.join(', ') || sandboxId} broke ${text}`;
+  return reportHintViolation({ ...options, text });
 }

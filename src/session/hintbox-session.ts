@@ -10,7 +10,10 @@ import {
 } from '../policy/plan-sandboxes.js';
 import { ceilingOf } from '../profile/profile-ceiling.js';
 import type { Profile } from '../profile/load-profile.js';
-import { sandboxUserIds, type SessionIdentity } from '../engine/sandbox-engine.js';
+import { sandboxUserIds, type EgressRequest, type SessionIdentity } from '../engine/sandbox-engine.js';
+import { parseEgressHosts } from '../policy/egress-hosts.js';
+import { egressViolation } from '../policy/egress-violation.js';
+import { reportHintViolation } from './hint-violation.js';
 import { databaseAdminUrl } from '../database/database-env.js';
 import { SessionDatabase } from '../database/session-database.js';
 import type { PrivilegeViolation } from '../database/socket-relay.js';
@@ -88,6 +91,7 @@ export class HintboxSession implements AsyncDisposable {
       trust: this.trust,
       log: options.log,
       defaultUser,
+      onEgress: (sandboxId, request) => this.onEgress(sandboxId, request),
       ...(options.audit ? { audit: options.audit } : {}),
     });
     this.shared = new SharedSandboxes({
@@ -380,8 +384,63 @@ export class HintboxSession implements AsyncDisposable {
       log: this.options.log,
       ...(this.options.audit ? { audit: this.options.audit } : {}),
     });
+    this.loseTrust(reason);
+  }
+
+  /** The server broke a hint: untrusted for the rest of the session (through a gateway's guard, which audits it). */
+  private loseTrust(reason: string): void {
     const guard = [...this.gateways.values()].find((served) => served.guard)?.guard;
     void (guard ? guard.markUntrusted(reason) : this.trust.lose(reason));
+  }
+
+  /**
+   * A request through a sandbox's egress proxy: a refused one is audited with the tools in flight,
+   * the host and the port; one a closed-world tool made outside the server's backend is a hint
+   * violation (the server is untrusted from then on).
+   */
+  private onEgress(sandboxId: string, request: EgressRequest): void {
+    const inFlight = [...this.gateways.keys()].flatMap((gateway) => gateway.toolsInFlight(sandboxId));
+    const plan = this.plan as SandboxPlan | undefined;
+    const planned = plan?.sandboxes.find((s) => s.id === sandboxId)?.tools ?? [];
+    const target = `${request.method} ${request.host}:${request.port}`;
+    if (!request.allowed) {
+      this.options.log.warn(
+        `egress refused: sandbox ${sandboxId} (${inFlight.join(', ') || 'no call in flight'}) asked for ${target}`,
+      );
+      this.options.audit?.recordEvent?.({
+        type: 'egress.denied',
+        session: this.sessionId,
+        server: this.profile.name,
+        tool: inFlight.join(', ') || null,
+        sandbox: sandboxId,
+        host: request.host,
+        port: request.port,
+        method: request.method,
+      });
+    } else {
+      this.options.log.debug(`egress: sandbox ${sandboxId} reached ${target}`);
+    }
+    const network = this.profile.network;
+    const text = egressViolation({
+      request,
+      tools: inFlight.length ? inFlight : planned,
+      closedWorld: (tool) => plan?.tools.find((t) => t.name === tool)?.effective.openWorldHint === false,
+      backend: typeof network === 'object' ? parseEgressHosts(network.backend) : [],
+    });
+    if (!text) return;
+    this.loseTrust(
+      reportHintViolation({
+        sandboxId,
+        text,
+        running: (sandbox, violation) =>
+          [...this.gateways.keys()].flatMap((gateway) => gateway.noteHintViolation(sandbox, violation)),
+        planned,
+        server: this.profile.name,
+        session: this.sessionId,
+        log: this.options.log,
+        ...(this.options.audit ? { audit: this.options.audit } : {}),
+      }),
+    );
   }
 
   /**

@@ -2,6 +2,7 @@ import type { AuditLog } from '../audit/audit-record.js';
 import type { SessionDatabase } from '../database/session-database.js';
 import {
   sandboxUserIds,
+  type EgressRequest,
   type HeldSandbox,
   type PreparedImage,
   type SandboxEngine,
@@ -35,6 +36,8 @@ export interface SessionSandboxesOptions {
   log: Logger;
   /** The user its sandboxes run as when the profile names none (`defaultSandboxUser`), looked up once per session. */
   defaultUser: { uid: number; gid: number } | undefined;
+  /** Told of each request a sandbox's egress proxy decided. */
+  onEgress?: (sandboxId: string, request: EgressRequest) => void;
   /** Where sandbox starts and stops are recorded. */
   audit?: Pick<AuditLog, 'recordEvent'>;
 }
@@ -112,6 +115,9 @@ export class SessionSandboxes {
       ...(this.options.defaultUser ? { defaultUser: this.options.defaultUser } : {}),
       ...(database ? { database } : {}),
       clientCapabilities: upstreamClientCapabilities(this.options.profile.serverRequests),
+      ...(grant.network === 'egress'
+        ? { onEgress: (request: EgressRequest) => this.options.onEgress?.(id, request) }
+        : {}),
     };
   }
 

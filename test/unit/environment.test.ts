@@ -20,6 +20,7 @@ describe('readEnvironment', () => {
       databaseUrl: undefined,
       baseImage: undefined,
       debianMirror: 'http://deb.debian.org/debian',
+      egressNetwork: 'bridge',
       inContainer: undefined,
     });
   });

@@ -44,6 +44,15 @@ export interface ContainerSpecInput extends SandboxSpec {
   engine: EngineFeatures;
   /** The sandbox gate: its binary on the host and this sandbox's socket (see gate.ts). */
   gate: GateMounts;
+  /** With `network: egress`: its class's network (no route out) and the egress proxy on it (see egress-proxy.ts). */
+  egress?: EgressAttachment;
+}
+
+export interface EgressAttachment {
+  /** The engine network the sandbox joins: internal, no gateway address, only the proxy on it besides. */
+  network: string;
+  /** `http://<proxy address>:3128`, for HTTP_PROXY and the like. */
+  proxyUrl: string;
 }
 
 export interface GateMounts {
@@ -114,6 +123,10 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
   // A dry run never reaches the outside world, whatever its grant says.
   const grant = input.preview ? { ...input.grant, network: 'none' as const } : input.grant;
   const { uid, gid } = sandboxUserIds(profile, input.defaultUser);
+  if (grant.network === 'egress' && !input.egress) {
+    throw new Error(`sandbox ${sandboxId}: its egress proxy is not ready (no network without it)`);
+  }
+  const networkMode = grant.network === 'egress' ? (input.egress as EgressAttachment).network : grant.network;
   const tmpfsSize = parseSize(profile.limits.tmpfs);
   const memory = parseSize(profile.limits.memory);
 
@@ -165,6 +178,7 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
   const env = Object.entries({
     ...profileEnv,
     ...input.database?.env,
+    ...(grant.network === 'egress' ? proxyEnv((input.egress as EgressAttachment).proxyUrl) : {}),
     HOME: SANDBOX_HOME,
     TMPDIR: SANDBOX_TMP,
     [GATE_SOCKET_ENV]: input.gate.sandboxPath,
@@ -206,7 +220,7 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
     Healthcheck: { Test: ['NONE'] },
     NetworkDisabled: grant.network === 'none',
     HostConfig: {
-      NetworkMode: grant.network,
+      NetworkMode: networkMode,
       Mounts: mounts,
       Binds: [],
       Tmpfs: {
@@ -235,5 +249,23 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
         Config: { 'max-size': SANDBOX_LOG_FILE_SIZE, 'max-file': String(SANDBOX_LOG_FILES), compress: 'false' },
       },
     },
+  };
+}
+
+/**
+ * The proxy variables of a sandbox with egress, in both spellings clients read. Clients that
+ * ignore them have no route at all: the proxy is the only way out.
+ */
+function proxyEnv(proxyUrl: string): Record<string, string> {
+  const noProxy = 'localhost,127.0.0.1,::1';
+  return {
+    HTTP_PROXY: proxyUrl,
+    HTTPS_PROXY: proxyUrl,
+    ALL_PROXY: proxyUrl,
+    NO_PROXY: noProxy,
+    http_proxy: proxyUrl,
+    https_proxy: proxyUrl,
+    all_proxy: proxyUrl,
+    no_proxy: noProxy,
   };
 }

@@ -22,6 +22,7 @@ import { ensureNpmImage } from './npm-package-image.js';
 import { ensurePypiImage } from './pypi-package-image.js';
 import { buildHintboxImage } from './hintbox-image.js';
 import { ImageBuilder } from './image-builder.js';
+import { ensureEgressProxyImage, startEgress, type StartedEgress } from './egress-proxy.js';
 import { makeIsOwnerAlive, removeSession, sweepOrphans } from './sweep.js';
 import { hintboxEnvironment, type HintboxEnvironment } from '../../config/environment.js';
 
@@ -39,6 +40,8 @@ export interface DockerEngineOptions {
 export class DockerEngine implements SandboxEngine {
   /** The gate's host path when not the package's own (hintbox in a container: `checkBindSources`). */
   private gate: string | undefined;
+  /** The egress (network and proxy) of each class with hosts by name, by session and class; made at its first start. */
+  private readonly egress = new Map<string, Promise<StartedEgress>>();
 
   private constructor(
     /** The engine's client; only code of this folder uses it. */
@@ -72,10 +75,11 @@ export class DockerEngine implements SandboxEngine {
   }
 
   async prepareImage(
-    { server, file }: Pick<Profile, 'server' | 'file'>,
+    { server, file, network }: Pick<Profile, 'server' | 'file'> & { network?: Profile['network'] },
     options: { rebuild?: boolean } = {},
   ): Promise<PreparedImage> {
     const builder = this.imageBuilder(options);
+    if (typeof network === 'object') await ensureEgressProxyImage(builder);
     const source = packageSource(server);
     if (source) {
       const ensurePackage = source.kind === 'npm' ? ensureNpmImage : ensurePypiImage;
@@ -121,12 +125,19 @@ export class DockerEngine implements SandboxEngine {
     ]);
   }
 
-  hold(spec: SandboxSpec, options: HoldOptions): Promise<HeldSandbox> {
+  async hold(spec: SandboxSpec, options: HoldOptions): Promise<HeldSandbox> {
+    const egress = spec.grant.network === 'egress' && !spec.preview ? await this.egressOf(spec, options) : undefined;
     return holdSandbox({
       docker: this.docker,
       ...(this.gate ? { gateBinary: this.gate } : {}),
       id: spec.preview ? `preview-${spec.sandboxId}` : spec.sandboxId,
-      spec: (gate) => buildContainerSpec({ ...spec, engine: { recursiveReadOnly: this.recursiveReadOnly }, gate }),
+      spec: (gate) =>
+        buildContainerSpec({
+          ...spec,
+          engine: { recursiveReadOnly: this.recursiveReadOnly },
+          gate,
+          ...(egress ? { egress } : {}),
+        }),
       sandboxUser: sandboxUserIds(spec.profile, spec.defaultUser),
       log: options.log,
       startTimeoutMs: options.startTimeoutMs,
@@ -134,7 +145,30 @@ export class DockerEngine implements SandboxEngine {
     });
   }
 
-  removeSession(sessionId: string): Promise<number> {
+  /** The class's egress, started at its first sandbox and kept for its restarts; a failed start is tried again next time. */
+  private egressOf(spec: SandboxSpec, options: HoldOptions): Promise<StartedEgress> {
+    const key = `${spec.session.sessionId}/${spec.sandboxId}`;
+    let egress = this.egress.get(key);
+    if (!egress) {
+      egress = startEgress({
+        docker: this.docker,
+        session: spec.session,
+        server: spec.profile.name,
+        sandboxId: spec.sandboxId,
+        hosts: spec.grant.egress?.hosts ?? [],
+        outbound: hintboxEnvironment().egressNetwork,
+        log: options.log,
+        onRequest: (request) => spec.onEgress?.(request),
+        startTimeoutMs: options.startTimeoutMs,
+      });
+      this.egress.set(key, egress);
+      egress.catch(() => this.egress.delete(key));
+    }
+    return egress;
+  }
+
+  async removeSession(sessionId: string): Promise<number> {
+    for (const key of [...this.egress.keys()].filter((k) => k.startsWith(`${sessionId}/`))) this.egress.delete(key);
     return removeSession(this.docker, sessionId);
   }
 

@@ -26,10 +26,20 @@ export async function sweepOrphans(docker: Docker, isOwnerAlive: IsOwnerAlive, l
       }
     }),
   );
+  // The class networks of egress proxies, once their containers are gone.
+  const networks = await docker.listNetworks({ filters: { label: [LABEL_SESSION] } });
+  await Promise.all(
+    networks
+      .filter((n) => !isOwnerAlive(n.Labels?.[LABEL_OWNER_HOST], Number(n.Labels?.[LABEL_OWNER_PID])))
+      .map(async (n) => {
+        await removeNetwork(docker, n.Id);
+        log.info(`swept network ${n.Name} (session ${n.Labels?.[LABEL_SESSION]} is no longer running)`);
+      }),
+  );
   return orphans.map((c) => c.Id);
 }
 
-/** Removes every container of one session (shutdown). */
+/** Removes every container of one session, then its networks (shutdown). */
 export async function removeSession(docker: Docker, sessionId: string): Promise<number> {
   const containers = await docker.listContainers({ all: true, filters: { label: [`${LABEL_SESSION}=${sessionId}`] } });
   await Promise.all(
@@ -42,5 +52,17 @@ export async function removeSession(docker: Docker, sessionId: string): Promise<
         }),
     ),
   );
+  const networks = await docker.listNetworks({ filters: { label: [`${LABEL_SESSION}=${sessionId}`] } });
+  await Promise.all(networks.map((n) => removeNetwork(docker, n.Id)));
   return containers.length;
+}
+
+/** Removes a network; one already gone is fine. */
+async function removeNetwork(docker: Docker, id: string): Promise<void> {
+  await docker
+    .getNetwork(id)
+    .remove()
+    .catch((error: { statusCode?: number }) => {
+      if (error.statusCode !== 404) throw error;
+    });
 }
