@@ -31,13 +31,11 @@ function textOf(result: unknown): string {
   return content.map((c) => c.text ?? '').join('\n');
 }
 
-/** Where each tool's calls ran, by the audit trail (`call.intent`): tool → sandboxes, in call order. */
+/** Where each tool's calls ran, by the audit trail (`hintbox audit --json`): tool → sandboxes, in call order. */
 async function sandboxesOfCalls(server: string): Promise<Record<string, string[]>> {
-  const intents = (await auditOf<{ type: string; tool: string; sandbox: string }>(server))
-    .filter((r) => r.type === 'call.intent')
-    .reverse();
+  const calls = (await auditOf<{ tool: string; sandbox: string }>(server)).reverse();
   const where: Record<string, string[]> = {};
-  for (const { tool, sandbox } of intents) (where[tool] ??= []).push(sandbox);
+  for (const { tool, sandbox } of calls) (where[tool] ??= []).push(sandbox);
   return where;
 }
 
@@ -174,8 +172,9 @@ describe('the gallery of shipped profiles', { timeout: 900_000 }, () => {
           arguments: { sql: 'SELECT count(*)::int AS n FROM items' },
         });
         assert.deepEqual(JSON.parse(textOf(counted)), [{ n: 2 }]);
-        const dbread = /^\S+-dbread$/;
-        for (const sandbox of (await sandboxesOfCalls('postgres')).query ?? []) assert.match(sandbox, dbread);
+        const ran = (await sandboxesOfCalls('postgres')).query ?? [];
+        assert.equal(ran.length, 3, 'every call is audited');
+        for (const sandbox of ran) assert.match(sandbox, /^\S+-dbread$/, 'query: the read role');
         assert.match(hintbox.stderr(), /hint violation: server postgres, tool query, sandbox \S+-dbread/);
       }
       const { rows } = await admin.query<{ name: string }>(
