@@ -86,7 +86,7 @@ describe('the gallery of shipped profiles', { timeout: 900_000 }, () => {
     assert.deepEqual(await sandboxesOfCalls('everything'), { echo: ['nomounts-offline'] });
   });
 
-  it("fetch: a canary's page, served on Docker's bridge, comes back through the open-world sandbox", async () => {
+  it("fetch: a canary's page on Docker's bridge comes back through the open-world sandbox; as shipped, the server's guard refuses it", async () => {
     const profile = copyOfShippedProfile('fetch');
     // The canary is on a private address (the bridge's): the server's own SSRF guard, on in the
     // profile by default, would refuse it. hintbox does not restrict addresses either way.
@@ -105,15 +105,24 @@ describe('the gallery of shipped profiles', { timeout: 900_000 }, () => {
       .withLabels({ 'hintbox-test': 'canary' })
       .withWaitStrategy(Wait.forLogMessage('canary listening'))
       .start();
+    const url = `http://${canary.getIpAddress('bridge')}:8080/page`;
     try {
       await using hintbox = await runHintbox(profile, env);
-      const url = `http://${canary.getIpAddress('bridge')}:8080/page`;
       const fetched = await hintbox.client.callTool({ name: 'imageFetch', arguments: { url } });
       assert.notEqual(fetched.isError, true, JSON.stringify(fetched));
       assert.match(textOf(fetched), new RegExp(token), 'the page the canary served');
       const sandbox = await sandboxOfClass(hintbox.pid, 'nomounts-online');
       assert.equal(sandbox.HostConfig.NetworkMode, 'bridge');
       assert.deepEqual(await sandboxesOfCalls('fetch'), { imageFetch: ['nomounts-online'] });
+      await hintbox[Symbol.asyncDispose]();
+
+      // As shipped (the guard's variable unset), the server refuses the private address itself.
+      await using guarded = await runHintbox(profile);
+      const refused = await guarded.client
+        .callTool({ name: 'imageFetch', arguments: { url } })
+        .then(textOf, (error: Error) => error.message);
+      assert.match(refused, /private\/reserved/);
+      assert.doesNotMatch(refused, new RegExp(token));
     } finally {
       await canary.stop();
     }
