@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { GenericContainer, Wait } from 'testcontainers';
 import { ROLE_PREFIX } from '../../src/database/role-grants.js';
@@ -54,7 +54,24 @@ function gitRepository(): string {
   return repo;
 }
 
+/** `hintbox images build` of a shipped profile, with what the profile needs set to load. */
+async function buildImageOf(name: string, env: Record<string, string> = {}): Promise<void> {
+  const built = await hintboxCommand(['images', 'build', copyOfShippedProfile(name)], env);
+  assert.equal(built.code, 0, built.stderr);
+}
+
 describe('the gallery of shipped profiles', { timeout: 900_000 }, () => {
+  before(async () => {
+    // Each server's image takes tens of seconds to build on a cold engine, mostly waiting on npm
+    // and Docker: the first builds the Node base too, the others are built side by side.
+    await buildImageOf('memory', { MEMORY_DIR: sandboxFolder() });
+    await Promise.all([
+      buildImageOf('everything'),
+      buildImageOf('fetch'),
+      buildImageOf('git', { WORKSPACE: sandboxFolder() }),
+      buildImageOf('postgres', { POSTGRES_DATABASE: 'gallery' }),
+    ]);
+  });
   after(assertNoLeftovers);
 
   it('memory: an entity created is read back; the read tool reads from a read-only mount', async () => {
@@ -91,7 +108,6 @@ describe('the gallery of shipped profiles', { timeout: 900_000 }, () => {
     // The canary is on a private address (the bridge's): the server's own SSRF guard, on in the
     // profile by default, would refuse it. hintbox does not restrict addresses either way.
     const env = { MCP_FETCH_DISABLE_SSRF_GUARD: '1' };
-    // Builds the server's image, and so the Node base the canary runs on.
     const approved = await hintboxCommand(['approve', profile, '--all'], env);
     assert.equal(approved.code, 0, approved.stderr);
     const token = `canary-${process.pid}-${Date.now()}`;
