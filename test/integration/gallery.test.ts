@@ -54,10 +54,14 @@ function gitRepository(): string {
   return repo;
 }
 
-/** `hintbox images build` of a shipped profile, with what the profile needs set to load. */
+/**
+ * `hintbox images build` of a shipped profile, with what the profile needs set to load. A
+ * profile given as an npm package is built from the package lock shipped beside it, as it is.
+ */
 async function buildImageOf(name: string, env: Record<string, string> = {}): Promise<void> {
   const built = await hintboxCommand(['images', 'build', copyOfShippedProfile(name)], env);
   assert.equal(built.code, 0, built.stderr);
+  assert.doesNotMatch(built.stderr, /resolving/, `${name}: the shipped package lock is current`);
 }
 
 describe('the gallery of shipped profiles', { timeout: 900_000 }, () => {
@@ -184,7 +188,9 @@ describe('the gallery of shipped profiles', { timeout: 900_000 }, () => {
         });
         assert.deepEqual(JSON.parse(textOf(selected)), [{ name: 'apple' }, { name: 'pear' }]);
 
-        // The server's READ ONLY transaction ends at the COMMIT; the DELETE after it meets the role.
+        // The server's READ ONLY transaction ends at the COMMIT, and the SET before it turns off
+        // the role's read-only default (hintbox's second layer): what refuses the DELETE is the
+        // read role's lack of privilege.
         const escape = 'SET default_transaction_read_only = off; COMMIT; DELETE FROM items';
         const deleted = await hintbox.client
           .callTool({ name: 'query', arguments: { sql: escape } })
