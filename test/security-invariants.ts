@@ -256,6 +256,10 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         title: 'reads through its read-only sandbox, writes through its read-write one, and cleans up',
       },
       {
+        file: 'integration/gallery.test.ts',
+        title: 'git: status and log of a host repository answer from a read-only sandbox, and leave .git as it was',
+      },
+      {
         file: 'unit/plan-sandboxes.test.ts',
         title: 'a mixed ceiling (one ro, one rw mount) never makes the ro mount writable',
       },
@@ -676,6 +680,11 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       {
         file: 'integration/database-stack.test.ts',
         title: 'refuses an unprepared database before any container starts, naming each grant',
+      },
+      {
+        file: 'integration/gallery.test.ts',
+        title:
+          'postgres: a SELECT through the server answers; a write after COMMIT; fails for the read role, rows unchanged',
       },
       {
         file: 'unit/plan-sandboxes.test.ts',

@@ -3,28 +3,13 @@ import { execFileSync } from 'node:child_process';
 import { chownSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { LABEL_CLASS } from '../../src/engine/docker/container-spec.js';
-import { assertNoLeftovers, containersOf, docker, FIXTURES } from './support/docker.js';
+import { assertNoLeftovers, docker, FIXTURES, mountsOfClass } from './support/docker.js';
 import { hintboxCommand, runHintbox, sandboxFolder, writeProfile } from './support/hintbox-process.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 
 const MEMORY = '@modelcontextprotocol/server-memory@2026.8.31';
 const MEMORY_IMAGE = 'hintbox/npm.modelcontextprotocol.server.memory:2026.8.31';
 const PYNOTES_IMAGE = 'hintbox/pypi.pynotes:1.0.0';
-
-/** The read-only flag of each of the profile's mounts in the sandbox of one class (not hintbox's own), as the engine reports it. */
-async function mountsOfClass(pid: number, sandboxClass: string): Promise<Record<string, boolean>> {
-  const container = (await containersOf(pid, false)).find((c) => c.Labels[LABEL_CLASS] === sandboxClass);
-  assert.ok(container, `a sandbox of class ${sandboxClass} runs`);
-  const { docker: d } = await docker();
-  const info = await d.getContainer(container.Id).inspect();
-  return Object.fromEntries(
-    info.Mounts.filter((m) => m.Type === 'bind' && !m.Destination.startsWith('/run/hintbox/')).map((m) => [
-      m.Destination,
-      !m.RW,
-    ]),
-  );
-}
 
 async function removeImage(image: string): Promise<void> {
   const { docker: d } = await docker();

@@ -2,9 +2,15 @@ import os from 'node:os';
 import { connectDocker, type DockerConnection } from '../../../src/engine/docker/docker-connection.js';
 import { ImageBuilder, IMAGES_DIR, NODE_SERVER_IMAGE } from '../../../src/engine/docker/image-builder.js';
 import { createLogger } from '../../../src/util/logger.js';
-import { LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION } from '../../../src/engine/docker/container-spec.js';
+import {
+  LABEL_CLASS,
+  LABEL_OWNER_HOST,
+  LABEL_OWNER_PID,
+  LABEL_SESSION,
+} from '../../../src/engine/docker/container-spec.js';
 import { makeIsOwnerAlive } from '../../../src/util/process-alive.js';
 import { GenericContainer } from 'testcontainers';
+import assert from 'node:assert/strict';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -112,6 +118,25 @@ export const ensureAskerImage = fixtureImage('asker', ASKER_IMAGE, { NODE_SERVER
 export async function containersOf(ownerPid: number | null | undefined, all = true) {
   const { docker: d } = await docker();
   return d.listContainers({ all, filters: { label: [LABEL_SESSION, `${LABEL_OWNER_PID}=${ownerPid ?? -1}`] } });
+}
+
+/** The running sandbox of one class of a hintbox process (not hintbox's own container), as the engine inspects it. */
+export async function sandboxOfClass(pid: number, sandboxClass: string) {
+  const container = (await containersOf(pid, false)).find((c) => c.Labels[LABEL_CLASS] === sandboxClass);
+  assert.ok(container, `a sandbox of class ${sandboxClass} runs`);
+  const { docker: d } = await docker();
+  return d.getContainer(container.Id).inspect();
+}
+
+/** The read-only flag of each of the profile's mounts in the sandbox of one class, as the engine reports it. */
+export async function mountsOfClass(pid: number, sandboxClass: string): Promise<Record<string, boolean>> {
+  const info = await sandboxOfClass(pid, sandboxClass);
+  return Object.fromEntries(
+    info.Mounts.filter((m) => m.Type === 'bind' && !m.Destination.startsWith('/run/hintbox/')).map((m) => [
+      m.Destination,
+      !m.RW,
+    ]),
+  );
 }
 
 /**

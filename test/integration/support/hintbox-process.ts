@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chownSync, writeFileSync } from 'node:fs';
+import { chownSync, copyFileSync, existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { PassThrough } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -35,12 +35,16 @@ export function sandboxFolder(prefix = 'hintbox-test-'): string {
 }
 
 /**
- * A copy of a shipped profile (`profiles/<name>.yaml`) in a fresh temp folder: `approve` writes
- * its lock file beside the copy, never into the repository.
+ * A copy of a shipped profile (`profiles/<name>.yaml`) in a fresh temp folder, with the package
+ * lock shipped beside it if there is one (`<name>.npm-lock.json`): `approve` writes its lock file
+ * beside the copy, never into the repository, and the package is built from the shipped lock.
  */
 export function copyOfShippedProfile(name: string): string {
-  const file = path.join(scratchFolder('hintbox-profile-'), `${name}.yaml`);
+  const folder = scratchFolder('hintbox-profile-');
+  const file = path.join(folder, `${name}.yaml`);
   writeFileSync(file, relocatedProfileText(path.join(REPO, 'profiles', `${name}.yaml`)));
+  const npmLock = path.join(REPO, 'profiles', `${name}.npm-lock.json`);
+  if (existsSync(npmLock)) copyFileSync(npmLock, path.join(folder, `${name}.npm-lock.json`));
   return file;
 }
 
