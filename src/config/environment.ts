@@ -64,7 +64,8 @@ export const ENVIRONMENT_VARIABLES: readonly EnvironmentVariable[] = [
   },
   {
     name: 'HINTBOX_EGRESS_NETWORK',
-    meaning: 'the engine network the egress proxies of profiles with network hosts (allow, backend) reach out on',
+    meaning:
+      'the engine network(s), comma-separated, the egress proxies of profiles with network hosts (allow, backend) reach out on',
     default: 'bridge',
   },
 ];
@@ -89,8 +90,8 @@ export interface HintboxEnvironment {
   debianMirror: string;
   /** `HINTBOX_IN_CONTAINER` (`1` or `0`); undefined: looked for (see engine/docker/own-container.ts). */
   inContainer: boolean | undefined;
-  /** `HINTBOX_EGRESS_NETWORK`: the engine network egress proxies reach out on. Default `bridge`. */
-  egressNetwork: string;
+  /** `HINTBOX_EGRESS_NETWORK`: the engine networks egress proxies reach out on. Default `['bridge']`. */
+  egressNetworks: string[];
 }
 
 /** Variables by name, as `process.env` holds them. */
@@ -143,10 +144,11 @@ export function readEnvironment(variables: Variables): { environment: HintboxEnv
     problems.push(`HINTBOX_DEBIAN_MIRROR: expected an http:// or https:// URL, got ${JSON.stringify(debianMirror)}`);
   }
 
-  const egressNetwork = get('HINTBOX_EGRESS_NETWORK') ?? 'bridge';
-  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(egressNetwork) || ['none', 'host'].includes(egressNetwork)) {
+  const egressText = get('HINTBOX_EGRESS_NETWORK') ?? 'bridge';
+  const egressNetworks = egressText.split(',').map((n) => n.trim());
+  if (egressNetworks.some((n) => !/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(n) || ['none', 'host'].includes(n))) {
     problems.push(
-      `HINTBOX_EGRESS_NETWORK: expected the name of an engine network, got ${JSON.stringify(egressNetwork)}`,
+      `HINTBOX_EGRESS_NETWORK: expected engine network names, comma-separated (not none or host), got ${JSON.stringify(egressText)}`,
     );
   }
 
@@ -166,7 +168,7 @@ export function readEnvironment(variables: Variables): { environment: HintboxEnv
       baseImage: get('HINTBOX_BASE_IMAGE'),
       debianMirror,
       inContainer: inContainerText === '1' ? true : inContainerText === '0' ? false : undefined,
-      egressNetwork,
+      egressNetworks,
     },
     problems,
   };

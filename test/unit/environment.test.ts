@@ -20,7 +20,7 @@ describe('readEnvironment', () => {
       databaseUrl: undefined,
       baseImage: undefined,
       debianMirror: 'http://deb.debian.org/debian',
-      egressNetwork: 'bridge',
+      egressNetworks: ['bridge'],
       inContainer: undefined,
     });
   });

@@ -156,7 +156,7 @@ export class DockerEngine implements SandboxEngine {
         server: spec.profile.name,
         sandboxId: spec.sandboxId,
         hosts: spec.grant.egress?.hosts ?? [],
-        outbound: hintboxEnvironment().egressNetwork,
+        outbound: hintboxEnvironment().egressNetworks,
         log: options.log,
         onRequest: (request) => spec.onEgress?.(request),
         startTimeoutMs: options.startTimeoutMs,

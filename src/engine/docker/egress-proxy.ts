@@ -42,8 +42,8 @@ export interface EgressOptions {
   server: string;
   sandboxId: string;
   hosts: readonly string[];
-  /** The engine network the proxy reaches out on (HINTBOX_EGRESS_NETWORK; default `bridge`). */
-  outbound: string;
+  /** The engine networks the proxy reaches out on (HINTBOX_EGRESS_NETWORK; default `bridge`). */
+  outbound: readonly string[];
   log: Logger;
   /** Each request the proxy allowed or denied. */
   onRequest: (request: EgressRequest) => void;
@@ -73,12 +73,17 @@ export async function startEgress(options: EgressOptions): Promise<StartedEgress
     await network?.remove().catch(ignoreGone);
   };
   try {
-    const outbound = await docker
-      .getNetwork(options.outbound)
-      .inspect()
-      .catch((error: Error) => {
-        throw new Error(`the egress network ${options.outbound} (HINTBOX_EGRESS_NETWORK): ${error.message}`);
-      });
+    const outbound = await Promise.all(
+      options.outbound.map((id) =>
+        docker
+          .getNetwork(id)
+          .inspect()
+          .then((info) => info as NetworkInfo & { Name: string })
+          .catch((error: Error) => {
+            throw new Error(`the egress network ${id} (HINTBOX_EGRESS_NETWORK): ${error.message}`);
+          }),
+      ),
+    );
     network = await docker.createNetwork({
       Name: name,
       Driver: 'bridge',
@@ -94,7 +99,7 @@ export async function startEgress(options: EgressOptions): Promise<StartedEgress
     const config = squidConfig({
       hosts: parseEgressHosts(options.hosts),
       clients,
-      hostAddresses: [...gatewaysOf(own), ...gatewaysOf(outbound), ...hostAddresses()],
+      hostAddresses: [...gatewaysOf(own), ...outbound.flatMap(gatewaysOf), ...hostAddresses()],
     });
     proxy = await docker.createContainer({
       name,
@@ -105,7 +110,7 @@ export async function startEgress(options: EgressOptions): Promise<StartedEgress
       AttachStderr: true,
       Healthcheck: { Test: ['NONE'] },
       HostConfig: {
-        NetworkMode: options.outbound,
+        NetworkMode: outbound[0]?.Name ?? 'bridge',
         ReadonlyRootfs: true,
         CapDrop: ['ALL'],
         CapAdd: [],
@@ -120,6 +125,7 @@ export async function startEgress(options: EgressOptions): Promise<StartedEgress
         LogConfig: { Type: 'json-file', Config: { 'max-size': '1m', 'max-file': '2' } },
       },
     });
+    for (const extra of outbound.slice(1)) await docker.getNetwork(extra.Name).connect({ Container: proxy.id });
     await network.connect({ Container: proxy.id });
     const ready = followLog(proxy, options, log);
     await proxy.start();
@@ -195,8 +201,16 @@ function subnetsOf(network: NetworkInfo): string[] {
   return (network.IPAM?.Config ?? []).flatMap((c) => (c.Subnet ? [c.Subnet] : []));
 }
 
+/** The gateway of each subnet: as the engine says, else (a subnet given without one) the engine's choice, its first address. */
 function gatewaysOf(network: NetworkInfo): string[] {
-  return (network.IPAM?.Config ?? []).flatMap((c) => (c.Gateway ? [c.Gateway.replace(/\/\d+$/, '')] : []));
+  return (network.IPAM?.Config ?? []).flatMap((c) => {
+    if (c.Gateway) return [c.Gateway.replace(/\/\d+$/, '')];
+    const v4 = /^(\d+)\.(\d+)\.(\d+)\.(\d+)\/(\d+)$/.exec(c.Subnet ?? '');
+    if (!v4) return [];
+    const base = v4.slice(1, 5).reduce((n, octet) => n * 256 + Number(octet), 0);
+    const first = (base & ~(2 ** (32 - Number(v4[5])) - 1)) + 1;
+    return [[24, 16, 8, 0].map((shift) => (first >>> shift) & 255).join('.')];
+  });
 }
 
 /** This machine's own addresses (the engine's host, when hintbox runs on it): never reachable by name. */

@@ -25,6 +25,7 @@ export const SNEAK_IMAGE = 'hintbox-test/sneak:latest';
 export const DBLINGER_IMAGE = 'hintbox-test/dblinger:latest';
 export const TEXTLIAR_IMAGE = 'hintbox-test/textliar:latest';
 export const ASKER_IMAGE = 'hintbox-test/asker:latest';
+export const EGRESS_IMAGE = 'hintbox-test/egress:latest';
 export const CANARY_IMAGE = NODE_SERVER_IMAGE;
 
 export const HOSTNAME = os.hostname();
@@ -113,6 +114,9 @@ export const ensureTextFixtureImage = fixtureImage('textliar', TEXTLIAR_IMAGE, {
 
 /** The fixture that offers prompts and resources and asks its client (test/fixtures/asker). */
 export const ensureAskerImage = fixtureImage('asker', ASKER_IMAGE, { NODE_SERVER_IMAGE }, ensureTestImages);
+
+/** The fixture that reaches hosts through the egress proxy and around it (test/fixtures/egress). */
+export const ensureEgressImage = fixtureImage('egress', EGRESS_IMAGE, { NODE_SERVER_IMAGE }, ensureTestImages);
 
 /** Containers labelled by hintbox whose owner is the given hintbox process. */
 export async function containersOf(ownerPid: number | null | undefined, all = true) {
