@@ -109,8 +109,27 @@ export function isHostPath(text: string): boolean {
   return /^\/(?!\/)/.test(text) && !text.includes('\0');
 }
 
-/** Flags whose value is a secret by its name: `--api-key`, `--token`, `--github-pat`, `--password`. */
-const SECRET_FLAG = /^--?[A-Za-z0-9-]*(token|key|secret|passw(or)?d|pat|credential|auth)[A-Za-z0-9-]*$/i;
+/** Words of a flag that make its value a secret: `--api-key`, `--token`, `--github-pat`, `--password` (not `--db-path`). */
+const SECRET_WORDS = new Set([
+  'token',
+  'key',
+  'apikey',
+  'secret',
+  'password',
+  'passwd',
+  'pat',
+  'credential',
+  'credentials',
+  'auth',
+  'authorization',
+]);
+const isSecretFlag = (flag: string): boolean =>
+  /^--?[A-Za-z]/.test(flag) &&
+  flag
+    .replace(/^-+/, '')
+    .toLowerCase()
+    .split(/[-_.]+/)
+    .some((w) => SECRET_WORDS.has(w));
 /** A URL with a password in it: `postgresql://user:pw@host/db`. */
 const URL_WITH_PASSWORD = /^[a-z][a-z0-9+.-]*:\/\/[^/@:\s]*:[^/@\s]+@/i;
 /** Flags after which a path is plainly read-only context: `--read-only /x`, `--ro=/x`. */
@@ -173,7 +192,7 @@ export function mapHostArguments(
     return `\${${name}}`;
   };
   const valueOf = (flag: string | undefined, value: string): string => {
-    if ((flag !== undefined && SECRET_FLAG.test(flag)) || URL_WITH_PASSWORD.test(value)) {
+    if ((flag !== undefined && isSecretFlag(flag)) || URL_WITH_PASSWORD.test(value)) {
       return secretVariable(flag, value);
     }
     if (isHostPath(value)) return mountFor(value, flag !== undefined && READ_ONLY_FLAG.test(flag));
