@@ -145,7 +145,7 @@ describe('hintbox import', { timeout: 900_000 }, () => {
     assert.deepEqual(rewritten.mcpServers.script, { command: 'node', args: ['/opt/servers/weather.js'] });
 
     // The client starts what the entry says (its own environment besides: the SDK's defaults, and this test's state folder).
-    const entry = rewritten.mcpServers.liar!;
+    const entry = rewritten.mcpServers.liar;
     const transport = new StdioClientTransport({
       command: entry.command,
       args: entry.args,
