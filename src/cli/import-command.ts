@@ -141,7 +141,10 @@ function importFile(positionals: string[], values: Record<string, unknown>): num
   for (const { file: target } of written) print(`  hintbox approve ${target} --all && hintbox plan ${target}`);
   const variables = [...new Set(written.flatMap((w) => w.draft.hostVariables))];
   if (variables.length > 0 && rewritten === undefined) {
-    print(`The profiles read ${variables.join(', ')} from the environment hintbox runs with: the client passes them.`);
+    print(
+      `The profiles read ${variables.join(', ')} from the environment hintbox runs with: ` +
+        "set them there (the client's entry that starts hintbox passes its env).",
+    );
   }
   return 0;
 }

@@ -39,10 +39,15 @@ function launcher(command: string): string {
   return path.basename(command.replace(/\\/g, '/')).replace(/\.(cmd|exe|bat)$/i, '');
 }
 
-/** Does this entry already run hintbox (`hintbox run …`, `npx hintbox …`, `…/dist/hintbox.mjs`)? */
+/**
+ * Does this entry already run hintbox (`hintbox run …`, `npx -y hintbox …`, `node …/hintbox.mjs`)?
+ * The command, or for a launcher (node, npx) its first word that is not an option.
+ */
 export function runsHintbox(entry: { command: string; args: readonly string[] }): boolean {
-  const words = [entry.command, ...entry.args.slice(0, 3)].map(launcher);
-  return words.some((w) => w === 'hintbox' || w === 'hintbox.mjs' || /^hintbox@/.test(w));
+  const isHintbox = (word: string): boolean => /^hintbox(\.mjs|@.*)?$/.test(launcher(word));
+  if (isHintbox(entry.command)) return true;
+  const first = entry.args.find((a) => !a.startsWith('-'));
+  return ['node', 'npx'].includes(launcher(entry.command)) && first !== undefined && isHintbox(first);
 }
 
 type Mapped = Pick<ProfileDraft, 'runs' | 'server' | 'mounts' | 'env' | 'notes' | 'hostVariables' | 'clientEnv'>;

@@ -171,6 +171,35 @@ describe('hintbox import', { timeout: 900_000 }, () => {
     assert.equal(readFileSync(backup, 'utf8'), original, 'the first backup is never overwritten');
   });
 
+  it('refuses bad input with exit 2 and writes nothing: not a config, a profile the loader refuses', async () => {
+    const dir = scratchFolder('hintbox-import-bad-');
+    const notConfig = path.join(dir, 'settings.json');
+    writeFileSync(notConfig, JSON.stringify({ theme: 'dark' }));
+    const wrong = await hintboxCommand(['import', notConfig]);
+    assert.equal(wrong.code, 2);
+    assert.match(wrong.stderr, /neither a client config .* nor an MCP registry server\.json/);
+    assert.equal(wrong.stderr.trim().split('\n').length, 1, 'one line');
+
+    // One good server and one whose host path does not exist: the loader refuses the second, so neither is written.
+    const config = path.join(dir, 'mcp.json');
+    writeFileSync(
+      config,
+      JSON.stringify({
+        mcpServers: {
+          good: { command: 'npx', args: ['-y', 'acme-mcp@1.0.0'] },
+          files: {
+            command: 'npx',
+            args: ['-y', '@modelcontextprotocol/server-filesystem@2026.8.31', path.join(dir, 'gone')],
+          },
+        },
+      }),
+    );
+    const refused = await hintboxCommand(['import', config]);
+    assert.equal(refused.code, 2, refused.stderr);
+    assert.match(refused.stderr, /files\.yaml: mounts\[0\]\.source: /);
+    assert.throws(() => readFileSync(path.join(dir, 'hintbox', 'good.yaml')), /ENOENT/, 'nothing half written');
+  });
+
   it('a digest-pinned image that the engine cannot show with that digest is refused, not run', async () => {
     const { docker: d } = await docker();
     const id = (await d.getImage(LIAR_IMAGE).inspect()).Id;

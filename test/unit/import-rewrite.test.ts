@@ -4,6 +4,7 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { planImport } from '../../src/import/import-source.js';
 import { configText, rewriteClientConfig, RewriteError } from '../../src/import/rewrite-config.js';
+import { runsHintbox } from '../../src/import/command-line.js';
 
 const CONFIG = fileURLToPath(new URL('../fixtures/import/claude_desktop_config.json', import.meta.url));
 const LAUNCH = { command: '/opt/hintbox/dist/hintbox.mjs', args: [] };
@@ -90,5 +91,19 @@ describe('import --rewrite (the pure part)', () => {
       },
     });
     assert.equal(configText(out), `${JSON.stringify(out, null, 2)}\n`);
+  });
+});
+
+describe('an entry that already runs hintbox', () => {
+  it('is told by its command, or a launcher’s first word; an argument named hintbox is not enough', () => {
+    assert.equal(runsHintbox({ command: '/opt/hintbox/dist/hintbox.mjs', args: ['run', '/p.yaml'] }), true);
+    assert.equal(runsHintbox({ command: 'npx', args: ['-y', 'hintbox@0.1.0', 'run', '/p.yaml'] }), true);
+    assert.equal(
+      runsHintbox({ command: '/usr/bin/node', args: ['/opt/hintbox/dist/hintbox.mjs', 'run', '/p.yaml'] }),
+      true,
+    );
+    assert.equal(runsHintbox({ command: 'hintbox', args: ['run', 'p.yaml'] }), true);
+    assert.equal(runsHintbox({ command: 'npx', args: ['-y', 'some-server', 'hintbox'] }), false);
+    assert.equal(runsHintbox({ command: 'uvx', args: ['hintbox'] }), false);
   });
 });
