@@ -284,7 +284,7 @@ function fromDocker(entry: ClientEntry): Mapped | string {
   const image = args.shift();
   if (image === undefined) return 'docker run is given no image';
   if (!/^[A-Za-z0-9][A-Za-z0-9._/:@-]*$/.test(image)) return `"${image}" is not an image reference`;
-  const notes = dockerNotes(dropped);
+  const notes = droppedOptionNotes(dropped);
   const fromEnv = Object.keys(byName.env).filter((n) => !(n in env));
   if (fromEnv.length > 0)
     notes.push(
@@ -301,11 +301,11 @@ function fromDocker(entry: ClientEntry): Mapped | string {
   };
 }
 
-/** The header's word on docker options it did not keep. */
-export function dockerNotes(dropped: readonly string[]): string[] {
+/** The header's word on runtime options (docker's, or npx's in a registry entry) it did not keep. */
+export function droppedOptionNotes(dropped: readonly string[], whose = 'Docker options'): string[] {
   if (dropped.length === 0) return [];
   return [
-    `Docker options of the source were dropped, since hintbox decides the sandbox (network, mounts, user, ` +
+    `${whose} of the source were dropped, since hintbox decides the sandbox (network, mounts, user, ` +
       `capabilities, limits): ${dropped.join(', ')}. Grant in this profile what the server really needs (mounts, ` +
       'network: open).',
   ];

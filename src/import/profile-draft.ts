@@ -159,6 +159,7 @@ export function mapHostArguments(
 ): MappedArguments {
   const out: MappedArguments = { args: [], mounts: [], env: {}, clientEnv: {}, hostVariables: [], notes: [] };
   const targets = new Map<string, string>();
+  const relative: string[] = [];
   const names = new Set(taken);
   const mountFor = (source: string, readOnly: boolean): string => {
     const known = targets.get(source);
@@ -209,6 +210,13 @@ export function mapHostArguments(
     const flag =
       previous !== undefined && /^--?[A-Za-z]/.test(previous) && !previous.includes('=') ? previous : undefined;
     out.args.push(/^--?[A-Za-z]/.test(arg) ? literal(arg) : valueOf(flag, arg));
+    if (/^(\.\.?|~)\//.test(arg)) relative.push(arg);
+  }
+  if (relative.length > 0) {
+    out.notes.push(
+      `${relative.map(literal).join(', ')} ${relative.length === 1 ? 'is a path' : 'are paths'} relative to the client's ` +
+        'folder or your home, which the sandbox does not see: make it absolute in a mount and give the server its target.',
+    );
   }
   if (out.mounts.length > 0) {
     out.notes.push(
@@ -270,7 +278,7 @@ export function renderProfile(draft: ProfileDraft): string {
       ? `mounts: ${draft.mounts.map((m) => `${m.source} at ${m.target} (${m.mode})`).join(', ')}. The most it may see of your files.`
       : 'mounts: none. The server sees none of your files; add mounts if it needs some.',
     envNames.length > 0
-      ? `env: ${envNames.join(', ')}, taken from the environment hintbox runs with (values stay in your client config).`
+      ? `env: ${envNames.join(', ')}, taken by name from the environment hintbox runs with (no value of the source is written here).`
       : 'env: none.',
     ...draft.notes,
   ];

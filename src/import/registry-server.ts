@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { dockerNotes, imageNotes } from './command-line.js';
+import { droppedOptionNotes, imageNotes } from './command-line.js';
 import {
   isEnvName,
   isHostPath,
@@ -116,8 +116,17 @@ function variableName(raw: string): string {
   return /^[A-Z_]/.test(name) ? name : `ARG_${name}`;
 }
 
-/** A registry input as profile text: its fixed value, else its default (overridable), else a host variable. */
-function resolveInput(input: Input & { variables?: Record<string, Input> }, variable: string): Resolved | undefined {
+/**
+ * A registry input as profile text: its fixed value, else its default, else a host variable.
+ * A default is written as is, or (`overridable`: an env value, whose name is the server's own,
+ * and a host path, whose default is rarely yours) as `${NAME:-default}`. A named argument's
+ * default is never made a variable: `--host` would read the shell's HOST.
+ */
+function resolveInput(
+  input: Input & { variables?: Record<string, Input> },
+  variable: string,
+  overridable = true,
+): Resolved | undefined {
   // A secret is never written, not even a default; an optional one is left to the operator.
   if (input.isSecret) return input.isRequired ? { text: `\${${variable}}`, hostVariable: variable } : undefined;
   if (input.value !== undefined) {
@@ -131,7 +140,8 @@ function resolveInput(input: Input & { variables?: Record<string, Input> }, vari
     });
     return { text, ...(hostVariable ? { hostVariable } : {}) };
   }
-  if (input.default !== undefined) return { text: `\${${variable}:-${literal(input.default)}}` };
+  if (input.default !== undefined)
+    return { text: overridable ? `\${${variable}:-${literal(input.default)}}` : literal(input.default) };
   if (input.isRequired) return { text: `\${${variable}}`, hostVariable: variable };
   return undefined;
 }
@@ -180,13 +190,15 @@ function fromPackage(pkg: Package): Mapped | string {
     }
     dropped.push(value !== undefined && arg.type === 'named' ? `${flag} ${literal(value)}` : literal(flag));
   }
-  notes.push(...dockerNotes(dropped));
+  notes.push(
+    ...droppedOptionNotes(dropped, onHost ? `Runtime options (${pkg.runtimeHint ?? 'npx or uvx'})` : 'Docker options'),
+  );
 
   const args: string[] = [];
   for (const arg of pkg.packageArguments ?? []) {
     const label = arg.type === 'named' ? (arg.name ?? '') : (arg.valueHint ?? 'argument');
     const variable = variableName(arg.valueHint ?? arg.name ?? 'arg');
-    let resolved = resolveInput(arg, variable);
+    let resolved = resolveInput(arg, variable, arg.format === 'filepath');
     if (resolved === undefined) {
       notes.push(`The optional argument ${label} is not set: add it to server.args if you want it.`);
       continue;

@@ -214,7 +214,11 @@ describe('import: MCP registry server.json', () => {
       draft.server.image,
       'docker.io/example/database-manager-mcp:3.1.0@sha256:4f6d8a1c2b3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a',
     );
-    assert.deepEqual(draft.server.args, ['--host', '${HOST:-localhost}', '${DATABASE_NAME}']);
+    assert.deepEqual(
+      draft.server.args,
+      ['--host', 'localhost', '${DATABASE_NAME}'],
+      "a default as is: --host never reads the shell's HOST",
+    );
     assert.deepEqual(draft.env, {
       DB_TYPE: '${DB_TYPE}',
       DB_USERNAME: '${DB_USERNAME}',
@@ -241,7 +245,7 @@ describe('import: MCP registry server.json', () => {
     assert.ok(!draft.hostVariables.includes('TARGET_DIR'), 'a mount source is never stood in for: it must exist');
     assert.deepEqual(draft.env, { LOG_LEVEL: '${LOG_LEVEL:-info}' });
     const header = renderProfile(draft).replace(/\n# +/g, ' ');
-    assert.match(header, /Docker options of the source were dropped.*: --yes/);
+    assert.match(header, /Runtime options \(npx or uvx\) of the source were dropped.*: --yes/);
     assert.equal(loaded(draft, { TARGET_DIR: '/srv/project' }).profile.mounts[0]?.source, '/srv/project');
   });
 
@@ -297,6 +301,16 @@ describe('import: one entry at a time', () => {
     assert.deepEqual(draft.draft.clientEnv, { API_KEY: 'sk-123' });
     assert.deepEqual(draft.draft.mounts, [{ source: '/srv/docs', target: '/data/docs', mode: 'ro' }]);
     assert.ok(!renderProfile(draft.draft).includes('sk-123'));
+  });
+
+  it('a relative or home path among the arguments is named: the sandbox does not see it', () => {
+    const draft = entry('uvx', ['mcp-server-sqlite', '--db-path', '~/data/test.db']);
+    assert.ok('draft' in draft);
+    assert.deepEqual(draft.draft.mounts, []);
+    assert.match(
+      renderProfile(draft.draft).replace(/\n# +/g, ' '),
+      /~\/data\/test\.db is a path relative to the client's folder or your home/,
+    );
   });
 
   it('a literal $ from the source stays literal (the loader never interpolates it)', () => {
