@@ -99,6 +99,12 @@ function entries(section: Record<string, unknown>, key: string, base: string): I
         `write its profile by hand: "${variables}" uses a variable of the client (\${input:…}, \${env:…}, ` +
           '${workspaceFolder}…) in its command line, which hintbox would not see',
       );
-    return importClientEntry(name, names[i] as string, `${base}, ${key}.${name}`, client);
+    const outcome = importClientEntry(name, names[i] as string, `${base}, ${key}.${name}`, client);
+    if ('draft' in outcome && typeof entry.envFile === 'string') {
+      outcome.draft.notes.push(
+        'The entry reads more variables from its envFile, which the import does not read: add those the server needs to env, by name.',
+      );
+    }
+    return outcome;
   });
 }

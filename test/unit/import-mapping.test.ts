@@ -180,6 +180,14 @@ describe('import: a VS Code mcp.json', () => {
     assert.doesNotMatch(renderProfile(draft), /input:/);
   });
 
+  it('names an envFile it does not read', () => {
+    const plan = planImport(
+      { servers: { x: { type: 'stdio', command: 'npx', args: ['x@1.0.0'], envFile: '${workspaceFolder}/.env' } } },
+      'mcp.json',
+    );
+    assert.match(renderProfile(draftOf(plan, 'x')).replace(/\n# +/g, ' '), /reads more variables from its envFile/);
+  });
+
   it("uvx's pkg@version is a pinned requirement", () => {
     assert.deepEqual(draftOf(plan, 'fetch').server, { pypi: 'mcp-server-fetch==2025.4.7', bin: 'mcp-server-fetch' });
   });
