@@ -59,6 +59,25 @@ export default tseslint.config(
       ],
     },
   },
+  // The import's mapping is pure too: config text in, profile drafts out. The CLI reads and
+  // writes the files (src/cli/import-command.ts) and checks the drafts with the real loader.
+  {
+    files: ['src/import/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(?!\\./[^/]+\\.js$|\\.\\./packages/package-source\\.js$|node:path$|zod$|yaml$)',
+              message: 'src/import is pure: import only ./<module>.js, ../packages/package-source.js, node:path, zod or yaml',
+            },
+          ],
+        },
+      ],
+      'no-restricted-globals': ['error', { name: 'process', message: 'src/import is pure: what it needs is passed in' }],
+    },
+  },
   // Only the Docker engine knows Docker: everything else goes through the sandbox engine port
   // (src/engine/sandbox-engine.ts), so that another engine can take its place.
   {

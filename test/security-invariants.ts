@@ -969,4 +969,44 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'IMPORT-UNTRUSTED',
+    statement:
+      'A profile written by hintbox import grants nothing its source asked for: it is untrusted with no network, the docker options of a config or registry entry (--network host, --privileged, -v) are dropped, and no value of the client config (an API key in env, a password in an argument) is written into it.',
+    tests: [
+      {
+        file: 'unit/import-mapping.test.ts',
+        title: 'never copies a literal secret from env: the variable is taken from the host by name',
+      },
+      {
+        file: 'unit/import-mapping.test.ts',
+        title: 'docker run → server.image; --network host, --privileged and -v are dropped and named; -e becomes env',
+      },
+      {
+        file: 'unit/import-mapping.test.ts',
+        title:
+          'oci: the digest is kept; runtimeArguments --network host, --privileged and -v are dropped and named; -e becomes env',
+      },
+      {
+        file: 'integration/import.test.ts',
+        title: 'each profile plans and answers a real call under hintbox run; the image runs without network',
+      },
+    ],
+  },
+  {
+    id: 'IMAGE-DIGEST',
+    statement:
+      'An image pinned by digest runs only where the engine shows that digest for its repository; an image built or loaded locally under that name is refused, never run unverified.',
+    tests: [
+      {
+        file: 'unit/image-digest.test.ts',
+        title:
+          'refuses an image built or loaded here (no digest), another digest, or that digest of another repository',
+      },
+      {
+        file: 'integration/import.test.ts',
+        title: 'a digest-pinned image that the engine cannot show with that digest is refused, not run',
+      },
+    ],
+  },
 ];

@@ -1,6 +1,5 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
-import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
   OFFER_FIELD,
@@ -12,6 +11,7 @@ import {
   type OfferPin,
 } from '../policy/offer-pin.js';
 import { pinHash, toJsonValue, type JsonValue, type PinnedDefinition, type ToolPin } from '../policy/tool-pin.js';
+import { writeFileAtomic } from '../util/atomic-write.js';
 import { withExclusiveLock, type ExclusiveLockOptions } from '../util/exclusive-lock.js';
 import { escapeInvisibleInJson, renderServerText } from '../util/render-server-text.js';
 import { HintboxError } from '../util/hintbox-error.js';
@@ -290,34 +290,7 @@ function parseOfferSection(
  * part. Mode 0644: it is meant to be read and committed.
  */
 export function writeLockFile(file: string, lock: LockFile): void {
-  const dir = path.dirname(file);
-  const temporary = path.join(dir, `.${path.basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
-  const fd = openSync(temporary, 'wx', 0o644);
-  try {
-    writeSync(fd, serializeLockFile(lock));
-    fsyncSync(fd);
-  } catch (error) {
-    closeSync(fd);
-    rmSync(temporary, { force: true });
-    throw error;
-  }
-  closeSync(fd);
-  try {
-    renameSync(temporary, file);
-  } catch (error) {
-    rmSync(temporary, { force: true });
-    throw error;
-  }
-  try {
-    const dirFd = openSync(dir, 'r');
-    try {
-      fsyncSync(dirFd);
-    } finally {
-      closeSync(dirFd);
-    }
-  } catch {
-    // a folder that cannot be opened for sync (some file systems): the rename stands
-  }
+  writeFileAtomic(file, serializeLockFile(lock));
 }
 
 /**

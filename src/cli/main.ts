@@ -12,6 +12,7 @@ import { auditCommand } from './audit-command.js';
 import { dbCommand } from './db-command.js';
 import { demoCommand } from './demo-command.js';
 import { imagesBuildCommand } from './images-command.js';
+import { importCommand } from './import-command.js';
 import { installCommand } from './install-command.js';
 import { planCommand } from './plan-command.js';
 import { runCommand } from './run-command.js';
@@ -33,6 +34,9 @@ Commands:
                           check the audit log's hash chains, or copy it into Postgres
   images build <profile>  build the images a profile needs
   images build --hintbox  build hintbox's own image (hintbox/hintbox:<version>, for serve)
+  import <file>           write a profile per server of a client config (Claude Desktop,
+                          Cursor, VS Code) or an MCP registry server.json; --rewrite
+                          points the client config at hintbox
   demo                    run the filesystem server on a scratch folder and show what happens
   sweep [<profile>]       remove containers (and, with a database profile, roles) of dead runs
   db prepare <profile>    revoke the PUBLIC grants that would undo the database roles' limits
@@ -58,6 +62,7 @@ const COMMANDS: Record<string, CommandSpec> = {
   install: installCommand,
   plan: planCommand,
   images: imagesBuildCommand,
+  import: importCommand,
   approve: approveCommand,
   audit: auditCommand,
   demo: demoCommand,

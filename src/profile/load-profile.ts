@@ -73,6 +73,11 @@ export interface LoadProfileOptions {
   home?: string;
   /** hintbox's own folders, never mounted; default: its state folder and installation. */
   ownPaths?: readonly OwnPath[];
+  /**
+   * The profile's text, checked as if it were `file` (which need not exist yet): how
+   * `hintbox import` validates what it is about to write. Default: read from `file`.
+   */
+  text?: string;
 }
 
 /**
@@ -87,7 +92,7 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
 
   let text: string;
   try {
-    text = readFileSync(absFile, 'utf8');
+    text = options.text ?? readFileSync(absFile, 'utf8');
   } catch (error) {
     return fail(`cannot read profile: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }

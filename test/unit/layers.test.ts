@@ -25,6 +25,7 @@ export const LAYERS = [
   'gateway',
   'session',
   'serve',
+  'import',
   'cli',
 ] as const;
 

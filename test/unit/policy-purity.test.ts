@@ -10,21 +10,27 @@ import { ESLint } from 'eslint';
  * text: the type-aware parser is let to take it without a tsconfig entry.
  */
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
-const PLANTED = `${REPO}src/policy/planted-import.ts`;
+const planted = (folder: string): string => `${REPO}src/${folder}/planted-import.ts`;
 
 const eslint = new ESLint({
   cwd: REPO,
   overrideConfig: {
-    languageOptions: { parserOptions: { projectService: { allowDefaultProject: ['src/policy/planted-import.ts'] } } },
+    languageOptions: {
+      parserOptions: {
+        projectService: { allowDefaultProject: ['src/policy/planted-import.ts', 'src/import/planted-import.ts'] },
+      },
+    },
   },
 });
 
-async function purityErrors(source: string): Promise<string[]> {
-  const [result] = await eslint.lintText(`${source}\n`, { filePath: PLANTED });
+async function purityErrors(source: string, folder = 'policy'): Promise<string[]> {
+  const [result] = await eslint.lintText(`${source}\n`, { filePath: planted(folder) });
   assert.ok(result);
   const fatal = result.messages.filter((m) => m.fatal);
   assert.deepEqual(fatal, [], 'the planted file parses');
-  return result.messages.filter((m) => /src\/policy is pure/.test(m.message)).map((m) => `${m.ruleId}: ${m.message}`);
+  return result.messages
+    .filter((m) => m.message.includes(`src/${folder} is pure`))
+    .map((m) => `${m.ruleId}: ${m.message}`);
 }
 
 describe('the lint rule that keeps src/policy pure', () => {
@@ -65,5 +71,23 @@ describe('the lint rule that keeps src/policy pure', () => {
       results.flatMap((r) => r.messages.map((m) => `${r.filePath}:${m.line}: ${m.message}`)),
       [],
     );
+  });
+});
+
+describe('the lint rule that keeps src/import pure', () => {
+  it('fails on file system, process and Docker access, and lets its own modules, the package spec and yaml pass', async () => {
+    for (const source of [
+      "import { readFileSync } from 'node:fs';\nexport const f = readFileSync;",
+      "import Docker from 'dockerode';\nexport const f = Docker;",
+      "import { loadProfile } from '../profile/load-profile.js';\nexport const f = loadProfile;",
+      'export const f = (): string => process.cwd();',
+    ])
+      assert.notDeepEqual(await purityErrors(source, 'import'), [], source);
+    for (const source of [
+      "import { literal } from './profile-draft.js';\nexport const f = literal;",
+      "import { parsePypiSpec } from '../packages/package-source.js';\nexport const f = parsePypiSpec;",
+      "import { stringify } from 'yaml';\nexport const f = stringify;",
+    ])
+      assert.deepEqual(await purityErrors(source, 'import'), [], source);
   });
 });

@@ -79,13 +79,35 @@ export class ImageBuilder {
    */
   async ensure(image: string, context?: string, options: EnsureOptions = {}): Promise<void> {
     const base = options.base ?? 'NODE_SERVER_IMAGE';
+    const pinned = imageDigest(image);
+    if (pinned && context) {
+      throw new ImageError(
+        `image ${image} names a digest, which a build here cannot give: drop server.build or the digest`,
+      );
+    }
     if (context)
       return this.buildOnce(image, context, { [base]: SERVER_BASES[base].image }, SERVER_SUITE, options.install);
-    if (await this.exists(image)) return;
-    if (await this.tryPull(image)) return;
+    if ((await this.exists(image)) || (await this.tryPull(image))) {
+      if (pinned) await this.verifyDigest(image);
+      return;
+    }
     throw new ImageError(
-      `image ${image} is not present, cannot be pulled, and the profile gives no server.build folder to build it from`,
+      pinned
+        ? `image ${image} is not present with that digest and cannot be pulled (an image built or loaded here carries no ` +
+            'registry digest, so it cannot stand for one): pull it by digest where a registry is reachable'
+        : `image ${image} is not present, cannot be pulled, and the profile gives no server.build folder to build it from`,
     );
+  }
+
+  /**
+   * A digest-pinned image runs only when the engine shows that digest for that repository: the
+   * digest it verified when it pulled the image. Docker 20.10 finds no image for a digest it did
+   * not pull; this check holds the same on an engine that resolves such a name otherwise.
+   */
+  private async verifyDigest(image: string): Promise<void> {
+    const info = await this.options.docker.getImage(image).inspect();
+    const problem = digestProblem(image, info.RepoDigests ?? []);
+    if (problem) throw new ImageError(problem);
   }
 
   /**
@@ -292,6 +314,33 @@ export class ImageBuilder {
       return false;
     }
   }
+}
+
+/** The `sha256:…` an image reference pins (`repo@sha256:…`, `repo:tag@sha256:…`), if any. Pure. */
+export function imageDigest(reference: string): string | undefined {
+  return /@(sha256:[0-9a-f]{64})$/.exec(reference)?.[1];
+}
+
+/** `docker.io/library/postgres:16` → `postgres`: a repository as the engine lists it in RepoDigests. Pure. */
+function familiarRepository(reference: string): string {
+  const name = reference.replace(/@sha256:[0-9a-f]{64}$/, '').replace(/:[^/:]+$/, '');
+  return name.replace(/^(docker\.io|index\.docker\.io|registry-1\.docker\.io)\//, '').replace(/^library\//, '');
+}
+
+/**
+ * Why a digest-pinned reference must not run with an image whose RepoDigests are these, or
+ * undefined when one of them is that repository at that digest. Pure.
+ */
+export function digestProblem(reference: string, repoDigests: readonly string[]): string | undefined {
+  const digest = imageDigest(reference);
+  if (!digest) return undefined;
+  const repository = familiarRepository(reference);
+  const shown = repoDigests.some((d) => familiarRepository(d) === repository && imageDigest(d) === digest);
+  if (shown) return undefined;
+  return (
+    `image ${reference}: the engine shows no such digest for it (${repoDigests.length > 0 ? `it shows ${repoDigests.join(', ')}` : 'it shows none: built or loaded here'}); ` +
+    'refused rather than run unverified'
+  );
 }
 
 /** SHA-256 over a build context's files (not node_modules) and build args: the staleness key. */

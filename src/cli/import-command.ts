@@ -1,0 +1,205 @@
+import {
+  accessSync,
+  constants,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  realpathSync,
+  statSync,
+} from 'node:fs';
+import path from 'node:path';
+import { processVariables } from '../config/environment.js';
+import { planImport, ImportSourceError, SOURCE_LABEL, type ImportPlan } from '../import/import-source.js';
+import { renderProfile, type ProfileDraft } from '../import/profile-draft.js';
+import { configText, rewriteClientConfig, RewriteError, type HintboxLaunch } from '../import/rewrite-config.js';
+import { loadProfile, ProfileError, type ProfileProblem } from '../profile/load-profile.js';
+import { writeFileAtomic } from '../util/atomic-write.js';
+import { HintboxError, UsageError } from '../util/hintbox-error.js';
+import type { CommandSpec } from './main.js';
+
+const HELP = `Usage: hintbox import <file> [--out DIR] [--rewrite] [--force]
+
+Writes one hintbox profile per MCP server of <file>, which is one of:
+  - a client config: Claude Desktop's claude_desktop_config.json or Cursor's mcp.json
+    ("mcpServers"), VS Code's mcp.json ("servers");
+  - an MCP registry entry (server.json).
+Servers run as "npx [-y] <package>", "uvx [--from <package>] <command>", "uv tool run …",
+"pipx run …" or "docker run … <image>", and registry packages of type npm, pypi and oci
+(stdio transport), become profiles (server.npm, server.pypi + server.bin, server.image). Anything
+else (node script.js, a remote URL, an MCP bundle) is skipped, with the reason.
+
+Nothing of the source is trusted: every profile is trust: untrusted and network: none; docker
+options (--network host, --privileged, -v, …) are dropped and named in the profile's header;
+host paths among the arguments become proposed mounts (/data/<name>) with the argument
+rewritten; environment variables are taken from the host by name (NAME: \${NAME}): a value in
+the client config is never copied into a profile. Each profile starts with a comment saying
+where it came from and what to review.
+
+Every profile is checked by the same loader as "hintbox run" before anything is written; if one
+fails, nothing is written (exit 2). Existing profiles are not overwritten without --force.
+
+Options:
+  --out DIR    the folder to write <name>.yaml into (default: hintbox/ beside <file>)
+  --rewrite    also rewrite the client config: each imported entry then runs
+               "<this hintbox> run <absolute profile path>" with its env as it was; the
+               original is kept beside it as <file>.hintbox-backup (or …-backup-<time> when
+               that exists); entries not imported are left as they were
+  --force      overwrite existing profiles
+  -h, --help   this help
+
+Then, for each profile: review its header, "hintbox approve <profile> --all", "hintbox plan <profile>".`;
+
+/** Stands in, while a draft is checked, for a variable the client will pass at run time. */
+const PLACEHOLDER = 'hintbox-import-check';
+
+export const importCommand: CommandSpec = {
+  help: HELP,
+  options: {
+    out: { type: 'string' },
+    rewrite: { type: 'boolean' },
+    force: { type: 'boolean' },
+  },
+  run({ positionals, values }) {
+    return Promise.resolve(importFile(positionals, values));
+  },
+};
+
+/** The command's work (it awaits nothing: files only). */
+function importFile(positionals: string[], values: Record<string, unknown>): number {
+  if (positionals.length !== 1) {
+    throw new UsageError(`import: expected one file, got ${positionals.length} (see hintbox import --help)`);
+  }
+  const file = path.resolve(positionals[0] as string);
+  const json = readJson(file);
+  let plan: ImportPlan;
+  try {
+    plan = planImport(json, file);
+  } catch (error) {
+    if (error instanceof ImportSourceError) throw new UsageError(`import: ${error.message}`);
+    throw error;
+  }
+  if (values.rewrite && plan.section === undefined) {
+    throw new UsageError(`import: --rewrite rewrites a client config; ${file} is an MCP registry entry`);
+  }
+  const out = path.resolve((values.out as string | undefined) ?? path.join(path.dirname(file), 'hintbox'));
+  const drafts = plan.outcomes.flatMap((o) => ('draft' in o ? [o.draft] : []));
+  const written = drafts.map((draft) => ({
+    draft,
+    file: path.join(out, `${draft.name}.yaml`),
+    text: renderProfile(draft),
+  }));
+
+  const present = written.filter((w) => existsSync(w.file)).map((w) => w.file);
+  if (present.length > 0 && !values.force) {
+    throw new UsageError(
+      `import: ${present.join(', ')} exist${present.length === 1 ? 's' : ''}; nothing written (--force overwrites)`,
+    );
+  }
+  // Checked as "hintbox run" will load them, before anything is written.
+  const problems: ProfileProblem[] = written.flatMap(({ draft, file: target, text }) =>
+    checkDraft(draft, target, text),
+  );
+  if (problems.length > 0) throw new ProfileError(problems);
+
+  const launch = values.rewrite ? hintboxLaunch() : undefined;
+  let rewritten: string | undefined;
+  if (launch && plan.section && written.length > 0) {
+    try {
+      rewritten = configText(
+        rewriteClientConfig(
+          json as Record<string, unknown>,
+          plan.section,
+          written.map(({ draft, file: profile }) => ({ key: draft.key, profile, addEnv: draft.clientEnv })),
+          launch,
+        ),
+      );
+    } catch (error) {
+      if (error instanceof RewriteError) throw new UsageError(`import: --rewrite: ${error.message}; nothing written`);
+      throw error;
+    }
+  }
+
+  const print = (line: string): void => void process.stdout.write(`${line}\n`);
+  print(`${SOURCE_LABEL[plan.kind]}: ${file}`);
+  for (const outcome of plan.outcomes) {
+    if ('skipped' in outcome) print(`  skipped ${outcome.skipped.key}: ${outcome.skipped.reason}`);
+  }
+  if (written.length === 0) throw new HintboxError('import: nothing to import: every server was skipped');
+  // The backup first: a config that cannot be kept is not rewritten, and nothing is written.
+  const backup = rewritten === undefined ? undefined : keepBackup(file);
+  mkdirSync(out, { recursive: true });
+  for (const { draft, file: target, text } of written) {
+    writeFileAtomic(target, text);
+    print(`  wrote ${target} (${draft.key}: ${draft.runs})`);
+  }
+  if (rewritten !== undefined) {
+    writeFileAtomic(file, rewritten, statSync(file).mode & 0o777);
+    print(`  rewrote ${file}: ${written.map((w) => w.draft.key).join(', ')} now run hintbox (the original: ${backup})`);
+  }
+  print('Next, for each profile: read its header (network, mounts, trust), then');
+  for (const { file: target } of written) print(`  hintbox approve ${target} --all && hintbox plan ${target}`);
+  const variables = [...new Set(written.flatMap((w) => w.draft.hostVariables))];
+  if (variables.length > 0 && rewritten === undefined) {
+    print(
+      `The profiles read ${variables.join(', ')} from the environment hintbox runs with: ` +
+        "set them there (the client's entry that starts hintbox passes its env).",
+    );
+  }
+  return 0;
+}
+
+function readJson(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new UsageError(`import: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new UsageError(
+      `import: ${file} is not JSON (comments and trailing commas are not read): ${(error as Error).message}`,
+    );
+  }
+}
+
+/** The loader's problems with a draft, as if written at `target`; variables the client passes stand in. */
+function checkDraft(draft: ProfileDraft, target: string, text: string): ProfileProblem[] {
+  const vars: Record<string, string | undefined> = { ...processVariables(), CWD: process.cwd() };
+  for (const name of draft.hostVariables) vars[name] ??= PLACEHOLDER;
+  try {
+    loadProfile(target, { text, vars });
+    return [];
+  } catch (error) {
+    if (error instanceof ProfileError) return error.problems;
+    throw error;
+  }
+}
+
+/** This hintbox as a client starts it: its bin (absolute, links resolved), or node with it. */
+function hintboxLaunch(): HintboxLaunch {
+  const bin = realpathSync(path.resolve(process.argv[1] ?? ''));
+  try {
+    accessSync(bin, constants.X_OK);
+    return { command: bin, args: [] };
+  } catch {
+    return { command: process.execPath, args: [bin] };
+  }
+}
+
+/** Copies the config beside itself, byte for byte, under a name no earlier backup has. */
+function keepBackup(file: string): string {
+  const first = `${file}.hintbox-backup`;
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  for (const candidate of [first, `${first}-${stamp}`, `${first}-${stamp}-${process.pid}`]) {
+    try {
+      copyFileSync(file, candidate, constants.COPYFILE_EXCL);
+      return candidate;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+  }
+  throw new HintboxError(`import: cannot keep a backup of ${file}: every backup name is taken`);
+}
