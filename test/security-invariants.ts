@@ -290,6 +290,28 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
     ],
   },
   {
+    id: 'EGRESS-HOSTS',
+    statement:
+      "With network hosts by name, a sandbox reaches only its class's host:port entries, through its egress proxy: not an unlisted host or port, not the engine's host or gateways, not a private or metadata address unless listed by address; a direct connection and DNS fail; each refusal is audited.",
+    tests: [
+      {
+        file: 'integration/egress.test.ts',
+        title: 'lets an open-world tool reach only listed hosts, through the proxy alone',
+      },
+    ],
+  },
+  {
+    id: 'EGRESS-BACKEND',
+    statement:
+      "A closed-world tool of a server with hosts by name reaches only the server's backend; asking for another host is a hint violation that makes the server untrusted.",
+    tests: [
+      {
+        file: 'integration/egress.test.ts',
+        title: "lets a closed-world tool reach the server's backend and nothing else; trying is a hint violation",
+      },
+    ],
+  },
+  {
     id: 'CEILING',
     statement:
       "Hints only narrow the profile's ceiling: no hint, override or missing annotation gets a tool more than the profile grants.",
