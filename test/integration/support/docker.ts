@@ -180,4 +180,16 @@ export async function eventually(check: () => Promise<boolean>, ms = 15_000, wha
 /** After a suite: no container of its hintbox processes (or of a dead one) may remain. */
 export async function assertNoLeftovers(): Promise<void> {
   await eventually(async () => (await allHintboxContainers()).length === 0, 15_000, 'no hintbox containers left');
+  // The class networks of egress proxies, by the same rule as containers.
+  const { docker: d } = await docker();
+  const alive = makeIsOwnerAlive(HOSTNAME);
+  const networks = (await d.listNetworks({ filters: { label: [LABEL_SESSION] } })).filter((n) => {
+    const pid = Number(n.Labels?.[LABEL_OWNER_PID]);
+    return n.Labels?.[LABEL_OWNER_HOST] !== HOSTNAME || ownHintboxPids.has(pid) || !alive(HOSTNAME, pid);
+  });
+  assert.deepEqual(
+    networks.map((n) => n.Name),
+    [],
+    'no hintbox networks left',
+  );
 }
