@@ -86,7 +86,8 @@ export function parseSquidLogLine(line: string): EgressRequest | undefined {
   const match = new RegExp(`^${LOG_TAG} (\\S+) (\\d{3}|-) (\\S+) (\\S+) (\\d+|-)\\s*$`).exec(line.trim());
   if (!match) return undefined;
   const [, status = '', code = '', method = '', host = '', port = ''] = match;
-  const denied = status.includes('DENIED') || code === '403';
+  // NONE_…: the proxy did not even take it (a malformed request): not let through either.
+  const denied = status.includes('DENIED') || code === '403' || status.startsWith('NONE');
   const defaultPort = method === 'CONNECT' ? 443 : 80;
   return { allowed: !denied, method, host, port: port === '-' ? defaultPort : Number(port) };
 }
