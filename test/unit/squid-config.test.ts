@@ -1,0 +1,142 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { parseEgressHosts } from '../../src/policy/egress-hosts.js';
+import { ALWAYS_DENIED, SQUID_PORT, parseSquidLogLine, squidConfig } from '../../src/engine/docker/squid-config.js';
+
+const CONFIG = squidConfig({
+  hosts: parseEgressHosts(['api.example.com:443', '*.example.com:8443', '198.51.100.7:80', '[2001:db8::1]:443']),
+  clients: ['10.213.0.0/24'],
+  hostAddresses: ['172.17.0.1', 'fd00::1', '192.0.2.0/24'],
+});
+const LINES = CONFIG.trimEnd().split('\n');
+
+function indexOf(line: string): number {
+  const i = LINES.indexOf(line);
+  assert.ok(i >= 0, `the config has the line ${line}`);
+  return i;
+}
+
+function aclLine(name: string): string {
+  const line = LINES.find((l) => l.startsWith(`acl ${name} `));
+  assert.ok(line, `acl ${name} is defined`);
+  return line;
+}
+
+describe('squidConfig', () => {
+  it('orders the rules: clients, addresses, always denied, names, deny all', () => {
+    const access = LINES.filter((l) => l.startsWith('http_access '));
+    const clients = indexOf('http_access deny !hintbox_clients');
+    const denied = indexOf('http_access deny hintbox_denied');
+    const all = indexOf('http_access deny all');
+    assert.ok(clients < indexOf('http_access allow hintbox_host_2 hintbox_host_2_port'));
+    assert.ok(indexOf('http_access allow hintbox_host_3 hintbox_host_3_port') < denied);
+    assert.ok(denied < indexOf('http_access allow hintbox_host_0 hintbox_host_0_port'));
+    assert.ok(indexOf('http_access allow hintbox_host_1 hintbox_host_1_port') < all);
+    assert.equal(access.at(-1), 'http_access deny all');
+  });
+
+  it('serves only the class network, on its port', () => {
+    assert.equal(aclLine('hintbox_clients'), 'acl hintbox_clients src 10.213.0.0/24');
+    indexOf(`http_port ${SQUID_PORT}`);
+  });
+
+  it('always denies loopback, link-local, private and unique-local ranges, and the host addresses', () => {
+    const denied = aclLine('hintbox_denied').split(' ').slice(3);
+    for (const range of [
+      '169.254.0.0/16',
+      '10.0.0.0/8',
+      '172.16.0.0/12',
+      '192.168.0.0/16',
+      '127.0.0.0/8',
+      'fc00::/7',
+      'fe80::/10',
+    ]) {
+      assert.ok(ALWAYS_DENIED.includes(range), range);
+      assert.ok(denied.includes(range), range);
+    }
+    assert.ok(denied.includes('172.17.0.1/32'));
+    assert.ok(denied.includes('fd00::1/128'));
+    assert.ok(denied.includes('192.0.2.0/24'), 'a subnet stays as given');
+  });
+
+  it('names each entry by kind; addresses as /32 or /128, with their port', () => {
+    assert.match(aclLine('hintbox_host_0'), /^acl hintbox_host_0 dstdomain (?:-n )?api\.example\.com$/);
+    assert.equal(aclLine('hintbox_host_0_port'), 'acl hintbox_host_0_port port 443');
+    assert.equal(aclLine('hintbox_host_1_port'), 'acl hintbox_host_1_port port 8443');
+    assert.match(aclLine('hintbox_host_2'), /^acl hintbox_host_2 dst (?:-n )?198\.51\.100\.7\/32$/);
+    assert.equal(aclLine('hintbox_host_2_port'), 'acl hintbox_host_2_port port 80');
+    assert.match(aclLine('hintbox_host_3'), /^acl hintbox_host_3 dst (?:-n )?2001:db8::1\/128$/);
+  });
+
+  it('a wildcard is a dstdom_regex for subdomains that does not match the apex', () => {
+    const line = aclLine('hintbox_host_1');
+    const match = /^acl hintbox_host_1 dstdom_regex (?:-n )?-i (\S+)$/.exec(line);
+    assert.ok(match, line);
+    const re = new RegExp(match[1]!, 'i');
+    assert.equal(re.test('a.example.com'), true);
+    assert.equal(re.test('a.b.Example.COM'), true);
+    assert.equal(re.test('example.com'), false);
+    assert.equal(re.test('evilexample.com'), false);
+    assert.equal(re.test('a.example.com.evil.test'), false);
+    assert.equal(re.test('a.exampleXcom'), false, 'the dot is escaped');
+  });
+
+  it('without hosts, nothing is allowed', () => {
+    const lines = squidConfig({ hosts: [], clients: ['10.0.0.0/24'], hostAddresses: [] }).split('\n');
+    const access = lines.filter((l) => l.startsWith('http_access '));
+    assert.deepEqual(
+      access.filter((l) => l.startsWith('http_access allow')),
+      [],
+    );
+    assert.equal(access.at(-1), 'http_access deny all');
+  });
+});
+
+describe('parseSquidLogLine', () => {
+  it('reads a denied CONNECT', () => {
+    assert.deepEqual(parseSquidLogLine('hintbox-egress TCP_DENIED 403 CONNECT example.com 443'), {
+      allowed: false,
+      method: 'CONNECT',
+      host: 'example.com',
+      port: 443,
+    });
+  });
+
+  it('reads an allowed GET and an allowed tunnel', () => {
+    assert.deepEqual(parseSquidLogLine('hintbox-egress TCP_MISS 200 GET allowed.test 8080'), {
+      allowed: true,
+      method: 'GET',
+      host: 'allowed.test',
+      port: 8080,
+    });
+    assert.deepEqual(parseSquidLogLine('hintbox-egress TCP_TUNNEL 200 CONNECT allowed.test 8080\n'), {
+      allowed: true,
+      method: 'CONNECT',
+      host: 'allowed.test',
+      port: 8080,
+    });
+  });
+
+  it('a 403 or a NONE status is not let through', () => {
+    assert.equal(parseSquidLogLine('hintbox-egress TCP_MISS 403 GET a.test 80')?.allowed, false);
+    assert.equal(parseSquidLogLine('hintbox-egress NONE_NONE 400 GET a.test 80')?.allowed, false);
+  });
+
+  it('a missing port is the method default', () => {
+    assert.equal(parseSquidLogLine('hintbox-egress TCP_DENIED 403 CONNECT a.test -')?.port, 443);
+    assert.equal(parseSquidLogLine('hintbox-egress TCP_DENIED 403 GET a.test -')?.port, 80);
+  });
+
+  it('other lines are undefined', () => {
+    for (const line of [
+      '',
+      '2026/12/01 12:00:00| Starting Squid Cache version 6',
+      'hintbox-egress TCP_MISS 200 GET allowed.test',
+      'other-tag TCP_MISS 200 GET allowed.test 8080',
+      'hintbox-egress TCP_MISS 200 GET allowed.test 8080 extra',
+      'hintbox-egress TCP_MISS abc GET allowed.test 8080',
+    ]) {
+      assert.equal(parseSquidLogLine(line), undefined, line);
+    }
+  });
+});
