@@ -11,9 +11,9 @@ import {
 import { ceilingOf } from '../profile/profile-ceiling.js';
 import type { Profile } from '../profile/load-profile.js';
 import { sandboxUserIds, type EgressRequest, type SessionIdentity } from '../engine/sandbox-engine.js';
-import { parseEgressHosts } from '../policy/egress-hosts.js';
+import { parseEgressHosts, type EgressHost } from '../policy/egress-hosts.js';
 import { egressViolation } from '../policy/egress-violation.js';
-import { reportHintViolation } from './hint-violation.js';
+import { reportHintViolation, type HintViolationReport } from './hint-violation.js';
 import { databaseAdminUrl } from '../database/database-env.js';
 import { SessionDatabase } from '../database/session-database.js';
 import type { PrivilegeViolation } from '../database/socket-relay.js';
@@ -67,11 +67,15 @@ export class HintboxSession implements AsyncDisposable {
   /** A cold start's discovery in the background (`openFromLock`); `discovered` once it answered. */
   private verifying?: Promise<void>;
   private discovered = false;
+  /** The server's backend (`network.backend`), parsed once: what its closed-world tools may reach. */
+  private readonly backend: readonly EgressHost[];
 
   private constructor(private readonly options: SessionOptions) {
     // Who its sandboxes run as, looked up once: a workspace that user cannot write stops it here, before anything starts.
     const defaultUser = defaultSandboxUser(options.profile);
     assertWritableMounts(options.profile, sandboxUserIds(options.profile, defaultUser));
+    const network = options.profile.network;
+    this.backend = typeof network === 'object' ? parseEgressHosts(network.backend) : [];
     this.sessionId = options.sessionId ?? newSessionId();
     this.identity = sessionIdentity(this.sessionId);
     this.trust = new ServerTrustState(options.profile.trust);
@@ -372,10 +376,18 @@ export class HintboxSession implements AsyncDisposable {
   /** Postgres refused a sandbox's session: a hint violation; the server is untrusted from now on. */
   private onDatabaseViolation(sandboxId: string, role: string, violation: PrivilegeViolation): void {
     const reason = reportDatabaseViolation({
-      sandboxId,
       role,
       violation,
       privilege: this.sandboxes.grants.get(sandboxId)?.database,
+      ...this.violationReport(sandboxId),
+    });
+    this.loseTrust(reason);
+  }
+
+  /** What every hint violation of a sandbox is reported with: its calls in flight (marked), its planned tools, the session. */
+  private violationReport(sandboxId: string): Omit<HintViolationReport, 'text'> {
+    return {
+      sandboxId,
       running: (sandbox, violation) =>
         [...this.gateways.keys()].flatMap((gateway) => gateway.noteHintViolation(sandbox, violation)),
       planned: (this.plan as SandboxPlan | undefined)?.sandboxes.find((s) => s.id === sandboxId)?.tools ?? [],
@@ -383,8 +395,7 @@ export class HintboxSession implements AsyncDisposable {
       session: this.sessionId,
       log: this.options.log,
       ...(this.options.audit ? { audit: this.options.audit } : {}),
-    });
-    this.loseTrust(reason);
+    };
   }
 
   /** The server broke a hint: untrusted for the rest of the session (through a gateway's guard, which audits it). */
@@ -420,27 +431,14 @@ export class HintboxSession implements AsyncDisposable {
     } else {
       this.options.log.debug(`egress: sandbox ${sandboxId} reached ${target}`);
     }
-    const network = this.profile.network;
     const text = egressViolation({
       request,
       tools: inFlight.length ? inFlight : planned,
       closedWorld: (tool) => plan?.tools.find((t) => t.name === tool)?.effective.openWorldHint === false,
-      backend: typeof network === 'object' ? parseEgressHosts(network.backend) : [],
+      backend: this.backend,
     });
     if (!text) return;
-    this.loseTrust(
-      reportHintViolation({
-        sandboxId,
-        text,
-        running: (sandbox, violation) =>
-          [...this.gateways.keys()].flatMap((gateway) => gateway.noteHintViolation(sandbox, violation)),
-        planned,
-        server: this.profile.name,
-        session: this.sessionId,
-        log: this.options.log,
-        ...(this.options.audit ? { audit: this.options.audit } : {}),
-      }),
-    );
+    this.loseTrust(reportHintViolation({ ...this.violationReport(sandboxId), text }));
   }
 
   /**
