@@ -31,7 +31,8 @@ export function parseEgressHost(entry: string): EgressHost | { error: string } {
   const host = rawHost.toLowerCase();
   if (host.startsWith('*.')) {
     const suffix = host.slice(2);
-    return NAME.test(suffix) && suffix.includes('.')
+    // No top-level domain is all digits: a suffix that ends so (`*.2.3.4`) would match addresses by their text.
+    return NAME.test(suffix) && suffix.includes('.') && !/(^|\.)\d+$/.test(suffix)
       ? { kind: 'subdomains', suffix, port }
       : { error: `${rawHost}: a wildcard is "*." before a domain of at least two labels (*.example.com)` };
   }
