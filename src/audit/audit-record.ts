@@ -166,6 +166,8 @@ export type AuditEvent =
       host: string;
       port: number;
       method: string;
+      /** Refusals of the sandbox before this one that were over the audit's budget and left out. */
+      skipped?: number;
     }
   | {
       /** A read of the client (resources/read, prompts/get, completion/complete, …), once answered. */

@@ -1,3 +1,4 @@
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { UsageError } from '../util/hintbox-error.js';
@@ -68,6 +69,12 @@ export const ENVIRONMENT_VARIABLES: readonly EnvironmentVariable[] = [
       'the engine network(s), comma-separated, the egress proxies of profiles with network hosts (allow, backend) reach out on',
     default: 'bridge',
   },
+  {
+    name: 'HINTBOX_EGRESS_DNS',
+    meaning:
+      'the DNS servers (addresses, comma-separated) the egress proxies resolve listed names with; they are asked only for listed names',
+    default: "the engine's (the host's resolvers)",
+  },
 ];
 
 /** hintbox's environment, parsed and checked. */
@@ -92,6 +99,8 @@ export interface HintboxEnvironment {
   inContainer: boolean | undefined;
   /** `HINTBOX_EGRESS_NETWORK`: the engine networks egress proxies reach out on. Default `['bridge']`. */
   egressNetworks: string[];
+  /** `HINTBOX_EGRESS_DNS`: the resolvers of the egress proxies; empty: the engine's. */
+  egressDns: string[];
 }
 
 /** Variables by name, as `process.env` holds them. */
@@ -152,6 +161,12 @@ export function readEnvironment(variables: Variables): { environment: HintboxEnv
     );
   }
 
+  const dnsText = get('HINTBOX_EGRESS_DNS');
+  const egressDns = dnsText === undefined ? [] : dnsText.split(',').map((n) => n.trim());
+  if (egressDns.some((address) => net.isIP(address) === 0)) {
+    problems.push(`HINTBOX_EGRESS_DNS: expected IP addresses, comma-separated, got ${JSON.stringify(dnsText)}`);
+  }
+
   const inContainerText = get('HINTBOX_IN_CONTAINER');
   if (inContainerText !== undefined && inContainerText !== '1' && inContainerText !== '0') {
     problems.push(`HINTBOX_IN_CONTAINER: expected 1 or 0, got ${JSON.stringify(inContainerText)}`);
@@ -169,6 +184,7 @@ export function readEnvironment(variables: Variables): { environment: HintboxEnv
       debianMirror,
       inContainer: inContainerText === '1' ? true : inContainerText === '0' ? false : undefined,
       egressNetworks,
+      egressDns: problems.some((p) => p.startsWith('HINTBOX_EGRESS_DNS')) ? [] : egressDns,
     },
     problems,
   };

@@ -69,6 +69,9 @@ export interface EgressRequest {
   /** As the sandbox named it: a host name or an address. */
   host: string;
   port: number;
+  /** When the proxy took the request and when it was done with it (ms since the epoch), if it says. */
+  startedAt?: number;
+  endedAt?: number;
 }
 
 /** A sandbox whose server runs, with an initialized MCP client on its stdio. */

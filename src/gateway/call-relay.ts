@@ -119,12 +119,9 @@ export class CallRelay {
     for (const id of this.admitting) this.cancelledWhileAdmitting.add(id);
   }
 
-  /** The tools of the calls in flight in a sandbox (by its class), oldest first. */
-  toolsIn(sandbox: string): string[] {
-    return this.pending
-      .list()
-      .filter((call) => call.sandbox === sandbox)
-      .map((call) => call.tool);
+  /** The tools of the calls in a sandbox that ran at some time in `[from, to]`: see `PendingCalls.toolsDuring`. */
+  toolsDuring(sandbox: string, from: number, to: number): string[] {
+    return this.pending.toolsDuring(sandbox, from, to);
   }
 
   /** The calls in flight in an upstream, oldest first: what its server's requests bind to. */
@@ -241,6 +238,7 @@ export class CallRelay {
           clientId,
           upstreamId,
           seq: nextSequence(),
+          startedAt: Date.now(),
           upstream,
           activity,
           sandbox: routed.sandbox,

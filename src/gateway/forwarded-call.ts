@@ -24,6 +24,8 @@ export interface PendingCall {
   progressKey?: string;
   /** When it was admitted, in the process's order (the oldest call binds its server's requests). */
   seq: number;
+  /** When it was forwarded (ms since the epoch): what the sandbox did from then on may be its doing. */
+  startedAt: number;
   timer?: NodeJS.Timeout;
   /** The call's audit record, when a gatekeeper admitted it. */
   auditId?: string;
@@ -143,10 +145,26 @@ export function diedResult(call: PendingCall, serverName: string, detail?: strin
   );
 }
 
+/** A call that was settled lately: what a sandbox did in its time may still be reported after it. */
+interface EndedCall {
+  sandbox: string;
+  tool: string;
+  startedAt: number;
+  endedAt: number;
+}
+
+/** How long, and how many, settled calls are kept for `toolsDuring`. */
+const ENDED_KEPT_MS = 60_000;
+const ENDED_KEPT = 256;
+
 /** The forwarded calls not yet answered, by hintbox's upstream id and by the client's id. */
 export class PendingCalls {
   private readonly byUpstreamId = new Map<string, PendingCall>();
   private readonly byClientId = new Map<RequestId, PendingCall>();
+  /** Settled calls of the last minute (at most `ENDED_KEPT`), oldest first. */
+  private readonly ended: EndedCall[] = [];
+
+  constructor(private readonly now: () => number = Date.now) {}
 
   add(call: PendingCall): void {
     this.byUpstreamId.set(call.upstreamId, call);
@@ -165,7 +183,26 @@ export class PendingCalls {
     if (!this.byUpstreamId.delete(call.upstreamId)) return false;
     // A client that reused the id of a call in flight: the newer call keeps it.
     if (this.byClientId.get(call.clientId) === call) this.byClientId.delete(call.clientId);
+    const endedAt = this.now();
+    this.ended.push({ sandbox: call.sandbox, tool: call.tool, startedAt: call.startedAt, endedAt });
+    while (this.ended.length > ENDED_KEPT || (this.ended[0] && this.ended[0].endedAt < endedAt - ENDED_KEPT_MS)) {
+      this.ended.shift();
+    }
     return true;
+  }
+
+  /**
+   * The tools of the calls in a sandbox whose time overlaps `[from, to]` (ms since the epoch),
+   * oldest first, each tool once: those still in flight that started by `to`, and those settled
+   * in the last minute that ended at `from` or later. What a sandbox reports late (a proxy's log
+   * line written after the call was answered) still finds the call that was running.
+   */
+  toolsDuring(sandbox: string, from: number, to: number): string[] {
+    const running = this.list()
+      .filter((call) => call.sandbox === sandbox && call.startedAt <= to)
+      .map((call) => ({ tool: call.tool, startedAt: call.startedAt }));
+    const ended = this.ended.filter((c) => c.sandbox === sandbox && c.startedAt <= to && c.endedAt >= from);
+    return [...new Set([...ended, ...running].sort((a, b) => a.startedAt - b.startedAt).map((c) => c.tool))];
   }
 
   has(call: PendingCall): boolean {

@@ -297,9 +297,9 @@ export class Gateway {
     return this.shared.pool.holdFrozenDuring(sandboxIds, work);
   }
 
-  /** The tools with calls in flight in a sandbox (see `CallRelay.toolsIn`). */
-  toolsInFlight(sandbox: string): string[] {
-    return this.relay.toolsIn(sandbox);
+  /** The tools of the calls in a sandbox that ran at some time in `[from, to]` (ms since the epoch). */
+  toolsDuring(sandbox: string, from: number, to: number): string[] {
+    return this.relay.toolsDuring(sandbox, from, to);
   }
 
   /** See `CallRelay.noteHintViolation`. */

@@ -13,6 +13,7 @@ import type { Profile } from '../profile/load-profile.js';
 import { sandboxUserIds, type EgressRequest, type SessionIdentity } from '../engine/sandbox-engine.js';
 import { parseEgressHosts, type EgressHost } from '../policy/egress-hosts.js';
 import { egressViolation } from '../policy/egress-violation.js';
+import { EventBudget } from '../util/event-budget.js';
 import { reportHintViolation, type HintViolationReport } from './hint-violation.js';
 import { databaseAdminUrl } from '../database/database-env.js';
 import { SessionDatabase } from '../database/session-database.js';
@@ -34,6 +35,12 @@ import { SessionOffers } from './session-offers.js';
 import { routesOf, type ToolRoutes } from './tool-routes.js';
 
 export type { GatewaySettings, SessionOptions } from './session-options.js';
+
+/** When no call ran while the proxy had a request: how far either side to look for the one that made it. */
+const EGRESS_SLACK_MS = 250;
+/** Refused requests written to the audit trail per sandbox: a burst, then so many a second (the rest counted). */
+const EGRESS_RECORDS_BURST = 100;
+const EGRESS_RECORDS_PER_SECOND = 10;
 
 /**
  * One server under hintbox: it orders the start (checks, database, image, discovery, plan,
@@ -69,6 +76,8 @@ export class HintboxSession implements AsyncDisposable {
   private discovered = false;
   /** The server's backend (`network.backend`), parsed once: what its closed-world tools may reach. */
   private readonly backend: readonly EgressHost[];
+  /** Per sandbox: how many refusals are written down (a server can make them by the thousand). */
+  private readonly egressBudgets = new Map<string, EventBudget>();
 
   private constructor(private readonly options: SessionOptions) {
     // Who its sandboxes run as, looked up once: a workspace that user cannot write stops it here, before anything starts.
@@ -410,13 +419,29 @@ export class HintboxSession implements AsyncDisposable {
    * violation (the server is untrusted from then on).
    */
   private onEgress(sandboxId: string, request: EgressRequest): void {
-    const inFlight = [...this.gateways.keys()].flatMap((gateway) => gateway.toolsInFlight(sandboxId));
+    // The proxy logs a request when it is done with it, often after the call that made it was
+    // answered: the calls are those that ran while the proxy had it; failing any, those just around it.
+    const now = Date.now();
+    const during = (slack: number): string[] => [
+      ...new Set(
+        [...this.gateways.keys()].flatMap((gateway) =>
+          gateway.toolsDuring(sandboxId, (request.startedAt ?? now) - slack, (request.endedAt ?? now) + slack),
+        ),
+      ),
+    ];
+    const exact = during(0);
+    const inFlight = exact.length > 0 ? exact : during(EGRESS_SLACK_MS);
     const plan = this.plan as SandboxPlan | undefined;
     const planned = plan?.sandboxes.find((s) => s.id === sandboxId)?.tools ?? [];
     const target = `${request.method} ${request.host}:${request.port}`;
-    if (!request.allowed) {
+    const budget =
+      this.egressBudgets.get(sandboxId) ?? new EventBudget(EGRESS_RECORDS_BURST, EGRESS_RECORDS_PER_SECOND);
+    this.egressBudgets.set(sandboxId, budget);
+    const take = request.allowed ? undefined : budget.take();
+    if (take?.record) {
+      const more = take.skipped ? ` (and ${take.skipped} more refused, not written down)` : '';
       this.options.log.warn(
-        `egress refused: sandbox ${sandboxId} (${inFlight.join(', ') || 'no call in flight'}) asked for ${target}`,
+        `egress refused: sandbox ${sandboxId} (${inFlight.join(', ') || 'no call in flight'}) asked for ${target}${more}`,
       );
       this.options.audit?.recordEvent?.({
         type: 'egress.denied',
@@ -427,8 +452,9 @@ export class HintboxSession implements AsyncDisposable {
         host: request.host,
         port: request.port,
         method: request.method,
+        ...(take.skipped ? { skipped: take.skipped } : {}),
       });
-    } else {
+    } else if (request.allowed) {
       this.options.log.debug(`egress: sandbox ${sandboxId} reached ${target}`);
     }
     const text = egressViolation({

@@ -23,22 +23,41 @@ import { hintboxCommand, outcomeOf, runHintbox, writeProfile } from './support/h
  * Every refusal is paired with a control that shows the same canary answering where it may.
  */
 const X = 40 + (process.pid % 200);
-const INTERNET = { name: `hintbox-test-internet-${process.pid}`, subnet: `198.18.${X}.0/24` };
+// Its name ends in a listed wildcard's domain: the engine's DNS names every container on it
+// `<container>.<network>` by reverse lookup, as the owner of an address on the internet names it as they like.
+const INTERNET = { name: `hintbox-test-internet-${process.pid}.wild.test`, subnet: `198.18.${X}.0/24` };
 const PRIVATE = { name: `hintbox-test-private-${process.pid}`, subnet: `10.213.${X}.0/24` };
 const METADATA = { name: `hintbox-test-metadata-${process.pid}`, subnet: '169.254.169.0/24' };
 const PRIVATE_IP = `10.213.${X}.5`;
 const METADATA_IP = '169.254.169.254';
+/** The DNS server the proxies are given (HINTBOX_EGRESS_DNS): it logs every name it is asked. */
+const DNS_IP = `198.18.${X}.53`;
 const PORT = 8080;
 
 /** Answers every request with its own name: a canary tells which host a request reached. */
 const canaryScript = (name: string): string =>
   `require('http').createServer((q, r) => r.end('canary ${name} ' + q.url)).listen(${PORT}, () => console.log('listening'))`;
 
+/** A DNS server that prints each name it is asked for (`asked <name>`) and answers that it does not exist. */
+const dnsCanaryScript = `
+const socket = require('dgram').createSocket('udp4');
+socket.on('message', (query, from) => {
+  const labels = [];
+  for (let i = 12; i < query.length && query[i] !== 0; i += query[i] + 1) labels.push(query.subarray(i + 1, i + 1 + query[i]).toString());
+  console.log('asked ' + labels.join('.').toLowerCase());
+  const answer = Buffer.from(query);
+  answer.writeUInt16BE(0x8183, 2); // a response, recursion available, NXDOMAIN
+  answer.writeUInt16BE(0, 6); answer.writeUInt16BE(0, 8); answer.writeUInt16BE(0, 10);
+  socket.send(answer, from.port, from.address);
+});
+socket.bind(53, () => console.log('listening'));`;
+
 interface Canary {
   name: string;
   network: string;
   ip?: string;
   aliases?: string[];
+  script?: string;
 }
 
 describe('network by host name: the egress proxy', { timeout: 600_000 }, () => {
@@ -70,12 +89,13 @@ describe('network by host name: the egress proxy', { timeout: 600_000 }, () => {
       { name: 'backend', network: INTERNET.name, aliases: ['backend.test'] },
       { name: 'private', network: PRIVATE.name, ip: PRIVATE_IP, aliases: ['private.test'] },
       { name: 'metadata', network: METADATA.name, ip: METADATA_IP },
+      { name: 'dns', network: INTERNET.name, ip: DNS_IP, script: dnsCanaryScript },
     ];
     for (const canary of canaries) {
       const container = await d.createContainer({
         Image: CANARY_IMAGE,
         name: `hintbox-test-canary-${canary.name}-${process.pid}`,
-        Entrypoint: ['node', '-e', canaryScript(canary.name)],
+        Entrypoint: ['node', '-e', canary.script ?? canaryScript(canary.name)],
         Labels: { 'hintbox-test': 'egress' },
         HostConfig: { NetworkMode: canary.network },
         NetworkingConfig: {
@@ -98,6 +118,7 @@ describe('network by host name: the egress proxy', { timeout: 600_000 }, () => {
     hostPort = (hostListener.address() as AddressInfo).port;
     // Controls: every canary, and the host's service at the gateway, answer whoever may reach them.
     for (const [name, ip] of ips) {
+      if (name === 'dns') continue;
       await eventually(
         async () => (await get(`http://${ip}:${PORT}/`)) === `canary ${name} /`,
         20_000,
@@ -111,7 +132,13 @@ describe('network by host name: the egress proxy', { timeout: 600_000 }, () => {
       server: { image: EGRESS_IMAGE },
       trust: 'trusted',
       network: {
-        allow: [`allowed.test:${PORT}`, `*.wild.test:${PORT}`, `private.test:${PORT}`, `${METADATA_IP}:${PORT}`],
+        allow: [
+          `allowed.test:${PORT}`,
+          `*.wild.test:${PORT}`,
+          `private.test:${PORT}`,
+          `${METADATA_IP}:${PORT}`,
+          `elsewhere-${process.pid}.test:${PORT}`, // on no engine network: the DNS canary is asked
+        ],
         backend: [`backend.test:${PORT}`],
       },
     });
@@ -126,14 +153,23 @@ describe('network by host name: the egress proxy', { timeout: 600_000 }, () => {
 
   const env = (): Record<string, string> => ({
     HINTBOX_EGRESS_NETWORK: [INTERNET.name, PRIVATE.name, METADATA.name].join(','),
+    HINTBOX_EGRESS_DNS: DNS_IP,
   });
+
+  /** The names the DNS canary was asked for so far. */
+  const askedNames = async (): Promise<string[]> => {
+    const { docker: d } = await docker();
+    const dns = made.containers[made.containers.length - 1]!;
+    const logs = (await d.getContainer(dns.id).logs({ stdout: true, stderr: false })).toString('latin1');
+    return [...logs.matchAll(/asked (\S+)/g)].map((m) => m[1]!);
+  };
 
   it('plans the hosts each sandbox reaches: open-world tools allow and backend, closed-world ones the backend', async () => {
     const { code, stdout, stderr } = await hintboxCommand(['plan', profile], env());
     assert.equal(code, 0, stderr);
     assert.match(
       stdout,
-      /sandbox nomounts-egress: network only through hintbox's egress proxy, to \*\.wild\.test:8080, 169\.254\.169\.254:8080, allowed\.test:8080, backend\.test:8080, private\.test:8080;/,
+      /sandbox nomounts-egress: network only through hintbox's egress proxy, to \*\.wild\.test:8080, 169\.254\.169\.254:8080, allowed\.test:8080, backend\.test:8080, elsewhere-\d+\.test:8080, private\.test:8080;/,
     );
     assert.match(
       stdout,
@@ -166,11 +202,31 @@ describe('network by host name: the egress proxy', { timeout: 600_000 }, () => {
       assert.equal((result.value as { status?: number } | undefined)?.status, 403, `${url}: ${JSON.stringify(result)}`);
     };
     await refused(`http://unlisted.test:${PORT}/`);
+    // A bare address is not matched by the name its reverse DNS gives (here `…wild.test`, a listed wildcard).
     await refused(`http://${ips.get('unlisted')}:${PORT}/`);
+    await refused(`http://${ips.get('allowed')}:${PORT}/`);
+    // Only HTTP and CONNECT: not the proxy's own cache manager, not FTP, even to a listed host and port.
+    await refused(`cache_object://allowed.test:${PORT}/info`);
+    await refused(`ftp://allowed.test:${PORT}/`);
     await refused(`http://allowed.test:${PORT + 1}/`);
     await refused(`http://private.test:${PORT}/`); // listed by name, but the name is a private address
     await refused(`http://${gateway}:${hostPort}/`); // the engine's gateway: the host
     assert.deepEqual((await call('tunnel', { target: `unlisted.test:${PORT}` })).value, { status: 403 });
+
+    // DNS carries nothing out: a name no entry lists is never looked up, not even to be refused.
+    // The control: a listed name that no engine network knows is asked of the DNS server.
+    const secret = `secret-${process.pid}.exfil.test`;
+    await refused(`http://${secret}:${PORT}/`);
+    assert.deepEqual((await call('tunnel', { target: `tunnel-${secret}:${PORT}` })).value, { status: 403 });
+    const elsewhere = await call('fetch', { url: `http://elsewhere-${process.pid}.test:${PORT}/` });
+    assert.notEqual((elsewhere.value as { status?: number } | undefined)?.status, 200, JSON.stringify(elsewhere));
+    await eventually(
+      async () => (await askedNames()).includes(`elsewhere-${process.pid}.test`),
+      10_000,
+      'the DNS server asked for the listed name',
+    );
+    const asked = await askedNames();
+    assert.ok(!asked.some((name) => name.includes('exfil')), `names asked: ${asked.join(', ')}`);
     // The metadata address is denied unless listed by address, as this profile does: then it answers.
     assert.deepEqual((await call('fetch', { url: `http://${METADATA_IP}:${PORT}/latest` })).value, {
       status: 200,
@@ -195,7 +251,10 @@ describe('network by host name: the egress proxy', { timeout: 600_000 }, () => {
       denials.some((d) => d.fields.tool === 'fetch' && d.fields.host === 'unlisted.test' && d.fields.port === PORT),
       JSON.stringify(denials),
     );
-    assert.ok(denials.some((d) => d.fields.tool === 'tunnel' && d.fields.host === 'unlisted.test'));
+    assert.ok(
+      denials.some((d) => d.fields.tool === 'tunnel' && d.fields.host === 'unlisted.test'),
+      JSON.stringify(denials),
+    );
     assert.ok(denials.some((d) => d.fields.host === 'private.test'));
 
     // The sandbox is on a network of its own: internal, and without an address of the host on it.
@@ -213,6 +272,69 @@ describe('network by host name: the egress proxy', { timeout: 600_000 }, () => {
     const ownGateway = subnet.replace(/\.0\/\d+$/, '.1');
     const viaOwnGateway = await call('direct', { host: ownGateway, port: hostPort });
     assert.equal(viaOwnGateway.ok, false, `the host through ${ownGateway}: ${JSON.stringify(viaOwnGateway)}`);
+  });
+
+  it('removes a proxy it no longer hears from: its sandbox is left without a way out, not unwatched', async () => {
+    await using hintbox = await runHintbox(profile, env());
+    const fetch = async (url: string) =>
+      outcomeOf(await hintbox.client.callTool({ name: 'fetch', arguments: { url } }));
+    assert.deepEqual((await fetch(`http://allowed.test:${PORT}/before`)).value, {
+      status: 200,
+      body: 'canary allowed /before',
+    });
+    const { docker: d } = await docker();
+    const proxies = await d.listContainers({
+      all: true,
+      filters: { label: [LABEL_EGRESS, `${LABEL_OWNER_PID}=${hintbox.pid}`, 'hintbox.class=egress-nomounts-egress'] },
+    });
+    assert.equal(proxies.length, 1, JSON.stringify(proxies.map((p) => p.Names)));
+    // Its log ends (here: it is killed): hintbox removes what is left of it.
+    await d.getContainer(proxies[0]!.Id).kill();
+    await eventually(
+      async () => (await d.listContainers({ all: true, filters: { id: [proxies[0]!.Id] } })).length === 0,
+      15_000,
+      'the dead proxy removed by hintbox',
+    );
+    const after = await fetch(`http://allowed.test:${PORT}/after`);
+    assert.notEqual((after.value as { status?: number } | undefined)?.status, 200, JSON.stringify(after));
+  });
+
+  it('sweeps the proxies and networks of a run killed with SIGKILL at the next start', async () => {
+    const killed = await runHintbox(profile, env());
+    const { docker: d } = await docker();
+    const ofKilled = [LABEL_SESSION, `${LABEL_OWNER_PID}=${killed.pid}`];
+    const proxies = () => d.listContainers({ all: true, filters: { label: [...ofKilled, LABEL_EGRESS] } });
+    const networks = () => d.listNetworks({ filters: { label: ofKilled } });
+    try {
+      const fetched = outcomeOf(
+        await killed.client.callTool({ name: 'fetch', arguments: { url: `http://allowed.test:${PORT}/` } }),
+      );
+      assert.equal((fetched.value as { status?: number } | undefined)?.status, 200, JSON.stringify(fetched));
+      process.kill(killed.pid, 'SIGKILL');
+      await killed.exited;
+      // The open-world class's proxy and the backend class's, each with its network.
+      assert.equal((await proxies()).length, 2, 'SIGKILL leaves the proxies');
+      assert.equal((await networks()).length, 2, 'SIGKILL leaves their networks');
+
+      const { code, stderr } = await hintboxCommand(['plan', profile], env());
+      assert.equal(code, 0, stderr);
+      assert.deepEqual(await proxies(), [], 'the next start swept the proxies');
+      assert.deepEqual(await networks(), [], 'and their networks');
+    } finally {
+      // Whatever failed above: nothing of the killed run may stay attached to this test's networks.
+      await killed.client.close().catch(() => undefined);
+      for (const c of await d.listContainers({ all: true, filters: { label: ofKilled } })) {
+        await d
+          .getContainer(c.Id)
+          .remove({ force: true })
+          .catch(() => undefined);
+      }
+      for (const n of await networks())
+        await d
+          .getNetwork(n.Id)
+          .remove()
+          .catch(() => undefined);
+    }
   });
 
   it("lets a closed-world tool reach the server's backend and nothing else; trying is a hint violation", async () => {

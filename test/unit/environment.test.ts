@@ -21,6 +21,7 @@ describe('readEnvironment', () => {
       baseImage: undefined,
       debianMirror: 'http://deb.debian.org/debian',
       egressNetworks: ['bridge'],
+      egressDns: [],
       inContainer: undefined,
     });
   });
@@ -58,12 +59,14 @@ describe('readEnvironment', () => {
       HINTBOX_DATABASE_URL: 'mysql://admin:s3cret@db/audit',
       HINTBOX_DEBIAN_MIRROR: 'ftp.debian.org',
       HINTBOX_IN_CONTAINER: 'yes',
+      HINTBOX_EGRESS_DNS: '198.51.100.53,dns.example',
     });
     assert.deepEqual(problems, [
       'HINTBOX_LOG_LEVEL: expected debug, info, warn or error, got "loud"',
       'HINTBOX_LOG_FORMAT: expected text or json, got "yaml"',
       'HINTBOX_DATABASE_URL: expected a postgres:// or postgresql:// URL',
       'HINTBOX_DEBIAN_MIRROR: expected an http:// or https:// URL, got "ftp.debian.org"',
+      'HINTBOX_EGRESS_DNS: expected IP addresses, comma-separated, got "198.51.100.53,dns.example"',
       'HINTBOX_IN_CONTAINER: expected 1 or 0, got "yes"',
     ]);
     assert.equal(environment.databaseUrl, undefined);
@@ -77,6 +80,10 @@ describe('readEnvironment', () => {
     for (const format of ['text', 'json']) {
       assert.equal(readEnvironment({ HINTBOX_LOG_FORMAT: format }).environment.logFormat, format);
     }
+    assert.deepEqual(readEnvironment({ HINTBOX_EGRESS_DNS: '198.51.100.53, 2001:db8::53' }).environment.egressDns, [
+      '198.51.100.53',
+      '2001:db8::53',
+    ]);
     for (const url of ['postgres://u:p@h:5432/d', 'postgresql://h/d?sslmode=require']) {
       const { environment, problems } = readEnvironment({ HINTBOX_DATABASE_URL: url });
       assert.deepEqual(problems, []);

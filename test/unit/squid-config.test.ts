@@ -23,9 +23,15 @@ function aclLine(name: string): string {
 }
 
 describe('squidConfig', () => {
-  it('orders the rules: clients, addresses, always denied, names, deny all', () => {
+  it('orders the rules: manager, clients, protocols, addresses, the gate by text, always denied, names, deny all', () => {
     const access = LINES.filter((l) => l.startsWith('http_access '));
+    assert.equal(access[0], 'http_access deny manager');
     const clients = indexOf('http_access deny !hintbox_clients');
+    const protocols = indexOf('http_access deny !hintbox_http !CONNECT');
+    const gate = indexOf('http_access deny !hintbox_listed_names !hintbox_listed_suffixes !hintbox_listed_addresses');
+    assert.ok(clients < protocols && protocols < indexOf('http_access allow hintbox_host_2 hintbox_host_2_port'));
+    assert.ok(indexOf('http_access allow hintbox_host_3 hintbox_host_3_port') < gate);
+    assert.ok(gate < indexOf('http_access deny hintbox_denied'), 'nothing unlisted is resolved');
     const denied = indexOf('http_access deny hintbox_denied');
     const all = indexOf('http_access deny all');
     assert.ok(clients < indexOf('http_access allow hintbox_host_2 hintbox_host_2_port'));
@@ -60,17 +66,17 @@ describe('squidConfig', () => {
   });
 
   it('names each entry by kind; addresses as /32 or /128, with their port', () => {
-    assert.match(aclLine('hintbox_host_0'), /^acl hintbox_host_0 dstdomain (?:-n )?api\.example\.com$/);
+    assert.equal(aclLine('hintbox_host_0'), 'acl hintbox_host_0 dstdomain -n api.example.com');
     assert.equal(aclLine('hintbox_host_0_port'), 'acl hintbox_host_0_port port 443');
     assert.equal(aclLine('hintbox_host_1_port'), 'acl hintbox_host_1_port port 8443');
-    assert.match(aclLine('hintbox_host_2'), /^acl hintbox_host_2 dst (?:-n )?198\.51\.100\.7\/32$/);
+    assert.match(aclLine('hintbox_host_2'), /^acl hintbox_host_2 dst -n 198\.51\.100\.7\/32$/);
     assert.equal(aclLine('hintbox_host_2_port'), 'acl hintbox_host_2_port port 80');
-    assert.match(aclLine('hintbox_host_3'), /^acl hintbox_host_3 dst (?:-n )?2001:db8::1\/128$/);
+    assert.match(aclLine('hintbox_host_3'), /^acl hintbox_host_3 dst -n 2001:db8::1\/128$/);
   });
 
   it('a wildcard is a dstdom_regex for subdomains that does not match the apex', () => {
     const line = aclLine('hintbox_host_1');
-    const match = /^acl hintbox_host_1 dstdom_regex (?:-n )?-i (\S+)$/.exec(line);
+    const match = /^acl hintbox_host_1 dstdom_regex -n -i (\S+)$/.exec(line);
     assert.ok(match, line);
     const re = new RegExp(match[1]!, 'i');
     assert.equal(re.test('a.example.com'), true);
@@ -81,6 +87,34 @@ describe('squidConfig', () => {
     assert.equal(re.test('a.exampleXcom'), false, 'the dot is escaped');
   });
 
+  it('matches names by their text only: no reverse DNS of a bare address, no lookup of an unlisted name', () => {
+    for (const line of LINES.filter((l) => / (dstdomain|dstdom_regex) /.test(l))) {
+      assert.match(line, / (dstdomain|dstdom_regex) -n /, line);
+    }
+    assert.equal(aclLine('hintbox_listed_names'), 'acl hintbox_listed_names dstdomain -n api.example.com');
+    assert.equal(
+      aclLine('hintbox_listed_addresses'),
+      'acl hintbox_listed_addresses dst -n 198.51.100.7/32 2001:db8::1/128',
+    );
+    assert.match(aclLine('hintbox_listed_suffixes'), /^acl hintbox_listed_suffixes dstdom_regex -n -i \S+$/);
+    // The only dst ACL that resolves is the always-denied one, and it is reached only by listed names.
+    assert.deepEqual(
+      LINES.filter((l) => / dst (?!-n )/.test(l)).map((l) => l.split(' ')[1]),
+      ['hintbox_denied'],
+    );
+  });
+
+  it('defines CONNECT itself (the file replaces Debian squid.conf) and allows no protocol but HTTP', () => {
+    assert.equal(aclLine('CONNECT'), 'acl CONNECT method CONNECT');
+    assert.equal(aclLine('hintbox_http'), 'acl hintbox_http proto HTTP');
+  });
+
+  it('denies addresses that hide an IPv4 one, and multicast', () => {
+    for (const range of ['64:ff9b::/96', '2002::/16', '::ffff:0:0/96', '::/96', '224.0.0.0/4', '240.0.0.0/4']) {
+      assert.ok(ALWAYS_DENIED.includes(range), range);
+    }
+  });
+
   it('without hosts, nothing is allowed', () => {
     const lines = squidConfig({ hosts: [], clients: ['10.0.0.0/24'], hostAddresses: [] }).split('\n');
     const access = lines.filter((l) => l.startsWith('http_access '));
@@ -89,52 +123,65 @@ describe('squidConfig', () => {
       [],
     );
     assert.equal(access.at(-1), 'http_access deny all');
+    assert.ok(!lines.some((l) => l.startsWith('acl hintbox_listed_')), 'no ACL without values');
   });
 });
 
 describe('parseSquidLogLine', () => {
   it('reads a denied CONNECT', () => {
-    assert.deepEqual(parseSquidLogLine('hintbox-egress TCP_DENIED 403 CONNECT example.com 443'), {
+    assert.deepEqual(parseSquidLogLine('hintbox-egress 1764633600.250 12 TCP_DENIED 403 CONNECT example.com 443'), {
       allowed: false,
       method: 'CONNECT',
       host: 'example.com',
       port: 443,
+      startedAt: 1764633600238,
+      endedAt: 1764633600250,
     });
   });
 
   it('reads an allowed GET and an allowed tunnel', () => {
-    assert.deepEqual(parseSquidLogLine('hintbox-egress TCP_MISS 200 GET allowed.test 8080'), {
+    assert.deepEqual(parseSquidLogLine('hintbox-egress 1764633600.250 12 TCP_MISS 200 GET allowed.test 8080'), {
       allowed: true,
       method: 'GET',
       host: 'allowed.test',
       port: 8080,
+      startedAt: 1764633600238,
+      endedAt: 1764633600250,
     });
-    assert.deepEqual(parseSquidLogLine('hintbox-egress TCP_TUNNEL 200 CONNECT allowed.test 8080\n'), {
+    assert.deepEqual(parseSquidLogLine('hintbox-egress 1764633600.250 12 TCP_TUNNEL 200 CONNECT allowed.test 8080\n'), {
       allowed: true,
       method: 'CONNECT',
       host: 'allowed.test',
       port: 8080,
+      startedAt: 1764633600238,
+      endedAt: 1764633600250,
     });
   });
 
   it('a 403 or a NONE status is not let through', () => {
-    assert.equal(parseSquidLogLine('hintbox-egress TCP_MISS 403 GET a.test 80')?.allowed, false);
-    assert.equal(parseSquidLogLine('hintbox-egress NONE_NONE 400 GET a.test 80')?.allowed, false);
+    assert.equal(parseSquidLogLine('hintbox-egress 1764633600.250 12 TCP_MISS 403 GET a.test 80')?.allowed, false);
+    assert.equal(parseSquidLogLine('hintbox-egress 1764633600.250 12 NONE_NONE 400 GET a.test 80')?.allowed, false);
+  });
+
+  it('a missing duration: the request started when it was logged', () => {
+    const entry = parseSquidLogLine('hintbox-egress 1764633600.250 - TCP_DENIED 403 GET a.test 80');
+    assert.equal(entry?.startedAt, entry?.endedAt);
   });
 
   it('a missing port is the method default', () => {
-    assert.equal(parseSquidLogLine('hintbox-egress TCP_DENIED 403 CONNECT a.test -')?.port, 443);
-    assert.equal(parseSquidLogLine('hintbox-egress TCP_DENIED 403 GET a.test -')?.port, 80);
+    assert.equal(parseSquidLogLine('hintbox-egress 1764633600.250 12 TCP_DENIED 403 CONNECT a.test -')?.port, 443);
+    assert.equal(parseSquidLogLine('hintbox-egress 1764633600.250 12 TCP_DENIED 403 GET a.test -')?.port, 80);
   });
 
   it('other lines are undefined', () => {
     for (const line of [
       '',
       '2026/12/01 12:00:00| Starting Squid Cache version 6',
-      'hintbox-egress TCP_MISS 200 GET allowed.test',
+      'hintbox-egress 1764633600.250 12 TCP_MISS 200 GET allowed.test',
       'other-tag TCP_MISS 200 GET allowed.test 8080',
-      'hintbox-egress TCP_MISS 200 GET allowed.test 8080 extra',
-      'hintbox-egress TCP_MISS abc GET allowed.test 8080',
+      'hintbox-egress 1764633600.250 12 TCP_MISS 200 GET allowed.test 8080 extra',
+      'hintbox-egress TCP_MISS 200 GET allowed.test 8080',
+      'hintbox-egress 1764633600.250 12 TCP_MISS abc GET allowed.test 8080',
     ]) {
       assert.equal(parseSquidLogLine(line), undefined, line);
     }

@@ -157,8 +157,11 @@ export class DockerEngine implements SandboxEngine {
         sandboxId: spec.sandboxId,
         hosts: spec.grant.egress?.hosts ?? [],
         outbound: hintboxEnvironment().egressNetworks,
+        dns: hintboxEnvironment().egressDns,
         log: options.log,
         onRequest: (request) => spec.onEgress?.(request),
+        // The next sandbox of the class gets a new proxy (those running lost their way out).
+        onLost: () => this.egress.delete(key),
         startTimeoutMs: options.startTimeoutMs,
       });
       this.egress.set(key, egress);

@@ -44,9 +44,13 @@ export interface EgressOptions {
   hosts: readonly string[];
   /** The engine networks the proxy reaches out on (HINTBOX_EGRESS_NETWORK; default `bridge`). */
   outbound: readonly string[];
+  /** The DNS servers the proxy resolves listed names with (HINTBOX_EGRESS_DNS); empty: the engine's. */
+  dns: readonly string[];
   log: Logger;
   /** Each request the proxy allowed or denied. */
   onRequest: (request: EgressRequest) => void;
+  /** The proxy's log ended while it was in use (it died, or the engine dropped the stream): it was removed. */
+  onLost?: () => void;
   startTimeoutMs: number;
 }
 
@@ -68,7 +72,9 @@ export async function startEgress(options: EgressOptions): Promise<StartedEgress
   const name = `${containerName(session, server, sandboxId)}-egress`;
   let network: Docker.Network | undefined;
   let proxy: Docker.Container | undefined;
+  let state: 'starting' | 'up' | 'removed' = 'starting';
   const remove = async (): Promise<void> => {
+    state = 'removed';
     await proxy?.remove({ force: true }).catch(ignoreGone);
     await network?.remove().catch(ignoreGone);
   };
@@ -111,6 +117,8 @@ export async function startEgress(options: EgressOptions): Promise<StartedEgress
       Healthcheck: { Test: ['NONE'] },
       HostConfig: {
         NetworkMode: outbound[0]?.Name ?? 'bridge',
+        // On engine networks of a user's own, Docker's resolver in the container asks these.
+        ...(options.dns.length > 0 ? { Dns: [...options.dns] } : {}),
         ReadonlyRootfs: true,
         CapDrop: ['ALL'],
         CapAdd: [],
@@ -127,9 +135,16 @@ export async function startEgress(options: EgressOptions): Promise<StartedEgress
     });
     for (const extra of outbound.slice(1)) await docker.getNetwork(extra.Name).connect({ Container: proxy.id });
     await network.connect({ Container: proxy.id });
-    const ready = followLog(proxy, options, log);
+    // Fail closed: a proxy whose refusals hintbox can no longer see is not left to serve.
+    const ready = followLog(proxy, options, log, () => {
+      if (state !== 'up') return;
+      log.error(`the egress proxy of sandbox ${sandboxId} stopped reporting: removing it (no network until a new one)`);
+      void remove().catch((error: Error) => log.warn(`could not remove the egress proxy ${name}: ${error.message}`));
+      options.onLost?.();
+    });
     await proxy.start();
     await ready;
+    state = 'up';
     const info = await proxy.inspect();
     const address = info.NetworkSettings.Networks[name]?.IPAddress;
     if (!address) throw new Error(`the egress proxy has no address on ${name}`);
@@ -145,7 +160,7 @@ export async function startEgress(options: EgressOptions): Promise<StartedEgress
  * Follows the proxy's output: its access log (stdout) becomes `onRequest` calls, its own log
  * (stderr) goes to the debug log. Resolves once Squid accepts connections; rejects when it ends first.
  */
-function followLog(container: Docker.Container, options: EgressOptions, log: Logger): Promise<void> {
+function followLog(container: Docker.Container, options: EgressOptions, log: Logger, onEnd: () => void): Promise<void> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(
       () => reject(new Error(`Squid did not come up within ${options.startTimeoutMs} ms`)),
@@ -177,6 +192,7 @@ function followLog(container: Docker.Container, options: EgressOptions, log: Log
       stream.on('end', () => {
         clearTimeout(timer);
         reject(new Error(`Squid ended: ${stderrTail.join(' / ')}`));
+        onEnd();
       });
     });
   });

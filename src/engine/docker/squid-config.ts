@@ -4,12 +4,15 @@ import type { EgressRequest } from '../sandbox-engine.js';
 /**
  * The configuration of one egress proxy (Squid): what one sandbox class may reach. Pure.
  *
- * Order of the rules: only the class's own network may use the proxy; an entry given by address
- * is allowed as given; then every request whose destination resolves into an address no sandbox
- * may reach (loopback, link-local and cloud metadata, private and unique-local ranges, the
- * engine's gateways and this host's own addresses) is denied, whatever its name; then the
- * entries by name; everything else is denied. Squid checks `dst` on the addresses it will
- * connect to, so a listed name that resolves to a private address is refused too.
+ * Order of the rules: the cache manager is refused to everyone; only the class's own network may
+ * use the proxy, and only for plain HTTP or a CONNECT tunnel (no ftp://, cache_object://, ...);
+ * an entry given by address is allowed as given; a request whose host is not listed is refused
+ * by its text alone, before anything is resolved (a name no entry lists is never looked up, so
+ * DNS carries nothing out); then a listed name that resolves into an address no sandbox may reach
+ * (loopback, link-local and cloud metadata, private and unique-local ranges, the engine's
+ * gateways and this host's own addresses) is denied; then the entries by name; everything else
+ * is denied. Every name ACL has `-n`: Squid would otherwise match a request for a bare address
+ * against the names by that address's reverse DNS, which whoever owns the address writes.
  */
 
 /** Destinations no sandbox may reach unless an entry names them by address. */
@@ -21,11 +24,16 @@ export const ALWAYS_DENIED: readonly string[] = [
   '192.168.0.0/16',
   '100.64.0.0/10', // carrier-grade NAT (RFC 6598): often a cloud's internal network
   '169.254.0.0/16', // link-local, cloud metadata (169.254.169.254)
-  '::/128',
-  '::1/128',
+  '::/96', // unspecified (::), loopback (::1), IPv4-compatible (deprecated)
   '::ffff:0:0/96', // IPv4-mapped: the IPv4 rules above apply to these too
   'fc00::/7', // unique local (ULA), fd00:ec2::254 (EC2 metadata) among them
   'fe80::/10', // link-local
+  '64:ff9b::/96', // NAT64: an IPv4 address (169.254.169.254 too) written as IPv6
+  '64:ff9b:1::/48', // local-use NAT64
+  '2002::/16', // 6to4: another IPv4 address in IPv6
+  '224.0.0.0/4', // multicast
+  '240.0.0.0/4', // reserved, and 255.255.255.255
+  'ff00::/8', // IPv6 multicast
 ];
 
 /** The proxy's port inside its container. */
@@ -53,25 +61,56 @@ export function squidConfig({ hosts, clients, hostAddresses }: SquidConfigInput)
     'via off',
     'forwarded_for delete',
     'httpd_suppress_version_string on',
+    'pinger_enable off',
     'cache_log stdio:/dev/stderr',
-    `logformat hintbox ${LOG_TAG} %Ss %>Hs %rm %>rd %>rP`,
+    // When the request was logged (s.ms), how long it took (ms), what came of it, what was asked.
+    `logformat hintbox ${LOG_TAG} %ts.%03tu %tr %Ss %>Hs %rm %>rd %>rP`,
     'access_log stdio:/dev/stdout logformat=hintbox',
     `acl hintbox_clients src ${clients.join(' ')}`,
+    // This file replaces Debian's squid.conf, so CONNECT is defined here (`manager` is built in).
+    'acl CONNECT method CONNECT',
+    'acl hintbox_http proto HTTP',
     `acl hintbox_denied dst ${[...ALWAYS_DENIED, ...hostAddresses.map(asHostCidr)].join(' ')}`,
   ];
   const byAddress: string[] = [];
   const byName: string[] = [];
+  const listed = { names: [] as string[], suffixes: [] as string[], addresses: [] as string[] };
   hosts.forEach((host, i) => {
     const acl = `hintbox_host_${i}`;
-    if (host.kind === 'name') lines.push(`acl ${acl} dstdomain ${host.name}`);
-    else if (host.kind === 'subdomains') lines.push(`acl ${acl} dstdom_regex -i \\.${escapeRegex(host.suffix)}$`);
-    else lines.push(`acl ${acl} dst ${asHostCidr(host.address)}`);
+    if (host.kind === 'name') {
+      lines.push(`acl ${acl} dstdomain -n ${host.name}`);
+      listed.names.push(host.name);
+    } else if (host.kind === 'subdomains') {
+      const regex = `\\.${escapeRegex(host.suffix)}$`;
+      lines.push(`acl ${acl} dstdom_regex -n -i ${regex}`);
+      listed.suffixes.push(regex);
+    } else {
+      lines.push(`acl ${acl} dst -n ${asHostCidr(host.address)}`);
+      listed.addresses.push(asHostCidr(host.address));
+    }
     lines.push(`acl ${acl}_port port ${host.port}`);
     (host.kind === 'ipv4' || host.kind === 'ipv6' ? byAddress : byName).push(`http_access allow ${acl} ${acl}_port`);
   });
+  // The gate by text: a request passes it only when its host is one of the entries (any port).
+  const gate: string[] = [];
+  if (listed.names.length > 0) {
+    lines.push(`acl hintbox_listed_names dstdomain -n ${[...new Set(listed.names)].join(' ')}`);
+    gate.push('!hintbox_listed_names');
+  }
+  if (listed.suffixes.length > 0) {
+    lines.push(`acl hintbox_listed_suffixes dstdom_regex -n -i ${[...new Set(listed.suffixes)].join(' ')}`);
+    gate.push('!hintbox_listed_suffixes');
+  }
+  if (listed.addresses.length > 0) {
+    lines.push(`acl hintbox_listed_addresses dst -n ${[...new Set(listed.addresses)].join(' ')}`);
+    gate.push('!hintbox_listed_addresses');
+  }
   lines.push(
+    'http_access deny manager',
     'http_access deny !hintbox_clients',
+    'http_access deny !hintbox_http !CONNECT',
     ...byAddress,
+    gate.length > 0 ? `http_access deny ${gate.join(' ')}` : 'http_access deny all',
     'http_access deny hintbox_denied',
     ...byName,
     'http_access deny all',
@@ -81,15 +120,29 @@ export function squidConfig({ hosts, clients, hostAddresses }: SquidConfigInput)
   return lines.join('\n') + '\n';
 }
 
-/** `hintbox-egress TCP_DENIED 403 CONNECT example.com 443` → the entry; other lines → undefined. */
+/**
+ * `hintbox-egress 1764633600.123 5 TCP_DENIED 403 CONNECT example.com 443` → the entry, with the
+ * time the proxy had it (it logs at the end: the start is that less the time it took); other
+ * lines → undefined.
+ */
 export function parseSquidLogLine(line: string): EgressRequest | undefined {
-  const match = new RegExp(`^${LOG_TAG} (\\S+) (\\d{3}|-) (\\S+) (\\S+) (\\d+|-)\\s*$`).exec(line.trim());
+  const match = new RegExp(`^${LOG_TAG} (\\d+\\.\\d{3}) (\\d+|-) (\\S+) (\\d{3}|-) (\\S+) (\\S+) (\\d+|-)\\s*$`).exec(
+    line.trim(),
+  );
   if (!match) return undefined;
-  const [, status = '', code = '', method = '', host = '', port = ''] = match;
+  const [, logged = '', took = '', status = '', code = '', method = '', host = '', port = ''] = match;
   // NONE_…: the proxy did not even take it (a malformed request): not let through either.
   const denied = status.includes('DENIED') || code === '403' || status.startsWith('NONE');
   const defaultPort = method === 'CONNECT' ? 443 : 80;
-  return { allowed: !denied, method, host, port: port === '-' ? defaultPort : Number(port) };
+  const endedAt = Math.round(Number(logged) * 1000);
+  return {
+    allowed: !denied,
+    method,
+    host,
+    port: port === '-' ? defaultPort : Number(port),
+    startedAt: endedAt - (took === '-' ? 0 : Number(took)),
+    endedAt,
+  };
 }
 
 function asHostCidr(address: string): string {
