@@ -129,7 +129,8 @@ export function sandboxDatabaseEnv(
 
 /** Starts a relay in a fresh directory under `baseDir`. */
 export async function startSocketRelay(options: SocketRelayOptions): Promise<SocketRelay> {
-  const dir = await mkdtemp(path.join(options.baseDir ?? os.tmpdir(), 'hintbox-pg-'));
+  // Named with this process's id: the sweep of the next start removes it at once if this run is killed.
+  const dir = await mkdtemp(path.join(options.baseDir ?? os.tmpdir(), `hintbox-pg-${process.pid}-`));
   const socketPath = path.join(dir, PG_SOCKET_FILE);
   try {
     const relay = new PgSocketRelay(options, dir, socketPath);

@@ -344,15 +344,21 @@ export class CallRelay {
     call.timer = setTimeout(() => {
       const seconds = Math.round(this.options.callTimeoutMs / 1000);
       // Not under the calls of others (clients sharing it): its sessions end when the last call leaves.
-      if (this.pending.has(call) && call.activity.calls <= 1) this.options.onDeadline?.(call.sandbox, call.tool);
+      const alone = this.pending.has(call) && call.activity.calls <= 1;
+      if (alone) this.options.onDeadline?.(call.sandbox, call.tool);
       if (call.retriesLeft > 0 && this.pending.has(call)) return this.retry(call, seconds);
-      if (!this.settle(call, { outcome: 'error', detail: `no answer within ${seconds} s` })) return;
+      // A server that stopped reading or answering would hold every later call too: it is
+      // replaced, unless other calls (of other clients) are still running in it.
+      const replaced = alone ? '; the sandbox is stopped, the next call starts a fresh one' : '';
+      if (!this.settle(call, { outcome: 'error', detail: `no answer within ${seconds} s${replaced}` })) return;
       cancelUpstream(call, `hintbox: no answer within ${seconds} s`);
       this.replyError(
         call.clientId,
         ErrorCode.RequestTimeout,
-        `${call.tool} gave no answer within ${seconds} s (sandbox ${call.sandbox})`,
+        `${call.tool} gave no answer within ${seconds} s (sandbox ${call.sandbox})${replaced}`,
       );
+      if (alone)
+        this.options.pool.recycle(call.sandbox, call.upstream, `gave no answer to ${call.tool} in ${seconds} s`);
     }, this.options.callTimeoutMs);
     call.timer.unref();
   }

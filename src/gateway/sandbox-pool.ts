@@ -106,6 +106,25 @@ export class SandboxPool {
     return starting;
   }
 
+  /**
+   * A sandbox that stopped answering (a call of it timed out with no other call in it): stopped,
+   * so that its class's next call starts a fresh one instead of waiting on it too.
+   */
+  recycle(sandboxId: string, upstream: Upstream, why: string): void {
+    const slot = this.slots.get(sandboxId);
+    const current = slot?.current;
+    if (!slot || !current) return;
+    void current.then(
+      (running) => {
+        if (running !== upstream || slot.current !== current || this.closing) return;
+        slot.current = undefined;
+        this.options.log.warn(`sandbox ${sandboxId} ${why}: stopped; the next call starts a fresh one`);
+        void upstream.close().catch(() => undefined);
+      },
+      () => undefined,
+    );
+  }
+
   /** Whether a sandbox is held: frozen whenever no call is in flight in it. */
   isHeld(upstream: Upstream, sandboxId: string): boolean {
     return this.activityOf(upstream, sandboxId).held;

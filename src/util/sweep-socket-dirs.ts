@@ -1,6 +1,7 @@
 import { lstatSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { isProcessAlive } from './process-alive.js';
 
 /** Paths of the Unix sockets listening on this host, from a `/proc/net/unix` text. Pure. */
 export function listeningSocketPaths(procNetUnix: string): Set<string> {
@@ -17,14 +18,22 @@ export function listeningSocketPaths(procNetUnix: string): Set<string> {
 const SOCKET_DIR_PREFIXES = ['hintbox-pg-', 'hintbox-io-'];
 /** Younger folders are left alone: their run may be between making the folder and listening. */
 const MIN_AGE_MS = 60_000;
+/** `hintbox-io-<pid>-…`, `hintbox-pg-<pid>-…`: the process that made it (older folders have none). */
+const OWNER_PID = /^hintbox-(?:pg|io)-(\d+)-/;
 
 /**
  * Removes socket folders (`hintbox-pg-*`, `hintbox-io-*` under `baseDir`) in which nobody
- * listens and that are older than a minute: what a run killed with SIGKILL left. A live relay's
- * or a starting sandbox's socket is listening, so its folder is kept. Returns the removed
- * folders. Linux only (reads /proc/net/unix); elsewhere it does nothing.
+ * listens and whose process is gone (the pid in the name) or, for a name without one, that are
+ * older than a minute: what a run killed with SIGKILL left. A live relay's or a starting
+ * sandbox's socket is listening, or its process alive, so its folder is kept. Returns the
+ * removed folders. Linux only (reads /proc/net/unix); elsewhere it does nothing.
  */
-export function sweepSocketDirs(baseDir = os.tmpdir(), procNetUnix = '/proc/net/unix', now = Date.now()): string[] {
+export function sweepSocketDirs(
+  baseDir = os.tmpdir(),
+  procNetUnix = '/proc/net/unix',
+  now = Date.now(),
+  isAlive: (pid: number) => boolean = isProcessAlive,
+): string[] {
   let listening: string[];
   try {
     listening = [...listeningSocketPaths(readFileSync(procNetUnix, 'utf8'))];
@@ -47,7 +56,9 @@ export function sweepSocketDirs(baseDir = os.tmpdir(), procNetUnix = '/proc/net/
       // Only real folders of this user (not a symlink or another user's plant), old enough.
       const stat = lstatSync(dir);
       if (!stat.isDirectory() || (me !== undefined && me !== 0 && stat.uid !== me)) continue;
-      if (now - stat.mtimeMs < MIN_AGE_MS) continue;
+      const owner = Number(OWNER_PID.exec(name)?.[1] ?? NaN);
+      const ownerGone = Number.isInteger(owner) && owner !== process.pid && !isAlive(owner);
+      if (!ownerGone && now - stat.mtimeMs < MIN_AGE_MS) continue;
       rmSync(dir, { recursive: true, force: true });
       removed.push(dir);
     } catch {

@@ -2,6 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseEgressHosts } from '../../src/policy/egress-hosts.js';
 import { egressViolation } from '../../src/policy/egress-violation.js';
+import { parseSquidLogLine } from '../../src/engine/docker/squid-config.js';
 
 const BACKEND = parseEgressHosts(['db.internal:5432', '*.api.internal:443', '10.0.0.5:6379', '[fd00::5]:6380']);
 const CLOSED = new Set(['query', 'lookup']);
@@ -23,6 +24,13 @@ describe('egressViolation', () => {
     assert.ok(text.startsWith('openWorldHint:'), text);
     assert.match(text, /example\.com:443/);
     assert.ok(violation('example.com', 443, ['query', 'lookup'])?.startsWith('openWorldHint:'));
+  });
+
+  it('an unreadable proxy log line under a closed-world call is a violation; an IPv6 backend as Squid logs it is not', () => {
+    const unreadable = parseSquidLogLine('hintbox-egress 1764633600.250 12 TCP_MISS 200 GET')!;
+    assert.ok(violation(unreadable.host, unreadable.port, ['query'], { allowed: unreadable.allowed }));
+    const v6 = parseSquidLogLine('hintbox-egress 1764633600.250 3 TCP_MISS 200 GET %5Bfd00::5%5D 6380')!;
+    assert.equal(violation(v6.host, v6.port, ['query']), undefined);
   });
 
   it('the backend on another port, or the apex of a backend wildcard, is outside the backend', () => {

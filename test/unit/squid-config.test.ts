@@ -1,7 +1,13 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseEgressHosts } from '../../src/policy/egress-hosts.js';
-import { ALWAYS_DENIED, SQUID_PORT, parseSquidLogLine, squidConfig } from '../../src/engine/docker/squid-config.js';
+import {
+  ALWAYS_DENIED,
+  SQUID_PORT,
+  UNREADABLE_HOST,
+  parseSquidLogLine,
+  squidConfig,
+} from '../../src/engine/docker/squid-config.js';
 
 const CONFIG = squidConfig({
   hosts: parseEgressHosts(['api.example.com:443', '*.example.com:8443', '198.51.100.7:80', '[2001:db8::1]:443']),
@@ -107,6 +113,7 @@ describe('squidConfig', () => {
   it('defines CONNECT itself (the file replaces Debian squid.conf) and allows no protocol but HTTP', () => {
     assert.equal(aclLine('CONNECT'), 'acl CONNECT method CONNECT');
     assert.equal(aclLine('hintbox_http'), 'acl hintbox_http proto HTTP');
+    assert.ok(indexOf('http_access deny hintbox_trace') < indexOf('http_access deny all'));
   });
 
   it('denies addresses that hide an IPv4 one, and multicast', () => {
@@ -173,15 +180,39 @@ describe('parseSquidLogLine', () => {
     assert.equal(parseSquidLogLine('hintbox-egress 1764633600.250 12 TCP_DENIED 403 GET a.test -')?.port, 80);
   });
 
-  it('other lines are undefined', () => {
+  it('reads a request the client hung up on (status 0): it went out all the same', () => {
+    const entry = parseSquidLogLine('hintbox-egress 1764633600.250 1004 TCP_MISS_ABORTED 0 GET allowed.test 80');
+    assert.equal(entry?.allowed, true);
+    assert.equal(entry?.host, 'allowed.test');
+  });
+
+  it('an IPv6 host is its bare address, as Squid escapes its brackets', () => {
+    assert.equal(
+      parseSquidLogLine('hintbox-egress 1764633600.250 3 TCP_MISS 200 GET %5B2001:db8::1%5D 80')?.host,
+      '2001:db8::1',
+    );
+    assert.equal(
+      parseSquidLogLine('hintbox-egress 1764633600.250 3 TCP_TUNNEL 200 CONNECT [2001:db8::1] 443')?.host,
+      '2001:db8::1',
+    );
+  });
+
+  it("a line of the proxy's log that cannot be read is a refused request to an unknown host (fail closed)", () => {
     for (const line of [
-      '',
-      '2026/12/01 12:00:00| Starting Squid Cache version 6',
       'hintbox-egress 1764633600.250 12 TCP_MISS 200 GET allowed.test',
-      'other-tag TCP_MISS 200 GET allowed.test 8080',
       'hintbox-egress 1764633600.250 12 TCP_MISS 200 GET allowed.test 8080 extra',
       'hintbox-egress TCP_MISS 200 GET allowed.test 8080',
       'hintbox-egress 1764633600.250 12 TCP_MISS abc GET allowed.test 8080',
+    ]) {
+      assert.deepEqual(parseSquidLogLine(line), { allowed: false, method: '?', host: UNREADABLE_HOST, port: 0 }, line);
+    }
+  });
+
+  it('lines of other sources are undefined', () => {
+    for (const line of [
+      '',
+      '2026/12/01 12:00:00| Starting Squid Cache version 6',
+      'other-tag TCP_MISS 200 GET a.test 80',
     ]) {
       assert.equal(parseSquidLogLine(line), undefined, line);
     }

@@ -50,6 +50,19 @@ describe('sweepSocketDirs', () => {
     }
   });
 
+  it("removes a young folder at once when the process named in it is gone, and keeps a live process's", () => {
+    const dir = mkdtempSync(path.join(base, 'by-pid-'));
+    const gone = path.join(dir, 'hintbox-io-4242-abc');
+    const goneRelay = path.join(dir, 'hintbox-pg-4242-def');
+    const alive = path.join(dir, 'hintbox-io-4343-ghi');
+    const own = path.join(dir, `hintbox-pg-${process.pid}-jkl`);
+    for (const d of [gone, goneRelay, alive, own]) mkdirSync(d);
+    const removed = sweepSocketDirs(dir, '/proc/net/unix', Date.now(), (pid) => pid !== 4242);
+    assert.deepEqual(removed.sort(), [gone, goneRelay].sort());
+    assert.equal(existsSync(alive), true);
+    assert.equal(existsSync(own), true, "this process's own folders are never its own sweep's");
+  });
+
   it('finds nothing to sweep in a folder that does not exist yet (a fresh $TMPDIR)', () => {
     assert.deepEqual(sweepSocketDirs(path.join(base, 'not-made-yet')), []);
   });

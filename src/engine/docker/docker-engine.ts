@@ -42,6 +42,8 @@ export class DockerEngine implements SandboxEngine {
   private gate: string | undefined;
   /** The egress (network and proxy) of each class with hosts by name, by session and class; made at its first start. */
   private readonly egress = new Map<string, Promise<StartedEgress>>();
+  /** Sessions being removed: their proxies ending is expected (see startEgress `closing`). */
+  private readonly closingSessions = new Set<string>();
 
   private constructor(
     /** The engine's client; only code of this folder uses it. */
@@ -162,6 +164,7 @@ export class DockerEngine implements SandboxEngine {
         onRequest: (request) => spec.onEgress?.(request),
         // The next sandbox of the class gets a new proxy (those running lost their way out).
         onLost: () => this.egress.delete(key),
+        closing: () => this.closingSessions.has(spec.session.sessionId),
         startTimeoutMs: options.startTimeoutMs,
       });
       this.egress.set(key, egress);
@@ -171,6 +174,7 @@ export class DockerEngine implements SandboxEngine {
   }
 
   async removeSession(sessionId: string): Promise<number> {
+    this.closingSessions.add(sessionId);
     for (const key of [...this.egress.keys()].filter((k) => k.startsWith(`${sessionId}/`))) this.egress.delete(key);
     return removeSession(this.docker, sessionId);
   }

@@ -94,11 +94,19 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
     const stdout = new PassThrough();
     const stderr = new PassThrough();
     docker.modem.demuxStream(stream, stdout, stderr);
+    const created = container;
     const exited = new Promise<void>((resolve) => {
+      let ended = false;
       const end = (): void => {
+        if (ended) return;
+        ended = true;
         stdout.end();
         stderr.end();
-        resolve();
+        // How it ended goes with its last words: a server killed for memory says nothing itself.
+        void howItEnded(created).then((line) => {
+          if (line) tail.push(line);
+          resolve();
+        });
       };
       stream.once('end', end).once('close', end);
     });
@@ -242,6 +250,25 @@ async function setPaused(container: Docker.Container, paused: boolean, log: Logg
       : '';
     throw new Error(`${(error as Error).message.trim()}${how}`);
   }
+}
+
+/**
+ * A line on how a container ended when that is worth saying (killed for memory, a signal, an
+ * exit code other than 0); undefined when it is gone (hintbox removed it) or the engine is slow.
+ */
+async function howItEnded(container: Docker.Container): Promise<string | undefined> {
+  const state = await Promise.race([
+    container.inspect().then(
+      (info) => info.State,
+      () => undefined,
+    ),
+    delay(1000).then(() => undefined),
+  ]);
+  if (!state || state.Running) return undefined;
+  if (state.OOMKilled) return '[hintbox] the container was killed for memory: it reached its limit (limits.memory)';
+  if (state.ExitCode === 0) return undefined;
+  const signal = state.ExitCode > 128 ? ` (signal ${state.ExitCode - 128})` : '';
+  return `[hintbox] the container exited with code ${state.ExitCode}${signal}`;
 }
 
 /** `promise`, unless the container ends or the time runs out first. */

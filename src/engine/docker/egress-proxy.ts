@@ -51,6 +51,8 @@ export interface EgressOptions {
   onRequest: (request: EgressRequest) => void;
   /** The proxy's log ended while it was in use (it died, or the engine dropped the stream): it was removed. */
   onLost?: () => void;
+  /** Whether its session is being removed (then a proxy's end is expected, not lost). */
+  closing?: () => boolean;
   startTimeoutMs: number;
 }
 
@@ -137,7 +139,7 @@ export async function startEgress(options: EgressOptions): Promise<StartedEgress
     await network.connect({ Container: proxy.id });
     // Fail closed: a proxy whose refusals hintbox can no longer see is not left to serve.
     const ready = followLog(proxy, options, log, () => {
-      if (state !== 'up') return;
+      if (state !== 'up' || options.closing?.()) return;
       log.error(`the egress proxy of sandbox ${sandboxId} stopped reporting: removing it (no network until a new one)`);
       void remove().catch((error: Error) => log.warn(`could not remove the egress proxy ${name}: ${error.message}`));
       options.onLost?.();

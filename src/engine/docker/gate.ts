@@ -112,7 +112,8 @@ export async function openGateSocket(options: {
   sandboxUser: { uid: number; gid: number };
   baseDir?: string;
 }): Promise<GateSocket> {
-  const hostDir = await mkdtemp(path.join(options.baseDir ?? os.tmpdir(), IO_DIR_PREFIX));
+  // Named with this process's id: the sweep of the next start removes it at once if this run is killed.
+  const hostDir = await mkdtemp(path.join(options.baseDir ?? os.tmpdir(), `${IO_DIR_PREFIX}${process.pid}-`));
   const name = `${randomBytes(16).toString('hex')}.sock`;
   const token = randomBytes(32).toString('hex');
   const expected = Buffer.from(`${token}\n`);

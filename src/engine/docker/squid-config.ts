@@ -69,6 +69,8 @@ export function squidConfig({ hosts, clients, hostAddresses }: SquidConfigInput)
     `acl hintbox_clients src ${clients.join(' ')}`,
     // This file replaces Debian's squid.conf, so CONNECT is defined here (`manager` is built in).
     'acl CONNECT method CONNECT',
+    // Squid answers a TRACE itself (Max-Forwards: 0): nothing a sandbox needs.
+    'acl hintbox_trace method TRACE',
     'acl hintbox_http proto HTTP',
     `acl hintbox_denied dst ${[...ALWAYS_DENIED, ...hostAddresses.map(asHostCidr)].join(' ')}`,
   ];
@@ -109,6 +111,7 @@ export function squidConfig({ hosts, clients, hostAddresses }: SquidConfigInput)
     'http_access deny manager',
     'http_access deny !hintbox_clients',
     'http_access deny !hintbox_http !CONNECT',
+    'http_access deny hintbox_trace',
     ...byAddress,
     gate.length > 0 ? `http_access deny ${gate.join(' ')}` : 'http_access deny all',
     'http_access deny hintbox_denied',
@@ -126,11 +129,17 @@ export function squidConfig({ hosts, clients, hostAddresses }: SquidConfigInput)
  * lines → undefined.
  */
 export function parseSquidLogLine(line: string): EgressRequest | undefined {
-  const match = new RegExp(`^${LOG_TAG} (\\d+\\.\\d{3}) (\\d+|-) (\\S+) (\\d{3}|-) (\\S+) (\\S+) (\\d+|-)\\s*$`).exec(
-    line.trim(),
+  const text = line.trim();
+  if (!text.startsWith(`${LOG_TAG} `)) return undefined;
+  // The status code is 0 when the client hung up before the answer (TCP_MISS_ABORTED 0): the
+  // request still went out, so it is read like any other.
+  const match = new RegExp(`^${LOG_TAG} (\\d+\\.\\d{3}) (\\d+|-) (\\S+) (\\d{1,3}|-) (\\S+) (\\S+) (\\d+|-)$`).exec(
+    text,
   );
-  if (!match) return undefined;
-  const [, logged = '', took = '', status = '', code = '', method = '', host = '', port = ''] = match;
+  // A line of the proxy's access log that cannot be read: a request whose target is unknown,
+  // counted as refused and, for a closed-world tool, outside its backend (fail closed).
+  if (!match) return { allowed: false, method: '?', host: UNREADABLE_HOST, port: 0 };
+  const [, logged = '', took = '', status = '', code = '', method = '', rawHost = '', port = ''] = match;
   // NONE_…: the proxy did not even take it (a malformed request): not let through either.
   const denied = status.includes('DENIED') || code === '403' || status.startsWith('NONE');
   const defaultPort = method === 'CONNECT' ? 443 : 80;
@@ -138,12 +147,16 @@ export function parseSquidLogLine(line: string): EgressRequest | undefined {
   return {
     allowed: !denied,
     method,
-    host,
+    // Squid writes an IPv6 host in its brackets, escaped (%5B2001:db8::1%5D): the bare address.
+    host: rawHost.replace(/^(?:\[|%5B)(.*)(?:\]|%5D)$/i, '$1'),
     port: port === '-' ? defaultPort : Number(port),
     startedAt: endedAt - (took === '-' ? 0 : Number(took)),
     endedAt,
   };
 }
+
+/** The host of a request whose log line could not be read. */
+export const UNREADABLE_HOST = '(unreadable log line)';
 
 function asHostCidr(address: string): string {
   return address.includes('/') ? address : address.includes(':') ? `${address}/128` : `${address}/32`;

@@ -26,6 +26,7 @@ export const DBLINGER_IMAGE = 'hintbox-test/dblinger:latest';
 export const TEXTLIAR_IMAGE = 'hintbox-test/textliar:latest';
 export const ASKER_IMAGE = 'hintbox-test/asker:latest';
 export const EGRESS_IMAGE = 'hintbox-test/egress:latest';
+export const FAULTY_IMAGE = 'hintbox-test/faulty:latest';
 export const CANARY_IMAGE = NODE_SERVER_IMAGE;
 
 export const HOSTNAME = os.hostname();
@@ -117,6 +118,9 @@ export const ensureAskerImage = fixtureImage('asker', ASKER_IMAGE, { NODE_SERVER
 
 /** The fixture that reaches hosts through the egress proxy and around it (test/fixtures/egress). */
 export const ensureEgressImage = fixtureImage('egress', EGRESS_IMAGE, { NODE_SERVER_IMAGE }, ensureTestImages);
+
+/** The fixture that fails as servers do: out of memory, stops reading, and answers load (test/fixtures/faulty). */
+export const ensureFaultyImage = fixtureImage('faulty', FAULTY_IMAGE, { NODE_SERVER_IMAGE }, ensureTestImages);
 
 /** Containers labelled by hintbox whose owner is the given hintbox process. */
 export async function containersOf(ownerPid: number | null | undefined, all = true) {

@@ -1,0 +1,351 @@
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { stringify } from 'yaml';
+import { LABEL_OWNER_PID, LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
+import { docker, eventually, FAULTY_IMAGE, ownHintboxProcess } from '../integration/support/docker.js';
+import {
+  HINTBOX_BIN,
+  hintboxCommand,
+  hintboxTestEnv,
+  runHintbox,
+  sandboxFolder,
+  writeProfile,
+} from '../integration/support/hintbox-process.js';
+import { connect, leave, serve, stop } from '../integration/support/serve-process.js';
+import { scratchFolder } from '../support/scratch-folder.js';
+
+/**
+ * The fault cases of issue 17, each run `runs` times: by `npm test` in their short form
+ * (test/integration/faults.test.ts) and by `npm run faults` in their long one (run-faults.ts),
+ * which prints the table README's reliability section carries. Every case drives the real
+ * hintbox bin against real containers (the `faulty` fixture server) and counts, per run, what
+ * it promises not to do: fail, lose an audit record, leave something behind.
+ */
+
+export interface CaseResult {
+  case: string;
+  runs: number;
+  /** Runs in which a promise was broken (each says how in `problems`). */
+  failures: number;
+  /** Calls the server received that have no intent in the audit log. */
+  recordsLost: number;
+  /** Containers, networks and temp folders of the case's runs found after it. */
+  leftovers: number;
+  problems: string[];
+  /** Figures worth printing (calls per second, memory). */
+  figures: Record<string, number>;
+}
+
+/** A small seeded generator (mulberry32): the same seed, the same kill points. */
+export function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const between = (random: () => number, low: number, high: number): number =>
+  Math.floor(low + random() * (high - low + 1));
+
+function faultyProfile(name: string, workspace: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    name,
+    server: { image: FAULTY_IMAGE },
+    trust: 'trusted',
+    mounts: [{ source: workspace, target: '/data' }],
+    network: 'none',
+    limits: { memory: '128m', pids: 64 },
+    tools: { record: { approval: 'allow' } },
+    ...extra,
+  };
+}
+
+/** What a dead run left: its containers and networks (by owner pid), its temp folders. */
+async function leftoversOf(pid: number, tmp: string): Promise<string[]> {
+  const { docker: d } = await docker();
+  const filters = { label: [LABEL_SESSION, `${LABEL_OWNER_PID}=${pid}`] };
+  const containers = (await d.listContainers({ all: true, filters })).map((c) => `container ${c.Names[0]}`);
+  const networks = (await d.listNetworks({ filters })).map((n) => `network ${n.Name}`);
+  const folders = readdirSync(tmp)
+    .filter((f) => f.startsWith('hintbox-'))
+    .map((f) => `folder ${f}`);
+  return [...containers, ...networks, ...folders];
+}
+
+/** The `n` of every call the server received (`record` writes /data/call-<n>.txt first). */
+function received(workspace: string): number[] {
+  return readdirSync(workspace)
+    .map((f) => /^call-(\d+)\.txt$/.exec(f)?.[1])
+    .filter((n): n is string => n !== undefined)
+    .map(Number);
+}
+
+export type CrashPhase = 'starting' | 'calls' | 'confirmation' | 'teardown';
+export const CRASH_PHASES: readonly CrashPhase[] = ['starting', 'calls', 'confirmation', 'teardown'];
+
+/**
+ * hintbox killed with SIGKILL at a random point of one phase of a session. After the next
+ * start's sweep nothing of the dead run may be left, every call the server received must have
+ * its intent in the audit log, and `audit verify` must pass.
+ */
+export async function crashAnywhere(runs: number, seed: number): Promise<CaseResult> {
+  const random = seeded(seed);
+  const result = emptyResult('crash anywhere (SIGKILL)', runs);
+  for (let i = 0; i < runs; i++) {
+    const phase = CRASH_PHASES[i % CRASH_PHASES.length]!;
+    const workspace = sandboxFolder('hintbox-faults-');
+    const tmp = scratchFolder('hintbox-faults-tmp-');
+    const name = `faulty-crash-${process.pid}-${i}`;
+    const confirm = phase === 'confirmation' ? { tools: { record: { approval: 'confirm' } } } : {};
+    const profile = writeProfile(faultyProfile(name, workspace, confirm));
+    const env = { TMPDIR: tmp };
+    let pid = 0;
+    try {
+      pid = await killDuring(phase, profile, env, random);
+      const swept = await hintboxCommand(['sweep'], env);
+      if (swept.code !== 0) result.problems.push(`run ${i} (${phase}): sweep exited ${swept.code}: ${swept.stderr}`);
+      const left = await leftoversOf(pid, tmp);
+      const audited = new Set(
+        (await auditOf<{ arguments: { n?: number } }>(name)).map((r) => r.arguments.n).filter((n) => n !== undefined),
+      );
+      const lost = received(workspace).filter((n) => !audited.has(n));
+      result.recordsLost += lost.length;
+      result.leftovers += left.length;
+      if (lost.length > 0 || left.length > 0) {
+        result.failures++;
+        result.problems.push(
+          `run ${i} (${phase}): ${lost.length} calls without an intent, left: ${left.join(', ') || 'nothing'}`,
+        );
+      }
+    } catch (error) {
+      result.failures++;
+      result.problems.push(`run ${i} (${phase}): ${(error as Error).message}`);
+    }
+  }
+  const verify = await hintboxCommand(['audit', 'verify']);
+  if (verify.code !== 0) {
+    result.failures++;
+    result.problems.push(`audit verify exited ${verify.code}: ${verify.stdout.slice(-500)}`);
+  }
+  return result;
+}
+
+/** Starts hintbox, drives it into `phase`, kills it there; resolves with its pid once it is dead. */
+async function killDuring(
+  phase: CrashPhase,
+  profile: string,
+  env: Record<string, string>,
+  random: () => number,
+): Promise<number> {
+  if (phase === 'starting') {
+    // A client's first message, then the kill somewhere in image check, discovery, sandbox starts.
+    const child = spawn(HINTBOX_BIN, ['run', profile], {
+      env: { ...hintboxTestEnv(), ...env },
+      stdio: ['pipe', 'ignore', 'ignore'],
+    });
+    ownHintboxProcess(child.pid);
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.stdin.write(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'faults', version: '1' } },
+      }) + '\n',
+    );
+    await new Promise((r) => setTimeout(r, between(random, 100, 3000)));
+    child.kill('SIGKILL');
+    await exited;
+    return child.pid!;
+  }
+  const hintbox = await runHintbox(profile, env, phase === 'confirmation' ? 'never' : 'approve');
+  const kill = async (): Promise<number> => {
+    process.kill(hintbox.pid, 'SIGKILL');
+    await hintbox.exited;
+    await hintbox.client.close().catch(() => undefined);
+    return hintbox.pid;
+  };
+  const call = (n: number) =>
+    hintbox.client
+      .callTool({ name: 'record', arguments: { n, waitMs: between(random, 0, 30) } })
+      .catch(() => undefined);
+  if (phase === 'confirmation') {
+    void call(0);
+    await eventually(async () => hintbox.asked.length > 0, 30_000, 'the confirmation to be asked');
+    await new Promise((r) => setTimeout(r, between(random, 0, 200)));
+    return kill();
+  }
+  if (phase === 'teardown') {
+    for (let n = 0; n < 3; n++) await call(n);
+    void hintbox.client.close().catch(() => undefined); // the client leaves: hintbox tears down
+    await new Promise((r) => setTimeout(r, between(random, 0, 500)));
+    if (hintbox.pid) process.kill(hintbox.pid, 'SIGKILL');
+    await hintbox.exited;
+    return hintbox.pid;
+  }
+  // During calls: six in flight at a time, killed after a random number of answers. A worker
+  // stops at its first failure (the kill): a loop of calls that fail at once would never yield.
+  const killAfter = between(random, 3, 40);
+  let next = 0;
+  let answered = 0;
+  const worker = async (): Promise<void> => {
+    for (;;) {
+      const answer = await call(next++);
+      if (answer === undefined) return;
+      answered++;
+    }
+  };
+  const workers = Array.from({ length: 6 }, () => worker());
+  await eventually(async () => answered >= killAfter, 60_000, `${killAfter} answers`);
+  const pid = await kill();
+  await Promise.all(workers);
+  return pid;
+}
+
+/**
+ * Sandbox faults: a server killed for memory, and one that stops reading its input. Each call is
+ * answered with an error that names the cause, its audit record has an outcome, and the next call
+ * is served by a fresh sandbox.
+ */
+export async function sandboxFaults(runs: number): Promise<CaseResult> {
+  const result = emptyResult('sandbox killed for memory / stops reading', runs * 2);
+  for (let i = 0; i < runs; i++) {
+    for (const fault of ['eat_memory', 'stop_reading'] as const) {
+      const workspace = sandboxFolder('hintbox-faults-');
+      const name = `faulty-${fault.replace('_', '-')}-${process.pid}-${i}`;
+      const profile = writeProfile(
+        faultyProfile(name, workspace, { limits: { memory: '96m', pids: 64 }, timeouts: { call: 3 } }),
+      );
+      try {
+        await using hintbox = await runHintbox(profile);
+        const before = answerOf(await hintbox.client.callTool({ name: 'whoami', arguments: {} }));
+        const text = await hintbox.client.callTool({ name: fault, arguments: {} }, undefined, { timeout: 60_000 }).then(
+          (r) => JSON.stringify(r.content),
+          (error: Error) => error.message,
+        );
+        const cause = fault === 'eat_memory' ? /killed for memory/ : /gave no answer within 3 s.*fresh one/;
+        if (!cause.test(text)) throw new Error(`${fault}: the answer does not name the cause: ${text.slice(0, 300)}`);
+        const after = answerOf(await hintbox.client.callTool({ name: 'whoami', arguments: {} }));
+        if (JSON.stringify(after) === JSON.stringify(before))
+          throw new Error(`${fault}: the next call met the same sandbox`);
+        const records = await auditOf<{ tool: string; outcome: string | null }>(name);
+        const record = records.find((r) => r.tool === fault);
+        if (!record?.outcome || record.outcome === 'ok')
+          throw new Error(`${fault}: audit outcome ${String(record?.outcome)}`);
+      } catch (error) {
+        result.failures++;
+        result.problems.push(`run ${i}: ${(error as Error).message}`);
+      }
+    }
+  }
+  return result;
+}
+
+/**
+ * Load: `calls` calls at once across 8 clients of `hintbox serve` and 2 servers. Every answer
+ * must reach the call that made it (each carries its own number back), none may be lost, and
+ * serve's memory must stay bounded. Reports calls per second and serve's RSS.
+ */
+export async function load(calls: number): Promise<CaseResult> {
+  const result = emptyResult(`load: ${calls} calls at once, 8 clients, 2 servers`, 1);
+  const folder = scratchFolder('hintbox-faults-serve-');
+  const servers = [`faulty-load-a-${process.pid}`, `faulty-load-b-${process.pid}`];
+  for (const server of servers) {
+    const profile = faultyProfile(server, sandboxFolder('hintbox-faults-'));
+    writeFileSync(path.join(folder, `${server}.yaml`), stringify(profile));
+  }
+  const serving = await serve([folder]);
+  const clients: Client[] = [];
+  try {
+    for (let c = 0; c < 8; c++) clients.push(await connect(`${serving.url}/mcp/${servers[c % 2]}`));
+    // Warm: each server's sandbox started before the clock runs.
+    for (const client of clients.slice(0, 2)) await client.callTool({ name: 'echo', arguments: { n: -1 } });
+    const rssBefore = rssOf(serving.child.pid!);
+    const started = performance.now();
+    const wrong: string[] = [];
+    let lost = 0;
+    await Promise.all(
+      Array.from({ length: calls }, async (_, n) => {
+        const client = clients[n % clients.length]!;
+        try {
+          const answer = answerOf(
+            await client.callTool({ name: 'echo', arguments: { n, waitMs: n % 20 } }, undefined, { timeout: 120_000 }),
+          );
+          const got = (answer as { n?: number } | undefined)?.n;
+          if (got !== n) wrong.push(`call ${n} got ${String(got)}`);
+        } catch (error) {
+          lost++;
+          if (lost <= 3) result.problems.push(`call ${n}: ${(error as Error).message}`);
+        }
+      }),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    const rssAfter = rssOf(serving.child.pid!);
+    result.figures = {
+      'calls/s': Math.round(calls / seconds),
+      'serve RSS before (MB)': Math.round(rssBefore / 1e6),
+      'serve RSS after (MB)': Math.round(rssAfter / 1e6),
+    };
+    if (wrong.length > 0)
+      result.problems.push(`${wrong.length} answers reached the wrong call: ${wrong.slice(0, 3).join('; ')}`);
+    if (lost > 0) result.problems.push(`${lost} calls got no answer`);
+    // Bounded: well above the ~70 MB serve takes at rest (BENCHMARKS.md), far below a leak's growth.
+    if (rssAfter > 400e6) result.problems.push(`serve grew to ${Math.round(rssAfter / 1e6)} MB`);
+    if (result.problems.length > 0) result.failures = 1;
+  } finally {
+    for (const client of clients) await leave(client).catch(() => undefined);
+    await stop(serving);
+  }
+  const left = await leftoversOf(serving.child.pid!, scratchFolder('hintbox-faults-empty-'));
+  result.leftovers = left.length;
+  if (left.length > 0) {
+    result.failures = 1;
+    result.problems.push(`left after serve stopped: ${left.join(', ')}`);
+  }
+  return result;
+}
+
+/** What a tool of the faulty server answered (its structuredContent). */
+function answerOf(result: unknown): unknown {
+  return (result as { structuredContent?: unknown }).structuredContent;
+}
+
+function rssOf(pid: number): number {
+  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  return Number(kb ?? 0) * 1024;
+}
+
+/** Every audit record of a server (`hintbox audit --server … --all --json`). */
+async function auditOf<Row>(server: string): Promise<Row[]> {
+  const { code, stdout, stderr } = await hintboxCommand(['audit', '--server', server, '--all', '--json']);
+  if (code !== 0) throw new Error(`hintbox audit exited ${code}: ${stderr}`);
+  return stdout
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as Row);
+}
+
+function emptyResult(name: string, runs: number): CaseResult {
+  return { case: name, runs, failures: 0, recordsLost: 0, leftovers: 0, problems: [], figures: {} };
+}
+
+/** The table `npm run faults` prints (Markdown, as README carries it). */
+export function faultTable(results: readonly CaseResult[]): string {
+  const rows = results.map((r) => {
+    const figures = Object.entries(r.figures)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ');
+    return `| ${r.case} | ${r.runs} | ${r.failures} | ${r.recordsLost} | ${r.leftovers} | ${figures || '—'} |`;
+  });
+  return [
+    '| case | runs | failures | records lost | leftovers | figures |',
+    '| --- | ---: | ---: | ---: | ---: | --- |',
+    ...rows,
+  ].join('\n');
+}

@@ -1,0 +1,39 @@
+import { writeFileSync } from 'node:fs';
+import { ensureFaultyImage } from '../integration/support/docker.js';
+import { crashAnywhere, faultTable, load, sandboxFaults, type CaseResult } from './fault-cases.js';
+
+/**
+ * `npm run faults`: the long forms of the fault cases (issue 17), with a table of case, runs,
+ * failures, records lost and leftovers, also written to faults-report.md. Runs and seed from
+ * HINTBOX_FAULTS_CRASH_RUNS (default 50), HINTBOX_FAULTS_SANDBOX_RUNS (3), HINTBOX_FAULTS_LOAD
+ * (1000 calls) and HINTBOX_FAULTS_SEED (1). Exits 1 when any case failed.
+ */
+const numberFrom = (name: string, fallback: number): number => {
+  const value = Number(process.env[name] ?? fallback);
+  if (!Number.isInteger(value) || value < 0)
+    throw new Error(`${name}: expected a whole number, got ${process.env[name]}`);
+  return value;
+};
+
+const seed = numberFrom('HINTBOX_FAULTS_SEED', 1);
+const cases: [string, () => Promise<CaseResult>][] = [
+  ['crash', () => crashAnywhere(numberFrom('HINTBOX_FAULTS_CRASH_RUNS', 50), seed)],
+  ['sandbox', () => sandboxFaults(numberFrom('HINTBOX_FAULTS_SANDBOX_RUNS', 3))],
+  ['load', () => load(numberFrom('HINTBOX_FAULTS_LOAD', 1000))],
+];
+
+await ensureFaultyImage();
+const results: CaseResult[] = [];
+for (const [name, run] of cases) {
+  const started = Date.now();
+  process.stderr.write(`faults: ${name}…\n`);
+  const result = await run();
+  results.push(result);
+  process.stderr.write(`faults: ${name} done in ${Math.round((Date.now() - started) / 1000)} s\n`);
+  for (const problem of result.problems) process.stderr.write(`  ${problem}\n`);
+}
+const table = faultTable(results);
+const report = `# hintbox fault suite (${new Date().toISOString()}, seed ${seed})\n\n${table}\n`;
+writeFileSync('faults-report.md', report);
+process.stdout.write(`${table}\n`);
+process.exit(results.some((r) => r.failures > 0) ? 1 : 0);

@@ -1,0 +1,32 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { assertNoLeftovers, ensureFaultyImage } from './support/docker.js';
+import { crashAnywhere, CRASH_PHASES, load, sandboxFaults } from '../faults/fault-cases.js';
+
+/**
+ * The short forms of the fault suite (`npm run faults` runs the long ones and prints the table):
+ * each case is run a few times with a fixed seed, and each must report no failure, no lost
+ * record and nothing left behind. A case's own problems are in the assertion's message.
+ */
+describe('faults: crashes, sandbox faults and load', { timeout: 900_000 }, () => {
+  before(ensureFaultyImage);
+  after(assertNoLeftovers);
+
+  it('hintbox killed with SIGKILL in every phase of a session loses no record and leaves nothing after the next start', async () => {
+    const result = await crashAnywhere(CRASH_PHASES.length, 7);
+    assert.deepEqual(result.problems, []);
+    assert.equal(result.recordsLost, 0);
+    assert.equal(result.leftovers, 0);
+  });
+
+  it('a sandbox killed for memory or that stops reading: the call says why, is audited, the next call gets a fresh sandbox', async () => {
+    const result = await sandboxFaults(1);
+    assert.deepEqual(result.problems, []);
+  });
+
+  it('200 calls at once across 8 clients and 2 servers: every answer reaches its own call', async () => {
+    const result = await load(200);
+    assert.deepEqual(result.problems, []);
+    assert.equal(result.leftovers, 0);
+  });
+});
