@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { stringify } from 'yaml';
@@ -253,6 +253,134 @@ export async function sandboxFaults(runs: number): Promise<CaseResult> {
 }
 
 /**
+ * The Docker engine restarted mid-session (dockerd stopped with SIGTERM and started again with
+ * the same command line: every container of the engine stops). A call while it is down fails
+ * with an error, not a hang; once it is back, the session recovers: the next call is served by a
+ * fresh sandbox. Then hintbox exits and leaves nothing. Restarts the engine of this machine: run
+ * only where nothing else uses it (opt-in in run-faults.ts).
+ */
+export async function engineRestart(runs: number): Promise<CaseResult> {
+  const result = emptyResult('Docker engine restarted mid-session', runs);
+  for (let i = 0; i < runs; i++) {
+    const name = `faulty-engine-${process.pid}-${i}`;
+    let pid = 0;
+    try {
+      const hintbox = await runHintbox(writeProfile(faultyProfile(name, sandboxFolder('hintbox-faults-'))));
+      pid = hintbox.pid;
+      const echo = (n: number) =>
+        hintbox.client.callTool({ name: 'echo', arguments: { n } }, undefined, { timeout: 90_000 }).then(
+          (r) => (r.isError ? `error ${JSON.stringify(r.content)}` : String((answerOf(r) as { n?: number })?.n)),
+          (error: Error) => `error ${error.message}`,
+        );
+      if ((await echo(1)) !== '1') throw new Error('the first call failed');
+      const command = restartEngine();
+      const whileDown = await echo(2);
+      if (!whileDown.startsWith('error'))
+        result.problems.push(`run ${i}: a call while the engine was down answered ${whileDown}`);
+      await command;
+      let back = '';
+      await eventually(async () => (back = await echo(3)) === '3', 60_000, 'a call to work again').catch(() => {
+        throw new Error(`no call worked once the engine was back: ${back}`);
+      });
+      await hintbox[Symbol.asyncDispose]();
+      const left = await leftoversOf(pid, scratchFolder('hintbox-faults-empty-'));
+      result.leftovers += left.length;
+      if (left.length > 0) result.problems.push(`run ${i}: left ${left.join(', ')}`);
+    } catch (error) {
+      result.problems.push(`run ${i}: ${(error as Error).message}`);
+    }
+  }
+  result.failures = new Set(result.problems.map((p) => p.split(':')[0])).size;
+  return result;
+}
+
+/** Stops this machine's dockerd (SIGTERM) and starts it again as it was; resolves once it answers. */
+async function restartEngine(): Promise<void> {
+  const pid = Number(execFileSync('pgrep', ['-o', '-x', 'dockerd']).toString().trim());
+  const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+  process.kill(pid, 'SIGTERM');
+  await eventually(async () => !existsSync(`/proc/${pid}`), 60_000, 'dockerd to stop');
+  const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: 'ignore' });
+  child.unref();
+  const { docker: d } = await docker();
+  await eventually(
+    () =>
+      d.ping().then(
+        () => true,
+        () => false,
+      ),
+    60_000,
+    'dockerd to answer again',
+  );
+}
+
+/**
+ * The audit folder's disk full (a real tmpfs of 256 KiB; needs root to mount it): a call is
+ * refused and not forwarded (the server never sees it), and calls work again once there is room.
+ */
+export async function auditDiskFull(runs: number): Promise<CaseResult> {
+  const result = emptyResult('audit folder disk full', runs);
+  for (let i = 0; i < runs; i++) {
+    const auditDir = scratchFolder('hintbox-faults-audit-');
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=256k,mode=0700', 'tmpfs', auditDir]);
+    try {
+      const workspace = sandboxFolder('hintbox-faults-');
+      const name = `faulty-disk-${process.pid}-${i}`;
+      const env = { HINTBOX_AUDIT_DIR: auditDir };
+      await using hintbox = await runHintbox(writeProfile(faultyProfile(name, workspace)), env);
+      const record = async (n: number): Promise<string> =>
+        JSON.stringify((await hintbox.client.callTool({ name: 'record', arguments: { n } })).content);
+      await record(1);
+      const filler = fill(auditDir);
+      const refused = await record(2);
+      const forwarded = existsSync(path.join(workspace, 'call-2.txt'));
+      rmSync(filler);
+      await record(3);
+      const problems = [
+        ...(/the audit trail cannot record it/.test(refused)
+          ? []
+          : [`the call on a full disk was answered ${refused}`]),
+        ...(forwarded ? ['the call on a full disk reached the server'] : []),
+        ...(existsSync(path.join(workspace, 'call-3.txt')) ? [] : ['no call worked again once there was room']),
+      ];
+      const audited = new Set(
+        (await auditOf<{ arguments: { n?: number } }>(name, env))
+          .map((r) => r.arguments.n)
+          .filter((n) => n !== undefined),
+      );
+      const lost = received(workspace).filter((n) => !audited.has(n));
+      result.recordsLost += lost.length;
+      if (lost.length > 0) problems.push(`calls without an intent: ${lost.join(', ')}`);
+      if (problems.length > 0) {
+        result.failures++;
+        result.problems.push(...problems.map((p) => `run ${i}: ${p}`));
+      }
+    } catch (error) {
+      result.failures++;
+      result.problems.push(`run ${i}: ${(error as Error).message}`);
+    } finally {
+      execFileSync('umount', ['-l', auditDir]);
+    }
+  }
+  return result;
+}
+
+/** Fills a file system to its last byte; returns the filler to remove. */
+function fill(dir: string): string {
+  const filler = path.join(dir, 'filler');
+  const fd = openSync(filler, 'w');
+  const block = Buffer.alloc(4096, 0x41);
+  try {
+    for (;;) if (writeSync(fd, block) < block.length) break;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error;
+  } finally {
+    closeSync(fd);
+  }
+  return filler;
+}
+
+/**
  * Load: `calls` calls at once across 8 clients of `hintbox serve` and 2 servers. Every answer
  * must reach the call that made it (each carries its own number back), none may be lost, and
  * serve's memory must stay bounded. Reports calls per second and serve's RSS.
@@ -327,8 +455,8 @@ function rssOf(pid: number): number {
 }
 
 /** Every audit record of a server (`hintbox audit --server … --all --json`). */
-async function auditOf<Row>(server: string): Promise<Row[]> {
-  const { code, stdout, stderr } = await hintboxCommand(['audit', '--server', server, '--all', '--json']);
+async function auditOf<Row>(server: string, env: Record<string, string> = {}): Promise<Row[]> {
+  const { code, stdout, stderr } = await hintboxCommand(['audit', '--server', server, '--all', '--json'], env);
   if (code !== 0) throw new Error(`hintbox audit exited ${code}: ${stderr}`);
   return stdout
     .split('\n')

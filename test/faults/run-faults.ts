@@ -1,12 +1,21 @@
 import { writeFileSync } from 'node:fs';
 import { ensureFaultyImage } from '../integration/support/docker.js';
-import { crashAnywhere, faultTable, load, sandboxFaults, type CaseResult } from './fault-cases.js';
+import {
+  auditDiskFull,
+  crashAnywhere,
+  engineRestart,
+  faultTable,
+  load,
+  sandboxFaults,
+  type CaseResult,
+} from './fault-cases.js';
 
 /**
  * `npm run faults`: the long forms of the fault cases (issue 17), with a table of case, runs,
  * failures, records lost and leftovers, also written to faults-report.md. Runs and seed from
- * HINTBOX_FAULTS_CRASH_RUNS (default 50), HINTBOX_FAULTS_SANDBOX_RUNS (3), HINTBOX_FAULTS_LOAD
- * (1000 calls) and HINTBOX_FAULTS_SEED (1). Exits 1 when any case failed.
+ * HINTBOX_FAULTS_CRASH_RUNS (default 50), HINTBOX_FAULTS_SANDBOX_RUNS (3), HINTBOX_FAULTS_DISK_RUNS
+ * (3; needs root), HINTBOX_FAULTS_LOAD (1000 calls) and HINTBOX_FAULTS_SEED (1);
+ * HINTBOX_FAULTS_ENGINE_RESTART=1 adds the engine restart (it stops every container of the engine). Exits 1 when any case failed.
  */
 const numberFrom = (name: string, fallback: number): number => {
   const value = Number(process.env[name] ?? fallback);
@@ -19,8 +28,11 @@ const seed = numberFrom('HINTBOX_FAULTS_SEED', 1);
 const cases: [string, () => Promise<CaseResult>][] = [
   ['crash', () => crashAnywhere(numberFrom('HINTBOX_FAULTS_CRASH_RUNS', 50), seed)],
   ['sandbox', () => sandboxFaults(numberFrom('HINTBOX_FAULTS_SANDBOX_RUNS', 3))],
+  ['disk', () => auditDiskFull(numberFrom('HINTBOX_FAULTS_DISK_RUNS', 3))],
   ['load', () => load(numberFrom('HINTBOX_FAULTS_LOAD', 1000))],
 ];
+// Restarts this machine's Docker engine (every container of it stops): only when asked.
+if (process.env.HINTBOX_FAULTS_ENGINE_RESTART === '1') cases.push(['engine', () => engineRestart(2)]);
 
 await ensureFaultyImage();
 const results: CaseResult[] = [];

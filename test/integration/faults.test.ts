@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { assertNoLeftovers, ensureFaultyImage } from './support/docker.js';
-import { crashAnywhere, CRASH_PHASES, load, sandboxFaults } from '../faults/fault-cases.js';
+import { auditDiskFull, crashAnywhere, CRASH_PHASES, load, sandboxFaults } from '../faults/fault-cases.js';
 
 /**
  * The short forms of the fault suite (`npm run faults` runs the long ones and prints the table):
@@ -23,6 +23,17 @@ describe('faults: crashes, sandbox faults and load', { timeout: 900_000 }, () =>
     const result = await sandboxFaults(1);
     assert.deepEqual(result.problems, []);
   });
+
+  it(
+    'the audit folder full: a call is refused and never reaches the server; calls work again with room',
+    {
+      skip: process.getuid?.() !== 0 && 'needs root (to mount a tmpfs)',
+    },
+    async () => {
+      const result = await auditDiskFull(1);
+      assert.deepEqual(result.problems, []);
+    },
+  );
 
   it('200 calls at once across 8 clients and 2 servers: every answer reaches its own call', async () => {
     const result = await load(200);
