@@ -49,6 +49,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         file: 'unit/approval-decision.test.ts',
         title: 'blocks every tool whose definition changed, whatever the trust and the rules',
       },
+      { file: 'unit/fuzz-lock-file.test.ts', title: 'never takes an approved definition edited without its hash' },
       {
         file: 'integration/approval.test.ts',
         title: 'blocks a tool whose description changed, names the change, and serves it again once re-approved',
@@ -567,6 +568,14 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         title: 'shows the stderr tail of a server that fails initialize, and removes its container',
       },
       { file: 'integration/errors.test.ts', title: 'reports an image that is missing and cannot be built' },
+      {
+        file: 'unit/fuzz-profile.test.ts',
+        title: 'returns a profile or throws one ProfileError of well-formed lines, quickly, whatever the text',
+      },
+      {
+        file: 'unit/fuzz-lock-file.test.ts',
+        title: 'returns a lock hashed right, or throws one LockFileError line naming the field, whatever the text',
+      },
     ],
   },
   {
@@ -583,6 +592,11 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         file: 'integration/server-text.test.ts',
         title:
           'stays up when a sandbox answers with JSON too deep to write again: the call gets an error, the next one runs',
+      },
+      {
+        file: 'unit/fuzz-gateway.test.ts',
+        title:
+          'keeps every answer to its call, forwards nothing it should not, and never hangs, whatever both sides send',
       },
     ],
   },

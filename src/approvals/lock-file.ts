@@ -205,7 +205,8 @@ export function readLockFile(file: string, server: string): LockFile | undefined
 /** Checks a lock file's text (see {@link readLockFile}). Pure. */
 export function parseLockFile(text: string, file: string, server: string): LockFile {
   const fail = (field: string, message: string): never => {
-    throw new LockFileError(`${file}: ${field}: ${message}`);
+    // One line: what the file holds (a key, a value JSON.parse quotes) may be quoted in it, rendered.
+    throw new LockFileError(renderServerText(`${file}: ${field}: ${message}`));
   };
   let value: unknown;
   try {
@@ -214,6 +215,8 @@ export function parseLockFile(text: string, file: string, server: string): LockF
     return fail('(file)', `not JSON: ${(error as Error).message}`);
   }
   if (!isObject(value)) return fail('(file)', 'expected a JSON object');
+  // Hashing and quoting a value walk it recursively: deeper, they would overflow the stack.
+  if (nestedDeeperThan(value, MAX_LOCK_DEPTH)) return fail('(file)', `nested deeper than ${MAX_LOCK_DEPTH} levels`);
   if (value.lockfileVersion !== LOCK_FILE_VERSION) {
     return fail(
       'lockfileVersion',
@@ -320,4 +323,19 @@ export async function updateLockFile(
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** How deep a lock file may nest (an approved schema is far shallower). */
+const MAX_LOCK_DEPTH = 512;
+
+/** Whether a JSON value nests objects or arrays deeper than `limit`; without recursion, whatever its depth. */
+function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  for (let next = stack.pop(); next; next = stack.pop()) {
+    const [node, depth] = next;
+    if (node === null || typeof node !== 'object') continue;
+    if (depth >= limit) return true;
+    for (const child of Object.values(node)) stack.push([child, depth + 1]);
+  }
+  return false;
 }

@@ -14,6 +14,7 @@ import {
   errorResult,
   FORWARDED_ID_PREFIX,
   isObject,
+  isRequestId,
   nextSequence,
   notificationOf,
   outcomeOf,
@@ -87,13 +88,14 @@ export class CallRelay {
   /** A message from the client: true when the relay took it (a call, or the cancellation of one). */
   fromClient(message: JSONRPCMessage): boolean {
     const m = message as JsonRpcObject;
-    if (m.method === 'tools/call' && m.id !== undefined) {
+    if (m.method === 'tools/call' && isRequestId(m.id)) {
       void this.forwardCall(m).catch((error: Error) =>
         this.options.log.error(`tools/call ${String(m.id)} failed in hintbox: ${error.message}`),
       );
       return true;
     }
-    return m.method === 'notifications/cancelled' && this.cancelFromClient(m);
+    // A "cancellation" with an id is a request (the SDK answers it: no such method), and cancels nothing.
+    return m.method === 'notifications/cancelled' && m.id === undefined && this.cancelFromClient(m);
   }
 
   /** An upstream's connection ended: its calls are answered with the server's last words. */

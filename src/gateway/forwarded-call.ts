@@ -93,8 +93,8 @@ export function answerOf(message: JsonRpcObject, id: RequestId): JSONRPCMessage 
       jsonrpc: '2.0',
       id,
       error: {
-        // An integer, as JSON-RPC says (a client's schema refuses another, and its request hangs).
-        code: Number.isInteger(error.code) ? (error.code as number) : ErrorCode.InternalError,
+        // An integer, as JSON-RPC says, and a safe one (a client's schema refuses another, and its request hangs).
+        code: Number.isSafeInteger(error.code) ? (error.code as number) : ErrorCode.InternalError,
         message: typeof error.message === 'string' ? error.message : 'error',
         ...(error.data !== undefined ? { data: error.data } : {}),
       },
@@ -115,6 +115,15 @@ export function notificationOf(message: JsonRpcObject): JSONRPCMessage | undefin
   if (message.id !== undefined || typeof message.method !== 'string') return undefined;
   if (message.params !== undefined && !isObject(message.params)) return undefined;
   return { jsonrpc: '2.0', method: message.method, ...(message.params ? { params: message.params } : {}) };
+}
+
+/**
+ * Whether a value is an id MCP allows for a request: a string or a (safe) integer (JSON-RPC's `null`,
+ * a fraction, an object are not). A "request" under another id is no request: not forwarded
+ * (its answer could not be told from another's), left to the SDK, which drops it.
+ */
+export function isRequestId(value: unknown): value is RequestId {
+  return typeof value === 'string' || Number.isSafeInteger(value);
 }
 
 export function isObject(value: unknown): value is Record<string, unknown> {

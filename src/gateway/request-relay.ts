@@ -11,6 +11,7 @@ import {
   answerOf,
   cancelUpstream,
   isObject,
+  isRequestId,
   notificationOf,
   progressFor,
   withProgressKey,
@@ -125,18 +126,18 @@ export class RequestRelay {
   /** A message from the client: true when the relay took it. */
   fromClient(message: JSONRPCMessage): boolean {
     const m = message as JsonRpcObject;
-    if (m.id !== undefined && typeof m.method === 'string' && READS.has(m.method)) {
+    if (isRequestId(m.id) && typeof m.method === 'string' && READS.has(m.method)) {
       void this.forwardRead(m).catch((error: Error) => {
         this.options.log.error(`${m.method} failed in hintbox: ${error.message}`);
         this.replyError(m.id!, ErrorCode.InternalError, `hintbox failed to forward ${m.method}: ${error.message}`);
       });
       return true;
     }
-    if (m.id !== undefined && m.method === 'logging/setLevel') {
+    if (isRequestId(m.id) && m.method === 'logging/setLevel') {
       this.setLevel(m);
       return true;
     }
-    return m.method === 'notifications/cancelled' && this.cancelFromClient(m);
+    return m.method === 'notifications/cancelled' && m.id === undefined && this.cancelFromClient(m);
   }
 
   /** Whether an id (or progress token) is one this relay sent upstream. */
@@ -181,7 +182,14 @@ export class RequestRelay {
         if (read.method === 'resources/unsubscribe') this.subscribed.delete(read.subject);
         this.options.subscriptions?.(read.subject, this.subscribed.has(read.subject));
       }
-      this.send(answer as JSONRPCMessage, read.clientId);
+      // An answer that cannot be passed on (nested too deep to write again) still answers the read.
+      this.options.client.send(answer as JSONRPCMessage, read.clientId).catch((error: Error) => {
+        this.options.log.warn(
+          `the answer of ${read.method} from sandbox ${read.sandbox} could not be passed on: ${error.message}`,
+        );
+        const text = `hintbox: the answer of ${read.method} from sandbox ${read.sandbox} could not be passed on (${error.message})`;
+        this.replyError(read.clientId, ErrorCode.InternalError, text);
+      });
       return true;
     }
     if (m.id !== undefined && isServerRequest(m.method)) {

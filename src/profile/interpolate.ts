@@ -94,6 +94,8 @@ function keepSandboxValue(name: string, options: InterpolateOptions, kept: { cou
 /**
  * Applies `interpolate` to every string in a parsed YAML tree; errors carry the field path.
  * `sandboxValuesAt` says at which paths `${sandbox:NAME}` may appear (default: nowhere).
+ * A tree that contains itself (a YAML alias inside its own anchor) is an error where it does,
+ * and is cut there (`null`): the result is always a tree.
  */
 export function interpolateTree(
   value: unknown,
@@ -101,6 +103,7 @@ export function interpolateTree(
   onError: (path: (string | number)[], message: string) => void,
   sandboxValuesAt: (path: readonly (string | number)[]) => boolean = () => false,
   path: (string | number)[] = [],
+  ancestors = new Set<object>(),
 ): unknown {
   if (typeof value === 'string') {
     try {
@@ -110,11 +113,18 @@ export function interpolateTree(
       return value;
     }
   }
-  const inner = (v: unknown, key: string | number): unknown =>
-    interpolateTree(v, vars, onError, sandboxValuesAt, [...path, key]);
-  if (Array.isArray(value)) return value.map(inner);
-  if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, inner(v, k)]));
+  if (value === null || typeof value !== 'object') return value;
+  if (ancestors.has(value)) {
+    onError(path, 'contains itself (a YAML alias inside its own anchor)');
+    return null;
   }
-  return value;
+  ancestors.add(value);
+  const inner = (v: unknown, key: string | number): unknown =>
+    interpolateTree(v, vars, onError, sandboxValuesAt, [...path, key], ancestors);
+  try {
+    if (Array.isArray(value)) return value.map(inner);
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, inner(v, k)]));
+  } finally {
+    ancestors.delete(value);
+  }
 }

@@ -13,6 +13,7 @@ import { interpolateTree, type Variables } from './interpolate.js';
 import { isSandboxValueField, sandboxValueUses } from './sandbox-values.js';
 import { normalizeContainerPath, ProfileSchema, type ParsedProfile } from './profile-schema.js';
 import { HintboxError } from '../util/hintbox-error.js';
+import { renderServerText } from '../util/render-server-text.js';
 
 /** A resolved mount: `source` is an existing, real (symlink-free), allowed host path. */
 export interface ResolvedMount {
@@ -52,8 +53,10 @@ export class ProfileError extends HintboxError {
   }
 }
 
+/** One line: a key or a value of the profile quoted in it (a line feed, an escape sequence) is rendered. */
 export function formatProblem(p: ProfileProblem): string {
-  return p.path ? `${p.file}: ${p.path}: ${p.message}` : `${p.file}: ${p.message}`;
+  const [file, at, message] = [p.file, p.path, p.message].map(renderServerText);
+  return at ? `${file}: ${at}: ${message}` : `${file}: ${message}`;
 }
 
 /** `mounts[0].source` from `['mounts', 0, 'source']`. */
@@ -107,7 +110,13 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
       })),
     );
   }
-  const raw: unknown = doc.toJS();
+  let raw: unknown;
+  try {
+    raw = doc.toJS();
+  } catch (error) {
+    // Aliases that multiply (a billion laughs): the yaml library refuses to expand them.
+    return fail(`invalid YAML: ${(error as Error).message.split('\n')[0]}`);
+  }
 
   const vars = options.vars ?? { ...processVariables(), CWD: process.cwd() };
   const problems: ProfileProblem[] = [];

@@ -3,92 +3,13 @@ import assert from 'node:assert/strict';
 import { z } from 'zod';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import {
-  CallToolRequestSchema,
-  ErrorCode,
-  McpError,
-  type CallToolResult,
-  type Progress,
-  type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError, type CallToolResult, type Progress, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { Gateway, type RoutedTool, type Upstream, type UpstreamFactory } from '../../src/gateway/gateway.js';
-import { SplitTransport } from '../../src/mcp/split-transport.js';
 import { createLogger, silentLogger, type Logger } from '../../src/util/logger.js';
 import type { Gatekeeper } from '../../src/gateway/call-guard.js';
 import type { ApprovalDecision } from '../../src/policy/approval-decision.js';
 import type { AuditOutcomeReport } from '../../src/audit/audit-record.js';
-
-type CallHandler = Parameters<Server['setRequestHandler']>[1];
-type HandlerExtra = Parameters<CallHandler>[1];
-type CallRequest = z.infer<typeof CallToolRequestSchema>;
-
-interface FakeUpstream extends Upstream {
-  readonly id: string;
-  readonly calls: CallRequest['params'][];
-  /** The upstream server's end of the connection: closing it is the sandbox dying. */
-  readonly serverTransport: InMemoryTransport;
-  closedByGateway: boolean;
-}
-
-type Behaviour = (
-  request: CallRequest,
-  extra: HandlerExtra,
-  upstream: FakeUpstream,
-) => Promise<CallToolResult> | CallToolResult;
-
-const echo: Behaviour = (request, _extra, upstream) => ({
-  content: [
-    { type: 'text', text: `${upstream.id}:${request.params.name}:${JSON.stringify(request.params.arguments ?? {})}` },
-  ],
-});
-
-/** An SDK low-level Server (the "sandboxed" MCP server) behind an SDK Client, as an Upstream. */
-async function fakeUpstream(id: string, behaviour: Behaviour = echo): Promise<FakeUpstream> {
-  const server = new Server({ name: `upstream-${id}`, version: '1.0.0' }, { capabilities: { tools: {} } });
-  const client = new Client({ name: 'hintbox-upstream-client', version: '1.0.0' });
-  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  const forwarded = new SplitTransport(clientSide);
-  let resolveClosed!: () => void;
-  const closed = new Promise<void>((resolve) => {
-    resolveClosed = resolve;
-  });
-  const upstream: FakeUpstream = {
-    id,
-    calls: [],
-    serverTransport: serverSide,
-    closedByGateway: false,
-    client,
-    forwarded,
-    closed,
-    diagnostics: () => `last stderr of ${id}: out of memory`,
-    close: async () => {
-      upstream.closedByGateway = true;
-      await client.close();
-    },
-  };
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
-    upstream.calls.push(request.params);
-    return behaviour(request, extra, upstream);
-  });
-  client.onclose = () => resolveClosed();
-  await server.connect(serverSide);
-  await client.connect(forwarded.sdk);
-  return upstream;
-}
-
-/** A factory that records what it started. */
-function factory(
-  behaviours: Record<string, Behaviour> = {},
-): ((sandboxId: string) => Promise<FakeUpstream>) & { started: FakeUpstream[] } {
-  const started: FakeUpstream[] = [];
-  const start = async (sandboxId: string): Promise<FakeUpstream> => {
-    const upstream = await fakeUpstream(sandboxId, behaviours[sandboxId] ?? echo);
-    started.push(upstream);
-    return upstream;
-  };
-  return Object.assign(start, { started });
-}
+import { factory, fakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 
 const READ_DEF = {
   name: 'read',
