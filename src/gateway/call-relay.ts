@@ -299,10 +299,22 @@ export class CallRelay {
         params: call.params,
       });
     } catch (error) {
-      if (this.settle(call, { outcome: 'sandbox-died', detail: (error as Error).message })) {
+      const message = (error as Error).message;
+      // Still connected: the call itself could not be written (e.g. arguments nested too deep),
+      // the sandbox is fine and is not said to have died.
+      if (call.upstream.forwarded.connected) {
+        if (this.settle(call, { outcome: 'error', detail: `the call could not be sent: ${message}` })) {
+          this.replyResult(
+            call.clientId,
+            errorResult(`hintbox could not send ${call.tool} to its sandbox: ${message}`),
+          );
+        }
+        return;
+      }
+      if (this.settle(call, { outcome: 'sandbox-died', detail: message })) {
         this.replyResult(
           call.clientId,
-          diedResult(call, this.options.serverName, `sending the call failed: ${(error as Error).message}`),
+          diedResult(call, this.options.serverName, `sending the call failed: ${message}`),
         );
       }
     }

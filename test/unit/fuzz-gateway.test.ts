@@ -1056,6 +1056,15 @@ describe('counterexamples the fuzzing found, kept', () => {
     assert.equal((answer?.error as { code?: unknown } | undefined)?.code, -32603);
   });
 
+  it('answers a call whose arguments are too deep to send with an error, and does not call the sandbox dead', async () => {
+    const g = await run([{ kind: 'call', id: 'deep', name: 'a', args: { deep: 10_000 } }]);
+    const answers = g.answersTo('deep');
+    assert.equal(answers.length, 1);
+    const text = safeJson(answers[0]);
+    assert.doesNotMatch(text, /died/, text);
+    if (isObject(answers[0]?.result)) assert.match(text, /could not send a to its sandbox/);
+  });
+
   it('answers a read whose answer is nested too deep to pass on with an error, instead of never', async () => {
     const g = await run([
       { kind: 'read', id: 5, method: 'resources/read', target: 'shown' },
