@@ -297,6 +297,18 @@ describe('network by host name: the egress proxy', { timeout: 600_000 }, () => {
     );
     const after = await fetch(`http://allowed.test:${PORT}/after`);
     assert.notEqual((after.value as { status?: number } | undefined)?.status, 200, JSON.stringify(after));
+
+    // The class's next sandbox (this one dies) gets a proxy of its own again, on a new network.
+    const sandbox = (await containersOf(hintbox.pid, false)).find(
+      (c) => c.Labels['hintbox.class'] === 'nomounts-egress',
+    );
+    assert.ok(sandbox, 'the sandbox still runs');
+    await d.getContainer(sandbox.Id).kill();
+    await hintbox.client.callTool({ name: 'fetch', arguments: { url: 'http://allowed.test/' } }).catch(() => undefined);
+    assert.deepEqual((await fetch(`http://allowed.test:${PORT}/again`)).value, {
+      status: 200,
+      body: 'canary allowed /again',
+    });
   });
 
   it('sweeps the proxies and networks of a run killed with SIGKILL at the next start', async () => {

@@ -42,6 +42,8 @@ export class DockerEngine implements SandboxEngine {
   private gate: string | undefined;
   /** The egress (network and proxy) of each class with hosts by name, by session and class; made at its first start. */
   private readonly egress = new Map<string, Promise<StartedEgress>>();
+  /** How many times each class's egress was started (a lost proxy is replaced under a new name). */
+  private readonly egressStarts = new Map<string, number>();
   /** Sessions being removed: their proxies ending is expected (see startEgress `closing`). */
   private readonly closingSessions = new Set<string>();
 
@@ -152,7 +154,9 @@ export class DockerEngine implements SandboxEngine {
     const key = `${spec.session.sessionId}/${spec.sandboxId}`;
     let egress = this.egress.get(key);
     if (!egress) {
-      egress = startEgress({
+      const generation = (this.egressStarts.get(key) ?? 0) + 1;
+      this.egressStarts.set(key, generation);
+      const started: Promise<StartedEgress> = startEgress({
         docker: this.docker,
         session: spec.session,
         server: spec.profile.name,
@@ -163,12 +167,14 @@ export class DockerEngine implements SandboxEngine {
         log: options.log,
         onRequest: (request) => spec.onEgress?.(request),
         // The next sandbox of the class gets a new proxy (those running lost their way out).
-        onLost: () => this.egress.delete(key),
+        onLost: () => this.egress.get(key) === started && this.egress.delete(key),
         closing: () => this.closingSessions.has(spec.session.sessionId),
+        generation,
         startTimeoutMs: options.startTimeoutMs,
       });
-      this.egress.set(key, egress);
-      egress.catch(() => this.egress.delete(key));
+      egress = started;
+      this.egress.set(key, started);
+      started.catch(() => this.egress.get(key) === started && this.egress.delete(key));
     }
     return egress;
   }
@@ -176,6 +182,9 @@ export class DockerEngine implements SandboxEngine {
   async removeSession(sessionId: string): Promise<number> {
     this.closingSessions.add(sessionId);
     for (const key of [...this.egress.keys()].filter((k) => k.startsWith(`${sessionId}/`))) this.egress.delete(key);
+    for (const key of [...this.egressStarts.keys()].filter((k) => k.startsWith(`${sessionId}/`))) {
+      this.egressStarts.delete(key);
+    }
     return removeSession(this.docker, sessionId);
   }
 

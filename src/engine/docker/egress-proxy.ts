@@ -53,6 +53,11 @@ export interface EgressOptions {
   onLost?: () => void;
   /** Whether its session is being removed (then a proxy's end is expected, not lost). */
   closing?: () => boolean;
+  /**
+   * Which start of the class's egress this is (1 the first): a lost proxy's network may still
+   * hold the class's running sandbox, so a new one takes another name.
+   */
+  generation?: number;
   startTimeoutMs: number;
 }
 
@@ -71,7 +76,8 @@ export async function startEgress(options: EgressOptions): Promise<StartedEgress
     [LABEL_OWNER_HOST]: session.ownerHost,
     [LABEL_OWNER_PID]: String(session.ownerPid),
   };
-  const name = `${containerName(session, server, sandboxId)}-egress`;
+  const generation = options.generation ?? 1;
+  const name = `${containerName(session, server, sandboxId)}-egress${generation > 1 ? `-${generation}` : ''}`;
   let network: Docker.Network | undefined;
   let proxy: Docker.Container | undefined;
   let state: 'starting' | 'up' | 'removed' = 'starting';
