@@ -1,11 +1,12 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { stringify } from 'yaml';
 import { LABEL_OWNER_PID, LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
 import { docker, eventually, FAULTY_IMAGE, ownHintboxProcess } from '../integration/support/docker.js';
 import {
+  auditOf,
   HINTBOX_BIN,
   hintboxCommand,
   hintboxTestEnv,
@@ -14,6 +15,7 @@ import {
   writeProfile,
 } from '../integration/support/hintbox-process.js';
 import { connect, leave, serve, stop } from '../integration/support/serve-process.js';
+import { fillFileSystem } from '../support/fill-disk.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 
 /**
@@ -112,7 +114,9 @@ export async function crashAnywhere(runs: number, seed: number): Promise<CaseRes
       if (swept.code !== 0) result.problems.push(`run ${i} (${phase}): sweep exited ${swept.code}: ${swept.stderr}`);
       const left = await leftoversOf(pid, tmp);
       const audited = new Set(
-        (await auditOf<{ arguments: { n?: number } }>(name)).map((r) => r.arguments.n).filter((n) => n !== undefined),
+        (await auditOf<{ arguments: { n?: number } }>(name, { all: true }))
+          .map((r) => r.arguments.n)
+          .filter((n) => n !== undefined),
       );
       const lost = received(workspace).filter((n) => !audited.has(n));
       result.recordsLost += lost.length;
@@ -239,7 +243,7 @@ export async function sandboxFaults(runs: number): Promise<CaseResult> {
         const after = answerOf(await hintbox.client.callTool({ name: 'whoami', arguments: {} }));
         if (JSON.stringify(after) === JSON.stringify(before))
           throw new Error(`${fault}: the next call met the same sandbox`);
-        const records = await auditOf<{ tool: string; outcome: string | null }>(name);
+        const records = await auditOf<{ tool: string; outcome: string | null }>(name, { all: true });
         const record = records.find((r) => r.tool === fault);
         if (!record?.outcome || record.outcome === 'ok')
           throw new Error(`${fault}: audit outcome ${String(record?.outcome)}`);
@@ -337,7 +341,7 @@ export async function auditDiskFull(runs: number): Promise<CaseResult> {
       const record = async (n: number): Promise<string> =>
         JSON.stringify((await hintbox.client.callTool({ name: 'record', arguments: { n } })).content);
       await record(1);
-      const filler = fill(auditDir);
+      const filler = fillFileSystem(auditDir);
       // The log file's last page may still hold a line or two after the disk is full: calls go
       // on (recorded) until one meets the full disk, and that one must be refused.
       let refusedAt: number | undefined;
@@ -355,7 +359,7 @@ export async function auditDiskFull(runs: number): Promise<CaseResult> {
         ...(existsSync(path.join(workspace, 'call-100.txt')) ? [] : ['no call worked again once there was room']),
       ];
       const audited = new Set(
-        (await auditOf<{ arguments: { n?: number } }>(name, env))
+        (await auditOf<{ arguments: { n?: number } }>(name, { all: true, env }))
           .map((r) => r.arguments.n)
           .filter((n) => n !== undefined),
       );
@@ -374,21 +378,6 @@ export async function auditDiskFull(runs: number): Promise<CaseResult> {
     }
   }
   return result;
-}
-
-/** Fills a file system to its last byte; returns the filler to remove. */
-function fill(dir: string): string {
-  const filler = path.join(dir, 'filler');
-  const fd = openSync(filler, 'w');
-  const block = Buffer.alloc(4096, 0x41);
-  try {
-    for (;;) if (writeSync(fd, block) < block.length) break;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error;
-  } finally {
-    closeSync(fd);
-  }
-  return filler;
 }
 
 /**
@@ -463,16 +452,6 @@ function answerOf(result: unknown): unknown {
 function rssOf(pid: number): number {
   const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
   return Number(kb ?? 0) * 1024;
-}
-
-/** Every audit record of a server (`hintbox audit --server … --all --json`). */
-async function auditOf<Row>(server: string, env: Record<string, string> = {}): Promise<Row[]> {
-  const { code, stdout, stderr } = await hintboxCommand(['audit', '--server', server, '--all', '--json'], env);
-  if (code !== 0) throw new Error(`hintbox audit exited ${code}: ${stderr}`);
-  return stdout
-    .split('\n')
-    .filter((line) => line !== '')
-    .map((line) => JSON.parse(line) as Row);
 }
 
 function emptyResult(name: string, runs: number): CaseResult {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, writeSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -9,6 +9,7 @@ import { scanAuditLog, verifyAuditLog, type AuditCallRecord } from '../../src/au
 import type { AuditIntent } from '../../src/audit/audit-record.js';
 import { effectiveHints } from '../../src/policy/hints.js';
 import type { Logger } from '../../src/util/logger.js';
+import { fillFileSystem } from '../support/fill-disk.js';
 
 /**
  * A call's outcome that cannot be appended (a full disk: a real tmpfs of 64 KiB) is kept and
@@ -39,20 +40,6 @@ describe('an outcome that meets a full disk', { skip: process.getuid?.() !== 0 &
     arguments: { path: `/w/${i}` },
     pinHash: null,
   });
-  /** Fills the file system to the last byte; returns the filler to remove. */
-  const fill = (dir: string): string => {
-    const filler = path.join(dir, 'filler');
-    const fd = openSync(filler, 'w');
-    const block = Buffer.alloc(4096, 0x41);
-    try {
-      for (;;) if (writeSync(fd, block) < block.length) break;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error;
-    } finally {
-      closeSync(fd);
-    }
-    return filler;
-  };
   const calls = async (dir: string): Promise<AuditCallRecord[]> => {
     const found: AuditCallRecord[] = [];
     await scanAuditLog(dir, {}, (e) => void (e.kind === 'call' && found.push(e)));
@@ -80,7 +67,7 @@ describe('an outcome that meets a full disk', { skip: process.getuid?.() !== 0 &
     const writer = AuditLogWriter.open({ dir, log });
     try {
       const id = await writer.recordIntent(intent(1));
-      const filler = fill(mount);
+      const filler = fillFileSystem(mount);
       await assert.rejects(
         writer.recordOutcome(id, { outcome: 'tool-error', detail: bigDetail }),
         /ENOSPC|short write/,
@@ -116,7 +103,7 @@ describe('an outcome that meets a full disk', { skip: process.getuid?.() !== 0 &
     const log = capture();
     const writer = AuditLogWriter.open({ dir, log });
     const id = await writer.recordIntent(intent(2));
-    const filler = fill(mount);
+    const filler = fillFileSystem(mount);
     try {
       await assert.rejects(writer.recordOutcome(id, { outcome: 'ok', detail: bigDetail }));
       writer.close();

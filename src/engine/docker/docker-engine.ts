@@ -181,10 +181,9 @@ export class DockerEngine implements SandboxEngine {
 
   async removeSession(sessionId: string): Promise<number> {
     this.closingSessions.add(sessionId);
-    for (const key of [...this.egress.keys()].filter((k) => k.startsWith(`${sessionId}/`))) this.egress.delete(key);
-    for (const key of [...this.egressStarts.keys()].filter((k) => k.startsWith(`${sessionId}/`))) {
-      this.egressStarts.delete(key);
-    }
+    const ofSession = (key: string): boolean => key.startsWith(`${sessionId}/`);
+    for (const key of [...this.egress.keys()].filter(ofSession)) this.egress.delete(key);
+    for (const key of [...this.egressStarts.keys()].filter(ofSession)) this.egressStarts.delete(key);
     return removeSession(this.docker, sessionId);
   }
 

@@ -178,8 +178,13 @@ export function hintboxTestEnv(): Record<string, string> {
  * The audit trail of one server, newest first, read through the CLI as an operator would
  * (`hintbox audit --server … --json`, one record per line); `Row` names the fields a test reads.
  */
-export async function auditOf<Row>(server: string): Promise<Row[]> {
-  const { code, stdout, stderr } = await hintboxCommand(['audit', '--server', server, '--json']);
+export async function auditOf<Row>(
+  server: string,
+  /** `all`: every record, not only the newest (`--all`); `env`: e.g. another HINTBOX_AUDIT_DIR. */
+  options: { all?: boolean; env?: Record<string, string> } = {},
+): Promise<Row[]> {
+  const args = ['audit', '--server', server, ...(options.all ? ['--all'] : []), '--json'];
+  const { code, stdout, stderr } = await hintboxCommand(args, options.env);
   if (code !== 0) throw new Error(`hintbox audit exited ${code}: ${stderr}`);
   return stdout
     .split('\n')
