@@ -33,17 +33,19 @@ export type AuditDecision = 'allowed' | 'denied' | 'blocked';
 /**
  * Who or what decided:
  * - allowed by `auto` (the policy), `rule` (an operator allow rule), `pre-approval` (a matching
- *   pre-approval rule) or `person` (a confirmation);
- * - denied by `rule` (a deny rule), `person`, `timeout` (no answer in time) or
+ *   pre-approval rule), `person` (a confirmation through the client) or `console` (a person's
+ *   answer on hintbox's console page);
+ * - denied by `rule` (a deny rule), `person`, `console`, `timeout` (no answer in time) or
  *   `no-elicitation` (the client cannot be asked);
  * - blocked by `pin` (the definition is not the approved one).
  */
-export type AuditDecider = 'auto' | 'rule' | 'pre-approval' | 'person' | 'timeout' | 'no-elicitation' | 'pin';
+export type AuditDecider =
+  'auto' | 'rule' | 'pre-approval' | 'person' | 'console' | 'timeout' | 'no-elicitation' | 'pin';
 
 /** Which deciders may give which decision. */
 export const DECIDERS_OF: Readonly<Record<AuditDecision, readonly AuditDecider[]>> = Object.freeze({
-  allowed: ['auto', 'rule', 'pre-approval', 'person'],
-  denied: ['rule', 'person', 'timeout', 'no-elicitation'],
+  allowed: ['auto', 'rule', 'pre-approval', 'person', 'console'],
+  denied: ['rule', 'person', 'console', 'timeout', 'no-elicitation'],
   blocked: ['pin'],
 });
 
@@ -124,6 +126,8 @@ export type AuditEvent =
       tool: string;
       reasons: readonly string[];
       caller?: string;
+      /** The console's confirmation, when the person may answer on its page too. */
+      approval?: string;
     }
   | {
       type: 'approval.answered';
@@ -132,6 +136,9 @@ export type AuditEvent =
       tool: string;
       answer: 'approved' | 'declined' | 'timeout';
       caller?: string;
+      /** Where the person answered: through the client (elicitation) or on the console's page. Absent: the client. */
+      by?: 'client' | 'console';
+      approval?: string;
     }
   | { type: 'hint.violation'; session: string; server: string; tool: string | null; sandbox: string; violation: string }
   | { type: 'pin.narrowed'; session: string; server: string; tool: string; pin: string; changes: readonly string[] }

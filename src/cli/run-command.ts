@@ -8,8 +8,10 @@ import { newSessionId } from '../util/session-identity.js';
 import { cliLog, engineReady, profileArg } from './common.js';
 import type { CommandSpec } from './main.js';
 import { delay } from '../util/delay.js';
+import { HintboxConsole } from '../console/console-server.js';
+import { hintboxEnvironment } from '../config/environment.js';
 
-const HELP = `Usage: hintbox run <profile> [--tags a,b] [--rebuild]
+const HELP = `Usage: hintbox run <profile> [--tags a,b] [--rebuild] [--console [--console-port PORT]]
 
 Serves the profile's MCP server on stdio. hintbox starts the server in the strictest sandbox
 (read-only mounts, no network) to list its tools, plans one sandbox per class of tools from
@@ -48,18 +50,35 @@ of its own whose privileges follow its tools' hints (read, append, write; capped
 profile); a privilege error from Postgres is logged as a hint violation and makes the server
 untrusted for the rest of the session. Roles are dropped on exit (see hintbox db prepare).
 
+With --console (or approval.console: true in the profile), hintbox also serves a local web
+console on 127.0.0.1 (a random port, or PORT) and prints its link on stderr: a page per
+confirmation (the call, every argument, the dry run's diff, the sandbox it would run in) with
+Approve and Decline, the audit trail with filters and its verification, and the tool
+definitions waiting for approval (approving one writes the lock file, as hintbox approve does).
+A client with URL-mode elicitation is sent the page's link; one with forms gets the form and
+the link; one with neither gets a denial that carries the link, and the same call made again
+after the page approved it (same arguments, within 5 minutes) runs once.
+
 Options:
-  --tags a,b  serve only tools with one of these tags (profile tags; server claims if trusted)
-  --rebuild   rebuild the server's image even when it looks current
-  -h, --help  this help`;
+  --tags a,b      serve only tools with one of these tags (profile tags; server claims if trusted)
+  --rebuild       rebuild the server's image even when it looks current
+  --console       start the console (--console-port PORT: on that port; default a random one)
+  -h, --help      this help`;
 
 export const runCommand: CommandSpec = {
   help: HELP,
-  options: { rebuild: { type: 'boolean' }, tags: { type: 'string' } },
+  options: {
+    rebuild: { type: 'boolean' },
+    tags: { type: 'string' },
+    console: { type: 'boolean' },
+    'console-port': { type: 'string' },
+  },
   async run({ positionals, values }) {
     const log = cliLog;
     const profile = profileArg('run', positionals);
     const tagFilter = typeof values.tags === 'string' ? tagFilterArg(values.tags) : undefined;
+    const consolePort = consolePortArg(values['console-port']);
+    const withConsole = values.console === true || consolePort !== undefined || profile.approval.console;
     const engine = await engineReady(log);
     // A run ends when its client leaves, a signal comes or it fails; never because nothing
     // happens to be pending for a moment (a wait on an unref'd timer during discovery once let
@@ -78,6 +97,14 @@ export const runCommand: CommandSpec = {
       const approvals = approvalsOf(profile, log);
       const trail = openAuditTrail(log);
       const { audit } = trail;
+      // The console before anything of the server: a port that is taken stops the run here.
+      let hub: HintboxConsole | undefined;
+      try {
+        hub = withConsole ? await startConsole(consolePort) : undefined;
+      } catch (error) {
+        await trail.close();
+        throw error;
+      }
       const sessionId = newSessionId();
       // Filled in as the session comes up; a signal may arrive at any point before.
       const live: { session?: HintboxSession; gateway?: Gateway } = {};
@@ -104,6 +131,7 @@ export const runCommand: CommandSpec = {
           // A session that came up after the signal: its relays and database roles go too.
           if (late && late !== live.session) await late.dispose();
           await engine.removeSession(sessionId).catch(() => undefined);
+          await hub?.close();
           await trail.close();
         })());
       // A failure of hintbox itself must not leave the sandboxes running: stop, then exit 1.
@@ -122,6 +150,7 @@ export const runCommand: CommandSpec = {
       try {
         session = live.session = await opening;
       } catch (error) {
+        await hub?.close();
         await trail.close();
         throw error;
       }
@@ -131,7 +160,9 @@ export const runCommand: CommandSpec = {
           audit,
           caller: null,
           ...(tagFilter ? { tagFilter } : {}),
+          ...(hub ? { console: hub.desk } : {}),
         }));
+        hub?.addDefinitions(session.definitionSource());
         const disconnected = new Promise<void>((resolve) => {
           process.stdin.once('end', resolve);
           process.stdin.once('close', resolve);
@@ -173,6 +204,36 @@ export const runCommand: CommandSpec = {
     }
   },
 };
+
+/** `--console-port`: a port number (1–65535); absent: none given. */
+function consolePortArg(value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  const port = Number(value);
+  if (typeof value !== 'string' || !/^\d+$/.test(value) || port < 1 || port > 65535) {
+    throw new UsageError(`run: --console-port: expected a port number (1–65535), got ${JSON.stringify(value)}`);
+  }
+  return port;
+}
+
+/** The console, listening; its link (the console's token) goes to stderr, for the person. */
+async function startConsole(port: number | undefined): Promise<HintboxConsole> {
+  try {
+    const hub = await HintboxConsole.start({
+      log: cliLog,
+      auditDir: hintboxEnvironment().auditDir,
+      ...(port !== undefined ? { port } : {}),
+    });
+    cliLog.info(`console: ${hub.link} (open it in a browser; the link is the key: do not share it)`);
+    return hub;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new UsageError(
+      code === 'EADDRINUSE'
+        ? `run: --console-port ${port}: the port is in use`
+        : `run: the console could not start: ${(error as Error).message}`,
+    );
+  }
+}
 
 /** `--tags`: the pure parser's complaint is bad usage here. */
 function tagFilterArg(text: string): string[] {

@@ -10,7 +10,8 @@ import type { Admission, ClientChannel, Gatekeeper, GuardedTool } from './gateke
 import { changedFields, diffPins } from '../policy/tool-pin.js';
 import { ServerTrustState } from '../policy/server-trust.js';
 import { formatTags } from '../policy/tool-tags.js';
-import type { CallPreviewer } from '../sandbox/preview.js';
+import type { CallPreview, CallPreviewer } from '../sandbox/preview.js';
+import type { ApprovalDesk, ApprovalRequest, ConsoleAnswer, PendingApproval } from '../console/approval-desk.js';
 import type { AuditDecider, AuditDecision, AuditLog, AuditOutcomeReport } from '../audit/audit-record.js';
 import type { Logger } from '../util/logger.js';
 import { renderServerLines, renderServerText } from '../util/render-server-text.js';
@@ -63,6 +64,21 @@ export interface CallGuardOptions {
   onApproved?: (tool: string) => void;
   /** The server lost trust for the rest of the session (once): e.g. stop letting its sandboxes run free. */
   onUntrusted?: (reason: string) => void;
+  /**
+   * hintbox's console (`--console`): every confirmation gets a page there too. A client with
+   * URL-mode elicitation is sent its link; one with form elicitation the form with the link; one
+   * with neither a denial carrying the link, and the same call repeated after the page approved
+   * it runs once.
+   */
+  console?: Pick<ApprovalDesk, 'open' | 'takeAnswer' | 'waitingFor'>;
+  /** What the sandbox of a class may do, in a few words (for the console's page). */
+  describeSandbox?: (sandbox: string) => string;
+}
+
+/** What a confirmation came to, and where the person answered. */
+interface Answer {
+  answer: ConsoleAnswer;
+  by: 'client' | 'console';
 }
 
 export class CallGuard implements Gatekeeper {
@@ -79,6 +95,20 @@ export class CallGuard implements Gatekeeper {
   /** Why the server lost the operator's trust in this session (a hint it was seen to break). */
   private get untrustedBecause(): string | undefined {
     return this.trustState.reason;
+  }
+
+  /** The tools as the guard knows them now (their pins and whether they are approved). */
+  get guardedTools(): ReadonlyMap<string, GuardedTool> {
+    return this.tools;
+  }
+
+  /**
+   * A tool was approved outside the session (the console wrote the lock file): served from now
+   * on if the lock file holds its definition as it is. True when it became approved.
+   */
+  recheckApproval(name: string): boolean {
+    const tool = this.tools.get(name);
+    return tool !== undefined && tool.pinState !== 'approved' && this.approvedMeanwhile(tool);
   }
 
   /** The tools after a re-listing (new pins, new plan). */
@@ -202,11 +232,15 @@ export class CallGuard implements Gatekeeper {
 
     let decidedBy: AuditDecider = decision.decidedBy === 'pin' ? 'auto' : decision.decidedBy;
     if (decision.action === 'confirm') {
-      if (!client.canElicit()) {
+      const canAsk = client.canElicit() || client.canElicitUrl?.() === true;
+      if (!canAsk && options.console) {
+        const given = await this.consoleOnly(tool, args, decision);
+        if (given.allowed === false) return this.refuse(tool, args, trace, 'denied', given.decidedBy, given.text);
+      } else if (!canAsk) {
         const how =
           this.trust === 'untrusted'
-            ? 'Calls of an untrusted server always need a person: use a client that supports MCP elicitation, or mark the server trusted in its profile if you vouch for it.'
-            : `To run it unattended, pre-approve it in the profile, e.g.\n  preApprove:\n    - tool: ${name}\n      arguments: { <name>: <regular expression> }   # or, for a path: { <name>: { under: <folder> } }`;
+            ? 'Calls of an untrusted server always need a person: use a client that supports MCP elicitation, start hintbox with --console (a page to answer on), or mark the server trusted in its profile if you vouch for it.'
+            : `To run it unattended, pre-approve it in the profile, e.g.\n  preApprove:\n    - tool: ${name}\n      arguments: { <name>: <regular expression> }   # or, for a path: { <name>: { under: <folder> } }\nOr start hintbox with --console: a page where a person can answer.`;
         return this.refuse(
           tool,
           args,
@@ -215,29 +249,43 @@ export class CallGuard implements Gatekeeper {
           'no-elicitation',
           `hintbox denied ${name}: it needs a person's confirmation (${decision.reasons.join('; ')}), and this client cannot be asked (no MCP elicitation).\n${how}`,
         );
-      }
-      const event = {
-        session: options.session,
-        server: options.server,
-        tool: name,
-        ...(options.caller ? { caller: options.caller } : {}),
-      };
-      options.audit.recordEvent?.({ type: 'approval.asked', ...event, reasons: decision.reasons });
-      const answer = await this.ask(tool, args, decision, client);
-      options.audit.recordEvent?.({ type: 'approval.answered', ...event, answer });
-      if (answer !== 'approved') {
-        return this.refuse(
-          tool,
-          args,
-          trace,
-          'denied',
-          answer === 'timeout' ? 'timeout' : 'person',
-          answer === 'timeout'
-            ? `hintbox denied ${name}: nobody answered the confirmation within ${Math.round(options.approvalTimeoutMs / 1000)} s`
-            : `hintbox denied ${name}: the confirmation was declined`,
+      } else {
+        const event = this.approvalEvent(name);
+        const preview = await this.previewOf(tool, args);
+        const pending = options.console?.open(
+          this.consoleRequest(tool, args, decision, preview),
+          'held',
+          options.approvalTimeoutMs,
         );
+        options.audit.recordEvent?.({
+          type: 'approval.asked',
+          ...event,
+          reasons: decision.reasons,
+          ...(pending ? { approval: pending.id } : {}),
+        });
+        const { answer, by } = await this.ask(tool, args, decision, client, preview, pending);
+        options.audit.recordEvent?.({
+          type: 'approval.answered',
+          ...event,
+          answer,
+          by,
+          ...(pending ? { approval: pending.id } : {}),
+        });
+        if (answer !== 'approved') {
+          return this.refuse(
+            tool,
+            args,
+            trace,
+            'denied',
+            answer === 'timeout' ? 'timeout' : by === 'console' ? 'console' : 'person',
+            answer === 'timeout'
+              ? `hintbox denied ${name}: nobody answered the confirmation within ${Math.round(options.approvalTimeoutMs / 1000)} s`
+              : `hintbox denied ${name}: the confirmation was declined${by === 'console' ? " on hintbox's console" : ''}`,
+          );
+        }
+        decidedBy = by === 'console' ? 'console' : 'person';
       }
-      decidedBy = 'person';
+      if (!canAsk) decidedBy = 'console';
     }
 
     try {
@@ -259,16 +307,176 @@ export class CallGuard implements Gatekeeper {
     });
   }
 
+  private approvalEvent(tool: string): { session: string; server: string; tool: string; caller?: string } {
+    const { options } = this;
+    return {
+      session: options.session,
+      server: options.server,
+      tool,
+      ...(options.caller ? { caller: options.caller } : {}),
+    };
+  }
+
+  /**
+   * A client that can be asked nothing, with the console on: the person's answer on the page to
+   * this very call (used once), else a denial whose text carries the page's link.
+   */
+  private async consoleOnly(
+    tool: GuardedTool,
+    args: Record<string, unknown> | undefined,
+    decision: ApprovalDecision,
+  ): Promise<{ allowed: true } | { allowed: false; decidedBy: AuditDecider; text: string }> {
+    const { options } = this;
+    const desk = options.console!;
+    const call = {
+      server: options.server,
+      session: options.session,
+      caller: options.caller ?? null,
+      tool: tool.name,
+      pinHash: tool.pin.hash,
+      arguments: args ?? {},
+    };
+    const given = desk.takeAnswer(call);
+    if (given?.answer === 'approved') {
+      options.log.info(`${tool.name}: approved on the console (${given.id}): this call runs`);
+      return { allowed: true };
+    }
+    if (given?.answer === 'declined') {
+      return {
+        allowed: false,
+        decidedBy: 'console',
+        text: `hintbox denied ${tool.name}: a person declined this call on hintbox's console`,
+      };
+    }
+    let link = desk.waitingFor(call);
+    if (link === undefined) {
+      const preview = await this.previewOf(tool, args);
+      const pending = desk.open(
+        this.consoleRequest(tool, args, decision, preview),
+        'repeat',
+        options.approvalTimeoutMs,
+      );
+      link = pending.link;
+      const event = { ...this.approvalEvent(tool.name), approval: pending.id };
+      options.audit.recordEvent?.({ type: 'approval.asked', ...event, reasons: decision.reasons });
+      void pending.answer.then((answer) =>
+        options.audit.recordEvent?.({ type: 'approval.answered', ...event, answer, by: 'console' }),
+      );
+    }
+    return {
+      allowed: false,
+      decidedBy: 'no-elicitation',
+      text:
+        `hintbox denied ${tool.name}: it needs a person's confirmation (${decision.reasons.join('; ')}), and this client cannot be asked (no MCP elicitation).\n` +
+        `A person can review and answer it on hintbox's console: ${link}\n` +
+        'Once it is approved there, make the same call again (the same arguments): it runs once.',
+    };
+  }
+
+  /** What the console's page of this confirmation shows. */
+  private consoleRequest(
+    tool: GuardedTool,
+    args: Record<string, unknown> | undefined,
+    decision: ApprovalDecision,
+    preview: CallPreview,
+  ): ApprovalRequest {
+    const { options } = this;
+    return {
+      server: options.server,
+      session: options.session,
+      caller: options.caller ?? null,
+      tool: tool.name,
+      tags: tool.tags.map((t) => formatTags([t])),
+      sandbox: tool.sandbox,
+      sandboxGrant: options.describeSandbox?.(tool.sandbox) ?? '',
+      effectiveHints: tool.effective,
+      warnings: decision.warnings.map((w) => APPROVAL_WARNING_TEXT[w]),
+      reasons: decision.reasons,
+      ...(this.untrustedBecause ? { untrustedBecause: this.untrustedBecause } : {}),
+      arguments: args ?? {},
+      pinHash: tool.pin.hash,
+      preview,
+    };
+  }
+
+  /**
+   * Asks the person: through the client (URL mode: the console's link; form mode: the form,
+   * with the link when there is a console) and on the console's page; the first answer wins, and
+   * the other question is withdrawn.
+   */
   private async ask(
     tool: GuardedTool,
     args: Record<string, unknown> | undefined,
     decision: ApprovalDecision,
     client: ClientChannel,
-  ): Promise<'approved' | 'declined' | 'timeout'> {
+    preview: CallPreview,
+    pending: PendingApproval | undefined,
+  ): Promise<Answer> {
+    const withdraw = new AbortController();
+    const fromClient = (
+      pending && client.canElicitUrl?.() && client.elicitUrl
+        ? this.askByLink(tool, client, pending, withdraw.signal)
+        : this.askByForm(tool, args, decision, client, preview, pending, withdraw.signal)
+    ).then((answer): Answer => ({ answer, by: 'client' }));
+    const onPage = pending
+      ? pending.answer.then((answer): Answer | Promise<never> =>
+          answer === 'approved' || answer === 'declined'
+            ? { answer, by: 'console' }
+            : new Promise<never>(() => undefined),
+        )
+      : new Promise<never>(() => undefined);
+    const first = await Promise.race([fromClient, onPage]);
+    if (first.by === 'console') {
+      withdraw.abort(new Error('answered on the console'));
+      if (pending && client.canElicitUrl?.()) client.elicitationComplete?.(pending.id);
+    } else {
+      pending?.withdraw(first.answer === 'timeout' ? 'not answered in time' : 'answered through the client');
+    }
+    return first;
+  }
+
+  /** URL mode: the client gives the person the page's link; the answer is the page's. */
+  private async askByLink(
+    tool: GuardedTool,
+    client: ClientChannel,
+    pending: PendingApproval,
+    signal: AbortSignal,
+  ): Promise<ConsoleAnswer> {
+    const { options } = this;
+    try {
+      const opened = await client.elicitUrl!(
+        {
+          mode: 'url',
+          message: `${CONFIRMATION_PREFIX} allow ${options.server} to run ${renderServerText(tool.name)}? Review the call and answer on hintbox's console page.`,
+          url: pending.link,
+          elicitationId: pending.id,
+        },
+        options.approvalTimeoutMs,
+        signal,
+      );
+      // Accepting a link only means the person opens it: the answer is given on the page.
+      if (opened.action === 'accept') return await pending.answer;
+      return 'declined';
+    } catch (error) {
+      if (signal.aborted) return new Promise<never>(() => undefined);
+      const message = (error as Error).message;
+      options.log.warn(`confirmation of ${tool.name} (a link) failed: ${message}`);
+      return /timed? ?out/i.test(message) ? 'timeout' : 'declined';
+    }
+  }
+
+  private async askByForm(
+    tool: GuardedTool,
+    args: Record<string, unknown> | undefined,
+    decision: ApprovalDecision,
+    client: ClientChannel,
+    preview: CallPreview,
+    pending: PendingApproval | undefined,
+    signal: AbortSignal,
+  ): Promise<ConsoleAnswer> {
     const { options } = this;
     // Every argument is shown; only long values are cut (unless the call may be irreversible).
     const shown = JSON.stringify(decision.showFullArguments ? (args ?? {}) : clipValues(args ?? {}), null, 2);
-    const preview = await this.previewLines(tool, args);
     // Names and tags are checked at discovery; rendered anyway, as everything a server or a
     // client made: no character of theirs may start a line or act on the reader's screen.
     // The first words say whose question this is: a server's own elicitations reach the client
@@ -280,11 +488,12 @@ export class CallGuard implements Gatekeeper {
         ? [`WARNING: this server broke a hint earlier in this session: ${renderServerText(this.untrustedBecause)}`]
         : []),
       `Why you are asked: ${decision.reasons.join('; ')}.`,
+      ...(pending ? [`The call and its preview, on a page where you may answer too: ${pending.link}`] : []),
       `Arguments${decision.showFullArguments ? ' (in full)' : ' (long values cut)'}:`,
       ...renderServerLines(shown),
       // Last, and fenced: the preview is the server's own output (file names, contents, errors),
       // so it must not be able to pass for hintbox's text above it.
-      ...fence(preview),
+      ...fence(previewText(preview)),
     ];
     try {
       const result = await client.elicit(
@@ -303,29 +512,34 @@ export class CallGuard implements Gatekeeper {
           },
         },
         options.approvalTimeoutMs,
+        signal,
       );
       return result.action === 'accept' && result.content?.approve === true ? 'approved' : 'declined';
     } catch (error) {
+      if (signal.aborted) return new Promise<never>(() => undefined);
       const message = (error as Error).message;
       options.log.warn(`confirmation of ${tool.name} failed: ${message}`);
       return /timed? ?out/i.test(message) ? 'timeout' : 'declined';
     }
   }
 
-  /** The preview section of a confirmation, or one line saying why there is none. Never throws. */
-  private async previewLines(tool: GuardedTool, args: Record<string, unknown> | undefined): Promise<string[]> {
+  /** The dry run's changes, or why there are none. Never throws. */
+  private async previewOf(tool: GuardedTool, args: Record<string, unknown> | undefined): Promise<CallPreview> {
     const { previewer } = this.options;
     if (!previewer) {
       // Without a previewer (tests of the guard alone): say so, never imply a preview.
-      return tool.effective.readOnlyHint ? [] : ['No preview of the effect of this call is available.'];
+      return {
+        available: false,
+        reason: tool.effective.readOnlyHint ? '' : 'no preview of the effect of this call is available',
+      };
     }
     try {
-      const preview = await previewer.preview(tool.sandbox, tool.name, args);
-      if (preview.available) return [preview.text];
-      const reason = preview.reason.charAt(0).toUpperCase() + preview.reason.slice(1);
-      return [`${reason}.`];
+      return await previewer.preview(tool.sandbox, tool.name, args);
     } catch (error) {
-      return [`No preview: the dry run failed: ${(error as Error).message.split('\n')[0] ?? ''}.`];
+      return {
+        available: false,
+        reason: `no preview: the dry run failed: ${(error as Error).message.split('\n')[0] ?? ''}`,
+      };
     }
   }
 
@@ -371,6 +585,13 @@ export class CallGuard implements Gatekeeper {
       caller: options.caller ?? null,
     });
   }
+}
+
+/** The preview section of a form's text: the dry run's changes, or one line saying why there are none. */
+function previewText(preview: CallPreview): string[] {
+  if (preview.available) return [preview.text];
+  if (preview.reason === '') return [];
+  return [`${preview.reason.charAt(0).toUpperCase()}${preview.reason.slice(1)}.`];
 }
 
 /** Top-level argument values longer than this are cut in confirmations that may cut. */

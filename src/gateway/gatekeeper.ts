@@ -1,4 +1,9 @@
-import type { CallToolResult, ElicitRequestFormParams, ElicitResult } from '@modelcontextprotocol/sdk/types.js';
+import type {
+  CallToolResult,
+  ElicitRequestFormParams,
+  ElicitRequestURLParams,
+  ElicitResult,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { AuditOutcomeReport } from '../audit/audit-record.js';
 import type { ApprovalDecision, OperatorRule, PinState } from '../policy/approval-decision.js';
 import type { ClaimedHints, ToolHints } from '../policy/hints.js';
@@ -33,8 +38,14 @@ export interface GuardedTool {
 
 /** How the guard reaches the person at the client. */
 export interface ClientChannel {
+  /** The client shows forms (form-mode elicitation). */
   canElicit(): boolean;
-  elicit(params: ElicitRequestFormParams, timeoutMs: number): Promise<ElicitResult>;
+  elicit(params: ElicitRequestFormParams, timeoutMs: number, signal?: AbortSignal): Promise<ElicitResult>;
+  /** The client can give the person a link to open (URL-mode elicitation). Default no. */
+  canElicitUrl?(): boolean;
+  elicitUrl?(params: ElicitRequestURLParams, timeoutMs: number, signal?: AbortSignal): Promise<ElicitResult>;
+  /** Tells the client that the interaction behind a URL-mode elicitation is done. Never throws. */
+  elicitationComplete?(elicitationId: string): void;
 }
 
 export type Admission =

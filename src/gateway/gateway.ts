@@ -329,10 +329,25 @@ export class Gateway {
 
   /** The person at the client, for the confirmation of one request (sent as part of it). */
   private channelFor(requestId: RequestId): ClientChannel {
+    const asked = (timeoutMs: number, signal?: AbortSignal) => ({
+      timeout: timeoutMs,
+      relatedRequestId: requestId,
+      ...(signal ? { signal } : {}),
+    });
     return {
-      canElicit: () => this.server.getClientCapabilities()?.elicitation !== undefined,
-      elicit: (params, timeoutMs) =>
-        this.server.elicitInput(params, { timeout: timeoutMs, relatedRequestId: requestId }),
+      canElicit: () => this.server.getClientCapabilities()?.elicitation?.form !== undefined,
+      elicit: (params, timeoutMs, signal) => this.server.elicitInput(params, asked(timeoutMs, signal)),
+      canElicitUrl: () => this.server.getClientCapabilities()?.elicitation?.url !== undefined,
+      elicitUrl: (params, timeoutMs, signal) => this.server.elicitInput(params, asked(timeoutMs, signal)),
+      elicitationComplete: (elicitationId) => {
+        try {
+          void this.server
+            .createElicitationCompletionNotifier(elicitationId, { relatedRequestId: requestId })()
+            .catch(() => undefined);
+        } catch {
+          // A client without URL elicitation: nothing to tell.
+        }
+      },
     };
   }
 

@@ -106,6 +106,11 @@ export const PreApprovalSchema = z.strictObject({
 export const ApprovalSettingsSchema = z.strictObject({
   /** Seconds to wait for a person's answer; no answer is a denial. Default 120. */
   timeout: z.number().positive().max(86_400).default(120),
+  /**
+   * Start hintbox's console (a local web page for confirmations, the audit trail and tool
+   * definitions) with this server, as `--console` does. Default false.
+   */
+  console: z.boolean().default(false),
 });
 
 /** `name@version` of an npm package, scoped or not (a range or tag is pinned by the package lock). */
@@ -257,7 +262,7 @@ export const ProfileSchema = z.strictObject({
   tags: z.array(z.string().min(1)).default([]),
   /** Calls that run without asking (unattended use). */
   preApprove: z.array(PreApprovalSchema).default([]),
-  approval: ApprovalSettingsSchema.default({ timeout: 120 }),
+  approval: ApprovalSettingsSchema.default({ timeout: 120, console: false }),
   /**
    * May the server's tools be split over several sandboxes? Set false for servers that keep
    * state in process memory across tools; the one sandbox then gets the union of rights.

@@ -22,9 +22,11 @@ import { assertNoNestedMounts } from '../sandbox/nested-mounts.js';
 import { assertNoSpecialFiles } from '../sandbox/special-files.js';
 import { assertWritableMounts, defaultSandboxUser } from '../sandbox/mount-owners.js';
 import { CallGuard, compilePreApprovals } from '../gateway/call-guard.js';
-import { lockedDefinitions, type LockFile } from '../approvals/lock-file.js';
+import { lockedDefinitions, lockFilePath, lockTool, updateLockFile, type LockFile } from '../approvals/lock-file.js';
+import { describeGrant, type DefinitionToApprove } from '../console/console-pages.js';
+import type { DefinitionSource } from '../console/console-server.js';
 import { ServerTrustState } from '../policy/server-trust.js';
-import type { PinnedDefinition } from '../policy/tool-pin.js';
+import { diffPins, formatPinChanges, type PinnedDefinition } from '../policy/tool-pin.js';
 import { approvedHashIn, approvedInstructions, warnIfInstructionsDiffer } from './guarded-tools.js';
 import { SessionSandboxes } from './session-sandboxes.js';
 import type { GatewaySettings, SessionOptions } from './session-options.js';
@@ -189,6 +191,15 @@ export class HintboxSession implements AsyncDisposable {
             previewer: this.sandboxes.previewer((ids, work) => this.shared.pool.holdFrozenDuring(ids, work)),
             ...(settings.approvals ? { approvedHash: approvedHashIn(settings.approvals) } : {}),
             onApproved: () => void gateway.announceToolListChanged(),
+            ...(settings.console
+              ? {
+                  console: settings.console,
+                  describeSandbox: (id: string) => {
+                    const grant = this.sandboxes.grants.get(id);
+                    return grant ? describeGrant(grant) : '';
+                  },
+                }
+              : {}),
           })
         : undefined;
     // Instructions reach the client only as approved (the lock file), like tools; without
@@ -219,6 +230,40 @@ export class HintboxSession implements AsyncDisposable {
     });
     this.gateways.set(gateway, { settings, ...(gatekeeper ? { guard: gatekeeper } : {}) });
     return (verified ? Promise.resolve() : this.listAgainIfChanged()).then(() => gateway);
+  }
+
+  /**
+   * The console's view of this session's tools that wait for approval (never approved, or
+   * changed since), and the approval of one: written into the lock file beside the profile as
+   * `hintbox approve` does, then served by every gateway of the session from then on.
+   */
+  definitionSource(): DefinitionSource {
+    const lockFile = lockFilePath(this.profile.file);
+    const guards = (): CallGuard[] => [...this.gateways.values()].flatMap((g) => (g.guard ? [g.guard] : []));
+    const waiting = () => {
+      const tools = guards()[0]?.guardedTools;
+      return tools ? [...tools.values()].filter((t) => t.pinState !== 'approved' && !t.approvalsUnreadable) : [];
+    };
+    return {
+      pending: (): DefinitionToApprove[] =>
+        waiting().map((t) => ({
+          server: this.profile.name,
+          tool: t.name,
+          hash: t.pin.hash,
+          ...(t.approvedDefinition
+            ? { changes: formatPinChanges(diffPins(t.approvedDefinition, t.pin.definition)) }
+            : {}),
+          definition: JSON.stringify(t.pin.definition, null, 2),
+          lockFile,
+        })),
+      approve: async (hash) => {
+        const tool = waiting().find((t) => t.pin.hash === hash);
+        if (!tool) return false;
+        await updateLockFile(lockFile, this.profile.name, (lock) => lockTool(lock, tool.pin));
+        for (const guard of guards()) guard.recheckApproval(tool.name);
+        return true;
+      },
+    };
   }
 
   /** Closes a client's gateway: its calls in flight are cancelled; the sandboxes serve on. */

@@ -1,3 +1,4 @@
+import type { CallGuardOptions } from '../gateway/call-guard.js';
 import type { LockFile } from '../approvals/lock-file.js';
 import type { AuditLog } from '../audit/audit-record.js';
 import type { SandboxEngine } from '../engine/sandbox-engine.js';
@@ -36,4 +37,6 @@ export interface GatewaySettings {
   tagFilter?: readonly string[];
   /** The client's identity, recorded with every call (a bearer token's name); default null (stdio). */
   caller?: string | null;
+  /** hintbox's console (`--console`): confirmations get a page there too (see CallGuardOptions.console). */
+  console?: CallGuardOptions['console'];
 }

@@ -22,6 +22,7 @@ export const LAYERS = [
   'database',
   'engine',
   'sandbox',
+  'console',
   'gateway',
   'session',
   'serve',

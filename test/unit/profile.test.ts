@@ -92,7 +92,7 @@ describe('loadProfile: valid profiles', () => {
       hold: true,
       clients: 'shared',
       preApprove: [],
-      approval: { timeout: 120 },
+      approval: { timeout: 120, console: false },
       annotations: 'enforced',
       serverRequests: { sampling: false, elicitation: true, urlElicitation: false, roots: true },
     });

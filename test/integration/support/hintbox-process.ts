@@ -82,10 +82,12 @@ export async function runHintbox(
   confirmations: Confirmations = 'approve',
   /** Client capabilities besides elicitation (sampling, roots): the test sets their handlers. */
   capabilities: ClientCapabilities = {},
+  /** More arguments of `hintbox run` (after the profile), e.g. `--console`. */
+  args: string[] = [],
 ): Promise<RunningHintbox & { asked: ElicitRequest['params'][] }> {
   const transport = new StdioClientTransport({
     command: HINTBOX_BIN,
-    args: ['run', profile],
+    args: ['run', profile, ...args],
     env: { ...hintboxTestEnv(), ...env },
     stderr: 'pipe',
     // Above the SDK's default (10 MB): tests pass servers' huge answers through, as a client may take them.
