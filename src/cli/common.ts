@@ -1,3 +1,4 @@
+import { HintboxConsole } from '../console/console-server.js';
 import { sweepSocketDirs } from '../util/sweep-socket-dirs.js';
 import { sweepPreviewDirs } from '../sandbox/preview.js';
 import { loadProfile, type Profile } from '../profile/load-profile.js';
@@ -33,4 +34,34 @@ export async function engineReady(log: Logger = cliLog): Promise<SandboxEngine> 
   for (const dir of sweepSocketDirs()) log.debug(`swept socket folder ${dir} (its run is gone)`);
   for (const dir of await sweepPreviewDirs()) log.debug(`swept preview copy ${dir} (its run is gone)`);
   return engine;
+}
+
+/** `--console-port`: a port number (1–65535); absent: none given. */
+export function consolePortArg(command: string, value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  const port = Number(value);
+  if (typeof value !== 'string' || !/^\d+$/.test(value) || port < 1 || port > 65535) {
+    throw new UsageError(`${command}: --console-port: expected a port number (1–65535), got ${JSON.stringify(value)}`);
+  }
+  return port;
+}
+
+/** The console, listening; its link (the console's token) goes to stderr, for the person. */
+export async function startConsole(command: string, port: number | undefined): Promise<HintboxConsole> {
+  try {
+    const hub = await HintboxConsole.start({
+      log: cliLog,
+      auditDir: hintboxEnvironment().auditDir,
+      ...(port !== undefined ? { port } : {}),
+    });
+    cliLog.info(`console: ${hub.link} (open it in a browser; the link is the key: do not share it)`);
+    return hub;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new UsageError(
+      code === 'EADDRINUSE'
+        ? `${command}: --console-port ${port}: the port is in use`
+        : `${command}: the console could not start: ${(error as Error).message}`,
+    );
+  }
 }

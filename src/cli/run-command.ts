@@ -5,11 +5,10 @@ import { UsageError } from '../util/hintbox-error.js';
 import type { HintboxSession } from '../session/hintbox-session.js';
 import { approvalsOf, knownTools, openAuditTrail, openSession } from '../session/session-setup.js';
 import { newSessionId } from '../util/session-identity.js';
-import { cliLog, engineReady, profileArg } from './common.js';
+import { cliLog, consolePortArg, engineReady, profileArg, startConsole } from './common.js';
 import type { CommandSpec } from './main.js';
 import { delay } from '../util/delay.js';
-import { HintboxConsole } from '../console/console-server.js';
-import { hintboxEnvironment } from '../config/environment.js';
+import type { HintboxConsole } from '../console/console-server.js';
 
 const HELP = `Usage: hintbox run <profile> [--tags a,b] [--rebuild] [--console [--console-port PORT]]
 
@@ -77,7 +76,7 @@ export const runCommand: CommandSpec = {
     const log = cliLog;
     const profile = profileArg('run', positionals);
     const tagFilter = typeof values.tags === 'string' ? tagFilterArg(values.tags) : undefined;
-    const consolePort = consolePortArg(values['console-port']);
+    const consolePort = consolePortArg('run', values['console-port']);
     const withConsole = values.console === true || consolePort !== undefined || profile.approval.console;
     const engine = await engineReady(log);
     // A run ends when its client leaves, a signal comes or it fails; never because nothing
@@ -100,7 +99,7 @@ export const runCommand: CommandSpec = {
       // The console before anything of the server: a port that is taken stops the run here.
       let hub: HintboxConsole | undefined;
       try {
-        hub = withConsole ? await startConsole(consolePort) : undefined;
+        hub = withConsole ? await startConsole('run', consolePort) : undefined;
       } catch (error) {
         await trail.close();
         throw error;
@@ -204,36 +203,6 @@ export const runCommand: CommandSpec = {
     }
   },
 };
-
-/** `--console-port`: a port number (1–65535); absent: none given. */
-function consolePortArg(value: unknown): number | undefined {
-  if (value === undefined) return undefined;
-  const port = Number(value);
-  if (typeof value !== 'string' || !/^\d+$/.test(value) || port < 1 || port > 65535) {
-    throw new UsageError(`run: --console-port: expected a port number (1–65535), got ${JSON.stringify(value)}`);
-  }
-  return port;
-}
-
-/** The console, listening; its link (the console's token) goes to stderr, for the person. */
-async function startConsole(port: number | undefined): Promise<HintboxConsole> {
-  try {
-    const hub = await HintboxConsole.start({
-      log: cliLog,
-      auditDir: hintboxEnvironment().auditDir,
-      ...(port !== undefined ? { port } : {}),
-    });
-    cliLog.info(`console: ${hub.link} (open it in a browser; the link is the key: do not share it)`);
-    return hub;
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    throw new UsageError(
-      code === 'EADDRINUSE'
-        ? `run: --console-port ${port}: the port is in use`
-        : `run: the console could not start: ${(error as Error).message}`,
-    );
-  }
-}
 
 /** `--tags`: the pure parser's complaint is bad usage here. */
 function tagFilterArg(text: string): string[] {

@@ -15,11 +15,11 @@ import { ServedServers } from '../serve/served-servers.js';
 import { metricsAccess, ServeMetrics } from '../serve/serve-metrics.js';
 import { openAuditTrail } from '../session/session-setup.js';
 import { UsageError } from '../util/hintbox-error.js';
-import { cliLog, engineReady } from './common.js';
+import { cliLog, consolePortArg, engineReady, startConsole } from './common.js';
 import type { CommandSpec } from './main.js';
 
 const HELP = `Usage: hintbox serve <profiles-folder> [--port N] [--host H] [--tokens FILE | --oauth FILE]
-                     [--idle-timeout S] [--one-endpoint]
+                     [--idle-timeout S] [--one-endpoint] [--console [--console-port P]]
        hintbox serve --hash-token < token
 
 Serves every profile (*.yaml) of a folder over MCP's streamable HTTP transport, each server at
@@ -95,6 +95,9 @@ Options:
   --oauth FILE    the OAuth resource-server settings (see above); not with --tokens
   --idle-timeout S  seconds before an idle client session is closed (default ${DEFAULT_IDLE_MS / 1000})
   --one-endpoint  serve every server's tools at /mcp too, named <server>__<tool>
+  --console       the operator's console on 127.0.0.1 (a random port, or --console-port P):
+                  every client's confirmations, the audit trail, definitions to approve (as
+                  hintbox run --console; its link is printed on stderr)
   --hash-token    print the SHA-256 of the token given on stdin, for the tokens file
   -h, --help      this help`;
 
@@ -111,6 +114,8 @@ export const serveCommand: CommandSpec = {
     'idle-timeout': { type: 'string' },
     'one-endpoint': { type: 'boolean' },
     'hash-token': { type: 'boolean' },
+    console: { type: 'boolean' },
+    'console-port': { type: 'string' },
   },
   async run({ positionals, values }) {
     if (values['hash-token'] === true) return printTokenHash();
@@ -121,6 +126,8 @@ export const serveCommand: CommandSpec = {
     const host = typeof values.host === 'string' ? values.host : '127.0.0.1';
     const port = portArg(values.port);
     const idleTimeoutMs = secondsArg('idle-timeout', values['idle-timeout']);
+    const consolePort = consolePortArg('serve', values['console-port']);
+    const withConsole = values.console === true || consolePort !== undefined;
     const tokensFile = typeof values.tokens === 'string' ? values.tokens : undefined;
     const oauthFile = typeof values.oauth === 'string' ? values.oauth : undefined;
     if (tokensFile && oauthFile) throw new UsageError('serve: give --tokens or --oauth, not both');
@@ -163,7 +170,9 @@ export const serveCommand: CommandSpec = {
     const metrics = await ServeMetrics.create({ servers: names, sessions: () => server.sessions, lag: trail, log });
     metrics.pinApproved(served);
     const audit = metrics.meter(trail.audit); // every record is counted as it is recorded
-    const servers = new ServedServers({ served, engine, audit, log });
+    // The console before the servers: a port that is taken stops serve here.
+    const hub = withConsole ? await startConsole('serve', consolePort) : undefined;
+    const servers = new ServedServers({ served, engine, audit, log, ...(hub ? { console: hub } : {}) });
     const credentials: Authenticator | undefined =
       tokens ?? (oauth ? new OAuthResourceServer({ config: oauth, servers: () => servers.names }) : undefined);
     const combined = values['one-endpoint'] === true;
@@ -232,6 +241,7 @@ export const serveCommand: CommandSpec = {
       );
       await server.drain(deadline);
       await servers.close();
+      await hub?.close();
       await trail.close();
       return signal === 'failure' ? 1 : 0;
     } finally {

@@ -228,21 +228,29 @@ export class HintboxConsole {
     return this.redirect(res, `/approvals/${id}`);
   }
 
+  /** Every session's definitions waiting, once per server and definition (serve has several sessions of a server). */
   private definitions(): DefinitionToApprove[] {
-    return [...this.sources].flatMap((s) => s.pending());
+    const seen = new Map<string, DefinitionToApprove>();
+    for (const source of this.sources) {
+      for (const d of source.pending()) if (!seen.has(`${d.server}\0${d.hash}`)) seen.set(`${d.server}\0${d.hash}`, d);
+    }
+    return [...seen.values()];
   }
 
   private async approveDefinition(res: ServerResponse, hash: string, csrf: string): Promise<void> {
-    for (const source of this.sources) {
-      const shown = source.pending().find((d) => d.hash === hash);
-      if (shown && (await source.approve(hash))) {
-        this.options.log.info(`console: ${shown.server} tool ${shown.tool} approved into ${shown.lockFile}`);
-        return this.send(
-          res,
-          200,
-          definitionsPage(this.definitions(), csrf, `${shown.tool} approved: written to ${shown.lockFile}.`),
-        );
-      }
+    const shown = this.definitions().find((d) => d.hash === hash);
+    let approved = false;
+    // Every session that has it serves it from now on (each writes the same entry: idempotent).
+    for (const source of [...this.sources]) {
+      if (source.pending().some((d) => d.hash === hash)) approved = (await source.approve(hash)) || approved;
+    }
+    if (shown && approved) {
+      this.options.log.info(`console: ${shown.server} tool ${shown.tool} approved into ${shown.lockFile}`);
+      return this.send(
+        res,
+        200,
+        definitionsPage(this.definitions(), csrf, `${shown.tool} approved: written to ${shown.lockFile}.`),
+      );
     }
     return this.send(
       res,

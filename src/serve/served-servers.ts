@@ -1,4 +1,5 @@
 import type { AuditLog } from '../audit/audit-record.js';
+import type { HintboxConsole } from '../console/console-server.js';
 import type { SandboxEngine } from '../engine/sandbox-engine.js';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -37,9 +38,13 @@ export interface ServedServersOptions {
   /** The audit log (serve's, metered). */
   audit: Required<AuditLog>;
   log: Logger;
+  /** hintbox's console (`serve --console`): every gateway's confirmations, every session's definitions. */
+  console?: HintboxConsole;
 }
 
 export class ServedServers {
+  /** How each session's definitions leave the console when it is removed. */
+  private readonly offConsole = new Map<HintboxSession, () => void>();
   private readonly states = new Map<string, ServerState>();
   /** The running sessions of shared servers (a failed one is opened again by the next client). */
   private readonly shared = new Map<string, Promise<HintboxSession>>();
@@ -174,6 +179,7 @@ export class ServedServers {
       audit: this.options.audit,
       caller: access?.caller ?? null,
       ...(access?.tags ? { tagFilter: access.tags } : {}),
+      ...(this.options.console ? { console: this.options.console.desk } : {}),
     };
   }
 
@@ -249,6 +255,8 @@ export class ServedServers {
         locked: entry.approvals.read(),
       });
       this.sessions.add(session);
+      const off = this.options.console?.addDefinitions(session.definitionSource());
+      if (off) this.offConsole.set(session, off);
       if (!this.closed) return session;
       await this.remove(session);
       throw new Error('hintbox is stopping');
@@ -261,6 +269,8 @@ export class ServedServers {
   /** Removes a session: its gateways, sandboxes, database roles, and any container of its id. */
   private async remove(session: HintboxSession): Promise<void> {
     this.sessions.delete(session);
+    this.offConsole.get(session)?.();
+    this.offConsole.delete(session);
     await session.dispose().catch((error: Error) => this.options.log.error(`serve: ${error.message}`));
     await this.options.engine.removeSession(session.sessionId).catch(() => undefined);
   }

@@ -9,11 +9,12 @@ import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/typ
 import { lockFilePath } from '../../src/approvals/lock-file.js';
 import { assertNoLeftovers, ensureTestImages, eventually, REPO } from './support/docker.js';
 import { auditOf, copyOfShippedProfile, runHintbox, sandboxFolder } from './support/hintbox-process.js';
+import { scratchFolder } from '../support/scratch-folder.js';
 
 /** Debian's Chromium (CI installs it); HINTBOX_CHROMIUM points elsewhere. */
 const CHROMIUM = process.env.HINTBOX_CHROMIUM ?? '/usr/bin/chromium';
-/** README's screenshots are taken from these runs. */
-const SCREENSHOTS = path.join(REPO, 'docs');
+/** README's screenshots come from a run with HINTBOX_SCREENSHOTS=1; other runs take them into a temp folder. */
+const SCREENSHOTS = process.env.HINTBOX_SCREENSHOTS === '1' ? path.join(REPO, 'docs') : scratchFolder('hintbox-shots-');
 
 interface AuditRow {
   tool: string;
