@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'no
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { stringify } from 'yaml';
-import { LABEL_OWNER_PID, LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
+import { LABEL_OWNER_PID, LABEL_PREVIEW, LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
 import { docker, eventually, FAULTY_IMAGE, ownHintboxProcess } from '../integration/support/docker.js';
 import {
   auditOf,
@@ -88,28 +88,43 @@ function received(workspace: string): number[] {
     .map(Number);
 }
 
-export type CrashPhase = 'starting' | 'calls' | 'confirmation' | 'teardown';
+export type CrashPhase = 'starting' | 'calls' | 'confirmation' | 'preview' | 'teardown';
+/** The phases `crashAnywhere` takes in turn ('preview' is a case of its own: {@link crashDuringPreview}). */
 export const CRASH_PHASES: readonly CrashPhase[] = ['starting', 'calls', 'confirmation', 'teardown'];
+
+/** How long the dry run of a previewed call takes (the preview gives it 10 s): the kill lands in it. */
+const PREVIEW_CALL_MS = 6000;
 
 /**
  * hintbox killed with SIGKILL at a random point of one phase of a session. After the next
  * start's sweep nothing of the dead run may be left, every call the server received must have
  * its intent in the audit log, and `audit verify` must pass.
  */
-export async function crashAnywhere(runs: number, seed: number): Promise<CaseResult> {
+export async function crashAnywhere(
+  runs: number,
+  seed: number,
+  phases: readonly CrashPhase[] = CRASH_PHASES,
+  caseName = 'crash anywhere (SIGKILL)',
+): Promise<CaseResult> {
   const random = seeded(seed);
-  const result = emptyResult('crash anywhere (SIGKILL)', runs);
+  const result = emptyResult(caseName, runs);
   for (let i = 0; i < runs; i++) {
-    const phase = CRASH_PHASES[i % CRASH_PHASES.length]!;
+    const phase = phases[i % phases.length]!;
     const workspace = sandboxFolder('hintbox-faults-');
     const tmp = scratchFolder('hintbox-faults-tmp-');
-    const name = `faulty-crash-${process.pid}-${i}`;
-    const confirm = phase === 'confirmation' ? { tools: { record: { approval: 'confirm' } } } : {};
+    const name = `faulty-crash-${process.pid}-${phase}-${i}`;
+    const asks = phase === 'confirmation' || phase === 'preview';
+    const confirm = asks ? { tools: { record: { approval: 'confirm' } } } : {};
     const profile = writeProfile(faultyProfile(name, workspace, confirm));
     const env = { TMPDIR: tmp };
     let pid = 0;
     try {
-      pid = await killDuring(phase, profile, env, random);
+      const seen = new Set<string>();
+      pid = await killDuring(phase, profile, env, random, tmp, seen);
+      if (phase === 'preview') {
+        const key = seen.has('preview sandbox up') ? 'killed with its sandbox up' : 'killed before its sandbox ran';
+        result.figures[key] = (result.figures[key] ?? 0) + 1;
+      }
       const swept = await hintboxCommand(['sweep'], env);
       if (swept.code !== 0) result.problems.push(`run ${i} (${phase}): sweep exited ${swept.code}: ${swept.stderr}`);
       const left = await leftoversOf(pid, tmp);
@@ -140,12 +155,24 @@ export async function crashAnywhere(runs: number, seed: number): Promise<CaseRes
   return result;
 }
 
+/**
+ * A kill while a confirmed call's preview runs: its dry run in a throwaway sandbox (label
+ * hintbox.preview=1) over copies of the writable mounts (`hintbox-preview-<pid>-*` in hintbox's
+ * temp folder). After the next start's sweep neither may be left, and the audit promises hold.
+ */
+export function crashDuringPreview(runs: number, seed: number): Promise<CaseResult> {
+  return crashAnywhere(runs, seed, ['preview'], 'crash during a preview (SIGKILL)');
+}
+
 /** Starts hintbox, drives it into `phase`, kills it there; resolves with its pid once it is dead. */
 async function killDuring(
   phase: CrashPhase,
   profile: string,
   env: Record<string, string>,
   random: () => number,
+  tmp: string,
+  /** What the kill met, for the case's figures (a preview's sandbox up, or only its copy). */
+  seen: Set<string>,
 ): Promise<number> {
   if (phase === 'starting') {
     // A client's first message, then the kill somewhere in image check, discovery, sandbox starts.
@@ -168,7 +195,8 @@ async function killDuring(
     await exited;
     return child.pid!;
   }
-  const hintbox = await runHintbox(profile, env, phase === 'confirmation' ? 'never' : 'approve');
+  const asks = phase === 'confirmation' || phase === 'preview';
+  const hintbox = await runHintbox(profile, env, asks ? 'never' : 'approve');
   const kill = async (): Promise<number> => {
     process.kill(hintbox.pid, 'SIGKILL');
     await hintbox.exited;
@@ -183,6 +211,21 @@ async function killDuring(
     void call(0);
     await eventually(async () => hintbox.asked.length > 0, 30_000, 'the confirmation to be asked');
     await new Promise((r) => setTimeout(r, between(random, 0, 200)));
+    return kill();
+  }
+  if (phase === 'preview') {
+    // The confirmation's preview first copies the mount, then runs the call in its own sandbox:
+    // the kill lands at a random point from the copy's folder appearing to the dry run's end.
+    void hintbox.client
+      .callTool({ name: 'record', arguments: { n: 0, waitMs: PREVIEW_CALL_MS } })
+      .catch(() => undefined);
+    const copying = () => readdirSync(tmp).some((f) => f.startsWith(`hintbox-preview-${hintbox.pid}-`));
+    await eventually(async () => copying(), 30_000, 'the preview to begin');
+    await new Promise((r) => setTimeout(r, between(random, 0, 2500)));
+    if (hintbox.asked.length > 0) throw new Error('the preview was over before the kill: the kill point is wrong');
+    const { docker: d } = await docker();
+    const filters = { label: [`${LABEL_PREVIEW}=1`, `${LABEL_OWNER_PID}=${hintbox.pid}`] };
+    if ((await d.listContainers({ filters })).length > 0) seen.add('preview sandbox up');
     return kill();
   }
   if (phase === 'teardown') {

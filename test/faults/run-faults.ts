@@ -3,6 +3,7 @@ import { ensureFaultyImage } from '../integration/support/docker.js';
 import {
   auditDiskFull,
   crashAnywhere,
+  crashDuringPreview,
   engineRestart,
   faultTable,
   load,
@@ -13,7 +14,7 @@ import {
 /**
  * `npm run faults`: the long forms of the fault cases (issue 17), with a table of case, runs,
  * failures, records lost and leftovers, also written to faults-report.md. Runs and seed from
- * HINTBOX_FAULTS_CRASH_RUNS (default 50), HINTBOX_FAULTS_SANDBOX_RUNS (3), HINTBOX_FAULTS_DISK_RUNS
+ * HINTBOX_FAULTS_CRASH_RUNS (default 50), HINTBOX_FAULTS_PREVIEW_RUNS (10), HINTBOX_FAULTS_SANDBOX_RUNS (3), HINTBOX_FAULTS_DISK_RUNS
  * (3; needs root), HINTBOX_FAULTS_LOAD (1000 calls) and HINTBOX_FAULTS_SEED (1);
  * HINTBOX_FAULTS_ENGINE_RESTART=1 adds the engine restart (it stops every container of the engine). Exits 1 when any case failed.
  */
@@ -26,12 +27,14 @@ const numberFrom = (name: string, fallback: number): number => {
 
 const seed = numberFrom('HINTBOX_FAULTS_SEED', 1);
 const crashRuns = numberFrom('HINTBOX_FAULTS_CRASH_RUNS', 50);
+const previewRuns = numberFrom('HINTBOX_FAULTS_PREVIEW_RUNS', 10);
 const sandboxRuns = numberFrom('HINTBOX_FAULTS_SANDBOX_RUNS', 3);
 const diskRuns = numberFrom('HINTBOX_FAULTS_DISK_RUNS', 3);
 const loadCalls = numberFrom('HINTBOX_FAULTS_LOAD', 1000);
 // A case given 0 runs is left out.
 const cases: [string, number, () => Promise<CaseResult>][] = [
   ['crash', crashRuns, () => crashAnywhere(crashRuns, seed)],
+  ['preview', previewRuns, () => crashDuringPreview(previewRuns, seed)],
   ['sandbox', sandboxRuns, () => sandboxFaults(sandboxRuns)],
   ['disk', diskRuns, () => auditDiskFull(diskRuns)],
   ['load', loadCalls, () => load(loadCalls)],

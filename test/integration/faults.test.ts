@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { assertNoLeftovers, ensureFaultyImage } from './support/docker.js';
-import { auditDiskFull, crashAnywhere, CRASH_PHASES, load, sandboxFaults } from '../faults/fault-cases.js';
+import {
+  auditDiskFull,
+  crashAnywhere,
+  crashDuringPreview,
+  CRASH_PHASES,
+  load,
+  sandboxFaults,
+} from '../faults/fault-cases.js';
 
 /**
  * The short forms of the fault suite (`npm run faults` runs the long ones and prints the table):
@@ -14,6 +21,13 @@ describe('faults: crashes, sandbox faults and load', { timeout: 900_000 }, () =>
 
   it('hintbox killed with SIGKILL in every phase of a session loses no record and leaves nothing after the next start', async () => {
     const result = await crashAnywhere(CRASH_PHASES.length, 7);
+    assert.deepEqual(result.problems, []);
+    assert.equal(result.recordsLost, 0);
+    assert.equal(result.leftovers, 0);
+  });
+
+  it("hintbox killed with SIGKILL during a confirmation's preview leaves no preview sandbox or copy after the next start", async () => {
+    const result = await crashDuringPreview(2, 7);
     assert.deepEqual(result.problems, []);
     assert.equal(result.recordsLost, 0);
     assert.equal(result.leftovers, 0);
