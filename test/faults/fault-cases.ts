@@ -4,7 +4,17 @@ import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { stringify } from 'yaml';
 import { LABEL_OWNER_PID, LABEL_PREVIEW, LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
-import { docker, eventually, FAULTY_IMAGE, ownHintboxProcess } from '../integration/support/docker.js';
+import pg from 'pg';
+import { parseRoleComment, ROLE_PREFIX } from '../../src/database/role-grants.js';
+import {
+  DBLIAR_IMAGE,
+  docker,
+  ensureDatabaseFixtureImage,
+  eventually,
+  FAULTY_IMAGE,
+  ownHintboxProcess,
+} from '../integration/support/docker.js';
+import { startPostgres } from '../integration/support/postgres.js';
 import {
   auditOf,
   HINTBOX_BIN,
@@ -164,6 +174,155 @@ export function crashDuringPreview(runs: number, seed: number): Promise<CaseResu
   return crashAnywhere(runs, seed, ['preview'], 'crash during a preview (SIGKILL)');
 }
 
+/**
+ * hintbox killed with SIGKILL in a session whose sandboxes reach Postgres (a profile with a
+ * database section, a real Postgres 15 of the case's own): while it starts (discovery has a role
+ * of its own) or during calls that insert rows. After `hintbox sweep <profile>` no role of the
+ * dead run may be left in pg_roles (nor any hintbox role: this Postgres is the case's), no relay
+ * folder (`hintbox-pg-<pid>-…`), container or network; every row a call inserted must have its
+ * call's intent in the audit log.
+ */
+export async function crashWithDatabase(runs: number, seed: number): Promise<CaseResult> {
+  const random = seeded(seed);
+  const result = emptyResult('crash with database roles (SIGKILL)', runs);
+  await ensureDatabaseFixtureImage();
+  await using postgres = await startPostgres();
+  const setup = new pg.Client({ connectionString: postgres.adminUrl });
+  await setup.connect();
+  await setup.query('CREATE DATABASE shop');
+  await setup.end();
+  const admin = new pg.Client({ connectionString: postgres.adminUrl.replace(/\/postgres$/, '/shop') });
+  await admin.connect();
+  try {
+    await admin.query('CREATE SCHEMA shop; CREATE TABLE shop.items (id serial PRIMARY KEY, name text NOT NULL)');
+    const name = `dbliar-crash-${process.pid}`;
+    const profile = writeProfile({
+      name,
+      server: { image: DBLIAR_IMAGE },
+      trust: 'trusted',
+      network: 'none',
+      database: { adminUrlEnv: 'HINTBOX_FAULTS_PG_ADMIN', database: 'shop', schemas: ['shop'], privilege: 'write' },
+      limits: { pids: 64, memory: '128m' },
+      tools: { add_item: { approval: 'allow' } },
+    });
+    const adminEnv = { HINTBOX_FAULTS_PG_ADMIN: postgres.adminUrl };
+    const prepared = await hintboxCommand(['db', 'prepare', profile], adminEnv);
+    if (prepared.code !== 0) throw new Error(`db prepare exited ${prepared.code}: ${prepared.stderr}`);
+    /** hintbox's roles on this Postgres, with the pid their comment names. */
+    const roles = async (): Promise<{ name: string; pid: number | undefined }[]> =>
+      (
+        await admin.query<{ name: string; comment: string | null }>(
+          `SELECT rolname AS name, shobj_description(oid, 'pg_authid') AS comment FROM pg_roles
+           WHERE left(rolname, length($1)) = $1`,
+          [ROLE_PREFIX],
+        )
+      ).rows.map((r) => ({ name: r.name, pid: parseRoleComment(r.comment)?.pid }));
+    for (let i = 0; i < runs; i++) {
+      const phase = (['starting', 'calls'] as const)[i % 2];
+      const tmp = scratchFolder('hintbox-faults-tmp-');
+      const env = { ...adminEnv, TMPDIR: tmp };
+      try {
+        const pid = await (phase === 'starting'
+          ? killWhileStarting(profile, env, random, 4000)
+          : killDuringInserts(profile, env, random, i, async (pid) => (await roles()).some((r) => r.pid === pid)));
+        // What the kill left for the sweep (the control that this case is not vacuous).
+        const orphans = (await roles()).filter((r) => r.pid === pid).length;
+        result.figures['roles left by the kills'] = (result.figures['roles left by the kills'] ?? 0) + orphans;
+        const swept = await hintboxCommand(['sweep', profile], env);
+        if (swept.code !== 0) result.problems.push(`run ${i} (${phase}): sweep exited ${swept.code}: ${swept.stderr}`);
+        const left = [
+          ...(await leftoversOf(pid, tmp)),
+          ...(await roles()).map((r) => `role ${r.name}${r.pid === pid ? ' (of the dead run)' : ''}`),
+        ];
+        const audited = new Set(
+          (await auditOf<{ arguments: { sql?: string } }>(name, { all: true }))
+            .map((r) => /'(run-\d+-\d+)'/.exec(r.arguments.sql ?? '')?.[1])
+            .filter((n) => n !== undefined),
+        );
+        const inserted = (
+          await admin.query<{ name: string }>(`SELECT name FROM shop.items WHERE name LIKE $1`, [`run-${i}-%`])
+        ).rows.map((r) => r.name);
+        const lost = inserted.filter((n) => !audited.has(n));
+        result.recordsLost += lost.length;
+        result.leftovers += left.length;
+        if (lost.length > 0 || left.length > 0) {
+          result.failures++;
+          result.problems.push(
+            `run ${i} (${phase}): ${lost.length} rows without an intent, left: ${left.join(', ') || 'nothing'}`,
+          );
+        }
+      } catch (error) {
+        result.failures++;
+        result.problems.push(`run ${i} (${phase}): ${(error as Error).message}`);
+      }
+    }
+  } finally {
+    await admin.end().catch(() => undefined);
+  }
+  return result;
+}
+
+/** `hintbox run` given a client's first message, killed somewhere in its start; resolves with its pid once dead. */
+async function killWhileStarting(
+  profile: string,
+  env: Record<string, string>,
+  random: () => number,
+  maxMs: number,
+): Promise<number> {
+  const child = spawn(HINTBOX_BIN, ['run', profile], {
+    env: { ...hintboxTestEnv(), ...env },
+    stdio: ['pipe', 'ignore', 'ignore'],
+  });
+  ownHintboxProcess(child.pid);
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.stdin.write(
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'faults', version: '1' } },
+    }) + '\n',
+  );
+  await new Promise((r) => setTimeout(r, between(random, 100, maxMs)));
+  child.kill('SIGKILL');
+  await exited;
+  return child.pid!;
+}
+
+/**
+ * `hintbox run` of the database fixture, four workers inserting rows (`run-<i>-<n>`) through the
+ * append role, killed after a random number of answers; `hasRole` is the control that the run
+ * had a role to leave. Resolves with its pid once dead.
+ */
+async function killDuringInserts(
+  profile: string,
+  env: Record<string, string>,
+  random: () => number,
+  run: number,
+  hasRole: (pid: number) => Promise<boolean>,
+): Promise<number> {
+  const hintbox = await runHintbox(profile, env);
+  let next = 0;
+  let answered = 0;
+  const worker = async (): Promise<void> => {
+    for (;;) {
+      const sql = `INSERT INTO shop.items (name) VALUES ('run-${run}-${next++}')`;
+      const answer = await hintbox.client.callTool({ name: 'add_item', arguments: { sql } }).catch(() => undefined);
+      if (answer === undefined) return;
+      answered++;
+    }
+  };
+  const workers = Array.from({ length: 4 }, () => worker());
+  const killAfter = between(random, 2, 15);
+  await eventually(async () => answered >= killAfter, 60_000, `${killAfter} answers`);
+  if (!(await hasRole(hintbox.pid))) throw new Error('the run had no database role to leave (control)');
+  process.kill(hintbox.pid, 'SIGKILL');
+  await hintbox.exited;
+  await hintbox.client.close().catch(() => undefined);
+  await Promise.all(workers);
+  return hintbox.pid;
+}
+
 /** Starts hintbox, drives it into `phase`, kills it there; resolves with its pid once it is dead. */
 async function killDuring(
   phase: CrashPhase,
@@ -174,27 +333,8 @@ async function killDuring(
   /** What the kill met, for the case's figures (a preview's sandbox up, or only its copy). */
   seen: Set<string>,
 ): Promise<number> {
-  if (phase === 'starting') {
-    // A client's first message, then the kill somewhere in image check, discovery, sandbox starts.
-    const child = spawn(HINTBOX_BIN, ['run', profile], {
-      env: { ...hintboxTestEnv(), ...env },
-      stdio: ['pipe', 'ignore', 'ignore'],
-    });
-    ownHintboxProcess(child.pid);
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.stdin.write(
-      JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'faults', version: '1' } },
-      }) + '\n',
-    );
-    await new Promise((r) => setTimeout(r, between(random, 100, 3000)));
-    child.kill('SIGKILL');
-    await exited;
-    return child.pid!;
-  }
+  // A client's first message, then the kill somewhere in image check, discovery, sandbox starts.
+  if (phase === 'starting') return killWhileStarting(profile, env, random, 3000);
   const asks = phase === 'confirmation' || phase === 'preview';
   const hintbox = await runHintbox(profile, env, asks ? 'never' : 'approve');
   const kill = async (): Promise<number> => {

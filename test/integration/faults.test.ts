@@ -5,6 +5,7 @@ import {
   auditDiskFull,
   crashAnywhere,
   crashDuringPreview,
+  crashWithDatabase,
   CRASH_PHASES,
   load,
   sandboxFaults,
@@ -28,6 +29,13 @@ describe('faults: crashes, sandbox faults and load', { timeout: 900_000 }, () =>
 
   it("hintbox killed with SIGKILL during a confirmation's preview leaves no preview sandbox or copy after the next start", async () => {
     const result = await crashDuringPreview(2, 7);
+    assert.deepEqual(result.problems, []);
+    assert.equal(result.recordsLost, 0);
+    assert.equal(result.leftovers, 0);
+  });
+
+  it('hintbox killed with SIGKILL while its sandboxes hold database roles: after the sweep no role, relay folder or row without an intent', async () => {
+    const result = await crashWithDatabase(2, 7);
     assert.deepEqual(result.problems, []);
     assert.equal(result.recordsLost, 0);
     assert.equal(result.leftovers, 0);
