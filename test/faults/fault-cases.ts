@@ -1,5 +1,6 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { stringify } from 'yaml';
@@ -625,6 +626,140 @@ export async function load(calls: number): Promise<CaseResult> {
     result.problems.push(`left after serve stopped: ${left.join(', ')}`);
   }
   return result;
+}
+
+/**
+ * The Postgres audit sink down under load: calls flow from 4 clients of `hintbox serve` (2
+ * servers) while the sink's Postgres is stopped for `downSeconds` (its container stopped, as an
+ * operator's database goes down, and started again on the same port). Calls must go on being
+ * answered while it is down (the log, not the sink, is the record), and once it is back every
+ * line of the local audit log must reach the sink: first while serve runs (its loop catches up,
+ * whatever its backoff), then after serve stopped.
+ */
+export async function sinkDownUnderLoad(downSeconds: number): Promise<CaseResult> {
+  const result = emptyResult(`Postgres audit sink down ${downSeconds} s under load, 4 clients`, 1);
+  await using postgres = await startPostgres({ hostPort: await freePort() });
+  const { docker: d } = await docker();
+  const container = d.getContainer(postgres.container.getId());
+  /** The sink's rows, by their text; a new connection each time (the database goes away). */
+  const shipped = async (): Promise<Set<string>> => {
+    const db = new pg.Client({ connectionString: postgres.adminUrl, connectionTimeoutMillis: 5000 });
+    await db.connect();
+    try {
+      const exists = await db.query(`SELECT to_regclass('hintbox.audit_log') AS t`);
+      if ((exists.rows[0] as { t: string | null }).t === null) return new Set();
+      return new Set((await db.query<{ text: string }>('SELECT text FROM hintbox.audit_log')).rows.map((r) => r.text));
+    } finally {
+      await db.end().catch(() => undefined);
+    }
+  };
+  const auditDir = scratchFolder('hintbox-faults-sink-audit-');
+  const missing = async (): Promise<string[]> => {
+    const rows = await shipped();
+    return localAuditLines(auditDir).filter((line) => !rows.has(line));
+  };
+  const folder = scratchFolder('hintbox-faults-serve-');
+  const servers = [`faulty-sink-a-${process.pid}`, `faulty-sink-b-${process.pid}`];
+  for (const server of servers) {
+    writeFileSync(
+      path.join(folder, `${server}.yaml`),
+      stringify(faultyProfile(server, sandboxFolder('hintbox-faults-'))),
+    );
+  }
+  const serving = await serve([folder], { HINTBOX_DATABASE_URL: postgres.adminUrl, HINTBOX_AUDIT_DIR: auditDir });
+  const clients: Client[] = [];
+  let stopping = false;
+  let answered = 0;
+  const failed: string[] = [];
+  try {
+    for (let c = 0; c < 4; c++) clients.push(await connect(`${serving.url}/mcp/${servers[c % 2]}`));
+    const worker = async (client: Client, c: number): Promise<void> => {
+      for (let n = c * 1_000_000; !stopping; n++) {
+        try {
+          const answer = answerOf(
+            await client.callTool({ name: 'echo', arguments: { n, waitMs: 5 } }, undefined, { timeout: 30_000 }),
+          );
+          if ((answer as { n?: number } | undefined)?.n !== n) failed.push(`call ${n} got ${JSON.stringify(answer)}`);
+          else answered++;
+        } catch (error) {
+          failed.push(`call ${n}: ${(error as Error).message}`);
+        }
+      }
+    };
+    const workers = clients.map((client, c) => worker(client, c));
+    // The control: the sink ships while its database is up.
+    await eventually(async () => (await shipped()).size > 0, 30_000, 'the sink to ship its first lines');
+    await new Promise((r) => setTimeout(r, 1000));
+    await container.stop({ t: 10 }); // STOPSIGNAL SIGINT: a fast shutdown, its sessions cut
+    const downAt = performance.now();
+    const answeredBefore = answered;
+    await new Promise((r) => setTimeout(r, downSeconds * 1000));
+    const whileDown = answered - answeredBefore;
+    const downFor = (performance.now() - downAt) / 1000;
+    await container.start();
+    await eventually(
+      () =>
+        shipped().then(
+          () => true,
+          () => false,
+        ),
+      60_000,
+      'Postgres to answer again',
+    );
+    const backAt = performance.now();
+    await new Promise((r) => setTimeout(r, 2000)); // calls go on once it is back too
+    stopping = true;
+    await Promise.all(workers);
+    let left: string[] = [];
+    // The sink's backoff reaches 30 s: it must catch up within one more step of it.
+    await eventually(async () => (left = await missing()).length === 0, 60_000, 'the sink to catch up').catch(() => {
+      result.problems.push(`${left.length} lines of the local log not in the sink 60 s after it returned`);
+    });
+    result.figures = {
+      'calls answered while down': whileDown,
+      'calls/s while down': Math.round(whileDown / downFor),
+      'caught up after (s)': Math.round((performance.now() - backAt) / 100) / 10,
+      'lines shipped': localAuditLines(auditDir).length,
+    };
+    if (whileDown === 0) result.problems.push('no call was answered while the sink was down');
+  } finally {
+    stopping = true;
+    for (const client of clients) await leave(client).catch(() => undefined);
+    await stop(serving);
+  }
+  // After serve stopped (its log closed, its sink's last pass done): still every line.
+  const lost = await missing();
+  result.recordsLost = lost.length;
+  if (lost.length > 0) result.problems.push(`${lost.length} lines of the local log never reached the sink`);
+  if (failed.length > 0) result.problems.push(`${failed.length} calls failed: ${failed.slice(0, 3).join('; ')}`);
+  const leftover = await leftoversOf(serving.child.pid!, scratchFolder('hintbox-faults-empty-'));
+  result.leftovers = leftover.length;
+  if (leftover.length > 0) result.problems.push(`left after serve stopped: ${leftover.join(', ')}`);
+  if (result.problems.length > 0) result.failures = 1;
+  return result;
+}
+
+/** Every whole line of the audit log files in `dir`. */
+function localAuditLines(dir: string): string[] {
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.jsonl'))
+    .flatMap((f) =>
+      readFileSync(path.join(dir, f), 'utf8')
+        .split('\n')
+        .filter((line) => line !== ''),
+    );
+}
+
+/** A TCP port free on the host now. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
 }
 
 /** What a tool of the faulty server answered (its structuredContent). */

@@ -9,6 +9,7 @@ import {
   CRASH_PHASES,
   load,
   sandboxFaults,
+  sinkDownUnderLoad,
 } from '../faults/fault-cases.js';
 
 /**
@@ -56,6 +57,12 @@ describe('faults: crashes, sandbox faults and load', { timeout: 900_000 }, () =>
       assert.deepEqual(result.problems, []);
     },
   );
+
+  it("the audit sink's Postgres stopped for 5 s under calls from 4 clients: calls go on, and no record is missing from it once it is back", async () => {
+    const result = await sinkDownUnderLoad(5);
+    assert.deepEqual(result.problems, []);
+    assert.equal(result.recordsLost, 0);
+  });
 
   it('200 calls at once across 8 clients and 2 servers: every answer reaches its own call', async () => {
     const result = await load(200);
