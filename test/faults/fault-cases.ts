@@ -711,9 +711,9 @@ export async function sinkDownUnderLoad(downSeconds: number): Promise<CaseResult
     stopping = true;
     await Promise.all(workers);
     let left: string[] = [];
-    // The sink's backoff reaches 30 s: it must catch up within one more step of it.
-    await eventually(async () => (left = await missing()).length === 0, 60_000, 'the sink to catch up').catch(() => {
-      result.problems.push(`${left.length} lines of the local log not in the sink 60 s after it returned`);
+    // The sink's backoff reaches 30 s: it must catch up within one more step of it and its shipping.
+    await eventually(async () => (left = await missing()).length === 0, 90_000, 'the sink to catch up').catch(() => {
+      result.problems.push(`${left.length} lines of the local log not in the sink 90 s after it returned`);
     });
     result.figures = {
       'calls answered while down': whileDown,
