@@ -11,7 +11,7 @@ Builds the image the profile's server runs in (server.image from server.build, o
 server.npm or server.pypi package, resolved into the package lock beside the profile), and the
 bases it needs: hintbox/node-server:trixie or hintbox/python-server:trixie on Debian trixie.
 Where debian:trixie-slim is neither present nor pullable, it is seeded from Debian's archive
-with debootstrap (root). A package.json in the build folder, and a package, are installed on
+with debootstrap (root). The package (or a package.json in the build folder) is installed on
 the host and copied in: nothing is fetched inside a build.
 Images whose build folder has not changed are kept. Progress goes to stderr.
 
