@@ -1045,4 +1045,23 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'PACKAGE-PINS',
+    statement:
+      'A server.npm or server.pypi package is built only from the bytes its package lock beside the profile pins by hash: a tarball or wheel that differs is refused and no image is built; packages are installed on the host, so no sandbox needs a network to start its server.',
+    tests: [
+      {
+        file: 'integration/package-sources.test.ts',
+        title: 'refuses to build from an npm lock whose hash the registry tarball does not match',
+      },
+      {
+        file: 'integration/package-sources.test.ts',
+        title: 'refuses a wheel whose bytes changed under the same version',
+      },
+      {
+        file: 'integration/package-sources.test.ts',
+        title: 'runs an npm package with only server.npm; its read tool lands in a read-only sandbox',
+      },
+    ],
+  },
 ];

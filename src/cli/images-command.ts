@@ -7,10 +7,12 @@ import { UsageError } from '../util/hintbox-error.js';
 const HELP = `Usage: hintbox images build <profile> [--rebuild]
        hintbox images build --hintbox [--rebuild]
 
-Builds the image the profile's server runs in (server.image from server.build), and the bases
-it needs: hintbox/node-server:bookworm on Debian bookworm. Where debian:bookworm-slim is
-neither present nor pullable, it is seeded from Debian's archive with debootstrap (root).
-A package.json in the build folder is installed on the host with npm and copied in.
+Builds the image the profile's server runs in (server.image from server.build, or from the
+server.npm or server.pypi package, resolved into the package lock beside the profile), and the
+bases it needs: hintbox/node-server:trixie or hintbox/python-server:trixie on Debian trixie.
+Where debian:trixie-slim is neither present nor pullable, it is seeded from Debian's archive
+with debootstrap (root). The package (or a package.json in the build folder) is installed on
+the host and copied in: nothing is fetched inside a build.
 Images whose build folder has not changed are kept. Progress goes to stderr.
 
 With --hintbox, builds hintbox's own image, hintbox/hintbox:<version> (images/hintbox): this

@@ -1,10 +1,21 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { stringify } from 'yaml';
-import { LABEL_OWNER_PID, LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
-import { docker, eventually, FAULTY_IMAGE, ownHintboxProcess } from '../integration/support/docker.js';
+import { LABEL_OWNER_PID, LABEL_PREVIEW, LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
+import pg from 'pg';
+import { parseRoleComment, ROLE_PREFIX } from '../../src/database/role-grants.js';
+import {
+  DBLIAR_IMAGE,
+  docker,
+  ensureDatabaseFixtureImage,
+  eventually,
+  FAULTY_IMAGE,
+  ownHintboxProcess,
+} from '../integration/support/docker.js';
+import { startPostgres } from '../integration/support/postgres.js';
 import {
   auditOf,
   HINTBOX_BIN,
@@ -88,28 +99,43 @@ function received(workspace: string): number[] {
     .map(Number);
 }
 
-export type CrashPhase = 'starting' | 'calls' | 'confirmation' | 'teardown';
+export type CrashPhase = 'starting' | 'calls' | 'confirmation' | 'preview' | 'teardown';
+/** The phases `crashAnywhere` takes in turn ('preview' is a case of its own: {@link crashDuringPreview}). */
 export const CRASH_PHASES: readonly CrashPhase[] = ['starting', 'calls', 'confirmation', 'teardown'];
+
+/** How long the dry run of a previewed call takes (the preview gives it 10 s): the kill lands in it. */
+const PREVIEW_CALL_MS = 6000;
 
 /**
  * hintbox killed with SIGKILL at a random point of one phase of a session. After the next
  * start's sweep nothing of the dead run may be left, every call the server received must have
  * its intent in the audit log, and `audit verify` must pass.
  */
-export async function crashAnywhere(runs: number, seed: number): Promise<CaseResult> {
+export async function crashAnywhere(
+  runs: number,
+  seed: number,
+  phases: readonly CrashPhase[] = CRASH_PHASES,
+  caseName = 'crash anywhere (SIGKILL)',
+): Promise<CaseResult> {
   const random = seeded(seed);
-  const result = emptyResult('crash anywhere (SIGKILL)', runs);
+  const result = emptyResult(caseName, runs);
   for (let i = 0; i < runs; i++) {
-    const phase = CRASH_PHASES[i % CRASH_PHASES.length]!;
+    const phase = phases[i % phases.length]!;
     const workspace = sandboxFolder('hintbox-faults-');
     const tmp = scratchFolder('hintbox-faults-tmp-');
-    const name = `faulty-crash-${process.pid}-${i}`;
-    const confirm = phase === 'confirmation' ? { tools: { record: { approval: 'confirm' } } } : {};
+    const name = `faulty-crash-${process.pid}-${phase}-${i}`;
+    const asks = phase === 'confirmation' || phase === 'preview';
+    const confirm = asks ? { tools: { record: { approval: 'confirm' } } } : {};
     const profile = writeProfile(faultyProfile(name, workspace, confirm));
     const env = { TMPDIR: tmp };
     let pid = 0;
     try {
-      pid = await killDuring(phase, profile, env, random);
+      const seen = new Set<string>();
+      pid = await killDuring(phase, profile, env, random, tmp, seen);
+      if (phase === 'preview') {
+        const key = seen.has('preview sandbox up') ? 'killed with its sandbox up' : 'killed before its sandbox ran';
+        result.figures[key] = (result.figures[key] ?? 0) + 1;
+      }
       const swept = await hintboxCommand(['sweep'], env);
       if (swept.code !== 0) result.problems.push(`run ${i} (${phase}): sweep exited ${swept.code}: ${swept.stderr}`);
       const left = await leftoversOf(pid, tmp);
@@ -140,35 +166,178 @@ export async function crashAnywhere(runs: number, seed: number): Promise<CaseRes
   return result;
 }
 
+/**
+ * A kill while a confirmed call's preview runs: its dry run in a throwaway sandbox (label
+ * hintbox.preview=1) over copies of the writable mounts (`hintbox-preview-<pid>-*` in hintbox's
+ * temp folder). After the next start's sweep neither may be left, and the audit promises hold.
+ */
+export function crashDuringPreview(runs: number, seed: number): Promise<CaseResult> {
+  return crashAnywhere(runs, seed, ['preview'], 'crash during a preview (SIGKILL)');
+}
+
+/**
+ * hintbox killed with SIGKILL in a session whose sandboxes reach Postgres (a profile with a
+ * database section, a real Postgres 15 of the case's own): while it starts (discovery has a role
+ * of its own) or during calls that insert rows. After `hintbox sweep <profile>` no role of the
+ * dead run may be left in pg_roles (nor any hintbox role: this Postgres is the case's), no relay
+ * folder (`hintbox-pg-<pid>-…`), container or network; every row a call inserted must have its
+ * call's intent in the audit log.
+ */
+export async function crashWithDatabase(runs: number, seed: number): Promise<CaseResult> {
+  const random = seeded(seed);
+  const result = emptyResult('crash with database roles (SIGKILL)', runs);
+  await ensureDatabaseFixtureImage();
+  await using postgres = await startPostgres();
+  const setup = new pg.Client({ connectionString: postgres.adminUrl });
+  await setup.connect();
+  await setup.query('CREATE DATABASE shop');
+  await setup.end();
+  const admin = new pg.Client({ connectionString: postgres.adminUrl.replace(/\/postgres$/, '/shop') });
+  await admin.connect();
+  try {
+    await admin.query('CREATE SCHEMA shop; CREATE TABLE shop.items (id serial PRIMARY KEY, name text NOT NULL)');
+    const name = `dbliar-crash-${process.pid}`;
+    const profile = writeProfile({
+      name,
+      server: { image: DBLIAR_IMAGE },
+      trust: 'trusted',
+      network: 'none',
+      database: { adminUrlEnv: 'HINTBOX_FAULTS_PG_ADMIN', database: 'shop', schemas: ['shop'], privilege: 'write' },
+      limits: { pids: 64, memory: '128m' },
+      tools: { add_item: { approval: 'allow' } },
+    });
+    const adminEnv = { HINTBOX_FAULTS_PG_ADMIN: postgres.adminUrl };
+    const prepared = await hintboxCommand(['db', 'prepare', profile], adminEnv);
+    if (prepared.code !== 0) throw new Error(`db prepare exited ${prepared.code}: ${prepared.stderr}`);
+    /** hintbox's roles on this Postgres, with the pid their comment names. */
+    const roles = async (): Promise<{ name: string; pid: number | undefined }[]> =>
+      (
+        await admin.query<{ name: string; comment: string | null }>(
+          `SELECT rolname AS name, shobj_description(oid, 'pg_authid') AS comment FROM pg_roles
+           WHERE left(rolname, length($1)) = $1`,
+          [ROLE_PREFIX],
+        )
+      ).rows.map((r) => ({ name: r.name, pid: parseRoleComment(r.comment)?.pid }));
+    for (let i = 0; i < runs; i++) {
+      const phase = (['starting', 'calls'] as const)[i % 2];
+      const tmp = scratchFolder('hintbox-faults-tmp-');
+      const env = { ...adminEnv, TMPDIR: tmp };
+      try {
+        const pid = await (phase === 'starting'
+          ? killWhileStarting(profile, env, random, 4000)
+          : killDuringInserts(profile, env, random, i, async (pid) => (await roles()).some((r) => r.pid === pid)));
+        // What the kill left for the sweep (the control that this case is not vacuous).
+        const orphans = (await roles()).filter((r) => r.pid === pid).length;
+        result.figures['roles left by the kills'] = (result.figures['roles left by the kills'] ?? 0) + orphans;
+        const swept = await hintboxCommand(['sweep', profile], env);
+        if (swept.code !== 0) result.problems.push(`run ${i} (${phase}): sweep exited ${swept.code}: ${swept.stderr}`);
+        const left = [
+          ...(await leftoversOf(pid, tmp)),
+          ...(await roles()).map((r) => `role ${r.name}${r.pid === pid ? ' (of the dead run)' : ''}`),
+        ];
+        const audited = new Set(
+          (await auditOf<{ arguments: { sql?: string } }>(name, { all: true }))
+            .map((r) => /'(run-\d+-\d+)'/.exec(r.arguments.sql ?? '')?.[1])
+            .filter((n) => n !== undefined),
+        );
+        const inserted = (
+          await admin.query<{ name: string }>(`SELECT name FROM shop.items WHERE name LIKE $1`, [`run-${i}-%`])
+        ).rows.map((r) => r.name);
+        const lost = inserted.filter((n) => !audited.has(n));
+        result.recordsLost += lost.length;
+        result.leftovers += left.length;
+        if (lost.length > 0 || left.length > 0) {
+          result.failures++;
+          result.problems.push(
+            `run ${i} (${phase}): ${lost.length} rows without an intent, left: ${left.join(', ') || 'nothing'}`,
+          );
+        }
+      } catch (error) {
+        result.failures++;
+        result.problems.push(`run ${i} (${phase}): ${(error as Error).message}`);
+      }
+    }
+  } finally {
+    await admin.end().catch(() => undefined);
+  }
+  return result;
+}
+
+/** `hintbox run` given a client's first message, killed somewhere in its start; resolves with its pid once dead. */
+async function killWhileStarting(
+  profile: string,
+  env: Record<string, string>,
+  random: () => number,
+  maxMs: number,
+): Promise<number> {
+  const child = spawn(HINTBOX_BIN, ['run', profile], {
+    env: { ...hintboxTestEnv(), ...env },
+    stdio: ['pipe', 'ignore', 'ignore'],
+  });
+  ownHintboxProcess(child.pid);
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.stdin.write(
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'faults', version: '1' } },
+    }) + '\n',
+  );
+  await new Promise((r) => setTimeout(r, between(random, 100, maxMs)));
+  child.kill('SIGKILL');
+  await exited;
+  return child.pid!;
+}
+
+/**
+ * `hintbox run` of the database fixture, four workers inserting rows (`run-<i>-<n>`) through the
+ * append role, killed after a random number of answers; `hasRole` is the control that the run
+ * had a role to leave. Resolves with its pid once dead.
+ */
+async function killDuringInserts(
+  profile: string,
+  env: Record<string, string>,
+  random: () => number,
+  run: number,
+  hasRole: (pid: number) => Promise<boolean>,
+): Promise<number> {
+  const hintbox = await runHintbox(profile, env);
+  let next = 0;
+  let answered = 0;
+  const worker = async (): Promise<void> => {
+    for (;;) {
+      const sql = `INSERT INTO shop.items (name) VALUES ('run-${run}-${next++}')`;
+      const answer = await hintbox.client.callTool({ name: 'add_item', arguments: { sql } }).catch(() => undefined);
+      if (answer === undefined) return;
+      answered++;
+    }
+  };
+  const workers = Array.from({ length: 4 }, () => worker());
+  const killAfter = between(random, 2, 15);
+  await eventually(async () => answered >= killAfter, 60_000, `${killAfter} answers`);
+  if (!(await hasRole(hintbox.pid))) throw new Error('the run had no database role to leave (control)');
+  process.kill(hintbox.pid, 'SIGKILL');
+  await hintbox.exited;
+  await hintbox.client.close().catch(() => undefined);
+  await Promise.all(workers);
+  return hintbox.pid;
+}
+
 /** Starts hintbox, drives it into `phase`, kills it there; resolves with its pid once it is dead. */
 async function killDuring(
   phase: CrashPhase,
   profile: string,
   env: Record<string, string>,
   random: () => number,
+  tmp: string,
+  /** What the kill met, for the case's figures (a preview's sandbox up, or only its copy). */
+  seen: Set<string>,
 ): Promise<number> {
-  if (phase === 'starting') {
-    // A client's first message, then the kill somewhere in image check, discovery, sandbox starts.
-    const child = spawn(HINTBOX_BIN, ['run', profile], {
-      env: { ...hintboxTestEnv(), ...env },
-      stdio: ['pipe', 'ignore', 'ignore'],
-    });
-    ownHintboxProcess(child.pid);
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.stdin.write(
-      JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'faults', version: '1' } },
-      }) + '\n',
-    );
-    await new Promise((r) => setTimeout(r, between(random, 100, 3000)));
-    child.kill('SIGKILL');
-    await exited;
-    return child.pid!;
-  }
-  const hintbox = await runHintbox(profile, env, phase === 'confirmation' ? 'never' : 'approve');
+  // A client's first message, then the kill somewhere in image check, discovery, sandbox starts.
+  if (phase === 'starting') return killWhileStarting(profile, env, random, 3000);
+  const asks = phase === 'confirmation' || phase === 'preview';
+  const hintbox = await runHintbox(profile, env, asks ? 'never' : 'approve');
   const kill = async (): Promise<number> => {
     process.kill(hintbox.pid, 'SIGKILL');
     await hintbox.exited;
@@ -183,6 +352,21 @@ async function killDuring(
     void call(0);
     await eventually(async () => hintbox.asked.length > 0, 30_000, 'the confirmation to be asked');
     await new Promise((r) => setTimeout(r, between(random, 0, 200)));
+    return kill();
+  }
+  if (phase === 'preview') {
+    // The confirmation's preview first copies the mount, then runs the call in its own sandbox:
+    // the kill lands at a random point from the copy's folder appearing to the dry run's end.
+    void hintbox.client
+      .callTool({ name: 'record', arguments: { n: 0, waitMs: PREVIEW_CALL_MS } })
+      .catch(() => undefined);
+    const copying = () => readdirSync(tmp).some((f) => f.startsWith(`hintbox-preview-${hintbox.pid}-`));
+    await eventually(async () => copying(), 30_000, 'the preview to begin');
+    await new Promise((r) => setTimeout(r, between(random, 0, 2500)));
+    if (hintbox.asked.length > 0) throw new Error('the preview was over before the kill: the kill point is wrong');
+    const { docker: d } = await docker();
+    const filters = { label: [`${LABEL_PREVIEW}=1`, `${LABEL_OWNER_PID}=${hintbox.pid}`] };
+    if ((await d.listContainers({ filters })).length > 0) seen.add('preview sandbox up');
     return kill();
   }
   if (phase === 'teardown') {
@@ -442,6 +626,140 @@ export async function load(calls: number): Promise<CaseResult> {
     result.problems.push(`left after serve stopped: ${left.join(', ')}`);
   }
   return result;
+}
+
+/**
+ * The Postgres audit sink down under load: calls flow from 4 clients of `hintbox serve` (2
+ * servers) while the sink's Postgres is stopped for `downSeconds` (its container stopped, as an
+ * operator's database goes down, and started again on the same port). Calls must go on being
+ * answered while it is down (the log, not the sink, is the record), and once it is back every
+ * line of the local audit log must reach the sink: first while serve runs (its loop catches up,
+ * whatever its backoff), then after serve stopped.
+ */
+export async function sinkDownUnderLoad(downSeconds: number): Promise<CaseResult> {
+  const result = emptyResult(`Postgres audit sink down ${downSeconds} s under load, 4 clients`, 1);
+  await using postgres = await startPostgres({ hostPort: await freePort() });
+  const { docker: d } = await docker();
+  const container = d.getContainer(postgres.container.getId());
+  /** The sink's rows, by their text; a new connection each time (the database goes away). */
+  const shipped = async (): Promise<Set<string>> => {
+    const db = new pg.Client({ connectionString: postgres.adminUrl, connectionTimeoutMillis: 5000 });
+    await db.connect();
+    try {
+      const exists = await db.query(`SELECT to_regclass('hintbox.audit_log') AS t`);
+      if ((exists.rows[0] as { t: string | null }).t === null) return new Set();
+      return new Set((await db.query<{ text: string }>('SELECT text FROM hintbox.audit_log')).rows.map((r) => r.text));
+    } finally {
+      await db.end().catch(() => undefined);
+    }
+  };
+  const auditDir = scratchFolder('hintbox-faults-sink-audit-');
+  const missing = async (): Promise<string[]> => {
+    const rows = await shipped();
+    return localAuditLines(auditDir).filter((line) => !rows.has(line));
+  };
+  const folder = scratchFolder('hintbox-faults-serve-');
+  const servers = [`faulty-sink-a-${process.pid}`, `faulty-sink-b-${process.pid}`];
+  for (const server of servers) {
+    writeFileSync(
+      path.join(folder, `${server}.yaml`),
+      stringify(faultyProfile(server, sandboxFolder('hintbox-faults-'))),
+    );
+  }
+  const serving = await serve([folder], { HINTBOX_DATABASE_URL: postgres.adminUrl, HINTBOX_AUDIT_DIR: auditDir });
+  const clients: Client[] = [];
+  let stopping = false;
+  let answered = 0;
+  const failed: string[] = [];
+  try {
+    for (let c = 0; c < 4; c++) clients.push(await connect(`${serving.url}/mcp/${servers[c % 2]}`));
+    const worker = async (client: Client, c: number): Promise<void> => {
+      for (let n = c * 1_000_000; !stopping; n++) {
+        try {
+          const answer = answerOf(
+            await client.callTool({ name: 'echo', arguments: { n, waitMs: 5 } }, undefined, { timeout: 30_000 }),
+          );
+          if ((answer as { n?: number } | undefined)?.n !== n) failed.push(`call ${n} got ${JSON.stringify(answer)}`);
+          else answered++;
+        } catch (error) {
+          failed.push(`call ${n}: ${(error as Error).message}`);
+        }
+      }
+    };
+    const workers = clients.map((client, c) => worker(client, c));
+    // The control: the sink ships while its database is up.
+    await eventually(async () => (await shipped()).size > 0, 30_000, 'the sink to ship its first lines');
+    await new Promise((r) => setTimeout(r, 1000));
+    await container.stop({ t: 10 }); // STOPSIGNAL SIGINT: a fast shutdown, its sessions cut
+    const downAt = performance.now();
+    const answeredBefore = answered;
+    await new Promise((r) => setTimeout(r, downSeconds * 1000));
+    const whileDown = answered - answeredBefore;
+    const downFor = (performance.now() - downAt) / 1000;
+    await container.start();
+    await eventually(
+      () =>
+        shipped().then(
+          () => true,
+          () => false,
+        ),
+      60_000,
+      'Postgres to answer again',
+    );
+    const backAt = performance.now();
+    await new Promise((r) => setTimeout(r, 2000)); // calls go on once it is back too
+    stopping = true;
+    await Promise.all(workers);
+    let left: string[] = [];
+    // The sink's backoff reaches 30 s: it must catch up within one more step of it and its shipping.
+    await eventually(async () => (left = await missing()).length === 0, 90_000, 'the sink to catch up').catch(() => {
+      result.problems.push(`${left.length} lines of the local log not in the sink 90 s after it returned`);
+    });
+    result.figures = {
+      'calls answered while down': whileDown,
+      'calls/s while down': Math.round(whileDown / downFor),
+      'caught up after (s)': Math.round((performance.now() - backAt) / 100) / 10,
+      'lines shipped': localAuditLines(auditDir).length,
+    };
+    if (whileDown === 0) result.problems.push('no call was answered while the sink was down');
+  } finally {
+    stopping = true;
+    for (const client of clients) await leave(client).catch(() => undefined);
+    await stop(serving);
+  }
+  // After serve stopped (its log closed, its sink's last pass done): still every line.
+  const lost = await missing();
+  result.recordsLost = lost.length;
+  if (lost.length > 0) result.problems.push(`${lost.length} lines of the local log never reached the sink`);
+  if (failed.length > 0) result.problems.push(`${failed.length} calls failed: ${failed.slice(0, 3).join('; ')}`);
+  const leftover = await leftoversOf(serving.child.pid!, scratchFolder('hintbox-faults-empty-'));
+  result.leftovers = leftover.length;
+  if (leftover.length > 0) result.problems.push(`left after serve stopped: ${leftover.join(', ')}`);
+  if (result.problems.length > 0) result.failures = 1;
+  return result;
+}
+
+/** Every whole line of the audit log files in `dir`. */
+function localAuditLines(dir: string): string[] {
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.jsonl'))
+    .flatMap((f) =>
+      readFileSync(path.join(dir, f), 'utf8')
+        .split('\n')
+        .filter((line) => line !== ''),
+    );
+}
+
+/** A TCP port free on the host now. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
 }
 
 /** What a tool of the faulty server answered (its structuredContent). */

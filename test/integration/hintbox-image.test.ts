@@ -17,6 +17,7 @@ import {
   ensureTestImages,
   eventually,
   EVERYTHING_IMAGE,
+  LABEL_TEST_HINTBOX,
   LIAR_IMAGE,
   REPO,
 } from './support/docker.js';
@@ -31,7 +32,8 @@ import { hintboxCommand, outcomeOf } from './support/hintbox-process.js';
 const LIAR = `liar-image-${process.pid}`;
 const EVERYTHING = `every-image-${process.pid}`;
 /** Every container this file starts carries it, so `after` removes them even after a failure. */
-const LABEL_TEST = 'hintbox-test.image';
+// Its hintbox containers: their sandboxes are this test's to answer for (support/docker.ts).
+const LABEL_TEST = LABEL_TEST_HINTBOX;
 /** The image's user (images/hintbox/Dockerfile): what it writes must be its. */
 const IMAGE_UID = 10002;
 const TOKEN = `platform-${process.pid}-token`;

@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { chownSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { assertNoLeftovers, docker, FIXTURES, mountsOfClass } from './support/docker.js';
+import { assertNoLeftovers, docker, FIXTURES, mountsOfClass, sandboxOfClass } from './support/docker.js';
 import { hintboxCommand, runHintbox, sandboxFolder, writeProfile } from './support/hintbox-process.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 
@@ -61,6 +61,10 @@ describe('package sources', { timeout: 600_000 }, () => {
 
       assert.deepEqual(await mountsOfClass(hintbox.pid, 'ro-offline'), { '/data': true }, 'read_graph: read-only');
       assert.deepEqual(await mountsOfClass(hintbox.pid, 'rw-offline'), { '/data': false });
+      for (const sandboxClass of ['ro-offline', 'rw-offline']) {
+        // The package was installed on the host: its server starts with no network at all.
+        assert.equal((await sandboxOfClass(hintbox.pid, sandboxClass)).HostConfig.NetworkMode, 'none', sandboxClass);
+      }
     } finally {
       await hintbox[Symbol.asyncDispose]();
     }

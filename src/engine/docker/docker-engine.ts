@@ -29,7 +29,7 @@ import { hintboxEnvironment, type HintboxEnvironment } from '../../config/enviro
 export interface DockerEngineOptions {
   /** Progress of image builds. */
   log: Logger;
-  /** A Debian bookworm image to build on instead of `debian:bookworm-slim`. */
+  /** A Debian trixie image to build the server bases on instead of `debian:trixie-slim` (HINTBOX_BASE_IMAGE). */
   baseImage?: string;
 }
 

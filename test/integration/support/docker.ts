@@ -157,18 +157,47 @@ export function ownHintboxProcess(pid: number | undefined): void {
   if (pid !== undefined) ownHintboxPids.add(pid);
 }
 
+/** The label of the containers in which a test runs hintbox itself (hintbox-image.test.ts): the test process's pid. */
+export const LABEL_TEST_HINTBOX = 'hintbox-test.image';
+
 /**
- * The hintbox containers a test answers for: those of the hintbox processes it started, those
- * whose owner on this machine is dead (whoever started it, e.g. through the bench: nothing may
- * outlive its run), and those made by hintbox in a container (another host name: a test's).
+ * Whether a thing labelled by hintbox is a test's to answer for: made by a hintbox process this
+ * test process started, or by one on this machine that is dead (whoever started it, e.g. through
+ * the bench: nothing may outlive its run), or by a hintbox in a container (another host name)
+ * unless that container still runs and is not this test process's — a user's hintbox in its own
+ * container, sharing the engine, is not a test's either.
  */
+async function answeredFor(): Promise<(labels: Record<string, string> | undefined) => boolean> {
+  const alive = makeIsOwnerAlive(HOSTNAME);
+  const hosts = await runningContainerHosts();
+  return (labels) => {
+    const host = labels?.[LABEL_OWNER_HOST];
+    const pid = Number(labels?.[LABEL_OWNER_PID]);
+    if (host !== HOSTNAME) return hosts.get(host ?? '') !== 'foreign';
+    return ownHintboxPids.has(pid) || !alive(HOSTNAME, pid);
+  };
+}
+
+/** The host names of the engine's running containers: whether this test process started each. */
+async function runningContainerHosts(): Promise<Map<string, 'ours' | 'foreign'>> {
+  const { docker: d } = await docker();
+  const hosts = new Map<string, 'ours' | 'foreign'>();
+  for (const c of await d.listContainers()) {
+    const info = await d
+      .getContainer(c.Id)
+      .inspect()
+      .catch(() => undefined); // gone meanwhile
+    if (!info) continue;
+    hosts.set(info.Config.Hostname, c.Labels[LABEL_TEST_HINTBOX] === String(process.pid) ? 'ours' : 'foreign');
+  }
+  return hosts;
+}
+
+/** The hintbox containers a test answers for (see {@link answeredFor}). */
 export async function allHintboxContainers() {
   const { docker: d } = await docker();
-  const alive = makeIsOwnerAlive(HOSTNAME);
-  return (await d.listContainers({ all: true, filters: { label: [LABEL_SESSION] } })).filter((c) => {
-    const pid = Number(c.Labels[LABEL_OWNER_PID]);
-    return c.Labels[LABEL_OWNER_HOST] !== HOSTNAME || ownHintboxPids.has(pid) || !alive(HOSTNAME, pid);
-  });
+  const ours = await answeredFor();
+  return (await d.listContainers({ all: true, filters: { label: [LABEL_SESSION] } })).filter((c) => ours(c.Labels));
 }
 
 /** Polls until `check` returns true, or fails after `ms`. */
@@ -182,15 +211,17 @@ export async function eventually(check: () => Promise<boolean>, ms = 15_000, wha
 }
 
 /** After a suite: no container of its hintbox processes (or of a dead one) may remain. */
-export async function assertNoLeftovers(): Promise<void> {
-  await eventually(async () => (await allHintboxContainers()).length === 0, 15_000, 'no hintbox containers left');
+export function assertNoLeftovers(): Promise<void> {
+  return assertNoLeftoversWithin(15_000);
+}
+
+/** {@link assertNoLeftovers}, giving a teardown still under way `waitMs`. */
+export async function assertNoLeftoversWithin(waitMs: number): Promise<void> {
+  await eventually(async () => (await allHintboxContainers()).length === 0, waitMs, 'no hintbox containers left');
   // The class networks of egress proxies, by the same rule as containers.
   const { docker: d } = await docker();
-  const alive = makeIsOwnerAlive(HOSTNAME);
-  const networks = (await d.listNetworks({ filters: { label: [LABEL_SESSION] } })).filter((n) => {
-    const pid = Number(n.Labels?.[LABEL_OWNER_PID]);
-    return n.Labels?.[LABEL_OWNER_HOST] !== HOSTNAME || ownHintboxPids.has(pid) || !alive(HOSTNAME, pid);
-  });
+  const ours = await answeredFor();
+  const networks = (await d.listNetworks({ filters: { label: [LABEL_SESSION] } })).filter((n) => ours(n.Labels));
   assert.deepEqual(
     networks.map((n) => n.Name),
     [],

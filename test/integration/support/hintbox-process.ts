@@ -166,13 +166,17 @@ export function hintboxCommand(
   });
 }
 
-/** The environment a test's hintbox gets: this test process's state folder, and nothing else of the host's but PATH, HOME and DOCKER_HOST. */
+/**
+ * The environment a test's hintbox gets: this test process's state folder, and nothing else of
+ * the host's but PATH, HOME, DOCKER_HOST and TMPDIR (its temp folders go where the test's do).
+ */
 export function hintboxTestEnv(): Record<string, string> {
   return {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '/root',
     HINTBOX_STATE_DIR: STATE_DIR,
     ...(process.env.DOCKER_HOST ? { DOCKER_HOST: process.env.DOCKER_HOST } : {}),
+    ...(process.env.TMPDIR ? { TMPDIR: process.env.TMPDIR } : {}),
   };
 }
 

@@ -20,7 +20,10 @@ export interface StartedPostgres extends AsyncDisposable {
  * A real PostgreSQL 15 (Debian's package on the seeded Debian base), started by testcontainers
  * from an image built from images/postgres. Never a host service.
  */
-export async function startPostgres(): Promise<StartedPostgres> {
+export async function startPostgres(
+  /** `hostPort`: a fixed port on the host, kept when the container is stopped and started again (else a free one). */
+  options: { hostPort?: number } = {},
+): Promise<StartedPostgres> {
   const { docker: d } = await docker();
   // Debian bookworm's Postgres 15: the release the database tests were written against.
   await new ImageBuilder({ docker: d, log: createLogger('info') }).buildOn(
@@ -29,7 +32,7 @@ export async function startPostgres(): Promise<StartedPostgres> {
     path.join(IMAGES_DIR, 'postgres'),
   );
   const container = await new GenericContainer(POSTGRES_IMAGE)
-    .withExposedPorts(5432)
+    .withExposedPorts(options.hostPort ? { container: 5432, host: options.hostPort } : 5432)
     .withLabels({ 'hintbox-test': 'postgres' })
     .withWaitStrategy(Wait.forLogMessage(/database system is ready to accept connections/))
     .start();

@@ -4,7 +4,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { LABEL_SERVER } from '../../../src/engine/docker/container-spec.js';
 import { containersOf, eventually, ownHintboxProcess } from './docker.js';
-import { HINTBOX_BIN, STATE_DIR } from './hintbox-process.js';
+import { HINTBOX_BIN, hintboxTestEnv } from './hintbox-process.js';
 
 /** `hintbox serve` as a test runs it, and real SDK clients of it over streamable HTTP. */
 
@@ -18,13 +18,7 @@ export interface Serving {
 /** `hintbox serve` on a free port; resolves once it listens and /readyz says ready. */
 export async function serve(args: string[], env: Record<string, string> = {}): Promise<Serving> {
   const child = spawn(HINTBOX_BIN, ['serve', ...args, '--port', '0'], {
-    env: {
-      ...env,
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '/root',
-      HINTBOX_STATE_DIR: STATE_DIR,
-      ...(process.env.DOCKER_HOST ? { DOCKER_HOST: process.env.DOCKER_HOST } : {}),
-    },
+    env: { ...env, ...hintboxTestEnv() },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   ownHintboxProcess(child.pid);
