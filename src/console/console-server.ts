@@ -302,7 +302,9 @@ export class HintboxConsole {
   }
 
   private redirect(res: ServerResponse, to: string, setCookie?: string): void {
-    res.writeHead(303, { ...SECURITY_HEADERS, location: to, ...(setCookie ? { 'set-cookie': setCookie } : {}) });
+    // Always a path of this console: `//host/…` would send the browser to another site.
+    const location = `/${to.replace(/^[/\\]+/, '')}`;
+    res.writeHead(303, { ...SECURITY_HEADERS, location, ...(setCookie ? { 'set-cookie': setCookie } : {}) });
     res.end();
   }
 
