@@ -8,7 +8,10 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { lockFilePath } from '../../src/approvals/lock-file.js';
 import { assertNoLeftovers, ensureTestImages, eventually, REPO } from './support/docker.js';
-import { auditOf, copyOfShippedProfile, runHintbox, sandboxFolder } from './support/hintbox-process.js';
+import { auditOf, copyOfShippedProfile, hintboxCommand, runHintbox, sandboxFolder } from './support/hintbox-process.js';
+import { serve, stop } from './support/serve-process.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 
 /** Debian's Chromium (CI installs it); HINTBOX_CHROMIUM points elsewhere. */
@@ -44,6 +47,24 @@ function forge(url: string, headers: Record<string, string>, body = 'answer=appr
     req.on('error', reject);
     req.end(body);
   });
+}
+
+/** Answers a confirmation on its page as a browser would: its link for the cookie, the page for the form token, the form. */
+async function answerOnPage(link: string, answer: 'approve' | 'decline'): Promise<number> {
+  const url = new URL(link);
+  const opened = await fetch(link, { redirect: 'manual' });
+  assert.equal(opened.status, 303);
+  const cookie = (opened.headers.get('set-cookie') ?? '').split(';')[0]!;
+  const page = await (await fetch(`${url.origin}${url.pathname}`, { headers: { cookie } })).text();
+  const csrf = /name="csrf" value="([^"]+)"/.exec(page)?.[1];
+  assert.ok(csrf, 'the page has its form token');
+  const posted = await fetch(`${url.origin}${url.pathname}/answer`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { cookie, origin: url.origin, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ csrf, answer }).toString(),
+  });
+  return posted.status;
 }
 
 const textOf = (result: unknown): string =>
@@ -230,5 +251,30 @@ describe('the console in a browser', { timeout: 300_000 }, () => {
     );
     await visitor.close();
     await person.close();
+  });
+
+  it("serve --console: a client without elicitation is given the page's link; approved there, its repeat runs", async () => {
+    const workspace = sandboxFolder();
+    const profile = copyOfShippedProfile('filesystem');
+    const approved = await hintboxCommand(['approve', profile, '--all'], { WORKSPACE: workspace });
+    assert.equal(approved.code, 0, approved.stderr);
+    const serving = await serve([path.dirname(profile), '--console'], { WORKSPACE: workspace });
+    try {
+      assert.match(serving.stderr(), /console: http:\/\/127\.0\.0\.1:\d+\/approvals\?token=/);
+      const client = new Client({ name: 'no-elicitation', version: '1.0.0' }, { capabilities: {} });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${serving.url}/mcp/filesystem`)));
+      const call = { name: 'write_file', arguments: { path: '/workspace/served.txt', content: 'via serve\n' } };
+      const denied = await client.callTool(call);
+      const link = /(http:\/\/127\.0\.0\.1:\d+\/approvals\/[\w-]+\?token=[\w-]+)/.exec(textOf(denied))?.[1];
+      assert.ok(link, textOf(denied));
+      assert.equal(existsSync(path.join(workspace, 'served.txt')), false);
+      assert.equal(await answerOnPage(link, 'approve'), 303);
+      const ran = await client.callTool(call);
+      assert.notEqual(ran.isError, true, textOf(ran));
+      assert.equal(readFileSync(path.join(workspace, 'served.txt'), 'utf8'), 'via serve\n');
+      await client.close();
+    } finally {
+      await stop(serving);
+    }
   });
 });
