@@ -232,7 +232,8 @@ export class CallGuard implements Gatekeeper {
 
     let decidedBy: AuditDecider = decision.decidedBy === 'pin' ? 'auto' : decision.decidedBy;
     if (decision.action === 'confirm') {
-      const canAsk = client.canElicit() || client.canElicitUrl?.() === true;
+      // A link is worth sending only when there is a page behind it (the console).
+      const canAsk = client.canElicit() || (options.console !== undefined && client.canElicitUrl?.() === true);
       if (!canAsk && options.console) {
         const given = await this.consoleOnly(tool, args, decision);
         if (given.allowed === false) return this.refuse(tool, args, trace, 'denied', given.decidedBy, given.text);
