@@ -459,10 +459,7 @@ export class CallGuard implements Gatekeeper {
       if (opened.action === 'accept') return await pending.answer;
       return 'declined';
     } catch (error) {
-      if (signal.aborted) return new Promise<never>(() => undefined);
-      const message = (error as Error).message;
-      options.log.warn(`confirmation of ${tool.name} (a link) failed: ${message}`);
-      return /timed? ?out/i.test(message) ? 'timeout' : 'declined';
+      return this.failedAnswer(tool, error as Error, signal);
     }
   }
 
@@ -517,11 +514,18 @@ export class CallGuard implements Gatekeeper {
       );
       return result.action === 'accept' && result.content?.approve === true ? 'approved' : 'declined';
     } catch (error) {
-      if (signal.aborted) return new Promise<never>(() => undefined);
-      const message = (error as Error).message;
-      options.log.warn(`confirmation of ${tool.name} failed: ${message}`);
-      return /timed? ?out/i.test(message) ? 'timeout' : 'declined';
+      return this.failedAnswer(tool, error as Error, signal);
     }
+  }
+
+  /**
+   * A question to the client that failed: a timeout, else a decline. Withdrawn (the page was
+   * answered first): never settles, the page's answer stands.
+   */
+  private failedAnswer(tool: GuardedTool, error: Error, signal: AbortSignal): Promise<ConsoleAnswer> {
+    if (signal.aborted) return new Promise<never>(() => undefined);
+    this.options.log.warn(`confirmation of ${tool.name} failed: ${error.message}`);
+    return Promise.resolve(/timed? ?out/i.test(error.message) ? 'timeout' : 'declined');
   }
 
   /** The dry run's changes, or why there are none. Never throws. */
