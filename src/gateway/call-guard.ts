@@ -232,7 +232,8 @@ export class CallGuard implements Gatekeeper {
 
     let decidedBy: AuditDecider = decision.decidedBy === 'pin' ? 'auto' : decision.decidedBy;
     if (decision.action === 'confirm') {
-      const canAsk = client.canElicit() || client.canElicitUrl?.() === true;
+      // A URL-mode client can be asked only with a page to send it to (the console's).
+      const canAsk = client.canElicit() || (client.canElicitUrl?.() === true && options.console !== undefined);
       if (!canAsk && options.console) {
         const given = await this.consoleOnly(tool, args, decision);
         if (given.allowed === false) return this.refuse(tool, args, trace, 'denied', given.decidedBy, given.text);

@@ -185,6 +185,32 @@ describe('the console with clients that can be asked', { timeout: 600_000 }, () 
     );
   });
 
+  it('URL mode without the console: nobody can be asked, and the audit does not say a person declined', async () => {
+    const asked: ElicitRequest['params'][] = [];
+    await using hintbox = await runHintbox(
+      profile,
+      { WORKSPACE: workspace },
+      'approve',
+      { elicitation: { url: {} } },
+      [],
+      (params): ElicitResult => {
+        asked.push(params);
+        return { action: 'accept' };
+      },
+    );
+    const result = await hintbox.client.callTool(write('no-console.txt', 'never\n'));
+    assert.equal(result.isError, true);
+    assert.match(textOf(result), /cannot be asked/);
+    assert.match(textOf(result), /--console/, 'the denial says how to get a page to answer on');
+    assert.deepEqual(asked, [], 'no link to give: the client is asked nothing');
+    assert.equal(existsSync(path.join(workspace, 'no-console.txt')), false);
+    const [row] = await auditOf<AuditRow>('filesystem');
+    assert.deepEqual(
+      [row?.decision, row?.decidedBy, row?.arguments.path],
+      ['denied', 'no-elicitation', '/workspace/no-console.txt'],
+    );
+  });
+
   it('form mode: the form carries the link; approved on the page first, the call runs and the form is cancelled', async () => {
     const asked: ElicitRequest['params'][] = [];
     await using hintbox = await runHintbox(
