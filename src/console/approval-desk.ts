@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ToolHints } from '../policy/hints.js';
 import { canonicalJson } from '../policy/tool-pin.js';
 
@@ -186,7 +186,7 @@ export class ApprovalDesk {
 
   /** The token of one confirmation's page: it opens that page and answers it, nothing else. */
   tokenFor(id: string): string {
-    return createHash('sha256').update(this.options.secret).update(`approval:${id}`).digest('base64url');
+    return createHmac('sha256', this.options.secret).update(`approval:${id}`).digest('base64url');
   }
 
   /** Whether `token` opens the page of confirmation `id`. */

@@ -84,6 +84,12 @@ export async function runHintbox(
   capabilities: ClientCapabilities = {},
   /** More arguments of `hintbox run` (after the profile), e.g. `--console`. */
   args: string[] = [],
+  /**
+   * The client's own answer to an `elicitation/create` (instead of `confirmations`); `extra.signal`
+   * aborts when hintbox cancels the request. Give `capabilities.elicitation` to declare the modes
+   * (e.g. `{ url: {} }`); without it the client declares `elicitation: {}` (form mode).
+   */
+  onElicit?: (params: ElicitRequest['params'], extra: { signal: AbortSignal }) => ElicitResult | Promise<ElicitResult>,
 ): Promise<RunningHintbox & { asked: ElicitRequest['params'][] }> {
   const transport = new StdioClientTransport({
     command: HINTBOX_BIN,
@@ -102,11 +108,12 @@ export async function runHintbox(
   const asked: ElicitRequest['params'][] = [];
   const client = new Client(
     { name: 'hintbox-test', version: '1.0.0' },
-    { capabilities: { ...capabilities, ...(confirmations === 'unsupported' ? {} : { elicitation: {} }) } },
+    { capabilities: { ...(confirmations === 'unsupported' ? {} : { elicitation: {} }), ...capabilities } },
   );
   if (confirmations !== 'unsupported') {
-    client.setRequestHandler(ElicitRequestSchema, (request): Promise<ElicitResult> | ElicitResult => {
+    client.setRequestHandler(ElicitRequestSchema, (request, extra): Promise<ElicitResult> | ElicitResult => {
       asked.push(request.params);
+      if (onElicit) return onElicit(request.params, { signal: extra.signal });
       if (confirmations === 'never') return new Promise<ElicitResult>(() => {});
       return { action: 'accept', content: { approve: confirmations === 'approve' } };
     });
