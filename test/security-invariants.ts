@@ -389,7 +389,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'SANDBOX-VALUES',
     statement:
-      "A profile's ${sandbox:NAME} (in server.args and env) is never taken from the host: it is filled in when the container is made, with that sandbox's own database role, and a reference made by a host value or $$ is refused.",
+      "A profile's ${sandbox:NAME} (in server.args and env) is never taken from the host: it is filled in when the container is made, with that sandbox's own database role or the target of the profile's mount of that name (mount.<name>), and a reference made by a host value or $$ is refused.",
     tests: [
       {
         file: 'unit/interpolate.test.ts',
@@ -406,6 +406,10 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       {
         file: 'unit/container-spec.test.ts',
         title: "fills ${sandbox:…} in the profile's args and env with this sandbox's own role values",
+      },
+      {
+        file: 'unit/container-spec.test.ts',
+        title: "fills ${sandbox:mount.NAME} with the mount's target, in args and env, without a database",
       },
     ],
   },

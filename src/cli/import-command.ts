@@ -18,12 +18,15 @@ import { writeFileAtomic } from '../util/atomic-write.js';
 import { HintboxError, UsageError } from '../util/hintbox-error.js';
 import type { CommandSpec } from './main.js';
 
-const HELP = `Usage: hintbox import <file> [--out DIR] [--rewrite] [--force]
+const HELP = `Usage: hintbox import <file> [--server NAME [--version V]] [--out DIR] [--rewrite] [--force]
 
 Writes one hintbox profile per MCP server of <file>, which is one of:
   - a client config: Claude Desktop's claude_desktop_config.json or Cursor's mcp.json
     ("mcpServers"), VS Code's mcp.json ("servers");
-  - an MCP registry entry (server.json).
+  - an MCP registry entry (server.json);
+  - a list of MCP registry entries: the registry API's answer to GET /v0/servers, saved to a
+    file ({"servers": [{"server": …, "_meta": …}], …}), or a JSON array of server.json; pick
+    one with --server NAME. Nothing is fetched: hintbox reads only the file you give.
 Servers run as "npx [-y] <package>", "uvx [--from <package>] <command>", "uv tool run …",
 "pipx run …" or "docker run … <image>", and registry packages of type npm, pypi and oci
 (stdio transport), become profiles (server.npm, server.pypi + server.bin, server.image). Anything
@@ -32,7 +35,7 @@ else (node script.js, a remote URL, an MCP bundle) is skipped, with the reason.
 Nothing of the source is trusted: every profile is trust: untrusted and network: none; docker
 options (--network host, --privileged, -v, …) are dropped and named in the profile's header;
 host paths among the arguments become proposed mounts (/data/<name>) with the argument
-rewritten; environment variables are taken from the host by name (NAME: \${NAME}): a value in
+rewritten (a registry filepath argument to \${sandbox:mount.<name>}, the mount's target); environment variables are taken from the host by name (NAME: \${NAME}): a value in
 the client config is never copied into a profile. Each profile starts with a comment saying
 where it came from and what to review.
 
@@ -40,13 +43,18 @@ Every profile is checked by the same loader as "hintbox run" before anything is 
 fails, nothing is written (exit 2). Existing profiles are not overwritten without --force.
 
 Options:
-  --out DIR    the folder to write <name>.yaml into (default: hintbox/ beside <file>)
-  --rewrite    also rewrite the client config: each imported entry then runs
-               "<this hintbox> run <absolute profile path>" with its env as it was; the
-               original is kept beside it as <file>.hintbox-backup (or …-backup-<time> when
-               that exists); entries not imported are left as they were
-  --force      overwrite existing profiles
-  -h, --help   this help
+  --server NAME  the registry server to import from a list, by its name
+                 (io.github.user/server); with a single server.json, checked against its name
+  --version V    that version of it; default: the one the registry marks latest, else the
+                 highest version listed (when several are listed and none of these tells,
+                 --version is asked for)
+  --out DIR      the folder to write <name>.yaml into (default: hintbox/ beside <file>)
+  --rewrite      also rewrite the client config: each imported entry then runs
+                 "<this hintbox> run <absolute profile path>" with its env as it was; the
+                 original is kept beside it as <file>.hintbox-backup (or …-backup-<time> when
+                 that exists); entries not imported are left as they were
+  --force        overwrite existing profiles
+  -h, --help     this help
 
 Then, for each profile: review its header, "hintbox approve <profile> --all", "hintbox plan <profile>".`;
 
@@ -59,6 +67,8 @@ export const importCommand: CommandSpec = {
     out: { type: 'string' },
     rewrite: { type: 'boolean' },
     force: { type: 'boolean' },
+    server: { type: 'string' },
+    version: { type: 'string' },
   },
   run({ positionals, values }) {
     return Promise.resolve(importFile(positionals, values));
@@ -74,7 +84,14 @@ function importFile(positionals: string[], values: Record<string, unknown>): num
   const json = readJson(file);
   let plan: ImportPlan;
   try {
-    plan = planImport(json, file);
+    const pick = {
+      ...(typeof values.server === 'string' ? { server: values.server } : {}),
+      ...(typeof values.version === 'string' ? { version: values.version } : {}),
+    };
+    if (pick.version !== undefined && pick.server === undefined) {
+      throw new UsageError('import: --version goes with --server NAME (see hintbox import --help)');
+    }
+    plan = planImport(json, file, pick);
   } catch (error) {
     if (error instanceof ImportSourceError) throw new UsageError(`import: ${error.message}`);
     throw error;

@@ -32,7 +32,7 @@ export type { SessionIdentity };
 /** One sandbox, engine-neutral: what it runs and what it is granted. */
 export interface SandboxSpec {
   session: SessionIdentity;
-  profile: Pick<Profile, 'name' | 'server' | 'env' | 'limits'>;
+  profile: Pick<Profile, 'name' | 'server' | 'env' | 'limits'> & Partial<Pick<Profile, 'mounts'>>;
   /** The class (`ro-offline`, …): names the sandbox and labels it. */
   sandboxId: string;
   grant: SandboxGrant;

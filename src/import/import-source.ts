@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { importClientEntry, type ClientEntry } from './command-line.js';
 import { profileName, uniqueNames, type ImportOutcome } from './profile-draft.js';
+import { pickListed, registryListOf, RegistryPickError, sample } from './registry-list.js';
 import { importRegistryServer, registryServerOf, RegistryServerSchema } from './registry-server.js';
 
 /**
@@ -11,7 +12,10 @@ import { importRegistryServer, registryServerOf, RegistryServerSchema } from './
  *   and Cursor's `mcp.json` (the same shape);
  * - `servers: { name: { type, command, args, env } }` (and `inputs`): VS Code's `mcp.json`;
  * - `name` with `packages` (or `remotes`): an MCP registry `server.json` (also as the registry
- *   API answers it, `{ server: … }`).
+ *   API answers it, `{ server: … }`);
+ * - a list of those: the registry API's list answer (`{ servers: [{ server, _meta }], … }`) or
+ *   a plain array, of which `--server NAME [--version V]` picks one (registry-list.ts). Nothing
+ *   is ever fetched: the list is the file the user gives.
  */
 
 export type SourceKind = 'claude-desktop' | 'cursor' | 'mcp-servers' | 'vscode' | 'registry';
@@ -23,6 +27,12 @@ export const SOURCE_LABEL: Record<SourceKind, string> = {
   vscode: 'VS Code config',
   registry: 'MCP registry server.json',
 };
+
+/** Which entry of a registry list to import (`--server`, `--version`). */
+export interface RegistryPick {
+  server?: string;
+  version?: string;
+}
 
 export interface ImportPlan {
   kind: SourceKind;
@@ -42,22 +52,31 @@ export class ImportSourceError extends Error {
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** `file` names the source in messages and tells Claude Desktop's and Cursor's files apart. */
-export function planImport(json: unknown, file: string): ImportPlan {
+export function planImport(json: unknown, file: string, pick: RegistryPick = {}): ImportPlan {
   const base = path.basename(file);
-  const registry = registryServerOf(json);
-  if (registry !== undefined) {
-    const parsed = RegistryServerSchema.safeParse(registry);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
+  const listed = registryListOf(json);
+  if (listed !== undefined) {
+    const names = [...new Set(listed.map((l) => l.server.name))];
+    if (pick.server === undefined) {
       throw new ImportSourceError(
-        `${file}: not a valid MCP registry server.json: ${issue ? `${issue.path.join('.') || '(top)'}: ${issue.message}` : ''}`,
+        `${file}: a list of ${names.length} MCP registry server${names.length === 1 ? '' : 's'}: ` +
+          `pick one with --server NAME (${sample(names)})`,
       );
     }
-    const server = parsed.data;
-    const name = profileName(server.name.split('/').pop() ?? server.name);
-    const origin = `${base} (MCP registry entry ${server.name}${server.version ? ` ${server.version}` : ''})`;
-    return { kind: 'registry', outcomes: [importRegistryServer(server, name, origin)] };
+    try {
+      return planRegistry(pickListed(listed, file, pick.server, pick.version).server, file);
+    } catch (error) {
+      if (error instanceof RegistryPickError) throw new ImportSourceError(error.message);
+      throw error;
+    }
   }
+  const registry = registryServerOf(json);
+  if (registry === undefined && (pick.server !== undefined || pick.version !== undefined)) {
+    throw new ImportSourceError(
+      `${file}: --server picks a server of an MCP registry list (or checks a server.json's name); this is not one`,
+    );
+  }
+  if (registry !== undefined) return planRegistry(registry, file, pick);
   if (isObject(json) && isObject(json.mcpServers)) {
     const kind: SourceKind =
       base === 'claude_desktop_config.json'
@@ -72,8 +91,29 @@ export function planImport(json: unknown, file: string): ImportPlan {
   }
   throw new ImportSourceError(
     `${file}: neither a client config (an "mcpServers" or "servers" object: Claude Desktop, Cursor, VS Code) ` +
-      'nor an MCP registry server.json ("name" and "packages")',
+      'nor an MCP registry server.json ("name" and "packages") or a list of them ("servers": [...])',
   );
+}
+
+/** One registry entry; a `--server` or `--version` given for a lone server.json must be its own. */
+function planRegistry(registry: unknown, file: string, check: RegistryPick = {}): ImportPlan {
+  const parsed = RegistryServerSchema.safeParse(registry);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ImportSourceError(
+      `${file}: not a valid MCP registry server.json: ${issue ? `${issue.path.join('.') || '(top)'}: ${issue.message}` : ''}`,
+    );
+  }
+  const server = parsed.data;
+  if (check.server !== undefined && check.server !== server.name)
+    throw new ImportSourceError(`${file}: its server is ${server.name}, not ${check.server}`);
+  if (check.version !== undefined && check.version !== server.version)
+    throw new ImportSourceError(
+      `${file}: its server's version is ${server.version ?? 'not given'}, not ${check.version}`,
+    );
+  const name = profileName(server.name.split('/').pop() ?? server.name);
+  const origin = `${path.basename(file)} (MCP registry entry ${server.name}${server.version ? ` ${server.version}` : ''})`;
+  return { kind: 'registry', outcomes: [importRegistryServer(server, name, origin)] };
 }
 
 function entries(section: Record<string, unknown>, key: string, base: string): ImportOutcome[] {

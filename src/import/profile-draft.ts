@@ -14,6 +14,8 @@ import { stringify } from 'yaml';
 
 /** A bind mount the import proposes, for a host path the server was given. */
 export interface DraftMount {
+  /** Its name, when an argument gives the server its target as `${sandbox:mount.<name>}`. */
+  name?: string;
   source: string;
   target: string;
   mode: 'ro' | 'rw';

@@ -206,12 +206,19 @@ function fromPackage(pkg: Package): Mapped | string {
     const isPath = arg.format === 'filepath' || (resolved.hostVariable === undefined && isHostPath(resolved.text));
     if (onHost && isPath) {
       const target = `/data/${variable.toLowerCase()}`;
-      mounts.push({ source: resolved.text, target, mode: 'rw' });
+      // The argument names the mount's target as the sandbox sees it: written once, in the mount.
+      const mountName =
+        variable
+          .toLowerCase()
+          .replace(/^[^a-z0-9]+/, '')
+          .slice(0, 63) || 'path';
+      mounts.push({ name: mountName, source: resolved.text, target, mode: 'rw' });
+      const value = `\${sandbox:mount.${mountName}}`;
       notes.push(
-        `${label} is a host path: it became a mount at ${target} (the argument its container path); ` +
+        `${label} is a host path: it became a mount at ${target}, and the argument ${value} (that target); ` +
           `set ${variable} to the folder before hintbox loads this profile, and make it mode: ro where the server only reads.`,
       );
-      resolved = { text: target };
+      resolved = { text: value };
     } else if (resolved.hostVariable) {
       hostVariables.push(resolved.hostVariable);
       notes.push(`${label} is taken from the host as \${${resolved.hostVariable}}: set it where hintbox runs.`);

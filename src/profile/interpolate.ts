@@ -1,4 +1,4 @@
-import { SANDBOX_OPENER, SANDBOX_PREFIX, SANDBOX_VALUE_NAMES, isSandboxValueName } from './sandbox-values.js';
+import { SANDBOX_OPENER, SANDBOX_PREFIX, SANDBOX_VALUE_NAMES, isSandboxReference } from './sandbox-values.js';
 
 /**
  * `${VAR}` and `${VAR:-default}` in profile strings. The default may itself hold `${…}`
@@ -79,9 +79,10 @@ function expand(body: string, vars: Variables, options: InterpolateOptions, kept
 }
 
 function keepSandboxValue(name: string, options: InterpolateOptions, kept: { count: number }): string {
-  if (!isSandboxValueName(name)) {
+  if (!isSandboxReference(name)) {
     throw new InterpolationError(
-      `unknown sandbox value "\${sandbox:${name}}": expected one of ${SANDBOX_VALUE_NAMES.join(', ')}`,
+      `unknown sandbox value "\${sandbox:${name}}": expected one of ${SANDBOX_VALUE_NAMES.join(', ')}, ` +
+        'or mount.<name> (the target of the mount with that name)',
     );
   }
   if (!options.sandboxValues) {

@@ -10,13 +10,15 @@ import { processVariables } from '../config/environment.js';
 import { hintboxOwnPaths, type OwnPath } from '../config/hintbox-paths.js';
 import { isStrictlyInside } from '../util/paths.js';
 import { interpolateTree, type Variables } from './interpolate.js';
-import { isSandboxValueField, sandboxValueUses } from './sandbox-values.js';
+import { isSandboxValueField, mountValueName, sandboxValueUses } from './sandbox-values.js';
 import { normalizeContainerPath, ProfileSchema, type ParsedProfile } from './profile-schema.js';
 import { HintboxError } from '../util/hintbox-error.js';
 import { renderServerText } from '../util/render-server-text.js';
 
 /** A resolved mount: `source` is an existing, real (symlink-free), allowed host path. */
 export interface ResolvedMount {
+  /** What `${sandbox:mount.<name>}` calls its target. */
+  name?: string;
   source: string;
   target: string;
   /** The operator's ceiling for this mount. */
@@ -168,6 +170,14 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
     }
     targets.set(target, index);
   });
+  const mountNames = new Map<string, number>();
+  parsed.data.mounts.forEach((mount, index) => {
+    if (mount.name === undefined) return;
+    const previous = mountNames.get(mount.name);
+    if (previous !== undefined) {
+      problems.push({ file: absFile, path: `mounts[${index}].name`, message: `same name as mounts[${previous}]` });
+    } else mountNames.set(mount.name, index);
+  });
   if (!parsed.data.hold && parsed.data.trust !== 'trusted') {
     problems.push({
       file: absFile,
@@ -175,11 +185,17 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
       message: 'false is allowed only for a trusted server (trust: trusted): an untrusted server is always held',
     });
   }
-  if (!parsed.data.database) {
-    for (const use of sandboxValueUses(parsed.data.server.args ?? [], parsed.data.env)) {
-      const at = formatFieldPath(use.path);
-      // A field whose interpolation failed (an unknown name) has its one line already.
-      if (problems.some((p) => p.path === at)) continue;
+  for (const use of sandboxValueUses(parsed.data.server.args ?? [], parsed.data.env)) {
+    const at = formatFieldPath(use.path);
+    // A field whose interpolation failed (an unknown name) has its one line already.
+    if (problems.some((p) => p.path === at)) continue;
+    const mount = mountValueName(use.name);
+    if (mount !== undefined) {
+      if (mountNames.has(mount)) continue;
+      const named = [...mountNames.keys()];
+      const message = `\${sandbox:${use.name}}: no mount is named "${mount}" (${named.length > 0 ? `named: ${named.join(', ')}` : 'no mount has a name: give it one with name:'})`;
+      problems.push({ file: absFile, path: at, message });
+    } else if (!parsed.data.database) {
       const message = `\${sandbox:${use.name}} needs a database section: hintbox sets it only for a database`;
       problems.push({ file: absFile, path: at, message });
     }

@@ -25,7 +25,15 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** Docker-style sizes: 512m, 1g, 65536k, or bytes. */
 const SIZE = /^(\d+)([bkmg])?$/i;
 
+/** A mount's optional `name`: what `${sandbox:mount.<name>}` calls its target (sandbox-values.ts). */
+export const MOUNT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+
 export const MountSchema = z.strictObject({
+  /**
+   * A name for the mount, so that `server.args` and `env` can give the server its target as
+   * `${sandbox:mount.<name>}` instead of repeating it. Lower case, digits, `_` and `-`.
+   */
+  name: z.string().regex(MOUNT_NAME, 'expected lower case letters, digits, _ and - (such as workspace)').optional(),
   /** Host path. Relative paths are resolved against the profile's folder, then with realpath. */
   source: z.string().min(1),
   /** Absolute path inside the container. */

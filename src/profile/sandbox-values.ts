@@ -1,8 +1,11 @@
+import { MOUNT_NAME, normalizeContainerPath } from './profile-schema.js';
+
 /**
  * Sandbox-side values: `${sandbox:NAME}` in a profile's `server.args` and `env` stands for a
- * value hintbox gives the sandbox (its database role's URL, socket folder, …). It is never
- * looked up in the host's environment: profile loading leaves it as written, and it is filled in
- * when the sandbox's container spec is built, from that sandbox's own values. Pure.
+ * value hintbox gives the sandbox (its database role's URL, socket folder, …, or a mount's
+ * target: `${sandbox:mount.<name>}` for the mount with `name: <name>`). It is never looked up in
+ * the host's environment: profile loading leaves it as written, and it is filled in when the
+ * sandbox's container spec is built, from that sandbox's own values. Pure.
  */
 
 /** The names hintbox sets in a sandbox with a database (see `sandboxDatabaseEnv`). */
@@ -17,6 +20,32 @@ export const SANDBOX_OPENER = '${' + SANDBOX_PREFIX;
 
 export function isSandboxValueName(name: string): name is SandboxValueName {
   return (SANDBOX_VALUE_NAMES as readonly string[]).includes(name);
+}
+
+/** What `${sandbox:…}` holds for a mount's target: `mount.<name>`. */
+export const MOUNT_VALUE_PREFIX = 'mount.';
+
+/** The mount name of a `mount.<name>` reference, else undefined. */
+export function mountValueName(name: string): string | undefined {
+  if (!name.startsWith(MOUNT_VALUE_PREFIX)) return undefined;
+  const mount = name.slice(MOUNT_VALUE_PREFIX.length);
+  return MOUNT_NAME.test(mount) ? mount : undefined;
+}
+
+/** A name `${sandbox:NAME}` may hold: a database value, or `mount.<name>`. */
+export function isSandboxReference(name: string): boolean {
+  return isSandboxValueName(name) || mountValueName(name) !== undefined;
+}
+
+/** The sandbox values of named mounts: `mount.<name>` → its target (normalized, as it is mounted). */
+export function mountValues(
+  mounts: readonly { name?: string | undefined; target: string }[] | undefined,
+): Record<string, string> {
+  return Object.fromEntries(
+    (mounts ?? []).flatMap((m) =>
+      m.name === undefined ? [] : [[`${MOUNT_VALUE_PREFIX}${m.name}`, normalizeContainerPath(m.target)]],
+    ),
+  );
 }
 
 /** The names a loaded profile string refers to, in order. */
@@ -54,8 +83,9 @@ export function substituteSandboxValues(
 ): string {
   return value.replace(REFERENCE, (_, name: string) => {
     const found = values?.[name];
-    if (found === undefined || !isSandboxValueName(name)) {
-      throw new Error(`${where}: \${sandbox:${name}} has no value in this sandbox (it needs a database section)`);
+    if (found === undefined || !isSandboxReference(name)) {
+      const needs = mountValueName(name) !== undefined ? 'a mount of that name' : 'a database section';
+      throw new Error(`${where}: \${sandbox:${name}} has no value in this sandbox (it needs ${needs})`);
     }
     return found;
   });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -198,6 +198,21 @@ describe('hintbox import', { timeout: 900_000 }, () => {
     assert.equal(refused.code, 2, refused.stderr);
     assert.match(refused.stderr, /files\.yaml: mounts\[0\]\.source: /);
     assert.throws(() => readFileSync(path.join(dir, 'hintbox', 'good.yaml')), /ENOENT/, 'nothing half written');
+
+    // A registry list (the API's answer, saved): a name it does not list is one line naming the close ones.
+    const list = path.join(dir, 'registry-list.json');
+    writeFileSync(list, readFileSync(path.join(FIXTURES, 'import', 'registry-list.json')));
+    const missing = await hintboxCommand(['import', list, '--server', 'io.github.modelcontextprotocol/filesytem']);
+    assert.equal(missing.code, 2, missing.stderr);
+    assert.match(missing.stderr, /lists no server named .*close: io\.github\.modelcontextprotocol\/filesystem/);
+    assert.equal(missing.stderr.trim().split('\n').length, 1, 'one line');
+    const picked = await hintboxCommand(['import', list, '--server', 'io.github.modelcontextprotocol/memory']);
+    assert.equal(picked.code, 0, picked.stderr);
+    assert.match(
+      readFileSync(path.join(dir, 'hintbox', 'memory.yaml'), 'utf8'),
+      /npm: "?@modelcontextprotocol\/server-memory@2025\.9\.25/,
+    );
+    assert.deepEqual(readdirSync(path.join(dir, 'hintbox')), ['memory.yaml'], 'only the picked server');
   });
 
   it('a digest-pinned image that the engine cannot show with that digest is refused, not run', async () => {

@@ -448,6 +448,38 @@ describe('sizes and users', () => {
       assert.ok(![...spec.Env!, ...spec.Entrypoint].some((s) => s.includes('${sandbox:')));
     });
 
+    it("fills ${sandbox:mount.NAME} with the mount's target, in args and env, without a database", () => {
+      const base = input();
+      const args = ['--root', '${sandbox:mount.projects}', '--ref=${sandbox:mount.ref}'];
+      const spec = buildContainerSpec({
+        ...base,
+        profile: {
+          ...base.profile,
+          server: { ...base.profile.server, args },
+          env: { ROOT: '${sandbox:mount.projects}' },
+          mounts: [
+            { name: 'projects', source: '/srv/projects', target: '/projects/', mode: 'rw' },
+            { name: 'ref', source: '/srv/reference', target: '/reference', mode: 'ro' },
+          ],
+        },
+        command: ['node', 'server.js', ...args],
+      });
+      assert.deepEqual(spec.Entrypoint, [
+        SANDBOX_GATE_PATH,
+        'node',
+        'server.js',
+        '--root',
+        '/projects',
+        '--ref=/reference',
+      ]);
+      assert.ok(spec.Env!.includes('ROOT=/projects'));
+      const unnamed = { ...base.profile, server: { ...base.profile.server, args: ['${sandbox:mount.other}'] } };
+      assert.throws(
+        () => buildContainerSpec({ ...base, profile: unnamed, command: ['node', '${sandbox:mount.other}'] }),
+        /^Error: server\.args\[0\]: \$\{sandbox:mount\.other\} has no value in this sandbox/,
+      );
+    });
+
     it("leaves the image's own entrypoint and cmd as they are", () => {
       const base = input();
       const fromImage = ['/entry', '${sandbox:PGHOST}'];

@@ -4,10 +4,11 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
-import { planImport, ImportSourceError, type ImportPlan } from '../../src/import/import-source.js';
+import { planImport, ImportSourceError, type ImportPlan, type RegistryPick } from '../../src/import/import-source.js';
 import { profileName, renderProfile, type ProfileDraft } from '../../src/import/profile-draft.js';
 import { importClientEntry } from '../../src/import/command-line.js';
 import { interpolateTree } from '../../src/profile/interpolate.js';
+import { isSandboxValueField } from '../../src/profile/sandbox-values.js';
 import { ProfileSchema } from '../../src/profile/profile-schema.js';
 
 /**
@@ -18,8 +19,8 @@ import { ProfileSchema } from '../../src/profile/profile-schema.js';
  */
 const FIXTURES = fileURLToPath(new URL('../fixtures/import/', import.meta.url));
 
-function planOf(file: string): ImportPlan {
-  return planImport(JSON.parse(readFileSync(path.join(FIXTURES, file), 'utf8')), path.join(FIXTURES, file));
+function planOf(file: string, pick?: RegistryPick): ImportPlan {
+  return planImport(JSON.parse(readFileSync(path.join(FIXTURES, file), 'utf8')), path.join(FIXTURES, file), pick);
 }
 
 function draftOf(plan: ImportPlan, key: string): ProfileDraft {
@@ -40,7 +41,12 @@ function loaded(draft: ProfileDraft, vars: Record<string, string> = {}) {
   const text = renderProfile(draft);
   const problems: string[] = [];
   const raw: unknown = parse(text);
-  const interpolated = interpolateTree(raw, vars, (at, message) => problems.push(`${at.join('.')}: ${message}`));
+  const interpolated = interpolateTree(
+    raw,
+    vars,
+    (at, message) => problems.push(`${at.join('.')}: ${message}`),
+    isSandboxValueField,
+  );
   assert.deepEqual(problems, []);
   const parsed = ProfileSchema.safeParse(interpolated);
   assert.ok(parsed.success, JSON.stringify(parsed.error?.issues));
@@ -246,9 +252,9 @@ describe('import: MCP registry server.json', () => {
   it('a filepath package argument becomes a mount from a host variable (its default), the argument its target', () => {
     const draft = draftOf(planOf('registry-filesystem.json'), 'io.github.modelcontextprotocol/filesystem');
     assert.equal(draft.server.npm, '@modelcontextprotocol/server-filesystem@1.0.2');
-    assert.deepEqual(draft.server.args, ['/data/target_dir']);
+    assert.deepEqual(draft.server.args, ['${sandbox:mount.target_dir}'], 'the target is written once, in the mount');
     assert.deepEqual(draft.mounts, [
-      { source: '${TARGET_DIR:-/Users/username/Desktop}', target: '/data/target_dir', mode: 'rw' },
+      { name: 'target_dir', source: '${TARGET_DIR:-/Users/username/Desktop}', target: '/data/target_dir', mode: 'rw' },
     ]);
     assert.ok(!draft.hostVariables.includes('TARGET_DIR'), 'a mount source is never stood in for: it must exist');
     assert.deepEqual(draft.env, { LOG_LEVEL: '${LOG_LEVEL:-info}' });
@@ -278,6 +284,106 @@ describe('import: MCP registry server.json', () => {
     assert.match(
       renderProfile(draft).replace(/\n# +/g, ' '),
       /Not used: npm package x-http: transport streamable-http/,
+    );
+  });
+});
+
+describe("import: a registry list (the API's GET /v0/servers answer, or an array of server.json) and --server", () => {
+  const FS = 'io.github.modelcontextprotocol/filesystem';
+  const entry = (name: string, version: string, isLatest?: boolean) => ({
+    server: {
+      name,
+      version,
+      packages: [{ registryType: 'npm', identifier: 'pkg', version, transport: { type: 'stdio' } }],
+    },
+    ...(isLatest === undefined ? {} : { _meta: { 'io.modelcontextprotocol.registry/official': { isLatest } } }),
+  });
+
+  it('picks the entry by name; of several versions, the one the registry marks latest', () => {
+    const plan = planOf('registry-list.json', { server: FS });
+    assert.equal(plan.kind, 'registry');
+    assert.equal(plan.outcomes.length, 1);
+    const draft = draftOf(plan, FS);
+    assert.equal(draft.server.npm, '@modelcontextprotocol/server-filesystem@1.0.3');
+    assert.match(
+      draft.origin,
+      /registry-list\.json \(MCP registry entry io\.github\.modelcontextprotocol\/filesystem 1\.0\.3\)/,
+    );
+    assert.equal(draft.name, 'filesystem');
+    assert.equal(loaded(draft, { TARGET_DIR: '/srv' }).profile.name, 'filesystem');
+  });
+
+  it('--version picks that version; one not listed is refused, naming those that are', () => {
+    assert.equal(
+      draftOf(planOf('registry-list.json', { server: FS, version: '1.0.2' }), FS).server.npm,
+      '@modelcontextprotocol/server-filesystem@1.0.2',
+    );
+    assert.throws(
+      () => planOf('registry-list.json', { server: FS, version: '9.9.9' }),
+      (error: unknown) =>
+        error instanceof ImportSourceError &&
+        /lists no version 9\.9\.9 of io\.github\.modelcontextprotocol\/filesystem \(listed: 1\.0\.2, 1\.0\.3\)/.test(
+          error.message,
+        ) &&
+        !error.message.includes('\n'),
+    );
+  });
+
+  it('a plain array of server.json; without a latest mark the highest version, else it asks for --version', () => {
+    const plain = [
+      entry('io.example/a', '1.2.0').server,
+      entry('io.example/a', '1.10.0').server,
+      entry('io.example/b', '1.0.0').server,
+    ];
+    assert.equal(
+      draftOf(planImport(plain, 'servers.json', { server: 'io.example/a' }), 'io.example/a').server.npm,
+      'pkg@1.10.0',
+    );
+    const unmarked = {
+      servers: [entry('io.example/a', '2.0.0-beta', false), entry('io.example/a', 'latest-ish', false)],
+    };
+    assert.throws(
+      () => planImport(unmarked, 'l.json', { server: 'io.example/a' }),
+      /lists 2 versions of io\.example\/a \(2\.0\.0-beta, latest-ish\).*--version/,
+    );
+    const one = { servers: [entry('io.example/a', 'whatever')] };
+    assert.equal(
+      draftOf(planImport(one, 'l.json', { server: 'io.example/a' }), 'io.example/a').server.npm,
+      'pkg@whatever',
+    );
+  });
+
+  it('a name not listed: one line naming the close names listed; no name: one line asking for --server', () => {
+    assert.throws(
+      () => planOf('registry-list.json', { server: 'io.github.modelcontextprotocol/filesytem' }),
+      (error: unknown) =>
+        error instanceof ImportSourceError &&
+        error.message.includes('lists no server named io.github.modelcontextprotocol/filesytem') &&
+        error.message.includes('close: io.github.modelcontextprotocol/filesystem') &&
+        !error.message.includes('\n'),
+    );
+    assert.throws(
+      () => planOf('registry-list.json', { server: 'zzz' }),
+      /lists no server named zzz \(it lists 2: io\.github/,
+    );
+    assert.throws(
+      () => planOf('registry-list.json'),
+      /a list of 2 MCP registry servers: pick one with --server NAME \(io\.github\.modelcontextprotocol\/filesystem, io\.github\.modelcontextprotocol\/memory\)/,
+    );
+  });
+
+  it('--server and --version are for registry files: a client config refuses them; a server.json must match', () => {
+    assert.throws(
+      () => planOf('claude_desktop_config.json', { server: 'memory' }),
+      /--server picks a server of an MCP registry list/,
+    );
+    assert.equal(
+      draftOf(planOf('registry-filesystem.json', { server: FS }), FS).server.npm,
+      '@modelcontextprotocol/server-filesystem@1.0.2',
+    );
+    assert.throws(
+      () => planOf('registry-filesystem.json', { server: 'io.example/other' }),
+      /is io\.github\.modelcontextprotocol\/filesystem, not io\.example\/other/,
     );
   });
 });

@@ -125,6 +125,16 @@ describe('${sandbox:NAME}', () => {
     );
   });
 
+  it("a mount target by the mount's name (mount.NAME) is kept too; its name is checked at load, against the mounts", () => {
+    for (const ref of ['${sandbox:mount.workspace}', '${sandbox:mount.target_dir}', '--root=${sandbox:mount.a-1}']) {
+      assert.equal(interpolate(ref, untouchable, allowed), ref);
+    }
+    for (const bad of ['${sandbox:mount.}', '${sandbox:mount.Work Space}', '${sandbox:mount}', '${sandbox:MOUNT.x}']) {
+      assert.throws(() => interpolate(bad, untouchable, allowed), /unknown sandbox value .*or mount\.<name>/, bad);
+    }
+    assert.throws(() => interpolate('${sandbox:mount.workspace}', untouchable), /only allowed in server.args and env/);
+  });
+
   it('is not the host variable of the same name, in process.env or in vars', () => {
     process.env.DATABASE_URL = 'postgresql://host:secret@db/leak';
     try {

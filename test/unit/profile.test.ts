@@ -757,6 +757,51 @@ describe('profile database section', () => {
     assert.match(problemAt(elsewhere, 'server.image').message, /only allowed in server.args and env/);
   });
 
+  it('keeps ${sandbox:mount.NAME} for a named mount (no database needed), never from the host', () => {
+    const { dir, home } = sandboxDir();
+    const file = write(
+      dir,
+      MINIMAL +
+        '  args: ["${sandbox:mount.work}", "--ref=${sandbox:mount.ref}"]\n' +
+        'mounts:\n  - { name: work, source: ./data, target: /projects/work }\n  - { name: ref, source: ./data, target: /ref, mode: ro }\n' +
+        'env:\n  ROOT: "${sandbox:mount.work}"\n',
+    );
+    const profile = load(file, { vars: { 'mount.work': '/host/leak' }, home });
+    assert.deepEqual(profile.server.args, ['${sandbox:mount.work}', '--ref=${sandbox:mount.ref}']);
+    assert.deepEqual(profile.env, { ROOT: '${sandbox:mount.work}' });
+    assert.deepEqual(
+      profile.mounts.map((m) => m.name),
+      ['work', 'ref'],
+    );
+  });
+
+  it('refuses ${sandbox:mount.NAME} naming no mount, and two mounts of one name: one line each', () => {
+    const { dir, home } = sandboxDir();
+    const unknown = failing(
+      write(
+        dir,
+        MINIMAL + '  args: ["${sandbox:mount.wrok}"]\nmounts:\n  - { name: work, source: ./data, target: /work }\n',
+      ),
+      { vars: {}, home },
+    );
+    assert.equal(unknown.problems.length, 1, unknown.message);
+    assert.match(problemAt(unknown, 'server.args[0]').message, /no mount is named "wrok" \(named: work\)/);
+    const same = failing(
+      write(
+        dir,
+        MINIMAL +
+          'mounts:\n  - { name: work, source: ./data, target: /a }\n  - { name: work, source: ./data, target: /b }\n',
+      ),
+      { vars: {}, home },
+    );
+    assert.match(problemAt(same, 'mounts[1].name').message, /same name as mounts\[0\]/);
+    const badName = failing(write(dir, MINIMAL + 'mounts:\n  - { name: "My Work", source: ./data, target: /a }\n'), {
+      vars: {},
+      home,
+    });
+    assert.ok(problemAt(badName, 'mounts[0].name'));
+  });
+
   it('reads the admin URL from the named variable, and reports a missing one with file and field, never a value', () => {
     const { dir, home } = sandboxDir();
     const profile = load(write(dir, DB), { vars: {}, home });

@@ -4,7 +4,7 @@ import { parseSize } from '../../profile/profile-schema.js';
 import type { Profile } from '../../profile/load-profile.js';
 import { sandboxUserIds, type SandboxSpec, type SessionIdentity } from '../sandbox-engine.js';
 import { SANDBOX_PG_SOCKET_DIR } from '../../database/socket-relay.js';
-import { substituteSandboxValues } from '../../profile/sandbox-values.js';
+import { mountValues, substituteSandboxValues } from '../../profile/sandbox-values.js';
 import { GATE_SOCKET_ENV, GATE_TOKEN_ENV, GATE_TUNABLES_ENV, SANDBOX_GATE_PATH, SANDBOX_IO_DIR } from './gate.js';
 
 /** Kept here too for the database's role comments (owner host and pid): see the engine port. */
@@ -171,7 +171,7 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
   }
 
   // `${sandbox:NAME}` in the profile's args and env: this sandbox's own values (sandbox-values.ts).
-  const values = input.database?.env;
+  const values = { ...mountValues(profile.mounts), ...input.database?.env };
   const profileEnv = Object.fromEntries(
     Object.entries(profile.env).map(([k, v]) => [k, substituteSandboxValues(v, values, `env.${k}`)]),
   );
