@@ -1068,4 +1068,34 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'CONSOLE',
+    statement:
+      "The console answers only who holds its link: a confirmation's link opens and answers that confirmation alone; a request naming another host, or one that changes something without coming from the console's own page (Origin and form token), is refused and changes nothing; an approval there lets exactly that call (session, caller, tool, pin, arguments) run once; no server-made text renders as markup.",
+    tests: [
+      {
+        file: 'integration/console.test.ts',
+        title:
+          'approves and declines calls of a client without elicitation, approves definitions, and refuses forgeries',
+      },
+      { file: 'unit/console-server.test.ts', title: "opens with a confirmation's token its page only" },
+      {
+        file: 'unit/console-server.test.ts',
+        title: 'refuses a POST that is not from its own page, and then nothing changed',
+      },
+      {
+        file: 'unit/console-server.test.ts',
+        title: 'refuses a request naming another host (DNS rebinding) with 421, before any token or cookie',
+      },
+      {
+        file: 'unit/approval-desk.test.ts',
+        title: 'binds an approval to the very call: server, session, caller, tool, pin and arguments',
+      },
+      { file: 'unit/approval-desk.test.ts', title: 'lets an approval be used once' },
+      {
+        file: 'unit/console-pages.test.ts',
+        title: 'renders, then escapes, every value; html-made values pass as they are',
+      },
+    ],
+  },
 ];
