@@ -1,3 +1,4 @@
+import { isProcessAlive } from '../../src/util/process-alive.js';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -189,9 +190,17 @@ describe('a suite on an engine shared with other hintbox sessions', { timeout: 3
     assert.equal(code, 1, 'the fixture test fails (and its file ends: --test-force-exit)');
     assert.ok(existsSync(pidFile), 'the fixture ran its hintbox (control)');
     const pid = Number(readFileSync(pidFile, 'utf8'));
-    // Its hintbox lost its client with the test process: it tears down and removes its folders.
-    // (It lets the call still in flight end first: a few seconds.)
-    await eventually(async () => (await containersOf(pid)).length === 0, 60_000, "the failing test's sandboxes gone");
+    // Its hintbox lost its client with the test process. It may tear down by itself, or end
+    // before its teardown is done (the runner's forced exit took it along: seen on CI, the
+    // sandbox left exited): what it left is then the next start's to sweep, as after any crash.
+    await eventually(
+      () => Promise.resolve(!isProcessAlive(pid)),
+      60_000,
+      "the failing test's hintbox to end with its test",
+    );
+    const swept = await hintboxCommand(['sweep'], { TMPDIR: tmp });
+    assert.equal(swept.code, 0, swept.stderr);
+    await eventually(async () => (await containersOf(pid)).length === 0, 15_000, "the failing test's sandboxes gone");
     // tsx's own compile cache (tsx-<uid>) is tsx's, not the test's.
     const left = () => readdirSync(tmp).filter((name) => !name.startsWith('tsx-'));
     await eventually(async () => left().length === 0, 30_000, 'no folder of the failing test left').catch(() => {
