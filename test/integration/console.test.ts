@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
-import { createServer, request, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -10,6 +10,7 @@ import { lockFilePath } from '../../src/approvals/lock-file.js';
 import { assertNoLeftovers, ensureTestImages, eventually, REPO } from './support/docker.js';
 import { auditOf, copyOfShippedProfile, hintboxCommand, runHintbox, sandboxFolder } from './support/hintbox-process.js';
 import { serve, stop } from './support/serve-process.js';
+import { answerOnPage, http, openLink } from './support/console-page.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { scratchFolder } from '../support/scratch-folder.js';
@@ -28,43 +29,8 @@ interface AuditRow {
 }
 
 /** A POST as a forger would send it: any headers, no browser. Resolves with the status. */
-function forge(url: string, headers: Record<string, string>, body = 'answer=approve'): Promise<number> {
-  const target = new URL(url);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: target.hostname,
-        port: target.port,
-        path: target.pathname,
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
-      },
-      (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-/** Answers a confirmation on its page as a browser would: its link for the cookie, the page for the form token, the form. */
-async function answerOnPage(link: string, answer: 'approve' | 'decline'): Promise<number> {
-  const url = new URL(link);
-  const opened = await fetch(link, { redirect: 'manual' });
-  assert.equal(opened.status, 303);
-  const cookie = (opened.headers.get('set-cookie') ?? '').split(';')[0]!;
-  const page = await (await fetch(`${url.origin}${url.pathname}`, { headers: { cookie } })).text();
-  const csrf = /name="csrf" value="([^"]+)"/.exec(page)?.[1];
-  assert.ok(csrf, 'the page has its form token');
-  const posted = await fetch(`${url.origin}${url.pathname}/answer`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { cookie, origin: url.origin, 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ csrf, answer }).toString(),
-  });
-  return posted.status;
+async function forge(url: string, headers: Record<string, string>, body = 'answer=approve'): Promise<number> {
+  return (await http(url, 'POST', { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body)).status;
 }
 
 const textOf = (result: unknown): string =>
@@ -268,7 +234,9 @@ describe('the console in a browser', { timeout: 300_000 }, () => {
       const link = /(http:\/\/127\.0\.0\.1:\d+\/approvals\/[\w-]+\?token=[\w-]+)/.exec(textOf(denied))?.[1];
       assert.ok(link, textOf(denied));
       assert.equal(existsSync(path.join(workspace, 'served.txt')), false);
-      assert.equal(await answerOnPage(link, 'approve'), 303);
+      const { cookie, csrf } = await openLink(link);
+      assert.ok(csrf, 'the page has its form token');
+      assert.equal((await answerOnPage(link, cookie, csrf, 'approve')).status, 303);
       const ran = await client.callTool(call);
       assert.notEqual(ran.isError, true, textOf(ran));
       assert.equal(readFileSync(path.join(workspace, 'served.txt'), 'utf8'), 'via serve\n');
