@@ -2,27 +2,11 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { ApprovalDesk, type ApprovalDeskOptions, type ApprovalRequest } from '../../src/console/approval-desk.js';
+import { approvalRequest } from './support/approval-request.js';
 
 const ORIGIN = 'http://127.0.0.1:40001';
 
-function request(over: Partial<ApprovalRequest> = {}): ApprovalRequest {
-  return {
-    server: 'filesystem',
-    session: 'session-1',
-    caller: 'alice',
-    tool: 'write_file',
-    tags: ['writes'],
-    sandbox: 'rw-offline',
-    sandboxGrant: '/workspace read-write; no network',
-    effectiveHints: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
-    warnings: [],
-    reasons: ['it may overwrite files'],
-    arguments: { path: '/workspace/a.txt', content: 'hello' },
-    pinHash: 'pin-1',
-    preview: { available: false, reason: 'no preview' },
-    ...over,
-  };
-}
+const request = approvalRequest;
 
 /** The call a repeated request is matched on (what `takeAnswer` and `waitingFor` are given). */
 function callOf(r: ApprovalRequest): Parameters<ApprovalDesk['takeAnswer']>[0] {

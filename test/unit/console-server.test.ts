@@ -6,6 +6,7 @@ import type { DefinitionToApprove } from '../../src/console/console-pages.js';
 import { HintboxConsole } from '../../src/console/console-server.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { scratchFolder } from '../support/scratch-folder.js';
+import { approvalRequest } from './support/approval-request.js';
 
 interface Reply {
   status: number;
@@ -16,23 +17,9 @@ interface Reply {
 /** Request headers; `host: null` sends none. */
 type Headers = Record<string, string | null | undefined>;
 
-function approvalRequest(over: Partial<ApprovalRequest> = {}): ApprovalRequest {
-  return {
-    server: 'filesystem',
-    session: 'session-1',
-    caller: null,
-    tool: 'write_file',
-    tags: [],
-    sandbox: 'rw-offline',
-    sandboxGrant: '/workspace read-write; no network',
-    effectiveHints: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
-    warnings: [],
-    reasons: ['it may overwrite files'],
-    arguments: { path: '/workspace/a.txt', content: 'hello' },
-    pinHash: 'pin-1',
-    preview: { available: false, reason: 'no preview' },
-    ...over,
-  };
+/** A confirmation of a client on stdio (no caller), without tags. */
+function consoleRequest(over: Partial<ApprovalRequest> = {}): ApprovalRequest {
+  return approvalRequest({ caller: null, tags: [], ...over });
 }
 
 /**
@@ -133,7 +120,7 @@ describe('the console server', () => {
     over: Partial<ApprovalRequest> = {},
     mode: 'held' | 'repeat' = 'held',
   ): Promise<{ pending: PendingApproval; cookie: string; csrf: string; answerPath: string }> {
-    const pending = hub.desk.open(approvalRequest(over), mode, 60_000);
+    const pending = hub.desk.open(consoleRequest(over), mode, 60_000);
     const link = new URL(pending.link);
     const exchanged = await get(link.pathname + link.search);
     assert.equal(exchanged.status, 303);
@@ -183,8 +170,8 @@ describe('the console server', () => {
   });
 
   it("opens with a confirmation's token its page only", async () => {
-    const a = hub.desk.open(approvalRequest(), 'held', 60_000);
-    const b = hub.desk.open(approvalRequest({ tool: 'edit_file' }), 'held', 60_000);
+    const a = hub.desk.open(consoleRequest(), 'held', 60_000);
+    const b = hub.desk.open(consoleRequest({ tool: 'edit_file' }), 'held', 60_000);
     const linkA = new URL(a.link);
     const exchanged = await get(linkA.pathname + linkA.search);
     assert.equal(exchanged.status, 303);
