@@ -1,7 +1,7 @@
 import type { Authenticator } from '../serve/authenticator.js';
 import { BearerTokens, hashToken } from '../serve/bearer-tokens.js';
 import { sandboxBindSources } from '../serve/bind-sources.js';
-import { DEFAULT_IDLE_MS, McpHttpServer } from '../serve/mcp-http-server.js';
+import { DEFAULT_IDLE_MS, DEFAULT_MAX_SESSIONS, McpHttpServer } from '../serve/mcp-http-server.js';
 import { sandboxUserIds } from '../engine/sandbox-engine.js';
 import { ProfileError } from '../profile/load-profile.js';
 import { defaultSandboxUser, unwritableMounts } from '../sandbox/mount-owners.js';
@@ -19,7 +19,8 @@ import { cliLog, consolePortArg, engineReady, startConsole } from './common.js';
 import type { CommandSpec } from './main.js';
 
 const HELP = `Usage: hintbox serve <profiles-folder> [--port N] [--host H] [--tokens FILE | --oauth FILE]
-                     [--idle-timeout S] [--one-endpoint] [--console [--console-port P]]
+                     [--idle-timeout S] [--max-sessions N] [--one-endpoint]
+                     [--console [--console-port P]]
        hintbox serve --hash-token < token
 
 Serves every profile (*.yaml) of a folder over MCP's streamable HTTP transport, each server at
@@ -94,6 +95,8 @@ Options:
   --tokens FILE   the bearer tokens (see above)
   --oauth FILE    the OAuth resource-server settings (see above); not with --tokens
   --idle-timeout S  seconds before an idle client session is closed (default ${DEFAULT_IDLE_MS / 1000})
+  --max-sessions N  the most sessions one caller may hold at once (default ${DEFAULT_MAX_SESSIONS}); a
+                  session at /mcp counts one for each server behind it; past it, 429
   --one-endpoint  serve every server's tools at /mcp too, named <server>__<tool>
   --console       the operator's console on 127.0.0.1 (a random port, or --console-port P):
                   every client's confirmations, the audit trail, definitions to approve (as
@@ -112,6 +115,7 @@ export const serveCommand: CommandSpec = {
     tokens: { type: 'string' },
     oauth: { type: 'string' },
     'idle-timeout': { type: 'string' },
+    'max-sessions': { type: 'string' },
     'one-endpoint': { type: 'boolean' },
     'hash-token': { type: 'boolean' },
     console: { type: 'boolean' },
@@ -126,6 +130,7 @@ export const serveCommand: CommandSpec = {
     const host = typeof values.host === 'string' ? values.host : '127.0.0.1';
     const port = portArg(values.port);
     const idleTimeoutMs = secondsArg('idle-timeout', values['idle-timeout']);
+    const maxSessionsPerCaller = maxSessionsArg(values['max-sessions']);
     const consolePort = consolePortArg('serve', values['console-port']);
     const withConsole = values.console === true || consolePort !== undefined;
     const tokensFile = typeof values.tokens === 'string' ? values.tokens : undefined;
@@ -188,6 +193,7 @@ export const serveCommand: CommandSpec = {
       metrics: (req, res) => metrics.handle(req, res, scrapers, (event) => audit.recordEvent(event)),
       ready: () => servers.ready(),
       ...(idleTimeoutMs !== undefined ? { idleTimeoutMs } : {}),
+      ...(maxSessionsPerCaller !== undefined ? { maxSessionsPerCaller } : {}),
       log,
     });
 
@@ -268,6 +274,18 @@ function secondsArg(name: string, value: unknown): number | undefined {
     );
   }
   return seconds * 1000;
+}
+
+/** --max-sessions: a whole number from 1 to 100000. */
+function maxSessionsArg(value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  const max = Number(value);
+  if (typeof value !== 'string' || !/^\d+$/.test(value) || max < 1 || max > 100_000) {
+    throw new UsageError(
+      `serve: --max-sessions must be a whole number from 1 to 100000 (got ${JSON.stringify(value)})`,
+    );
+  }
+  return max;
 }
 
 function hostText(host: string): string {
