@@ -1098,4 +1098,55 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'CALLER-IDENTITY',
+    statement:
+      "Under `hintbox serve` a caller is the pair (subject, client), kept as two fields: a token whose subject spells another caller's subject and client cannot use that caller's session (403, nothing runs), a subject or client that cannot be recorded whole is refused (401), never dropped or merged, and sessions, the session cap, the console's one-time grants and audit records go by the pair.",
+    tests: [
+      {
+        file: 'integration/serve-identity.test.ts',
+        title: "a subject spelled as another caller's subject and client does not ride that caller's session",
+      },
+      {
+        file: 'integration/serve-identity.test.ts',
+        title: 'a client id too long to record is refused (401), never recorded as its subject alone',
+      },
+      {
+        file: 'unit/caller-identity.test.ts',
+        title: 'maps two distinct (subject, client) pairs to two distinct keys, and a pair always to the same one',
+      },
+      {
+        file: 'unit/oauth-config.test.ts',
+        title: 'names the caller by subject and client, two fields, refusing a part it cannot record whole',
+      },
+      {
+        file: 'unit/audit-caller.test.ts',
+        title:
+          'records the subject and the client as two fields; a line of before, with both in caller, reads as it was',
+      },
+      {
+        file: 'unit/approval-desk.test.ts',
+        title: 'binds an approval to the very call: server, session, caller, tool, pin and arguments',
+      },
+    ],
+  },
+  {
+    id: 'SESSION-CAP',
+    statement:
+      'One caller of `hintbox serve` holds at most `--max-sessions` sessions at once, those opening included and each server behind a `/mcp` session counted as one: past it a new session gets 429 before it starts any sandbox.',
+    tests: [
+      {
+        file: 'integration/serve-identity.test.ts',
+        title: "a caller's sessions at /mcp count each of their member sessions against the cap",
+      },
+      {
+        file: 'unit/caller-identity.test.ts',
+        title: "counts each caller's sessions by weight (a /mcp session one per server), apart for each pair",
+      },
+      {
+        file: 'unit/mcp-http-server.test.ts',
+        title: 'refuses a caller more sessions than its limit (429) until one ends',
+      },
+    ],
+  },
 ];

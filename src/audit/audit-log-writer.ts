@@ -237,7 +237,8 @@ export class AuditLogWriter implements AuditLog, Disposable {
       field('arguments', intent.arguments ?? null) +
       field('pin', intent.pinHash) +
       field('traceId', intent.traceId ?? null) +
-      field('caller', intent.caller === undefined || intent.caller === null ? null : storedText(intent.caller));
+      field('caller', storedText(intent.caller?.subject ?? null)) +
+      field('client', storedText(intent.caller?.client ?? null));
     this.append(body, settle);
     this.open.set(id, { timeMs: now.getTime(), decision });
     return id;

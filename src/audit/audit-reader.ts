@@ -151,6 +151,7 @@ function callOf(intent: CallIntentLine, subject: string | null): AuditCallRecord
     pin: intent.pin,
     traceId: intent.traceId ?? null,
     caller: intent.caller ?? null,
+    client: intent.client ?? null,
     outcome: null,
     detail: null,
     hintViolation: null,

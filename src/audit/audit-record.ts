@@ -1,3 +1,4 @@
+import type { Caller } from '../util/caller-identity.js';
 import { randomUUID } from 'node:crypto';
 import type { ClaimedHints, ToolHints } from '../policy/hints.js';
 import type { ToolTag } from '../policy/tool-tags.js';
@@ -96,10 +97,11 @@ export interface AuditIntent {
   /** The W3C trace id of the call (from `_meta.traceparent`), when the client sent one. */
   traceId?: string;
   /**
-   * Who called: the name of the bearer token the client of `hintbox serve` showed; null when
-   * nobody was identified (stdio, a serve without tokens). Default null.
+   * Who called under `hintbox serve`: the subject its credentials named (a bearer token's name, a
+   * JWT's `sub`) and the client, written as the fields `caller` and `client`; null when nobody was
+   * identified (stdio, a serve without credentials). Default null.
    */
-  caller?: string | null;
+  caller?: Caller | null;
 }
 
 /** How the call ended. Recorded once, after the answer (or right away for `not-run`). */
@@ -116,7 +118,8 @@ export interface AuditOutcomeReport {
 /**
  * Things that happen besides calls. Each is one line of its `type`, with `session` and
  * `server`, and the fields of its kind. `caller` (approvals, reads, a server's requests): the
- * client whose person was asked, that read, or that was asked (serve with tokens); absent otherwise.
+ * subject of the client whose person was asked, that read, or that was asked (serve with
+ * credentials), with `client` when its credentials named one; both absent otherwise.
  */
 export type AuditEvent =
   | {
@@ -126,6 +129,7 @@ export type AuditEvent =
       tool: string;
       reasons: readonly string[];
       caller?: string;
+      client?: string;
       /** The console's confirmation, when the person may answer on its page too. */
       approval?: string;
     }
@@ -136,6 +140,7 @@ export type AuditEvent =
       tool: string;
       answer: 'approved' | 'declined' | 'timeout';
       caller?: string;
+      client?: string;
       /** Where the person answered: through the client (elicitation) or on the console's page. Absent: the client. */
       by?: 'client' | 'console';
       approval?: string;
@@ -153,8 +158,10 @@ export type AuditEvent =
       server: string;
       status: 401 | 403;
       reason: string;
-      /** The known token's name (a 403); null for a missing or unknown token. */
+      /** The known token's name or subject (a 403); null for a missing or unknown token. */
       caller: string | null;
+      /** The client its credentials named (a 403 of an OAuth token with one). */
+      client?: string;
       remoteAddress: string | null;
     }
   | { type: 'sandbox.start'; session: string; server: string; sandbox: string; container: string }
@@ -189,6 +196,7 @@ export type AuditEvent =
       outcome: 'ok' | 'error' | 'refused' | 'cancelled' | 'sandbox-died';
       detail: string | null;
       caller?: string;
+      client?: string;
     }
   | {
       /** A request of the server to the client (sampling, elicitation, roots), before it is passed on. */
@@ -204,6 +212,7 @@ export type AuditEvent =
       decision: 'passed' | 'refused' | 'answered-by-hintbox';
       reason: string | null;
       caller?: string;
+      client?: string;
     }
   | {
       type: 'server.request.answered';
@@ -324,8 +333,13 @@ export interface CallIntentLine extends AuditLineBase {
   /** The pin hash (SHA-256 of the approved definition) the call was made against; null when unpinned. */
   pin: string | null;
   traceId: string | null;
-  /** The caller's identity (a bearer token's name); null when none; absent from lines written before it was added. */
+  /** The caller's subject (a bearer token's name, a JWT's `sub`); null when none; absent from lines written before it was added. */
   caller?: string | null;
+  /**
+   * The client its credentials named (OAuth's `client_id` or `azp`); null when none. Absent from
+   * lines written before it was added, whose `caller` held both as `sub (client id)`.
+   */
+  client?: string | null;
 }
 
 export interface CallOutcomeLine extends AuditLineBase {
@@ -412,6 +426,7 @@ export function parseAuditLine(text: string): AuditLine {
       need('tags', (v) => Array.isArray(v), 'an array');
       need('claimedTags', (v) => Array.isArray(v), 'an array');
       need('caller', (v) => v === undefined || v === null || typeof v === 'string', 'a string or null');
+      need('client', (v) => v === undefined || v === null || typeof v === 'string', 'a string or null');
       break;
     case 'call.outcome':
       need('callId', str, 'a string');

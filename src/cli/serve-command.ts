@@ -64,8 +64,10 @@ issuer's JWKS (asymmetric algorithms only), its issuer, its audience (the server
 <resource>/mcp/<name>, or a configured one) and its expiry; its scopes give servers and tags.
 Bad or missing tokens get 401 naming the protected resource metadata, served to anyone at
 /.well-known/oauth-protected-resource/mcp/<name>; a token without a scope for the server 403
-(insufficient_scope). The caller recorded is the token's sub (and client). Tokens are not
-introspected: one is good until it expires. No token is ever passed on to a server. The file:
+(insufficient_scope). The caller is the token's sub and client (client_id, else azp), two
+fields: its sessions, cap and audit records go by both; a sub or client id that is empty, over
+256 characters or holds control characters gets 401. Tokens are not introspected: one is good
+until it expires. No token is ever passed on to a server. The file:
   issuer: https://auth.example.com          jwksUri: https://auth.example.com/jwks
   resource: https://hintbox.example.com     (audience: [...], algorithms: [...],
   scopes:                                    clockToleranceSeconds: 30 are optional)

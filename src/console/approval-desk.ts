@@ -1,3 +1,4 @@
+import { callerKey, type Caller } from '../util/caller-identity.js';
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ToolHints } from '../policy/hints.js';
 import { canonicalJson } from '../policy/tool-pin.js';
@@ -20,8 +21,8 @@ export type ConsoleAnswer = 'approved' | 'declined' | 'timeout';
 export interface ApprovalRequest {
   server: string;
   session: string;
-  /** The caller under `hintbox serve` (a token's name); null on stdio. */
-  caller: string | null;
+  /** The caller under `hintbox serve` (subject and client); null on stdio. */
+  caller: Caller | null;
   tool: string;
   tags: readonly string[];
   /** The sandbox class the call would run in, and what it may do. */
@@ -243,7 +244,7 @@ function grantKey(
       canonicalJson([
         request.server,
         request.session,
-        request.caller,
+        callerKey(request.caller),
         request.tool,
         request.pinHash,
         request.arguments,

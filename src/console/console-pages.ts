@@ -101,7 +101,7 @@ export function approvalsPage(entries: readonly ApprovalEntry[]): string {
     html`<tr>
       <td>${e.askedAt.toISOString()}</td>
       <td><a href="/approvals/${e.id}">${e.request.server} · ${e.request.tool}</a></td>
-      <td>${e.request.caller ?? ''}</td>
+      <td>${whoHtml(e.request.caller?.subject, e.request.caller?.client)}</td>
       <td class="${e.state}">${stateText(e)}</td>
     </tr>`;
   const table = (list: readonly ApprovalEntry[]): Html =>
@@ -198,7 +198,13 @@ export function approvalPage(entry: ApprovalEntry, csrf: string, full: boolean):
           ${
             r.caller
               ? html`<dt>Caller</dt>
-                  <dd>${r.caller}</dd>`
+                  <dd>${r.caller.subject}</dd>
+                  ${
+                    r.caller.client !== undefined
+                      ? html`<dt>Client</dt>
+                          <dd>${r.caller.client}</dd>`
+                      : ''
+                  }`
               : ''
           }
           <dt>Session</dt>
@@ -296,14 +302,14 @@ export function auditPage(
           <td class="${e.outcome ?? ''}">
             ${e.outcome ?? 'no outcome'}${e.hintViolation ? html` <span class="denied">violation</span>` : ''}
           </td>
-          <td>${e.caller ?? ''}</td>
+          <td>${whoHtml(e.caller, e.client)}</td>
           <td class="muted">${e.detail ?? ''}</td>
         </tr>`
       : html`<tr>
           <td>${e.time}</td>
           <td>${textField(e.fields.server)}${typeof e.fields.tool === 'string' ? ` · ${e.fields.tool}` : ''}</td>
           <td colspan="2">${e.type}${eventText(e.fields)}</td>
-          <td>${typeof e.fields.caller === 'string' ? e.fields.caller : ''}</td>
+          <td>${whoHtml(e.fields.caller, e.fields.client)}</td>
           <td class="muted"></td>
         </tr>`,
   );
@@ -381,6 +387,7 @@ export function auditRecordPage(call: AuditCallRecord): string {
     ['Sandbox', call.sandbox ?? 'not routed'],
     ['Tags', [...call.tags, ...call.claimedTags].join(', ')],
     ['Caller', call.caller ?? ''],
+    ['Client', call.client ?? ''],
     ['Session', call.session],
     ['Pin', call.pin ?? 'unpinned'],
     ['Duration', call.durationMs === null ? '' : `${call.durationMs} ms`],
@@ -480,4 +487,13 @@ export function describeGrant(grant: SandboxGrant): string {
         ? `network only to ${grant.egress?.hosts.join(', ') || 'nothing'}`
         : 'network';
   return [mounts, network, ...(grant.database ? [`database role: ${grant.database}`] : [])].join('; ');
+}
+
+/**
+ * A caller as a table cell: its subject, and its client (when its credentials named one) apart,
+ * so that a subject spelled like another caller's subject and client reads differently.
+ */
+function whoHtml(caller: unknown, client: unknown): Html {
+  if (typeof caller !== 'string') return html``;
+  return typeof client === 'string' ? html`${caller} <span class="muted">client ${client}</span>` : html`${caller}`;
 }

@@ -1,3 +1,4 @@
+import { callerFields, type Caller } from '../util/caller-identity.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import {
   APPROVAL_WARNING_TEXT,
@@ -37,8 +38,8 @@ const READ_ONLY_WRITE = /\bEROFS\b|read-only file system/i;
 export interface CallGuardOptions {
   server: string;
   session: string;
-  /** Who calls through this guard (a bearer token's name under `hintbox serve`); default null (stdio). */
-  caller?: string | null;
+  /** Who calls through this guard under `hintbox serve` (subject and client); default null (stdio). */
+  caller?: Caller | null;
   /** The profile's trust, or the session's trust state (shared with the session). */
   trust: ServerTrust | ServerTrustState;
   tools: ReadonlyMap<string, GuardedTool>;
@@ -308,13 +309,19 @@ export class CallGuard implements Gatekeeper {
     });
   }
 
-  private approvalEvent(tool: string): { session: string; server: string; tool: string; caller?: string } {
+  private approvalEvent(tool: string): {
+    session: string;
+    server: string;
+    tool: string;
+    caller?: string;
+    client?: string;
+  } {
     const { options } = this;
     return {
       session: options.session,
       server: options.server,
       tool,
-      ...(options.caller ? { caller: options.caller } : {}),
+      ...callerFields(options.caller),
     };
   }
 

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import type { Caller } from '../util/caller-identity.js';
 
 /**
  * How `hintbox serve` decides who a request is and what it may use, whatever the credentials:
@@ -9,8 +10,11 @@ import type { IncomingHttpHeaders } from 'node:http';
 
 /** What a request's credentials earn it on one server. */
 export interface Access {
-  /** Who: recorded as the caller of every call (a token's name, a JWT's subject). */
-  caller: string;
+  /**
+   * Who: a token's name, or a JWT's subject and client, as two fields. Its sessions, its cap and
+   * its grants are keyed on the pair, and it is recorded with every call.
+   */
+  caller: Caller;
   /**
    * The tool tags it may use on that server: a session it opens serves only tools with one of
    * them (as `hintbox run --tags`). Undefined: every tool.
@@ -29,7 +33,7 @@ export interface Denial {
   /** For the audit log and the log: never a token's text. */
   reason: string;
   /** Who it was, when the credentials said so (a 403); null otherwise. */
-  caller: string | null;
+  caller: Caller | null;
   /** RFC 6750's error code, for the `WWW-Authenticate` answer (none for a request without credentials). */
   error?: 'invalid_request' | 'invalid_token' | 'insufficient_scope';
   /** With `insufficient_scope`: the scopes that would be enough (space-separated). */

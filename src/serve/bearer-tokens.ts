@@ -93,9 +93,14 @@ export class BearerTokens implements Authenticator {
     const found = this.find(authorization);
     if ('status' in found) return found;
     if (found.metrics === 'only' || (found.servers && !found.servers.includes(server))) {
-      return { allowed: false, status: 403, reason: `token not allowed for ${server}`, caller: found.name };
+      return {
+        allowed: false,
+        status: 403,
+        reason: `token not allowed for ${server}`,
+        caller: { subject: found.name },
+      };
     }
-    return { allowed: true, caller: found.name, ...(found.tags ? { tags: found.tags } : {}) };
+    return { allowed: true, caller: { subject: found.name }, ...(found.tags ? { tags: found.tags } : {}) };
   }
 
   /** Checks an `Authorization` header for `/metrics`: only a token with `metrics` (true or only) may read them. */
@@ -103,9 +108,9 @@ export class BearerTokens implements Authenticator {
     const found = this.find(authorization);
     if ('status' in found) return found;
     if (found.metrics !== true && found.metrics !== 'only') {
-      return { allowed: false, status: 403, reason: 'token not allowed for /metrics', caller: found.name };
+      return { allowed: false, status: 403, reason: 'token not allowed for /metrics', caller: { subject: found.name } };
     }
-    return { allowed: true, caller: found.name };
+    return { allowed: true, caller: { subject: found.name } };
   }
 
   /** The entry of the header's token, each known hash compared in constant time; else the 401. */

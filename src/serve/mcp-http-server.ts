@@ -5,11 +5,14 @@ import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/se
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { AuditEvent } from '../audit/audit-record.js';
+import { callerFields, callerText, sameCaller } from '../util/caller-identity.js';
 import { delay } from '../util/delay.js';
 import type { Logger } from '../util/logger.js';
 import { coversAccess, type Access, type Authenticator, type Denial } from './authenticator.js';
-import { COMBINED } from './combined-endpoint.js';
+import { COMBINED, membersOf } from './combined-endpoint.js';
+import { dropCredentials, jsonRpcError, readJson, reply, requestIds } from './http-messages.js';
 import { pathName } from './serve-address.js';
+import { SessionCap } from './session-cap.js';
 
 /**
  * The SDK's streamable HTTP transport, loaded when `serve` first needs it: `hintbox run` (the
@@ -63,8 +66,10 @@ export interface McpHttpServerOptions {
    */
   idleTimeoutMs?: number;
   /**
-   * The most sessions one caller (a token's name; without tokens, everyone) may have open at
-   * once: each may hold sandboxes (`clients: separate`). Default {@link DEFAULT_MAX_SESSIONS}.
+   * The most sessions one caller (its subject and client; without credentials, everyone) may
+   * have open at once: each may hold sandboxes (`clients: separate`). A session at `/mcp` counts
+   * one for each server behind it (each is a session of that server). Default
+   * {@link DEFAULT_MAX_SESSIONS}.
    */
   maxSessionsPerCaller?: number;
   /** Whether every server is ready (profiles loaded, images built). */
@@ -75,9 +80,6 @@ export interface McpHttpServerOptions {
 /** Sessions one caller may have open at once; a client session idle this long is closed (30 minutes). */
 export const DEFAULT_MAX_SESSIONS = 64;
 export const DEFAULT_IDLE_MS = 30 * 60_000;
-
-/** The largest request body read (the SDK's own limit for a message). */
-const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 interface Client {
   id: string;
@@ -90,6 +92,8 @@ interface Client {
   lastSeen: number;
   /** Its requests in flight and streams open. */
   open: number;
+  /** Gives back what it held of its caller's session cap. */
+  release: () => void;
 }
 
 export class McpHttpServer {
@@ -97,8 +101,8 @@ export class McpHttpServer {
   private readonly clients = new Map<string, Client>();
   /** Sessions being opened: a drain waits for them to close them too. */
   private readonly opening = new Set<Promise<unknown>>();
-  /** Sessions being opened, by caller (`''`: no tokens). */
-  private readonly startingBy = new Map<string, number>();
+  /** The sessions each caller holds, those being opened included. */
+  private readonly cap: SessionCap;
   /** Responses to client requests still open (a call's answer not yet sent). */
   private inFlight = 0;
   private draining = false;
@@ -107,6 +111,7 @@ export class McpHttpServer {
 
   constructor(private readonly options: McpHttpServerOptions) {
     this.servers = [...options.servers];
+    this.cap = new SessionCap(options.maxSessionsPerCaller ?? DEFAULT_MAX_SESSIONS);
     const idleMs = options.idleTimeoutMs ?? DEFAULT_IDLE_MS;
     this.idleSweep = setInterval(() => this.closeIdle(idleMs), Math.min(idleMs / 2, 30_000));
     this.idleSweep.unref();
@@ -207,8 +212,8 @@ export class McpHttpServer {
     if (typeof sessionId === 'string') {
       const client = this.clients.get(sessionId);
       if (!client || client.server !== server) return reply(res, 404, jsonRpcError('session not found'));
-      // A session is its caller's: another token may not ride on it, nor one allowing fewer tools.
-      if ((client.access?.caller ?? null) !== caller)
+      // A session is its caller's (subject and client): another may not ride on it, nor a token allowing fewer tools.
+      if (!sameCaller(client.access?.caller, caller))
         return this.deny(req, res, server, { status: 403, reason: "another caller's session", caller });
       if (!coversAccess(access, client.access)) {
         const reason = 'the token no longer allows the tags its session was opened with';
@@ -219,27 +224,21 @@ export class McpHttpServer {
     if (req.method !== 'POST' || !isInitializeRequest(body)) {
       return reply(res, 400, jsonRpcError('no session: start with an initialize request'));
     }
-    const key = caller ?? '';
-    const starting = this.startingBy.get(key) ?? 0;
-    const open =
-      starting + [...this.clients.values()].filter((client) => (client.access?.caller ?? null) === caller).length;
-    const max = this.options.maxSessionsPerCaller ?? DEFAULT_MAX_SESSIONS;
-    if (open >= max) {
-      this.options.log.warn(`serve: ${server}: ${caller ?? 'a client'} has ${open} sessions open already: refused`);
-      return reply(res, 429, jsonRpcError(`too many sessions (${max}): end some first`), { 'Retry-After': '10' });
+    // A session at /mcp is a session of each server behind it, each counted.
+    const weight = server === COMBINED ? Math.max(1, membersOf(access, this.servers).size) : 1;
+    const held = this.cap.reserve(caller, weight);
+    if ('refused' in held) {
+      this.options.log.warn(`serve: ${server}: ${held.refused}`);
+      return reply(res, 429, jsonRpcError(held.refused), { 'Retry-After': '10' });
     }
-    this.startingBy.set(key, starting + 1);
-    try {
-      await this.start(server, access, req, res, body);
-    } finally {
-      this.startingBy.set(key, (this.startingBy.get(key) ?? 1) - 1);
-    }
+    await this.start(server, access, held.release, req, res, body);
   }
 
   /** A new client: its own hintbox session, connected to a transport of its own. */
   private async start(
     server: string,
     access: Access | null,
+    release: () => void,
     req: IncomingMessage,
     res: ServerResponse,
     body: unknown,
@@ -250,6 +249,7 @@ export class McpHttpServer {
     try {
       session = await opening;
     } catch (error) {
+      release();
       this.options.log.error(`serve: ${server}: a session could not start: ${(error as Error).message}`);
       return reply(
         res,
@@ -264,10 +264,12 @@ export class McpHttpServer {
     const transport = new HttpTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
-        client = { id, server, access, transport, session, lastSeen: Date.now(), open: 0 };
+        client = { id, server, access, transport, session, lastSeen: Date.now(), open: 0, release };
         this.clients.set(id, client);
         const tags = access?.tags ? ` (tags ${access.tags.join(', ')})` : '';
-        this.options.log.info(`serve: ${server}: session ${id} opened${access ? ` for ${access.caller}${tags}` : ''}`);
+        this.options.log.info(
+          `serve: ${server}: session ${id} opened${access ? ` for ${callerText(access.caller)}${tags}` : ''}`,
+        );
       },
       onsessionclosed: () => void (client && this.end(client, 'the client ended its session')),
     });
@@ -281,6 +283,7 @@ export class McpHttpServer {
     } finally {
       // No session came of it (stopping, a failure, not an initialize after all): nothing stays.
       if (!client || this.draining) await (client ? this.end(client, 'hintbox is stopping') : session.close());
+      if (!client) release();
     }
   }
 
@@ -334,6 +337,7 @@ export class McpHttpServer {
   private end(client: Client, why: string): Promise<void> {
     return (client.closing ??= (async () => {
       this.clients.delete(client.id);
+      client.release();
       this.options.log.info(`serve: ${client.server}: session ${client.id} ends (${why}): removing its sandboxes`);
       await client.session
         .close()
@@ -347,54 +351,10 @@ export class McpHttpServer {
       `serve: ${server}: ${denial.status} for ${remoteAddress ?? 'an unknown address'}: ${denial.reason}`,
     );
     const { status, reason, caller } = denial;
-    this.options.recordEvent({ type: 'auth.denied', session: null, server, status, reason, caller, remoteAddress });
+    const who = { caller: null, ...callerFields(caller) };
+    this.options.recordEvent({ type: 'auth.denied', session: null, server, status, reason, ...who, remoteAddress });
     const challenge = this.options.auth?.challenge(denial, server);
     const headers: Record<string, string> = challenge ? { 'WWW-Authenticate': challenge } : {};
     reply(res, denial.status, jsonRpcError(denial.status === 401 ? 'unauthorized' : 'forbidden'), headers);
-  }
-}
-
-/**
- * The credentials stop at the authenticator: no handler, nor a server behind it, may see or pass
- * them on (MCP's authorization spec forbids token passthrough). The SDK's transport builds its
- * request from the raw headers, so they go too.
- */
-function dropCredentials(req: IncomingMessage): void {
-  delete req.headers.authorization;
-  for (let i = req.rawHeaders.length - 2; i >= 0; i -= 2) {
-    if (req.rawHeaders[i]?.toLowerCase() === 'authorization') req.rawHeaders.splice(i, 2);
-  }
-}
-
-function reply(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'Content-Type': 'application/json', ...headers }).end(JSON.stringify(body));
-}
-
-function jsonRpcError(message: string): unknown {
-  return { jsonrpc: '2.0', error: { code: -32000, message }, id: null };
-}
-
-/** The ids of the requests in a POST body (answers and notifications have none). */
-function requestIds(body: unknown): (string | number)[] {
-  const messages = Array.isArray(body) ? (body as unknown[]) : [body];
-  return messages.flatMap((m) => {
-    if (typeof m !== 'object' || m === null || !('method' in m)) return [];
-    const id = (m as { id?: unknown }).id;
-    return typeof id === 'string' || typeof id === 'number' ? [id] : [];
-  });
-}
-
-async function readJson(req: IncomingMessage): Promise<{ json: unknown } | { status: number; message: string }> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) return { status: 413, message: `the request is larger than ${MAX_BODY_BYTES} bytes` };
-    chunks.push(chunk);
-  }
-  try {
-    return { json: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown };
-  } catch {
-    return { status: 400, message: 'the request is not JSON' };
   }
 }

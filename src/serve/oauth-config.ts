@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { normalizeTag } from '../policy/tool-tags.js';
+import type { Caller } from '../util/caller-identity.js';
 import { parseSettings, readSettingsFile } from './settings-file.js';
 import { isLoopbackHost } from './serve-address.js';
 
@@ -169,17 +170,31 @@ export function scopesOfClaims(claims: Record<string, unknown>): string[] {
   return [...new Set([...split(claims.scope), ...split(claims.scp)])];
 }
 
-/** The longest subject or client id taken as a caller's name. */
-const MAX_IDENTITY = 256;
+/** The longest subject or client id taken as a caller's (recorded whole, so refused beyond). */
+export const MAX_IDENTITY = 256;
+
+/** Characters that could start or forge a line where a caller is written (logs, pages): never in one. */
+const LINE_BREAKING = /[\p{Cc}\u2028\u2029]/u;
 
 /**
- * The caller a token names: its subject (`sub`), with the client it was issued to (`client_id`,
- * else `azp`) when that is someone else — `alice (client ide-plugin)`. Undefined when it names
- * no subject, or one too long to record.
+ * The caller a token names: its subject (`sub`) and the client it was issued to (`client_id`,
+ * else `azp`), as two fields ({@link Caller}); or why it names no usable one. Nothing is dropped
+ * or shortened: a part too long to record whole (over {@link MAX_IDENTITY} characters), empty,
+ * not a string, or with control characters refuses the token, so two callers can never be
+ * recorded, or served, as one.
  */
-export function callerOfClaims(claims: Record<string, unknown>): string | undefined {
-  const { sub } = claims;
-  if (typeof sub !== 'string' || sub === '' || sub.length > MAX_IDENTITY) return undefined;
-  const client = [claims.client_id, claims.azp].find((c): c is string => typeof c === 'string' && c !== '');
-  return client && client !== sub && client.length <= MAX_IDENTITY ? `${sub} (client ${client})` : sub;
+export function callerOfClaims(claims: Record<string, unknown>): Caller | { refused: string } {
+  const problem = (name: string, value: unknown): string | undefined => {
+    if (typeof value !== 'string' || value === '') return `the token's ${name} is not a non-empty string`;
+    if (value.length > MAX_IDENTITY) return `the token's ${name} is longer than ${MAX_IDENTITY} characters`;
+    if (LINE_BREAKING.test(value)) return `the token's ${name} holds control characters`;
+    return undefined;
+  };
+  const subjectProblem = problem('subject', claims.sub);
+  if (subjectProblem) return { refused: subjectProblem };
+  const subject = claims.sub as string;
+  const [name, client] = claims.client_id !== undefined ? ['client id', claims.client_id] : ['azp', claims.azp];
+  if (client === undefined) return { subject };
+  const clientProblem = problem(name, client);
+  return clientProblem ? { refused: clientProblem } : { subject, client: client as string };
 }

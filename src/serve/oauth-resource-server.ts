@@ -13,7 +13,8 @@ import { pathName } from './serve-address.js';
  *   asymmetric algorithm of the settings (never `none`, never an HMAC);
  * - `iss` is the issuer; `aud` is the server's resource identifier (`<resource>/mcp/<name>`) or
  *   an audience of the settings; `exp` is required, `exp`/`nbf`/`iat` hold within the clock
- *   tolerance; `sub` names the caller;
+ *   tolerance; `sub` and the client (`client_id`, else `azp`) name the caller, as two fields
+ *   (a part that cannot be recorded whole refuses the token: never dropped, never merged);
  * - its scopes give the server (else 403 `insufficient_scope`), and the tags they give limit the
  *   tools of the sessions it opens.
  *
@@ -87,14 +88,8 @@ export class OAuthResourceServer implements Authenticator {
       return { allowed: false, status: 401, reason: rejection(error), caller: null, error: 'invalid_token' };
     }
     const caller = callerOfClaims(claims);
-    if (caller === undefined) {
-      return {
-        allowed: false,
-        status: 401,
-        reason: 'the token names no usable subject',
-        caller: null,
-        error: 'invalid_token',
-      };
+    if ('refused' in caller) {
+      return { allowed: false, status: 401, reason: caller.refused, caller: null, error: 'invalid_token' };
     }
     const access = accessOfScopes(this.config, scopesOfClaims(claims), server);
     if (access === undefined) {

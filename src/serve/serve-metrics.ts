@@ -15,6 +15,7 @@ import { BearerTokens } from './bearer-tokens.js';
 import { MeteredAuditLog } from './metered-audit-log.js';
 import { isLoopbackHost } from './serve-address.js';
 import type { ServedProfile } from './profile-folder.js';
+import { callerFields, callerText } from '../util/caller-identity.js';
 
 /**
  * `GET /metrics` of `hintbox serve`, in Prometheus's text format (prom-client, a registry of
@@ -184,10 +185,16 @@ export class ServeMetrics {
       const remoteAddress = req.socket.remoteAddress ?? null;
       this.options.log.warn(
         `serve: /metrics: ${check.status} for ${remoteAddress ?? 'an unknown address'}: ${check.reason}`,
-        { path: '/metrics', status: check.status, remoteAddress, caller: check.caller },
+        {
+          path: '/metrics',
+          status: check.status,
+          remoteAddress,
+          caller: check.caller ? callerText(check.caller) : null,
+        },
       );
       const { status, reason, caller } = check;
-      recordEvent({ type: 'auth.denied', session: null, server: '/metrics', status, reason, caller, remoteAddress });
+      const who = { caller: null, ...callerFields(caller) };
+      recordEvent({ type: 'auth.denied', session: null, server: '/metrics', status, reason, ...who, remoteAddress });
       const headers: Record<string, string> = status === 401 ? { 'WWW-Authenticate': 'Bearer realm="hintbox"' } : {};
       res
         .writeHead(status, { 'Content-Type': 'text/plain', ...headers })

@@ -16,6 +16,7 @@ import type { Profile } from '../profile/load-profile.js';
 import type { ServerTrustState } from '../policy/server-trust.js';
 import type { Logger } from '../util/logger.js';
 import { guardOffers } from './guarded-offers.js';
+import { callerFields, type Caller } from '../util/caller-identity.js';
 
 /**
  * A session's prompts, resources and resource templates: listed at discovery and again when
@@ -173,11 +174,11 @@ export class SessionOffers {
   /** Records a read or a server's request in the audit trail, as this session's. */
   recorder(
     audit: Pick<AuditLog, 'recordEvent'> | undefined,
-    caller?: string | null,
+    caller?: Caller | null,
   ): ((event: RequestAuditEvent) => void) | undefined {
     if (!audit?.recordEvent) return undefined;
     const { session, profile } = this.options;
-    const who = caller ? { caller } : {};
+    const who = callerFields(caller);
     return (event) => audit.recordEvent?.({ ...event, session, server: profile.name, ...who });
   }
 }

@@ -5,6 +5,7 @@ import type { SandboxEngine } from '../engine/sandbox-engine.js';
 import type { Profile } from '../profile/load-profile.js';
 import type { Logger } from '../util/logger.js';
 import type { KnownTools } from './known-tools.js';
+import type { Caller } from '../util/caller-identity.js';
 
 /** What a session is opened with, and what its gateway is made with. */
 
@@ -35,8 +36,8 @@ export interface GatewaySettings {
   audit?: AuditLog;
   /** `--tags`: serve only tools with one of these tags. */
   tagFilter?: readonly string[];
-  /** The client's identity, recorded with every call (a bearer token's name); default null (stdio). */
-  caller?: string | null;
+  /** The client's identity (subject and client), recorded with every call; default null (stdio). */
+  caller?: Caller | null;
   /** hintbox's console (`--console`): confirmations get a page there too (see CallGuardOptions.console). */
   console?: CallGuardOptions['console'];
 }

@@ -427,8 +427,11 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
         await (client.transport as StreamableHTTPClientTransport).terminateSession();
         await client.close();
       }
-      const [intent] = await auditOf<{ tool: string; caller: string | null }>(EVERYTHING);
-      assert.deepEqual({ tool: intent?.tool, caller: intent?.caller }, { tool: 'echo', caller: 'alice (client ide)' });
+      const [intent] = await auditOf<{ tool: string; caller: string | null; client?: string | null }>(EVERYTHING);
+      assert.deepEqual(
+        { tool: intent?.tool, caller: intent?.caller, client: intent?.client },
+        { tool: 'echo', caller: 'alice', client: 'ide' },
+      );
       const denials = (await hintboxCommand(['audit', '--server', EVERYTHING, '--events', '--json'])).stdout
         .split('\n')
         .filter((l) => l.includes('auth.denied'));

@@ -45,7 +45,9 @@ describe('ApprovalDesk', () => {
     const others: [string, Partial<ApprovalRequest>][] = [
       ['another server', { server: 'other' }],
       ['another session', { session: 'session-2' }],
-      ['another caller', { caller: 'mallory' }],
+      ['another caller', { caller: { subject: 'mallory' } }],
+      ['the same subject through a client', { caller: { subject: 'alice', client: 'ide' } }],
+      ['a subject spelled as subject and client', { caller: { subject: 'alice (client ide)' } }],
       ['no caller (stdio)', { caller: null }],
       ['another tool', { tool: 'edit_file' }],
       ['another pin (the definition changed)', { pinHash: 'pin-2' }],
@@ -110,7 +112,7 @@ describe('ApprovalDesk', () => {
     const r = request();
     const pending = desk.open(r, 'repeat', 60_000);
     assert.equal(desk.answer(pending.id, 'declined'), true);
-    assert.equal(desk.takeAnswer(callOf(request({ caller: 'mallory' }))), undefined);
+    assert.equal(desk.takeAnswer(callOf(request({ caller: { subject: 'mallory' } }))), undefined);
     assert.deepEqual(desk.takeAnswer(callOf(r)), { id: pending.id, answer: 'declined' });
     assert.equal(desk.takeAnswer(callOf(r)), undefined, 'used once');
 
@@ -137,7 +139,7 @@ describe('ApprovalDesk', () => {
     assert.equal(desk.waitingFor(callOf(r)), pending.link);
     assert.equal(desk.waitingFor(callOf(r)), pending.link);
     assert.equal(desk.waitingFor(callOf(request({ arguments: { path: '/other' } }))), undefined);
-    assert.equal(desk.waitingFor(callOf(request({ caller: 'mallory' }))), undefined);
+    assert.equal(desk.waitingFor(callOf(request({ caller: { subject: 'mallory' } }))), undefined);
     desk.answer(pending.id, 'approved');
     assert.equal(desk.waitingFor(callOf(r)), undefined);
   });

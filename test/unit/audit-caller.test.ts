@@ -30,17 +30,41 @@ describe('callers', () => {
   it("records the caller's identity with the intent; a line written before the field existed still parses", () => {
     const dir = path.join(scratchFolder('hintbox-audit-caller-'), 'audit');
     const writer = AuditLogWriter.open({ dir, log: silentLogger });
-    writer.appendIntent(intent({ caller: 'ci-bot' }));
+    writer.appendIntent(intent({ caller: { subject: 'ci-bot' } }));
     writer.appendIntent(intent({}));
     writer.close();
     const [file] = readdirSync(dir).map((f) => path.join(dir, f));
     const lines = readFileSync(file!, 'utf8').trimEnd().split('\n');
-    const [, named, unnamed] = lines.map((line) => parseAuditLine(line) as { caller?: string | null });
-    assert.equal(named?.caller, 'ci-bot');
-    assert.equal(unnamed?.caller, null);
+    const [, named, unnamed] = lines.map(
+      (line) => parseAuditLine(line) as { caller?: string | null; client?: string | null },
+    );
+    assert.deepEqual([named?.caller, named?.client], ['ci-bot', null]);
+    assert.deepEqual([unnamed?.caller, unnamed?.client], [null, null]);
     const old = JSON.parse(lines[2]!) as Record<string, unknown>;
     delete old.caller;
+    delete old.client;
     assert.equal((parseAuditLine(JSON.stringify(old)) as { caller?: unknown }).caller, undefined);
     assert.throws(() => parseAuditLine(JSON.stringify({ ...old, caller: 7 })), /caller: expected a string or null/);
+    assert.throws(() => parseAuditLine(JSON.stringify({ ...old, client: 7 })), /client: expected a string or null/);
+  });
+
+  it('records the subject and the client as two fields; a line of before, with both in caller, reads as it was', () => {
+    const dir = path.join(scratchFolder('hintbox-audit-caller-'), 'audit');
+    const writer = AuditLogWriter.open({ dir, log: silentLogger });
+    writer.appendIntent(intent({ caller: { subject: 'alice', client: 'ide' } }));
+    writer.appendIntent(intent({ caller: { subject: 'alice (client ide)' } }));
+    writer.close();
+    const [file] = readdirSync(dir).map((f) => path.join(dir, f));
+    const lines = readFileSync(file!, 'utf8').trimEnd().split('\n');
+    const [, pair, lookalike] = lines.map(
+      (line) => parseAuditLine(line) as { caller?: string | null; client?: string | null },
+    );
+    assert.deepEqual([pair?.caller, pair?.client], ['alice', 'ide']);
+    assert.deepEqual([lookalike?.caller, lookalike?.client], ['alice (client ide)', null]);
+    // Written before `client` existed: the subject and client joined in `caller`, no `client`.
+    const before = JSON.parse(lines[1]!) as Record<string, unknown>;
+    delete before.client;
+    const old = parseAuditLine(JSON.stringify({ ...before, caller: 'alice (client ide)' })) as { client?: unknown };
+    assert.equal(old.client, undefined);
   });
 });

@@ -168,6 +168,7 @@ describe('AuditLogWriter', () => {
         pin: 'a'.repeat(64),
         traceId: null,
         caller: null,
+        client: null,
         prev: undefined,
       },
     );

@@ -21,8 +21,8 @@ describe('bearer tokens', () => {
   });
 
   it('admits a known token for its servers and names its holder', () => {
-    assert.deepEqual(tokens.check(`Bearer ${ALICE}`, 'everything'), { allowed: true, caller: 'alice' });
-    assert.deepEqual(tokens.check(`bearer ${BOT}`, 'filesystem'), { allowed: true, caller: 'ci-bot' });
+    assert.deepEqual(tokens.check(`Bearer ${ALICE}`, 'everything'), { allowed: true, caller: { subject: 'alice' } });
+    assert.deepEqual(tokens.check(`bearer ${BOT}`, 'filesystem'), { allowed: true, caller: { subject: 'ci-bot' } });
   });
 
   it('refuses no token, another scheme and an unknown token with 401; a token of other servers with 403', () => {
@@ -43,7 +43,7 @@ describe('bearer tokens', () => {
       allowed: false,
       status: 403,
       reason: 'token not allowed for everything',
-      caller: 'ci-bot',
+      caller: { subject: 'ci-bot' },
     });
   });
 
@@ -86,12 +86,12 @@ describe('bearer tokens', () => {
       `${FILE}- name: prometheus\n  sha256: ${hashToken('scrape')}\n  metrics: only\n`,
       'tokens.yaml',
     );
-    assert.deepEqual(withScraper.checkMetrics('Bearer scrape'), { allowed: true, caller: 'prometheus' });
+    assert.deepEqual(withScraper.checkMetrics('Bearer scrape'), { allowed: true, caller: { subject: 'prometheus' } });
     assert.deepEqual(withScraper.checkMetrics(`Bearer ${ALICE}`), {
       allowed: false,
       status: 403,
       reason: 'token not allowed for /metrics',
-      caller: 'alice',
+      caller: { subject: 'alice' },
     });
     assert.equal(withScraper.checkMetrics(undefined).allowed, false);
     assert.deepEqual(withScraper.checkMetrics('Bearer nope'), {
@@ -116,7 +116,7 @@ describe('bearer tokens', () => {
     );
     assert.deepEqual(tagged.check('Bearer r', 'filesystem'), {
       allowed: true,
-      caller: 'reader',
+      caller: { subject: 'reader' },
       tags: ['read', 'files'],
     });
     assert.throws(
@@ -142,7 +142,7 @@ describe('bearer tokens', () => {
       tokens.challenge({ status: 401, reason: 'unknown token', caller: null }),
       'Bearer realm="hintbox", error="invalid_token"',
     );
-    assert.equal(tokens.challenge({ status: 403, reason: 'x', caller: 'a' }), undefined);
+    assert.equal(tokens.challenge({ status: 403, reason: 'x', caller: { subject: 'a' } }), undefined);
   });
 
   it('names servers the tokens mention that are not served', () => {

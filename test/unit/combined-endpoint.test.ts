@@ -24,8 +24,8 @@ describe('one endpoint', () => {
           headers.authorization !== 'Bearer ok'
             ? { allowed: false, status: 401, reason: 'unknown token', caller: null }
             : server === 'db'
-              ? { allowed: false, status: 403, reason: 'not db', caller: 'bob' }
-              : { allowed: true, caller: 'bob', ...(server === 'fs' ? { tags: ['read'] } : {}) },
+              ? { allowed: false, status: 403, reason: 'not db', caller: { subject: 'bob' } }
+              : { allowed: true, caller: { subject: 'bob' }, ...(server === 'fs' ? { tags: ['read'] } : {}) },
         ),
     };
     const auth = combinedAuthenticator(inner, () => ['fs', 'db', 'web']);
@@ -41,15 +41,15 @@ describe('one endpoint', () => {
     assert.deepEqual(
       [...membersOf(ok, ['fs', 'db', 'web'])],
       [
-        ['fs', { caller: 'bob', tags: ['read'] }],
-        ['web', { caller: 'bob' }],
+        ['fs', { caller: { subject: 'bob' }, tags: ['read'] }],
+        ['web', { caller: { subject: 'bob' } }],
       ],
     );
     const bad = await auth.authenticate({}, COMBINED);
     assert.deepEqual(bad, { allowed: false, status: 401, reason: 'unknown token', caller: null });
     assert.equal(auth.challenge({ status: 401, reason: 'x', caller: null }, COMBINED), 'Bearer server="fs"');
     // A session keeps what it was opened with: credentials allowing fewer servers may not ride on it.
-    const fewer = { caller: 'bob', servers: new Map([['web', undefined]]) };
+    const fewer = { caller: { subject: 'bob' }, servers: new Map([['web', undefined]]) };
     assert.equal(coversAccess(fewer, ok), false);
     assert.equal(coversAccess(ok, ok), true);
     // Without credentials: every server, as at its own path.

@@ -97,7 +97,7 @@ function entry(over: Partial<ApprovalEntry> = {}): ApprovalEntry {
     request: {
       server: evil('server'),
       session: evil('session'),
-      caller: evil('caller'),
+      caller: { subject: evil('caller'), client: evil('client') },
       tool: evil('tool'),
       tags: [evil('tag')],
       sandbox: evil('sandbox'),
@@ -136,6 +136,7 @@ function call(over: Partial<AuditCallRecord> = {}): AuditCallRecord {
     pin: evil('pin'),
     traceId: null,
     caller: evil('caller'),
+    client: evil('client'),
     subject: null,
     outcome: 'tool-error',
     detail: evil('detail'),
@@ -151,7 +152,18 @@ describe('the console pages escape what servers and clients made', () => {
   it('a confirmation page: tool, server, arguments, preview, warnings, reasons, sandbox', () => {
     const page = approvalPage(entry(), 'csrf-token', true);
     assertSafe(page, 'approval page');
-    for (const where of ['server', 'tool', 'caller', 'tag', 'grant', 'warning', 'reason', 'untrusted', 'session']) {
+    for (const where of [
+      'server',
+      'tool',
+      'caller',
+      'client',
+      'tag',
+      'grant',
+      'warning',
+      'reason',
+      'untrusted',
+      'session',
+    ]) {
       assert.ok(page.includes(`${where}:&lt;script&gt;`), `${where} is shown, escaped`);
     }
     // A line feed in a name is a visible escape, not a new line of the page.
@@ -188,6 +200,7 @@ describe('the console pages escape what servers and clients made', () => {
         server: evil('ev-server'),
         tool: evil('ev-tool'),
         caller: evil('ev-caller'),
+        client: evil('ev-client'),
         answer: evil('ev-answer'),
         by: 'console',
         violation: evil('ev-violation'),
@@ -215,9 +228,11 @@ describe('the console pages escape what servers and clients made', () => {
     for (const where of [
       'detail',
       'caller',
+      'client',
       'ev-server',
       'ev-tool',
       'ev-caller',
+      'ev-client',
       'ev-answer',
       'ev-violation',
       'break',
@@ -240,6 +255,7 @@ describe('the console pages escape what servers and clients made', () => {
       'tag',
       'claimed',
       'caller',
+      'client',
       'pin',
       'key',
     ]) {

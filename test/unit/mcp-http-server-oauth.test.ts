@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { callerText } from '../../src/util/caller-identity.js';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -31,7 +32,7 @@ describe('the HTTP endpoint of hintbox serve with OAuth', () => {
       content: [
         {
           type: 'text',
-          text: `${access?.caller ?? '-'}|${access?.tags?.join(',') ?? 'all'}|${String(extra.requestInfo?.headers.authorization ?? 'none')}`,
+          text: `${access ? callerText(access.caller) : '-'}|${access?.tags?.join(',') ?? 'all'}|${String(extra.requestInfo?.headers.authorization ?? 'none')}`,
         },
       ],
     }));

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { callerText } from '../../src/util/caller-identity.js';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -23,7 +24,7 @@ describe('the HTTP endpoint of hintbox serve', () => {
   let ready = false;
 
   function fakeSession(server: string, access: Access | null): Promise<ClientSession> {
-    const caller = access?.caller;
+    const caller = access ? callerText(access.caller) : undefined;
     const mcp = new McpServer({ name: server, version: '1' });
     mcp.registerTool('whoami', { inputSchema: { wait: z.number().optional() } }, async ({ wait }) => {
       await new Promise((r) => setTimeout(r, wait ?? 0));

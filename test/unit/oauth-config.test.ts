@@ -112,13 +112,30 @@ unknown: 1
     assert.deepEqual(scopesOfClaims({ scope: 7 }), []);
   });
 
-  it("names the caller by subject, with the client when that is someone else's", () => {
-    assert.equal(callerOfClaims({ sub: 'alice' }), 'alice');
-    assert.equal(callerOfClaims({ sub: 'alice', client_id: 'ide' }), 'alice (client ide)');
-    assert.equal(callerOfClaims({ sub: 'alice', azp: 'web' }), 'alice (client web)');
-    assert.equal(callerOfClaims({ sub: 'bot', client_id: 'bot' }), 'bot');
-    assert.equal(callerOfClaims({ sub: '' }), undefined);
-    assert.equal(callerOfClaims({ sub: 'x'.repeat(257) }), undefined);
-    assert.equal(callerOfClaims({ client_id: 'ide' }), undefined);
+  it('names the caller by subject and client, two fields, refusing a part it cannot record whole', () => {
+    assert.deepEqual(callerOfClaims({ sub: 'alice' }), { subject: 'alice' });
+    assert.deepEqual(callerOfClaims({ sub: 'alice', client_id: 'ide' }), { subject: 'alice', client: 'ide' });
+    assert.deepEqual(callerOfClaims({ sub: 'alice', azp: 'web' }), { subject: 'alice', client: 'web' });
+    assert.deepEqual(callerOfClaims({ sub: 'alice', client_id: 'ide', azp: 'web' }), {
+      subject: 'alice',
+      client: 'ide',
+    });
+    // Kept as given, even when it is the subject again (a client's own token): never merged with no client.
+    assert.deepEqual(callerOfClaims({ sub: 'bot', client_id: 'bot' }), { subject: 'bot', client: 'bot' });
+    // Nothing dropped or shortened: what cannot be recorded whole refuses the token.
+    const refused = (claims: Record<string, unknown>) => (callerOfClaims(claims) as { refused?: string }).refused;
+    assert.match(refused({ sub: '' }) ?? '', /subject is not a non-empty string/);
+    assert.match(refused({ sub: 'x'.repeat(257) }) ?? '', /subject is longer than 256 characters/);
+    assert.match(refused({ client_id: 'ide' }) ?? '', /subject is not a non-empty string/);
+    assert.match(refused({ sub: 'alice', client_id: 'x'.repeat(257) }) ?? '', /client id is longer than 256/);
+    assert.deepEqual(callerOfClaims({ sub: 'alice', client_id: 'x'.repeat(256) }), {
+      subject: 'alice',
+      client: 'x'.repeat(256),
+    });
+    assert.match(refused({ sub: 'alice', client_id: 7 }) ?? '', /client id is not a non-empty string/);
+    assert.match(refused({ sub: 'alice', client_id: '' }) ?? '', /client id is not a non-empty string/);
+    assert.match(refused({ sub: 'alice', azp: ['web'] }) ?? '', /azp is not a non-empty string/);
+    assert.match(refused({ sub: 'alice\nbob' }) ?? '', /subject holds control characters/);
+    assert.match(refused({ sub: 'alice', client_id: 'ide\u2028' }) ?? '', /client id holds control characters/);
   });
 });

@@ -186,7 +186,7 @@ describe('who may read /metrics', () => {
   it('under an authenticator without a grant for metrics (OAuth): a client on this machine only', () => {
     const oauth: Authenticator = {
       description: 'OAuth (issuer https://auth.example.com)',
-      authenticate: () => Promise.resolve({ allowed: true, caller: 'x' }),
+      authenticate: () => Promise.resolve({ allowed: true, caller: { subject: 'x' } }),
       challenge: () => undefined,
     };
     const access = metricsAccess(oauth);

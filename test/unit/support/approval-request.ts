@@ -5,7 +5,7 @@ export function approvalRequest(over: Partial<ApprovalRequest> = {}): ApprovalRe
   return {
     server: 'filesystem',
     session: 'session-1',
-    caller: 'alice',
+    caller: { subject: 'alice' },
     tool: 'write_file',
     tags: ['writes'],
     sandbox: 'rw-offline',
