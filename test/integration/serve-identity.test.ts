@@ -3,12 +3,13 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { stringify } from 'yaml';
 import { LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
 import { startTestIssuer, type TestIssuer } from '../support/oauth-issuer.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 import { assertNoLeftovers, ensureTestImages, LIAR_IMAGE } from './support/docker.js';
-import { auditOf, hintboxCommand } from './support/hintbox-process.js';
+import { auditOf, hintboxCommand, outcomeOf } from './support/hintbox-process.js';
 import { connect, containersOfServer, leave, serve, stop, type Serving } from './support/serve-process.js';
 
 /**
@@ -34,6 +35,8 @@ function profilesFolder(): string {
     clients,
     network: 'none',
     limits: { pids: 64, memory: '128m' },
+    // Its unannotated tools ask; an unanswered confirmation is denied soon.
+    approval: { timeout: 5 },
   });
   writeFileSync(path.join(folder, 'shared.yaml'), stringify(liar(SHARED, 'shared')));
   writeFileSync(path.join(folder, 'own-a.yaml'), stringify(liar(OWN_A, 'separate')));
@@ -182,5 +185,27 @@ describe('serve: caller identity and the session cap', { timeout: 600_000 }, () 
     await more.body?.cancel();
     assert.equal(more.status, 429);
     assert.equal(await sandboxSessions(serving.child.pid, OWN_A), 2);
+  });
+
+  it('with two calls of one server in flight at /mcp and no GET stream, each confirmation reaches the client on its call', async () => {
+    // A client that never opens the GET stream: the server's messages can only ride a call's POST stream.
+    const noStream: FetchLike = (url, init) =>
+      init?.method === 'GET' ? Promise.resolve(new Response(null, { status: 405 })) : fetch(url, init);
+    const client = await connect(`${serving.url}/mcp`, await token({ sub: 'carol' }), undefined, { fetch: noStream });
+    try {
+      const write = (file: string) =>
+        client.callTool({ name: `${SHARED}__unannotated_write`, arguments: { path: `/tmp/${file}`, content: 'x' } });
+      const results = await Promise.all([write('first'), write('second')]);
+      assert.equal(client.asked, 2, 'both confirmations reached the client');
+      assert.deepEqual(
+        results.map((r) => outcomeOf(r)),
+        [
+          { ok: true, value: 'written' },
+          { ok: true, value: 'written' },
+        ],
+      );
+    } finally {
+      await leave(client);
+    }
   });
 });

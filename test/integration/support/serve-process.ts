@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { LABEL_SERVER } from '../../../src/engine/docker/container-spec.js';
 import { containersOf, eventually, ownHintboxProcess } from './docker.js';
@@ -50,11 +51,13 @@ export async function stop(serving: Serving | undefined): Promise<void> {
 /**
  * A real SDK client over streamable HTTP that approves every confirmation (with `approveIf`,
  * those whose message it matches; it declines the others). `asked` keeps each message.
+ * `fetch`: the transport's own (e.g. one that refuses the GET stream, as some clients never open it).
  */
 export async function connect(
   url: string,
   token?: string,
   approveIf?: RegExp,
+  options: { fetch?: FetchLike } = {},
 ): Promise<Client & { asked: number; messages: string[] }> {
   const client = Object.assign(
     new Client({ name: 'serve-test', version: '1.0.0' }, { capabilities: { elicitation: {} } }),
@@ -68,7 +71,8 @@ export async function connect(
     return { action: 'accept', content: { approve: true } };
   });
   const headers = token ? { Authorization: `Bearer ${token}` } : undefined;
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), headers ? { requestInit: { headers } } : {}));
+  const transportOptions = { ...(headers ? { requestInit: { headers } } : {}), ...options };
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), transportOptions));
   return client;
 }
 
