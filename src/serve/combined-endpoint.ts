@@ -9,6 +9,9 @@ import {
   ElicitRequestSchema,
   ErrorCode,
   ListToolsRequestSchema,
+  isJSONRPCErrorResponse,
+  isJSONRPCRequest,
+  isJSONRPCResultResponse,
   McpError,
   ToolListChangedNotificationSchema,
   type ClientCapabilities,
@@ -64,8 +67,8 @@ export function combinedSession(members: ReadonlyMap<string, ClientSession>, log
     { capabilities: { tools: { listChanged: true } } },
   );
   const clients = new Map<string, Client>();
-  /** The client's calls in flight, by server: a server's question belongs to its only one. */
-  const inFlight = new Map<string, Set<RequestId>>();
+  /** Which of the client's calls each member's request to it belongs to, by server. */
+  const links = new Map<string, RequestLinks>();
   let ready: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
 
@@ -86,27 +89,30 @@ export function combinedSession(members: ReadonlyMap<string, ClientSession>, log
       await Promise.all(
         [...members].map(async ([name, member]) => {
           const [ours, theirs] = InMemoryTransport.createLinkedPair();
-          await member.connect(eachInTurn(theirs), () => void close());
+          const linked = new RequestLinks();
+          links.set(name, linked);
+          await member.connect(eachInTurn(linked.member(theirs)), () => void close());
           const client = new Client({ name: 'hintbox-one-endpoint', version: VERSION }, { capabilities: asked });
-          const related = (): { relatedRequestId?: RequestId } => {
-            const calls = [...(inFlight.get(name) ?? [])];
-            return calls.length === 1 ? { relatedRequestId: calls[0] } : {};
+          // Asked of the client as the server's gateway asked them (as it declared it can answer), on
+          // the stream of the call they belong to: a client need not listen anywhere else.
+          const related = (id: RequestId): { relatedRequestId?: RequestId } => {
+            const call = linked.callOf(id);
+            return call === undefined ? {} : { relatedRequestId: call };
           };
-          // Asked of the client as the server's gateway asked them (as it declared it can answer).
           if (asked.elicitation) {
             client.setRequestHandler(ElicitRequestSchema, (request, extra) =>
-              server.elicitInput(request.params, { ...related(), signal: extra.signal }),
+              server.elicitInput(request.params, { ...related(extra.requestId), signal: extra.signal }),
             );
           }
           if (asked.sampling) {
             client.setRequestHandler(CreateMessageRequestSchema, (request, extra) =>
-              server.createMessage(request.params, { ...related(), signal: extra.signal }),
+              server.createMessage(request.params, { ...related(extra.requestId), signal: extra.signal }),
             );
           }
           client.setNotificationHandler(ToolListChangedNotificationSchema, () =>
             server.sendToolListChanged().catch(() => undefined),
           );
-          await client.connect(ours);
+          await client.connect(linked.ours(ours));
           clients.set(name, client);
         }),
       );
@@ -137,8 +143,6 @@ export function combinedSession(members: ReadonlyMap<string, ClientSession>, log
     const found = memberOf(request.params.name, [...clients.keys()]);
     const client = found && clients.get(found.server);
     if (!found || !client) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
-    const calls = inFlight.get(found.server) ?? new Set<RequestId>();
-    inFlight.set(found.server, calls.add(extra.requestId));
     const { progressToken, ...meta } = request.params._meta ?? {};
     /** Progress passed on: sent before the answer, which would end the call's stream. */
     const passed: Promise<void>[] = [];
@@ -148,6 +152,8 @@ export function combinedSession(members: ReadonlyMap<string, ClientSession>, log
         undefined,
         {
           signal: extra.signal,
+          // What the member asks as part of this call goes to the client as part of it.
+          relatedRequestId: extra.requestId,
           // The server's gateway keeps the call's deadline (reset by progress) and a person's time to answer.
           timeout: 2 ** 31 - 1,
           ...(progressToken !== undefined
@@ -165,7 +171,7 @@ export function combinedSession(members: ReadonlyMap<string, ClientSession>, log
       await Promise.all(passed);
       return result;
     } finally {
-      calls.delete(extra.requestId);
+      links.get(found.server)?.ended(extra.requestId);
     }
   });
 
@@ -204,4 +210,58 @@ function eachInTurn<T extends Transport>(transport: T): T {
   const send = transport.send.bind(transport);
   transport.send = (message, options) => new Promise((resolve) => setImmediate(() => resolve(send(message, options))));
   return transport;
+}
+
+/**
+ * What the SDK's in-memory pair drops: which request a message belongs to (`relatedRequestId`).
+ * Over HTTP it decides the stream a server's request goes on: the POST stream of the call it
+ * belongs to, else the GET stream, which a client need not open. Between the combined endpoint
+ * and one member, this keeps the two links that make a member's request (a confirmation, the
+ * server's own question) the client's call's: our call to the member and the client's call it
+ * serves, and the member's request and our call it was sent as part of.
+ */
+class RequestLinks {
+  /** Our call to the member (its id on the pair) → the client's call it serves. */
+  private readonly callerOf = new Map<RequestId, RequestId>();
+  /** The member's request to us → our call it belongs to. */
+  private readonly partOf = new Map<RequestId, RequestId>();
+
+  /** Our side of the pair: each call sent as part of a client's call is noted. */
+  ours<T extends Transport>(transport: T): T {
+    const send = transport.send.bind(transport);
+    transport.send = (message, options) => {
+      if (isJSONRPCRequest(message) && options?.relatedRequestId !== undefined) {
+        this.callerOf.set(message.id, options.relatedRequestId);
+      } else if ((isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) && message.id !== undefined) {
+        this.partOf.delete(message.id); // answered
+      }
+      return send(message, options);
+    };
+    return transport;
+  }
+
+  /** The member's side: each request it sends as part of one of our calls is noted. */
+  member<T extends Transport>(transport: T): T {
+    const send = transport.send.bind(transport);
+    transport.send = (message, options) => {
+      if (isJSONRPCRequest(message) && options?.relatedRequestId !== undefined) {
+        this.partOf.set(message.id, options.relatedRequestId);
+      } else if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
+        if (message.id !== undefined) this.callerOf.delete(message.id); // our call answered
+      }
+      return send(message, options);
+    };
+    return transport;
+  }
+
+  /** The client's call a member's request (by its id) belongs to; undefined when none is known. */
+  callOf(request: RequestId): RequestId | undefined {
+    const ours = this.partOf.get(request);
+    return ours === undefined ? undefined : this.callerOf.get(ours);
+  }
+
+  /** A client's call ended (answered, failed or cancelled): what served it is forgotten. */
+  ended(call: RequestId): void {
+    for (const [ours, theirs] of this.callerOf) if (theirs === call) this.callerOf.delete(ours);
+  }
 }

@@ -6,7 +6,7 @@ import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/cl
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { stringify } from 'yaml';
 import { LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
-import { startTestIssuer, type TestIssuer } from '../support/oauth-issuer.js';
+import { oauthSettingsFile, startTestIssuer, type TestIssuer } from '../support/oauth-issuer.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 import { assertNoLeftovers, ensureTestImages, LIAR_IMAGE } from './support/docker.js';
 import { auditOf, hintboxCommand, outcomeOf } from './support/hintbox-process.js';
@@ -86,17 +86,11 @@ describe('serve: caller identity and the session cap', { timeout: 600_000 }, () 
   before(async () => {
     await ensureTestImages();
     issuer = await startTestIssuer();
-    const oauth = path.join(scratchFolder('hintbox-identity-oauth-'), 'oauth.yaml');
-    writeFileSync(
-      oauth,
-      stringify({
-        issuer: issuer.issuer,
-        jwksUri: issuer.jwksUri,
-        resource: 'http://127.0.0.1:8931',
-        audience: [AUDIENCE],
-        scopes: { 'mcp:all': {} },
-      }),
-    );
+    const oauth = oauthSettingsFile(issuer, {
+      resource: 'http://127.0.0.1:8931',
+      audience: [AUDIENCE],
+      scopes: { 'mcp:all': {} },
+    });
     serving = await serve([
       profilesFolder(),
       '--oauth',

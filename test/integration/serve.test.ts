@@ -6,7 +6,7 @@ import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/cl
 import { parse, stringify } from 'yaml';
 import { LABEL_SERVER } from '../../src/engine/docker/container-spec.js';
 import { hashToken } from '../../src/serve/bearer-tokens.js';
-import { startTestIssuer, type TestIssuer } from '../support/oauth-issuer.js';
+import { oauthSettingsFile, startTestIssuer, type TestIssuer } from '../support/oauth-issuer.js';
 import { parseSamples, sampleOf } from '../support/prometheus-text.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 import {
@@ -373,16 +373,10 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
     const RESOURCE = 'http://127.0.0.1:8931';
     before(async () => {
       issuer = await startTestIssuer();
-      const oauth = path.join(scratchFolder('hintbox-serve-oauth-'), 'oauth.yaml');
-      writeFileSync(
-        oauth,
-        stringify({
-          issuer: issuer.issuer,
-          jwksUri: issuer.jwksUri,
-          resource: RESOURCE,
-          scopes: { 'mcp:greet': { servers: [EVERYTHING], tags: ['greet'] }, 'mcp:liar': { servers: [LIAR] } },
-        }),
-      );
+      const oauth = oauthSettingsFile(issuer, {
+        resource: RESOURCE,
+        scopes: { 'mcp:greet': { servers: [EVERYTHING], tags: ['greet'] }, 'mcp:liar': { servers: [LIAR] } },
+      });
       serving = await serve([profilesFolder(sandboxFolder()), '--oauth', oauth]);
     });
     after(async () => {

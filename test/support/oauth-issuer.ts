@@ -1,6 +1,10 @@
+import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT, type JWTPayload, type CryptoKey } from 'jose';
+import { stringify } from 'yaml';
+import { scratchFolder } from './scratch-folder.js';
 
 /**
  * A stand-in authorization server for the tests of `hintbox serve --oauth`: its JWKS served over
@@ -56,4 +60,11 @@ export async function startTestIssuer(): Promise<TestIssuer> {
     close,
     [Symbol.asyncDispose]: close,
   };
+}
+
+/** A `serve --oauth` settings file naming the issuer, with the rest of `settings` (resource, scopes, …). */
+export function oauthSettingsFile(issuer: TestIssuer, settings: Record<string, unknown>): string {
+  const file = path.join(scratchFolder('hintbox-oauth-settings-'), 'oauth.yaml');
+  writeFileSync(file, stringify({ issuer: issuer.issuer, jwksUri: issuer.jwksUri, ...settings }));
+  return file;
 }
