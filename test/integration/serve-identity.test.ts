@@ -154,6 +154,14 @@ describe('serve: caller identity and the session cap', { timeout: 600_000 }, () 
     }
   });
 
+  it('refuses a --max-sessions that is not a whole number from 1 (exit 2, nothing started)', async () => {
+    for (const bad of ['0', '100001', '2.5', 'many']) {
+      const { code, stderr } = await hintboxCommand(['serve', profilesFolder(), '--max-sessions', bad]);
+      assert.equal(code, 2, stderr);
+      assert.match(stderr, /^serve: --max-sessions must be a whole number from 1 to 100000 \(got "[^"]+"\)\n$/);
+    }
+  });
+
   it("a caller's sessions at /mcp count each of their member sessions against the cap", async () => {
     const bob = await token({ sub: 'bob' });
     const opened: Response[] = [];
