@@ -1,3 +1,4 @@
+import { DenialRecorder } from '../audit/denial-recorder.js';
 import type { Authenticator } from '../serve/authenticator.js';
 import { BearerTokens, hashToken } from '../serve/bearer-tokens.js';
 import { sandboxBindSources } from '../serve/bind-sources.js';
@@ -170,6 +171,8 @@ export const serveCommand: CommandSpec = {
     const metrics = await ServeMetrics.create({ servers: names, sessions: () => server.sessions, lag: trail, log });
     metrics.pinApproved(served);
     const audit = metrics.meter(trail.audit); // every record is counted as it is recorded
+    // Refusals a client can cause at will: written down within a budget per address, all counted.
+    const denials = new DenialRecorder({ audit, log });
     // The console before the servers: a port that is taken stops serve here.
     const hub = withConsole ? await startConsole('serve', consolePort) : undefined;
     const servers = new ServedServers({ served, engine, audit, log, ...(hub ? { console: hub } : {}) });
@@ -184,8 +187,8 @@ export const serveCommand: CommandSpec = {
       ...(combined ? { combined } : {}),
       ...(auth ? { auth } : {}),
       openSession: (name, access) => servers.openClient(name, access),
-      recordEvent: (event) => audit.recordEvent(event),
-      metrics: (req, res) => metrics.handle(req, res, scrapers, (event) => audit.recordEvent(event)),
+      denials,
+      metrics: (req, res) => metrics.handle(req, res, scrapers, denials),
       ready: () => servers.ready(),
       ...(idleTimeoutMs !== undefined ? { idleTimeoutMs } : {}),
       log,
@@ -242,6 +245,7 @@ export const serveCommand: CommandSpec = {
       await server.drain(deadline);
       await servers.close();
       await hub?.close();
+      denials.close();
       await trail.close();
       return signal === 'failure' ? 1 : 0;
     } finally {
