@@ -52,7 +52,9 @@ So does, in a container of the engine it drives (hintbox's image), a path it bin
 
 With --tokens, every /mcp/ request needs "Authorization: Bearer <token>": none or an unknown
 token is answered 401, a token not allowed for the server 403; each denial is audited
-(auth.denied), and the token's name is recorded as the caller of every call it makes. The
+(auth.denied) and logged within a budget per client address (10, then one per 10 s) and overall
+(100, then one a second), the others counted (metrics, and a denials.skipped record each
+minute), and the token's name is recorded as the caller of every call it makes. The
 tokens file (YAML or JSON) lists { name, sha256, servers?, tags?, metrics? }: only the SHA-256 of
 each token, which "hintbox serve --hash-token" prints for a token read on stdin. A token with tags
 is served only the tools with one of them (as "hintbox run --tags"); another is unknown to it.

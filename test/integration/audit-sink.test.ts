@@ -155,6 +155,30 @@ describe('the audit log shipped to Postgres', { timeout: 240_000 }, () => {
           .filter((l) => l !== ''),
       );
 
+  /** Two writers in `dir`, the first's chain sorting before the second's (it starts in 2020). */
+  const twoChains = (dir: string): [AuditLogWriter, AuditLogWriter] => [
+    AuditLogWriter.open({ dir, log: silentLogger, clock: { now: () => new Date('2020-01-01T00:00:00Z') } }),
+    AuditLogWriter.open({ dir, log: silentLogger }),
+  ];
+  /** Counts the bytes read through fs.readSync from now until `restore`. */
+  const countReads = (): { bytes: () => number; restore: () => void } => {
+    let bytes = 0;
+    const readSync = fs.readSync;
+    fs.readSync = ((...args: Parameters<typeof fs.readSync>) => {
+      const n = readSync(...args);
+      bytes += n;
+      return n;
+    }) as typeof fs.readSync;
+    syncBuiltinESMExports();
+    return {
+      bytes: () => bytes,
+      restore: () => {
+        fs.readSync = readSync;
+        syncBuiltinESMExports();
+      },
+    };
+  };
+
   it("a run's sink ships its own chain every pass, the folder's other chains only when it sweeps", async () => {
     const dir = path.join(root, 'audit-own');
     const own = AuditLogWriter.open({ dir, log: silentLogger, maxFileBytes: 4000 });
@@ -192,25 +216,17 @@ describe('the audit log shipped to Postgres', { timeout: 240_000 }, () => {
     const first = new PostgresAuditSink({ url: postgres.adminUrl, dir, log: silentLogger });
     await first.shipOnce();
     await first.close();
-    let bytesRead = 0;
-    const readSync = fs.readSync;
-    fs.readSync = ((...args: Parameters<typeof fs.readSync>) => {
-      const n = readSync(...args);
-      bytesRead += n;
-      return n;
-    }) as typeof fs.readSync;
-    syncBuiltinESMExports();
+    const reads = countReads();
     try {
       const second = new PostgresAuditSink({ url: postgres.adminUrl, dir, log: silentLogger });
       assert.equal((await second.shipOnce()).lines, 0);
-      assert.equal(bytesRead, 0, 'nothing of the shipped files is read again');
+      assert.equal(reads.bytes(), 0, 'nothing of the shipped files is read again');
       writeCalls(crashed, 400, 401);
       assert.equal((await second.shipOnce()).lines, 2);
-      assert.ok(bytesRead < 4096, `only the new lines are read (${bytesRead} bytes)`);
+      assert.ok(reads.bytes() < 4096, `only the new lines are read (${reads.bytes()} bytes)`);
       await second.close();
     } finally {
-      fs.readSync = readSync;
-      syncBuiltinESMExports();
+      reads.restore();
       crashed.close();
     }
   });
@@ -246,12 +262,7 @@ describe('the audit log shipped to Postgres', { timeout: 240_000 }, () => {
   it('ships a call whose argument keys jsonb cannot hold, and it never holds back another chain (attack)', async () => {
     const dir = path.join(root, 'audit-keys');
     // The hostile chain sorts first (an earlier start): it used to stop the pass before the good one.
-    const hostile = AuditLogWriter.open({
-      dir,
-      log: silentLogger,
-      clock: { now: () => new Date('2020-01-01T00:00:00Z') },
-    });
-    const good = AuditLogWriter.open({ dir, log: silentLogger });
+    const [hostile, good] = twoChains(dir);
     // Keys a client (or, under run, the model) chooses: NUL, lone surrogates, at any depth. A denied call is enough.
     const args = {
       'a\u0000b': 1,
@@ -329,12 +340,7 @@ describe('the audit log shipped to Postgres', { timeout: 240_000 }, () => {
 
   it('a line the database refuses holds back its own chain only: named with file and line, tried again later, not hot', async () => {
     const dir = path.join(root, 'audit-held');
-    const damaged = AuditLogWriter.open({
-      dir,
-      log: silentLogger,
-      clock: { now: () => new Date('2020-01-01T00:00:00Z') },
-    });
-    const good = AuditLogWriter.open({ dir, log: silentLogger });
+    const [damaged, good] = twoChains(dir);
     writeCalls(damaged, 0, 3);
     writeCalls(good, 0, 3);
     damaged.close();
@@ -360,22 +366,17 @@ describe('the audit log shipped to Postgres', { timeout: 240_000 }, () => {
       log: createLogger('debug', (line) => logged.push(line)),
       retryHeldMs: 300,
     });
-    let bytesRead = 0;
-    const readSync = fs.readSync;
+    let reads: ReturnType<typeof countReads> | undefined;
     try {
       const first = await sink.shipOnce();
       assert.deepEqual(
         first.held.map((h) => [h.file, h.line]),
         [[damagedFile, 3]],
       );
-      fs.readSync = ((...args: Parameters<typeof fs.readSync>) => {
-        const n = readSync(...args);
-        bytesRead += n;
-        return n;
-      }) as typeof fs.readSync;
-      syncBuiltinESMExports();
+      reads = countReads();
       assert.equal((await sink.shipOnce()).held.length, 1);
-      assert.equal(bytesRead, 0, 'not tried again before its wait is over');
+      assert.equal(reads.bytes(), 0, 'not tried again before its wait is over');
+      reads.restore();
       assert.equal(logged.filter((l) => l.includes('cannot be shipped')).length, 1, 'reported once');
       writeFileSync(damagedFile, whole); // repaired
       await delay(400);
@@ -383,8 +384,7 @@ describe('the audit log shipped to Postgres', { timeout: 240_000 }, () => {
       assert.deepEqual(later.held, []);
       assert.deepEqual(await shippedOf(damaged.chain), chainLines(dir, damaged.chain));
     } finally {
-      fs.readSync = readSync;
-      syncBuiltinESMExports();
+      reads?.restore();
       await sink.close();
     }
   });
