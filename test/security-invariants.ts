@@ -1149,4 +1149,53 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'AUDIT-SINK-ANY-LINE',
+    statement:
+      "Every line the audit writer can produce ships to the Postgres sink: keys and strings jsonb cannot hold (NUL, lone surrogates, at any depth) are cleaned in the queryable copy only, the exact line stays in the row's text with its hash; a line the database refuses while it answers holds back its own chain alone, is reported with its file and line, and is tried again later, never in a hot loop.",
+    tests: [
+      {
+        file: 'integration/audit-sink.test.ts',
+        title: 'ships a call whose argument keys jsonb cannot hold, and it never holds back another chain (attack)',
+      },
+      {
+        file: 'integration/audit-sink.test.ts',
+        title: 'property: every line the writer makes of any JSON arguments ships, exactly, and jsonb holds its record',
+      },
+      {
+        file: 'integration/audit-sink.test.ts',
+        title:
+          'a line the database refuses holds back its own chain only: named with file and line, tried again later, not hot',
+      },
+      {
+        file: 'unit/jsonb-text.test.ts',
+        title: 'property: any JSON value comes out as JSON with no key or string jsonb refuses, shaped as it was',
+      },
+    ],
+  },
+  {
+    id: 'DENIAL-BUDGET',
+    statement:
+      "Refusals a client can cause at will (a missing or wrong token, a forbidden server, /metrics, a session cap) are written to the audit log and hintbox's log within a fixed budget per remote address and overall, what is over is recorded as a count when its window closes, and metrics count every one: a flood cannot grow the audit folder past that budget nor keep a good client from being served and audited.",
+    tests: [
+      {
+        file: 'integration/denial-flood.test.ts',
+        title:
+          'records denials within a budget (per address and overall), counts them all, and serves a good client after',
+      },
+      {
+        file: 'integration/denial-flood.test.ts',
+        title: 'answers a request target that is not a URL 400, without a log line of its text',
+      },
+      {
+        file: 'unit/denial-budget.test.ts',
+        title: 'bounds all keys together: many addresses get no more than the overall budget',
+      },
+      {
+        file: 'unit/denial-budget.test.ts',
+        title:
+          'writes down and logs within the budget, counts every refusal, and records what it left out when the window closes',
+      },
+    ],
+  },
 ];

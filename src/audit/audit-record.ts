@@ -164,6 +164,19 @@ export type AuditEvent =
       client?: string;
       remoteAddress: string | null;
     }
+  | {
+      /**
+       * Refusals over their budget (`denial-budget.ts`: per remote address and overall), not
+       * written down one by one: how many since `since`, and the addresses with the most (at
+       * most 10). Written when the window closes (every minute, and when hintbox stops).
+       */
+      type: 'denials.skipped';
+      session: null;
+      server: null;
+      since: string;
+      skipped: number;
+      addresses: { address: string; skipped: number }[];
+    }
   | { type: 'sandbox.start'; session: string; server: string; sandbox: string; container: string }
   | { type: 'sandbox.stop'; session: string; server: string; sandbox: string; container: string }
   | {
@@ -369,6 +382,7 @@ export const AUDIT_LINE_TYPES: readonly AuditLine['type'][] = [
   'pin.narrowed',
   'approvals.unreadable',
   'auth.denied',
+  'denials.skipped',
   'sandbox.start',
   'sandbox.stop',
   'egress.denied',

@@ -1,11 +1,13 @@
-import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type pg from 'pg';
 import type { Logger } from '../util/logger.js';
 import { auditFileName, lineHash } from './audit-chain.js';
 import { listAuditChains, type AuditChainFiles } from './audit-reader.js';
 import { AuditRecordError, parseAuditLine } from './audit-record.js';
-import { LineSplitter } from './line-splitter.js';
+import { AUDIT_SINK_SCHEMA, insertRows, type Progress, type Row } from './audit-sink-rows.js';
+import { completeLines } from './complete-lines.js';
+import { jsonbString, jsonbText } from './jsonb-text.js';
 import { monotonicMs } from '../util/clock.js';
 
 /**
@@ -26,35 +28,16 @@ import { monotonicMs } from '../util/clock.js';
  * sink (`chain`) ships its own chain every pass, reading from where the database says it got
  * to, and the folder's other chains only when it sweeps (its first pass, then every
  * `sweepEveryMs`): those of runs without a sink, killed, or stopped while the database was
- * down. A chain closed and shipped, or shipped up to the end of its last file, costs no read. Each row keeps the line's exact text (so the chain
- * can be verified from the database: `hash`, `prev`) and, for queries, the record as jsonb (with
- * NUL and lone surrogates, which jsonb cannot hold, as U+FFFD; the text keeps them escaped).
+ * down. A chain closed and shipped, or shipped up to the end of its last file, costs no read.
+ *
+ * Any line the writer produces ships: each row keeps the line's exact text (so the chain can be
+ * verified from the database: `hash` is the SHA-256 of `text`, `prev` the hash of the row before)
+ * and, for queries, the record as jsonb with NUL and lone surrogates, which jsonb cannot hold,
+ * as U+FFFD in keys and values (`jsonb-text.ts`; the text keeps them escaped). A line the
+ * database still refuses (a damaged file: a raw NUL byte) holds back its chain only: the lines
+ * before it are shipped, it is reported with its file and line, and its chain is tried again
+ * after `retryHeldMs` (doubling), while the other chains ship on.
  */
-
-const SCHEMA = `
-CREATE SCHEMA IF NOT EXISTS hintbox;
-CREATE TABLE IF NOT EXISTS hintbox.audit_log (
-  chain text NOT NULL,
-  seq int NOT NULL,
-  line int NOT NULL,
-  hash text NOT NULL,
-  prev text,
-  id text NOT NULL,
-  time timestamptz NOT NULL,
-  type text NOT NULL,
-  text text NOT NULL,
-  record jsonb NOT NULL,
-  PRIMARY KEY (chain, seq, line)
-);
-CREATE INDEX IF NOT EXISTS audit_log_time ON hintbox.audit_log (time);
-CREATE TABLE IF NOT EXISTS hintbox.audit_shipped (
-  chain text PRIMARY KEY,
-  seq int NOT NULL,
-  line int NOT NULL,
-  head text,
-  closed boolean NOT NULL DEFAULT false
-);
-ALTER TABLE hintbox.audit_shipped ADD COLUMN IF NOT EXISTS bytes bigint;`;
 
 export interface PostgresAuditSinkOptions {
   url: string;
@@ -72,32 +55,17 @@ export interface PostgresAuditSinkOptions {
   chain?: string;
   /** How often a run's sink sweeps the folder's other chains, in ms. Default 600 000. */
   sweepEveryMs?: number;
+  /** When a chain held at a line the database refuses is tried again, in ms (doubling up to an hour). Default 60 000. */
+  retryHeldMs?: number;
 }
 
-/**
- * Where a chain got to: the last line shipped (seq and 1-based line; line 0: none of that
- * file) and the byte offset just past it in its file (null in rows of an older hintbox: the
- * file is then read from its start, skipping `line` lines).
- */
-interface Progress {
-  seq: number;
-  line: number;
-  bytes: number | null;
-  head: string | null;
-  closed: boolean;
-}
-
-interface Row {
+/** A line the database refused while it answered: its chain is held there. */
+export interface HeldLine {
   chain: string;
-  seq: number;
+  file: string;
+  /** 1-based. */
   line: number;
-  hash: string;
-  prev: string | null;
-  id: string;
-  time: string;
-  type: string;
-  text: string;
-  record: string;
+  error: string;
 }
 
 export class PostgresAuditSink {
@@ -111,6 +79,8 @@ export class PostgresAuditSink {
   private stopped = false;
   /** When the last pass that succeeded began (monotonic ms): every line written before it is shipped. */
   private caughtUpAt: number | undefined;
+  /** Chains held at a line the database refused, until when (monotonic ms) and for how long next. */
+  private readonly held = new Map<string, HeldLine & { until: number; waitMs: number }>();
 
   constructor(private readonly options: PostgresAuditSinkOptions) {
     this.pool = import('pg').then(({ default: pg }) => {
@@ -130,11 +100,12 @@ export class PostgresAuditSink {
 
   /**
    * One pass: the lines not in the database yet of this process's chain, or (in a sweep, or
-   * without `chain`) of every chain of the folder. Throws when the database fails.
+   * without `chain`) of every chain of the folder. Throws when the database fails; a line it
+   * refuses holds back its own chain only (`held`: those held now, each reported once).
    */
-  async shipOnce(options: { sweep?: boolean } = {}): Promise<{ lines: number }> {
+  async shipOnce(options: { sweep?: boolean } = {}): Promise<{ lines: number; held: HeldLine[] }> {
     if (!this.schemaReady) {
-      await (await this.pool).query(SCHEMA);
+      await (await this.pool).query(AUDIT_SINK_SCHEMA);
       this.schemaReady = true;
     }
     const own = this.options.chain;
@@ -158,13 +129,35 @@ export class PostgresAuditSink {
     for (const chain of chains) {
       const at = progress.get(chain.chain);
       if (at?.closed || (at && shippedToTheEnd(chain, at))) continue;
-      lines += await this.shipChain(
+      const held = this.held.get(chain.chain);
+      if (held && monotonicMs() < held.until) continue; // not hot: tried again once its wait is over
+      const result = await this.shipChain(
         chain,
         at ?? { seq: chain.files[0]?.seq ?? 0, line: 0, bytes: 0, head: null, closed: false },
       );
+      lines += result.lines;
+      if (result.held) this.hold(result.held);
+      else this.held.delete(chain.chain);
     }
     if (sweep) this.nextSweep = monotonicMs() + (this.options.sweepEveryMs ?? 600_000);
-    return { lines };
+    return {
+      lines,
+      held: [...this.held.values()].map(({ chain, file, line, error }) => ({ chain, file, line, error })),
+    };
+  }
+
+  /** Holds a chain at a line the database refused: reported once per line, tried again later, waiting longer each time. */
+  private hold(line: HeldLine): void {
+    const before = this.held.get(line.chain);
+    const first = this.options.retryHeldMs ?? 60_000;
+    const waitMs = before ? Math.min(before.waitMs * 2, 3_600_000) : first;
+    if (before?.file !== line.file || before.line !== line.line) {
+      this.options.log.warn(
+        `audit sink: ${line.file}:${line.line} cannot be shipped to Postgres (${line.error}): chain ${line.chain} waits at that line ` +
+          `(the lines before it are shipped; other chains ship on), tried again in ${Math.round(waitMs / 1000)} s; the log is the record`,
+      );
+    }
+    this.held.set(line.chain, { ...line, until: monotonicMs() + waitMs, waitMs });
   }
 
   /** Ships in the background every `intervalMs`; a failing database is logged once, then retried with backoff. */
@@ -226,17 +219,11 @@ export class PostgresAuditSink {
     await (await this.pool).end().catch(() => undefined);
   }
 
-  private async shipChain(chain: AuditChainFiles, from: Progress): Promise<number> {
+  private async shipChain(chain: AuditChainFiles, from: Progress): Promise<{ lines: number; held?: HeldLine }> {
     // `offset` -1: not known (a row of an older hintbox), read from the start skipping `line` lines.
     const cursor = { ...from, offset: from.bytes ?? -1 };
-    let total = 0;
+    const done = { lines: 0 };
     let batch: Row[] = [];
-    const flush = async (): Promise<void> => {
-      if (batch.length === 0) return;
-      await this.insert(chain.chain, batch, cursor);
-      total += batch.length;
-      batch = [];
-    };
     for (const { file, seq } of chain.files) {
       if (seq < cursor.seq) continue;
       if (seq > cursor.seq) {
@@ -260,65 +247,54 @@ export class PostgresAuditSink {
         }
         cursor.line++;
         cursor.offset = end;
-        const hash = lineHash(text);
-        cursor.head = hash;
+        cursor.head = lineHash(text);
         if (line?.type === 'log.close') cursor.closed = true;
+        const time = line && !Number.isNaN(Date.parse(line.time)) ? line.time : new Date(0).toISOString();
         batch.push({
+          file,
+          end: { ...cursor },
           chain: chain.chain,
           seq,
           line: cursor.line,
-          hash,
+          hash: cursor.head,
           prev: line?.prev ?? null,
-          id: line?.id ?? `${chain.chain}:${seq}:${cursor.line}`,
-          time: line?.time ?? new Date(0).toISOString(),
+          id: jsonbString(line?.id ?? `${chain.chain}:${seq}:${cursor.line}`),
+          time,
           type: line?.type ?? 'invalid',
           text,
-          record: line ? queryableJson(line) : JSON.stringify({ invalid: true }),
+          record: line ? jsonbText(line) : JSON.stringify({ invalid: true }),
         });
-        if (batch.length >= (this.options.batchLines ?? 2000)) await flush();
+        if (batch.length >= (this.options.batchLines ?? 2000)) {
+          const held = await this.insertOrFind(batch, done);
+          if (held) return { lines: done.lines, held };
+          batch = [];
+        }
       }
     }
-    await flush();
-    return total;
+    const held = batch.length > 0 ? await this.insertOrFind(batch, done) : undefined;
+    return held ? { lines: done.lines, held } : { lines: done.lines };
   }
 
-  private async insert(chain: string, rows: readonly Row[], cursor: Progress & { offset: number }): Promise<void> {
-    const column = <K extends keyof Row>(key: K): Row[K][] => rows.map((r) => r[key]);
+  /**
+   * Inserts the rows; when the database refuses them while it answers, inserts those before the
+   * first it refuses (halving) and names that one. Throws when the database does not answer.
+   */
+  private async insertOrFind(rows: readonly Row[], done: { lines: number }): Promise<HeldLine | undefined> {
+    // A database that does not answer fails the pass here, before any halving.
     const client = await (await this.pool).connect();
     try {
-      await client.query('BEGIN');
-      await client.query(
-        `INSERT INTO hintbox.audit_log (chain, seq, line, hash, prev, id, time, type, text, record)
-         SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::text[], $6::text[],
-           $7::timestamptz[], $8::text[], $9::text[], $10::jsonb[])
-         ON CONFLICT (chain, seq, line) DO NOTHING`,
-        [
-          column('chain'),
-          column('seq'),
-          column('line'),
-          column('hash'),
-          column('prev'),
-          column('id'),
-          column('time'),
-          column('type'),
-          column('text'),
-          column('record'),
-        ],
-      );
-      // Never backwards: another process may have shipped further meanwhile.
-      await client.query(
-        `INSERT INTO hintbox.audit_shipped AS s (chain, seq, line, bytes, head, closed) VALUES ($1, $2, $3, $4, $5, $6)
-         ON CONFLICT (chain) DO UPDATE SET seq = EXCLUDED.seq, line = EXCLUDED.line, bytes = EXCLUDED.bytes,
-           head = EXCLUDED.head, closed = EXCLUDED.closed
-         WHERE (EXCLUDED.seq, EXCLUDED.line) > (s.seq, s.line)`,
-        [chain, cursor.seq, cursor.line, cursor.offset, cursor.head, cursor.closed],
-      );
-      await client.query('COMMIT');
+      await insertRows(client, rows);
+      done.lines += rows.length;
+      return undefined;
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
+      // The rows' fault only if the database answers otherwise.
+      await (await this.pool).query('SELECT 1').catch(() => Promise.reject(error as Error));
+      if (rows.length === 1) {
+        const [row] = rows as [Row];
+        return { chain: row.chain, file: row.file, line: row.line, error: (error as Error).message };
+      }
+      const half = Math.ceil(rows.length / 2);
+      return (await this.insertOrFind(rows.slice(0, half), done)) ?? (await this.insertOrFind(rows.slice(half), done));
     }
   }
 }
@@ -343,52 +319,5 @@ function shippedToTheEnd(chain: AuditChainFiles, at: Progress): boolean {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
     throw error;
-  }
-}
-
-// eslint-disable-next-line no-control-regex -- NUL is what is looked for
-const NOT_FOR_JSONB = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
-
-/** The record as jsonb can hold it: NUL and lone surrogates in strings as U+FFFD. */
-function queryableJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'string' ? v.replace(NOT_FOR_JSONB, '\ufffd') : v));
-}
-
-/**
- * The lines of a file that end with a newline, from `offset` (a byte offset of a line start;
- * -1: from the start, skipping the first `skipLines`), each with the offset just past it.
- */
-function* completeLines(
-  file: string,
-  offset: number,
-  skipLines: number,
-): Generator<{ text: string; end: number; skip: boolean }> {
-  let fd: number;
-  try {
-    fd = openSync(file, 'r');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw error;
-  }
-  try {
-    let position = offset < 0 ? 0 : offset;
-    let end = position;
-    let skip = offset < 0 ? skipLines : 0;
-    const chunk = Buffer.alloc(1 << 20);
-    const splitter = new LineSplitter();
-    for (;;) {
-      const read = readSync(fd, chunk, 0, chunk.length, position);
-      if (read === 0) return; // an unterminated tail waits for the next pass
-      position += read;
-      for (const { line, bytes } of splitter.push(chunk.subarray(0, read))) {
-        end += bytes;
-        if (skip > 0) {
-          skip--;
-          yield { text: '', end, skip: true };
-        } else yield { text: line.toString('utf8'), end, skip: false };
-      }
-    }
-  } finally {
-    closeSync(fd);
   }
 }

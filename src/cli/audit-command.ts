@@ -47,6 +47,8 @@ cut-off tail is only found against a head kept elsewhere.
 ship copies what the Postgres at HINTBOX_DATABASE_URL does not have yet of the log into it
 (tables hintbox.audit_log and hintbox.audit_shipped; idempotent), as "hintbox run" does in the
 background: for a log written while the database was down, or by runs without the variable.
+A line the database refuses (a damaged file) is named with its file and line; its chain waits
+there, the others are shipped; exit 1.
 
 The log is in HINTBOX_AUDIT_DIR (default: audit/ in HINTBOX_STATE_DIR,
 ~/.local/state/hintbox), one chain of files per hintbox process.`;
@@ -79,14 +81,16 @@ export const auditCommand: CommandSpec = {
       if (!url) throw new UsageError('audit ship: set HINTBOX_DATABASE_URL to the Postgres to ship to');
       const sink = new PostgresAuditSink({ url, dir, log: cliLog });
       try {
-        const { lines } = await sink.shipOnce();
+        const { lines, held } = await sink.shipOnce();
         process.stdout.write(`${lines} line(s) of ${dir} shipped to ${redactUrl(url)}\n`);
+        // Each was logged with its file and line; the other chains are shipped all the same.
+        if (held.length > 0) cliLog.error(`audit ship: ${held.length} chain(s) wait at a line the database refused`);
+        return held.length > 0 ? 1 : 0;
       } catch (error) {
         throw new Error(`audit ship: ${redactUrl(url)}: ${(error as Error).message}`);
       } finally {
         await sink.close();
       }
-      return 0;
     }
     if (positionals.length) throw new UsageError(`audit: unexpected argument ${positionals[0]} (verify, ship?)`);
     const filter = auditFilter(values);

@@ -1,3 +1,4 @@
+import { DenialRecorder } from '../audit/denial-recorder.js';
 import type { Authenticator } from '../serve/authenticator.js';
 import { BearerTokens, hashToken } from '../serve/bearer-tokens.js';
 import { sandboxBindSources } from '../serve/bind-sources.js';
@@ -52,7 +53,9 @@ So does, in a container of the engine it drives (hintbox's image), a path it bin
 
 With --tokens, every /mcp/ request needs "Authorization: Bearer <token>": none or an unknown
 token is answered 401, a token not allowed for the server 403; each denial is audited
-(auth.denied), and the token's name is recorded as the caller of every call it makes. The
+(auth.denied) and logged within a budget per client address (10, then one per 10 s) and overall
+(100, then one a second), the others counted (metrics, and a denials.skipped record each
+minute), and the token's name is recorded as the caller of every call it makes. The
 tokens file (YAML or JSON) lists { name, sha256, servers?, tags?, metrics? }: only the SHA-256 of
 each token, which "hintbox serve --hash-token" prints for a token read on stdin. A token with tags
 is served only the tools with one of them (as "hintbox run --tags"); another is unknown to it.
@@ -177,6 +180,8 @@ export const serveCommand: CommandSpec = {
     const metrics = await ServeMetrics.create({ servers: names, sessions: () => server.sessions, lag: trail, log });
     metrics.pinApproved(served);
     const audit = metrics.meter(trail.audit); // every record is counted as it is recorded
+    // Refusals a client can cause at will: written down within a budget per address, all counted.
+    const denials = new DenialRecorder({ audit, log });
     // The console before the servers: a port that is taken stops serve here.
     const hub = withConsole ? await startConsole('serve', consolePort) : undefined;
     const servers = new ServedServers({ served, engine, audit, log, ...(hub ? { console: hub } : {}) });
@@ -191,8 +196,8 @@ export const serveCommand: CommandSpec = {
       ...(combined ? { combined } : {}),
       ...(auth ? { auth } : {}),
       openSession: (name, access) => servers.openClient(name, access),
-      recordEvent: (event) => audit.recordEvent(event),
-      metrics: (req, res) => metrics.handle(req, res, scrapers, (event) => audit.recordEvent(event)),
+      denials,
+      metrics: (req, res) => metrics.handle(req, res, scrapers, denials),
       ready: () => servers.ready(),
       ...(idleTimeoutMs !== undefined ? { idleTimeoutMs } : {}),
       ...(maxSessionsPerCaller !== undefined ? { maxSessionsPerCaller } : {}),
@@ -250,6 +255,7 @@ export const serveCommand: CommandSpec = {
       await server.drain(deadline);
       await servers.close();
       await hub?.close();
+      denials.close();
       await trail.close();
       return signal === 'failure' ? 1 : 0;
     } finally {

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import type { AuditEvent } from '../audit/audit-record.js';
+import type { DenialSink } from '../audit/denial-recorder.js';
 import { callerFields, callerText, sameCaller } from '../util/caller-identity.js';
 import { delay } from '../util/delay.js';
 import type { Logger } from '../util/logger.js';
@@ -56,8 +56,8 @@ export interface McpHttpServerOptions {
    * what its credentials earned (null without an authenticator): its tags limit the tools served.
    */
   openSession(server: string, access: Access | null): Promise<ClientSession>;
-  /** Where denials are recorded. */
-  recordEvent(event: AuditEvent): void;
+  /** Where refusals go (401, 403 and the like): written down within a budget per address (`denial-recorder.ts`). */
+  denials: DenialSink;
   /** Answers `/metrics` (it checks its own access); without it `/metrics` is 404. */
   metrics?(req: IncomingMessage, res: ServerResponse): Promise<void>;
   /**
@@ -171,6 +171,8 @@ export class McpHttpServer {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // A request target that is no URL (`http://[…`) is the client's error: answered, not logged.
+    if (!URL.canParse(req.url ?? '/', 'http://hintbox')) return reply(res, 400, { error: 'bad request target' });
     const url = new URL(req.url ?? '/', 'http://hintbox');
     if (url.pathname === '/healthz') return reply(res, 200, { ok: true });
     if (url.pathname === '/readyz') {
@@ -228,7 +230,10 @@ export class McpHttpServer {
     const weight = server === COMBINED ? Math.max(1, membersOf(access, this.servers).size) : 1;
     const held = this.cap.reserve(caller, weight);
     if ('refused' in held) {
-      this.options.log.warn(`serve: ${server}: ${held.refused}`);
+      this.options.denials.deny({
+        remoteAddress: req.socket.remoteAddress ?? null,
+        message: `serve: ${server}: ${held.refused}`,
+      });
       return reply(res, 429, jsonRpcError(held.refused), { 'Retry-After': '10' });
     }
     await this.start(server, access, held.release, req, res, body);
@@ -347,12 +352,13 @@ export class McpHttpServer {
 
   private deny(req: IncomingMessage, res: ServerResponse, server: string, denial: Denial): void {
     const remoteAddress = req.socket.remoteAddress ?? null;
-    this.options.log.warn(
-      `serve: ${server}: ${denial.status} for ${remoteAddress ?? 'an unknown address'}: ${denial.reason}`,
-    );
     const { status, reason, caller } = denial;
     const who = { caller: null, ...callerFields(caller) };
-    this.options.recordEvent({ type: 'auth.denied', session: null, server, status, reason, ...who, remoteAddress });
+    this.options.denials.deny({
+      remoteAddress,
+      event: { type: 'auth.denied', session: null, server, status, reason, ...who, remoteAddress },
+      message: `serve: ${server}: ${status} for ${remoteAddress ?? 'an unknown address'}: ${reason}`,
+    });
     const challenge = this.options.auth?.challenge(denial, server);
     const headers: Record<string, string> = challenge ? { 'WWW-Authenticate': challenge } : {};
     reply(res, denial.status, jsonRpcError(denial.status === 401 ? 'unauthorized' : 'forbidden'), headers);

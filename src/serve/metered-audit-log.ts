@@ -43,4 +43,9 @@ export class MeteredAuditLog implements AuditLog {
     this.log.recordEvent(event);
     this.apply(this.metrics.event(event));
   }
+
+  /** Counts an event not written down (a refusal over its budget: `denial-recorder.ts`). */
+  countEvent(event: AuditEvent): void {
+    this.apply(this.metrics.event(event));
+  }
 }

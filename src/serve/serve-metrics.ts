@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { AuditEvent } from '../audit/audit-record.js';
+import type { DenialSink } from '../audit/denial-recorder.js';
 import { monotonicMs } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import {
@@ -171,30 +171,21 @@ export class ServeMetrics {
   }
 
   /**
-   * Answers `GET /metrics`; a refused request is recorded through `recordEvent` (the metered
-   * audit log, so that it is counted too) as `auth.denied` with server `/metrics`.
+   * Answers `GET /metrics`; a refused request goes to `denials` (written down within its budget,
+   * counted in any case) as `auth.denied` with server `/metrics`.
    */
-  async handle(
-    req: IncomingMessage,
-    res: ServerResponse,
-    access: MetricsAccess,
-    recordEvent: (event: AuditEvent) => void,
-  ): Promise<void> {
+  async handle(req: IncomingMessage, res: ServerResponse, access: MetricsAccess, denials: DenialSink): Promise<void> {
     const check = access(req);
     if (!check.allowed) {
       const remoteAddress = req.socket.remoteAddress ?? null;
-      this.options.log.warn(
-        `serve: /metrics: ${check.status} for ${remoteAddress ?? 'an unknown address'}: ${check.reason}`,
-        {
-          path: '/metrics',
-          status: check.status,
-          remoteAddress,
-          caller: check.caller ? callerText(check.caller) : null,
-        },
-      );
       const { status, reason, caller } = check;
       const who = { caller: null, ...callerFields(caller) };
-      recordEvent({ type: 'auth.denied', session: null, server: '/metrics', status, reason, ...who, remoteAddress });
+      denials.deny({
+        remoteAddress,
+        event: { type: 'auth.denied', session: null, server: '/metrics', status, reason, ...who, remoteAddress },
+        message: `serve: /metrics: ${status} for ${remoteAddress ?? 'an unknown address'}: ${reason}`,
+        fields: { path: '/metrics', status, remoteAddress, caller: caller ? callerText(caller) : null },
+      });
       const headers: Record<string, string> = status === 401 ? { 'WWW-Authenticate': 'Bearer realm="hintbox"' } : {};
       res
         .writeHead(status, { 'Content-Type': 'text/plain', ...headers })

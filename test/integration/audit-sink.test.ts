@@ -1,16 +1,20 @@
 import assert from 'node:assert/strict';
-import fs, { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import fs, { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import fc from 'fast-check';
 import pg from 'pg';
 import { lineHash } from '../../src/audit/audit-chain.js';
 import { AuditLogWriter } from '../../src/audit/audit-log-writer.js';
 import type { AuditIntent } from '../../src/audit/audit-record.js';
+import { jsonbText } from '../../src/audit/jsonb-text.js';
 import { PostgresAuditSink } from '../../src/audit/postgres-sink.js';
 import { effectiveHints } from '../../src/policy/hints.js';
-import { silentLogger } from '../../src/util/logger.js';
+import { delay } from '../../src/util/delay.js';
+import { createLogger, silentLogger } from '../../src/util/logger.js';
+import { hostileJson } from '../support/hostile-json.js';
 import { docker } from './support/docker.js';
 import { hintboxCommand } from './support/hintbox-process.js';
 import { startPostgres, type StartedPostgres } from './support/postgres.js';
@@ -151,6 +155,30 @@ describe('the audit log shipped to Postgres', { timeout: 240_000 }, () => {
           .filter((l) => l !== ''),
       );
 
+  /** Two writers in `dir`, the first's chain sorting before the second's (it starts in 2020). */
+  const twoChains = (dir: string): [AuditLogWriter, AuditLogWriter] => [
+    AuditLogWriter.open({ dir, log: silentLogger, clock: { now: () => new Date('2020-01-01T00:00:00Z') } }),
+    AuditLogWriter.open({ dir, log: silentLogger }),
+  ];
+  /** Counts the bytes read through fs.readSync from now until `restore`. */
+  const countReads = (): { bytes: () => number; restore: () => void } => {
+    let bytes = 0;
+    const readSync = fs.readSync;
+    fs.readSync = ((...args: Parameters<typeof fs.readSync>) => {
+      const n = readSync(...args);
+      bytes += n;
+      return n;
+    }) as typeof fs.readSync;
+    syncBuiltinESMExports();
+    return {
+      bytes: () => bytes,
+      restore: () => {
+        fs.readSync = readSync;
+        syncBuiltinESMExports();
+      },
+    };
+  };
+
   it("a run's sink ships its own chain every pass, the folder's other chains only when it sweeps", async () => {
     const dir = path.join(root, 'audit-own');
     const own = AuditLogWriter.open({ dir, log: silentLogger, maxFileBytes: 4000 });
@@ -188,25 +216,17 @@ describe('the audit log shipped to Postgres', { timeout: 240_000 }, () => {
     const first = new PostgresAuditSink({ url: postgres.adminUrl, dir, log: silentLogger });
     await first.shipOnce();
     await first.close();
-    let bytesRead = 0;
-    const readSync = fs.readSync;
-    fs.readSync = ((...args: Parameters<typeof fs.readSync>) => {
-      const n = readSync(...args);
-      bytesRead += n;
-      return n;
-    }) as typeof fs.readSync;
-    syncBuiltinESMExports();
+    const reads = countReads();
     try {
       const second = new PostgresAuditSink({ url: postgres.adminUrl, dir, log: silentLogger });
       assert.equal((await second.shipOnce()).lines, 0);
-      assert.equal(bytesRead, 0, 'nothing of the shipped files is read again');
+      assert.equal(reads.bytes(), 0, 'nothing of the shipped files is read again');
       writeCalls(crashed, 400, 401);
       assert.equal((await second.shipOnce()).lines, 2);
-      assert.ok(bytesRead < 4096, `only the new lines are read (${bytesRead} bytes)`);
+      assert.ok(reads.bytes() < 4096, `only the new lines are read (${reads.bytes()} bytes)`);
       await second.close();
     } finally {
-      fs.readSync = readSync;
-      syncBuiltinESMExports();
+      reads.restore();
       crashed.close();
     }
   });
@@ -236,6 +256,136 @@ describe('the audit log shipped to Postgres', { timeout: 240_000 }, () => {
     } finally {
       for (const w of writers) w.close();
       for (const s of sinks) await s.close();
+    }
+  });
+
+  it('ships a call whose argument keys jsonb cannot hold, and it never holds back another chain (attack)', async () => {
+    const dir = path.join(root, 'audit-keys');
+    // The hostile chain sorts first (an earlier start): it used to stop the pass before the good one.
+    const [hostile, good] = twoChains(dir);
+    // Keys a client (or, under run, the model) chooses: NUL, lone surrogates, at any depth. A denied call is enough.
+    const args = {
+      'a\u0000b': 1,
+      '\ud800': { 'x\u0000': ['y', { '\udc00z': 'v\u0000', ok: '\ud83d\ude00' }] },
+      nested: { deeper: { '\u0000': null, '\udbff\u0000': true } },
+    };
+    hostile.appendIntent({ ...intent(0), arguments: args, decision: 'denied', decidedBy: 'rule' });
+    writeCalls(hostile, 1, 3);
+    writeCalls(good, 0, 3);
+    hostile.close();
+    good.close();
+    const env = { HINTBOX_AUDIT_DIR: dir, HINTBOX_DATABASE_URL: postgres.adminUrl };
+    const shipped = await hintboxCommand(['audit', 'ship'], env);
+    assert.deepEqual(
+      await shippedOf(good.chain),
+      chainLines(dir, good.chain),
+      `the good chain, whole: ${shipped.stderr}`,
+    );
+    assert.equal(shipped.code, 0, shipped.stderr);
+    for (const w of [hostile, good]) {
+      assert.deepEqual(await shippedOf(w.chain), chainLines(dir, w.chain), `every line of ${w.chain}, exactly`);
+    }
+    // The sink's check: each row's text hashes to its hash, and each links to the one before.
+    const { rows: chainRows } = await db.query<{ text: string; hash: string; prev: string | null }>(
+      'SELECT text, hash, prev FROM hintbox.audit_log WHERE chain = $1 ORDER BY seq, line',
+      [hostile.chain],
+    );
+    chainRows.forEach((row, i) => {
+      assert.equal(row.hash, lineHash(row.text));
+      assert.equal(row.prev, i === 0 ? null : chainRows[i - 1]!.hash);
+    });
+    const { rows: queried } = await db.query<{ keys: string[] }>(
+      `SELECT array(SELECT jsonb_object_keys(record->'arguments') ORDER BY 1) AS keys FROM hintbox.audit_log
+       WHERE chain = $1 AND type = 'call.intent' AND record->>'decision' = 'denied'`,
+      [hostile.chain],
+    );
+    assert.deepEqual(queried[0]?.keys, ['a\ufffdb', 'nested', '\ufffd'], 'queryable, keys cleaned as values are');
+    const { rows: progress } = await db.query<{ closed: boolean }>(
+      'SELECT closed FROM hintbox.audit_shipped WHERE chain = ANY($1)',
+      [[hostile.chain, good.chain]],
+    );
+    assert.deepEqual(
+      progress.map((p) => p.closed),
+      [true, true],
+      'nothing missing: both chains shipped to their close',
+    );
+  });
+
+  it('property: every line the writer makes of any JSON arguments ships, exactly, and jsonb holds its record', async () => {
+    const dir = path.join(root, 'audit-any');
+    const writer = AuditLogWriter.open({ dir, log: silentLogger });
+    const values = fc.sample(hostileJson, { numRuns: 300, seed: 35 });
+    let deep: unknown = 'bottom';
+    for (let i = 0; i < 2000; i++) deep = [deep]; // deep, as deep as the writer takes (JSON.stringify)
+    for (const value of [...values, deep]) {
+      const args = value !== null && typeof value === 'object' && !Array.isArray(value) ? value : { value };
+      writer.appendIntent({
+        ...intent(0),
+        arguments: args,
+        decision: 'denied',
+        decidedBy: 'rule',
+      });
+      await db.query('SELECT $1::jsonb', [jsonbText(value)]); // the cleaning alone, value by value
+    }
+    writer.close();
+    const sink = new PostgresAuditSink({ url: postgres.adminUrl, dir, log: silentLogger, batchLines: 64 });
+    try {
+      const { held } = await sink.shipOnce();
+      assert.deepEqual(held, []);
+      assert.deepEqual(await shippedOf(writer.chain), chainLines(dir, writer.chain));
+    } finally {
+      await sink.close();
+    }
+  });
+
+  it('a line the database refuses holds back its own chain only: named with file and line, tried again later, not hot', async () => {
+    const dir = path.join(root, 'audit-held');
+    const [damaged, good] = twoChains(dir);
+    writeCalls(damaged, 0, 3);
+    writeCalls(good, 0, 3);
+    damaged.close();
+    good.close();
+    // A damaged file (the writer never writes one): the escaped NUL of line 3 made a raw NUL byte.
+    const [file] = readdirSync(dir).filter((f) => f.startsWith(damaged.chain));
+    const damagedFile = path.join(dir, file!);
+    const whole = readFileSync(damagedFile, 'utf8');
+    const lines = whole.split('\n');
+    lines[2] = lines[2]!.replace('\\u0000', '\u0000');
+    writeFileSync(damagedFile, lines.join('\n'));
+    const env = { HINTBOX_AUDIT_DIR: dir, HINTBOX_DATABASE_URL: postgres.adminUrl };
+    const cli = await hintboxCommand(['audit', 'ship'], env);
+    assert.equal(cli.code, 1, cli.stderr);
+    assert.ok(cli.stderr.includes(`${damagedFile}:3 cannot be shipped`), cli.stderr);
+    assert.deepEqual(await shippedOf(good.chain), chainLines(dir, good.chain), 'the other chain ships whole');
+    assert.deepEqual(await shippedOf(damaged.chain), whole.split('\n').slice(0, 2), 'the lines before it are shipped');
+
+    const logged: string[] = [];
+    const sink = new PostgresAuditSink({
+      url: postgres.adminUrl,
+      dir,
+      log: createLogger('debug', (line) => logged.push(line)),
+      retryHeldMs: 300,
+    });
+    let reads: ReturnType<typeof countReads> | undefined;
+    try {
+      const first = await sink.shipOnce();
+      assert.deepEqual(
+        first.held.map((h) => [h.file, h.line]),
+        [[damagedFile, 3]],
+      );
+      reads = countReads();
+      assert.equal((await sink.shipOnce()).held.length, 1);
+      assert.equal(reads.bytes(), 0, 'not tried again before its wait is over');
+      reads.restore();
+      assert.equal(logged.filter((l) => l.includes('cannot be shipped')).length, 1, 'reported once');
+      writeFileSync(damagedFile, whole); // repaired
+      await delay(400);
+      const later = await sink.shipOnce();
+      assert.deepEqual(later.held, []);
+      assert.deepEqual(await shippedOf(damaged.chain), chainLines(dir, damaged.chain));
+    } finally {
+      reads?.restore();
+      await sink.close();
     }
   });
 

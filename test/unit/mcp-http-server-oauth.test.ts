@@ -64,7 +64,7 @@ describe('the HTTP endpoint of hintbox serve with OAuth', () => {
       servers: ['alpha', 'beta'],
       auth: new OAuthResourceServer({ config, servers: () => ['alpha', 'beta'] }),
       openSession: fakeSession,
-      recordEvent: (event) => events.push(event),
+      denials: { deny: (denied) => void (denied.event && events.push(denied.event)) },
       ready: () => ({ ready: true, servers: { alpha: 'ready', beta: 'ready' } }),
       log: silentLogger,
     });

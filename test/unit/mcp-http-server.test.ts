@@ -63,7 +63,7 @@ describe('the HTTP endpoint of hintbox serve', () => {
         'tokens.json',
       ),
       openSession: fakeSession,
-      recordEvent: (event) => events.push(event),
+      denials: { deny: (denied) => void (denied.event && events.push(denied.event)) },
       ready: () => ({ ready, servers: { alpha: ready ? 'ready' : 'starting', beta: 'ready' } }),
       log: silentLogger,
     });
@@ -172,7 +172,7 @@ describe('sessions per caller', () => {
           close: () => mcp.close(),
         });
       },
-      recordEvent: () => undefined,
+      denials: { deny: () => undefined },
       ready: () => ({ ready: true, servers: { alpha: 'ready' } }),
       log: silentLogger,
     });

@@ -67,7 +67,10 @@ describe('/metrics of hintbox serve', () => {
       now: () => clock,
     });
     const audit = metrics.meter(log);
-    http = createServer((req, res) => void metrics.handle(req, res, access, (event) => audit.recordEvent(event)));
+    http = createServer(
+      (req, res) =>
+        void metrics.handle(req, res, access, { deny: (denied) => denied.event && audit.recordEvent(denied.event) }),
+    );
     await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(http.address() as AddressInfo).port}/metrics`;
 
@@ -165,7 +168,7 @@ describe('/metrics without tokens', () => {
       log: silentLogger,
     });
     const http = createServer(
-      (req, res) => void metrics.handle(req, res, metricsAccess(undefined), () => assert.fail('no denial')),
+      (req, res) => void metrics.handle(req, res, metricsAccess(undefined), { deny: () => assert.fail('no denial') }),
     );
     await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
     try {

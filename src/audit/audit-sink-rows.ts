@@ -1,0 +1,99 @@
+import type pg from 'pg';
+
+/** The Postgres sink's tables and how a batch of rows goes in (see `postgres-sink.ts`). */
+
+/** The sink's tables (idempotent). */
+export const AUDIT_SINK_SCHEMA = `
+CREATE SCHEMA IF NOT EXISTS hintbox;
+CREATE TABLE IF NOT EXISTS hintbox.audit_log (
+  chain text NOT NULL,
+  seq int NOT NULL,
+  line int NOT NULL,
+  hash text NOT NULL,
+  prev text,
+  id text NOT NULL,
+  time timestamptz NOT NULL,
+  type text NOT NULL,
+  text text NOT NULL,
+  record jsonb NOT NULL,
+  PRIMARY KEY (chain, seq, line)
+);
+CREATE INDEX IF NOT EXISTS audit_log_time ON hintbox.audit_log (time);
+CREATE TABLE IF NOT EXISTS hintbox.audit_shipped (
+  chain text PRIMARY KEY,
+  seq int NOT NULL,
+  line int NOT NULL,
+  head text,
+  closed boolean NOT NULL DEFAULT false
+);
+ALTER TABLE hintbox.audit_shipped ADD COLUMN IF NOT EXISTS bytes bigint;`;
+
+/**
+ * Where a chain got to: the last line shipped (seq and 1-based line; line 0: none of that
+ * file) and the byte offset just past it in its file (null in rows of an older hintbox: the
+ * file is then read from its start, skipping `line` lines).
+ */
+export interface Progress {
+  seq: number;
+  line: number;
+  bytes: number | null;
+  head: string | null;
+  closed: boolean;
+}
+
+/** A row, with where its file is and where its chain got to once it is in (`audit_shipped`). */
+export interface Row {
+  file: string;
+  end: Progress & { offset: number };
+  chain: string;
+  seq: number;
+  line: number;
+  hash: string;
+  prev: string | null;
+  id: string;
+  time: string;
+  type: string;
+  text: string;
+  record: string;
+}
+
+/** Inserts rows of one chain and where it got to, in one transaction; releases the client (however it ends). */
+export async function insertRows(client: pg.PoolClient, rows: readonly Row[]): Promise<void> {
+  const column = <K extends keyof Row>(key: K): Row[K][] => rows.map((r) => r[key]);
+  const { chain, end } = rows.at(-1) as Row;
+  try {
+    await client.query('BEGIN');
+    await client.query(
+      `INSERT INTO hintbox.audit_log (chain, seq, line, hash, prev, id, time, type, text, record)
+       SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::text[], $6::text[],
+         $7::timestamptz[], $8::text[], $9::text[], $10::jsonb[])
+       ON CONFLICT (chain, seq, line) DO NOTHING`,
+      [
+        column('chain'),
+        column('seq'),
+        column('line'),
+        column('hash'),
+        column('prev'),
+        column('id'),
+        column('time'),
+        column('type'),
+        column('text'),
+        column('record'),
+      ],
+    );
+    // Never backwards: another process may have shipped further meanwhile.
+    await client.query(
+      `INSERT INTO hintbox.audit_shipped AS s (chain, seq, line, bytes, head, closed) VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (chain) DO UPDATE SET seq = EXCLUDED.seq, line = EXCLUDED.line, bytes = EXCLUDED.bytes,
+         head = EXCLUDED.head, closed = EXCLUDED.closed
+       WHERE (EXCLUDED.seq, EXCLUDED.line) > (s.seq, s.line)`,
+      [chain, end.seq, end.line, end.offset, end.head, end.closed],
+    );
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
