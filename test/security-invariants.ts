@@ -1098,4 +1098,33 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'OPERATOR-FILES-LINKS',
+    statement:
+      "The operator's files (the profile, its lock file of approved definitions, the package lock, every file of the build folder) and every file of hintbox's state folder have one name: one with a second name (a hard link, which no path check sees) is refused at load, before anything starts, so no writable mount can change it by any name.",
+    tests: [
+      {
+        file: 'integration/operator-file-links.test.ts',
+        title:
+          'refuses the run at start when the profile file has a hard link in the workspace: nothing starts, one write_note call to that name cannot rewrite it',
+      },
+      {
+        file: 'integration/operator-file-links.test.ts',
+        title:
+          'refuses the run at start when the lock file of approved definitions has a hard link in the workspace: nothing starts, one write_note call to that name cannot rewrite it',
+      },
+      {
+        file: 'unit/operator-file-links.test.ts',
+        title: 'refuses a profile file that has a hard link in its writable mount, naming the file and why',
+      },
+      {
+        file: 'unit/operator-file-links.test.ts',
+        title: 'refuses a lock file of approved definitions, a package lock and a build folder file with a second name',
+      },
+      {
+        file: 'unit/operator-file-links.test.ts',
+        title: "refuses any file of hintbox's state folder with a second name",
+      },
+    ],
+  },
 ];
