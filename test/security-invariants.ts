@@ -1127,4 +1127,21 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'CALL-CEILING',
+    statement:
+      'A forwarded call ends at timeouts.call however long its server keeps it alive with progress notifications: it is cancelled toward the server, the client gets a RequestTimeout error, the audit records a timeout, and its sandbox runs no server code after it (stopped, or frozen when the last call in it ends).',
+    tests: [
+      {
+        file: 'integration/call-ceiling.test.ts',
+        title:
+          'ends a call at timeouts.call however long its server sends progress: cancelled, an error for the client, audited as a timeout, its sandbox no longer running',
+      },
+      {
+        file: 'unit/gateway.test.ts',
+        title:
+          'answers a call past its deadline with RequestTimeout and cancels it upstream; progress does not extend the deadline',
+      },
+    ],
+  },
 ];

@@ -148,7 +148,7 @@ export function combinedSession(members: ReadonlyMap<string, ClientSession>, log
         undefined,
         {
           signal: extra.signal,
-          // The server's gateway keeps the call's deadline (reset by progress) and a person's time to answer.
+          // The server's gateway keeps the call's ceiling (timeouts.call) and a person's time to answer.
           timeout: 2 ** 31 - 1,
           ...(progressToken !== undefined
             ? {
