@@ -1101,7 +1101,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'OPERATOR-FILES-LINKS',
     statement:
-      "The operator's files (the profile, its lock file of approved definitions, the package lock, every file of the build folder) and every file of hintbox's state folder have one name: one with a second name (a hard link, which no path check sees) is refused at load, before anything starts, so no writable mount can change it by any name.",
+      "The operator's files (the profile, its lock file of approved definitions, the package lock, every file of the build folder, serve's tokens or OAuth settings) and every file of hintbox's state folder have one name: one with a second name (a hard link, which no path check sees) is refused at load, before anything starts, and serve's settings file may not lie in a served profile's writable mount either, so no writable mount can change them by any name.",
     tests: [
       {
         file: 'integration/operator-file-links.test.ts',
@@ -1124,6 +1124,11 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       {
         file: 'unit/operator-file-links.test.ts',
         title: "refuses any file of hintbox's state folder with a second name",
+      },
+      {
+        file: 'integration/operator-file-links.test.ts',
+        title:
+          "refuses serve when its tokens file lies in a served profile's writable mount, or has a second name there",
       },
     ],
   },

@@ -243,9 +243,10 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
 /**
  * What the operator decides must lie outside every mount a tool may write: a server that could
  * rewrite its profile (or the lock of what was approved, or its build folder or package lock) would hand itself
- * more at the next start. hintbox's own folders are on the denylist already.
+ * more at the next start. hintbox's own folders are on the denylist already. Also for serve's
+ * own settings files (its tokens), against each profile it serves.
  */
-function writableMountProblems(
+export function writableMountProblems(
   file: string,
   mounts: readonly ResolvedMount[],
   operatorFiles: readonly OperatorFile[],

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { chownSync, linkSync, readFileSync } from 'node:fs';
+import { chownSync, linkSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { lockFilePath } from '../../src/profile/profile-paths.js';
 import { assertNoLeftovers, ensureKeeperImage, KEEPER_IMAGE } from './support/docker.js';
 import { hintboxCommand, runHintbox, sandboxFolder, writeProfile } from './support/hintbox-process.js';
+import { scratchFolder } from '../support/scratch-folder.js';
 
 const escapeRe = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -67,4 +68,47 @@ describe('operator files with a second name (hard link) in a writable mount', { 
     attack('profile file'));
   it('refuses the run at start when the lock file of approved definitions has a hard link in the workspace: nothing starts, one write_note call to that name cannot rewrite it', () =>
     attack('lock file of approved definitions'));
+
+  it("refuses serve when its tokens file lies in a served profile's writable mount, or has a second name there", async () => {
+    const workspace = sandboxFolder();
+    const folder = scratchFolder('hintbox-served-');
+    writeFileSync(
+      path.join(folder, 'keeper.yaml'),
+      `name: keeper\nserver:\n  image: ${KEEPER_IMAGE}\nmounts:\n  - source: ${workspace}\n    target: /data\n`,
+    );
+    const tokensText = `- name: ci\n  sha256: ${'a'.repeat(64)}\n`;
+    /** serve's exit code and its problem lines (its log's info lines left out). */
+    const serve = async (tokens: string) => {
+      const { code, stderr } = await hintboxCommand(['serve', folder, '--port', '0', '--tokens', tokens]);
+      return {
+        code,
+        lines: stderr
+          .trim()
+          .split('\n')
+          .filter((line) => !line.startsWith('hintbox:')),
+      };
+    };
+
+    // By its path: a server could add a token of its own for the next start.
+    const inside = path.join(workspace, 'tokens.yaml');
+    writeFileSync(inside, tokensText);
+    const byPath = await serve(inside);
+    assert.equal(byPath.code, 2, byPath.lines.join('\n'));
+    assert.equal(byPath.lines.length, 1, byPath.lines.join('\n'));
+    assert.match(
+      byPath.lines[0]!,
+      /keeper\.yaml: mounts\[0\]\.source: .* holds serve's tokens file \(.*tokens\.yaml\)/,
+    );
+
+    // By a second name: the path check cannot see it.
+    const apart = path.join(scratchFolder('hintbox-tokens-'), 'tokens.yaml');
+    mkdirSync(path.dirname(apart), { recursive: true });
+    writeFileSync(apart, tokensText);
+    linkSync(apart, path.join(workspace, 'note.txt'));
+    const byLink = await serve(apart);
+    assert.equal(byLink.code, 2, byLink.lines.join('\n'));
+    assert.equal(byLink.lines.length, 1, byLink.lines.join('\n'));
+    assert.match(byLink.lines[0]!, /^.*tokens\.yaml: the tokens file .*tokens\.yaml has 2 names \(hard links\)/);
+    assert.equal(readFileSync(apart, 'utf8'), tokensText);
+  });
 });
