@@ -1198,4 +1198,55 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'OPERATOR-FILES-LINKS',
+    statement:
+      "The operator's files (the profile, its lock file of approved definitions, the package lock, every file of the build folder, serve's tokens or OAuth settings) and every file of hintbox's state folder have one name: one with a second name (a hard link, which no path check sees) is refused at load, before anything starts, and serve's settings file may not lie in a served profile's writable mount either, so no writable mount can change them by any name.",
+    tests: [
+      {
+        file: 'integration/operator-file-links.test.ts',
+        title:
+          'refuses the run at start when the profile file has a hard link in the workspace: nothing starts, one write_note call to that name cannot rewrite it',
+      },
+      {
+        file: 'integration/operator-file-links.test.ts',
+        title:
+          'refuses the run at start when the lock file of approved definitions has a hard link in the workspace: nothing starts, one write_note call to that name cannot rewrite it',
+      },
+      {
+        file: 'unit/operator-file-links.test.ts',
+        title: 'refuses a profile file that has a hard link in its writable mount, naming the file and why',
+      },
+      {
+        file: 'unit/operator-file-links.test.ts',
+        title: 'refuses a lock file of approved definitions, a package lock and a build folder file with a second name',
+      },
+      {
+        file: 'unit/operator-file-links.test.ts',
+        title: "refuses any file of hintbox's state folder with a second name",
+      },
+      {
+        file: 'integration/operator-file-links.test.ts',
+        title:
+          "refuses serve when its tokens file lies in a served profile's writable mount, or has a second name there",
+      },
+    ],
+  },
+  {
+    id: 'CALL-CEILING',
+    statement:
+      'A forwarded call ends at timeouts.call however long its server keeps it alive with progress notifications: it is cancelled toward the server, the client gets a RequestTimeout error, the audit records a timeout, and its sandbox runs no server code after it (stopped, or frozen when the last call in it ends).',
+    tests: [
+      {
+        file: 'integration/call-ceiling.test.ts',
+        title:
+          'ends a call at timeouts.call however long its server sends progress: cancelled, an error for the client, audited as a timeout, its sandbox no longer running',
+      },
+      {
+        file: 'unit/gateway.test.ts',
+        title:
+          'answers a call past its deadline with RequestTimeout and cancels it upstream; progress does not extend the deadline',
+      },
+    ],
+  },
 ];

@@ -18,7 +18,9 @@ their annotations and the profile's ceiling, starts them in parallel, and routes
 tools/call to the sandbox of its tool. The classes the same image's tools planned last time
 (at a first start: the profile's widest class) are started alongside discovery, held at
 hintbox's gate (nothing of the image runs) until this start's tools confirm them; the others
-are removed. The log goes to stderr; stdout is the MCP stream.
+are removed. The log goes to stderr; stdout is the MCP stream. A call not answered within
+the profile's timeouts.call (default 600 s; progress notifications do not extend it) is
+cancelled and answered with a timeout error.
 
 With approved tools in the lock file, initialize and tools/list are answered at once from it
 (a cold start) while all of the above runs in the background; every call waits until the
@@ -38,6 +40,8 @@ its sandbox enforces run without asking. Tool definitions are pinned: a changed 
 untrusted server, a never approved) tool is hidden and refused until "hintbox approve"
 writes it into the lock file beside the profile (<profile>.lock.json), which the run reads and
 never writes. A tool whose hints only became stricter is served (and the change audited).
+The profile, its lock file and what builds the server must have one name each (no hard link):
+one with a second name is refused before anything starts (a sandbox could write that name).
 Every call is recorded in the audit log ("hintbox audit"): its intent is appended before the
 call is forwarded (a call whose intent cannot be written is refused), its outcome after. The
 log is a hash chain of JSON Lines files of this process in HINTBOX_AUDIT_DIR (default:

@@ -4,7 +4,7 @@ import { BearerTokens, hashToken } from '../serve/bearer-tokens.js';
 import { sandboxBindSources } from '../serve/bind-sources.js';
 import { DEFAULT_IDLE_MS, DEFAULT_MAX_SESSIONS, McpHttpServer } from '../serve/mcp-http-server.js';
 import { sandboxUserIds } from '../engine/sandbox-engine.js';
-import { ProfileError } from '../profile/load-profile.js';
+import { ProfileError, writableMountProblems } from '../profile/load-profile.js';
 import { defaultSandboxUser, unwritableMounts } from '../sandbox/mount-owners.js';
 import { combinedAuthenticator } from '../serve/combined-endpoint.js';
 import { loadOAuthConfig, unknownScopeServers } from '../serve/oauth-config.js';
@@ -60,6 +60,8 @@ tokens file (YAML or JSON) lists { name, sha256, servers?, tags?, metrics? }: on
 each token, which "hintbox serve --hash-token" prints for a token read on stdin. A token with tags
 is served only the tools with one of them (as "hintbox run --tags"); another is unknown to it.
 "metrics: true" lets it read /metrics too, "metrics: only" only /metrics (a scraper's token).
+The tokens (or OAuth settings) file must lie outside every served profile's writable mounts and
+have one name (no hard link), as profiles and lock files must: serve refuses to start otherwise.
 
 With --oauth, each server is an OAuth 2.1 resource server (MCP's authorization spec): requests
 carry an authorization server's access token (a JWT), checked for its signature against the
@@ -155,6 +157,15 @@ export const serveCommand: CommandSpec = {
         unwritableMounts(profile, sandboxUserIds(profile, defaultSandboxUser(profile))),
       );
       if (unwritable.length > 0) throw new ProfileError(unwritable);
+      // serve's own settings (who may call) must be out of every server's reach, as profiles are.
+      const settings = tokensFile ?? oauthFile;
+      const what = tokensFile ? "serve's tokens file" : "serve's OAuth settings";
+      const held = settings
+        ? [...loaded.values()].flatMap(({ profile }) =>
+            writableMountProblems(profile.file, profile.mounts, [{ path: settings, what }]),
+          )
+        : [];
+      if (held.length > 0) throw new ProfileError(held);
       const names = [...loaded.keys()];
       const strangers = tokens?.unknownServers(names) ?? (oauth ? unknownScopeServers(oauth, names) : []);
       if (strangers.length > 0) {

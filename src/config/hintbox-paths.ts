@@ -13,6 +13,8 @@ export interface OwnPath {
    * refused (hintbox's temporary folder: a workspace elsewhere in /tmp is the operator's).
    */
   onlyOwn?: readonly string[];
+  /** Every file below it must have one name: a hard link elsewhere could be written (see profile/operator-file-links.ts). */
+  oneNameEach?: boolean;
 }
 
 /** hintbox's folders in the temporary folder: the gates' and relays' sockets, the previews' copies. */
@@ -23,8 +25,10 @@ export function hintboxOwnPaths(
   env: Pick<HintboxEnvironment, 'stateDir' | 'auditDir'> = hintboxEnvironment(),
 ): OwnPath[] {
   return [
-    { path: env.stateDir, what: "hintbox's state folder (audit log, known tools)" },
-    ...(env.auditDir !== path.join(env.stateDir, 'audit') ? [{ path: env.auditDir, what: "hintbox's audit log" }] : []),
+    { path: env.stateDir, what: "hintbox's state folder (audit log, known tools)", oneNameEach: true },
+    ...(env.auditDir !== path.join(env.stateDir, 'audit')
+      ? [{ path: env.auditDir, what: "hintbox's audit log", oneNameEach: true }]
+      : []),
     { path: PACKAGE_ROOT, what: "hintbox's installation" },
     // Its sandboxes' gate and database sockets and other servers' preview copies live there.
     { path: os.tmpdir(), what: "hintbox's temporary folder", onlyOwn: OWN_TEMP_PREFIXES },

@@ -36,7 +36,7 @@ export { traceIdOf } from './forwarded-call.js';
  * audit intent), then forwarded as JSON-RPC to its sandbox under an id of hintbox's own, with
  * its params untouched but for its progress token (one of hintbox's upstream, so that clients
  * sharing a sandbox never share a token), and its result passed back (its result or error only) — without the SDK's validation of every message and result, several times per call.
- * Progress and cancellation pass through; a call's deadline is reset by progress; a sandbox
+ * Progress and cancellation pass through; a call's deadline is a hard ceiling (progress does not extend it); a sandbox
  * that dies answers its pending calls with an error result and is started again on the next
  * call. What goes to the client carries the request it belongs to (`relatedRequestId`).
  */
@@ -46,7 +46,10 @@ export interface CallRelayOptions {
   pool: SandboxPool;
   client: RelayClient;
   log: Logger;
-  /** Per-call timeout in ms, reset by progress. */
+  /**
+   * Per-call ceiling in ms (each attempt), from the moment the call is forwarded. Progress does
+   * not extend it: a server that reports progress forever would keep its sandbox thawed forever.
+   */
   callTimeoutMs: number;
   /** The route of a tool now (routes change when the server's tools do). */
   routeOf(tool: string): Route | undefined;
@@ -326,7 +329,7 @@ export class CallRelay {
     const token = message.params?.progressToken;
     for (const call of this.pending.list(from)) {
       if (call.progressToken !== undefined && call.progressKey === token) {
-        this.armTimer(call); // progress resets the deadline
+        // Passed on, and nothing more: progress never extends the call's ceiling (timeouts.call).
         void this.options.client
           .send(progressFor(notification, call.progressToken), call.clientId)
           .catch((error: Error) =>
@@ -364,12 +367,13 @@ export class CallRelay {
       // A server that stopped reading or answering would hold every later call too: it is
       // replaced, unless other calls (of other clients) are still running in it.
       const replaced = alone ? '; the sandbox is stopped, the next call starts a fresh one' : '';
-      if (!this.settle(call, { outcome: 'error', detail: `no answer within ${seconds} s${replaced}` })) return;
+      const detail = `timeout: no answer within ${seconds} s (timeouts.call)${replaced}`;
+      if (!this.settle(call, { outcome: 'error', detail })) return;
       cancelUpstream(call, `hintbox: no answer within ${seconds} s`);
       this.replyError(
         call.clientId,
         ErrorCode.RequestTimeout,
-        `${call.tool} gave no answer within ${seconds} s (sandbox ${call.sandbox})${replaced}`,
+        `${call.tool} gave no answer within ${seconds} s (timeouts.call, which progress does not extend; sandbox ${call.sandbox})${replaced}`,
       );
       if (alone)
         this.options.pool.recycle(call.sandbox, call.upstream, `gave no answer to ${call.tool} in ${seconds} s`);

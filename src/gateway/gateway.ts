@@ -65,7 +65,7 @@ export interface GatewayOptions {
   /** Upstreams already running (the discovery sandbox, sandboxes started eagerly). */
   started?: ReadonlyMap<string, Upstream>;
   log: Logger;
-  /** Per-call timeout in ms, reset by progress. */
+  /** Per-call ceiling in ms (`timeouts.call`); progress does not extend it. */
   callTimeoutMs: number;
   instructions?: string;
   /** Approval and audit per call; without one every routed call is forwarded (tests of routing). */

@@ -54,7 +54,7 @@ export interface RequestRelayOptions {
   client: RelayClient;
   peer: ClientPeer;
   log: Logger;
-  /** Per-request timeout in ms, reset by progress. */
+  /** Per-request ceiling in ms, from the moment it is forwarded; progress does not extend it. */
   timeoutMs: number;
   /** The strictest sandbox: where reads run. */
   readSandbox: string;
@@ -208,7 +208,7 @@ export class RequestRelay {
         (r) => r.upstream === upstream && r.progressToken !== undefined && r.upstreamId === token,
       );
       if (read?.progressToken !== undefined) {
-        this.armTimer(read);
+        // Passed on, and nothing more: progress never extends the request's ceiling (timeouts.call).
         this.send(progressFor(notification, read.progressToken), read.clientId);
       }
     } else if (m.method === 'notifications/message') {
@@ -348,7 +348,7 @@ export class RequestRelay {
     if (read.timer) clearTimeout(read.timer);
     read.timer = setTimeout(() => {
       const seconds = Math.round(this.options.timeoutMs / 1000);
-      if (!this.settle(read, 'error', `no answer within ${seconds} s`)) return;
+      if (!this.settle(read, 'error', `timeout: no answer within ${seconds} s (timeouts.call)`)) return;
       cancelUpstream(read, `hintbox: no answer within ${seconds} s`);
       this.replyError(read.clientId, ErrorCode.RequestTimeout, `${read.method} gave no answer within ${seconds} s`);
     }, this.options.timeoutMs);

@@ -5,6 +5,7 @@ import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { denyReason, sharedFolderReason } from './host-path-denylist.js';
 import { lockFilePath } from './profile-paths.js';
+import { operatorFileLinkProblems, type OperatorFile } from './operator-file-links.js';
 import { packageImageName, packageLockPath, packageSource } from '../packages/package-source.js';
 import { processVariables } from '../config/environment.js';
 import { hintboxOwnPaths, type OwnPath } from '../config/hintbox-paths.js';
@@ -214,9 +215,22 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
   }
   const source = packageSource(parsed.data.server);
   const build = source
-    ? { given: packageLockPath(absFile, source.kind), what: `the server's ${source.kind} package lock` }
-    : parsed.data.server.build && { given: parsed.data.server.build, what: "the server's build folder (server.build)" };
-  problems.push(...writableMountProblems(absFile, mounts, build || undefined));
+    ? { path: packageLockPath(absFile, source.kind), what: `the server's ${source.kind} package lock` }
+    : parsed.data.server.build && {
+        path: parsed.data.server.build,
+        what: "the server's build folder (server.build)",
+        folder: true,
+      };
+  const decided: OperatorFile[] = [
+    { path: absFile, what: 'the profile file' },
+    { path: lockFilePath(absFile), what: 'the lock file of approved definitions' },
+    ...(build ? [build] : []),
+  ];
+  problems.push(...writableMountProblems(absFile, mounts, decided));
+  // Paths cannot see a hard link: every file the operator decides, and hintbox's own, has one name.
+  const own = ownPaths.filter((o) => o.oneNameEach).map((o) => ({ path: o.path, what: o.what, folder: true }));
+  const linked = operatorFileLinkProblems([...decided, ...own]);
+  problems.push(...linked.map((message) => ({ file: absFile, path: '', message })));
   if (problems.length > 0) throw new ProfileError(problems);
   const server = { ...parsed.data.server, image: parsed.data.server.image ?? packageImageName(source!) };
 
@@ -229,18 +243,19 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
 /**
  * What the operator decides must lie outside every mount a tool may write: a server that could
  * rewrite its profile (or the lock of what was approved, or its build folder or package lock) would hand itself
- * more at the next start. hintbox's own folders are on the denylist already.
+ * more at the next start. hintbox's own folders are on the denylist already. Also for serve's
+ * own settings files (its tokens), against each profile it serves.
  */
-function writableMountProblems(
+export function writableMountProblems(
   file: string,
   mounts: readonly ResolvedMount[],
-  build?: { given: string; what: string },
+  operatorFiles: readonly OperatorFile[],
 ): ProfileProblem[] {
-  const decided = [
-    { given: file, what: 'the profile file' },
-    { given: lockFilePath(file), what: 'the lock file of approved definitions' },
-    ...(build ? [build] : []),
-  ].map(({ given, what }) => ({ what, real: realOrResolved(given), entries: entriesOnTheWay(given) }));
+  const decided = operatorFiles.map(({ path: given, what }) => ({
+    what,
+    real: realOrResolved(given),
+    entries: entriesOnTheWay(given),
+  }));
   return mounts.flatMap((mount, index) => {
     if (mount.mode !== 'rw') return [];
     const held = decided.flatMap(({ what, real, entries }) => {

@@ -237,7 +237,12 @@ const NetworkSchema = z.unknown().transform((value, ctx): 'none' | 'open' | Netw
 export const TimeoutsSchema = z.strictObject({
   /** Seconds to wait for a sandbox's server to answer `initialize`. Default 30. */
   start: z.number().positive().default(30),
-  /** Seconds a tool call may take (reset by progress notifications). Default 600. */
+  /**
+   * Seconds a tool call (or a forwarded read) may take from when it is forwarded: a hard ceiling
+   * that progress notifications do not extend; then it is cancelled toward the server and the
+   * client gets a RequestTimeout error; a call's sandbox is stopped (or, with other calls still
+   * in it, frozen once the last one ends). Default 600.
+   */
   call: z.number().positive().default(600),
 });
 

@@ -154,7 +154,7 @@ export function combinedSession(members: ReadonlyMap<string, ClientSession>, log
           signal: extra.signal,
           // What the member asks as part of this call goes to the client as part of it.
           relatedRequestId: extra.requestId,
-          // The server's gateway keeps the call's deadline (reset by progress) and a person's time to answer.
+          // The server's gateway keeps the call's ceiling (timeouts.call) and a person's time to answer.
           timeout: 2 ** 31 - 1,
           ...(progressToken !== undefined
             ? {

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import type { z } from 'zod';
 import { HintboxError } from '../util/hintbox-error.js';
+import { operatorFileLinkProblems } from '../profile/operator-file-links.js';
 
 /**
  * serve's own settings files (the tokens file, the OAuth settings): YAML or JSON, read and
@@ -13,8 +14,13 @@ export function settingsProblems(file: string, lines: readonly string[]): never 
   throw new HintboxError(lines.map((line) => `${file}: ${line}`).join('\n'), { exitCode: 2 });
 }
 
-/** A settings file's text; `what` names it in the error ("the tokens file"). */
+/**
+ * A settings file's text; `what` names it in the error ("the tokens file"). One with a second
+ * name (a hard link) is refused as the profile is: a sandbox could write it by that name.
+ */
 export function readSettingsFile(file: string, what: string): string {
+  const linked = operatorFileLinkProblems([{ path: file, what }]);
+  if (linked.length > 0) throw new HintboxError(linked.map((line) => `${file}: ${line}`).join('\n'), { exitCode: 2 });
   try {
     return readFileSync(file, 'utf8');
   } catch (error) {

@@ -101,8 +101,8 @@ describe('hintboxOwnPaths', () => {
     );
     const apart = readEnvironment({ HINTBOX_STATE_DIR: '/s', HINTBOX_AUDIT_DIR: '/a' }).environment;
     assert.deepEqual(hintboxOwnPaths(apart).slice(0, 2), [
-      { path: '/s', what: "hintbox's state folder (audit log, known tools)" },
-      { path: '/a', what: "hintbox's audit log" },
+      { path: '/s', what: "hintbox's state folder (audit log, known tools)", oneNameEach: true },
+      { path: '/a', what: "hintbox's audit log", oneNameEach: true },
     ]);
   });
 });

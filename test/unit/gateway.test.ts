@@ -264,19 +264,23 @@ describe('Gateway', () => {
     assert.equal(f.started[0]!.calls.length, 1);
   });
 
-  it('answers a call past its deadline with RequestTimeout and cancels it upstream; progress resets the deadline', async () => {
+  it('answers a call past its deadline with RequestTimeout and cancels it upstream; progress does not extend the deadline', async () => {
     const sawAbort = deferred<unknown>();
+    const progressingAborted = deferred<unknown>();
     const f = factory({
       'ro-offline': async (request, extra) => {
         if ((request.params.arguments as { path?: string } | undefined)?.path === 'progressing') {
-          // Six progress steps 60 ms apart: 360 ms in all, past a 150 ms deadline that each step resets.
-          for (let step = 1; step <= 6; step++) {
+          // A progress step every 60 ms for as long as the call lasts: each would have reset a deadline.
+          for (let step = 1; !extra.signal.aborted; step++) {
             await new Promise((r) => setTimeout(r, 60));
-            await extra.sendNotification({
-              method: 'notifications/progress',
-              params: { progressToken: extra._meta?.progressToken ?? 'none', progress: step, total: 6 },
-            });
+            await extra
+              .sendNotification({
+                method: 'notifications/progress',
+                params: { progressToken: extra._meta?.progressToken ?? 'none', progress: step },
+              })
+              .catch(() => undefined);
           }
+          progressingAborted.resolve(extra.signal.reason);
           return { content: [{ type: 'text', text: 'done' }] };
         }
         return new Promise<CallToolResult>(() => {
@@ -284,19 +288,29 @@ describe('Gateway', () => {
         });
       },
     });
-    const { client } = await connect(routes([[READ_DEF, 'ro-offline']]), f, { callTimeoutMs: 150 });
+    const { client } = await connect(routes([[READ_DEF, 'ro-offline']]), f, { callTimeoutMs: 300 });
     await assert.rejects(
       client.callTool({ name: 'read', arguments: { path: 'hangs' } }, undefined, { timeout: 5000 }),
       (error: unknown) => error instanceof McpError && error.code === ErrorCode.RequestTimeout,
     );
     await withTimeout(sawAbort.promise, 2000, 'the upstream saw the call cancelled');
     const steps: number[] = [];
-    const done = await client.callTool({ name: 'read', arguments: { path: 'progressing' } }, undefined, {
-      timeout: 5000,
-      onprogress: (p) => steps.push(p.progress),
-    });
-    assert.equal(text(done), 'done');
-    assert.deepEqual(steps, [1, 2, 3, 4, 5, 6]);
+    const started = Date.now();
+    await assert.rejects(
+      client.callTool({ name: 'read', arguments: { path: 'progressing' } }, undefined, {
+        timeout: 5000,
+        resetTimeoutOnProgress: true,
+        onprogress: (p) => steps.push(p.progress),
+      }),
+      (error: unknown) =>
+        error instanceof McpError &&
+        error.code === ErrorCode.RequestTimeout &&
+        /which progress does not extend/.test(error.message),
+    );
+    const elapsed = Date.now() - started;
+    assert.ok(elapsed < 300 + 250, `ended at its ceiling, not later (${elapsed} ms)`);
+    assert.ok(steps.length >= 2, `progress passed through until then (${steps.length} steps)`);
+    await withTimeout(progressingAborted.promise, 2000, 'the progressing call cancelled upstream');
   });
 
   it('answers malformed tools/call params with InvalidParams', async () => {
