@@ -24,6 +24,8 @@ import { buildHintboxImage } from './hintbox-image.js';
 import { ImageBuilder } from './image-builder.js';
 import { ensureEgressProxyImage, startEgress, type StartedEgress } from './egress-proxy.js';
 import { makeIsOwnerAlive, removeSession, sweepOrphans } from './sweep.js';
+import { createSessionNetwork } from './session-network.js';
+import { imageVolumePaths } from './image-volumes.js';
 import { hintboxEnvironment, type HintboxEnvironment } from '../../config/environment.js';
 
 export interface DockerEngineOptions {
@@ -46,6 +48,8 @@ export class DockerEngine implements SandboxEngine {
   private readonly egressStarts = new Map<string, number>();
   /** Sessions being removed: their proxies ending is expected (see startEgress `closing`). */
   private readonly closingSessions = new Set<string>();
+  /** The open network of each session with open sandboxes (session-network.ts); made at its first. */
+  private readonly openNetworks = new Map<string, Promise<string>>();
 
   private constructor(
     /** The engine's client; only code of this folder uses it. */
@@ -131,6 +135,8 @@ export class DockerEngine implements SandboxEngine {
 
   async hold(spec: SandboxSpec, options: HoldOptions): Promise<HeldSandbox> {
     const egress = spec.grant.network === 'egress' && !spec.preview ? await this.egressOf(spec, options) : undefined;
+    const openNetwork = spec.grant.network === 'bridge' && !spec.preview ? await this.openNetworkOf(spec) : undefined;
+    const imageVolumes = await this.volumesOf(spec.imageId ?? spec.profile.server.image);
     return holdSandbox({
       docker: this.docker,
       ...(this.gate ? { gateBinary: this.gate } : {}),
@@ -140,7 +146,9 @@ export class DockerEngine implements SandboxEngine {
           ...spec,
           engine: { recursiveReadOnly: this.recursiveReadOnly },
           gate,
+          imageVolumes,
           ...(egress ? { egress } : {}),
+          ...(openNetwork ? { openNetwork } : {}),
         }),
       sandboxUser: sandboxUserIds(spec.profile, spec.defaultUser),
       log: options.log,
@@ -179,8 +187,27 @@ export class DockerEngine implements SandboxEngine {
     return egress;
   }
 
+  /** The session's open network, made at its first open sandbox; a failed creation is tried again next time. */
+  private openNetworkOf(spec: SandboxSpec): Promise<string> {
+    const { sessionId } = spec.session;
+    let network = this.openNetworks.get(sessionId);
+    if (!network) {
+      const made = createSessionNetwork(this.docker, spec.session, spec.profile.name);
+      network = made;
+      this.openNetworks.set(sessionId, made);
+      made.catch(() => this.openNetworks.get(sessionId) === made && this.openNetworks.delete(sessionId));
+    }
+    return network;
+  }
+
+  /** The image's `VOLUME` paths, as the engine has them now (its id is what the sandbox is created from). */
+  private async volumesOf(image: string): Promise<string[]> {
+    return imageVolumePaths((await this.docker.getImage(image).inspect()).Config.Volumes);
+  }
+
   async removeSession(sessionId: string): Promise<number> {
     this.closingSessions.add(sessionId);
+    this.openNetworks.delete(sessionId);
     const ofSession = (key: string): boolean => key.startsWith(`${sessionId}/`);
     for (const key of [...this.egress.keys()].filter(ofSession)) this.egress.delete(key);
     for (const key of [...this.egressStarts.keys()].filter(ofSession)) this.egressStarts.delete(key);

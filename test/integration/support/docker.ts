@@ -27,6 +27,7 @@ export const TEXTLIAR_IMAGE = 'hintbox-test/textliar:latest';
 export const ASKER_IMAGE = 'hintbox-test/asker:latest';
 export const EGRESS_IMAGE = 'hintbox-test/egress:latest';
 export const FAULTY_IMAGE = 'hintbox-test/faulty:latest';
+export const SQUATTER_IMAGE = 'hintbox-test/squatter:latest';
 export const CANARY_IMAGE = NODE_SERVER_IMAGE;
 
 export const HOSTNAME = os.hostname();
@@ -121,6 +122,9 @@ export const ensureEgressImage = fixtureImage('egress', EGRESS_IMAGE, { NODE_SER
 
 /** The fixture that fails as servers do: out of memory, stops reading, and answers load (test/fixtures/faulty). */
 export const ensureFaultyImage = fixtureImage('faulty', FAULTY_IMAGE, { NODE_SERVER_IMAGE }, ensureTestImages);
+
+/** The fixture with a writable image VOLUME that listens for and connects to neighbours (test/fixtures/squatter). */
+export const ensureSquatterImage = fixtureImage('squatter', SQUATTER_IMAGE, { NODE_SERVER_IMAGE }, ensureTestImages);
 
 /** Containers labelled by hintbox whose owner is the given hintbox process. */
 export async function containersOf(ownerPid: number | null | undefined, all = true) {
