@@ -126,6 +126,19 @@ export const ensureFaultyImage = fixtureImage('faulty', FAULTY_IMAGE, { NODE_SER
 /** The fixture with a writable image VOLUME that listens for and connects to neighbours (test/fixtures/squatter). */
 export const ensureSquatterImage = fixtureImage('squatter', SQUATTER_IMAGE, { NODE_SERVER_IMAGE }, ensureTestImages);
 
+/**
+ * The host's address on the engine's default bridge, as a container there sees it. A canary
+ * container on that bridge is not reachable by its own address from an open sandbox (each
+ * session's network is its own); its published port is, at this address, as any service of the
+ * host's on every address is.
+ */
+export async function defaultBridgeGateway(containerId: string): Promise<string> {
+  const { docker: d } = await docker();
+  const gateway = (await d.getContainer(containerId).inspect()).NetworkSettings.Networks.bridge?.Gateway;
+  assert.ok(gateway, 'the container is on the default bridge');
+  return gateway;
+}
+
 /** Containers labelled by hintbox whose owner is the given hintbox process. */
 export async function containersOf(ownerPid: number | null | undefined, all = true) {
   const { docker: d } = await docker();
