@@ -1110,7 +1110,8 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
       {
         file: 'unit/container-spec.test.ts',
-        title: "masks the image's VOLUMEs with tmpfs of the profile's bound, in every class (no anonymous volume)",
+        title:
+          "masks the image's VOLUMEs with tmpfs of the profile's bound, in every class and preview (no anonymous volume)",
       },
       {
         file: 'unit/image-volumes.test.ts',

@@ -209,9 +209,9 @@ describe('buildContainerSpec', () => {
     assert.throws(() => buildContainerSpec(input({ openNetwork: undefined }, fetch)), /session's network is not ready/);
   });
 
-  it("masks the image's VOLUMEs with tmpfs of the profile's bound, in every class (no anonymous volume)", () => {
-    for (const sandbox of plan.sandboxes) {
-      const spec = buildContainerSpec(input({ imageVolumes: ['/data', '/projects'] }, sandbox));
+  it("masks the image's VOLUMEs with tmpfs of the profile's bound, in every class and preview (no anonymous volume)", () => {
+    for (const [sandbox, preview] of plan.sandboxes.flatMap((s) => [[s, false] as const, [s, true] as const])) {
+      const spec = buildContainerSpec(input({ imageVolumes: ['/data', '/projects'], preview }, sandbox));
       const tmpfs = spec.HostConfig!.Tmpfs!;
       assert.match(tmpfs['/data'] ?? '', new RegExp(`(^|,)size=${parseSize('32m')}(,|$)`), sandbox.id);
       assert.match(tmpfs['/data'] ?? '', /(^|,)noexec(,|$)/);
