@@ -1134,7 +1134,11 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         title:
           "two clients' open sandboxes of one serve cannot reach each other; both still reach the outside, and hintbox's own port no more than before",
       },
-      { file: 'integration/sandbox-isolation.test.ts', title: "a crashed run's open network is swept" },
+      {
+        file: 'integration/sandbox-isolation.test.ts',
+        title:
+          "two open sandboxes of one run's session cannot reach each other either; a crashed run's open network is swept",
+      },
       {
         file: 'unit/session-network.test.ts',
         title: "is a bridge of the session's own, without traffic between its containers, labelled for cleanup",

@@ -17,7 +17,7 @@ import {
   sandboxOfClass,
   SQUATTER_IMAGE,
 } from './support/docker.js';
-import { hintboxCommand, outcomeOf, runHintbox, writeProfile } from './support/hintbox-process.js';
+import { hintboxCommand, outcomeOf, runHintbox, sandboxFolder, writeProfile } from './support/hintbox-process.js';
 import { connect, containersOfServer, leave, serve, stop, type Serving } from './support/serve-process.js';
 
 /**
@@ -220,11 +220,13 @@ describe('open sandboxes apart', { timeout: 300_000 }, () => {
     }
   });
 
-  it("a crashed run's open network is swept", async () => {
+  it("two open sandboxes of one run's session cannot reach each other either; a crashed run's open network is swept", async () => {
     const profile = writeProfile({
       name: `squatter-crash-${process.pid}`,
       server: { image: SQUATTER_IMAGE },
       trust: 'trusted',
+      // A writable mount splits the tools: listen in ro-online, connect_writer in rw-online.
+      mounts: [{ source: sandboxFolder(), target: '/workspace' }],
       network: 'open',
       hold: false,
       limits: { pids: 64, memory: '128m' },
@@ -233,8 +235,15 @@ describe('open sandboxes apart', { timeout: 300_000 }, () => {
     const { docker: d } = await docker();
     const networksOf = async () =>
       (await d.listNetworks({ filters: { label: [`${LABEL_OWNER_PID}=${hintbox.pid}`] } })).map((n) => n.Name);
-    assert.equal(outcomeOf(await hintbox.client.callTool({ name: 'listen', arguments: { port: 7777 } })).ok, true);
-    assert.equal((await networksOf()).length, 1, 'the run has its open network');
+    const call = async (tool: string, args: Record<string, unknown>) =>
+      outcomeOf(await hintbox.client.callTool({ name: tool, arguments: args }));
+    const listening = await call('listen', { port: 7777 });
+    const [ipOfReader] = (listening.value as { addresses: string[] }).addresses;
+    const fromWriter = await call('connect_writer', { host: ipOfReader, port: 7777 });
+    assert.deepEqual(fromWriter, { ok: false, error: 'ETIMEDOUT' }, "the writer does not reach the reader's listener");
+    const [reader, writer] = await Promise.all(['ro-online', 'rw-online'].map((c) => sandboxOfClass(hintbox.pid, c)));
+    assert.deepEqual(Object.keys(reader!.NetworkSettings.Networks), Object.keys(writer!.NetworkSettings.Networks));
+    assert.equal((await networksOf()).length, 1, 'the run has its open network, one for its session');
     process.kill(hintbox.pid, 'SIGKILL');
     await hintbox.exited;
     const swept = await hintboxCommand(['sweep']);
