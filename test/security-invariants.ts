@@ -1127,7 +1127,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'SANDBOXES-APART',
     statement:
-      "No sandbox can reach another sandbox over the network, whatever the grants and across sessions of one serve: open sandboxes get their session's own bridge without inter-container traffic (never Docker's default bridge), the host is no more reachable than before, and those networks are labelled, removed with their session and swept after a crash.",
+      "No sandbox can reach another sandbox over the network, whatever the grants and across sessions of one serve: open sandboxes get their hintbox process's own bridge without inter-container traffic (never Docker's default bridge; one per process, which no session's teardown removes), the host is no more reachable than before, and that network is labelled, removed when the process ends and swept after a crash.",
     tests: [
       {
         file: 'integration/sandbox-isolation.test.ts',
@@ -1140,12 +1140,12 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
           "two open sandboxes of one run's session cannot reach each other either; a crashed run's open network is swept",
       },
       {
-        file: 'unit/session-network.test.ts',
-        title: "is a bridge of the session's own, without traffic between its containers, labelled for cleanup",
+        file: 'unit/open-network.test.ts',
+        title: "is a bridge of the hintbox process's own, without traffic between its containers, labelled for cleanup",
       },
       {
         file: 'unit/container-spec.test.ts',
-        title: "gets the session's open network (never the engine's default bridge) only when the grant has one",
+        title: "gets the process's open network (never the engine's default bridge) only when the grant has one",
       },
     ],
   },

@@ -43,7 +43,7 @@ export interface ToolClaim {
   annotations?: unknown;
 }
 
-/** `none`: no network; `bridge`: an open network (the engine gives the session one of its own, where no sandbox reaches another); `egress`: only hintbox's egress proxy, to `egress.hosts`. */
+/** `none`: no network; `bridge`: an open network (the engine's own bridge for hintbox's process, where no sandbox reaches another); `egress`: only hintbox's egress proxy, to `egress.hosts`. */
 export type NetworkMode = 'none' | 'bridge' | 'egress';
 
 /** What a sandbox with `network: egress` may reach through the proxy. */

@@ -6,7 +6,8 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { stringify } from 'yaml';
-import { LABEL_OWNER_PID, LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
+import { LABEL_CLASS, LABEL_OWNER_PID, LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
+import { LABEL_OPEN_NETWORK } from '../../src/engine/docker/open-network.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 import {
   assertNoLeftovers,
@@ -160,9 +161,23 @@ describe('open sandboxes apart', { timeout: 300_000 }, () => {
     writeFileSync(path.join(folder, 'squatter.yaml'), stringify(profile));
     serving = await serve([folder]);
   });
+  /** The process's open network, seen by the first test: gone once serve has stopped. */
+  let processNetwork: string | undefined;
   after(async () => {
     await stop(serving);
     await assertNoLeftovers();
+    if (processNetwork) {
+      const gone = await (
+        await docker()
+      ).docker
+        .getNetwork(processNetwork)
+        .inspect()
+        .then(
+          () => false,
+          (error: { statusCode?: number }) => error.statusCode === 404,
+        );
+      assert.ok(gone, `${processNetwork} is removed when serve ends`);
+    }
   });
 
   it("two clients' open sandboxes of one serve cannot reach each other; both still reach the outside, and hintbox's own port no more than before", async () => {
@@ -185,8 +200,11 @@ describe('open sandboxes apart', { timeout: 300_000 }, () => {
       const infos = await Promise.all(sandboxes.map((c) => d.getContainer(c.Id).inspect()));
       const ofA = infos.find((i) => Object.values(i.NetworkSettings.Networks).some((n) => n.IPAddress === ipOfA));
       assert.ok(ofA, "the listener's address is a sandbox's");
+      // The same class as A's (not a discovery sandbox on its way out), of the other session.
       const ofB = infos.find(
-        (i) => i.Id !== ofA.Id && i.Config.Labels[LABEL_SESSION] !== ofA.Config.Labels[LABEL_SESSION],
+        (i) =>
+          i.Config.Labels[LABEL_CLASS] === ofA.Config.Labels[LABEL_CLASS] &&
+          i.Config.Labels[LABEL_SESSION] !== ofA.Config.Labels[LABEL_SESSION],
       );
       assert.ok(ofB, "B's sandbox is another session's");
       const [networkOfB] = Object.values(ofB.NetworkSettings.Networks);
@@ -205,18 +223,40 @@ describe('open sandboxes apart', { timeout: 300_000 }, () => {
           assert.equal(result.ok, false, `${host}:${port}: ${JSON.stringify(result)}`);
         }
       }
-      // Each session's network is its own, labelled for cleanup.
+      // One network for every session of the process (Docker's address pools hold about 30
+      // bridges): the sessions' sandboxes share it, labelled with its owner and its own id, no session's.
       assert.notEqual(Object.keys(ofA.NetworkSettings.Networks)[0], 'bridge');
-      for (const info of [ofA, ofB]) {
-        const [network] = Object.keys(info.NetworkSettings.Networks);
-        const labels = (await d.getNetwork(network!).inspect()).Labels as Record<string, string>;
-        assert.equal(labels[LABEL_SESSION], info.Config.Labels[LABEL_SESSION]);
-        assert.equal(labels[LABEL_OWNER_PID], String(serving.child.pid));
-      }
+      assert.deepEqual(Object.keys(ofB.NetworkSettings.Networks), Object.keys(ofA.NetworkSettings.Networks));
+      const networks = await d.listNetworks({ filters: { label: [`${LABEL_OWNER_PID}=${serving.child.pid}`] } });
+      assert.deepEqual(
+        networks.map((n) => n.Name),
+        Object.keys(ofA.NetworkSettings.Networks),
+        "the process's one network, whatever its number of sessions",
+      );
+      const [network] = networks;
+      assert.equal(network!.Labels?.[LABEL_SESSION], undefined);
+      assert.match(network!.Labels?.[LABEL_OPEN_NETWORK] ?? '', /^[0-9a-f]{8}$/);
+      processNetwork = network!.Name;
+      // A's session ends: the network its sandbox was on stays for B's, which still gets out.
+      await leave(a);
+      await eventually(
+        async () => (await containersOf(serving.child.pid)).every((c) => c.Id !== ofA.Id),
+        15_000,
+        "A's sandbox removed",
+      );
+      assert.equal(
+        (await d.getNetwork(processNetwork).inspect()).Name,
+        processNetwork,
+        "A's teardown left the network",
+      );
+      assert.deepEqual(await reach(outsideAddress(), outside.port), {
+        ok: true,
+        value: { connected: true, read: 'the outside answers' },
+      });
     } finally {
       outside.close();
       loopbackOnly.close();
-      for (const client of [a, b]) await leave(client);
+      for (const client of [a, b]) if (client.transport) await leave(client); // A may have left already
     }
   });
 
@@ -234,7 +274,10 @@ describe('open sandboxes apart', { timeout: 300_000 }, () => {
     const hintbox = await runHintbox(profile);
     const { docker: d } = await docker();
     const networksOf = async () =>
-      (await d.listNetworks({ filters: { label: [`${LABEL_OWNER_PID}=${hintbox.pid}`] } })).map((n) => n.Name);
+      (await d.listNetworks({ filters: { label: [`${LABEL_OWNER_PID}=${hintbox.pid}`] } })).map((n) => ({
+        name: n.Name,
+        id: n.Labels?.[LABEL_OPEN_NETWORK],
+      }));
     const call = async (tool: string, args: Record<string, unknown>) =>
       outcomeOf(await hintbox.client.callTool({ name: tool, arguments: args }));
     const listening = await call('listen', { port: 7777 });
@@ -243,7 +286,10 @@ describe('open sandboxes apart', { timeout: 300_000 }, () => {
     assert.deepEqual(fromWriter, { ok: false, error: 'ETIMEDOUT' }, "the writer does not reach the reader's listener");
     const [reader, writer] = await Promise.all(['ro-online', 'rw-online'].map((c) => sandboxOfClass(hintbox.pid, c)));
     assert.deepEqual(Object.keys(reader!.NetworkSettings.Networks), Object.keys(writer!.NetworkSettings.Networks));
-    assert.equal((await networksOf()).length, 1, 'the run has its open network, one for its session');
+    const [network, ...more] = await networksOf();
+    assert.deepEqual(more, [], "the run has one open network, its process's");
+    assert.equal(network!.name, Object.keys(reader!.NetworkSettings.Networks)[0]);
+    assert.equal(network!.name, `hintbox-${network!.id}-open`, 'labelled with its own id');
     process.kill(hintbox.pid, 'SIGKILL');
     await hintbox.exited;
     const swept = await hintboxCommand(['sweep']);

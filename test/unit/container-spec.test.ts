@@ -85,7 +85,7 @@ function input(overrides: Partial<ContainerSpecInput> = {}, sandbox = sandboxOfT
     command: ['node', 'server.js', '/projects'],
     gate: GATE,
     imageVolumes: [],
-    openNetwork: 'hintbox-sess42-open',
+    openNetwork: 'hintbox-net42-open',
     ...overrides,
   };
 }
@@ -200,13 +200,13 @@ describe('buildContainerSpec', () => {
     assert.equal(spec.NetworkDisabled, true);
   });
 
-  it("gets the session's open network (never the engine's default bridge) only when the grant has one", () => {
+  it("gets the process's open network (never the engine's default bridge) only when the grant has one", () => {
     const fetch = sandboxOfTool('fetch');
     assert.equal(fetch.network, 'bridge');
     const spec = buildContainerSpec(input({}, fetch));
-    assert.equal(spec.HostConfig!.NetworkMode, 'hintbox-sess42-open');
+    assert.equal(spec.HostConfig!.NetworkMode, 'hintbox-net42-open');
     assert.notEqual(spec.NetworkDisabled, true);
-    assert.throws(() => buildContainerSpec(input({ openNetwork: undefined }, fetch)), /session's network is not ready/);
+    assert.throws(() => buildContainerSpec(input({ openNetwork: undefined }, fetch)), /its open network is not ready/);
   });
 
   it("masks the image's VOLUMEs with tmpfs of the profile's bound, in every class and preview (no anonymous volume)", () => {

@@ -48,8 +48,9 @@ export interface ContainerSpecInput extends SandboxSpec {
   /** With `network: egress`: its class's network (no route out) and the egress proxy on it (see egress-proxy.ts). */
   egress?: EgressAttachment;
   /**
-   * With `network: bridge`: the session's open network (see session-network.ts), never the
-   * engine's default bridge, where sandboxes of other sessions and servers would meet.
+   * With `network: bridge`: the hintbox process's open network (see open-network.ts), never the
+   * engine's default bridge, where sandboxes of other processes would meet (and, without
+   * `enable_icc=false`, those of its own sessions and servers).
    */
   openNetwork?: string;
   /** The image's `VOLUME` paths (inspected by the adapter): each gets a bounded tmpfs (see image-volumes.ts). */
@@ -135,7 +136,7 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
     throw new Error(`sandbox ${sandboxId}: its egress proxy is not ready (no network without it)`);
   }
   if (grant.network === 'bridge' && !input.openNetwork) {
-    throw new Error(`sandbox ${sandboxId}: its session's network is not ready (no network without it)`);
+    throw new Error(`sandbox ${sandboxId}: its open network is not ready (no network without it)`);
   }
   const networkMode =
     grant.network === 'egress'

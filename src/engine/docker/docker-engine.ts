@@ -24,9 +24,10 @@ import { buildHintboxImage } from './hintbox-image.js';
 import { ImageBuilder } from './image-builder.js';
 import { ensureEgressProxyImage, startEgress, type StartedEgress } from './egress-proxy.js';
 import { makeIsOwnerAlive, removeSession, sweepOrphans } from './sweep.js';
-import { createSessionNetwork } from './session-network.js';
+import { createOpenNetwork, removeOpenNetwork } from './open-network.js';
 import { imageVolumePaths } from './image-volumes.js';
 import { hintboxEnvironment, type HintboxEnvironment } from '../../config/environment.js';
+import { newSessionId } from '../../util/session-identity.js';
 
 export interface DockerEngineOptions {
   /** Progress of image builds. */
@@ -48,8 +49,10 @@ export class DockerEngine implements SandboxEngine {
   private readonly egressStarts = new Map<string, number>();
   /** Sessions being removed: their proxies ending is expected (see startEgress `closing`). */
   private readonly closingSessions = new Set<string>();
-  /** The open network of each session with open sandboxes (session-network.ts); made at its first. */
-  private readonly openNetworks = new Map<string, Promise<string>>();
+  /** The open network of every session's open sandboxes (open-network.ts); made at the first, removed by `close`. */
+  private openNetwork: Promise<string> | undefined;
+  /** Set by `close`: no open network is made after it. */
+  private closed = false;
 
   private constructor(
     /** The engine's client; only code of this folder uses it. */
@@ -135,7 +138,7 @@ export class DockerEngine implements SandboxEngine {
 
   async hold(spec: SandboxSpec, options: HoldOptions): Promise<HeldSandbox> {
     const egress = spec.grant.network === 'egress' && !spec.preview ? await this.egressOf(spec, options) : undefined;
-    const openNetwork = spec.grant.network === 'bridge' && !spec.preview ? await this.openNetworkOf(spec) : undefined;
+    const openNetwork = spec.grant.network === 'bridge' && !spec.preview ? await this.openNetworkOf() : undefined;
     const imageVolumes = await this.volumesOf(spec.imageId ?? spec.profile.server.image);
     return holdSandbox({
       docker: this.docker,
@@ -187,17 +190,23 @@ export class DockerEngine implements SandboxEngine {
     return egress;
   }
 
-  /** The session's open network, made at its first open sandbox; a failed creation is tried again next time. */
-  private openNetworkOf(spec: SandboxSpec): Promise<string> {
-    const { sessionId } = spec.session;
-    let network = this.openNetworks.get(sessionId);
-    if (!network) {
-      const made = createSessionNetwork(this.docker, spec.session, spec.profile.name);
-      network = made;
-      this.openNetworks.set(sessionId, made);
-      made.catch(() => this.openNetworks.get(sessionId) === made && this.openNetworks.delete(sessionId));
+  /**
+   * The process's open network, made at its first open sandbox (of any session) and shared by all:
+   * `enable_icc=false` keeps its containers apart as well as a network each would. A failed
+   * creation is tried again next time.
+   */
+  private openNetworkOf(): Promise<string> {
+    if (this.closed) return Promise.reject(new Error('the sandbox engine is closed: no open sandbox is started'));
+    if (!this.openNetwork) {
+      const made = createOpenNetwork(this.docker, {
+        id: newSessionId(),
+        ownerHost: os.hostname(),
+        ownerPid: process.pid,
+      });
+      this.openNetwork = made;
+      made.catch(() => this.openNetwork === made && (this.openNetwork = undefined));
     }
-    return network;
+    return this.openNetwork;
   }
 
   /** The image's `VOLUME` paths, as the engine has them now (its id is what the sandbox is created from). */
@@ -207,11 +216,17 @@ export class DockerEngine implements SandboxEngine {
 
   async removeSession(sessionId: string): Promise<number> {
     this.closingSessions.add(sessionId);
-    this.openNetworks.delete(sessionId);
     const ofSession = (key: string): boolean => key.startsWith(`${sessionId}/`);
     for (const key of [...this.egress.keys()].filter(ofSession)) this.egress.delete(key);
     for (const key of [...this.egressStarts.keys()].filter(ofSession)) this.egressStarts.delete(key);
     return removeSession(this.docker, sessionId);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const network = await this.openNetwork?.catch(() => undefined);
+    this.openNetwork = undefined;
+    if (network) await removeOpenNetwork(this.docker, network);
   }
 
   sweepOrphans(log: Logger): Promise<string[]> {

@@ -235,10 +235,10 @@ export function assertNoLeftovers(): Promise<void> {
 /** {@link assertNoLeftovers}, giving a teardown still under way `waitMs`. */
 export async function assertNoLeftoversWithin(waitMs: number): Promise<void> {
   await eventually(async () => (await allHintboxContainers()).length === 0, waitMs, 'no hintbox containers left');
-  // The class networks of egress proxies, by the same rule as containers.
+  // The networks (egress proxies' of a session, open sandboxes' of a process), by the same rule as containers.
   const { docker: d } = await docker();
   const ours = await answeredFor();
-  const networks = (await d.listNetworks({ filters: { label: [LABEL_SESSION] } })).filter((n) => ours(n.Labels));
+  const networks = (await d.listNetworks({ filters: { label: [LABEL_OWNER_PID] } })).filter((n) => ours(n.Labels));
   assert.deepEqual(
     networks.map((n) => n.Name),
     [],
