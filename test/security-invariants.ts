@@ -1249,4 +1249,55 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'IMAGE-VOLUMES',
+    statement:
+      "Every writable path in a sandbox is a profile mount (only in classes that may write) or a size-bounded tmpfs: an image's VOLUME paths are masked by a bounded tmpfs (or the sandbox is refused), and no engine volume is made for any sandbox or egress proxy, discovery and previews included, nor left.",
+    tests: [
+      {
+        file: 'integration/sandbox-isolation.test.ts',
+        title:
+          "an image's VOLUME is a bounded tmpfs: a read-only, network-less server fills it at start and with a read-only tool, and no engine volume is made or left",
+      },
+      {
+        file: 'unit/container-spec.test.ts',
+        title:
+          "masks the image's VOLUMEs with tmpfs of the profile's bound, in every class and preview (no anonymous volume)",
+      },
+      {
+        file: 'unit/image-volumes.test.ts',
+        title:
+          'refuses a VOLUME inside a bind mount (its mask would make a mount point in the host folder) and one that is no folder',
+      },
+      {
+        file: 'unit/image-volumes.test.ts',
+        title: 'refuses a container the engine gave a volume, whatever else it has',
+      },
+    ],
+  },
+  {
+    id: 'SANDBOXES-APART',
+    statement:
+      "No sandbox can reach another sandbox over the network, whatever the grants and across sessions of one serve: open sandboxes get their hintbox process's own bridge without inter-container traffic (never Docker's default bridge; one per process, which no session's teardown removes), the host is no more reachable than before, and that network is labelled, removed when the process ends and swept after a crash.",
+    tests: [
+      {
+        file: 'integration/sandbox-isolation.test.ts',
+        title:
+          "two clients' open sandboxes of one serve cannot reach each other; both still reach the outside, and hintbox's own port no more than before",
+      },
+      {
+        file: 'integration/sandbox-isolation.test.ts',
+        title:
+          "two open sandboxes of one run's session cannot reach each other either; a crashed run's open network is swept",
+      },
+      {
+        file: 'unit/open-network.test.ts',
+        title: "is a bridge of the hintbox process's own, without traffic between its containers, labelled for cleanup",
+      },
+      {
+        file: 'unit/container-spec.test.ts',
+        title: "gets the process's open network (never the engine's default bridge) only when the grant has one",
+      },
+    ],
+  },
 ];

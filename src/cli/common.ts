@@ -36,6 +36,11 @@ export async function engineReady(log: Logger = cliLog): Promise<SandboxEngine> 
   return engine;
 }
 
+/** At the end of a run or serve, after its sessions: the engine's shared network goes; a failure is logged, not thrown. */
+export async function closeEngine(engine: SandboxEngine, log: Logger = cliLog): Promise<void> {
+  await engine.close().catch((error: Error) => log.error(`removing the open sandboxes' network: ${error.message}`));
+}
+
 /** `--console-port`: a port number (1–65535); absent: none given. */
 export function consolePortArg(command: string, value: unknown): number | undefined {
   if (value === undefined) return undefined;

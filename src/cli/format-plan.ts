@@ -151,7 +151,8 @@ export function formatPlanTable(
 
 /** `none`, `bridge (unfiltered)`, or `egress proxy to a:443, b:443 (nothing else)`. */
 function networkText(sandbox: PlannedSandbox): string {
-  if (sandbox.network === 'bridge') return "bridge (the engine's default network, unfiltered)";
+  if (sandbox.network === 'bridge')
+    return "bridge (out through the host, unfiltered; hintbox's own network, no other sandbox on it reachable)";
   if (sandbox.network === 'egress')
     return `only through hintbox's egress proxy, to ${sandbox.egress?.hosts.join(', ') ?? '?'}`;
   return sandbox.network;

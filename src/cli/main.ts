@@ -38,7 +38,7 @@ Commands:
                           Cursor, VS Code) or an MCP registry server.json; --rewrite
                           points the client config at hintbox
   demo                    run the filesystem server on a scratch folder and show what happens
-  sweep [<profile>]       remove containers (and, with a database profile, roles) of dead runs
+  sweep [<profile>]       remove containers and networks (and, with a database profile, roles) of dead runs
   db prepare <profile>    revoke the PUBLIC grants that would undo the database roles' limits
 
 Options:

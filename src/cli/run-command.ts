@@ -5,7 +5,7 @@ import { UsageError } from '../util/hintbox-error.js';
 import type { HintboxSession } from '../session/hintbox-session.js';
 import { approvalsOf, knownTools, openAuditTrail, openSession } from '../session/session-setup.js';
 import { newSessionId } from '../util/session-identity.js';
-import { cliLog, consolePortArg, engineReady, profileArg, startConsole } from './common.js';
+import { cliLog, closeEngine, consolePortArg, engineReady, profileArg, startConsole } from './common.js';
 import type { CommandSpec } from './main.js';
 import { delay } from '../util/delay.js';
 import type { HintboxConsole } from '../console/console-server.js';
@@ -91,6 +91,8 @@ export const runCommand: CommandSpec = {
       return await serve();
     } finally {
       clearInterval(alive);
+      // Also when the session never came up: what the engine kept for it (the open network) goes.
+      await closeEngine(engine, log);
     }
 
     async function serve(): Promise<number> {
@@ -134,6 +136,7 @@ export const runCommand: CommandSpec = {
           // A session that came up after the signal: its relays and database roles go too.
           if (late && late !== live.session) await late.dispose();
           await engine.removeSession(sessionId).catch(() => undefined);
+          await closeEngine(engine, log);
           await hub?.close();
           await trail.close();
         })());

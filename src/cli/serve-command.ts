@@ -16,7 +16,7 @@ import { ServedServers } from '../serve/served-servers.js';
 import { metricsAccess, ServeMetrics } from '../serve/serve-metrics.js';
 import { openAuditTrail } from '../session/session-setup.js';
 import { UsageError } from '../util/hintbox-error.js';
-import { cliLog, consolePortArg, engineReady, startConsole } from './common.js';
+import { cliLog, closeEngine, consolePortArg, engineReady, startConsole } from './common.js';
 import type { CommandSpec } from './main.js';
 
 const HELP = `Usage: hintbox serve <profiles-folder> [--port N] [--host H] [--tokens FILE | --oauth FILE]
@@ -271,6 +271,7 @@ export const serveCommand: CommandSpec = {
       return signal === 'failure' ? 1 : 0;
     } finally {
       clearInterval(alive);
+      await closeEngine(engine, log); // after the sessions: the open network they shared
     }
   },
 };

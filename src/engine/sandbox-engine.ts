@@ -145,6 +145,12 @@ export interface SandboxEngine {
   hold(spec: SandboxSpec, options: HoldOptions): Promise<HeldSandbox>;
   /** Removes every sandbox of a session (and what serves them: egress proxies, their networks); returns how many there were. */
   removeSession(sessionId: string): Promise<number>;
+  /**
+   * At the process's end, after its sessions were removed: removes what the engine kept for all
+   * of them (the open sandboxes' network, with any sandbox still on it). Later sandboxes that
+   * would need it are refused. Idempotent.
+   */
+  close(): Promise<void>;
   /** Removes the sandboxes of sessions whose hintbox process is gone (on this host); returns their ids. */
   sweepOrphans(log: Logger): Promise<string[]>;
   /** The sandboxes a hintbox process owns, running or not. */

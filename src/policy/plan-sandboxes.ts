@@ -27,7 +27,7 @@ export interface CeilingHosts {
 /** What the operator granted the server at most (from the profile). */
 export interface Ceiling {
   mounts: readonly CeilingMount[];
-  /** `none`, `open` (the engine's default network, unfiltered), or hosts by name. */
+  /** `none`, `open` (out through the host, unfiltered), or hosts by name. */
   network: 'none' | 'open' | CeilingHosts;
   /** False: one sandbox with the union of the tools' rights. */
   split: boolean;
@@ -43,7 +43,7 @@ export interface ToolClaim {
   annotations?: unknown;
 }
 
-/** `none`: no network; `bridge`: the engine's default network; `egress`: only hintbox's egress proxy, to `egress.hosts`. */
+/** `none`: no network; `bridge`: an open network (the engine's own bridge for hintbox's process, where no sandbox reaches another); `egress`: only hintbox's egress proxy, to `egress.hosts`. */
 export type NetworkMode = 'none' | 'bridge' | 'egress';
 
 /** What a sandbox with `network: egress` may reach through the proxy. */

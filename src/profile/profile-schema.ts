@@ -259,7 +259,7 @@ export const ProfileSchema = z.strictObject({
   /** The most the server may see of the host's files. */
   mounts: z.array(MountSchema).default([]),
   /**
-   * Network ceiling: `none` (default); `open` (the engine's default network, unfiltered: only
+   * Network ceiling: `none` (default); `open` (out through the host, unfiltered: only
    * open-world tools get it); or hosts by name, `{ allow: [host:port…], backend: [host:port…] }`:
    * open-world tools reach `allow` and `backend`, closed-world ones only `backend`, through
    * hintbox's egress proxy, and nothing else.

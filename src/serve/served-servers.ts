@@ -50,6 +50,8 @@ export class ServedServers {
   private readonly shared = new Map<string, Promise<HintboxSession>>();
   /** Every session opened (shared or a client's), so that closing serve removes each. */
   private readonly sessions = new Set<HintboxSession>();
+  /** Removals under way (a client that left): `close` waits for them, so nothing outlives serve. */
+  private readonly removing = new Set<Promise<void>>();
   private closed = false;
   /** The servers served now (a reload replaces them). */
   private served: Map<string, ServedProfile>;
@@ -188,6 +190,8 @@ export class ServedServers {
     this.closed = true;
     await Promise.allSettled([...this.shared.values()]);
     await Promise.allSettled([...this.sessions].map((session) => this.remove(session)));
+    // Those whose clients left before: their removal may still be under way.
+    await Promise.allSettled([...this.removing]);
   }
 
   private entry(name: string): ServedProfile {
@@ -271,8 +275,12 @@ export class ServedServers {
     this.sessions.delete(session);
     this.offConsole.get(session)?.();
     this.offConsole.delete(session);
-    await session.dispose().catch((error: Error) => this.options.log.error(`serve: ${error.message}`));
-    await this.options.engine.removeSession(session.sessionId).catch(() => undefined);
+    const removing = (async () => {
+      await session.dispose().catch((error: Error) => this.options.log.error(`serve: ${error.message}`));
+      await this.options.engine.removeSession(session.sessionId).catch(() => undefined);
+    })();
+    this.removing.add(removing);
+    await removing.finally(() => this.removing.delete(removing));
   }
 }
 

@@ -6,7 +6,13 @@ import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { GenericContainer, Wait } from 'testcontainers';
 import { ROLE_PREFIX } from '../../src/database/role-grants.js';
-import { assertNoLeftovers, CANARY_IMAGE, mountsOfClass, sandboxOfClass } from './support/docker.js';
+import {
+  assertNoLeftovers,
+  CANARY_IMAGE,
+  defaultBridgeGateway,
+  mountsOfClass,
+  sandboxOfClass,
+} from './support/docker.js';
 import { auditOf, copyOfShippedProfile, hintboxCommand, runHintbox, sandboxFolder } from './support/hintbox-process.js';
 import { startPostgres } from './support/postgres.js';
 import { scratchFolder } from '../support/scratch-folder.js';
@@ -107,10 +113,11 @@ describe('the gallery of shipped profiles', { timeout: 900_000 }, () => {
     assert.deepEqual(await sandboxesOfCalls('everything'), { echo: ['nomounts-offline'] });
   });
 
-  it("fetch: a canary's page on Docker's bridge comes back through the open-world sandbox; as shipped, the server's guard refuses it", async () => {
+  it("fetch: a canary's page on a private address of the host comes back through the open-world sandbox; as shipped, the server's guard refuses it", async () => {
     const profile = copyOfShippedProfile('fetch');
-    // The canary is on a private address (the bridge's): the server's own SSRF guard, on in the
-    // profile by default, would refuse it. hintbox does not restrict addresses either way.
+    // The canary is on a private address (its port published at the host's address on the
+    // default bridge): the server's own SSRF guard, on in the profile by default, would refuse
+    // it. hintbox does not restrict addresses either way.
     const env = { MCP_FETCH_DISABLE_SSRF_GUARD: '1' };
     const approved = await hintboxCommand(['approve', profile, '--all'], env);
     assert.equal(approved.code, 0, approved.stderr);
@@ -123,16 +130,17 @@ describe('the gallery of shipped profiles', { timeout: 900_000 }, () => {
     const canary = await new GenericContainer(CANARY_IMAGE)
       .withCommand(['node', '-e', server])
       .withLabels({ 'hintbox-test': 'canary' })
+      .withExposedPorts(8080)
       .withWaitStrategy(Wait.forLogMessage('canary listening'))
       .start();
-    const url = `http://${canary.getIpAddress('bridge')}:8080/page`;
+    const url = `http://${await defaultBridgeGateway(canary.getId())}:${canary.getMappedPort(8080)}/page`;
     try {
       await using hintbox = await runHintbox(profile, env);
       const fetched = await hintbox.client.callTool({ name: 'imageFetch', arguments: { url } });
       assert.notEqual(fetched.isError, true, JSON.stringify(fetched));
       assert.match(textOf(fetched), new RegExp(token), 'the page the canary served');
       const sandbox = await sandboxOfClass(hintbox.pid, 'nomounts-online');
-      assert.equal(sandbox.HostConfig.NetworkMode, 'bridge');
+      assert.match(sandbox.HostConfig.NetworkMode ?? '', /^hintbox-.*-open$/, "the session's own network");
       assert.deepEqual(await sandboxesOfCalls('fetch'), { imageFetch: ['nomounts-online'] });
       await hintbox[Symbol.asyncDispose]();
 

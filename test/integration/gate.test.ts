@@ -111,6 +111,7 @@ function holdSandboxWith(d: Docker, sessionId: string, image = CANARY_IMAGE): Pr
         sandboxId: 'rw-offline',
         grant: { network: 'none', mounts: [{ source: workspace, target: '/workspace', readOnly: false }] },
         engine: { recursiveReadOnly: false },
+        imageVolumes: [],
         defaultUser: host,
         command,
         gate,

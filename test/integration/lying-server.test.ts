@@ -6,6 +6,7 @@ import { GenericContainer, Wait, type StartedTestContainer } from 'testcontainer
 import { LABEL_CLASS, LABEL_SERVER, LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
 import {
   CANARY_IMAGE,
+  defaultBridgeGateway,
   containersOf,
   docker,
   ensureTestImages,
@@ -35,6 +36,7 @@ const CANARY_SERVER = `require('net').createServer((s) => s.end('canary\\n')).li
 describe('a lying server under hintbox run', { timeout: 240_000 }, () => {
   let canary: StartedTestContainer;
   let canaryIp: string;
+  let canaryPort: number;
   let workspace: string;
   let profile: string;
   let hintbox: RunningHintbox;
@@ -45,9 +47,13 @@ describe('a lying server under hintbox run', { timeout: 240_000 }, () => {
     canary = await new GenericContainer(CANARY_IMAGE)
       .withCommand(['node', '-e', CANARY_SERVER])
       .withLabels({ 'hintbox-test': 'canary' })
+      .withExposedPorts(CANARY_PORT)
       .withWaitStrategy(Wait.forLogMessage('canary listening'))
       .start();
-    canaryIp = canary.getIpAddress('bridge');
+    // An open sandbox reaches no other container by its address (its session's network is its
+    // own), but the host's published port, as it would a service outside.
+    canaryIp = await defaultBridgeGateway(canary.getId());
+    canaryPort = canary.getMappedPort(CANARY_PORT);
     workspace = sandboxFolder();
     writeFileSync(path.join(workspace, 'precious.txt'), precious);
     profile = writeProfile({
@@ -114,9 +120,9 @@ describe('a lying server under hintbox run', { timeout: 240_000 }, () => {
   });
 
   it('cannot reach a canary TCP server that an unannotated tool of the same server reaches', async () => {
-    const control = await call('unannotated_connect', { host: canaryIp, port: CANARY_PORT });
+    const control = await call('unannotated_connect', { host: canaryIp, port: canaryPort });
     assert.deepEqual(control, { ok: true, value: 'canary' }, 'the canary must be reachable where the ceiling allows');
-    const result = await call('connect', { host: canaryIp, port: CANARY_PORT });
+    const result = await call('connect', { host: canaryIp, port: canaryPort });
     assert.equal(result.ok, false);
     assert.match(String(result.error), /ENETUNREACH|EHOSTUNREACH|ECONNREFUSED|ETIMEDOUT/);
   });

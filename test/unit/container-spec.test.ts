@@ -84,6 +84,8 @@ function input(overrides: Partial<ContainerSpecInput> = {}, sandbox = sandboxOfT
     defaultUser: { uid: 1000, gid: 1000 },
     command: ['node', 'server.js', '/projects'],
     gate: GATE,
+    imageVolumes: [],
+    openNetwork: 'hintbox-net42-open',
     ...overrides,
   };
 }
@@ -198,12 +200,29 @@ describe('buildContainerSpec', () => {
     assert.equal(spec.NetworkDisabled, true);
   });
 
-  it('gets the bridge only when the grant has it', () => {
+  it("gets the process's open network (never the engine's default bridge) only when the grant has one", () => {
     const fetch = sandboxOfTool('fetch');
     assert.equal(fetch.network, 'bridge');
     const spec = buildContainerSpec(input({}, fetch));
-    assert.equal(spec.HostConfig!.NetworkMode, 'bridge');
+    assert.equal(spec.HostConfig!.NetworkMode, 'hintbox-net42-open');
     assert.notEqual(spec.NetworkDisabled, true);
+    assert.throws(() => buildContainerSpec(input({ openNetwork: undefined }, fetch)), /its open network is not ready/);
+  });
+
+  it("masks the image's VOLUMEs with tmpfs of the profile's bound, in every class and preview (no anonymous volume)", () => {
+    for (const [sandbox, preview] of plan.sandboxes.flatMap((s) => [[s, false] as const, [s, true] as const])) {
+      const spec = buildContainerSpec(input({ imageVolumes: ['/data', '/projects'], preview }, sandbox));
+      const tmpfs = spec.HostConfig!.Tmpfs!;
+      assert.match(tmpfs['/data'] ?? '', new RegExp(`(^|,)size=${parseSize('32m')}(,|$)`), sandbox.id);
+      assert.match(tmpfs['/data'] ?? '', /(^|,)noexec(,|$)/);
+      // A profile mount at the path itself covers it.
+      assert.equal(tmpfs['/projects'], undefined, sandbox.id);
+      assert.deepEqual(
+        spec.HostConfig!.Mounts!.filter((m) => m.Type !== 'bind'),
+        [],
+        'no mount of type volume',
+      );
+    }
   });
 
   it('mounts read-only when the grant says so, and only then', () => {

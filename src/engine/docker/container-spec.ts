@@ -6,6 +6,7 @@ import { sandboxUserIds, type SandboxSpec, type SessionIdentity } from '../sandb
 import { SANDBOX_PG_SOCKET_DIR } from '../../database/socket-relay.js';
 import { mountValues, substituteSandboxValues } from '../../profile/sandbox-values.js';
 import { GATE_SOCKET_ENV, GATE_TOKEN_ENV, GATE_TUNABLES_ENV, SANDBOX_GATE_PATH, SANDBOX_IO_DIR } from './gate.js';
+import { volumeMasks } from './image-volumes.js';
 
 /** Kept here too for the database's role comments (owner host and pid): see the engine port. */
 export type { SessionIdentity };
@@ -46,6 +47,14 @@ export interface ContainerSpecInput extends SandboxSpec {
   gate: GateMounts;
   /** With `network: egress`: its class's network (no route out) and the egress proxy on it (see egress-proxy.ts). */
   egress?: EgressAttachment;
+  /**
+   * With `network: bridge`: the hintbox process's open network (see open-network.ts), never the
+   * engine's default bridge, where sandboxes of other processes would meet (and, without
+   * `enable_icc=false`, those of its own sessions and servers).
+   */
+  openNetwork?: string;
+  /** The image's `VOLUME` paths (inspected by the adapter): each gets a bounded tmpfs (see image-volumes.ts). */
+  imageVolumes: readonly string[];
 }
 
 export interface EgressAttachment {
@@ -126,7 +135,15 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
   if (grant.network === 'egress' && !input.egress) {
     throw new Error(`sandbox ${sandboxId}: its egress proxy is not ready (no network without it)`);
   }
-  const networkMode = grant.network === 'egress' ? (input.egress as EgressAttachment).network : grant.network;
+  if (grant.network === 'bridge' && !input.openNetwork) {
+    throw new Error(`sandbox ${sandboxId}: its open network is not ready (no network without it)`);
+  }
+  const networkMode =
+    grant.network === 'egress'
+      ? (input.egress as EgressAttachment).network
+      : grant.network === 'bridge'
+        ? (input.openNetwork as string)
+        : 'none';
   const tmpfsSize = parseSize(profile.limits.tmpfs);
   const memory = parseSize(profile.limits.memory);
 
@@ -189,6 +206,21 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
     [GATE_TUNABLES_ENV]: profileEnv.GLIBC_TUNABLES === undefined ? '' : `=${profileEnv.GLIBC_TUNABLES}`,
   }).map(([k, v]) => `${k}=${v}`);
 
+  const tmpfs = {
+    [SANDBOX_TMP]: `rw,nosuid,nodev,noexec,size=${tmpfsSize},mode=1777`,
+    [SANDBOX_HOME]: `rw,nosuid,nodev,noexec,size=${tmpfsSize},uid=${uid},gid=${gid},mode=0700`,
+  };
+  // The image's VOLUMEs: Docker would make each an unbounded, disk-backed folder (in read-only
+  // classes too); each is a tmpfs of the same bound instead, whose pages count against the
+  // sandbox's memory.
+  const masks = volumeMasks({
+    imageVolumes: input.imageVolumes,
+    binds: mounts.map((m) => m.Target),
+    tmpfs: Object.keys(tmpfs),
+    options: `rw,nosuid,nodev,noexec,size=${tmpfsSize},uid=${uid},gid=${gid},mode=0755`,
+    what: `sandbox ${sandboxId}`,
+  });
+
   return {
     name: nameOf(input),
     // By id, as resolved once at start: a tag moved meanwhile cannot swap the image under the
@@ -223,10 +255,7 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
       NetworkMode: networkMode,
       Mounts: mounts,
       Binds: [],
-      Tmpfs: {
-        [SANDBOX_TMP]: `rw,nosuid,nodev,noexec,size=${tmpfsSize},mode=1777`,
-        [SANDBOX_HOME]: `rw,nosuid,nodev,noexec,size=${tmpfsSize},uid=${uid},gid=${gid},mode=0700`,
-      },
+      Tmpfs: { ...tmpfs, ...masks },
       ReadonlyRootfs: true,
       CapDrop: ['ALL'],
       CapAdd: [],

@@ -24,7 +24,10 @@ import { buildHintboxImage } from './hintbox-image.js';
 import { ImageBuilder } from './image-builder.js';
 import { ensureEgressProxyImage, startEgress, type StartedEgress } from './egress-proxy.js';
 import { makeIsOwnerAlive, removeSession, sweepOrphans } from './sweep.js';
+import { createOpenNetwork, removeOpenNetwork } from './open-network.js';
+import { imageVolumePaths } from './image-volumes.js';
 import { hintboxEnvironment, type HintboxEnvironment } from '../../config/environment.js';
+import { newSessionId } from '../../util/session-identity.js';
 
 export interface DockerEngineOptions {
   /** Progress of image builds. */
@@ -46,6 +49,10 @@ export class DockerEngine implements SandboxEngine {
   private readonly egressStarts = new Map<string, number>();
   /** Sessions being removed: their proxies ending is expected (see startEgress `closing`). */
   private readonly closingSessions = new Set<string>();
+  /** The open network of every session's open sandboxes (open-network.ts); made at the first, removed by `close`. */
+  private openNetwork: Promise<string> | undefined;
+  /** Set by `close`: no open network is made after it. */
+  private closed = false;
 
   private constructor(
     /** The engine's client; only code of this folder uses it. */
@@ -131,6 +138,8 @@ export class DockerEngine implements SandboxEngine {
 
   async hold(spec: SandboxSpec, options: HoldOptions): Promise<HeldSandbox> {
     const egress = spec.grant.network === 'egress' && !spec.preview ? await this.egressOf(spec, options) : undefined;
+    const openNetwork = spec.grant.network === 'bridge' && !spec.preview ? await this.openNetworkOf() : undefined;
+    const imageVolumes = await this.volumesOf(spec.imageId ?? spec.profile.server.image);
     return holdSandbox({
       docker: this.docker,
       ...(this.gate ? { gateBinary: this.gate } : {}),
@@ -140,7 +149,9 @@ export class DockerEngine implements SandboxEngine {
           ...spec,
           engine: { recursiveReadOnly: this.recursiveReadOnly },
           gate,
+          imageVolumes,
           ...(egress ? { egress } : {}),
+          ...(openNetwork ? { openNetwork } : {}),
         }),
       sandboxUser: sandboxUserIds(spec.profile, spec.defaultUser),
       log: options.log,
@@ -179,12 +190,43 @@ export class DockerEngine implements SandboxEngine {
     return egress;
   }
 
+  /**
+   * The process's open network, made at its first open sandbox (of any session) and shared by all:
+   * `enable_icc=false` keeps its containers apart as well as a network each would. A failed
+   * creation is tried again next time.
+   */
+  private openNetworkOf(): Promise<string> {
+    if (this.closed) return Promise.reject(new Error('the sandbox engine is closed: no open sandbox is started'));
+    if (!this.openNetwork) {
+      const made = createOpenNetwork(this.docker, {
+        id: newSessionId(),
+        ownerHost: os.hostname(),
+        ownerPid: process.pid,
+      });
+      this.openNetwork = made;
+      made.catch(() => this.openNetwork === made && (this.openNetwork = undefined));
+    }
+    return this.openNetwork;
+  }
+
+  /** The image's `VOLUME` paths, as the engine has them now (its id is what the sandbox is created from). */
+  private async volumesOf(image: string): Promise<string[]> {
+    return imageVolumePaths((await this.docker.getImage(image).inspect()).Config.Volumes);
+  }
+
   async removeSession(sessionId: string): Promise<number> {
     this.closingSessions.add(sessionId);
     const ofSession = (key: string): boolean => key.startsWith(`${sessionId}/`);
     for (const key of [...this.egress.keys()].filter(ofSession)) this.egress.delete(key);
     for (const key of [...this.egressStarts.keys()].filter(ofSession)) this.egressStarts.delete(key);
     return removeSession(this.docker, sessionId);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const network = await this.openNetwork?.catch(() => undefined);
+    this.openNetwork = undefined;
+    if (network) await removeOpenNetwork(this.docker, network);
   }
 
   sweepOrphans(log: Logger): Promise<string[]> {

@@ -10,6 +10,7 @@ import { NdjsonTransport } from '../../mcp/ndjson-transport.js';
 import { SplitTransport } from '../../mcp/split-transport.js';
 import type { GateMounts } from './container-spec.js';
 import { gateBinary, openGateSocket, releaseGate } from './gate.js';
+import { assertNoVolumes } from './image-volumes.js';
 import { delay } from '../../util/delay.js';
 import { SandboxStartError, type HeldSandbox, type StartedSandbox } from '../sandbox-engine.js';
 
@@ -89,6 +90,8 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
         token: gate.token,
       }),
     );
+    // Before anything runs in it: a volume the engine made anyway is refused (removed with it).
+    assertNoVolumes((await container.inspect()).Mounts, `sandbox ${id}`);
     const stream = (await container.attach({ stream: true, stdout: true, stderr: true })) as unknown as Readable;
     stream.on('error', (error) => log.debug(`sandbox ${id}: log stream error: ${error.message}`));
     const stdout = new PassThrough();

@@ -16,6 +16,7 @@ import {
 } from './container-spec.js';
 import { IMAGES_DIR, SERVER_SUITE, type ImageBuilder } from './image-builder.js';
 import { parseSquidLogLine, SQUID_PORT, squidConfig } from './squid-config.js';
+import { assertNoVolumes, imageVolumePaths, volumeMasks } from './image-volumes.js';
 
 /**
  * The egress of one sandbox class with hosts by name (profile `network: { allow, backend }`):
@@ -83,7 +84,7 @@ export async function startEgress(options: EgressOptions): Promise<StartedEgress
   let state: 'starting' | 'up' | 'removed' = 'starting';
   const remove = async (): Promise<void> => {
     state = 'removed';
-    await proxy?.remove({ force: true }).catch(ignoreGone);
+    await proxy?.remove({ force: true, v: true }).catch(ignoreGone);
     await network?.remove().catch(ignoreGone);
   };
   try {
@@ -115,6 +116,15 @@ export async function startEgress(options: EgressOptions): Promise<StartedEgress
       clients,
       hostAddresses: [...gatewaysOf(own), ...outbound.flatMap(gatewaysOf), ...hostAddresses()],
     });
+    // The proxy's image is hintbox's own, but its VOLUMEs are masked as a sandbox's are.
+    const tmp = { '/tmp': 'rw,nosuid,nodev,noexec,size=16m' };
+    const masks = volumeMasks({
+      imageVolumes: imageVolumePaths((await docker.getImage(EGRESS_PROXY_IMAGE).inspect()).Config.Volumes),
+      binds: [],
+      tmpfs: Object.keys(tmp),
+      options: tmp['/tmp'],
+      what: `the egress proxy of sandbox ${sandboxId}`,
+    });
     proxy = await docker.createContainer({
       name,
       Image: EGRESS_PROXY_IMAGE,
@@ -132,7 +142,7 @@ export async function startEgress(options: EgressOptions): Promise<StartedEgress
         CapAdd: [],
         SecurityOpt: ['no-new-privileges:true'],
         Privileged: false,
-        Tmpfs: { '/tmp': 'rw,nosuid,nodev,noexec,size=16m' },
+        Tmpfs: { ...tmp, ...masks },
         PidsLimit: 64,
         Memory: 128 * 1024 ** 2,
         MemorySwap: 128 * 1024 ** 2,
@@ -141,6 +151,7 @@ export async function startEgress(options: EgressOptions): Promise<StartedEgress
         LogConfig: { Type: 'json-file', Config: { 'max-size': '1m', 'max-file': '2' } },
       },
     });
+    assertNoVolumes((await proxy.inspect()).Mounts, `the egress proxy of sandbox ${sandboxId}`);
     for (const extra of outbound.slice(1)) await docker.getNetwork(extra.Name).connect({ Container: proxy.id });
     await network.connect({ Container: proxy.id });
     // Fail closed: a proxy whose refusals hintbox can no longer see is not left to serve.

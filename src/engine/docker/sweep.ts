@@ -6,8 +6,9 @@ import { LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION } from './container-sp
 export { makeIsOwnerAlive, type IsOwnerAlive } from '../../util/process-alive.js';
 
 /**
- * Removes the containers of hintbox sessions whose owning process is gone (a run killed with
- * SIGKILL, a crash). Containers of live sessions are never touched. Returns the removed ids.
+ * Removes the containers and networks of hintbox sessions whose owning process is gone (a run
+ * killed with SIGKILL, a crash). Those of live processes are never touched. Returns the removed
+ * containers' ids.
  */
 export async function sweepOrphans(docker: Docker, isOwnerAlive: IsOwnerAlive, log: Logger): Promise<string[]> {
   const containers = await docker.listContainers({ all: true, filters: { label: [LABEL_SESSION] } });
@@ -26,14 +27,17 @@ export async function sweepOrphans(docker: Docker, isOwnerAlive: IsOwnerAlive, l
       }
     }),
   );
-  // The class networks of egress proxies, once their containers are gone.
-  const networks = await docker.listNetworks({ filters: { label: [LABEL_SESSION] } });
+  // The networks (egress proxies' of a session, the open sandboxes' of a process), once their containers are gone.
+  const networks = await docker.listNetworks({ filters: { label: [LABEL_OWNER_PID] } });
   await Promise.all(
     networks
       .filter((n) => !isOwnerAlive(n.Labels?.[LABEL_OWNER_HOST], Number(n.Labels?.[LABEL_OWNER_PID])))
       .map(async (n) => {
         await removeNetwork(docker, n.Id);
-        log.info(`swept network ${n.Name} (session ${n.Labels?.[LABEL_SESSION]} is no longer running)`);
+        const owner = n.Labels?.[LABEL_SESSION]
+          ? `session ${n.Labels[LABEL_SESSION]}`
+          : `hintbox process ${n.Labels?.[LABEL_OWNER_PID]}`;
+        log.info(`swept network ${n.Name} (${owner} is no longer running)`);
       }),
   );
   return orphans.map((c) => c.Id);

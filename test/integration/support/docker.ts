@@ -28,6 +28,7 @@ export const ASKER_IMAGE = 'hintbox-test/asker:latest';
 export const EGRESS_IMAGE = 'hintbox-test/egress:latest';
 export const FAULTY_IMAGE = 'hintbox-test/faulty:latest';
 export const KEEPER_IMAGE = 'hintbox-test/keeper:latest';
+export const SQUATTER_IMAGE = 'hintbox-test/squatter:latest';
 export const CANARY_IMAGE = NODE_SERVER_IMAGE;
 
 export const HOSTNAME = os.hostname();
@@ -126,6 +127,22 @@ export const ensureFaultyImage = fixtureImage('faulty', FAULTY_IMAGE, { NODE_SER
 /** The server that keeps a call alive with progress and writes in place (test/fixtures/keeper). */
 export const ensureKeeperImage = fixtureImage('keeper', KEEPER_IMAGE, { NODE_SERVER_IMAGE }, ensureTestImages);
 
+/** The fixture with a writable image VOLUME that listens for and connects to neighbours (test/fixtures/squatter). */
+export const ensureSquatterImage = fixtureImage('squatter', SQUATTER_IMAGE, { NODE_SERVER_IMAGE }, ensureTestImages);
+
+/**
+ * The host's address on the engine's default bridge, as a container there sees it. A canary
+ * container on that bridge is not reachable by its own address from an open sandbox (each
+ * open sandbox is on its hintbox's own bridge); its published port is, at this address, as any service of the
+ * host's on every address is.
+ */
+export async function defaultBridgeGateway(containerId: string): Promise<string> {
+  const { docker: d } = await docker();
+  const gateway = (await d.getContainer(containerId).inspect()).NetworkSettings.Networks.bridge?.Gateway;
+  assert.ok(gateway, 'the container is on the default bridge');
+  return gateway;
+}
+
 /** Containers labelled by hintbox whose owner is the given hintbox process. */
 export async function containersOf(ownerPid: number | null | undefined, all = true) {
   const { docker: d } = await docker();
@@ -222,10 +239,10 @@ export function assertNoLeftovers(): Promise<void> {
 /** {@link assertNoLeftovers}, giving a teardown still under way `waitMs`. */
 export async function assertNoLeftoversWithin(waitMs: number): Promise<void> {
   await eventually(async () => (await allHintboxContainers()).length === 0, waitMs, 'no hintbox containers left');
-  // The class networks of egress proxies, by the same rule as containers.
+  // The networks (egress proxies' of a session, open sandboxes' of a process), by the same rule as containers.
   const { docker: d } = await docker();
   const ours = await answeredFor();
-  const networks = (await d.listNetworks({ filters: { label: [LABEL_SESSION] } })).filter((n) => ours(n.Labels));
+  const networks = (await d.listNetworks({ filters: { label: [LABEL_OWNER_PID] } })).filter((n) => ours(n.Labels));
   assert.deepEqual(
     networks.map((n) => n.Name),
     [],
