@@ -9,10 +9,12 @@ import {
   statSync,
 } from 'node:fs';
 import path from 'node:path';
-import { processVariables } from '../config/environment.js';
+import { parse } from 'yaml';
+import { ENVIRONMENT_VARIABLES, processVariables } from '../config/environment.js';
 import { planImport, ImportSourceError, SOURCE_LABEL, type ImportPlan } from '../import/import-source.js';
 import { renderProfile, type ProfileDraft } from '../import/profile-draft.js';
 import { configText, rewriteClientConfig, RewriteError, type HintboxLaunch } from '../import/rewrite-config.js';
+import { referencedVariables } from '../profile/interpolate.js';
 import { loadProfile, ProfileError, type ProfileProblem } from '../profile/load-profile.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { HintboxError, UsageError } from '../util/hintbox-error.js';
@@ -91,7 +93,7 @@ function importFile(positionals: string[], values: Record<string, unknown>): num
     if (pick.version !== undefined && pick.server === undefined) {
       throw new UsageError('import: --version goes with --server NAME (see hintbox import --help)');
     }
-    plan = planImport(json, file, pick);
+    plan = planImport(json, file, pick, new Set(ENVIRONMENT_VARIABLES.map((v) => v.name)));
   } catch (error) {
     if (error instanceof ImportSourceError) throw new UsageError(`import: ${error.message}`);
     throw error;
@@ -106,6 +108,13 @@ function importFile(positionals: string[], values: Record<string, unknown>): num
     file: path.join(out, `${draft.name}.yaml`),
     text: renderProfile(draft),
   }));
+  // The header names exactly what the profile reads: a draft that says otherwise is a bug, never written.
+  for (const { draft, text } of written) {
+    const reads = referencedVariables(parse(text)).join(', ');
+    const told = [...new Set(draft.hostVariables)].sort().join(', ');
+    if (reads !== told)
+      throw new Error(`import: ${draft.name} reads ${reads || 'nothing'} but its notes name ${told || 'nothing'}`);
+  }
 
   const present = written.filter((w) => existsSync(w.file)).map((w) => w.file);
   if (present.length > 0 && !values.force) {
@@ -182,15 +191,22 @@ function readJson(file: string): unknown {
   }
 }
 
-/** The loader's problems with a draft, as if written at `target`; variables the client passes stand in. */
+/**
+ * The loader's problems with a draft, as if written at `target`; variables the client passes
+ * stand in. A mount source from a variable that is not set yet has no stand-in (no made-up path
+ * is real): that the variable is unset is expected then; when it is set, its path is checked.
+ */
 function checkDraft(draft: ProfileDraft, target: string, text: string): ProfileProblem[] {
   const vars: Record<string, string | undefined> = { ...processVariables(), CWD: process.cwd() };
-  for (const name of draft.hostVariables) vars[name] ??= PLACEHOLDER;
+  const unset = draft.mounts.map((m) => m.variable !== undefined && vars[m.variable] === undefined);
+  const unsetSources = new Set(unset.flatMap((isUnset, index) => (isUnset ? [`mounts[${index}].source`] : [])));
+  const noStandIn = new Set(draft.mounts.filter((_, index) => unset[index]).map((m) => m.variable));
+  for (const name of draft.hostVariables) if (!noStandIn.has(name)) vars[name] ??= PLACEHOLDER;
   try {
     loadProfile(target, { text, vars });
     return [];
   } catch (error) {
-    if (error instanceof ProfileError) return error.problems;
+    if (error instanceof ProfileError) return error.problems.filter((p) => !unsetSources.has(p.path));
     throw error;
   }
 }
