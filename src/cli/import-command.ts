@@ -36,10 +36,14 @@ else (node script.js, a remote URL, an MCP bundle) is skipped, with the reason.
 
 Nothing of the source is trusted: every profile is trust: untrusted and network: none; docker
 options (--network host, --privileged, -v, …) are dropped and named in the profile's header;
-host paths among the arguments become proposed mounts (/data/<name>) with the argument
-rewritten (a registry filepath argument to \${sandbox:mount.<name>}, the mount's target); environment variables are taken from the host by name (NAME: \${NAME}): a value in
-the client config is never copied into a profile. Each profile starts with a comment saying
-where it came from and what to review.
+host paths among a config's arguments become proposed mounts (/data/<name>) with the argument
+rewritten to the target; a config's environment variables are taken from the host by name
+(NAME: \${NAME}): a value in the client config is never copied into a profile. A registry
+entry chooses no host path and no host variable: each path argument becomes a read-only mount
+from a variable hintbox names (HINTBOX_<PROFILE>_<ARG>; the argument \${sandbox:mount.<name>}),
+and each secret or required value is read from one (HINTBOX_<PROFILE>_<NAME>). Each profile
+starts with a comment saying where it came from, what to review, and exactly which variables
+it reads.
 
 Every profile is checked by the same loader as "hintbox run" before anything is written; if one
 fails, nothing is written (exit 2). Existing profiles are not overwritten without --force.
