@@ -5,7 +5,7 @@ import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { denyReason, sharedFolderReason } from './host-path-denylist.js';
 import { lockFilePath } from './profile-paths.js';
-import { checkSensitive, sensitivePlaces } from './sensitive-paths.js';
+import { checkSensitive, SENSITIVE_NAMES, sensitivePlaces } from './sensitive-paths.js';
 import { packageImageName, packageLockPath, packageSource } from '../packages/package-source.js';
 import { processVariables } from '../config/environment.js';
 import { hintboxOwnPaths, type OwnPath } from '../config/hintbox-paths.js';
@@ -155,7 +155,10 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
       ownPaths.filter((own) => !own.onlyOwn).map((own) => own.path),
     );
     if ('error' in resolved) return void problems.push({ file: absFile, path: at, message: resolved.error });
-    const allowed = Array.isArray(allowSensitive) ? allowSensitive.filter((n) => typeof n === 'string') : [];
+    // A name the schema refuses has its line already: only known names are checked against the source.
+    const allowed = Array.isArray(allowSensitive)
+      ? allowSensitive.filter((n): n is string => SENSITIVE_NAMES.includes(n as string))
+      : [];
     const check = checkSensitive([resolved.path, resolved.written], sensitive, allowed);
     for (const name of check.unused) {
       const message = `${name}: ${resolved.path} neither is, holds nor lies in it: list only what this mount holds`;

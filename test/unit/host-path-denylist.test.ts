@@ -221,6 +221,8 @@ describe('allowSensitive in a profile', () => {
         lines.some((l) => expected.test(l)),
         `${JSON.stringify(allowSensitive)}: ${lines.join(' | ')}`,
       );
+      const fields = lines.map((l) => /: (mounts\[0\][^:]*): /.exec(l)?.[1]);
+      assert.equal(new Set(fields).size, fields.length, `one line per field: ${lines.join(' | ')}`);
     }
   });
 
