@@ -522,6 +522,11 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         title:
           'plan without the variables is refused, one line naming each to set; with them set to ~/.bashrc and ~/.config/gh, the deny list refuses it',
       },
+      {
+        file: 'integration/import-hostile.test.ts',
+        title:
+          'with allowSensitive naming .bashrc and .config/gh, plan takes the mounts and prints the opt-in; the files stay byte-identical',
+      },
     ],
   },
   {

@@ -4,7 +4,7 @@ import { chownSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { assertNoLeftovers, containersOf, docker, ensureTestImages, FIXTURES } from './support/docker.js';
-import { parse } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { hintboxCommand, runHintbox } from './support/hintbox-process.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 import { referencedVariables } from '../../src/profile/interpolate.js';
@@ -101,6 +101,38 @@ describe('hintbox import of a hostile registry entry', { timeout: 600_000 }, () 
       `${profile}: mounts[0].source: ${bashrc} is a shell start-up file: not mounted unless the mount lists it, allowSensitive: [".bashrc"]`,
       `${profile}: mounts[1].source: ${path.join(home, '.config', 'gh')} is GitHub CLI's credentials: not mounted unless the mount lists it, allowSensitive: [".config/gh"]`,
     ]);
+    assert.deepEqual(readFileSync(bashrc), bashrcBefore, '.bashrc is byte-identical');
+    assert.deepEqual(readFileSync(hosts), hostsBefore, 'hosts.yml is byte-identical');
+  });
+
+  it('with allowSensitive naming .bashrc and .config/gh, plan takes the mounts and prints the opt-in; the files stay byte-identical', async () => {
+    const edited = parse(readFileSync(profile, 'utf8')) as { mounts: Record<string, unknown>[] };
+    edited.mounts[0]!.allowSensitive = ['.bashrc'];
+    edited.mounts[1]!.allowSensitive = ['.config/gh'];
+    const optedIn = path.join(folder, 'hintbox', 'opted-in.yaml');
+    writeFileSync(optedIn, stringify(edited));
+    const workspace = scratchFolder('hintbox-weather-cache-');
+    const set = {
+      ...env,
+      ...Object.fromEntries(reads.map((name) => [name, 'operator-chosen'])),
+      HINTBOX_WEATHER_CONFIG: bashrc,
+      HINTBOX_WEATHER_GH_HOSTS: path.join(home, '.config', 'gh'),
+      HINTBOX_WEATHER_CACHE: workspace,
+    };
+    const plan = await hintboxCommand(['plan', optedIn], set);
+    assert.equal(plan.code, 0, plan.stderr);
+    assert.ok(plan.stdout.includes(`${bashrc} -> /data/config (read-only)`), plan.stdout);
+    assert.ok(!plan.stdout.includes('(read-write)'), 'the proposed mounts are read-only for every tool');
+    assert.ok(
+      plan.stdout.includes(
+        `sensitive: mounts[0] ${bashrc} -> /data/config holds, as the profile allows: .bashrc (a shell start-up file)`,
+      ),
+      plan.stdout,
+    );
+    assert.match(
+      plan.stdout,
+      /^sensitive: mounts\[1\] .*\.config\/gh -> \/data\/gh_hosts holds, as the profile allows: \.config\/gh/m,
+    );
     assert.deepEqual(readFileSync(bashrc), bashrcBefore, '.bashrc is byte-identical');
     assert.deepEqual(readFileSync(hosts), hostsBefore, 'hosts.yml is byte-identical');
   });
