@@ -69,13 +69,18 @@ export default tseslint.config(
         {
           patterns: [
             {
-              regex: '^(?!\\./[^/]+\\.js$|\\.\\./packages/package-source\\.js$|node:path$|zod$|yaml$)',
-              message: 'src/import is pure: import only ./<module>.js, ../packages/package-source.js, node:path, zod or yaml',
+              regex:
+                '^(?!\\./[^/]+\\.js$|\\.\\./packages/package-source\\.js$|\\.\\./util/render-server-text\\.js$|node:path$|zod$|yaml$)',
+              message:
+                'src/import is pure: import only ./<module>.js, ../packages/package-source.js, ../util/render-server-text.js, node:path, zod or yaml',
             },
           ],
         },
       ],
-      'no-restricted-globals': ['error', { name: 'process', message: 'src/import is pure: what it needs is passed in' }],
+      'no-restricted-globals': [
+        'error',
+        { name: 'process', message: 'src/import is pure: what it needs is passed in' },
+      ],
     },
   },
   // Only the Docker engine knows Docker: everything else goes through the sandbox engine port

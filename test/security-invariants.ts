@@ -496,13 +496,36 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'DENYLIST',
     statement:
-      'Host paths are resolved with realpath; the Docker socket, /proc, /sys, /dev, /etc, credentials folders, and anything containing them, are never mounted.',
+      "Host paths are resolved with realpath; the Docker socket, /proc, /sys, /dev, /etc, credentials folders, and anything containing them, are never mounted; shell start-up files, credential stores and agent sockets (~/.bashrc, ~/.config/gh, ~/.git-credentials, ~/.npmrc, SSH_AUTH_SOCK's socket, /run/user, …), and anything in or containing them, only by a mount whose allowSensitive names exactly each of them.",
     tests: [
       { file: 'unit/profile.test.ts', title: 'a mount source that is a symlink to /etc' },
       { file: 'unit/profile.test.ts', title: 'a mount source that is the home folder (it contains ~/.ssh)' },
       {
         file: 'unit/host-path-denylist.test.ts',
         title: 'refuses a denied path, anything inside one, and anything that contains one',
+      },
+      {
+        file: 'unit/host-path-denylist.test.ts',
+        title: 'each home entry is refused as the file itself and as its parent folder, unless the mount names it',
+      },
+      {
+        file: 'unit/host-path-denylist.test.ts',
+        title:
+          'agent sockets: the socket SSH_AUTH_SOCK and GPG_AGENT_INFO point to, the runtime folders, and their parents',
+      },
+      {
+        file: 'unit/host-path-denylist.test.ts',
+        title: 'no blanket opt-in: an unknown name, a pattern, a name the mount does not hold, a repeat, an empty list',
+      },
+      {
+        file: 'integration/import-hostile.test.ts',
+        title:
+          'plan without the variables is refused, one line naming each to set; with them set to ~/.bashrc and ~/.config/gh, the deny list refuses it',
+      },
+      {
+        file: 'integration/import-hostile.test.ts',
+        title:
+          'with allowSensitive naming .bashrc and .config/gh, plan takes the mounts and prints the opt-in; the files stay byte-identical',
       },
     ],
   },
@@ -1095,6 +1118,36 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       {
         file: 'unit/console-pages.test.ts',
         title: 'renders, then escapes, every value; html-made values pass as they are',
+      },
+    ],
+  },
+  {
+    id: 'IMPORT-PUBLISHER-NO-HOST',
+    statement:
+      "A profile written by hintbox import from a registry entry never mounts a path and never reads a host variable that the publisher chose: each path and secret comes from a variable hintbox names (HINTBOX_<PROFILE>_<WHAT>), the publisher's values and defaults for paths are only quoted in the header, and the header names exactly the variables the profile reads.",
+    tests: [
+      {
+        file: 'integration/import-hostile.test.ts',
+        title: 'import writes a profile that reads only HINTBOX_WEATHER_… variables, and its notes name exactly those',
+      },
+      {
+        file: 'integration/import-hostile.test.ts',
+        title:
+          'run with the variables set to ordinary files: the sandboxes get what the operator set, never the host secrets the entry named',
+      },
+      {
+        file: 'unit/import-host-variables.test.ts',
+        title:
+          "the hostile entry's profile reads only HINTBOX_WEATHER_… variables; its mounts' sources are those variables",
+      },
+      {
+        file: 'unit/import-host-variables.test.ts',
+        title:
+          "the notes name exactly the variables the written profile reads (every fixture, the hostile entry's included)",
+      },
+      {
+        file: 'unit/import-host-variables.test.ts',
+        title: 'names are [A-Z0-9_], collision-free, and never one of hintbox’s own variables',
       },
     ],
   },

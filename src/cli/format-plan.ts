@@ -3,6 +3,24 @@ import { HINT_NAMES, type ClaimedHints, type ToolHints } from '../policy/hints.j
 import { grantCanChange, type PlannedSandbox, type PlannedTool, type SandboxPlan } from '../policy/plan-sandboxes.js';
 import type { RejectedTool } from '../gateway/discover-tools.js';
 import { renderServerText } from '../util/render-server-text.js';
+import type { ResolvedMount } from '../profile/load-profile.js';
+import { sensitiveWhat } from '../profile/sensitive-paths.js';
+
+/** The mounts the profile lets hold sensitive places (`allowSensitive`), for `plan`'s JSON and text. */
+export function sensitiveMounts(mounts: readonly ResolvedMount[]) {
+  return mounts.flatMap((m, index) =>
+    m.allowSensitive ? [{ mount: index, source: m.source, target: m.target, allowed: m.allowSensitive }] : [],
+  );
+}
+
+/** One line per mount with an opt-in: what of the operator's shell, credentials or agents it hands over. */
+export function formatSensitiveMounts(mounts: readonly ResolvedMount[]): string[] {
+  return sensitiveMounts(mounts).map(
+    (s) =>
+      `sensitive: mounts[${s.mount}] ${s.source} -> ${s.target} holds, as the profile allows: ` +
+      s.allowed.map((name) => `${name} (${sensitiveWhat(name)})`).join(', '),
+  );
+}
 
 /** How a sandbox's server runs: only during calls allowed into it (held, frozen between), or freely. */
 export function sandboxRuns(sandbox: PlannedSandbox, hold: boolean): 'during-calls' | 'free' {

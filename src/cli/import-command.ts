@@ -9,10 +9,12 @@ import {
   statSync,
 } from 'node:fs';
 import path from 'node:path';
-import { processVariables } from '../config/environment.js';
+import { parse } from 'yaml';
+import { ENVIRONMENT_VARIABLES, processVariables } from '../config/environment.js';
 import { planImport, ImportSourceError, SOURCE_LABEL, type ImportPlan } from '../import/import-source.js';
 import { renderProfile, type ProfileDraft } from '../import/profile-draft.js';
 import { configText, rewriteClientConfig, RewriteError, type HintboxLaunch } from '../import/rewrite-config.js';
+import { referencedVariables } from '../profile/interpolate.js';
 import { loadProfile, ProfileError, type ProfileProblem } from '../profile/load-profile.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { HintboxError, UsageError } from '../util/hintbox-error.js';
@@ -34,10 +36,14 @@ else (node script.js, a remote URL, an MCP bundle) is skipped, with the reason.
 
 Nothing of the source is trusted: every profile is trust: untrusted and network: none; docker
 options (--network host, --privileged, -v, …) are dropped and named in the profile's header;
-host paths among the arguments become proposed mounts (/data/<name>) with the argument
-rewritten (a registry filepath argument to \${sandbox:mount.<name>}, the mount's target); environment variables are taken from the host by name (NAME: \${NAME}): a value in
-the client config is never copied into a profile. Each profile starts with a comment saying
-where it came from and what to review.
+host paths among a config's arguments become proposed mounts (/data/<name>) with the argument
+rewritten to the target; a config's environment variables are taken from the host by name
+(NAME: \${NAME}): a value in the client config is never copied into a profile. A registry
+entry chooses no host path and no host variable: each path argument becomes a read-only mount
+from a variable hintbox names (HINTBOX_<PROFILE>_<ARG>; the argument \${sandbox:mount.<name>}),
+and each secret or required value is read from one (HINTBOX_<PROFILE>_<NAME>). Each profile
+starts with a comment saying where it came from, what to review, and exactly which variables
+it reads.
 
 Every profile is checked by the same loader as "hintbox run" before anything is written; if one
 fails, nothing is written (exit 2). Existing profiles are not overwritten without --force.
@@ -91,7 +97,7 @@ function importFile(positionals: string[], values: Record<string, unknown>): num
     if (pick.version !== undefined && pick.server === undefined) {
       throw new UsageError('import: --version goes with --server NAME (see hintbox import --help)');
     }
-    plan = planImport(json, file, pick);
+    plan = planImport(json, file, pick, new Set(ENVIRONMENT_VARIABLES.map((v) => v.name)));
   } catch (error) {
     if (error instanceof ImportSourceError) throw new UsageError(`import: ${error.message}`);
     throw error;
@@ -106,6 +112,13 @@ function importFile(positionals: string[], values: Record<string, unknown>): num
     file: path.join(out, `${draft.name}.yaml`),
     text: renderProfile(draft),
   }));
+  // The header names exactly what the profile reads: a draft that says otherwise is a bug, never written.
+  for (const { draft, text } of written) {
+    const reads = referencedVariables(parse(text)).join(', ');
+    const told = [...new Set(draft.hostVariables)].sort().join(', ');
+    if (reads !== told)
+      throw new Error(`import: ${draft.name} reads ${reads || 'nothing'} but its notes name ${told || 'nothing'}`);
+  }
 
   const present = written.filter((w) => existsSync(w.file)).map((w) => w.file);
   if (present.length > 0 && !values.force) {
@@ -182,15 +195,22 @@ function readJson(file: string): unknown {
   }
 }
 
-/** The loader's problems with a draft, as if written at `target`; variables the client passes stand in. */
+/**
+ * The loader's problems with a draft, as if written at `target`; variables the client passes
+ * stand in. A mount source from a variable that is not set yet has no stand-in (no made-up path
+ * is real): that the variable is unset is expected then; when it is set, its path is checked.
+ */
 function checkDraft(draft: ProfileDraft, target: string, text: string): ProfileProblem[] {
   const vars: Record<string, string | undefined> = { ...processVariables(), CWD: process.cwd() };
-  for (const name of draft.hostVariables) vars[name] ??= PLACEHOLDER;
+  const unset = draft.mounts.map((m) => m.variable !== undefined && vars[m.variable] === undefined);
+  const unsetSources = new Set(unset.flatMap((isUnset, index) => (isUnset ? [`mounts[${index}].source`] : [])));
+  const noStandIn = new Set(draft.mounts.filter((_, index) => unset[index]).map((m) => m.variable));
+  for (const name of draft.hostVariables) if (!noStandIn.has(name)) vars[name] ??= PLACEHOLDER;
   try {
     loadProfile(target, { text, vars });
     return [];
   } catch (error) {
-    if (error instanceof ProfileError) return error.problems;
+    if (error instanceof ProfileError) return error.problems.filter((p) => !unsetSources.has(p.path));
     throw error;
   }
 }

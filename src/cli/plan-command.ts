@@ -2,7 +2,7 @@ import { sandboxId, strictestGrant } from '../policy/plan-sandboxes.js';
 import { ceilingOf } from '../profile/profile-ceiling.js';
 import { HintboxSession } from '../session/hintbox-session.js';
 import { cliLog, engineReady, profileArg } from './common.js';
-import { formatPlanTable, planToJson } from './format-plan.js';
+import { formatPlanTable, formatSensitiveMounts, planToJson, sensitiveMounts } from './format-plan.js';
 import type { CommandSpec } from './main.js';
 
 const HELP = `Usage: hintbox plan <profile> [--json]
@@ -10,13 +10,14 @@ const HELP = `Usage: hintbox plan <profile> [--json]
 Starts the server once in the strictest sandbox (read-only mounts, no network) to list its
 tools, then prints the plan: per tool its claimed and effective hints, the hints clients are
 told (advertised), its sandbox, that sandbox's mounts (ro/rw) and network, and whether its
-hints are enforced by the sandbox.
+hints are enforced by the sandbox; then each mount the profile lets hold a shell start-up file,
+credentials or an agent socket (allowSensitive), with what it holds.
 Prompts, resources, resource templates and completions are listed too: reading them changes
 nothing by definition, so they are served by the strictest sandbox whatever the server claims.
 The discovery container is removed before the command returns.
 
 Options:
-  --json      print the plan as JSON (tools[], sandboxes[], rejected[], reads)
+  --json      print the plan as JSON (tools[], sandboxes[], rejected[], reads, sensitive[])
   --rebuild   rebuild the server's image even when it looks current
   -h, --help  this help`;
 
@@ -41,9 +42,13 @@ export const planCommand: CommandSpec = {
       resourceTemplates: offers.resourceTemplates.length,
     };
     const args = [profile.name, session.plan, session.rejected, profile.hold, profile.annotations] as const;
+    const sensitive = sensitiveMounts(profile.mounts);
     const out = values.json
-      ? JSON.stringify({ ...(planToJson(...args) as object), reads }, null, 2)
+      ? JSON.stringify({ ...(planToJson(...args) as object), reads, sensitive }, null, 2)
       : `${formatPlanTable(...args)}\n` +
+        formatSensitiveMounts(profile.mounts)
+          .map((line) => `${line}\n`)
+          .join('') +
         `reads: ${reads.prompts} prompt(s), ${reads.resources} resource(s), ${reads.resourceTemplates} resource template(s) and completions ` +
         `are served by sandbox ${reads.sandbox} (read-only mounts, no network), whatever the server claims`;
     process.stdout.write(out + '\n');

@@ -51,8 +51,16 @@ export class ImportSourceError extends Error {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** `file` names the source in messages and tells Claude Desktop's and Cursor's files apart. */
-export function planImport(json: unknown, file: string, pick: RegistryPick = {}): ImportPlan {
+/**
+ * `file` names the source in messages and tells Claude Desktop's and Cursor's files apart;
+ * `reserved`: variable names an import must not make (hintbox's own).
+ */
+export function planImport(
+  json: unknown,
+  file: string,
+  pick: RegistryPick = {},
+  reserved: ReadonlySet<string> = new Set(),
+): ImportPlan {
   const base = path.basename(file);
   const listed = registryListOf(json);
   if (listed !== undefined) {
@@ -64,7 +72,7 @@ export function planImport(json: unknown, file: string, pick: RegistryPick = {})
       );
     }
     try {
-      return planRegistry(pickListed(listed, file, pick.server, pick.version).server, file);
+      return planRegistry(pickListed(listed, file, pick.server, pick.version).server, file, {}, reserved);
     } catch (error) {
       if (error instanceof RegistryPickError) throw new ImportSourceError(error.message);
       throw error;
@@ -76,7 +84,7 @@ export function planImport(json: unknown, file: string, pick: RegistryPick = {})
       `${file}: --server picks a server of an MCP registry list (or checks a server.json's name); this is not one`,
     );
   }
-  if (registry !== undefined) return planRegistry(registry, file, pick);
+  if (registry !== undefined) return planRegistry(registry, file, pick, reserved);
   if (isObject(json) && isObject(json.mcpServers)) {
     const kind: SourceKind =
       base === 'claude_desktop_config.json'
@@ -96,7 +104,7 @@ export function planImport(json: unknown, file: string, pick: RegistryPick = {})
 }
 
 /** One registry entry; a `--server` or `--version` given for a lone server.json must be its own. */
-function planRegistry(registry: unknown, file: string, check: RegistryPick = {}): ImportPlan {
+function planRegistry(registry: unknown, file: string, check: RegistryPick, reserved: ReadonlySet<string>): ImportPlan {
   const parsed = RegistryServerSchema.safeParse(registry);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -113,7 +121,7 @@ function planRegistry(registry: unknown, file: string, check: RegistryPick = {})
     );
   const name = profileName(server.name.split('/').pop() ?? server.name);
   const origin = `${path.basename(file)} (MCP registry entry ${server.name}${server.version ? ` ${server.version}` : ''})`;
-  return { kind: 'registry', outcomes: [importRegistryServer(server, name, origin)] };
+  return { kind: 'registry', outcomes: [importRegistryServer(server, name, origin, reserved)] };
 }
 
 function entries(section: Record<string, unknown>, key: string, base: string): ImportOutcome[] {

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { stringify } from 'yaml';
+import { renderServerText } from '../util/render-server-text.js';
 
 /**
  * What `hintbox import` makes of one server: a draft of its profile, and the text of that
@@ -19,6 +20,11 @@ export interface DraftMount {
   source: string;
   target: string;
   mode: 'ro' | 'rw';
+  /**
+   * The host variable its source is (`${NAME}`: a registry import's path argument): the import
+   * checks the draft without it when it is unset, since no stand-in is a real path.
+   */
+  variable?: string;
 }
 
 /** The profile's `server` section as the import writes it. */
@@ -48,11 +54,14 @@ export interface ProfileDraft {
   /** Review notes for the header, one sentence each: what was dropped, what to set, what to check. */
   notes: string[];
   /**
-   * Variables the profile reads from the host when it is loaded (`${NAME}`) that the client
-   * passes at run time: env values and arguments moved out of the profile. The import validates
-   * with a stand-in for those that are unset now; mount sources are never among them.
+   * Every variable the profile reads from the host when it is loaded (`${NAME}`): env values,
+   * arguments moved out of the profile, a registry entry's mount sources. The header lists
+   * exactly these (renderProfile checks them against the text). The import validates with a
+   * stand-in for those that are unset now, mount sources excepted.
    */
   hostVariables: string[];
+  /** What each host variable is for, where the import knows it (a registry entry's: its own names). */
+  variableUses?: Record<string, string>;
   /**
    * Environment the rewritten client entry must add for the profile's variables: values the
    * source had in its arguments (`docker -e NAME=value`, a `--token` value), which stay in the
@@ -264,15 +273,18 @@ export function envByName(env: Readonly<Record<string, unknown>>): {
  */
 export function renderProfile(draft: ProfileDraft): string {
   const server = Object.fromEntries(Object.entries(draft.server).filter(([, v]) => v !== undefined));
+  const mounts = draft.mounts.map(({ variable: _, ...mount }) => mount);
   const body: Record<string, unknown> = {
     name: draft.name,
     server,
     trust: 'untrusted',
     network: 'none',
-    ...(draft.mounts.length > 0 ? { mounts: draft.mounts } : {}),
+    ...(mounts.length > 0 ? { mounts } : {}),
     ...(Object.keys(draft.env).length > 0 ? { env: draft.env } : {}),
   };
   const envNames = Object.keys(draft.env);
+  // The CLI checks these against what the text reads (import-command.ts), before writing it.
+  const reads = [...new Set(draft.hostVariables)].sort();
   const review = [
     'trust: untrusted. Every call that can change something is confirmed; change it only if you trust the code itself.',
     'network: none. If the server needs the network (an API, a web fetch), set network: open: only its open-world tools get it.',
@@ -280,8 +292,12 @@ export function renderProfile(draft: ProfileDraft): string {
       ? `mounts: ${draft.mounts.map((m) => `${m.source} at ${m.target} (${m.mode})`).join(', ')}. The most it may see of your files.`
       : 'mounts: none. The server sees none of your files; add mounts if it needs some.',
     envNames.length > 0
-      ? `env: ${envNames.join(', ')}, taken by name from the environment hintbox runs with (no value of the source is written here).`
+      ? `env: ${envNames.join(', ')}: all the environment the server gets (no value of the source's secrets is written here).`
       : 'env: none.',
+    reads.length > 0
+      ? `Reads from the environment hintbox runs with only: ${reads.join(', ')}. Set ${reads.length === 1 ? 'it' : 'them'} there before hintbox loads this profile.`
+      : 'Reads no variable of the environment hintbox runs with.',
+    ...reads.flatMap((n) => (draft.variableUses?.[n] ? [`${n}: ${draft.variableUses[n]}.`] : [])),
     ...draft.notes,
   ];
   const header = [
@@ -290,8 +306,9 @@ export function renderProfile(draft: ProfileDraft): string {
     'Review before you approve it (hintbox approve <this file> --all, then hintbox plan <this file>):',
     ...review.map((line) => `- ${line}`),
   ];
+  // Notes quote the source (a publisher's names and paths): shown, never obeyed by a terminal or editor.
   return `${header
-    .flatMap((line) => wrap(line, 96))
+    .flatMap((line) => wrap(renderServerText(line), 96))
     .map((line) => (line ? `# ${line}` : '#'))
     .join('\n')}\n${stringify(body, { lineWidth: 0 })}`;
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { renderServerText } from '../util/render-server-text.js';
 import { droppedOptionNotes, imageNotes } from './command-line.js';
 import {
   isEnvName,
@@ -17,7 +18,13 @@ import {
  * `oci` → `server.image` (a digest in the reference is kept). `mcpb` bundles and `nuget` are not
  * supported; packages whose transport is not `stdio` are skipped. `runtimeArguments` are the
  * publisher's options for docker or npx and are never trusted: dropped, each named in the header
- * (`-e` excepted: it becomes an env entry). Secrets are always taken from the host by name.
+ * (`-e` excepted: it becomes an env entry).
+ *
+ * What the publisher wrote never chooses a host path or a host variable: a path argument becomes
+ * a mount whose source is a variable hintbox names (`HINTBOX_<PROFILE>_<ARG>`), its value or
+ * default shown in the header as text; a secret or a required value is read from a variable
+ * hintbox names too, never from one the entry names (`{HOME}`, `GITHUB_TOKEN`). The header
+ * lists exactly the variables the profile reads.
  */
 
 const InputSchema = z.looseObject({
@@ -73,7 +80,13 @@ export function registryServerOf(json: unknown): unknown {
     : undefined;
 }
 
-export function importRegistryServer(server: RegistryServer, name: string, origin: string): ImportOutcome {
+/** `reserved`: names a variable hintbox makes must not take (hintbox's own, from the CLI). */
+export function importRegistryServer(
+  server: RegistryServer,
+  name: string,
+  origin: string,
+  reserved: ReadonlySet<string> = new Set(),
+): ImportOutcome {
   const notes: string[] = [];
   const key = server.name;
   for (const pkg of server.packages ?? []) {
@@ -86,7 +99,7 @@ export function importRegistryServer(server: RegistryServer, name: string, origi
         `${what}: MCP bundles are not supported${pkg.fileSha256 ? ` (its fileSha256 is ${pkg.fileSha256})` : ''}`,
       );
     } else if (pkg.registryType === 'npm' || pkg.registryType === 'pypi' || pkg.registryType === 'oci') {
-      const mapped = fromPackage(pkg);
+      const mapped = fromPackage(pkg, name, reserved);
       if (typeof mapped === 'string') notes.push(`${what}: ${mapped}`);
       else {
         const others = notes.length > 0 ? [`Not used: ${notes.join('; ')}.`] : [];
@@ -99,59 +112,106 @@ export function importRegistryServer(server: RegistryServer, name: string, origi
   return { skipped: { key, reason: notes.length > 0 ? notes.join('; ') : 'it lists no package' } };
 }
 
-type Mapped = Pick<ProfileDraft, 'runs' | 'server' | 'mounts' | 'env' | 'notes' | 'hostVariables' | 'clientEnv'>;
+type Mapped = Pick<
+  ProfileDraft,
+  'runs' | 'server' | 'mounts' | 'env' | 'notes' | 'hostVariables' | 'variableUses' | 'clientEnv'
+>;
 
-/** What a registry value becomes in the profile; where a variable of the host stands for it. */
+/** What a registry value becomes in the profile, and the host variables (hintbox's names) it reads. */
 interface Resolved {
   text: string;
-  hostVariable?: string;
+  variables: string[];
 }
 
-/** `MY_VAR` from `my-var`, `--api-key` or `target_dir`. */
-function variableName(raw: string): string {
-  const name = raw
-    .replace(/^-+/, '')
-    .replace(/[^A-Za-z0-9]+/g, '_')
-    .toUpperCase();
-  return /^[A-Z_]/.test(name) ? name : `ARG_${name}`;
+/** `MY_VAR` from `my-var`, `--api-key` or `target_dir`; never empty. */
+function upperName(raw: string): string {
+  return (
+    raw
+      .toUpperCase()
+      .replace(/[^A-Z0-9]+/g, '_')
+      .replace(/^_+|_+$/g, '') || 'VALUE'
+  );
 }
 
 /**
- * A registry input as profile text: its fixed value, else its default, else a host variable.
- * A default is written as is, or (`overridable`: an env value, whose name is the server's own,
- * and a host path, whose default is rarely yours) as `${NAME:-default}`. A named argument's
- * default is never made a variable: `--host` would read the shell's HOST.
+ * The host variables of one imported entry, named by hintbox, never by the publisher:
+ * `HINTBOX_<PROFILE>_<WHAT>` in [A-Z0-9_], each name once (`_2`, `_3` after), never one of
+ * `reserved` (hintbox's own). `uses` says what each is for (the profile's header lists them).
+ */
+function hostVariableNames(
+  profile: string,
+  reserved: ReadonlySet<string>,
+): {
+  take: (stem: string, use: string) => string;
+  uses: Record<string, string>;
+} {
+  const prefix = `HINTBOX_${upperName(profile)}_`;
+  const uses: Record<string, string> = {};
+  const take = (stem: string, use: string): string => {
+    const base = prefix + upperName(stem);
+    let name = base;
+    for (let n = 2; name in uses || reserved.has(name); n++) name = `${base}_${n}`;
+    uses[name] = use;
+    return name;
+  };
+  return { take, uses };
+}
+
+type Take = (stem: string, use: string) => string;
+
+/**
+ * A registry input as profile text: its fixed value (each `{placeholder}` resolved the same way),
+ * else its default as written, else (required) a host variable named by hintbox; undefined when
+ * it is optional and has neither. A secret is never written, not even a default: a required one
+ * is a host variable, an optional one is left to the operator.
  */
 function resolveInput(
   input: Input & { variables?: Record<string, Input> },
-  variable: string,
-  overridable = true,
+  stem: string,
+  use: string,
+  take: Take,
 ): Resolved | undefined {
-  // A secret is never written, not even a default; an optional one is left to the operator.
-  if (input.isSecret) return input.isRequired ? { text: `\${${variable}}`, hostVariable: variable } : undefined;
+  const fromHost = (what: string): Resolved => {
+    const name = take(stem, what);
+    return { text: `\${${name}}`, variables: [name] };
+  };
+  if (input.isSecret) return input.isRequired ? fromHost(`the secret ${use}`) : undefined;
   if (input.value !== undefined) {
-    let hostVariable: string | undefined;
+    const variables: string[] = [];
     const text = literal(input.value).replace(/\{([A-Za-z0-9_]+)\}/g, (whole, key: string) => {
       const inner = input.variables?.[key];
       if (!inner) return whole;
-      const resolved = resolveInput(inner, variableName(key));
-      hostVariable ??= resolved?.hostVariable;
+      const resolved = resolveInput(inner, key, `{${key}} of ${use}`, take);
+      variables.push(...(resolved?.variables ?? []));
       return resolved?.text ?? '';
     });
-    return { text, ...(hostVariable ? { hostVariable } : {}) };
+    return { text, variables };
   }
-  if (input.default !== undefined)
-    return { text: overridable ? `\${${variable}:-${literal(input.default)}}` : literal(input.default) };
-  if (input.isRequired) return { text: `\${${variable}}`, hostVariable: variable };
+  if (input.default !== undefined) return { text: literal(input.default), variables: [] };
+  if (input.isRequired) return fromHost(use);
   return undefined;
 }
 
-function fromPackage(pkg: Package): Mapped | string {
+/** Does the publisher's text for an argument name a host path (`/x`, `~/x`, `{HOME}/x`)? */
+function looksLikeHostPath(text: string | undefined): boolean {
+  return text !== undefined && (isHostPath(text) || /^~(\/|$)/.test(text) || /^\{[A-Za-z0-9_]+\}\//.test(text));
+}
+
+/** The publisher's word on a path, quoted for the header: text to read, never a path hintbox uses. */
+function suggested(arg: Input): string {
+  const text = arg.value ?? arg.default;
+  return text === undefined
+    ? ''
+    : ` The entry suggests ${renderServerText(JSON.stringify(text))}: never used as a path.`;
+}
+
+function fromPackage(pkg: Package, profile: string, reserved: ReadonlySet<string>): Mapped | string {
   const notes: string[] = [];
   const hostVariables: string[] = [];
   const mounts: DraftMount[] = [];
   const env: Record<string, string> = {};
   const onHost = pkg.registryType !== 'oci';
+  const { take, uses } = hostVariableNames(profile, reserved);
   let server: ProfileDraft['server'];
   let runs: string;
   if (pkg.registryType === 'npm') {
@@ -182,9 +242,17 @@ function fromPackage(pkg: Package): Mapped | string {
     if (!onHost && (flag === '-e' || flag === '--env') && value) {
       const [variable, assigned] = value.split(/=(.*)/s) as [string, string | undefined];
       if (isEnvName(variable)) {
-        const resolved = assigned === undefined ? undefined : resolveInput({ ...arg, value: assigned }, variable);
-        env[variable] = resolved?.text ?? `\${${variable}}`;
-        if (resolved?.hostVariable ?? assigned === undefined) hostVariables.push(resolved?.hostVariable ?? variable);
+        const use = `the server's ${variable}`;
+        const resolved =
+          assigned === undefined
+            ? resolveInput({ isRequired: true, ...(arg.isSecret ? { isSecret: true } : {}) }, variable, use, take)
+            : resolveInput({ ...arg, value: assigned }, variable, use, take);
+        if (resolved === undefined)
+          notes.push(`The optional secret ${variable} is left out: add it to env if you want it.`);
+        else {
+          env[variable] = resolved.text;
+          hostVariables.push(...resolved.variables);
+        }
         continue;
       }
     }
@@ -197,34 +265,40 @@ function fromPackage(pkg: Package): Mapped | string {
   const args: string[] = [];
   for (const arg of pkg.packageArguments ?? []) {
     const label = arg.type === 'named' ? (arg.name ?? '') : (arg.valueHint ?? 'argument');
-    const variable = variableName(arg.valueHint ?? arg.name ?? 'arg');
-    let resolved = resolveInput(arg, variable, arg.format === 'filepath');
-    if (resolved === undefined) {
-      notes.push(`The optional argument ${label} is not set: add it to server.args if you want it.`);
-      continue;
-    }
-    const isPath = arg.format === 'filepath' || (resolved.hostVariable === undefined && isHostPath(resolved.text));
+    const stem = upperName(arg.valueHint ?? arg.name ?? 'arg');
+    const isPath = arg.format === 'filepath' || looksLikeHostPath(arg.value) || looksLikeHostPath(arg.default);
+    let text: string;
     if (onHost && isPath) {
-      const target = `/data/${variable.toLowerCase()}`;
-      // The argument names the mount's target as the sandbox sees it: written once, in the mount.
-      const mountName =
-        variable
-          .toLowerCase()
-          .replace(/^[^a-z0-9]+/, '')
-          .slice(0, 63) || 'path';
-      mounts.push({ name: mountName, source: resolved.text, target, mode: 'rw' });
-      const value = `\${sandbox:mount.${mountName}}`;
+      // A host path is the operator's to choose: a mount from a variable hintbox names, never
+      // the publisher's value or default (a path, or a placeholder the host would fill in).
+      if (!arg.isRequired && arg.value === undefined && arg.default === undefined) {
+        notes.push(
+          `The optional argument ${label} (a host path) is not set: add a mount and the argument if you want it.`,
+        );
+        continue;
+      }
+      const mountName = stem.toLowerCase().slice(0, 63);
+      const target = `/data/${mountName}`;
+      const variable = take(stem, `the host path for ${label}, mounted read-only at ${target}`);
+      hostVariables.push(variable);
+      mounts.push({ name: mountName, source: `\${${variable}}`, target, mode: 'ro', variable });
       notes.push(
-        `${label} is a host path: it became a mount at ${target}, and the argument ${value} (that target); ` +
-          `set ${variable} to the folder before hintbox loads this profile, and make it mode: ro where the server only reads.`,
+        `${label} is a host path: the one you set in ${variable} is mounted at ${target}, read-only (make it ` +
+          `mode: rw only if the server must write there), and the server is given that target.${suggested(arg)}`,
       );
-      resolved = { text: value };
-    } else if (resolved.hostVariable) {
-      hostVariables.push(resolved.hostVariable);
-      notes.push(`${label} is taken from the host as \${${resolved.hostVariable}}: set it where hintbox runs.`);
+      // The argument names the mount's target as the sandbox sees it: written once, in the mount.
+      text = `\${sandbox:mount.${mountName}}`;
+    } else {
+      const resolved = resolveInput(arg, stem, label, take);
+      if (resolved === undefined) {
+        notes.push(`The optional argument ${label} is not set: add it to server.args if you want it.`);
+        continue;
+      }
+      hostVariables.push(...resolved.variables);
+      text = resolved.text;
     }
-    if (arg.type === 'named') args.push(literal(arg.name ?? ''), resolved.text);
-    else args.push(resolved.text);
+    if (arg.type === 'named') args.push(literal(arg.name ?? ''), text);
+    else args.push(text);
   }
   if (args.length > 0) server.args = args;
 
@@ -234,18 +308,17 @@ function fromPackage(pkg: Package): Mapped | string {
       notes.push(`The variable "${literal(variable.name)}" is not a valid name and was left out.`);
       continue;
     }
-    const resolved = resolveInput(variable, variable.name);
+    const resolved = resolveInput(variable, variable.name, `the server's ${variable.name}`, take);
     if (resolved === undefined) {
       optional.push(variable.name);
       continue;
     }
     env[variable.name] = resolved.text;
-    if (resolved.hostVariable) hostVariables.push(resolved.hostVariable);
+    hostVariables.push(...resolved.variables);
   }
-  const secrets = (pkg.environmentVariables ?? []).filter((v) => v.isSecret).map((v) => v.name);
-  if (secrets.length > 0)
-    notes.push(`Secrets (${secrets.join(', ')}) are taken from the environment hintbox runs with, never written here.`);
   if (optional.length > 0)
     notes.push(`Optional variables left out (add them to env if you want them): ${optional.join(', ')}.`);
-  return { runs, server, mounts, env, notes, hostVariables: [...new Set(hostVariables)], clientEnv: {} };
+  const read = [...new Set(hostVariables)];
+  const variableUses = Object.fromEntries(read.map((name) => [name, uses[name] ?? '']));
+  return { runs, server, mounts, env, notes, hostVariables: read, variableUses, clientEnv: {} };
 }

@@ -129,3 +129,28 @@ export function interpolateTree(
     ancestors.delete(value);
   }
 }
+
+/**
+ * The host variables a profile tree reads when it is loaded: every `${NAME}`, in defaults too
+ * (`${A:-${B}}` reads both), sorted. `$$` and `${sandbox:…}` read none. Pure.
+ */
+export function referencedVariables(tree: unknown): string[] {
+  const names = new Set<string>();
+  // Every name is '' (set, empty): `${A}` goes on past it, `${A:-…}` reads its default too.
+  const recording = new Proxy<Record<string, string>>(
+    {},
+    {
+      get: (_, name) => {
+        if (typeof name === 'string') names.add(name);
+        return '';
+      },
+    },
+  );
+  interpolateTree(
+    tree,
+    recording,
+    () => undefined,
+    () => true,
+  );
+  return [...names].sort();
+}

@@ -6,6 +6,7 @@ import type { z } from 'zod';
 import { denyReason, sharedFolderReason } from './host-path-denylist.js';
 import { lockFilePath } from './profile-paths.js';
 import { operatorFileLinkProblems, type OperatorFile } from './operator-file-links.js';
+import { checkSensitive, SENSITIVE_NAMES, sensitivePlaces } from './sensitive-paths.js';
 import { packageImageName, packageLockPath, packageSource } from '../packages/package-source.js';
 import { processVariables } from '../config/environment.js';
 import { hintboxOwnPaths, type OwnPath } from '../config/hintbox-paths.js';
@@ -26,6 +27,8 @@ export interface ResolvedMount {
   mode: 'ro' | 'rw';
   /** Sockets, FIFOs and device nodes in the source are allowed (see sandbox/special-files.ts). */
   allowSpecialFiles?: boolean;
+  /** The sensitive places (sensitive-paths.ts) the operator lets this mount hold, by name. */
+  allowSensitive?: string[];
 }
 
 /** A profile after validation and path resolution. Everything inside is typed and checked. */
@@ -141,8 +144,9 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
   // Host paths are checked even when the schema failed elsewhere, for every source that is a string.
   const rawMounts = (interpolated as { mounts?: unknown } | null)?.mounts;
   const resolvedSources = new Map<number, string>();
+  const sensitive = sensitivePlaces([home, realOrResolved(home)], vars, realOrResolved);
   (Array.isArray(rawMounts) ? rawMounts : []).forEach((mount: unknown, index) => {
-    const source = (mount as { source?: unknown } | null)?.source;
+    const { source, allowSensitive } = (mount ?? {}) as { source?: unknown; allowSensitive?: unknown };
     const at = `mounts[${index}].source`;
     if (typeof source !== 'string' || source === '' || problems.some((p) => p.path === at)) return;
     const resolved = resolveHostPath(
@@ -151,9 +155,18 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
       home,
       ownPaths.filter((own) => !own.onlyOwn).map((own) => own.path),
     );
-    const shared = 'error' in resolved ? undefined : sharedFolderProblem(resolved.path, ownPaths);
-    if ('error' in resolved) problems.push({ file: absFile, path: at, message: resolved.error });
-    else if (shared) problems.push({ file: absFile, path: at, message: shared });
+    if ('error' in resolved) return void problems.push({ file: absFile, path: at, message: resolved.error });
+    // A name the schema refuses has its line already: only known names are checked against the source.
+    const allowed = Array.isArray(allowSensitive)
+      ? allowSensitive.filter((n): n is string => SENSITIVE_NAMES.includes(n as string))
+      : [];
+    const check = checkSensitive([resolved.path, resolved.written], sensitive, allowed);
+    for (const name of check.unused) {
+      const message = `${name}: ${resolved.path} neither is, holds nor lies in it: list only what this mount holds`;
+      problems.push({ file: absFile, path: `mounts[${index}].allowSensitive[${allowed.indexOf(name)}]`, message });
+    }
+    const shared = check.refused ?? sharedFolderProblem(resolved.path, ownPaths);
+    if (shared) problems.push({ file: absFile, path: at, message: shared });
     else resolvedSources.set(index, resolved.path);
   });
   if (!parsed.success) throw new ProfileError(problems);
@@ -323,7 +336,7 @@ function resolveHostPath(
   baseDir: string,
   home: string,
   ownPaths: readonly string[],
-): { path: string } | { error: string } {
+): { path: string; written: string } | { error: string } {
   const expanded = source === '~' || source.startsWith('~/') ? path.join(home, source.slice(1)) : source;
   const absolute = path.resolve(baseDir, expanded);
   let real: string;
@@ -336,7 +349,7 @@ function resolveHostPath(
   // Check both the path as written and where it really leads: a symlink into /etc is /etc.
   const reason = denyReason(real, home, ownPaths) ?? denyReason(absolute, home, ownPaths);
   if (reason) return { error: reason };
-  return { path: real };
+  return { path: real, written: absolute };
 }
 
 function isFile(p: string): boolean {

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { SENSITIVE_NAMES } from './sensitive-paths.js';
 import { DatabaseSectionSchema } from './database-profile-schema.js';
 import { formatEgressHost, parseEgressHost } from '../policy/egress-hosts.js';
 
@@ -52,6 +53,21 @@ export const MountSchema = z.strictObject({
    * read-only mount and without network.
    */
   allowSpecialFiles: z.boolean().optional(),
+  /**
+   * The sensitive places (sensitive-paths.ts) this mount may hold, each by its name: a shell
+   * start-up file (`.bashrc`), a credential store (`.config/gh`), an agent socket
+   * (`SSH_AUTH_SOCK`). Exactly those the source is, lies in or contains; no pattern, no "all".
+   * Default none: such a source is refused. `hintbox plan` shows the names.
+   */
+  allowSensitive: z
+    .array(
+      z.enum(SENSITIVE_NAMES, {
+        error: `expected one of ${SENSITIVE_NAMES.join(', ')}`,
+      }),
+    )
+    .min(1, 'expected at least one name (leave the field out for none)')
+    .refine((names) => new Set(names).size === names.length, 'expected each name once')
+    .optional(),
 });
 
 export const LimitsSchema = z.strictObject({

@@ -1,6 +1,12 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { formatPlanTable, hintCode, planToJson } from '../../src/cli/format-plan.js';
+import {
+  formatPlanTable,
+  formatSensitiveMounts,
+  hintCode,
+  planToJson,
+  sensitiveMounts,
+} from '../../src/cli/format-plan.js';
 import { planSandboxes, type Ceiling } from '../../src/policy/plan-sandboxes.js';
 
 const ceiling: Ceiling = {
@@ -218,6 +224,21 @@ describe('formatPlanTable', () => {
       'during-calls',
       'during-calls',
       'free',
+    ]);
+  });
+});
+
+describe('plan: mounts with a sensitive opt-in', () => {
+  it('names each mount that may hold a sensitive place, and what each name stands for; others are not listed', () => {
+    const mounts = [
+      { source: '/home/a/.bashrc', target: '/data/rc', mode: 'ro' as const, allowSensitive: ['.bashrc'] },
+      { source: '/srv/data', target: '/data/d', mode: 'rw' as const },
+    ];
+    assert.deepEqual(formatSensitiveMounts(mounts), [
+      'sensitive: mounts[0] /home/a/.bashrc -> /data/rc holds, as the profile allows: .bashrc (a shell start-up file)',
+    ]);
+    assert.deepEqual(sensitiveMounts(mounts), [
+      { mount: 0, source: '/home/a/.bashrc', target: '/data/rc', allowed: ['.bashrc'] },
     ]);
   });
 });

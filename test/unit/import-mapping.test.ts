@@ -205,20 +205,23 @@ describe('import: a VS Code mcp.json', () => {
 });
 
 describe('import: MCP registry server.json', () => {
-  it('npm with a secret: server.npm at its version, the secret by name', () => {
+  it('npm with a secret: server.npm at its version, the secret from a variable hintbox names', () => {
     const plan = planOf('registry-brave-search.json');
     assert.equal(plan.kind, 'registry');
     const draft = draftOf(plan, 'io.modelcontextprotocol.anonymous/brave-search');
     assert.equal(draft.name, 'brave-search');
     assert.equal(draft.server.npm, '@modelcontextprotocol/server-brave-search@1.0.2');
-    assert.deepEqual(draft.env, { BRAVE_API_KEY: '${BRAVE_API_KEY}' });
+    assert.deepEqual(draft.env, { BRAVE_API_KEY: '${HINTBOX_BRAVE_SEARCH_BRAVE_API_KEY}' });
     loaded(draft, placeholders(draft));
   });
 
-  it('pypi: server.pypi pinned; a non-secret default is written (overridable), the secret is not', () => {
+  it('pypi: server.pypi pinned; a non-secret default is written as is, the secret is not', () => {
     const draft = draftOf(planOf('registry-weather.json'), 'io.github.example/weather-mcp');
     assert.deepEqual(draft.server, { pypi: 'weather-mcp-server==0.5.0' });
-    assert.deepEqual(draft.env, { WEATHER_API_KEY: '${WEATHER_API_KEY}', WEATHER_UNITS: '${WEATHER_UNITS:-celsius}' });
+    assert.deepEqual(draft.env, {
+      WEATHER_API_KEY: '${HINTBOX_WEATHER_MCP_WEATHER_API_KEY}',
+      WEATHER_UNITS: 'celsius',
+    });
     assert.equal(loaded(draft, placeholders(draft)).profile.env.WEATHER_UNITS, 'celsius');
   });
 
@@ -230,14 +233,14 @@ describe('import: MCP registry server.json', () => {
     );
     assert.deepEqual(
       draft.server.args,
-      ['--host', 'localhost', '${DATABASE_NAME}'],
+      ['--host', 'localhost', '${HINTBOX_DATABASE_MANAGER_DATABASE_NAME}'],
       "a default as is: --host never reads the shell's HOST",
     );
     assert.deepEqual(draft.env, {
-      DB_TYPE: '${DB_TYPE}',
-      DB_USERNAME: '${DB_USERNAME}',
-      DB_PASSWORD: '${DB_PASSWORD}',
-      SSL_MODE: '${SSL_MODE:-prefer}',
+      DB_TYPE: '${HINTBOX_DATABASE_MANAGER_DB_TYPE}',
+      DB_USERNAME: '${HINTBOX_DATABASE_MANAGER_DB_USERNAME}',
+      DB_PASSWORD: '${HINTBOX_DATABASE_MANAGER_DB_PASSWORD}',
+      SSL_MODE: 'prefer',
     });
     const { text, profile } = loaded(draft, placeholders(draft));
     assert.equal(profile.network, 'none');
@@ -249,18 +252,22 @@ describe('import: MCP registry server.json', () => {
     assert.match(header, /pinned by its digest/);
   });
 
-  it('a filepath package argument becomes a mount from a host variable (its default), the argument its target', () => {
+  it('a filepath package argument becomes a read-only mount from a variable hintbox names, the argument its target; the default is only shown', () => {
     const draft = draftOf(planOf('registry-filesystem.json'), 'io.github.modelcontextprotocol/filesystem');
     assert.equal(draft.server.npm, '@modelcontextprotocol/server-filesystem@1.0.2');
     assert.deepEqual(draft.server.args, ['${sandbox:mount.target_dir}'], 'the target is written once, in the mount');
+    const variable = 'HINTBOX_FILESYSTEM_TARGET_DIR';
     assert.deepEqual(draft.mounts, [
-      { name: 'target_dir', source: '${TARGET_DIR:-/Users/username/Desktop}', target: '/data/target_dir', mode: 'rw' },
+      { name: 'target_dir', source: `\${${variable}}`, target: '/data/target_dir', mode: 'ro', variable },
     ]);
-    assert.ok(!draft.hostVariables.includes('TARGET_DIR'), 'a mount source is never stood in for: it must exist');
-    assert.deepEqual(draft.env, { LOG_LEVEL: '${LOG_LEVEL:-info}' });
-    const header = renderProfile(draft).replace(/\n# +/g, ' ');
+    assert.deepEqual(draft.hostVariables, [variable]);
+    assert.deepEqual(draft.env, { LOG_LEVEL: 'info' });
+    const text = renderProfile(draft);
+    const header = text.replace(/\n# +/g, ' ');
     assert.match(header, /Runtime options \(npx or uvx\) of the source were dropped.*: --yes/);
-    assert.equal(loaded(draft, { TARGET_DIR: '/srv/project' }).profile.mounts[0]?.source, '/srv/project');
+    assert.match(header, /The entry suggests "\/Users\/username\/Desktop": never used as a path\./);
+    assert.ok(!/^[^#].*\/Users\/username/m.test(text), 'the default is in no field, only in the header');
+    assert.equal(loaded(draft, { [variable]: '/srv/project' }).profile.mounts[0]?.source, '/srv/project');
   });
 
   it('refuses mcpb (unsupported), naming its fileSha256; a remote is not run either', () => {
@@ -310,7 +317,7 @@ describe("import: a registry list (the API's GET /v0/servers answer, or an array
       /registry-list\.json \(MCP registry entry io\.github\.modelcontextprotocol\/filesystem 1\.0\.3\)/,
     );
     assert.equal(draft.name, 'filesystem');
-    assert.equal(loaded(draft, { TARGET_DIR: '/srv' }).profile.name, 'filesystem');
+    assert.equal(loaded(draft, { HINTBOX_FILESYSTEM_TARGET_DIR: '/srv' }).profile.name, 'filesystem');
   });
 
   it('--version picks that version; one not listed is refused, naming those that are', () => {

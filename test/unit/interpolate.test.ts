@@ -1,6 +1,11 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { InterpolationError, interpolate, interpolateTree } from '../../src/profile/interpolate.js';
+import {
+  InterpolationError,
+  interpolate,
+  interpolateTree,
+  referencedVariables,
+} from '../../src/profile/interpolate.js';
 import { SANDBOX_VALUE_NAMES, isSandboxValueField } from '../../src/profile/sandbox-values.js';
 
 describe('interpolate', () => {
@@ -188,5 +193,16 @@ describe('${sandbox:NAME}', () => {
     const none: Array<(string | number)[]> = [];
     interpolateTree(tree, untouchable, (p) => none.push(p));
     assert.equal(none.length, 3, 'by default nowhere');
+  });
+});
+
+describe('referencedVariables', () => {
+  it('lists every ${NAME} a tree reads, defaults included, and none for $$ or ${sandbox:…}', () => {
+    const tree = {
+      a: '${A}/${B}',
+      b: ['${C:-${D:-x}}', '$${E}', '${sandbox:mount.w}'],
+      c: { d: 'plain', e: 3 },
+    };
+    assert.deepEqual(referencedVariables(tree), ['A', 'B', 'C', 'D']);
   });
 });
