@@ -1,0 +1,127 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import { assertNoLeftovers, docker, FIXTURES } from './support/docker.js';
+import { hintboxCommand, writeProfile } from './support/hintbox-process.js';
+import { scratchFolder } from '../support/scratch-folder.js';
+
+/**
+ * Resolving, locking and installing a server's packages runs none of their code on the host.
+ * Each attack is a package whose dependency would run code when prepared or installed: that code
+ * appends to a marker file of the test's, which must never appear.
+ */
+describe('no package code on the host', { timeout: 600_000 }, () => {
+  after(assertNoLeftovers);
+
+  /** `hintbox images build` of a profile running `server`, in a temp folder of its own. */
+  async function build(
+    server: Record<string, string>,
+    env: Record<string, string>,
+  ): Promise<{ code: number | null; stderr: string; lockFile: string; tmp: string }> {
+    const profile = writeProfile({ name: 'evil', server });
+    const tmp = scratchFolder('hintbox-package-tmp-');
+    const result = await hintboxCommand(['images', 'build', profile], { ...env, TMPDIR: tmp });
+    const kind = server.npm ? 'npm-lock.json' : 'pip-lock.txt';
+    return { ...result, lockFile: path.join(path.dirname(profile), `profile.${kind}`), tmp };
+  }
+
+  async function assertNoImage(image: string): Promise<void> {
+    const { docker: d } = await docker();
+    await assert.rejects(d.getImage(image).inspect(), `no image ${image}`);
+  }
+
+  describe('PyPI: only wheels from the index are prepared', () => {
+    let wheels: string;
+    let elsewhere: string;
+    let marker: string;
+    let pip: Record<string, string>;
+    before(() => {
+      const folder = scratchFolder('hintbox-evil-pypi-');
+      wheels = path.join(folder, 'wheels');
+      elsewhere = path.join(folder, 'elsewhere');
+      marker = path.join(folder, 'backend-ran');
+      execFileSync('python3', [path.join(FIXTURES, 'evilpypi', 'make_evil.py'), wheels, elsewhere, marker]);
+      pip = { PIP_NO_INDEX: '1', PIP_FIND_LINKS: wheels };
+    });
+    // Each test sees only what its own run did.
+    beforeEach(() => rmSync(marker, { force: true }));
+
+    function assertBackendNeverRan(stderr: string): void {
+      const ran = existsSync(marker) ? readFileSync(marker, 'utf8') : '';
+      assert.equal(ran, '', `${ran}(the sdist's build backend ran on the host)\n${stderr}`);
+    }
+
+    /** The build of `spec` is refused with one line that names `refused` and the wheel that asked; nothing is left. */
+    async function assertRefused(spec: string, refused: string, askedBy: string): Promise<void> {
+      const result = await build({ pypi: spec }, pip);
+      assert.notEqual(result.code, 0, result.stderr);
+      assertBackendNeverRan(result.stderr);
+      const line = result.stderr.split('\n').find((l) => l.includes(`refused ${refused}`));
+      assert.ok(line, result.stderr);
+      assert.ok(line.includes(`required by ${askedBy}`), line);
+      assert.match(line, /not a wheel from the index/);
+      assert.equal(existsSync(result.lockFile), false, 'no lock is written');
+      assert.deepEqual(readdirSync(result.tmp), [], 'no temp folder is left');
+      await assertNoImage(`hintbox/pypi.${spec.replace('==', ':')}`);
+    }
+
+    it("refuses a wheel's direct-URL dependency (file://…sdist) before pip prepares it: its build backend never runs on the host", async () => {
+      await assertRefused(
+        'evilserver==1.0.0',
+        `evildep @ file://${elsewhere}/evildep-1.0.tar.gz`,
+        'evilserver-1.0.0-py3-none-any.whl',
+      );
+    });
+
+    it("refuses a wheel's VCS dependency (git+file://) before pip clones it: its build backend never runs on the host", async () => {
+      await assertRefused(
+        'evilvcs==1.0.0',
+        `evildep @ git+file://localhost${elsewhere}/evildep-git`,
+        'evilvcs-1.0.0-py3-none-any.whl',
+      );
+    });
+
+    it('refuses a dependency the index holds only as an sdist: nothing is built on the host', async () => {
+      const result = await build({ pypi: 'evilsdist==1.0.0' }, pip);
+      assert.notEqual(result.code, 0, result.stderr);
+      assertBackendNeverRan(result.stderr);
+      // --only-binary=:all: keeps the sdist from being a candidate at all (the guard would refuse it too).
+      assert.match(result.stderr, /No matching distribution found for evilsdep==1\.0/);
+      assert.equal(existsSync(result.lockFile), false, 'no lock is written');
+      assert.deepEqual(readdirSync(result.tmp), [], 'no temp folder is left');
+      await assertNoImage('hintbox/pypi.evilsdist:1.0.0');
+    });
+
+    it('refuses a direct-URL line in the pip lock before pip prepares it (a lock edited to pull an sdist)', async () => {
+      const tarball = path.join(elsewhere, 'evildep-1.0.tar.gz');
+      const digest = createHash('sha256').update(readFileSync(tarball)).digest('hex');
+      const profile = writeProfile({ name: 'evil', server: { pypi: 'evilsdist==1.0.0' } });
+      const lockFile = path.join(path.dirname(profile), 'profile.pip-lock.txt');
+      const lock = `# hintbox PyPI lock for: evilsdist==1.0.0\nevildep @ file://${tarball} --hash=sha256:${digest}\n`;
+      writeFileSync(lockFile, lock);
+      const tmp = scratchFolder('hintbox-package-tmp-');
+      const result = await hintboxCommand(['images', 'build', profile], { ...pip, TMPDIR: tmp });
+      assert.notEqual(result.code, 0, result.stderr);
+      assertBackendNeverRan(result.stderr);
+      assert.match(result.stderr, new RegExp(`refused evildep @ file://${tarball}, required by -r .*pip-lock\\.txt`));
+      assert.equal(readFileSync(lockFile, 'utf8'), lock, 'the lock is left as it was');
+      assert.deepEqual(readdirSync(tmp), [], 'no temp folder is left');
+      await assertNoImage('hintbox/pypi.evilsdist:1.0.0');
+    });
+
+    it('does not run a pip that lacks the internals the guard wraps, and says so in one line', async () => {
+      const fake = scratchFolder('hintbox-fake-pip-');
+      mkdirSync(path.join(fake, 'pip'));
+      writeFileSync(path.join(fake, 'pip', '__init__.py'), '__version__ = "99.0"\n');
+      const result = await build({ pypi: 'evilserver==1.0.0' }, { ...pip, PYTHONPATH: fake });
+      assert.notEqual(result.code, 0, result.stderr);
+      assert.match(result.stderr, /pip 99\.0 on this host lacks the internals hintbox wraps .*hintbox does not run it/);
+      assertBackendNeverRan(result.stderr);
+      assert.equal(existsSync(result.lockFile), false, 'no lock is written');
+      assert.deepEqual(readdirSync(result.tmp), [], 'no temp folder is left');
+    });
+  });
+});
