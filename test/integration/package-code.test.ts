@@ -6,6 +6,7 @@ import path from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { assertNoLeftovers, docker, FIXTURES } from './support/docker.js';
 import { hintboxCommand, writeProfile } from './support/hintbox-process.js';
+import { packageImageName, parseNpmSpec } from '../../src/packages/package-source.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 
 /**
@@ -122,6 +123,70 @@ describe('no package code on the host', { timeout: 600_000 }, () => {
       assertBackendNeverRan(result.stderr);
       assert.equal(existsSync(result.lockFile), false, 'no lock is written');
       assert.deepEqual(readdirSync(result.tmp), [], 'no temp folder is left');
+    });
+  });
+
+  describe('npm: no lifecycle script runs (--ignore-scripts)', () => {
+    /** A package folder as npm packs it: `package/` with a package.json and an index.js. */
+    function packageFolder(dir: string, manifest: Record<string, unknown>): string {
+      mkdirSync(path.join(dir, 'package'), { recursive: true });
+      writeFileSync(path.join(dir, 'package', 'package.json'), JSON.stringify(manifest, null, 2));
+      writeFileSync(path.join(dir, 'package', 'index.js'), '#!/usr/bin/env node\n');
+      return path.join(dir, 'package');
+    }
+
+    it("runs no install script of a package or its dependencies on the host: a git dependency's prepare, a file: tarball's install", async () => {
+      const folder = scratchFolder('hintbox-evil-npm-');
+      const marker = path.join(folder, 'script-ran');
+      // Every lifecycle npm would run on an install, each appending its name to the marker.
+      const scripts = (who: string): Record<string, string> =>
+        Object.fromEntries(
+          ['preinstall', 'install', 'postinstall', 'prepare', 'prepack', 'postpack'].map((script) => [
+            script,
+            `node -e "require('fs').appendFileSync('${marker}', '${who} ${script} ran on the host\\n')"`,
+          ]),
+        );
+      const pack = (name: string, manifest: Record<string, unknown>): string => {
+        const dir = path.join(folder, name);
+        packageFolder(dir, { name, version: '1.0.0', scripts: scripts(name), ...manifest });
+        const tarball = path.join(folder, `${name}-1.0.0.tgz`);
+        execFileSync('tar', ['-czf', tarball, '-C', dir, 'package']);
+        return tarball;
+      };
+      // A git dependency: npm clones it and, for a prepare script, would install and pack it.
+      const repo = packageFolder(path.join(folder, 'evilgit'), {
+        name: 'evilgit',
+        version: '1.0.0',
+        scripts: scripts('evilgit'),
+      });
+      const git = ['-C', repo, '-c', 'user.name=fixture', '-c', 'user.email=fixture@localhost'];
+      execFileSync('git', ['-C', repo, 'init', '-q']);
+      execFileSync('git', [...git, 'add', '.']);
+      execFileSync('git', [...git, 'commit', '-qm', 'evil']);
+      const evilfile = pack('evilfile', {});
+      const server = pack('evilnpm', {
+        bin: { evilnpm: 'index.js' },
+        dependencies: { evilgit: `git+file://${repo}`, evilfile: `file:${evilfile}` },
+      });
+      const spec = `evilnpm@file:${server}`;
+      const image = packageImageName(parseNpmSpec(spec));
+      try {
+        const result = await build({ npm: spec }, {});
+        const ran = existsSync(marker) ? readFileSync(marker, 'utf8') : '';
+        assert.equal(ran, '', `${ran}(an install script ran on the host)\n${result.stderr}`);
+        // The install went through: both dependencies are in the lock (and the image), their scripts not run.
+        assert.equal(result.code, 0, result.stderr);
+        const lock = readFileSync(result.lockFile, 'utf8');
+        assert.match(lock, /"node_modules\/evilgit"/);
+        assert.match(lock, /"node_modules\/evilfile"/);
+        assert.deepEqual(readdirSync(result.tmp), [], 'no temp folder is left');
+      } finally {
+        const { docker: d } = await docker();
+        await d
+          .getImage(image)
+          .remove({ force: true })
+          .catch(() => undefined);
+      }
     });
   });
 });
