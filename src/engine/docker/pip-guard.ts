@@ -13,11 +13,14 @@
 /** The start of the one line the guard writes when it refuses (exit 3) or cannot guard this pip (exit 4). */
 export const PIP_GUARD_PREFIX = 'hintbox-pip-guard: ';
 
-// Python, run with `python3 -c`; the arguments after it are pip's. Kept free of backslashes and
-// `${`, so the template literal holds it as written.
+// Python, run with `python3 -c`; the arguments after it are pip's. Kept free of backslashes and of
+// `${` but the prefix's, so the template literal holds it as written.
 const GUARD = `
 import sys
 
+# python3 -c puts the working folder first on sys.path: no file there may stand in for pip.
+if sys.path and sys.path[0] in ("", "."):
+    del sys.path[0]
 PREFIX = ${JSON.stringify(PIP_GUARD_PREFIX)}
 try:
     import pip
