@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { assertNoLeftovers, docker, FIXTURES } from './support/docker.js';
 import { hintboxCommand, writeProfile } from './support/hintbox-process.js';
+import { guardedPipArgs, pipGuardLine } from '../../src/engine/docker/pip-guard.js';
 import { packageImageName, parseNpmSpec } from '../../src/packages/package-source.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 
@@ -111,6 +112,22 @@ describe('no package code on the host', { timeout: 600_000 }, () => {
       assert.equal(readFileSync(lockFile, 'utf8'), lock, 'the lock is left as it was');
       assert.deepEqual(readdirSync(tmp), [], 'no temp folder is left');
       await assertNoImage('hintbox/pypi.evilsdist:1.0.0');
+    });
+
+    it('starts no Python interpreter from pip, whatever asks for one (the fence behind the wrapper)', () => {
+      const folder = scratchFolder('hintbox-fence-');
+      const ran = path.join(folder, 'ran');
+      const python = path.join(folder, 'python3');
+      writeFileSync(python, `#!/bin/sh\ntouch '${ran}'\n`, { mode: 0o755 });
+      // pip's --python runs pip again under another interpreter: a new process, which no
+      // preparation step sees (as a build backend or setup.py would be, were one to get past it).
+      const result = spawnSync('python3', guardedPipArgs(['--python', python, 'list']), {
+        cwd: folder,
+        encoding: 'utf8',
+      });
+      assert.equal(result.status, 3, result.stderr);
+      assert.equal(existsSync(ran), false, 'the interpreter ran');
+      assert.match(pipGuardLine(result.stderr) ?? '', new RegExp(`^refused to start ${python} .*starts no Python`));
     });
 
     it('does not run a pip that lacks the internals the guard wraps, and says so in one line', async () => {

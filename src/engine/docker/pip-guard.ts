@@ -6,8 +6,9 @@
  * would come too late: pip's resolver prepares a direct-URL candidate (running its sdist's
  * PEP 517 backend to read its metadata) as soon as it meets it, whatever `--only-binary` says.
  *
- * The guard fails closed: a pip without the internals it wraps (pip 22 to 26 have them) is not
- * run at all. It reports in one stderr line that starts with {@link PIP_GUARD_PREFIX}.
+ * Behind that wrapper, a fence on new processes: pip may start no Python interpreter and no VCS
+ * tool, which is how every build backend, setup.py and checkout runs. The guard fails closed: a
+ * pip without the internals it wraps (pip 22 to 26 have them) is not run at all. It reports in one stderr line that starts with {@link PIP_GUARD_PREFIX}.
  */
 
 /** The start of the one line the guard writes when it refuses (exit 3) or cannot guard this pip (exit 4). */
@@ -112,7 +113,42 @@ wrap("prepare_linked_requirement", False)
 wrap("prepare_editable_requirement", False)
 wrap("prepare_linked_requirements_more", True)
 
-status = main(sys.argv[1:])
+# A second fence, for a path to a build the wrapper does not see: pip runs every build backend
+# and setup.py with a Python interpreter and every checkout with a VCS tool, each a new process;
+# resolving and installing wheels starts none (only probes of the host for pip's user agent:
+# rustc, lsb_release). So no Python interpreter and no VCS tool may start.
+import os
+import shlex
+import subprocess
+
+Popen = subprocess.Popen
+FENCED_TOOLS = ("git", "hg", "svn", "bzr", "brz")
+
+
+def fenced(program):
+    name = os.path.basename(program)
+    if name.startswith("python") or name in FENCED_TOOLS:
+        return True
+    return os.path.realpath(program) == os.path.realpath(sys.executable)
+
+
+class Fenced(Popen):
+    def __init__(self, args, *rest, **kwargs):
+        argv = shlex.split(args) if isinstance(args, str) else [os.fsdecode(arg) for arg in args]
+        if isinstance(args, bytes) or not argv or fenced(argv[0]):
+            message = ("refused to start %s: hintbox's pip starts no Python and no VCS tool (a build backend, "
+                       "setup.py, git), so that no package code runs on this host" % " ".join(argv)[:300])
+            refusals.append(message)
+            raise Refused(message)
+        super().__init__(args, *rest, **kwargs)
+
+
+subprocess.Popen = Fenced
+
+try:
+    status = main(sys.argv[1:])
+except SystemExit as exit:  # pip's option parser exits by itself
+    status = exit.code
 if refusals:
     print(PREFIX + refusals[0], file=sys.stderr)
     sys.exit(3)
