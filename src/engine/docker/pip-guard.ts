@@ -8,11 +8,12 @@
  *
  * Behind that wrapper, a fence on new processes: pip may start no Python interpreter and no VCS
  * tool, which is how every build backend, setup.py and checkout runs. The guard fails closed: a
- * pip without the internals it wraps (pip 22 to 26 have them) is not run at all. It reports in one stderr line that starts with {@link PIP_GUARD_PREFIX}.
+ * pip without the internals it wraps (pip 22 to 26 have them) is not run at all. It reports in
+ * one stderr line that starts with {@link PIP_GUARD_PREFIX}.
  */
 
 /** The start of the one line the guard writes when it refuses (exit 3) or cannot guard this pip (exit 4). */
-export const PIP_GUARD_PREFIX = 'hintbox-pip-guard: ';
+const PIP_GUARD_PREFIX = 'hintbox-pip-guard: ';
 
 // Python, run with `python3 -c`; the arguments after it are pip's. Kept free of backslashes and of
 // `${` but the prefix's, so the template literal holds it as written.
