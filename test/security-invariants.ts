@@ -1353,4 +1353,42 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'NO-HOST-PACKAGE-CODE',
+    statement:
+      "Resolving, locking or installing a server.npm or server.pypi package runs none of its code on the host: pip runs under hintbox's guard, which refuses any requirement that is not a wheel from the index (direct URL, VCS, local path, sdist, editable) before pip fetches or builds it, and lets pip start no Python interpreter or VCS tool, with one line naming it and what asked for it, leaving no lock, image or temp folder, and does not run a pip it cannot guard; npm runs no lifecycle script of the package or any dependency (a git dependency's prepare, a file: tarball's install).",
+    tests: [
+      {
+        file: 'integration/package-code.test.ts',
+        title:
+          "refuses a wheel's direct-URL dependency (file://…sdist) before pip prepares it: its build backend never runs on the host",
+      },
+      {
+        file: 'integration/package-code.test.ts',
+        title:
+          "refuses a wheel's VCS dependency (git+file://) before pip clones it: its build backend never runs on the host",
+      },
+      {
+        file: 'integration/package-code.test.ts',
+        title: 'refuses a dependency the index holds only as an sdist: nothing is built on the host',
+      },
+      {
+        file: 'integration/package-code.test.ts',
+        title: 'refuses a direct-URL line in the pip lock before pip prepares it (a lock edited to pull an sdist)',
+      },
+      {
+        file: 'integration/package-code.test.ts',
+        title: 'does not run a pip that lacks the internals the guard wraps, and says so in one line',
+      },
+      {
+        file: 'integration/package-code.test.ts',
+        title: 'starts no Python interpreter from pip, whatever asks for one (the fence behind the wrapper)',
+      },
+      {
+        file: 'integration/package-code.test.ts',
+        title:
+          "runs no install script of a package or its dependencies on the host: a git dependency's prepare, a file: tarball's install",
+      },
+    ],
+  },
 ];

@@ -6,13 +6,17 @@ import { normalizePypiName, type PackageSource } from '../../packages/package-so
 import type { Logger } from '../../util/logger.js';
 import { ImageError, runTool, type ImageBuilder } from './image-builder.js';
 import { chooseCommand } from './package-commands.js';
+import { guardedPipArgs, pipGuardLine } from './pip-guard.js';
 
 /**
  * A server given as a PyPI package (`server.pypi`): its wheels (and its dependencies') are
  * resolved on the host with pip for the Python base's interpreter and platform, pinned by hash
  * in a lock beside the profile, installed on the host with `pip install --target` (no build,
- * no install code: wheels only) and copied onto the Python base, which has no pip. The index is
- * pip's own setting on the host (PIP_INDEX_URL, PIP_FIND_LINKS, pip.conf).
+ * no install code: wheels only) and copied onto the Python base, which has no pip. Every pip run
+ * goes through the guard (pip-guard.ts): a requirement that is not a wheel from the index (a
+ * direct URL, VCS, sdist, local path) is refused before pip prepares it, so no package code runs
+ * on the host; nothing is ever built, here or in a sandbox. The index is pip's own setting on
+ * the host (PIP_INDEX_URL, PIP_FIND_LINKS, pip.conf).
  */
 
 /** The Python base's interpreter (Debian trixie). */
@@ -38,13 +42,17 @@ function targetOptions(): string[] {
   ];
 }
 
+/** Runs pip under the guard (pip-guard.ts): it never prepares anything but a wheel from the index. */
 function pip(args: string[], cwd: string, log: Logger, what: string): Promise<void> {
-  return runTool('python3', ['-m', 'pip', ...args], cwd, log).catch((error: NodeJS.ErrnoException) => {
+  return runTool('python3', guardedPipArgs(args), cwd, log).catch((error: NodeJS.ErrnoException) => {
     const missing = error.code === 'ENOENT' || /No module named pip/.test(error.message);
+    const refused = pipGuardLine(error.message);
     throw new ImageError(
       missing
         ? `${what} needs Python's pip on this host (apt-get install python3-pip)`
-        : `${what} failed: ${error.message}`,
+        : refused
+          ? `${what}: ${refused}`
+          : `${what} failed: ${error.message}`,
     );
   });
 }
