@@ -7,8 +7,10 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { AuditEvent } from '../audit/audit-record.js';
 import { delay } from '../util/delay.js';
 import type { Logger } from '../util/logger.js';
+import { RequestSite, type SiteRefusal } from '../util/request-site.js';
 import { coversAccess, type Access, type Authenticator, type Denial } from './authenticator.js';
 import { COMBINED } from './combined-endpoint.js';
+import { dropCredentials, jsonRpcError, readJson, reply, requestIds } from './request-messages.js';
 import { pathName } from './serve-address.js';
 
 /**
@@ -25,6 +27,11 @@ const loadHttpTransport = () => (httpTransport ??= import('@modelcontextprotocol
  * before anything else of a request is read, and the `Authorization` header is dropped once it
  * has answered: nothing behind it sees the client's credentials. `/healthz`, `/readyz` and the
  * authenticator's documents (OAuth's metadata) need none and name nothing but servers.
+ *
+ * Before all of that, on every path, a request must name serve's own address (or a name the
+ * operator allows) as its `Host`, and come from no other site's page (`Origin`,
+ * `Sec-Fetch-Site`): a web page that reached serve through DNS rebinding, or calls 127.0.0.1
+ * from another site, gets 421 or 403 and starts nothing ({@link RequestSite}).
  *
  * Draining (SIGTERM): new sessions and new requests are refused with 503, while the answers of
  * requests in flight and the client's answers to them (a confirmation) still pass, until they
@@ -67,6 +74,13 @@ export interface McpHttpServerOptions {
    * once: each may hold sandboxes (`clients: separate`). Default {@link DEFAULT_MAX_SESSIONS}.
    */
   maxSessionsPerCaller?: number;
+  /**
+   * The names and origins the operator allows besides serve's own address (a proxy's, a port
+   * published from a container). Default: serve's own address only.
+   */
+  site?: RequestSite;
+  /** Told of each request refused for its `Host` or `Origin` (metrics count them). */
+  refused?(refusal: SiteRefusal): void;
   /** Whether every server is ready (profiles loaded, images built). */
   ready(): { ready: boolean; servers: Record<string, 'ready' | 'starting' | 'failed'> };
   log: Logger;
@@ -75,9 +89,6 @@ export interface McpHttpServerOptions {
 /** Sessions one caller may have open at once; a client session idle this long is closed (30 minutes). */
 export const DEFAULT_MAX_SESSIONS = 64;
 export const DEFAULT_IDLE_MS = 30 * 60_000;
-
-/** The largest request body read (the SDK's own limit for a message). */
-const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 interface Client {
   id: string;
@@ -104,9 +115,13 @@ export class McpHttpServer {
   private draining = false;
   private readonly idleSweep: NodeJS.Timeout;
   private servers: string[];
+  private readonly site: RequestSite;
+  /** The kinds of refusal logged once already (a page may send many: they are counted, not each logged). */
+  private readonly refusalsLogged = new Set<SiteRefusal['kind']>();
 
   constructor(private readonly options: McpHttpServerOptions) {
     this.servers = [...options.servers];
+    this.site = options.site ?? new RequestSite();
     const idleMs = options.idleTimeoutMs ?? DEFAULT_IDLE_MS;
     this.idleSweep = setInterval(() => this.closeIdle(idleMs), Math.min(idleMs / 2, 30_000));
     this.idleSweep.unref();
@@ -166,6 +181,8 @@ export class McpHttpServer {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const refusal = this.site.refusal(req.headers, req.socket);
+    if (refusal) return this.refuse(req, res, refusal);
     const url = new URL(req.url ?? '/', 'http://hintbox');
     if (url.pathname === '/healthz') return reply(res, 200, { ok: true });
     if (url.pathname === '/readyz') {
@@ -341,6 +358,23 @@ export class McpHttpServer {
     })());
   }
 
+  /**
+   * A request of another host or site: refused before anything of it is read, counted; logged
+   * the first time of each kind only (a page can send them by the thousand), not audited.
+   */
+  private refuse(req: IncomingMessage, res: ServerResponse, refusal: SiteRefusal): void {
+    this.options.refused?.(refusal);
+    if (!this.refusalsLogged.has(refusal.kind)) {
+      this.refusalsLogged.add(refusal.kind);
+      const hint =
+        refusal.kind === 'host' ? ' (a proxy\'s name: --allowed-host)' : ' (a browser client of yours: --allowed-origin)';
+      this.options.log.warn(
+        `serve: ${refusal.status} for ${req.socket.remoteAddress ?? 'an unknown address'}: ${refusal.reason}${hint}; further refusals are counted in /metrics only`,
+      );
+    }
+    reply(res, refusal.status, { error: refusal.reason }, { Connection: 'close' });
+  }
+
   private deny(req: IncomingMessage, res: ServerResponse, server: string, denial: Denial): void {
     const remoteAddress = req.socket.remoteAddress ?? null;
     this.options.log.warn(
@@ -351,50 +385,5 @@ export class McpHttpServer {
     const challenge = this.options.auth?.challenge(denial, server);
     const headers: Record<string, string> = challenge ? { 'WWW-Authenticate': challenge } : {};
     reply(res, denial.status, jsonRpcError(denial.status === 401 ? 'unauthorized' : 'forbidden'), headers);
-  }
-}
-
-/**
- * The credentials stop at the authenticator: no handler, nor a server behind it, may see or pass
- * them on (MCP's authorization spec forbids token passthrough). The SDK's transport builds its
- * request from the raw headers, so they go too.
- */
-function dropCredentials(req: IncomingMessage): void {
-  delete req.headers.authorization;
-  for (let i = req.rawHeaders.length - 2; i >= 0; i -= 2) {
-    if (req.rawHeaders[i]?.toLowerCase() === 'authorization') req.rawHeaders.splice(i, 2);
-  }
-}
-
-function reply(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'Content-Type': 'application/json', ...headers }).end(JSON.stringify(body));
-}
-
-function jsonRpcError(message: string): unknown {
-  return { jsonrpc: '2.0', error: { code: -32000, message }, id: null };
-}
-
-/** The ids of the requests in a POST body (answers and notifications have none). */
-function requestIds(body: unknown): (string | number)[] {
-  const messages = Array.isArray(body) ? (body as unknown[]) : [body];
-  return messages.flatMap((m) => {
-    if (typeof m !== 'object' || m === null || !('method' in m)) return [];
-    const id = (m as { id?: unknown }).id;
-    return typeof id === 'string' || typeof id === 'number' ? [id] : [];
-  });
-}
-
-async function readJson(req: IncomingMessage): Promise<{ json: unknown } | { status: number; message: string }> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) return { status: 413, message: `the request is larger than ${MAX_BODY_BYTES} bytes` };
-    chunks.push(chunk);
-  }
-  try {
-    return { json: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown };
-  } catch {
-    return { status: 400, message: 'the request is not JSON' };
   }
 }

@@ -15,13 +15,21 @@ export interface Serving {
   exited: Promise<number | null>;
 }
 
-/** `hintbox serve` on a free port; resolves once it listens and /readyz says ready. */
-export async function serve(args: string[], env: Record<string, string> = {}): Promise<Serving> {
+/**
+ * `hintbox serve` on a free port; resolves once it listens and /readyz says ready. `spawned` is
+ * told of the process at once (a test that signals it while it starts).
+ */
+export async function serve(
+  args: string[],
+  env: Record<string, string> = {},
+  spawned?: (child: ChildProcess) => void,
+): Promise<Serving> {
   const child = spawn(HINTBOX_BIN, ['serve', ...args, '--port', '0'], {
     env: { ...env, ...hintboxTestEnv() },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   ownHintboxProcess(child.pid);
+  spawned?.(child);
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr += chunk.toString('utf8');
@@ -31,7 +39,9 @@ export async function serve(args: string[], env: Record<string, string> = {}): P
   let url = '';
   await eventually(
     async () => {
-      if (child.exitCode !== null) throw new Error(`serve exited ${child.exitCode}: ${stderr}`);
+      if (child.exitCode !== null || child.signalCode !== null) {
+        throw new Error(`serve exited ${child.exitCode ?? child.signalCode}: ${stderr}`);
+      }
       url = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1] ?? '';
       return url !== '' && (await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200;
     },
