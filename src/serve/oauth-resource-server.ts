@@ -13,7 +13,8 @@ import { pathName } from './serve-address.js';
  *   asymmetric algorithm of the settings (never `none`, never an HMAC);
  * - `iss` is the issuer; `aud` is the server's resource identifier (`<resource>/mcp/<name>`) or
  *   an audience of the settings; `exp` is required, `exp`/`nbf`/`iat` hold within the clock
- *   tolerance; `sub` names the caller;
+ *   tolerance (`iat` not after now: jose alone checks it only with a maximum age); `sub` names
+ *   the caller;
  * - its scopes give the server (else 403 `insufficient_scope`), and the tags they give limit the
  *   tools of the sessions it opens.
  *
@@ -74,6 +75,7 @@ export class OAuthResourceServer implements Authenticator {
       return { allowed: false, status: 401, reason: given ? 'not a bearer token' : 'no token', caller: null };
     }
     let claims: Record<string, unknown>;
+    const now = this.options.now?.() ?? new Date();
     try {
       ({ payload: claims } = await jwtVerify(token, this.keys, {
         issuer: this.config.issuer,
@@ -81,10 +83,16 @@ export class OAuthResourceServer implements Authenticator {
         algorithms: this.config.algorithms,
         clockTolerance: this.config.clockToleranceSeconds,
         requiredClaims: ['exp', 'sub'],
-        ...(this.options.now ? { currentDate: this.options.now() } : {}),
+        currentDate: now,
       }));
     } catch (error) {
       return { allowed: false, status: 401, reason: rejection(error), caller: null, error: 'invalid_token' };
+    }
+    // jose checks `iat` against the clock only with a maximum age; a token from the future is
+    // refused all the same (a forged clock, or one minted to outlive its key's rotation).
+    if (typeof claims.iat === 'number' && claims.iat > now.getTime() / 1000 + this.config.clockToleranceSeconds) {
+      const reason = rejection(new errors.JWTClaimValidationFailed('iat in the future', claims, 'iat'));
+      return { allowed: false, status: 401, reason, caller: null, error: 'invalid_token' };
     }
     const caller = callerOfClaims(claims);
     if (caller === undefined) {

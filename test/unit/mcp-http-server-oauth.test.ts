@@ -207,6 +207,35 @@ describe('the HTTP endpoint of hintbox serve with OAuth', () => {
     }
   });
 
+  it('answers 401 to a token issued in the future (iat beyond the clock tolerance), and serves one within it', async () => {
+    const tenYears = 10 * 365 * 86_400;
+    const cases: [string, number, number][] = [
+      ['ten years ahead', now() + tenYears, 401],
+      ['an hour ahead', now() + 3600, 401],
+      ['past the tolerance (30 s)', now() + 90, 401],
+      // Let in: the request (a ping without a session) then gets the endpoint's 400, not a 401.
+      ['within the tolerance', now() + 10, 400],
+      ['now', now(), 400],
+    ];
+    for (const [label, iat, status] of cases) {
+      const token = await issuer.sign(
+        { aud: `${RESOURCE}/mcp/alpha`, scope: 'mcp:alpha' },
+        { issuedAt: iat, expiresIn: iat + tenYears },
+      );
+      const before = events.length;
+      const res = await post('alpha', { Authorization: `Bearer ${token}` });
+      assert.equal(res.status, status, label);
+      if (status === 401) {
+        assert.match(res.headers.get('www-authenticate') ?? '', /error="invalid_token"/, label);
+        const denied = events.at(-1);
+        assert.deepEqual(denied?.type === 'auth.denied' && [denied.status, denied.reason], [
+          401,
+          'the token was issued in the future',
+        ]);
+      } else assert.equal(events.length, before, label);
+    }
+  });
+
   it('answers 403 insufficient_scope to a token whose scopes do not give the server, naming the caller', async () => {
     const res = await post('alpha', { Authorization: `Bearer ${await alphaToken({ scope: 'mcp:beta other' })}` });
     assert.equal(res.status, 403);
