@@ -367,7 +367,9 @@ export class McpHttpServer {
     if (!this.refusalsLogged.has(refusal.kind)) {
       this.refusalsLogged.add(refusal.kind);
       const hint =
-        refusal.kind === 'host' ? ' (a proxy\'s name: --allowed-host)' : ' (a browser client of yours: --allowed-origin)';
+        refusal.kind === 'host'
+          ? " (a proxy's name: --allowed-host)"
+          : ' (a browser client of yours: --allowed-origin)';
       this.options.log.warn(
         `serve: ${refusal.status} for ${req.socket.remoteAddress ?? 'an unknown address'}: ${refusal.reason}${hint}; further refusals are counted in /metrics only`,
       );

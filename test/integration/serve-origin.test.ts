@@ -166,7 +166,10 @@ describe('hintbox serve and web pages (DNS rebinding, other sites)', { timeout: 
         });
         assert.equal(init.status, 200, JSON.stringify(page));
         const session = init.headers['mcp-session-id'] as string;
-        assert.equal((await pageRequest(`${serving.url}/mcp/${LIAR}`, page, { method: 'DELETE', session })).status, 200);
+        assert.equal(
+          (await pageRequest(`${serving.url}/mcp/${LIAR}`, page, { method: 'DELETE', session })).status,
+          200,
+        );
       }
     });
   });

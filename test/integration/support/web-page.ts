@@ -43,52 +43,49 @@ export function pageRequest(
     ...(options.session ? { 'mcp-session-id': options.session } : {}),
   };
   return new Promise((resolve, reject) => {
-    const req = request(
-      { host: target.hostname, port: target.port, path: target.pathname, method, headers },
-      (res) => {
-        let body = '';
-        const messages: Record<string, unknown>[] = [];
-        let pending = '';
-        const answers: Promise<unknown>[] = [];
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          body += chunk;
-          if (!String(res.headers['content-type']).startsWith('text/event-stream')) return;
-          pending += chunk;
-          let end: number;
-          while ((end = pending.indexOf('\n\n')) >= 0) {
-            const event = pending.slice(0, end);
-            pending = pending.slice(end + 2);
-            const data = event
-              .split('\n')
-              .filter((line) => line.startsWith('data:'))
-              .map((line) => line.slice(5).trim())
-              .join('\n');
-            if (data === '') continue;
-            const message = JSON.parse(data) as Record<string, unknown>;
-            messages.push(message);
-            if (message.method === 'elicitation/create') {
-              const answer = { jsonrpc: '2.0', id: message.id, result: { action: 'accept', content: { approve: true } } };
-              answers.push(
-                pageRequest(url, page, {
-                  body: answer,
-                  ...(options.session ? { session: options.session } : {}),
-                }),
-              );
-            }
+    const req = request({ host: target.hostname, port: target.port, path: target.pathname, method, headers }, (res) => {
+      let body = '';
+      const messages: Record<string, unknown>[] = [];
+      let pending = '';
+      const answers: Promise<unknown>[] = [];
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        body += chunk;
+        if (!String(res.headers['content-type']).startsWith('text/event-stream')) return;
+        pending += chunk;
+        let end: number;
+        while ((end = pending.indexOf('\n\n')) >= 0) {
+          const event = pending.slice(0, end);
+          pending = pending.slice(end + 2);
+          const data = event
+            .split('\n')
+            .filter((line) => line.startsWith('data:'))
+            .map((line) => line.slice(5).trim())
+            .join('\n');
+          if (data === '') continue;
+          const message = JSON.parse(data) as Record<string, unknown>;
+          messages.push(message);
+          if (message.method === 'elicitation/create') {
+            const answer = { jsonrpc: '2.0', id: message.id, result: { action: 'accept', content: { approve: true } } };
+            answers.push(
+              pageRequest(url, page, {
+                body: answer,
+                ...(options.session ? { session: options.session } : {}),
+              }),
+            );
           }
-        });
-        res.on('end', () => {
-          if (String(res.headers['content-type']).startsWith('application/json') && body !== '') {
-            const json = JSON.parse(body) as unknown;
-            messages.push(...((Array.isArray(json) ? json : [json]) as Record<string, unknown>[]));
-          }
-          void Promise.allSettled(answers).then(() =>
-            resolve({ status: res.statusCode ?? 0, headers: res.headers, messages, body }),
-          );
-        });
-      },
-    );
+        }
+      });
+      res.on('end', () => {
+        if (String(res.headers['content-type']).startsWith('application/json') && body !== '') {
+          const json = JSON.parse(body) as unknown;
+          messages.push(...((Array.isArray(json) ? json : [json]) as Record<string, unknown>[]));
+        }
+        void Promise.allSettled(answers).then(() =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, messages, body }),
+        );
+      });
+    });
     req.on('error', reject);
     req.end(options.body === undefined ? undefined : JSON.stringify(options.body));
   });
