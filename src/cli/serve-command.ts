@@ -91,7 +91,7 @@ until the longest call timeout of the profiles (at most 30 s); then every sessio
 loaded again (profiles and lock files; the tokens file is read only at start): a server whose
 profile or lock file changed, or that is gone, has its clients' sessions ended (they connect
 again) and its sandboxes removed; a new or changed one starts. A folder with a problem changes
-nothing (logged).
+nothing (logged). A SIGHUP while serve starts is done once it listens.
 A client session with no request for --idle-timeout seconds (and none in flight, no stream
 open) is closed: a client that vanished without ending it.
 

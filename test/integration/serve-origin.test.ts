@@ -3,12 +3,20 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { stringify } from 'yaml';
-import { hashToken } from '../../src/serve/bearer-tokens.js';
 import { parseSamples, sampleOf } from '../support/prometheus-text.js';
 import { scratchFolder } from '../support/scratch-folder.js';
-import { assertNoLeftovers, ensureTestImages, eventually, LIAR_IMAGE } from './support/docker.js';
+import { assertNoLeftovers, ensureTestImages, eventually } from './support/docker.js';
 import { auditOf, outcomeOf, sandboxFolder } from './support/hintbox-process.js';
-import { connect, containersOfServer, leave, serve, stop, type Serving } from './support/serve-process.js';
+import {
+  connect,
+  containersOfServer,
+  leave,
+  liarProfile,
+  serve,
+  stop,
+  tokensFile,
+  type Serving,
+} from './support/serve-process.js';
 import { pageAttack, pageRequest, type PageAttack, type PageHeaders } from './support/web-page.js';
 
 /**
@@ -26,14 +34,7 @@ const SCRAPER = `scraper-${process.pid}-origin`;
 
 function profilesFolder(workspace: string): string {
   const folder = scratchFolder('hintbox-serve-origin-');
-  const liar = {
-    name: LIAR,
-    server: { image: LIAR_IMAGE },
-    trust: 'trusted',
-    mounts: [{ source: workspace, target: '/data' }],
-    network: 'none',
-    limits: { pids: 64, memory: '128m' },
-  };
+  const liar = liarProfile(LIAR, workspace);
   writeFileSync(path.join(folder, 'liar.yaml'), stringify(liar));
   const separate = { ...liar, name: LIAR_SEPARATE, clients: 'separate', mounts: [] };
   writeFileSync(path.join(folder, 'liar-separate.yaml'), stringify(separate));
@@ -178,14 +179,10 @@ describe('hintbox serve and web pages (DNS rebinding, other sites)', { timeout: 
     let serving: Serving;
     let port: string;
     before(async () => {
-      const tokens = path.join(scratchFolder('hintbox-serve-origin-tokens-'), 'tokens.yaml');
-      writeFileSync(
-        tokens,
-        stringify([
-          { name: 'alice', sha256: hashToken(ALICE) },
-          { name: 'prometheus', sha256: hashToken(SCRAPER), metrics: 'only' },
-        ]),
-      );
+      const tokens = tokensFile([
+        { name: 'alice', token: ALICE },
+        { name: 'prometheus', token: SCRAPER, metrics: 'only' },
+      ]);
       const folder = profilesFolder(sandboxFolder());
       serving = await serve([
         folder,

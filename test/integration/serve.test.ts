@@ -5,7 +5,6 @@ import { after, before, describe, it } from 'node:test';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { parse, stringify } from 'yaml';
 import { LABEL_SERVER } from '../../src/engine/docker/container-spec.js';
-import { hashToken } from '../../src/serve/bearer-tokens.js';
 import { startTestIssuer, type TestIssuer } from '../support/oauth-issuer.js';
 import { parseSamples, sampleOf } from '../support/prometheus-text.js';
 import { scratchFolder } from '../support/scratch-folder.js';
@@ -31,15 +30,7 @@ const LIAR_SEPARATE = `liar-own-${process.pid}`;
  */
 function profilesFolder(workspace: string, extra: Record<string, string> = {}): string {
   const folder = scratchFolder('hintbox-serve-profiles-');
-  const liar = {
-    name: LIAR,
-    server: { image: LIAR_IMAGE },
-    trust: 'trusted',
-    mounts: [{ source: workspace, target: '/data' }],
-    network: 'none',
-    limits: { pids: 64, memory: '128m' },
-    tools: { identity: { tags: ['probe'] } },
-  };
+  const liar = { ...liarProfile(LIAR, workspace), tools: { identity: { tags: ['probe'] } } };
   const everything = {
     name: EVERYTHING,
     server: { image: EVERYTHING_IMAGE, args: ['stdio'] },
@@ -57,7 +48,17 @@ function profilesFolder(workspace: string, extra: Record<string, string> = {}): 
   return folder;
 }
 
-import { connect, containersOfServer, leave, serve, stop, textOf, type Serving } from './support/serve-process.js';
+import {
+  connect,
+  containersOfServer,
+  leave,
+  liarProfile,
+  serve,
+  stop,
+  textOf,
+  tokensFile,
+  type Serving,
+} from './support/serve-process.js';
 
 describe('hintbox serve', { timeout: 300_000 }, () => {
   before(async () => {
@@ -268,15 +269,11 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
     let workspace: string;
     before(async () => {
       workspace = sandboxFolder();
-      const tokens = path.join(scratchFolder('hintbox-serve-tokens-'), 'tokens.yaml');
-      writeFileSync(
-        tokens,
-        stringify([
-          { name: 'alice', sha256: hashToken(ALICE) },
-          { name: 'ci-bot', sha256: hashToken(BOT), servers: [LIAR] },
-          { name: 'prober', sha256: hashToken(PROBE), servers: [LIAR], tags: ['probe'] },
-        ]),
-      );
+      const tokens = tokensFile([
+        { name: 'alice', token: ALICE },
+        { name: 'ci-bot', token: BOT, servers: [LIAR] },
+        { name: 'prober', token: PROBE, servers: [LIAR], tags: ['probe'] },
+      ]);
       serving = await serve([profilesFolder(workspace), '--tokens', tokens, '--one-endpoint']);
     });
     after(() => stop(serving));
@@ -442,14 +439,10 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
     const ALICE = `alice-${process.pid}-metrics`;
     const SCRAPER = `scraper-${process.pid}-metrics`;
     before(async () => {
-      const tokens = path.join(scratchFolder('hintbox-serve-tokens-'), 'tokens.yaml');
-      writeFileSync(
-        tokens,
-        stringify([
-          { name: 'alice', sha256: hashToken(ALICE) },
-          { name: 'prometheus', sha256: hashToken(SCRAPER), metrics: 'only' },
-        ]),
-      );
+      const tokens = tokensFile([
+        { name: 'alice', token: ALICE },
+        { name: 'prometheus', token: SCRAPER, metrics: 'only' },
+      ]);
       serving = await serve([profilesFolder(sandboxFolder()), '--tokens', tokens], { HINTBOX_LOG_FORMAT: 'json' });
     });
     after(() => stop(serving));

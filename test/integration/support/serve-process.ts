@@ -1,9 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { stringify } from 'yaml';
 import { LABEL_SERVER } from '../../../src/engine/docker/container-spec.js';
-import { containersOf, eventually, ownHintboxProcess } from './docker.js';
+import { hashToken } from '../../../src/serve/bearer-tokens.js';
+import { scratchFolder } from '../../support/scratch-folder.js';
+import { containersOf, eventually, LIAR_IMAGE, ownHintboxProcess } from './docker.js';
 import { HINTBOX_BIN, hintboxTestEnv } from './hintbox-process.js';
 
 /** `hintbox serve` as a test runs it, and real SDK clients of it over streamable HTTP. */
@@ -49,6 +54,25 @@ export async function serve(
     'serve to be ready',
   );
   return { child, url, stderr: () => stderr, exited };
+}
+
+/** The liar as serve's tests serve it: trusted, a host folder at /data, no network. */
+export function liarProfile(name: string, workspace: string): Record<string, unknown> {
+  return {
+    name,
+    server: { image: LIAR_IMAGE },
+    trust: 'trusted',
+    mounts: [{ source: workspace, target: '/data' }],
+    network: 'none',
+    limits: { pids: 64, memory: '128m' },
+  };
+}
+
+/** A tokens file of these entries (each token given in clear: the file keeps its SHA-256). */
+export function tokensFile(entries: ({ name: string; token: string } & Record<string, unknown>)[]): string {
+  const file = path.join(scratchFolder('hintbox-serve-tokens-'), 'tokens.yaml');
+  writeFileSync(file, stringify(entries.map(({ token, ...entry }) => ({ ...entry, sha256: hashToken(token) }))));
+  return file;
 }
 
 export async function stop(serving: Serving | undefined): Promise<void> {
