@@ -5,7 +5,7 @@ import { DEFAULT_IDLE_MS, McpHttpServer } from '../serve/mcp-http-server.js';
 import { sandboxUserIds } from '../engine/sandbox-engine.js';
 import { ProfileError } from '../profile/load-profile.js';
 import { defaultSandboxUser, unwritableMounts } from '../sandbox/mount-owners.js';
-import { combinedAuthenticator } from '../serve/combined-endpoint.js';
+import { combinedAuthenticator, hiddenServers } from '../serve/combined-endpoint.js';
 import { loadOAuthConfig, unknownScopeServers } from '../serve/oauth-config.js';
 import { OAuthResourceServer } from '../serve/oauth-resource-server.js';
 import { loadProfileFolder, type ServedProfile } from '../serve/profile-folder.js';
@@ -166,6 +166,7 @@ export const serveCommand: CommandSpec = {
     const tokens = tokensFile ? BearerTokens.load(tokensFile) : undefined;
     const oauth = oauthFile ? loadOAuthConfig(oauthFile) : undefined;
     const folder = positionals[0] as string;
+    const combined = values['one-endpoint'] === true;
     const load = (): Map<string, ServedProfile> => {
       const loaded = loadProfileFolder(folder, log);
       // A workspace its sandboxes could not write: refused now (and on reload), not at each write.
@@ -174,6 +175,13 @@ export const serveCommand: CommandSpec = {
       );
       if (unwritable.length > 0) throw new ProfileError(unwritable);
       const names = [...loaded.keys()];
+      const hidden = combined ? hiddenServers(names) : [];
+      if (hidden.length > 0) {
+        const which = hidden.map(({ server, by }) => `${server} (beside ${by})`).join(', ');
+        throw new UsageError(
+          `serve: --one-endpoint: no tool of ${which} could be named apart at /mcp (<server>__<tool>): rename the profile`,
+        );
+      }
       const strangers = tokens?.unknownServers(names) ?? (oauth ? unknownScopeServers(oauth, names) : []);
       if (strangers.length > 0) {
         throw new UsageError(
@@ -203,7 +211,6 @@ export const serveCommand: CommandSpec = {
     const servers = new ServedServers({ served, engine, audit, log, ...(hub ? { console: hub } : {}) });
     const credentials: Authenticator | undefined =
       tokens ?? (oauth ? new OAuthResourceServer({ config: oauth, servers: () => servers.names }) : undefined);
-    const combined = values['one-endpoint'] === true;
     // At /mcp, the servers the credentials allow (each as at its own path).
     const auth = credentials && combined ? combinedAuthenticator(credentials, () => servers.names) : credentials;
     const scrapers = metricsAccess(credentials);

@@ -187,6 +187,17 @@ export function memberOf(combined: string, servers: readonly string[]): { server
   return server === undefined ? undefined : { server, tool: combined.slice(server.length + SEPARATOR.length) };
 }
 
+/**
+ * Servers no tool of which the combined endpoint could serve, each with the server that hides
+ * it: `x__y` beside `x` (every `x__y__<tool>` could be `x`'s tool `y__<tool>`, so none is served).
+ * `hintbox serve --one-endpoint` refuses such a folder (and a reload that would make one).
+ */
+export function hiddenServers(names: readonly string[]): { server: string; by: string }[] {
+  return names.flatMap((server) =>
+    names.filter((other) => server.startsWith(`${other}${SEPARATOR}`)).map((by) => ({ server, by })),
+  );
+}
+
 /** The servers a combined session may use, and each one's access (undefined tags: every tool). */
 export function membersOf(access: Access | null, all: readonly string[]): Map<string, Access | null> {
   if (!access?.servers) return new Map(all.map((name) => [name, access]));

@@ -90,6 +90,23 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
     assert.match(refused.stderr, /broken\.yaml: name: /);
   });
 
+  it('refuses with --one-endpoint a folder where one server hides another (x__y beside x): exit 2, one line', async () => {
+    const x = `hidden-${process.pid}`;
+    const folder = profilesFolder(sandboxFolder(), {
+      'x.yaml': stringify(liarProfile(x, sandboxFolder())),
+      'x-y.yaml': stringify(liarProfile(`${x}__y`, sandboxFolder())),
+    });
+    const refused = await hintboxCommand(['serve', folder, '--one-endpoint']);
+    assert.equal(refused.code, 2, refused.stderr);
+    assert.equal(
+      refused.stderr
+        .split('\n')
+        .filter((line) => !line.startsWith('hintbox: no lock file '))
+        .join('\n'),
+      `serve: --one-endpoint: no tool of ${x}__y (beside ${x}) could be named apart at /mcp (<server>__<tool>): rename the profile\n`,
+    );
+  });
+
   describe('without tokens', () => {
     let serving: Serving;
     let workspace: string;
