@@ -210,7 +210,8 @@ export const serveCommand: CommandSpec = {
     const hub = withConsole ? await startConsole('serve', consolePort) : undefined;
     const servers = new ServedServers({ served, engine, audit, log, ...(hub ? { console: hub } : {}) });
     const credentials: Authenticator | undefined =
-      tokens ?? (oauth ? new OAuthResourceServer({ config: oauth, servers: () => servers.names }) : undefined);
+      tokens ??
+      (oauth ? new OAuthResourceServer({ config: oauth, servers: () => servers.names, combined }) : undefined);
     // At /mcp, the servers the credentials allow (each as at its own path).
     const auth = credentials && combined ? combinedAuthenticator(credentials, () => servers.names) : credentials;
     const scrapers = metricsAccess(credentials);

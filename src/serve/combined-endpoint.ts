@@ -39,11 +39,11 @@ export function combinedAuthenticator(inner: Authenticator, servers: () => reado
   return {
     description: inner.description,
     document: inner.document?.bind(inner),
-    challenge: (denial, server) => inner.challenge(denial, server === COMBINED ? (servers()[0] ?? server) : server),
+    challenge: (denial, server) => inner.challenge(denial, server),
     authenticate: async (headers: IncomingHttpHeaders, server: string): Promise<AuthResult> => {
       if (server !== COMBINED) return inner.authenticate(headers, server);
       const results = await Promise.all(
-        servers().map(async (name) => [name, await inner.authenticate(headers, name)] as const),
+        servers().map(async (name) => [name, await inner.authenticate(headers, name, COMBINED)] as const),
       );
       const allowed = results.flatMap(([name, r]) => (r.allowed ? [[name, r] as const] : []));
       const first = allowed[0]?.[1];

@@ -64,7 +64,8 @@ describe('one endpoint', () => {
     );
     const bad = await auth.authenticate({}, COMBINED);
     assert.deepEqual(bad, { allowed: false, status: 401, reason: 'unknown token', caller: null });
-    assert.equal(auth.challenge({ status: 401, reason: 'x', caller: null }, COMBINED), 'Bearer server="fs"');
+    // /mcp is an endpoint of its own (OAuth: a resource with its own metadata), not its first server's.
+    assert.equal(auth.challenge({ status: 401, reason: 'x', caller: null }, COMBINED), 'Bearer server="*"');
     // A session keeps what it was opened with: credentials allowing fewer servers may not ride on it.
     const fewer = { caller: 'bob', servers: new Map([['web', undefined]]) };
     assert.equal(coversAccess(fewer, ok), false);

@@ -6,6 +6,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SignJWT } from 'jose';
 import type { AuditEvent } from '../../src/audit/audit-record.js';
 import type { Access } from '../../src/serve/authenticator.js';
+import { combinedAuthenticator } from '../../src/serve/combined-endpoint.js';
 import { McpHttpServer, type ClientSession } from '../../src/serve/mcp-http-server.js';
 import { parseOAuthConfig } from '../../src/serve/oauth-config.js';
 import { OAuthResourceServer } from '../../src/serve/oauth-resource-server.js';
@@ -303,3 +304,90 @@ describe('the OAuth resource server when the issuer cannot be reached', () => {
 function now(): number {
   return Math.floor(Date.now() / 1000);
 }
+
+describe('the combined endpoint (/mcp) of hintbox serve --oauth', () => {
+  let issuer: TestIssuer;
+  let http: McpHttpServer;
+  let base: string;
+  before(async () => {
+    issuer = await startTestIssuer();
+    const config = parseOAuthConfig(
+      JSON.stringify({
+        issuer: issuer.issuer,
+        jwksUri: issuer.jwksUri,
+        resource: RESOURCE,
+        scopes: { 'mcp:alpha': { servers: ['alpha'] }, 'mcp:beta': { servers: ['beta'] } },
+      }),
+      'oauth.json',
+    );
+    const servers = () => ['alpha', 'beta'];
+    http = new McpHttpServer({
+      servers: servers(),
+      combined: true,
+      auth: combinedAuthenticator(new OAuthResourceServer({ config, servers, combined: true }), servers),
+      openSession: (_server, access) => {
+        const mcp = new McpServer({ name: 'combined', version: '1' });
+        mcp.registerTool('servers', {}, () => ({
+          content: [{ type: 'text', text: [...(access?.servers?.keys() ?? [])].join(',') }],
+        }));
+        return Promise.resolve({
+          connect: async (transport, onClosed) => {
+            await mcp.connect(transport);
+            mcp.server.onclose = onClosed;
+          },
+          close: () => mcp.close(),
+        });
+      },
+      recordEvent: () => undefined,
+      ready: () => ({ ready: true, servers: { alpha: 'ready', beta: 'ready' } }),
+      log: silentLogger,
+    });
+    base = `http://127.0.0.1:${await http.listen(0, '127.0.0.1')}`;
+  });
+  after(async () => {
+    await http.drain(0);
+    await issuer.close();
+  });
+
+  it("names /mcp's own metadata in its 401, and takes a token issued for /mcp there only", async () => {
+    const ping = (path: string, token?: string) =>
+      fetch(`${base}${path}`, {
+        method: 'POST',
+        headers: {
+          'Content-Type': 'application/json',
+          Accept: 'application/json, text/event-stream',
+          ...(token ? { Authorization: `Bearer ${token}` } : {}),
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+      });
+    const refused = await ping('/mcp');
+    assert.equal(refused.status, 401);
+    assert.equal(
+      refused.headers.get('www-authenticate'),
+      `Bearer resource_metadata="${RESOURCE}/.well-known/oauth-protected-resource/mcp", scope="mcp:alpha mcp:beta"`,
+    );
+    const document = (await (await fetch(`${base}/.well-known/oauth-protected-resource/mcp`)).json()) as Record<
+      string,
+      unknown
+    >;
+    assert.equal(document.resource, `${RESOURCE}/mcp`);
+    assert.deepEqual(document.scopes_supported, ['mcp:alpha', 'mcp:beta']);
+    assert.deepEqual(document.authorization_servers, [issuer.issuer]);
+
+    // A token for /mcp (the resource its metadata names) is served there, for the servers its scopes give.
+    const forCombined = await issuer.sign({ aud: `${RESOURCE}/mcp`, scope: 'mcp:alpha' });
+    const client = new Client({ name: 't', version: '1' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${base}/mcp`), {
+        requestInit: { headers: { Authorization: `Bearer ${forCombined}` } },
+      }),
+    );
+    const servers = (await client.callTool({ name: 'servers', arguments: {} })) as { content: { text: string }[] };
+    assert.equal(servers.content[0]?.text, 'alpha');
+    await client.close();
+    // Not at a server's own path: it was not issued for that resource.
+    const own = await ping('/mcp/alpha', forCombined);
+    assert.equal(own.status, 401);
+    assert.match(own.headers.get('www-authenticate') ?? '', /issued for another audience/);
+  });
+});
