@@ -7,11 +7,12 @@ import { SignJWT } from 'jose';
 import type { AuditEvent } from '../../src/audit/audit-record.js';
 import type { Access } from '../../src/serve/authenticator.js';
 import { combinedAuthenticator } from '../../src/serve/combined-endpoint.js';
-import { McpHttpServer, type ClientSession } from '../../src/serve/mcp-http-server.js';
+import { McpHttpServer, type ClientSession, type McpHttpServerOptions } from '../../src/serve/mcp-http-server.js';
 import { parseOAuthConfig } from '../../src/serve/oauth-config.js';
 import { OAuthResourceServer } from '../../src/serve/oauth-resource-server.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { startTestIssuer, type TestIssuer } from '../support/oauth-issuer.js';
+import { sdkClientSession } from './support/sdk-client-session.js';
 
 /**
  * The HTTP endpoint of `hintbox serve --oauth` with fake sessions, against a stand-in
@@ -36,39 +37,21 @@ describe('the HTTP endpoint of hintbox serve with OAuth', () => {
         },
       ],
     }));
-    return Promise.resolve({
-      connect: async (transport, onClosed) => {
-        await mcp.connect(transport);
-        mcp.server.onclose = onClosed;
-      },
-      close: () => mcp.close(),
-    });
+    return sdkClientSession(mcp);
   }
 
   before(async () => {
     issuer = await startTestIssuer();
-    const config = parseOAuthConfig(
-      JSON.stringify({
-        issuer: issuer.issuer,
-        jwksUri: issuer.jwksUri,
-        resource: RESOURCE,
-        scopes: {
-          'mcp:alpha': { servers: ['alpha'] },
-          'mcp:beta': { servers: ['beta'] },
-          'mcp:beta-read': { servers: ['beta'], tags: ['read'] },
-        },
-      }),
-      'oauth.json',
-    );
-    http = new McpHttpServer({
-      servers: ['alpha', 'beta'],
+    const config = configOf(issuer, {
+      'mcp:alpha': { servers: ['alpha'] },
+      'mcp:beta': { servers: ['beta'] },
+      'mcp:beta-read': { servers: ['beta'], tags: ['read'] },
+    });
+    ({ http, base } = await listening({
       auth: new OAuthResourceServer({ config, servers: () => ['alpha', 'beta'] }),
       openSession: fakeSession,
       recordEvent: (event) => events.push(event),
-      ready: () => ({ ready: true, servers: { alpha: 'ready', beta: 'ready' } }),
-      log: silentLogger,
-    });
-    base = `http://127.0.0.1:${await http.listen(0, '127.0.0.1')}`;
+    }));
   });
   after(async () => {
     await http.drain(0);
@@ -301,6 +284,27 @@ describe('the OAuth resource server when the issuer cannot be reached', () => {
   });
 });
 
+/** The OAuth settings of the test issuer for RESOURCE, with these scopes. */
+function configOf(issuer: TestIssuer, scopes: Record<string, unknown>) {
+  return parseOAuthConfig(
+    JSON.stringify({ issuer: issuer.issuer, jwksUri: issuer.jwksUri, resource: RESOURCE, scopes }),
+    'oauth.json',
+  );
+}
+
+/** serve's endpoint for the servers alpha and beta (both ready) on a free port of 127.0.0.1. */
+async function listening(
+  options: Pick<McpHttpServerOptions, 'auth' | 'openSession' | 'recordEvent' | 'combined'>,
+): Promise<{ http: McpHttpServer; base: string }> {
+  const http = new McpHttpServer({
+    servers: ['alpha', 'beta'],
+    ...options,
+    ready: () => ({ ready: true, servers: { alpha: 'ready', beta: 'ready' } }),
+    log: silentLogger,
+  });
+  return { http, base: `http://127.0.0.1:${await http.listen(0, '127.0.0.1')}` };
+}
+
 function now(): number {
   return Math.floor(Date.now() / 1000);
 }
@@ -311,18 +315,9 @@ describe('the combined endpoint (/mcp) of hintbox serve --oauth', () => {
   let base: string;
   before(async () => {
     issuer = await startTestIssuer();
-    const config = parseOAuthConfig(
-      JSON.stringify({
-        issuer: issuer.issuer,
-        jwksUri: issuer.jwksUri,
-        resource: RESOURCE,
-        scopes: { 'mcp:alpha': { servers: ['alpha'] }, 'mcp:beta': { servers: ['beta'] } },
-      }),
-      'oauth.json',
-    );
+    const config = configOf(issuer, { 'mcp:alpha': { servers: ['alpha'] }, 'mcp:beta': { servers: ['beta'] } });
     const servers = () => ['alpha', 'beta'];
-    http = new McpHttpServer({
-      servers: servers(),
+    ({ http, base } = await listening({
       combined: true,
       auth: combinedAuthenticator(new OAuthResourceServer({ config, servers, combined: true }), servers),
       openSession: (_server, access) => {
@@ -330,19 +325,10 @@ describe('the combined endpoint (/mcp) of hintbox serve --oauth', () => {
         mcp.registerTool('servers', {}, () => ({
           content: [{ type: 'text', text: [...(access?.servers?.keys() ?? [])].join(',') }],
         }));
-        return Promise.resolve({
-          connect: async (transport, onClosed) => {
-            await mcp.connect(transport);
-            mcp.server.onclose = onClosed;
-          },
-          close: () => mcp.close(),
-        });
+        return sdkClientSession(mcp);
       },
       recordEvent: () => undefined,
-      ready: () => ({ ready: true, servers: { alpha: 'ready', beta: 'ready' } }),
-      log: silentLogger,
-    });
-    base = `http://127.0.0.1:${await http.listen(0, '127.0.0.1')}`;
+    }));
   });
   after(async () => {
     await http.drain(0);
