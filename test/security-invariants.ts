@@ -971,7 +971,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'SERVE-AUTH',
     statement:
-      "With --tokens or --oauth, hintbox serve lets a request reach a server only with credentials that give that server (an OAuth token signed by the issuer's published key with an accepted algorithm, for this issuer, this audience and not expired), audits every refusal without the token's text, and hands the client's credentials on to nothing behind it.",
+      "With --tokens or --oauth, hintbox serve lets a request reach a server only with credentials that give that server (an OAuth token signed by the issuer's published key with an accepted algorithm, for this issuer, this audience, not expired and not issued in the future), audits every refusal without the token's text, and hands the client's credentials on to nothing behind it.",
     tests: [
       {
         file: 'unit/mcp-http-server.test.ts',
@@ -984,6 +984,10 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       {
         file: 'unit/mcp-http-server-oauth.test.ts',
         title: 'answers 403 insufficient_scope to a token whose scopes do not give the server, naming the caller',
+      },
+      {
+        file: 'unit/mcp-http-server-oauth.test.ts',
+        title: 'answers 401 to a token issued in the future (iat beyond the clock tolerance), and serves one within it',
       },
       {
         file: 'unit/mcp-http-server-oauth.test.ts',
@@ -1388,6 +1392,40 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         file: 'integration/package-code.test.ts',
         title:
           "runs no install script of a package or its dependencies on the host: a git dependency's prepare, a file: tarball's install",
+      },
+    ],
+  },
+  {
+    id: 'SERVE-HOST-ORIGIN',
+    statement:
+      'hintbox serve answers, on every path and with or without tokens, only a request whose Host names its own address (the address and port the client reached; localhost on loopback) or a name the operator allows, and no browser page of another site (an Origin not its own or allowed; without one, a cross-site Sec-Fetch-Site): a web page reached through DNS rebinding, or one calling 127.0.0.1 from another site, opens no session, lists or calls no tool, answers no confirmation, reads no metrics, and starts or records nothing.',
+    tests: [
+      {
+        file: 'integration/serve-origin.test.ts',
+        title:
+          'refuses a page reached through DNS rebinding on every path: no session, call, confirmation or metrics, and nothing started or recorded',
+      },
+      {
+        file: 'integration/serve-origin.test.ts',
+        title:
+          'refuses a page of another site that calls 127.0.0.1 itself (its Origin, or Sec-Fetch-Site), and nothing happened',
+      },
+      {
+        file: 'integration/serve-origin.test.ts',
+        title: "refuses a foreign Host or Origin even with a valid token, and serves the operator's names",
+      },
+      {
+        file: 'unit/request-site.test.ts',
+        title: 'answers only its own address: the one the connection reached, with its port, and localhost on loopback',
+      },
+      {
+        file: 'unit/request-site.test.ts',
+        title:
+          "refuses a page of another site: an Origin not of the request's own Host or allowed, or a cross-site fetch",
+      },
+      {
+        file: 'unit/request-site.test.ts',
+        title: 'answers the address of this machine a client used, and no name it was not given',
       },
     ],
   },

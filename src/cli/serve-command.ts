@@ -6,7 +6,7 @@ import { DEFAULT_IDLE_MS, DEFAULT_MAX_SESSIONS, McpHttpServer } from '../serve/m
 import { sandboxUserIds } from '../engine/sandbox-engine.js';
 import { ProfileError, writableMountProblems } from '../profile/load-profile.js';
 import { defaultSandboxUser, unwritableMounts } from '../sandbox/mount-owners.js';
-import { combinedAuthenticator } from '../serve/combined-endpoint.js';
+import { combinedAuthenticator, hiddenServers } from '../serve/combined-endpoint.js';
 import { loadOAuthConfig, unknownScopeServers } from '../serve/oauth-config.js';
 import { OAuthResourceServer } from '../serve/oauth-resource-server.js';
 import { loadProfileFolder, type ServedProfile } from '../serve/profile-folder.js';
@@ -16,10 +16,12 @@ import { ServedServers } from '../serve/served-servers.js';
 import { metricsAccess, ServeMetrics } from '../serve/serve-metrics.js';
 import { openAuditTrail } from '../session/session-setup.js';
 import { UsageError } from '../util/hintbox-error.js';
+import { parseAllowedHost, parseAllowedOrigin, RequestSite } from '../util/request-site.js';
 import { cliLog, closeEngine, consolePortArg, engineReady, startConsole } from './common.js';
 import type { CommandSpec } from './main.js';
 
 const HELP = `Usage: hintbox serve <profiles-folder> [--port N] [--host H] [--tokens FILE | --oauth FILE]
+                     [--allowed-host NAME]... [--allowed-origin ORIGIN]...
                      [--idle-timeout S] [--max-sessions N] [--one-endpoint]
                      [--console [--console-port P]]
        hintbox serve --hash-token < token
@@ -78,6 +80,16 @@ until it expires. No token is ever passed on to a server. The file:
   scopes:                                    clockToleranceSeconds: 30 are optional)
     mcp:files: { servers: [filesystem], tags: [read] }
 
+Every request, on every path, must name serve's own address as its Host: the address the
+client connected to with the port (127.0.0.1:8931; with --host 0.0.0.0, whichever address of
+this machine it used), and on loopback localhost:<port> too; or a name --allowed-host gives
+(a proxy's public name; 127.0.0.1 and localhost for a port published from a container).
+Another name, as a web page reached through DNS rebinding sends, is 421. A browser's request
+from a page of another site (an Origin other than http://<that Host>, or https:// for an
+allowed name, or --allowed-origin; without Origin, a Sec-Fetch-Site other than same-origin)
+is 403. Neither starts anything; both are counted in /metrics (hintbox_http_refused_total),
+not audited. With tokens too.
+
 The log goes to stderr; HINTBOX_LOG_FORMAT=json makes it one JSON object per line (time, level,
 component, msg) for a log collector.
 
@@ -87,7 +99,7 @@ until the longest call timeout of the profiles (at most 30 s); then every sessio
 loaded again (profiles and lock files; the tokens file is read only at start): a server whose
 profile or lock file changed, or that is gone, has its clients' sessions ended (they connect
 again) and its sandboxes removed; a new or changed one starts. A folder with a problem changes
-nothing (logged).
+nothing (logged). A SIGHUP while serve starts is done once it listens.
 A client session with no request for --idle-timeout seconds (and none in flight, no stream
 open) is closed: a client that vanished without ending it.
 
@@ -101,6 +113,10 @@ Options:
                   --tokens or --oauth
   --tokens FILE   the bearer tokens (see above)
   --oauth FILE    the OAuth resource-server settings (see above); not with --tokens
+  --allowed-host NAME  a Host besides serve's own address: NAME (any port) or NAME:PORT, e.g. a
+                  proxy's hintbox.example.com; repeatable
+  --allowed-origin ORIGIN  a page origin that may use serve (a browser client of yours:
+                  https://app.example.com); repeatable
   --idle-timeout S  seconds before an idle client session is closed (default ${DEFAULT_IDLE_MS / 1000})
   --max-sessions N  the most sessions one caller may hold at once (default ${DEFAULT_MAX_SESSIONS}); a
                   session at /mcp counts one for each server behind it; past it, 429
@@ -123,6 +139,8 @@ export const serveCommand: CommandSpec = {
     oauth: { type: 'string' },
     'idle-timeout': { type: 'string' },
     'max-sessions': { type: 'string' },
+    'allowed-host': { type: 'string', multiple: true },
+    'allowed-origin': { type: 'string', multiple: true },
     'one-endpoint': { type: 'boolean' },
     'hash-token': { type: 'boolean' },
     console: { type: 'boolean' },
@@ -143,13 +161,24 @@ export const serveCommand: CommandSpec = {
     const tokensFile = typeof values.tokens === 'string' ? values.tokens : undefined;
     const oauthFile = typeof values.oauth === 'string' ? values.oauth : undefined;
     if (tokensFile && oauthFile) throw new UsageError('serve: give --tokens or --oauth, not both');
+    const site = siteArg(values['allowed-host'], values['allowed-origin']);
     if (!tokensFile && !oauthFile && !isLoopbackHost(host)) {
       throw new UsageError(`serve: --host ${host} is reachable from other machines: give --tokens or --oauth too`);
     }
+    // SIGHUP's default ends the process: caught from here on. One before serve listens is kept
+    // and done once it does (the folder may have changed since it was read), not lost.
+    let reloadAsked = false;
+    let onReload = (): void => {
+      if (!reloadAsked) log.info('SIGHUP while serve starts: the folder is loaded again once it listens');
+      reloadAsked = true;
+    };
+    const hangUp = (): void => onReload();
+    process.on('SIGHUP', hangUp);
     // Everything is checked before anything starts: profiles, lock files, tokens or OAuth settings.
     const tokens = tokensFile ? BearerTokens.load(tokensFile) : undefined;
     const oauth = oauthFile ? loadOAuthConfig(oauthFile) : undefined;
     const folder = positionals[0] as string;
+    const combined = values['one-endpoint'] === true;
     const load = (): Map<string, ServedProfile> => {
       const loaded = loadProfileFolder(folder, log);
       // A workspace its sandboxes could not write: refused now (and on reload), not at each write.
@@ -167,6 +196,13 @@ export const serveCommand: CommandSpec = {
         : [];
       if (held.length > 0) throw new ProfileError(held);
       const names = [...loaded.keys()];
+      const hidden = combined ? hiddenServers(names) : [];
+      if (hidden.length > 0) {
+        const which = hidden.map(({ server, by }) => `${server} (beside ${by})`).join(', ');
+        throw new UsageError(
+          `serve: --one-endpoint: no tool of ${which} could be named apart at /mcp (<server>__<tool>): rename the profile`,
+        );
+      }
       const strangers = tokens?.unknownServers(names) ?? (oauth ? unknownScopeServers(oauth, names) : []);
       if (strangers.length > 0) {
         throw new UsageError(
@@ -197,8 +233,8 @@ export const serveCommand: CommandSpec = {
     const hub = withConsole ? await startConsole('serve', consolePort) : undefined;
     const servers = new ServedServers({ served, engine, audit, log, ...(hub ? { console: hub } : {}) });
     const credentials: Authenticator | undefined =
-      tokens ?? (oauth ? new OAuthResourceServer({ config: oauth, servers: () => servers.names }) : undefined);
-    const combined = values['one-endpoint'] === true;
+      tokens ??
+      (oauth ? new OAuthResourceServer({ config: oauth, servers: () => servers.names, combined }) : undefined);
     // At /mcp, the servers the credentials allow (each as at its own path).
     const auth = credentials && combined ? combinedAuthenticator(credentials, () => servers.names) : credentials;
     const scrapers = metricsAccess(credentials);
@@ -209,6 +245,8 @@ export const serveCommand: CommandSpec = {
       openSession: (name, access) => servers.openClient(name, access),
       denials,
       metrics: (req, res) => metrics.handle(req, res, scrapers, denials),
+      site,
+      refused: (refusal) => metrics.refusedRequest(refusal),
       ready: () => servers.ready(),
       ...(idleTimeoutMs !== undefined ? { idleTimeoutMs } : {}),
       ...(maxSessionsPerCaller !== undefined ? { maxSessionsPerCaller } : {}),
@@ -248,9 +286,10 @@ export const serveCommand: CommandSpec = {
         `serving ${names.map((n) => `/mcp/${n}`).join(', ')} on http://${hostText(host)}:${bound}${auth ? ` (${auth.description})` : ''}`,
       );
       servers.start();
+      onReload = () => void (reloading = reloading.then(reload));
+      if (reloadAsked) onReload();
       const signal = await new Promise<string>((resolve) => {
         for (const name of ['SIGTERM', 'SIGINT'] as const) process.once(name, () => resolve(name));
-        process.on('SIGHUP', () => void (reloading = reloading.then(reload)));
         process.once('uncaughtException', (error) => {
           log.error(`hintbox failed: ${error.stack ?? error.message}`);
           resolve('failure');
@@ -271,6 +310,7 @@ export const serveCommand: CommandSpec = {
       return signal === 'failure' ? 1 : 0;
     } finally {
       clearInterval(alive);
+      process.off('SIGHUP', hangUp);
       await closeEngine(engine, log); // after the sessions: the open network they shared
     }
   },
@@ -283,6 +323,23 @@ function portArg(value: unknown): number {
     throw new UsageError(`serve: --port must be a number from 0 to 65535 (got ${JSON.stringify(value)})`);
   }
   return port;
+}
+
+/** `--allowed-host` and `--allowed-origin`, each checked (bad usage names the one that is wrong). */
+function siteArg(hosts: unknown, origins: unknown): RequestSite {
+  const list = (value: unknown): string[] => (Array.isArray(value) ? (value as string[]) : []);
+  const check = (option: string, values: string[], parse: (text: string) => unknown): void => {
+    for (const value of values) {
+      try {
+        parse(value);
+      } catch (error) {
+        throw new UsageError(`serve: --${option} ${(error as Error).message}`);
+      }
+    }
+  };
+  check('allowed-host', list(hosts), parseAllowedHost);
+  check('allowed-origin', list(origins), parseAllowedOrigin);
+  return new RequestSite({ allowedHosts: list(hosts), allowedOrigins: list(origins) });
 }
 
 function secondsArg(name: string, value: unknown): number | undefined {

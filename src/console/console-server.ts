@@ -10,6 +10,7 @@ import {
 } from '../audit/audit-reader.js';
 import { AUDIT_DECISIONS, AUDIT_OUTCOMES, type AuditDecision, type AuditOutcome } from '../audit/audit-record.js';
 import type { Logger } from '../util/logger.js';
+import { RequestSite } from '../util/request-site.js';
 import { ApprovalDesk, sameText, type ApprovalDeskOptions } from './approval-desk.js';
 import {
   approvalPage,
@@ -76,11 +77,12 @@ export class HintboxConsole {
   readonly desk: ApprovalDesk;
   private readonly sources = new Set<DefinitionSource>();
   private readonly secret = randomBytes(32);
+  /** Its own address only: `127.0.0.1:<port>` or `localhost:<port>` (serve's check, without names of a proxy). */
+  private readonly site = new RequestSite();
 
   private constructor(
     private readonly server: Server,
     readonly origin: string,
-    private readonly port: number,
     private readonly options: ConsoleOptions,
   ) {
     this.desk = new ApprovalDesk({ ...options.desk, origin, secret: this.secret });
@@ -97,7 +99,7 @@ export class HintboxConsole {
       });
     });
     const { port } = server.address() as AddressInfo;
-    const hub = new HintboxConsole(server, `http://127.0.0.1:${port}`, port, options);
+    const hub = new HintboxConsole(server, `http://127.0.0.1:${port}`, options);
     server.on('request', (req, res) => {
       hub.handle(req, res).catch((error: Error) => {
         options.log.error(`console: ${req.method} ${req.url}: ${error.message}`);
@@ -130,8 +132,7 @@ export class HintboxConsole {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const host = req.headers.host ?? '';
-    if (host !== `127.0.0.1:${this.port}` && host !== `localhost:${this.port}`) {
+    if (!this.site.hostAllowed(req.headers.host, req.socket)) {
       return this.send(res, 421, messagePage('Wrong address', 'Open the console at the address hintbox gave.', false));
     }
     const url = new URL(req.url ?? '/', this.origin);
@@ -208,7 +209,7 @@ export class HintboxConsole {
   private refusePost(req: IncomingMessage): string | undefined {
     const origin = req.headers.origin;
     if (origin !== undefined) {
-      return origin === this.origin || origin === `http://localhost:${this.port}`
+      return this.site.originAllowed(origin, req.headers.host, req.socket)
         ? undefined
         : `A request from another site (${origin}) cannot change anything here.`;
     }

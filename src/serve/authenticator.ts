@@ -45,8 +45,12 @@ export type AuthResult = ({ allowed: true } & Access) | ({ allowed: false } & De
 export interface Authenticator {
   /** How it is named in the log: `bearer tokens`, `OAuth (issuer …)`. */
   readonly description: string;
-  /** Checks a request's headers for `server` (a profile name). Never throws: a failure is a denial. */
-  authenticate(headers: IncomingHttpHeaders, server: string): Promise<AuthResult>;
+  /**
+   * Checks a request's headers for `server` (a profile name). Never throws: a failure is a
+   * denial. `endpoint` is the endpoint asked when it is not the server's own: the combined one
+   * (`/mcp`, `COMBINED`), a resource of its own (OAuth: tokens issued for it pass there).
+   */
+  authenticate(headers: IncomingHttpHeaders, server: string, endpoint?: string): Promise<AuthResult>;
   /** The `WWW-Authenticate` header of a denial; undefined for none. */
   challenge(denial: Denial, server: string): string | undefined;
   /**

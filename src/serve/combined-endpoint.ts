@@ -42,11 +42,11 @@ export function combinedAuthenticator(inner: Authenticator, servers: () => reado
   return {
     description: inner.description,
     document: inner.document?.bind(inner),
-    challenge: (denial, server) => inner.challenge(denial, server === COMBINED ? (servers()[0] ?? server) : server),
+    challenge: (denial, server) => inner.challenge(denial, server),
     authenticate: async (headers: IncomingHttpHeaders, server: string): Promise<AuthResult> => {
       if (server !== COMBINED) return inner.authenticate(headers, server);
       const results = await Promise.all(
-        servers().map(async (name) => [name, await inner.authenticate(headers, name)] as const),
+        servers().map(async (name) => [name, await inner.authenticate(headers, name, COMBINED)] as const),
       );
       const allowed = results.flatMap(([name, r]) => (r.allowed ? [[name, r] as const] : []));
       const first = allowed[0]?.[1];
@@ -191,6 +191,17 @@ export function memberOf(combined: string, servers: readonly string[]): { server
   );
   const server = found.length === 1 ? found[0] : undefined;
   return server === undefined ? undefined : { server, tool: combined.slice(server.length + SEPARATOR.length) };
+}
+
+/**
+ * Servers no tool of which the combined endpoint could serve, each with the server that hides
+ * it: `x__y` beside `x` (every `x__y__<tool>` could be `x`'s tool `y__<tool>`, so none is served).
+ * `hintbox serve --one-endpoint` refuses such a folder (and a reload that would make one).
+ */
+export function hiddenServers(names: readonly string[]): { server: string; by: string }[] {
+  return names.flatMap((server) =>
+    names.filter((other) => server.startsWith(`${other}${SEPARATOR}`)).map((by) => ({ server, by })),
+  );
 }
 
 /** The servers a combined session may use, and each one's access (undefined tags: every tool). */

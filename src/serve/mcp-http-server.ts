@@ -8,6 +8,7 @@ import type { DenialSink } from '../audit/denial-recorder.js';
 import { callerFields, callerText, sameCaller } from '../util/caller-identity.js';
 import { delay } from '../util/delay.js';
 import type { Logger } from '../util/logger.js';
+import { RequestSite, type SiteRefusal } from '../util/request-site.js';
 import { coversAccess, type Access, type Authenticator, type Denial } from './authenticator.js';
 import { COMBINED, membersOf } from './combined-endpoint.js';
 import { dropCredentials, jsonRpcError, readJson, reply, requestIds } from './http-messages.js';
@@ -28,6 +29,11 @@ const loadHttpTransport = () => (httpTransport ??= import('@modelcontextprotocol
  * before anything else of a request is read, and the `Authorization` header is dropped once it
  * has answered: nothing behind it sees the client's credentials. `/healthz`, `/readyz` and the
  * authenticator's documents (OAuth's metadata) need none and name nothing but servers.
+ *
+ * Before all of that, on every path, a request must name serve's own address (or a name the
+ * operator allows) as its `Host`, and come from no other site's page (`Origin`,
+ * `Sec-Fetch-Site`): a web page that reached serve through DNS rebinding, or calls 127.0.0.1
+ * from another site, gets 421 or 403 and starts nothing ({@link RequestSite}).
  *
  * Draining (SIGTERM): new sessions and new requests are refused with 503, while the answers of
  * requests in flight and the client's answers to them (a confirmation) still pass, until they
@@ -72,6 +78,13 @@ export interface McpHttpServerOptions {
    * {@link DEFAULT_MAX_SESSIONS}.
    */
   maxSessionsPerCaller?: number;
+  /**
+   * The names and origins the operator allows besides serve's own address (a proxy's, a port
+   * published from a container). Default: serve's own address only.
+   */
+  site?: RequestSite;
+  /** Told of each request refused for its `Host` or `Origin` (metrics count them). */
+  refused?(refusal: SiteRefusal): void;
   /** Whether every server is ready (profiles loaded, images built). */
   ready(): { ready: boolean; servers: Record<string, 'ready' | 'starting' | 'failed'> };
   log: Logger;
@@ -108,10 +121,14 @@ export class McpHttpServer {
   private draining = false;
   private readonly idleSweep: NodeJS.Timeout;
   private servers: string[];
+  private readonly site: RequestSite;
+  /** The kinds of refusal logged once already (a page may send many: they are counted, not each logged). */
+  private readonly refusalsLogged = new Set<SiteRefusal['kind']>();
 
   constructor(private readonly options: McpHttpServerOptions) {
     this.servers = [...options.servers];
     this.cap = new SessionCap(options.maxSessionsPerCaller ?? DEFAULT_MAX_SESSIONS);
+    this.site = options.site ?? new RequestSite();
     const idleMs = options.idleTimeoutMs ?? DEFAULT_IDLE_MS;
     this.idleSweep = setInterval(() => this.closeIdle(idleMs), Math.min(idleMs / 2, 30_000));
     this.idleSweep.unref();
@@ -171,6 +188,8 @@ export class McpHttpServer {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const refusal = this.site.refusal(req.headers, req.socket);
+    if (refusal) return this.refuse(req, res, refusal);
     // A request target that is no URL (`http://[…`) is the client's error: answered, not logged.
     if (!URL.canParse(req.url ?? '/', 'http://hintbox')) return reply(res, 400, { error: 'bad request target' });
     const url = new URL(req.url ?? '/', 'http://hintbox');
@@ -348,6 +367,25 @@ export class McpHttpServer {
         .close()
         .catch((error: Error) => this.options.log.error(`serve: closing ${client.id}: ${error.message}`));
     })());
+  }
+
+  /**
+   * A request of another host or site: refused before anything of it is read, counted; logged
+   * the first time of each kind only (a page can send them by the thousand), not audited.
+   */
+  private refuse(req: IncomingMessage, res: ServerResponse, refusal: SiteRefusal): void {
+    this.options.refused?.(refusal);
+    if (!this.refusalsLogged.has(refusal.kind)) {
+      this.refusalsLogged.add(refusal.kind);
+      const hint =
+        refusal.kind === 'host'
+          ? " (a proxy's name: --allowed-host)"
+          : ' (a browser client of yours: --allowed-origin)';
+      this.options.log.warn(
+        `serve: ${refusal.status} for ${req.socket.remoteAddress ?? 'an unknown address'}: ${refusal.reason}${hint}; further refusals are counted in /metrics only`,
+      );
+    }
+    reply(res, refusal.status, { error: refusal.reason }, { Connection: 'close' });
   }
 
   private deny(req: IncomingMessage, res: ServerResponse, server: string, denial: Denial): void {

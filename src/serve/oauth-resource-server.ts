@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { createRemoteJWKSet, errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { bearerChallenge, bearerToken, type AuthResult, type Authenticator, type Denial } from './authenticator.js';
+import { COMBINED } from './combined-endpoint.js';
 import { accessOfScopes, callerOfClaims, scopesFor, scopesOfClaims, type OAuthConfig } from './oauth-config.js';
 import { pathName } from './serve-address.js';
 
@@ -13,8 +14,9 @@ import { pathName } from './serve-address.js';
  *   asymmetric algorithm of the settings (never `none`, never an HMAC);
  * - `iss` is the issuer; `aud` is the server's resource identifier (`<resource>/mcp/<name>`) or
  *   an audience of the settings; `exp` is required, `exp`/`nbf`/`iat` hold within the clock
- *   tolerance; `sub` and the client (`client_id`, else `azp`) name the caller, as two fields
- *   (a part that cannot be recorded whole refuses the token: never dropped, never merged);
+ *   tolerance (`iat` not after now: jose alone checks it only with a maximum age); `sub` and the
+ *   client (`client_id`, else `azp`) name the caller, as two fields (a part that cannot be
+ *   recorded whole refuses the token: never dropped, never merged);
  * - its scopes give the server (else 403 `insufficient_scope`), and the tags they give limit the
  *   tools of the sessions it opens.
  *
@@ -25,7 +27,10 @@ import { pathName } from './serve-address.js';
  * Protected resource metadata (RFC 9728) is served to anyone at
  * `/.well-known/oauth-protected-resource/mcp/<name>` (each server's) and at
  * `/.well-known/oauth-protected-resource` (the whole of serve), and every 401 names the
- * server's in `WWW-Authenticate: Bearer resource_metadata="…"`.
+ * server's in `WWW-Authenticate: Bearer resource_metadata="…"`. The combined endpoint (`/mcp`,
+ * `--one-endpoint`) is a resource of its own, `<resource>/mcp`, with its metadata at
+ * `/.well-known/oauth-protected-resource/mcp` (every scope): a token issued for it passes there
+ * for each server its scopes give, and nowhere else.
  */
 
 const METADATA_PATH = '/.well-known/oauth-protected-resource';
@@ -36,6 +41,8 @@ export interface OAuthResourceServerOptions {
   servers: () => readonly string[];
   /** The issuer's keys; default: its JWKS (`jwksUri`), fetched when first needed and cached. */
   keys?: JWTVerifyGetKey;
+  /** Whether `/mcp` serves every server (`--one-endpoint`): it is then a resource of its own. */
+  combined?: boolean;
   /** The clock that `exp` and `nbf` are checked against; default the system's. */
   now?: () => Date;
 }
@@ -60,32 +67,43 @@ export class OAuthResourceServer implements Authenticator {
 
   /** A server's resource identifier: the audience its tokens are issued for. */
   resourceOf(server: string): string {
-    return `${this.config.resource}/mcp/${encodeURIComponent(server)}`;
+    return `${this.config.resource}/mcp${server === COMBINED ? '' : `/${encodeURIComponent(server)}`}`;
   }
 
   /** Where a server's protected resource metadata is (RFC 9728 §3.1: the path after the well-known one). */
   metadataUrlOf(server: string): string {
-    return `${this.config.resource}${METADATA_PATH}/mcp/${encodeURIComponent(server)}`;
+    return `${this.config.resource}${METADATA_PATH}${new URL(this.resourceOf(server)).pathname}`;
   }
 
-  async authenticate(headers: IncomingHttpHeaders, server: string): Promise<AuthResult> {
+  async authenticate(headers: IncomingHttpHeaders, server: string, endpoint?: string): Promise<AuthResult> {
     const token = bearerToken(headers.authorization);
     if (token === undefined) {
       const given = headers.authorization !== undefined;
       return { allowed: false, status: 401, reason: given ? 'not a bearer token' : 'no token', caller: null };
     }
     let claims: Record<string, unknown>;
+    const now = this.options.now?.() ?? new Date();
     try {
       ({ payload: claims } = await jwtVerify(token, this.keys, {
         issuer: this.config.issuer,
-        audience: [this.resourceOf(server), ...(this.config.audience ?? [this.config.resource])],
+        audience: [
+          this.resourceOf(server),
+          ...(endpoint === COMBINED && this.options.combined ? [this.resourceOf(COMBINED)] : []),
+          ...(this.config.audience ?? [this.config.resource]),
+        ],
         algorithms: this.config.algorithms,
         clockTolerance: this.config.clockToleranceSeconds,
         requiredClaims: ['exp', 'sub'],
-        ...(this.options.now ? { currentDate: this.options.now() } : {}),
+        currentDate: now,
       }));
     } catch (error) {
       return { allowed: false, status: 401, reason: rejection(error), caller: null, error: 'invalid_token' };
+    }
+    // jose checks `iat` against the clock only with a maximum age; a token from the future is
+    // refused all the same (a forged clock, or one minted to outlive its key's rotation).
+    if (typeof claims.iat === 'number' && claims.iat > now.getTime() / 1000 + this.config.clockToleranceSeconds) {
+      const reason = rejection(new errors.JWTClaimValidationFailed('iat in the future', claims, 'iat'));
+      return { allowed: false, status: 401, reason, caller: null, error: 'invalid_token' };
     }
     const caller = callerOfClaims(claims);
     if ('refused' in caller) {
@@ -110,17 +128,25 @@ export class OAuthResourceServer implements Authenticator {
       resource_metadata: this.metadataUrlOf(server),
       error: denial.error,
       ...(denial.error ? { error_description: denial.reason } : {}),
-      scope: denial.scope ?? (denial.status === 401 ? scopesFor(this.config, server).join(' ') : undefined),
+      scope: denial.scope ?? (denial.status === 401 ? this.scopesOf(server).join(' ') : undefined),
     });
   }
 
   /** RFC 9728 protected resource metadata: each server's, and one for the whole of serve. */
   document(pathname: string): unknown {
     if (pathname === METADATA_PATH) return this.metadata(this.config.resource, Object.keys(this.config.scopes));
+    if (pathname === `${METADATA_PATH}/mcp` && this.options.combined) {
+      return this.metadata(this.resourceOf(COMBINED), this.scopesOf(COMBINED), 'every server');
+    }
     const match = /^\/\.well-known\/oauth-protected-resource\/mcp\/([^/]+)$/.exec(pathname);
     const server = match ? pathName(match[1] as string) : undefined;
     if (server === undefined || !this.options.servers().includes(server)) return undefined;
     return this.metadata(this.resourceOf(server), scopesFor(this.config, server), server);
+  }
+
+  /** The scopes that give a server; at the combined endpoint, every scope. */
+  private scopesOf(server: string): string[] {
+    return server === COMBINED ? Object.keys(this.config.scopes) : scopesFor(this.config, server);
   }
 
   private metadata(resource: string, scopes: string[], server?: string): unknown {

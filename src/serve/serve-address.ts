@@ -1,14 +1,5 @@
-import { isIP } from 'node:net';
-
-/**
- * Whether `host` only listens on this machine. `hintbox serve` listens elsewhere only with
- * tokens: without them, anyone who reaches the port could call every server's tools.
- */
-export function isLoopbackHost(host: string): boolean {
-  if (host === 'localhost') return true;
-  if (isIP(host) === 4) return host.startsWith('127.');
-  return host === '::1';
-}
+/** Whether an address only listens on this machine (kept with the check of a request's `Host`). */
+export { isLoopbackHost } from '../util/request-site.js';
 
 /** A server's name from a URL path segment; undefined for one that is not valid percent-encoding (a 404, not a 500). */
 export function pathName(segment: string): string | undefined {

@@ -3,6 +3,7 @@ import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { DenialSink } from '../audit/denial-recorder.js';
 import { monotonicMs } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
+import type { SiteRefusal } from '../util/request-site.js';
 import {
   AUDIT_METRIC_LABELS,
   AUDIT_METRICS,
@@ -86,6 +87,8 @@ export class ServeMetrics {
   private constructor(
     private readonly registry: Registry,
     private readonly metrics: Record<AuditMetric, AnyMetric>,
+    /** Requests refused for their `Host` or `Origin`: not audited (a page may send them by the thousand), counted here. */
+    private readonly siteRefusals: Counter,
     private readonly options: ServeMetricsOptions,
   ) {
     this.now = options.now ?? monotonicMs;
@@ -148,8 +151,15 @@ export class ServeMetrics {
         },
       });
     }
+    const siteRefusals = new prom.Counter({
+      name: 'hintbox_http_refused_total',
+      help: 'Requests refused before anything was read: another Host (421, DNS rebinding) or a page of another site (403)',
+      labelNames: ['reason'],
+      registers: [registry],
+    });
+    for (const reason of ['host', 'origin'] satisfies SiteRefusal['kind'][]) siteRefusals.inc({ reason }, 0);
     prom.collectDefaultMetrics({ register: registry });
-    return new ServeMetrics(registry, metrics, options);
+    return new ServeMetrics(registry, metrics, siteRefusals, options);
   }
 
   /** Labels by name the tools the profiles' lock files approve (as loaded: at start and on each reload). */
@@ -160,6 +170,11 @@ export class ServeMetrics {
   /** The audit log `log` with every record also counted here. */
   meter(log: ConstructorParameters<typeof MeteredAuditLog>[0]): MeteredAuditLog {
     return new MeteredAuditLog(log, this.derive, (updates) => this.apply(updates), this.now);
+  }
+
+  /** Counts a request refused for its `Host` or `Origin`. */
+  refusedRequest(refusal: SiteRefusal): void {
+    this.siteRefusals.inc({ reason: refusal.kind });
   }
 
   apply(updates: readonly MetricUpdate[]): void {

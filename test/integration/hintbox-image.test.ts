@@ -95,7 +95,8 @@ async function startHintbox(l: Layout, extraBinds: string[] = []): Promise<Docke
     Image: HINTBOX_IMAGE,
     name: `hintbox-image-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,
     Labels: { [LABEL_TEST]: String(process.pid) },
-    Cmd: ['serve', l.profiles, '--host', '0.0.0.0', '--tokens', l.tokens],
+    // As the image's default command: the published port is named 127.0.0.1 by its clients.
+    Cmd: ['serve', l.profiles, '--host', '0.0.0.0', '--tokens', l.tokens, '--allowed-host', '127.0.0.1'],
     Env: [`HINTBOX_STATE_DIR=${l.state}`, `TMPDIR=${l.tmp}`],
     ExposedPorts: { '8931/tcp': {} },
     HostConfig: {
@@ -171,6 +172,7 @@ describe('the hintbox image', { timeout: 600_000 }, () => {
     const info = await d.getImage(HINTBOX_IMAGE).inspect();
     assert.deepEqual(info.Config.Entrypoint, ['hintbox']);
     assert.deepEqual(info.Config.Cmd?.slice(0, 2), ['serve', '/etc/hintbox/profiles']);
+    assert.deepEqual(info.Config.Cmd?.slice(-4), ['--allowed-host', '127.0.0.1', '--allowed-host', 'localhost']);
     assert.equal(info.Config.User, `${IMAGE_UID}:${IMAGE_UID}`);
     assert.ok(info.Config.Env?.includes('HINTBOX_IN_CONTAINER=1'));
     const version = JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { version: string };

@@ -5,7 +5,6 @@ import { after, before, describe, it } from 'node:test';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { parse, stringify } from 'yaml';
 import { LABEL_SERVER } from '../../src/engine/docker/container-spec.js';
-import { hashToken } from '../../src/serve/bearer-tokens.js';
 import { oauthSettingsFile, startTestIssuer, type TestIssuer } from '../support/oauth-issuer.js';
 import { parseSamples, sampleOf } from '../support/prometheus-text.js';
 import { scratchFolder } from '../support/scratch-folder.js';
@@ -31,15 +30,7 @@ const LIAR_SEPARATE = `liar-own-${process.pid}`;
  */
 function profilesFolder(workspace: string, extra: Record<string, string> = {}): string {
   const folder = scratchFolder('hintbox-serve-profiles-');
-  const liar = {
-    name: LIAR,
-    server: { image: LIAR_IMAGE },
-    trust: 'trusted',
-    mounts: [{ source: workspace, target: '/data' }],
-    network: 'none',
-    limits: { pids: 64, memory: '128m' },
-    tools: { identity: { tags: ['probe'] } },
-  };
+  const liar = { ...liarProfile(LIAR, workspace), tools: { identity: { tags: ['probe'] } } };
   const everything = {
     name: EVERYTHING,
     server: { image: EVERYTHING_IMAGE, args: ['stdio'] },
@@ -57,7 +48,17 @@ function profilesFolder(workspace: string, extra: Record<string, string> = {}): 
   return folder;
 }
 
-import { connect, containersOfServer, leave, serve, stop, textOf, type Serving } from './support/serve-process.js';
+import {
+  connect,
+  containersOfServer,
+  leave,
+  liarProfile,
+  serve,
+  stop,
+  textOf,
+  tokensFile,
+  type Serving,
+} from './support/serve-process.js';
 
 describe('hintbox serve', { timeout: 300_000 }, () => {
   before(async () => {
@@ -87,6 +88,23 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
     const refused = await hintboxCommand(['serve', bad]);
     assert.equal(refused.code, 2, refused.stderr);
     assert.match(refused.stderr, /broken\.yaml: name: /);
+  });
+
+  it('refuses with --one-endpoint a folder where one server hides another (x__y beside x): exit 2, one line', async () => {
+    const x = `hidden-${process.pid}`;
+    const folder = profilesFolder(sandboxFolder(), {
+      'x.yaml': stringify(liarProfile(x, sandboxFolder())),
+      'x-y.yaml': stringify(liarProfile(`${x}__y`, sandboxFolder())),
+    });
+    const refused = await hintboxCommand(['serve', folder, '--one-endpoint']);
+    assert.equal(refused.code, 2, refused.stderr);
+    assert.equal(
+      refused.stderr
+        .split('\n')
+        .filter((line) => !line.startsWith('hintbox: no lock file '))
+        .join('\n'),
+      `serve: --one-endpoint: no tool of ${x}__y (beside ${x}) could be named apart at /mcp (<server>__<tool>): rename the profile\n`,
+    );
   });
 
   describe('without tokens', () => {
@@ -268,15 +286,11 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
     let workspace: string;
     before(async () => {
       workspace = sandboxFolder();
-      const tokens = path.join(scratchFolder('hintbox-serve-tokens-'), 'tokens.yaml');
-      writeFileSync(
-        tokens,
-        stringify([
-          { name: 'alice', sha256: hashToken(ALICE) },
-          { name: 'ci-bot', sha256: hashToken(BOT), servers: [LIAR] },
-          { name: 'prober', sha256: hashToken(PROBE), servers: [LIAR], tags: ['probe'] },
-        ]),
-      );
+      const tokens = tokensFile([
+        { name: 'alice', token: ALICE },
+        { name: 'ci-bot', token: BOT, servers: [LIAR] },
+        { name: 'prober', token: PROBE, servers: [LIAR], tags: ['probe'] },
+      ]);
       serving = await serve([profilesFolder(workspace), '--tokens', tokens, '--one-endpoint']);
     });
     after(() => stop(serving));
@@ -439,14 +453,10 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
     const ALICE = `alice-${process.pid}-metrics`;
     const SCRAPER = `scraper-${process.pid}-metrics`;
     before(async () => {
-      const tokens = path.join(scratchFolder('hintbox-serve-tokens-'), 'tokens.yaml');
-      writeFileSync(
-        tokens,
-        stringify([
-          { name: 'alice', sha256: hashToken(ALICE) },
-          { name: 'prometheus', sha256: hashToken(SCRAPER), metrics: 'only' },
-        ]),
-      );
+      const tokens = tokensFile([
+        { name: 'alice', token: ALICE },
+        { name: 'prometheus', token: SCRAPER, metrics: 'only' },
+      ]);
       serving = await serve([profilesFolder(sandboxFolder()), '--tokens', tokens], { HINTBOX_LOG_FORMAT: 'json' });
     });
     after(() => stop(serving));

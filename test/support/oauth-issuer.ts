@@ -18,10 +18,17 @@ export interface TestIssuer extends AsyncDisposable {
   /** How often the JWKS was fetched. */
   fetches(): number;
   /** A token signed with the published key; `claims` override the defaults (sub, iss, exp, …). */
-  sign(claims: JWTPayload, options?: { key?: 'published' | 'stranger'; expiresIn?: string | number }): Promise<string>;
+  sign(claims: JWTPayload, options?: SignOptions): Promise<string>;
   /** An unsecured token (`alg: none`) with these claims. */
   unsigned(claims: JWTPayload): string;
   close(): Promise<void>;
+}
+
+export interface SignOptions {
+  key?: 'published' | 'stranger';
+  expiresIn?: string | number;
+  /** Its `iat` (seconds since the epoch); default now. */
+  issuedAt?: number;
 }
 
 export async function startTestIssuer(): Promise<TestIssuer> {
@@ -38,11 +45,11 @@ export async function startTestIssuer(): Promise<TestIssuer> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const close = () => new Promise<void>((resolve) => server.close(() => resolve()));
-  const sign = (claims: JWTPayload, options: { key?: 'published' | 'stranger'; expiresIn?: string | number } = {}) => {
+  const sign = (claims: JWTPayload, options: SignOptions = {}) => {
     const key: CryptoKey = options.key === 'stranger' ? stranger.privateKey : published.privateKey;
     return new SignJWT({ iss: base, sub: 'alice', ...claims })
       .setProtectedHeader({ alg: 'ES256', kid: 'test-key', typ: 'at+jwt' })
-      .setIssuedAt()
+      .setIssuedAt(options.issuedAt)
       .setExpirationTime(options.expiresIn ?? '5m')
       .sign(key);
   };

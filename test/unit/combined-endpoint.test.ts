@@ -2,7 +2,13 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Authenticator } from '../../src/serve/authenticator.js';
 import { coversAccess } from '../../src/serve/authenticator.js';
-import { COMBINED, combinedAuthenticator, memberOf, membersOf } from '../../src/serve/combined-endpoint.js';
+import {
+  COMBINED,
+  combinedAuthenticator,
+  hiddenServers,
+  memberOf,
+  membersOf,
+} from '../../src/serve/combined-endpoint.js';
 
 /** The combined endpoint's names and credentials (`hintbox serve --one-endpoint`). Pure. */
 describe('one endpoint', () => {
@@ -13,6 +19,17 @@ describe('one endpoint', () => {
     assert.equal(memberOf('fs__', ['fs']), undefined);
     assert.equal(memberOf('other__x', ['fs']), undefined);
     assert.equal(memberOf('fsx__y', ['fs']), undefined);
+  });
+
+  it('names each server whose tools another would hide (x__y beside x), and no other', () => {
+    assert.deepEqual(hiddenServers(['x', 'x__y', 'x_y', 'xx__y', 'a__b', 'x__y__z']), [
+      { server: 'x__y', by: 'x' },
+      { server: 'x__y__z', by: 'x' },
+      { server: 'x__y__z', by: 'x__y' },
+    ]);
+    assert.deepEqual(hiddenServers(['a__b', 'fs', 'db']), [], 'a name with __ alone is reachable');
+    // What the check stands for: no tool of x__y is served beside x.
+    assert.equal(memberOf('x__y__read', ['x', 'x__y']), undefined);
   });
 
   it('lets the credentials use at /mcp exactly the servers each check allows, with their tags', async () => {
@@ -47,7 +64,8 @@ describe('one endpoint', () => {
     );
     const bad = await auth.authenticate({}, COMBINED);
     assert.deepEqual(bad, { allowed: false, status: 401, reason: 'unknown token', caller: null });
-    assert.equal(auth.challenge({ status: 401, reason: 'x', caller: null }, COMBINED), 'Bearer server="fs"');
+    // /mcp is an endpoint of its own (OAuth: a resource with its own metadata), not its first server's.
+    assert.equal(auth.challenge({ status: 401, reason: 'x', caller: null }, COMBINED), 'Bearer server="*"');
     // A session keeps what it was opened with: credentials allowing fewer servers may not ride on it.
     const fewer = { caller: { subject: 'bob' }, servers: new Map([['web', undefined]]) };
     assert.equal(coversAccess(fewer, ok), false);

@@ -7,11 +7,13 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SignJWT } from 'jose';
 import type { AuditEvent } from '../../src/audit/audit-record.js';
 import type { Access } from '../../src/serve/authenticator.js';
-import { McpHttpServer, type ClientSession } from '../../src/serve/mcp-http-server.js';
+import { combinedAuthenticator } from '../../src/serve/combined-endpoint.js';
+import { McpHttpServer, type ClientSession, type McpHttpServerOptions } from '../../src/serve/mcp-http-server.js';
 import { parseOAuthConfig } from '../../src/serve/oauth-config.js';
 import { OAuthResourceServer } from '../../src/serve/oauth-resource-server.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { startTestIssuer, type TestIssuer } from '../support/oauth-issuer.js';
+import { sdkClientSession } from './support/sdk-client-session.js';
 
 /**
  * The HTTP endpoint of `hintbox serve --oauth` with fake sessions, against a stand-in
@@ -36,39 +38,21 @@ describe('the HTTP endpoint of hintbox serve with OAuth', () => {
         },
       ],
     }));
-    return Promise.resolve({
-      connect: async (transport, onClosed) => {
-        await mcp.connect(transport);
-        mcp.server.onclose = onClosed;
-      },
-      close: () => mcp.close(),
-    });
+    return sdkClientSession(mcp);
   }
 
   before(async () => {
     issuer = await startTestIssuer();
-    const config = parseOAuthConfig(
-      JSON.stringify({
-        issuer: issuer.issuer,
-        jwksUri: issuer.jwksUri,
-        resource: RESOURCE,
-        scopes: {
-          'mcp:alpha': { servers: ['alpha'] },
-          'mcp:beta': { servers: ['beta'] },
-          'mcp:beta-read': { servers: ['beta'], tags: ['read'] },
-        },
-      }),
-      'oauth.json',
-    );
-    http = new McpHttpServer({
-      servers: ['alpha', 'beta'],
+    const config = configOf(issuer, {
+      'mcp:alpha': { servers: ['alpha'] },
+      'mcp:beta': { servers: ['beta'] },
+      'mcp:beta-read': { servers: ['beta'], tags: ['read'] },
+    });
+    ({ http, base } = await listening({
       auth: new OAuthResourceServer({ config, servers: () => ['alpha', 'beta'] }),
       openSession: fakeSession,
       denials: { deny: (denied) => void (denied.event && events.push(denied.event)) },
-      ready: () => ({ ready: true, servers: { alpha: 'ready', beta: 'ready' } }),
-      log: silentLogger,
-    });
-    base = `http://127.0.0.1:${await http.listen(0, '127.0.0.1')}`;
+    }));
   });
   after(async () => {
     await http.drain(0);
@@ -208,6 +192,35 @@ describe('the HTTP endpoint of hintbox serve with OAuth', () => {
     }
   });
 
+  it('answers 401 to a token issued in the future (iat beyond the clock tolerance), and serves one within it', async () => {
+    const tenYears = 10 * 365 * 86_400;
+    const cases: [string, number, number][] = [
+      ['ten years ahead', now() + tenYears, 401],
+      ['an hour ahead', now() + 3600, 401],
+      ['past the tolerance (30 s)', now() + 90, 401],
+      // Let in: the request (a ping without a session) then gets the endpoint's 400, not a 401.
+      ['within the tolerance', now() + 10, 400],
+      ['now', now(), 400],
+    ];
+    for (const [label, iat, status] of cases) {
+      const token = await issuer.sign(
+        { aud: `${RESOURCE}/mcp/alpha`, scope: 'mcp:alpha' },
+        { issuedAt: iat, expiresIn: iat + tenYears },
+      );
+      const before = events.length;
+      const res = await post('alpha', { Authorization: `Bearer ${token}` });
+      assert.equal(res.status, status, label);
+      if (status === 401) {
+        assert.match(res.headers.get('www-authenticate') ?? '', /error="invalid_token"/, label);
+        const denied = events.at(-1);
+        assert.deepEqual(denied?.type === 'auth.denied' && [denied.status, denied.reason], [
+          401,
+          'the token was issued in the future',
+        ]);
+      } else assert.equal(events.length, before, label);
+    }
+  });
+
   it('answers 403 insufficient_scope to a token whose scopes do not give the server, naming the caller', async () => {
     const res = await post('alpha', { Authorization: `Bearer ${await alphaToken({ scope: 'mcp:beta other' })}` });
     assert.equal(res.status, 403);
@@ -272,6 +285,96 @@ describe('the OAuth resource server when the issuer cannot be reached', () => {
   });
 });
 
+/** The OAuth settings of the test issuer for RESOURCE, with these scopes. */
+function configOf(issuer: TestIssuer, scopes: Record<string, unknown>) {
+  return parseOAuthConfig(
+    JSON.stringify({ issuer: issuer.issuer, jwksUri: issuer.jwksUri, resource: RESOURCE, scopes }),
+    'oauth.json',
+  );
+}
+
+/** serve's endpoint for the servers alpha and beta (both ready) on a free port of 127.0.0.1. */
+async function listening(
+  options: Pick<McpHttpServerOptions, 'auth' | 'openSession' | 'denials' | 'combined'>,
+): Promise<{ http: McpHttpServer; base: string }> {
+  const http = new McpHttpServer({
+    servers: ['alpha', 'beta'],
+    ...options,
+    ready: () => ({ ready: true, servers: { alpha: 'ready', beta: 'ready' } }),
+    log: silentLogger,
+  });
+  return { http, base: `http://127.0.0.1:${await http.listen(0, '127.0.0.1')}` };
+}
+
 function now(): number {
   return Math.floor(Date.now() / 1000);
 }
+
+describe('the combined endpoint (/mcp) of hintbox serve --oauth', () => {
+  let issuer: TestIssuer;
+  let http: McpHttpServer;
+  let base: string;
+  before(async () => {
+    issuer = await startTestIssuer();
+    const config = configOf(issuer, { 'mcp:alpha': { servers: ['alpha'] }, 'mcp:beta': { servers: ['beta'] } });
+    const servers = () => ['alpha', 'beta'];
+    ({ http, base } = await listening({
+      combined: true,
+      auth: combinedAuthenticator(new OAuthResourceServer({ config, servers, combined: true }), servers),
+      openSession: (_server, access) => {
+        const mcp = new McpServer({ name: 'combined', version: '1' });
+        mcp.registerTool('servers', {}, () => ({
+          content: [{ type: 'text', text: [...(access?.servers?.keys() ?? [])].join(',') }],
+        }));
+        return sdkClientSession(mcp);
+      },
+      denials: { deny: () => undefined },
+    }));
+  });
+  after(async () => {
+    await http.drain(0);
+    await issuer.close();
+  });
+
+  it("names /mcp's own metadata in its 401, and takes a token issued for /mcp there only", async () => {
+    const ping = (path: string, token?: string) =>
+      fetch(`${base}${path}`, {
+        method: 'POST',
+        headers: {
+          'Content-Type': 'application/json',
+          Accept: 'application/json, text/event-stream',
+          ...(token ? { Authorization: `Bearer ${token}` } : {}),
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+      });
+    const refused = await ping('/mcp');
+    assert.equal(refused.status, 401);
+    assert.equal(
+      refused.headers.get('www-authenticate'),
+      `Bearer resource_metadata="${RESOURCE}/.well-known/oauth-protected-resource/mcp", scope="mcp:alpha mcp:beta"`,
+    );
+    const document = (await (await fetch(`${base}/.well-known/oauth-protected-resource/mcp`)).json()) as Record<
+      string,
+      unknown
+    >;
+    assert.equal(document.resource, `${RESOURCE}/mcp`);
+    assert.deepEqual(document.scopes_supported, ['mcp:alpha', 'mcp:beta']);
+    assert.deepEqual(document.authorization_servers, [issuer.issuer]);
+
+    // A token for /mcp (the resource its metadata names) is served there, for the servers its scopes give.
+    const forCombined = await issuer.sign({ aud: `${RESOURCE}/mcp`, scope: 'mcp:alpha' });
+    const client = new Client({ name: 't', version: '1' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${base}/mcp`), {
+        requestInit: { headers: { Authorization: `Bearer ${forCombined}` } },
+      }),
+    );
+    const servers = (await client.callTool({ name: 'servers', arguments: {} })) as { content: { text: string }[] };
+    assert.equal(servers.content[0]?.text, 'alpha');
+    await client.close();
+    // Not at a server's own path: it was not issued for that resource.
+    const own = await ping('/mcp/alpha', forCombined);
+    assert.equal(own.status, 401);
+    assert.match(own.headers.get('www-authenticate') ?? '', /issued for another audience/);
+  });
+});

@@ -1,10 +1,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { stringify } from 'yaml';
 import { LABEL_SERVER } from '../../../src/engine/docker/container-spec.js';
-import { containersOf, eventually, ownHintboxProcess } from './docker.js';
+import { hashToken } from '../../../src/serve/bearer-tokens.js';
+import { scratchFolder } from '../../support/scratch-folder.js';
+import { containersOf, eventually, LIAR_IMAGE, ownHintboxProcess } from './docker.js';
 import { HINTBOX_BIN, hintboxTestEnv } from './hintbox-process.js';
 
 /** `hintbox serve` as a test runs it, and real SDK clients of it over streamable HTTP. */
@@ -16,13 +21,21 @@ export interface Serving {
   exited: Promise<number | null>;
 }
 
-/** `hintbox serve` on a free port; resolves once it listens and /readyz says ready. */
-export async function serve(args: string[], env: Record<string, string> = {}): Promise<Serving> {
+/**
+ * `hintbox serve` on a free port; resolves once it listens and /readyz says ready. `spawned` is
+ * told of the process at once (a test that signals it while it starts).
+ */
+export async function serve(
+  args: string[],
+  env: Record<string, string> = {},
+  spawned?: (child: ChildProcess) => void,
+): Promise<Serving> {
   const child = spawn(HINTBOX_BIN, ['serve', ...args, '--port', '0'], {
     env: { ...env, ...hintboxTestEnv() },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   ownHintboxProcess(child.pid);
+  spawned?.(child);
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr += chunk.toString('utf8');
@@ -32,7 +45,9 @@ export async function serve(args: string[], env: Record<string, string> = {}): P
   let url = '';
   await eventually(
     async () => {
-      if (child.exitCode !== null) throw new Error(`serve exited ${child.exitCode}: ${stderr}`);
+      if (child.exitCode !== null || child.signalCode !== null) {
+        throw new Error(`serve exited ${child.exitCode ?? child.signalCode}: ${stderr}`);
+      }
       url = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1] ?? '';
       return url !== '' && (await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200;
     },
@@ -40,6 +55,25 @@ export async function serve(args: string[], env: Record<string, string> = {}): P
     'serve to be ready',
   );
   return { child, url, stderr: () => stderr, exited };
+}
+
+/** The liar as serve's tests serve it: trusted, a host folder at /data, no network. */
+export function liarProfile(name: string, workspace: string): Record<string, unknown> {
+  return {
+    name,
+    server: { image: LIAR_IMAGE },
+    trust: 'trusted',
+    mounts: [{ source: workspace, target: '/data' }],
+    network: 'none',
+    limits: { pids: 64, memory: '128m' },
+  };
+}
+
+/** A tokens file of these entries (each token given in clear: the file keeps its SHA-256). */
+export function tokensFile(entries: ({ name: string; token: string } & Record<string, unknown>)[]): string {
+  const file = path.join(scratchFolder('hintbox-serve-tokens-'), 'tokens.yaml');
+  writeFileSync(file, stringify(entries.map(({ token, ...entry }) => ({ ...entry, sha256: hashToken(token) }))));
+  return file;
 }
 
 export async function stop(serving: Serving | undefined): Promise<void> {
