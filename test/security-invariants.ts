@@ -1153,6 +1153,11 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         file: 'integration/package-code.test.ts',
         title: 'refuses a package lock whose entry is a host path (resolved file:, link: true) before npm installs it',
       },
+      {
+        file: 'integration/package-code.test.ts',
+        title:
+          'refuses a file: dependency with an npm that has no allow-* settings (npm 10, as Node 20 ships): the guard alone',
+      },
     ],
   },
 ];

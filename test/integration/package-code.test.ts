@@ -187,8 +187,13 @@ describe('no package code on the host', { timeout: 600_000 }, () => {
     }
 
     /** The build of `spec` is refused in one line naming `refused` and `askedBy`; nothing is written. */
-    async function assertRefused(spec: string, refused: string, askedBy: string): Promise<void> {
-      const result = await build({ npm: spec }, {});
+    async function assertRefused(
+      spec: string,
+      refused: string,
+      askedBy: string,
+      env: Record<string, string> = {},
+    ): Promise<void> {
+      const result = await build({ npm: spec }, env);
       const inImage = await imageSecret(spec);
       assert.equal(inImage, '', `${inImage}\n${result.stderr}`);
       assert.notEqual(result.code, 0, result.stderr);
@@ -219,6 +224,23 @@ describe('no package code on the host', { timeout: 600_000 }, () => {
         dependencies: { evilgit: `git+file://${repo}` },
       });
       await assertRefused(`evilgitnpm@file:${server}`, `evilgit@git+file://${repo}`, 'evilgitnpm@1.0.0');
+    });
+
+    it('refuses a file: dependency with an npm that has no allow-* settings (npm 10, as Node 20 ships): the guard alone', async () => {
+      const prefix = path.join(folder, 'npm10');
+      execFileSync('npm', ['install', '--prefix', prefix, '--no-audit', '--no-fund', '--loglevel=error', 'npm@10.9.2']);
+      const bin = path.join(prefix, 'node_modules', '.bin');
+      const env = { PATH: `${bin}:${process.env.PATH ?? ''}` };
+      assert.equal(
+        execFileSync(path.join(bin, 'npm'), ['config', 'get', 'allow-file'], { encoding: 'utf8' }).trim(),
+        'undefined',
+      );
+      const secret = pack('evilfile10', {}, { 'secret.txt': SECRET });
+      const server = pack('evilnpm10', {
+        bin: { evilnpm10: 'index.js' },
+        dependencies: { evilfile10: `file:${secret}` },
+      });
+      await assertRefused(`evilnpm10@file:${server}`, `evilfile10@file:${secret}`, 'evilnpm10@1.0.0', env);
     });
 
     it('refuses a package lock whose entry is a host path (resolved file:, link: true) before npm installs it', async () => {

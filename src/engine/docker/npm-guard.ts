@@ -7,8 +7,10 @@ import type { PackageSource } from '../../packages/package-source.js';
  * reads a `file:` tarball, for its manifest and integrity): a preload wraps arborist's `Edge`,
  * so the refusal names the dependency and the package that asked, in one stderr line that starts
  * with {@link NPM_GUARD_PREFIX}. Behind it, npm's own `allow-file`/`allow-directory`/`allow-git`
- * set to `root` refuse the same should the preload miss (a later arborist), and hintbox does not
- * run an npm without them. Only the profile's own package (the operator's choice) may be such a
+ * set to `root` refuse the same should the preload miss (a later arborist), where npm has them
+ * (npm 11.14 and later; npm 10, which Node 20 and 22 ship, and npm 11 before 11.14 have none): without them the preload
+ * must prove it wrapped arborist (it writes {@link NPM_GUARD_PROOF_VARIABLE}'s file), else the
+ * resolution is refused. Only the profile's own package (the operator's choice) may be such a
  * spec. A lock, written by hintbox or not, is checked by {@link lockHostPath} before `npm ci`.
  */
 
@@ -17,6 +19,9 @@ const NPM_GUARD_PREFIX = 'hintbox-npm-guard: ';
 
 /** npm's own fence: only the root's dependencies (the profile's package) may be local or git. */
 export const NPM_ALLOW_ARGS = ['--allow-file=root', '--allow-directory=root', '--allow-git=root'];
+
+/** The variable naming the file the preload writes once it has wrapped arborist's `Edge`. */
+export const NPM_GUARD_PROOF_VARIABLE = 'HINTBOX_NPM_GUARD_PROOF';
 
 /**
  * CommonJS, loaded into npm by `NODE_OPTIONS=--require`: every dependency edge arborist builds is
@@ -41,6 +46,8 @@ Module._load = function (request, parent, isMain) {
         super(options);
       }
     };
+    const proof = process.env[${JSON.stringify(NPM_GUARD_PROOF_VARIABLE)}];
+    if (proof) require('node:fs').writeFileSync(proof, 'guarded\\n');
   }
   return guarded;
 };

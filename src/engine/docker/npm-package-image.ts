@@ -7,7 +7,7 @@ import { processVariables } from '../../config/environment.js';
 import type { PackageSource } from '../../packages/package-source.js';
 import type { Logger } from '../../util/logger.js';
 import { ImageError, runTool, type ImageBuilder } from './image-builder.js';
-import { lockHostPath, NPM_ALLOW_ARGS, NPM_GUARD_SCRIPT, npmGuardLine } from './npm-guard.js';
+import { lockHostPath, NPM_ALLOW_ARGS, NPM_GUARD_PROOF_VARIABLE, NPM_GUARD_SCRIPT, npmGuardLine } from './npm-guard.js';
 import { chooseCommand } from './package-commands.js';
 
 /**
@@ -44,23 +44,31 @@ async function resolveLock(source: PackageSource, work: string, log: Logger): Pr
       `resolving the npm package ${source.spec}${refused ? `: ${refused}` : ` failed: ${error.message}`}`,
     );
   };
-  // An npm that does not know allow-file prints "undefined": it would ignore the fence behind the guard.
+  // An npm that does not know allow-file prints "undefined": the preload alone then guards it,
+  // and must show that it did (npm 10, which Node 20 and 22 ship, has no allow-* settings).
   const known = await execFileAsync('npm', ['config', 'get', 'allow-file'], { cwd: work }).catch((error: Error) => {
     throw failed(error);
   });
-  if (!['all', 'root', 'none'].includes(known.stdout.trim())) {
-    throw new ImageError(
-      `the npm on this host lacks the allow-file setting that keeps a package from reading this host's files: hintbox does not run it (update npm)`,
-    );
-  }
+  const fenced = ['all', 'root', 'none'].includes(known.stdout.trim());
   const guard = path.join(work, 'hintbox-npm-guard.cjs');
   writeFileSync(guard, NPM_GUARD_SCRIPT);
+  const proof = path.join(work, 'hintbox-npm-guard.proof');
   const variables = processVariables();
-  const env = { ...variables, NODE_OPTIONS: `${variables.NODE_OPTIONS ?? ''} --require ${JSON.stringify(guard)}` };
+  const env = {
+    ...variables,
+    NODE_OPTIONS: `${variables.NODE_OPTIONS ?? ''} --require ${JSON.stringify(guard)}`,
+    [NPM_GUARD_PROOF_VARIABLE]: proof,
+  };
   const args = ['install', '--package-lock-only', '--ignore-scripts', '--omit=dev', '--no-audit', '--no-fund'];
-  await runTool('npm', [...args, ...NPM_ALLOW_ARGS, '--loglevel=error'], work, log, env).catch((error: Error) => {
+  const fence = fenced ? NPM_ALLOW_ARGS : [];
+  await runTool('npm', [...args, ...fence, '--loglevel=error'], work, log, env).catch((error: Error) => {
     throw failed(error);
   });
+  if (!fenced && !existsSync(proof)) {
+    throw new ImageError(
+      `resolving the npm package ${source.spec}: this npm has no allow-file setting and hintbox's guard could not wrap its resolver (arborist), so nothing keeps a dependency from reading this host's files: refused (use npm 11.14 or later)`,
+    );
+  }
 }
 
 /** The lock beside the profile if it is for this package and version; else one resolved now and written there. */
