@@ -1360,7 +1360,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'NO-HOST-PACKAGE-CODE',
     statement:
-      "Resolving, locking or installing a server.npm or server.pypi package runs none of its code on the host: pip runs under hintbox's guard, which refuses any requirement that is not a wheel from the index (direct URL, VCS, local path, sdist, editable) before pip fetches or builds it, and lets pip start no Python interpreter or VCS tool, with one line naming it and what asked for it, leaving no lock, image or temp folder, and does not run a pip it cannot guard; npm runs no lifecycle script of the package or any dependency (a git dependency's prepare, a file: tarball's install).",
+      "Resolving, locking or installing a server.npm or server.pypi package runs none of its code on the host: pip runs under hintbox's guard, which refuses any requirement that is not a wheel from the index (direct URL, VCS, local path, sdist, editable) before pip fetches or builds it, and lets pip start no Python interpreter or VCS tool, with one line naming it and what asked for it, leaving no lock, image or temp folder, and does not run a pip it cannot guard; npm runs no lifecycle script of the package or any dependency.",
     tests: [
       {
         file: 'integration/package-code.test.ts',
@@ -1390,8 +1390,32 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
       {
         file: 'integration/package-code.test.ts',
+        title: 'runs no install script of the package the profile names on the host (a file: tarball)',
+      },
+    ],
+  },
+  {
+    id: 'NPM-HOST-PATHS',
+    statement:
+      "Resolving, locking or installing a server.npm package never reads a host path a publisher named: a dependency at any depth whose spec is a file: tarball, a local folder, a link: or a git repository is refused before npm reads or clones it, and a lock entry whose resolved is a host path or a link before npm ci, with one line naming it and what asked for it, leaving no lock, image or temp folder and no host file in any image; only the profile's own package may be such a spec.",
+    tests: [
+      {
+        file: 'integration/package-code.test.ts',
         title:
-          "runs no install script of a package or its dependencies on the host: a git dependency's prepare, a file: tarball's install",
+          'refuses a dependency that is a file: tarball on this host before npm reads it: the host file reaches no lock and no image',
+      },
+      {
+        file: 'integration/package-code.test.ts',
+        title: 'refuses a dependency that is a git+file: repository on this host before npm clones it',
+      },
+      {
+        file: 'integration/package-code.test.ts',
+        title: 'refuses a package lock whose entry is a host path (resolved file:, link: true) before npm installs it',
+      },
+      {
+        file: 'integration/package-code.test.ts',
+        title:
+          'refuses a file: dependency with an npm that has no allow-* settings (npm 10, as Node 20 ships): the guard alone',
       },
     ],
   },

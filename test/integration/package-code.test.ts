@@ -143,59 +143,161 @@ describe('no package code on the host', { timeout: 600_000 }, () => {
     });
   });
 
-  describe('npm: no lifecycle script runs (--ignore-scripts)', () => {
-    /** A package folder as npm packs it: `package/` with a package.json and an index.js. */
-    function packageFolder(dir: string, manifest: Record<string, unknown>): string {
-      mkdirSync(path.join(dir, 'package'), { recursive: true });
-      writeFileSync(path.join(dir, 'package', 'package.json'), JSON.stringify(manifest, null, 2));
-      writeFileSync(path.join(dir, 'package', 'index.js'), '#!/usr/bin/env node\n');
-      return path.join(dir, 'package');
+  describe('npm: no lifecycle script runs, no host path a publisher named is read', () => {
+    let folder: string;
+    /** A package folder as npm packs it: `package/` with a package.json, an index.js and `files`. */
+    function pack(name: string, manifest: Record<string, unknown>, files: Record<string, string> = {}): string {
+      const dir = path.join(folder, name, 'package');
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name, version: '1.0.0', ...manifest }, null, 2));
+      writeFileSync(path.join(dir, 'index.js'), '#!/usr/bin/env node\n');
+      for (const [file, text] of Object.entries(files)) writeFileSync(path.join(dir, file), text);
+      const tarball = path.join(folder, `${name}-1.0.0.tgz`);
+      execFileSync('tar', ['-czf', tarball, '-C', path.dirname(dir), 'package']);
+      return tarball;
+    }
+    const SECRET = 'HOST-SECRET-f3a9c1';
+    before(() => {
+      folder = scratchFolder('hintbox-evil-npm-');
+    });
+
+    /** Removes the image of `spec` if a build made one; says what of the host's secret it holds. */
+    async function imageSecret(spec: string): Promise<string> {
+      const image = packageImageName(parseNpmSpec(spec));
+      const { docker: d } = await docker();
+      if (
+        !(await d
+          .getImage(image)
+          .inspect()
+          .then(
+            () => true,
+            () => false,
+          ))
+      )
+        return '';
+      const shown = spawnSync(
+        'docker',
+        ['run', '--rm', '--entrypoint', 'sh', image, '-c', 'cat /app/node_modules/*/secret.txt'],
+        {
+          encoding: 'utf8',
+        },
+      );
+      await d.getImage(image).remove({ force: true });
+      return `the image ${image} holds: ${shown.stdout.trim() || '(no secret)'}`;
     }
 
-    it("runs no install script of a package or its dependencies on the host: a git dependency's prepare, a file: tarball's install", async () => {
-      const folder = scratchFolder('hintbox-evil-npm-');
-      const marker = path.join(folder, 'script-ran');
-      // Every lifecycle npm would run on an install, each appending its name to the marker.
-      const scripts = (who: string): Record<string, string> =>
-        Object.fromEntries(
-          ['preinstall', 'install', 'postinstall', 'prepare', 'prepack', 'postpack'].map((script) => [
-            script,
-            `node -e "require('fs').appendFileSync('${marker}', '${who} ${script} ran on the host\\n')"`,
-          ]),
-        );
-      const pack = (name: string, manifest: Record<string, unknown>): string => {
-        const dir = path.join(folder, name);
-        packageFolder(dir, { name, version: '1.0.0', scripts: scripts(name), ...manifest });
-        const tarball = path.join(folder, `${name}-1.0.0.tgz`);
-        execFileSync('tar', ['-czf', tarball, '-C', dir, 'package']);
-        return tarball;
-      };
-      // A git dependency: npm clones it and, for a prepare script, would install and pack it.
-      const repo = packageFolder(path.join(folder, 'evilgit'), {
-        name: 'evilgit',
-        version: '1.0.0',
-        scripts: scripts('evilgit'),
-      });
+    /** The build of `spec` is refused in one line naming `refused` and `askedBy`; nothing is written. */
+    async function assertRefused(
+      spec: string,
+      refused: string,
+      askedBy: string,
+      env: Record<string, string> = {},
+    ): Promise<void> {
+      const result = await build({ npm: spec }, env);
+      const inImage = await imageSecret(spec);
+      assert.equal(inImage, '', `${inImage}\n${result.stderr}`);
+      assert.notEqual(result.code, 0, result.stderr);
+      const line = result.stderr.split('\n').find((l) => l.includes(`refused ${refused}`));
+      assert.ok(line, result.stderr);
+      assert.ok(line.includes(`required by ${askedBy}`), line);
+      assert.equal(existsSync(result.lockFile), false, 'no lock is written');
+      assert.deepEqual(readdirSync(result.tmp), [], 'no temp folder is left');
+    }
+
+    it('refuses a dependency that is a file: tarball on this host before npm reads it: the host file reaches no lock and no image', async () => {
+      const secret = pack('evilfile', {}, { 'secret.txt': SECRET });
+      const server = pack('evilnpm', { bin: { evilnpm: 'index.js' }, dependencies: { evilfile: `file:${secret}` } });
+      await assertRefused(`evilnpm@file:${server}`, `evilfile@file:${secret}`, 'evilnpm@1.0.0');
+    });
+
+    it('refuses a dependency that is a git+file: repository on this host before npm clones it', async () => {
+      const repo = path.join(folder, 'evilrepo');
+      mkdirSync(repo);
+      writeFileSync(path.join(repo, 'package.json'), JSON.stringify({ name: 'evilgit', version: '1.0.0' }));
+      writeFileSync(path.join(repo, 'secret.txt'), SECRET);
       const git = ['-C', repo, '-c', 'user.name=fixture', '-c', 'user.email=fixture@localhost'];
       execFileSync('git', ['-C', repo, 'init', '-q']);
       execFileSync('git', [...git, 'add', '.']);
       execFileSync('git', [...git, 'commit', '-qm', 'evil']);
-      const evilfile = pack('evilfile', {});
-      const server = pack('evilnpm', {
-        bin: { evilnpm: 'index.js' },
-        dependencies: { evilgit: `git+file://${repo}`, evilfile: `file:${evilfile}` },
+      const server = pack('evilgitnpm', {
+        bin: { evilgitnpm: 'index.js' },
+        dependencies: { evilgit: `git+file://${repo}` },
       });
-      const spec = `evilnpm@file:${server}`;
+      await assertRefused(`evilgitnpm@file:${server}`, `evilgit@git+file://${repo}`, 'evilgitnpm@1.0.0');
+    });
+
+    it('refuses a file: dependency with an npm that has no allow-* settings (npm 10, as Node 20 ships): the guard alone', async () => {
+      const prefix = path.join(folder, 'npm10');
+      execFileSync('npm', ['install', '--prefix', prefix, '--no-audit', '--no-fund', '--loglevel=error', 'npm@10.9.2']);
+      const bin = path.join(prefix, 'node_modules', '.bin');
+      const env = { PATH: `${bin}:${process.env.PATH ?? ''}` };
+      assert.equal(
+        execFileSync(path.join(bin, 'npm'), ['config', 'get', 'allow-file'], { encoding: 'utf8' }).trim(),
+        'undefined',
+      );
+      const secret = pack('evilfile10', {}, { 'secret.txt': SECRET });
+      const server = pack('evilnpm10', {
+        bin: { evilnpm10: 'index.js' },
+        dependencies: { evilfile10: `file:${secret}` },
+      });
+      await assertRefused(`evilnpm10@file:${server}`, `evilfile10@file:${secret}`, 'evilnpm10@1.0.0', env);
+    });
+
+    it('refuses a package lock whose entry is a host path (resolved file:, link: true) before npm installs it', async () => {
+      const secret = pack('evillock', {}, { 'secret.txt': SECRET });
+      pack('evillink', {}, { 'secret.txt': SECRET });
+      const linked = path.join(folder, 'evillink', 'package');
+      const server = pack('lockednpm', { bin: { lockednpm: 'index.js' } });
+      const spec = `lockednpm@file:${server}`;
+      const profile = writeProfile({ name: 'evil', server: { npm: spec } });
+      const lockFile = path.join(path.dirname(profile), 'profile.npm-lock.json');
+      const base = {
+        '': { name: 'hintbox-npm-server', dependencies: { lockednpm: `file:${server}` } },
+        'node_modules/lockednpm': { version: '1.0.0', resolved: `file:${server}`, bin: { lockednpm: 'index.js' } },
+      };
+      // Each a lock edited to pull a host path npm ci would copy in: a tarball, a linked folder.
+      const edits: [string, string, Record<string, unknown>][] = [
+        ['evillock', `file:${secret}`, { version: '1.0.0', resolved: `file:${secret}` }],
+        ['evillink', linked, { resolved: linked, link: true }],
+      ];
+      for (const [name, resolved, entry] of edits) {
+        // lockednpm's entry asks for it, so npm ci installs it rather than prune it as extraneous.
+        const asking = { ...base['node_modules/lockednpm'], dependencies: { [name]: '1.0.0' } };
+        const packages = { ...base, 'node_modules/lockednpm': asking, [`node_modules/${name}`]: entry };
+        const lock = `${JSON.stringify({ name: 'hintbox-npm-server', lockfileVersion: 3, requires: true, packages }, null, 2)}\n`;
+        writeFileSync(lockFile, lock);
+        const tmp = scratchFolder('hintbox-package-tmp-');
+        const result = await hintboxCommand(['images', 'build', profile], { TMPDIR: tmp });
+        const inImage = await imageSecret(spec);
+        assert.equal(inImage, '', `${inImage}\n${result.stderr}`);
+        assert.notEqual(result.code, 0, result.stderr);
+        assert.ok(
+          result.stderr.includes(`refused ${name}@${resolved}, required by lockednpm in the lock`),
+          result.stderr,
+        );
+        assert.equal(readFileSync(lockFile, 'utf8'), lock, 'the lock is left as it was');
+        assert.deepEqual(readdirSync(tmp), [], 'no temp folder is left');
+      }
+    });
+
+    it('runs no install script of the package the profile names on the host (a file: tarball)', async () => {
+      const marker = path.join(folder, 'script-ran');
+      // Every lifecycle npm would run on an install, each appending its name to the marker.
+      const scripts = Object.fromEntries(
+        ['preinstall', 'install', 'postinstall', 'prepare', 'prepack', 'postpack'].map((script) => [
+          script,
+          `node -e "require('fs').appendFileSync('${marker}', '${script} ran on the host\\n')"`,
+        ]),
+      );
+      const server = pack('scriptnpm', { bin: { scriptnpm: 'index.js' }, scripts });
+      const spec = `scriptnpm@file:${server}`;
       const image = packageImageName(parseNpmSpec(spec));
       try {
         const result = await build({ npm: spec }, {});
         const ran = existsSync(marker) ? readFileSync(marker, 'utf8') : '';
         assert.equal(ran, '', `${ran}(an install script ran on the host)\n${result.stderr}`);
-        // The install went through: both dependencies are in the lock (and the image), their scripts not run.
         assert.equal(result.code, 0, result.stderr);
-        const lock = readFileSync(result.lockFile, 'utf8');
-        assert.match(lock, /"node_modules\/evilgit"/);
-        assert.match(lock, /"node_modules\/evilfile"/);
+        assert.match(readFileSync(result.lockFile, 'utf8'), /"node_modules\/scriptnpm"/);
         assert.deepEqual(readdirSync(result.tmp), [], 'no temp folder is left');
       } finally {
         const { docker: d } = await docker();

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import { pack } from 'tar-fs';
-import { hintboxEnvironment } from '../../config/environment.js';
+import { hintboxEnvironment, type Variables } from '../../config/environment.js';
 import type { Logger } from '../../util/logger.js';
 import { packagePath } from '../../util/package-root.js';
 import { HintboxError } from '../../util/hintbox-error.js';
@@ -379,9 +379,9 @@ function followBuild(docker: Docker, stream: NodeJS.ReadableStream, log: Logger)
 }
 
 /** Runs a build tool on the host; its output goes to the debug log, its last lines into the error. */
-export function runTool(command: string, args: string[], cwd: string, log: Logger): Promise<void> {
+export function runTool(command: string, args: string[], cwd: string, log: Logger, env?: Variables): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
     const tail: string[] = [];
     const onData = (chunk: Buffer): void => {
       for (const line of chunk.toString('utf8').split('\n')) {

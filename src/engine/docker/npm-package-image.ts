@@ -1,16 +1,21 @@
+import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
+import { processVariables } from '../../config/environment.js';
 import type { PackageSource } from '../../packages/package-source.js';
 import type { Logger } from '../../util/logger.js';
 import { ImageError, runTool, type ImageBuilder } from './image-builder.js';
+import { lockHostPath, NPM_ALLOW_ARGS, NPM_GUARD_PROOF_VARIABLE, NPM_GUARD_SCRIPT, npmGuardLine } from './npm-guard.js';
 import { chooseCommand } from './package-commands.js';
 
 /**
  * A server given as an npm package (`server.npm`): resolved on the host into a package lock
  * beside the profile (written once, then only read: `npm ci` checks every tarball against it),
  * installed on the host without install scripts, and copied onto the Node base. The image's
- * entry point is the package's own command (`bin`), run with the base's Node.
+ * entry point is the package's own command (`bin`), run with the base's Node. No dependency may
+ * name a path of this host (npm-guard.ts): refused while resolving, and in the lock before `npm ci`.
  */
 
 /** The package.json hintbox installs from: one dependency, the profile's package. */
@@ -18,15 +23,59 @@ function manifest(source: PackageSource): { name: string; private: true; depende
   return { name: 'hintbox-npm-server', private: true, dependencies: { [source.name]: source.version } };
 }
 
+const execFileAsync = promisify(execFile);
+
 interface NpmLock {
-  packages?: Record<string, { version?: string; bin?: Record<string, string>; dependencies?: Record<string, string> }>;
+  packages?: Record<string, Parameters<typeof lockHostPath>[0][string] & { bin?: Record<string, string> }>;
+}
+
+/** The lock, once no entry of it names a path of this host (npm-guard.ts). */
+function checkedLock(lock: NpmLock, source: PackageSource, lockFile: string): NpmLock {
+  const refused = lockHostPath(lock.packages ?? {}, source, lockFile);
+  if (refused) throw new ImageError(`${source.spec}: ${refused}`);
+  return lock;
+}
+
+/** Resolves the lock in `work` with npm under the guard; npm's own allow-* settings behind it. */
+async function resolveLock(source: PackageSource, work: string, log: Logger): Promise<void> {
+  const failed = (error: Error): ImageError => {
+    const refused = npmGuardLine(error.message);
+    return new ImageError(
+      `resolving the npm package ${source.spec}${refused ? `: ${refused}` : ` failed: ${error.message}`}`,
+    );
+  };
+  // An npm that does not know allow-file prints "undefined": the preload alone then guards it,
+  // and must show that it did (npm 10, which Node 20 and 22 ship, has no allow-* settings).
+  const known = await execFileAsync('npm', ['config', 'get', 'allow-file'], { cwd: work }).catch((error: Error) => {
+    throw failed(error);
+  });
+  const fenced = ['all', 'root', 'none'].includes(known.stdout.trim());
+  const guard = path.join(work, 'hintbox-npm-guard.cjs');
+  writeFileSync(guard, NPM_GUARD_SCRIPT);
+  const proof = path.join(work, 'hintbox-npm-guard.proof');
+  const variables = processVariables();
+  const env = {
+    ...variables,
+    NODE_OPTIONS: `${variables.NODE_OPTIONS ?? ''} --require ${JSON.stringify(guard)}`,
+    [NPM_GUARD_PROOF_VARIABLE]: proof,
+  };
+  const args = ['install', '--package-lock-only', '--ignore-scripts', '--omit=dev', '--no-audit', '--no-fund'];
+  const fence = fenced ? NPM_ALLOW_ARGS : [];
+  await runTool('npm', [...args, ...fence, '--loglevel=error'], work, log, env).catch((error: Error) => {
+    throw failed(error);
+  });
+  if (!fenced && !existsSync(proof)) {
+    throw new ImageError(
+      `resolving the npm package ${source.spec}: this npm has no allow-file setting and hintbox's guard could not wrap its resolver (arborist), so nothing keeps a dependency from reading this host's files: refused (use npm 11.14 or later)`,
+    );
+  }
 }
 
 /** The lock beside the profile if it is for this package and version; else one resolved now and written there. */
 export async function npmLock(source: PackageSource, lockFile: string, log: Logger): Promise<NpmLock> {
   const existing = readLock(lockFile);
   const locked = existing?.packages?.['']?.dependencies?.[source.name];
-  if (existing && locked === source.version) return existing;
+  if (existing && locked === source.version) return checkedLock(existing, source, lockFile);
   if (existing)
     log.info(
       `${lockFile} is for ${source.name}@${locked ?? '?'}, the profile asks for ${source.spec}: resolving again`,
@@ -35,13 +84,10 @@ export async function npmLock(source: PackageSource, lockFile: string, log: Logg
   try {
     writeFileSync(path.join(work, 'package.json'), `${JSON.stringify(manifest(source), null, 2)}\n`);
     log.info(`resolving ${source.spec} from npm's registry on the host`);
-    const args = ['install', '--package-lock-only', '--ignore-scripts', '--omit=dev', '--no-audit', '--no-fund'];
-    await runTool('npm', [...args, '--loglevel=error'], work, log).catch((error: Error) => {
-      throw new ImageError(`resolving the npm package ${source.spec} failed: ${error.message}`);
-    });
+    await resolveLock(source, work, log);
     const text = readFileSync(path.join(work, 'package-lock.json'), 'utf8');
+    const lock = checkedLock(JSON.parse(text) as NpmLock, source, lockFile);
     writeFileSync(lockFile, text);
-    const lock = JSON.parse(text) as NpmLock;
     const version = lock.packages?.[`node_modules/${source.name}`]?.version ?? '?';
     log.info(`wrote ${lockFile}: ${source.name}@${version} and its dependencies, pinned by integrity hash`);
     return lock;
