@@ -1245,6 +1245,10 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         title: 'answers a request target that is not a URL 400, without a log line of its text',
       },
       {
+        file: 'unit/mcp-http-server.test.ts',
+        title: 'is the client’s affair: no log line per request (any client could cause them at will)',
+      },
+      {
         file: 'unit/denial-budget.test.ts',
         title: 'bounds all keys together: many addresses get no more than the overall budget',
       },

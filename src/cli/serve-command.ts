@@ -203,6 +203,13 @@ export const serveCommand: CommandSpec = {
           `serve: --one-endpoint: no tool of ${which} could be named apart at /mcp (<server>__<tool>): rename the profile`,
         );
       }
+      // A session at /mcp counts once per server behind it: more servers than the cap would refuse every one.
+      const cap = maxSessionsPerCaller ?? DEFAULT_MAX_SESSIONS;
+      if (combined && names.length > cap) {
+        throw new UsageError(
+          `serve: --one-endpoint: a session at /mcp counts once for each of the ${names.length} servers, more than --max-sessions ${cap}: raise it`,
+        );
+      }
       const strangers = tokens?.unknownServers(names) ?? (oauth ? unknownScopeServers(oauth, names) : []);
       if (strangers.length > 0) {
         throw new UsageError(

@@ -41,10 +41,16 @@ export function requestIds(body: unknown): (string | number)[] {
 export async function readJson(req: IncomingMessage): Promise<{ json: unknown } | { status: number; message: string }> {
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) return { status: 413, message: `the request is larger than ${MAX_BODY_BYTES} bytes` };
-    chunks.push(chunk);
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) return { status: 413, message: `the request is larger than ${MAX_BODY_BYTES} bytes` };
+      chunks.push(chunk);
+    }
+  } catch (error) {
+    // A client that sends part of a body and closes is the client's affair: answered (if it
+    // still listens), never a log line per request, which any client could cause at will.
+    return { status: 400, message: `the request's body did not arrive whole (${(error as Error).message})` };
   }
   try {
     return { json: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown };

@@ -108,7 +108,9 @@ describe('a flood of unauthenticated requests against hintbox serve', { timeout:
     for (let i = 0; i < 200; i++) {
       const answer = await new Promise<string>((resolve, reject) => {
         const socket = connectSocket(Number(port), '127.0.0.1', () =>
-          socket.write(`GET http://[${'x'.repeat(2000)}-${i} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`),
+          socket.write(
+            `GET http://[${'x'.repeat(2000)}-${i} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`,
+          ),
         );
         let text = '';
         socket.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));

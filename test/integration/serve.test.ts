@@ -107,6 +107,19 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
     );
   });
 
+  it('refuses with --one-endpoint more servers than --max-sessions (a session at /mcp counts once per server): exit 2, one line', async () => {
+    const folder = profilesFolder(sandboxFolder(), {
+      'a.yaml': stringify(liarProfile(`capa-${process.pid}`, sandboxFolder())),
+      'b.yaml': stringify(liarProfile(`capb-${process.pid}`, sandboxFolder())),
+    });
+    const refused = await hintboxCommand(['serve', folder, '--one-endpoint', '--max-sessions', '1']);
+    assert.equal(refused.code, 2, refused.stderr);
+    assert.match(
+      refused.stderr,
+      /^serve: --one-endpoint: a session at \/mcp counts once for each of the \d+ servers, more than --max-sessions 1: raise it$/m,
+    );
+  });
+
   describe('without tokens', () => {
     let serving: Serving;
     let workspace: string;

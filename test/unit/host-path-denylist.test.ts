@@ -90,6 +90,18 @@ const SENSITIVE_HOME = [
   '.cargo/credentials.toml',
   '.local/share/keyrings',
   '.password-store',
+  // What a review found missing: start-up files of sessions, editors and PATH.
+  '.local/share/systemd',
+  '.config/environment.d',
+  '.pam_environment',
+  '.xprofile',
+  '.xsessionrc',
+  '.local/bin',
+  'bin',
+  '.vimrc',
+  '.config/nvim',
+  '.tmux.conf',
+  '.config/pip',
 ];
 
 describe('sensitive host paths: shell start-up files, credential stores, agent sockets', () => {
@@ -191,8 +203,9 @@ describe('allowSensitive in a profile', () => {
     );
     assert.equal(
       lines[1],
-      `${file}: mounts[1].source: ${home}/.local/share contains ${home}/.local/share/keyrings, the desktop keyring: ` +
-        'not mounted unless the mount lists it, allowSensitive: [".local/share/keyrings"]',
+      `${file}: mounts[1].source: ${home}/.local/share contains ${home}/.local/share/systemd, user services started at login; ` +
+        `${home}/.local/share contains ${home}/.local/share/keyrings, the desktop keyring: ` +
+        'not mounted unless the mount lists it, allowSensitive: [".local/share/systemd", ".local/share/keyrings"]',
     );
   });
 

@@ -9,7 +9,8 @@ import type { AuditEvent } from '../../src/audit/audit-record.js';
 import type { Access } from '../../src/serve/authenticator.js';
 import { BearerTokens, hashToken } from '../../src/serve/bearer-tokens.js';
 import { McpHttpServer, type ClientSession } from '../../src/serve/mcp-http-server.js';
-import { silentLogger } from '../../src/util/logger.js';
+import { createLogger, silentLogger } from '../../src/util/logger.js';
+import { connect } from 'node:net';
 
 /**
  * The HTTP endpoint of `hintbox serve` with a fake session per client (an SDK server with a
@@ -191,6 +192,42 @@ describe('sessions per caller', () => {
       await first.close();
       await open();
       assert.equal(http.sessions, 2);
+    } finally {
+      await http.drain(0);
+    }
+  });
+});
+
+describe('a client that sends part of a body and leaves', () => {
+  it('is the client’s affair: no log line per request (any client could cause them at will)', async () => {
+    const lines: string[] = [];
+    const http = new McpHttpServer({
+      servers: ['alpha'],
+      openSession: () => Promise.reject(new Error('no session is opened for a body that never arrived')),
+      denials: { deny: () => undefined },
+      ready: () => ({ ready: true, servers: { alpha: 'ready' } }),
+      log: createLogger('debug', (line) => lines.push(line)),
+    });
+    const port = await http.listen(0, '127.0.0.1');
+    try {
+      for (let i = 0; i < 20; i++) {
+        await new Promise<void>((resolve) => {
+          const socket = connect(port, '127.0.0.1', () => {
+            socket.write(
+              `POST /mcp/alpha HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\n` +
+                `Content-Length: 1000\r\n\r\n{"jsonrpc":`,
+              () => setTimeout(() => socket.destroy(), 20),
+            );
+          });
+          socket.on('close', () => resolve());
+          socket.on('error', () => undefined);
+        });
+      }
+      await new Promise((r) => setTimeout(r, 100));
+      assert.deepEqual(
+        lines.filter((line) => /error|aborted/i.test(line)),
+        [],
+      );
     } finally {
       await http.drain(0);
     }
