@@ -1457,4 +1457,51 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'IMPORT-REGISTRY-PACKAGE-GRAMMAR',
+    statement:
+      "hintbox import runs a registry entry's package only as a plain npm or PyPI name with an exact version, or an image reference: an identifier or version with anything else (${VAR}, a space, a newline) refuses the whole entry in one line naming the field, and nothing is written.",
+    tests: [
+      {
+        file: 'unit/import-registry-identifiers.test.ts',
+        title:
+          'an npm identifier foo@${GITHUB_TOKEN}: refused in one line naming the field (exit 2), nothing written, no ${ in any file',
+      },
+      {
+        file: 'unit/import-registry-identifiers.test.ts',
+        title:
+          'an npm version ${GITHUB_TOKEN}: refused in one line naming the field (exit 2), nothing written, no ${ in any file',
+      },
+      {
+        file: 'unit/import-registry-identifiers.test.ts',
+        title:
+          'a PyPI identifier x${HOME}: refused in one line naming the field (exit 2), nothing written, no ${ in any file',
+      },
+      {
+        file: 'unit/import-registry-identifiers.test.ts',
+        title:
+          'an OCI image x:${HOME}: refused in one line naming the field (exit 2), nothing written, no ${ in any file',
+      },
+      {
+        file: 'unit/import-registry-identifiers.test.ts',
+        title:
+          'an OCI version ${HOME} (the tag of an untagged image): refused in one line naming the field (exit 2), nothing written, no ${ in any file',
+      },
+      {
+        file: 'unit/import-registry-identifiers.test.ts',
+        title: 'a hostile package is not passed over for the next one: the whole entry is refused',
+      },
+    ],
+  },
+  {
+    id: 'IMPORT-REGISTRY-MOUNT-NAMES',
+    statement:
+      "Each path argument of a registry entry gets a mount of its own, named after its own variable (dir, dir_2), so the imported profile loads and each argument refers to its own mount's target.",
+    tests: [
+      {
+        file: 'unit/import-registry-identifiers.test.ts',
+        title: 'get a mount each (dir, dir_2): the profile loads, and each argument names its own mount',
+      },
+    ],
+  },
 ];

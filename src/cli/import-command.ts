@@ -41,7 +41,8 @@ rewritten to the target; a config's environment variables are taken from the hos
 (NAME: \${NAME}): a value in the client config is never copied into a profile. A registry
 entry chooses no host path and no host variable: each path argument becomes a read-only mount
 from a variable hintbox names (HINTBOX_<PROFILE>_<ARG>; the argument \${sandbox:mount.<name>}),
-and each secret or required value is read from one (HINTBOX_<PROFILE>_<NAME>). Each profile
+and each secret or required value is read from one (HINTBOX_<PROFILE>_<NAME>); an entry whose
+package identifier or version is not a plain name, version or image reference is refused. Each profile
 starts with a comment saying where it came from, what to review, and exactly which variables
 it reads.
 

@@ -283,7 +283,7 @@ function fromDocker(entry: ClientEntry): Mapped | string {
   }
   const image = args.shift();
   if (image === undefined) return 'docker run is given no image';
-  if (!/^[A-Za-z0-9][A-Za-z0-9._/:@-]*$/.test(image)) return `"${image}" is not an image reference`;
+  if (!isImageReference(image)) return `"${image}" is not an image reference`;
   const notes = droppedOptionNotes(dropped);
   const fromEnv = Object.keys(byName.env).filter((n) => !(n in env));
   if (fromEnv.length > 0)
@@ -309,6 +309,23 @@ export function droppedOptionNotes(dropped: readonly string[], whose = 'Docker o
       `capabilities, limits): ${dropped.join(', ')}. Grant in this profile what the server really needs (mounts, ` +
       'network: open).',
   ];
+}
+
+// Docker's reference grammar (distribution/reference): [host[:port]/]path[:tag][@digest].
+const DOMAIN_PART = '[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?';
+const PATH_PART = '[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*';
+const TAG = '[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}';
+const DIGEST = '[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}';
+const IMAGE_REFERENCE = new RegExp(
+  `^(?:${DOMAIN_PART}(?:\\.${DOMAIN_PART})*(?::[0-9]+)?/)?${PATH_PART}(?:/${PATH_PART})*(?::${TAG})?(?:@${DIGEST})?$`,
+);
+/** An image tag: `1.2.3`, `latest`. */
+export const IMAGE_TAG = new RegExp(`^${TAG}$`);
+
+/** Is `text` an image reference as docker reads it (`ghcr.io/org/name:1.0`, `name@sha256:…`), and nothing more? */
+export function isImageReference(text: string): boolean {
+  // Docker's own bound on a name is 255; a tag and a digest add at most ~200.
+  return text.length <= 512 && IMAGE_REFERENCE.test(text);
 }
 
 /** The header's word on an image reference: pinned by digest or not. */

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { importClientEntry, type ClientEntry } from './command-line.js';
 import { profileName, uniqueNames, type ImportOutcome } from './profile-draft.js';
 import { pickListed, registryListOf, RegistryPickError, sample } from './registry-list.js';
-import { importRegistryServer, registryServerOf, RegistryServerSchema } from './registry-server.js';
+import { importRegistryServer, RegistryEntryError, registryServerOf, RegistryServerSchema } from './registry-server.js';
 
 /**
  * What kind of file `hintbox import` was given, told by its shape, and the outcome for each of
@@ -121,7 +121,12 @@ function planRegistry(registry: unknown, file: string, check: RegistryPick, rese
     );
   const name = profileName(server.name.split('/').pop() ?? server.name);
   const origin = `${path.basename(file)} (MCP registry entry ${server.name}${server.version ? ` ${server.version}` : ''})`;
-  return { kind: 'registry', outcomes: [importRegistryServer(server, name, origin, reserved)] };
+  try {
+    return { kind: 'registry', outcomes: [importRegistryServer(server, name, origin, reserved)] };
+  } catch (error) {
+    if (error instanceof RegistryEntryError) throw new ImportSourceError(`${file}: refused: ${error.message}`);
+    throw error;
+  }
 }
 
 function entries(section: Record<string, unknown>, key: string, base: string): ImportOutcome[] {

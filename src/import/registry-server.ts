@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { renderServerText } from '../util/render-server-text.js';
-import { droppedOptionNotes, imageNotes } from './command-line.js';
+import { NPM_NAME, PLAIN_VERSION, PYPI_NAME } from '../packages/package-source.js';
+import { droppedOptionNotes, IMAGE_TAG, imageNotes, isImageReference } from './command-line.js';
 import {
   isEnvName,
   isHostPath,
@@ -25,6 +26,10 @@ import {
  * default shown in the header as text; a secret or a required value is read from a variable
  * hintbox names too, never from one the entry names (`{HOME}`, `GITHUB_TOKEN`). The header
  * lists exactly the variables the profile reads.
+ *
+ * The package run is named only by a plain package name and version, or an image reference: an
+ * entry whose package says anything else (`foo@${GITHUB_TOKEN}`, `x:${HOME}`) is refused whole
+ * (RegistryEntryError), never passed over for its next package.
  */
 
 const InputSchema = z.looseObject({
@@ -67,6 +72,14 @@ export const RegistryServerSchema = z.looseObject({
 });
 export type RegistryServer = z.infer<typeof RegistryServerSchema>;
 
+/** An entry that is refused, not skipped: its message names the field (`packages[0].identifier`), one line. */
+export class RegistryEntryError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RegistryEntryError';
+  }
+}
+
 /** Does this JSON look like a registry entry (not a client config)? Also the API's `{ server: … }` wrapper. */
 export function registryServerOf(json: unknown): unknown {
   const obj = json as Record<string, unknown> | null;
@@ -89,7 +102,7 @@ export function importRegistryServer(
 ): ImportOutcome {
   const notes: string[] = [];
   const key = server.name;
-  for (const pkg of server.packages ?? []) {
+  for (const [index, pkg] of (server.packages ?? []).entries()) {
     const transport = pkg.transport?.type ?? 'stdio';
     const what = `${pkg.registryType} package ${pkg.identifier}`;
     if (transport !== 'stdio') {
@@ -99,7 +112,7 @@ export function importRegistryServer(
         `${what}: MCP bundles are not supported${pkg.fileSha256 ? ` (its fileSha256 is ${pkg.fileSha256})` : ''}`,
       );
     } else if (pkg.registryType === 'npm' || pkg.registryType === 'pypi' || pkg.registryType === 'oci') {
-      const mapped = fromPackage(pkg, name, reserved);
+      const mapped = fromPackage(pkg, name, reserved, `packages[${index}]`);
       if (typeof mapped === 'string') notes.push(`${what}: ${mapped}`);
       else {
         const others = notes.length > 0 ? [`Not used: ${notes.join('; ')}.`] : [];
@@ -142,22 +155,30 @@ function hostVariableNames(
   profile: string,
   reserved: ReadonlySet<string>,
 ): {
-  take: (stem: string, use: string) => string;
+  take: Take;
   uses: Record<string, string>;
 } {
   const prefix = `HINTBOX_${upperName(profile)}_`;
   const uses: Record<string, string> = {};
-  const take = (stem: string, use: string): string => {
+  const take: Take = (stem, use) => {
     const base = prefix + upperName(stem);
     let name = base;
     for (let n = 2; name in uses || reserved.has(name); n++) name = `${base}_${n}`;
-    uses[name] = use;
+    const own = name.slice(prefix.length);
+    uses[name] = typeof use === 'string' ? use : use(own);
     return name;
   };
   return { take, uses };
 }
 
-type Take = (stem: string, use: string) => string;
+/**
+ * A fresh variable for `stem`; `use` says what it is for, given the variable's own part (`DIR_2`
+ * of `HINTBOX_X_DIR_2`), unique among this entry's variables like the name itself.
+ */
+type Take = (stem: string, use: string | ((own: string) => string)) => string;
+
+/** A path argument's mount name, from its variable's own part (`DIR_2` → `dir_2`): unique as the variable is. */
+const mountNameOf = (own: string): string => own.toLowerCase();
 
 /**
  * A registry input as profile text: its fixed value (each `{placeholder}` resolved the same way),
@@ -205,31 +226,43 @@ function suggested(arg: Input): string {
     : ` The entry suggests ${renderServerText(JSON.stringify(text))}: never used as a path.`;
 }
 
-function fromPackage(pkg: Package, profile: string, reserved: ReadonlySet<string>): Mapped | string {
-  const notes: string[] = [];
+/**
+ * What the profile runs: a package name and version, or an image reference, each checked against
+ * its grammar (no `${`, no space, no newline can pass) and written as a literal. Throws
+ * RegistryEntryError naming the field (`at`) otherwise.
+ */
+function packageServer(pkg: Package, at: string): { server: ProfileDraft['server']; runs: string; notes: string[] } {
+  const refuse = (field: 'identifier' | 'version', what: string): never => {
+    const value = renderServerText(JSON.stringify(pkg[field]));
+    throw new RegistryEntryError(`${at}.${field} ${value} is not ${what}`);
+  };
+  if (pkg.version !== undefined && pkg.registryType !== 'oci' && !PLAIN_VERSION.test(pkg.version))
+    refuse('version', 'a plain version (such as 1.2.3)');
+  if (pkg.registryType === 'npm') {
+    if (!NPM_NAME.test(pkg.identifier)) refuse('identifier', 'an npm package name (such as @scope/name)');
+    const spec = `${pkg.identifier}@${pkg.version ?? 'latest'}`;
+    return { server: { npm: literal(spec) }, runs: `npm package ${spec}`, notes: [] };
+  }
+  if (pkg.registryType === 'pypi') {
+    if (!PYPI_NAME.test(pkg.identifier)) refuse('identifier', 'a PyPI package name (such as mcp-server-fetch)');
+    const spec = pkg.version ? `${pkg.identifier}==${pkg.version}` : pkg.identifier;
+    return { server: { pypi: literal(spec) }, runs: `PyPI package ${spec}`, notes: [] };
+  }
+  if (!isImageReference(pkg.identifier)) refuse('identifier', 'an image reference (such as ghcr.io/org/name:1.0)');
+  // Before 2025-09-29 the tag was a field of its own.
+  const untagged = !/[:@][^/]*$/.test(pkg.identifier) && pkg.version !== undefined;
+  if (untagged && !IMAGE_TAG.test(pkg.version ?? '')) refuse('version', 'an image tag (such as 1.0)');
+  const tagged = untagged ? `${pkg.identifier}:${pkg.version}` : pkg.identifier;
+  return { server: { image: literal(tagged) }, runs: `image ${tagged}`, notes: imageNotes(tagged) };
+}
+
+function fromPackage(pkg: Package, profile: string, reserved: ReadonlySet<string>, at: string): Mapped | string {
   const hostVariables: string[] = [];
   const mounts: DraftMount[] = [];
   const env: Record<string, string> = {};
   const onHost = pkg.registryType !== 'oci';
   const { take, uses } = hostVariableNames(profile, reserved);
-  let server: ProfileDraft['server'];
-  let runs: string;
-  if (pkg.registryType === 'npm') {
-    const spec = `${pkg.identifier}@${pkg.version ?? 'latest'}`;
-    server = { npm: spec };
-    runs = `npm package ${spec}`;
-  } else if (pkg.registryType === 'pypi') {
-    const spec = pkg.version ? `${pkg.identifier}==${pkg.version}` : pkg.identifier;
-    server = { pypi: spec };
-    runs = `PyPI package ${spec}`;
-  } else {
-    // Before 2025-09-29 the tag was a field of its own.
-    const tagged =
-      /[:@][^/]*$/.test(pkg.identifier) || !pkg.version ? pkg.identifier : `${pkg.identifier}:${pkg.version}`;
-    server = { image: tagged };
-    runs = `image ${tagged}`;
-    notes.push(...imageNotes(tagged));
-  }
+  const { server, runs, notes } = packageServer(pkg, at);
   if (!pkg.version && pkg.registryType !== 'oci')
     notes.push('The registry gives no version: the package lock written beside this profile pins what it resolves to.');
   if (pkg.fileSha256) notes.push(`The registry gives fileSha256 ${pkg.fileSha256} for it.`);
@@ -277,9 +310,14 @@ function fromPackage(pkg: Package, profile: string, reserved: ReadonlySet<string
         );
         continue;
       }
-      const mountName = stem.toLowerCase().slice(0, 63);
+      // Named after the variable, not the stem: two arguments of one valueHint (DIR, DIR_2) get
+      // a mount each. 56 leaves room for a _N within a mount name's 63 characters.
+      let mountName = '';
+      const variable = take(stem.slice(0, 56), (own) => {
+        mountName = mountNameOf(own);
+        return `the host path for ${label}, mounted read-only at /data/${mountName}`;
+      });
       const target = `/data/${mountName}`;
-      const variable = take(stem, `the host path for ${label}, mounted read-only at ${target}`);
       hostVariables.push(variable);
       mounts.push({ name: mountName, source: `\${${variable}}`, target, mode: 'ro', variable });
       notes.push(

@@ -17,6 +17,19 @@ export interface PackageSource {
   spec: string;
 }
 
+/** An npm package name, scoped or not: `@scope/name`, `mcp-server`. */
+const NPM_NAME_SOURCE = '(@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*';
+export const NPM_NAME = new RegExp(`^${NPM_NAME_SOURCE}$`);
+/** `name@version` of an npm package, scoped or not (a range or tag is pinned by the package lock). */
+export const NPM_SPEC = new RegExp(`^${NPM_NAME_SOURCE}(@[^\\s@]+)?$`);
+/** A PyPI package name, extras allowed: `mcp-server-fetch`, `name[extra]`. */
+const PYPI_NAME_SOURCE = '[A-Za-z0-9][A-Za-z0-9._-]*(\\[[A-Za-z0-9._,-]+\\])?';
+export const PYPI_NAME = new RegExp(`^${PYPI_NAME_SOURCE}$`);
+/** A PyPI requirement: a name, optionally `==`, `>=`… versions (pinned by the package lock). */
+export const PYPI_SPEC = new RegExp(`^${PYPI_NAME_SOURCE}\\s*((===?|~=|!=|<=?|>=?)\\s*[A-Za-z0-9.*+!_-]+\\s*,?\\s*)*$`);
+/** One exact version, as a registry entry gives it (`1.2.3-beta.1+build`, PEP 440's `2!1.0.post1`): no range, no `$`. */
+export const PLAIN_VERSION = /^[A-Za-z0-9][A-Za-z0-9.+!_-]{0,127}$/;
+
 /** The package a profile's server section names, if any. */
 export function packageSource(server: {
   npm?: string | undefined;

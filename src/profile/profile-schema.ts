@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { SENSITIVE_NAMES } from './sensitive-paths.js';
 import { DatabaseSectionSchema } from './database-profile-schema.js';
 import { formatEgressHost, parseEgressHost } from '../policy/egress-hosts.js';
+import { NPM_SPEC, PYPI_SPEC } from '../packages/package-source.js';
 
 /**
  * The operator's profile for one MCP server, as written in `profiles/*.yaml`.
@@ -136,12 +137,6 @@ export const ApprovalSettingsSchema = z.strictObject({
    */
   console: z.boolean().default(false),
 });
-
-/** `name@version` of an npm package, scoped or not (a range or tag is pinned by the package lock). */
-const NPM_SPEC = /^(@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9][a-z0-9._~-]*(@[^\s@]+)?$/;
-/** A PyPI requirement: a name, optionally `==`, `>=`… versions (pinned by the package lock). */
-const PYPI_SPEC =
-  /^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?\s*((===?|~=|!=|<=?|>=?)\s*[A-Za-z0-9.*+!_-]+\s*,?\s*)*$/;
 
 export const ServerSchema = z
   .strictObject({
