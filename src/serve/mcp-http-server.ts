@@ -13,6 +13,7 @@ import { coversAccess, type Access, type Authenticator, type Denial } from './au
 import { COMBINED, membersOf } from './combined-endpoint.js';
 import { dropCredentials, jsonRpcError, readJson, reply, requestIds } from './http-messages.js';
 import { pathName } from './serve-address.js';
+import { SiteGate } from './site-gate.js';
 import { SessionCap } from './session-cap.js';
 
 /**
@@ -121,14 +122,14 @@ export class McpHttpServer {
   private draining = false;
   private readonly idleSweep: NodeJS.Timeout;
   private servers: string[];
-  private readonly site: RequestSite;
-  /** The kinds of refusal logged once already (a page may send many: they are counted, not each logged). */
-  private readonly refusalsLogged = new Set<SiteRefusal['kind']>();
+  private readonly siteGate: SiteGate;
 
   constructor(private readonly options: McpHttpServerOptions) {
     this.servers = [...options.servers];
     this.cap = new SessionCap(options.maxSessionsPerCaller ?? DEFAULT_MAX_SESSIONS);
-    this.site = options.site ?? new RequestSite();
+    this.siteGate = new SiteGate(options.site ?? new RequestSite(), options.log, (refusal) =>
+      options.refused?.(refusal),
+    );
     const idleMs = options.idleTimeoutMs ?? DEFAULT_IDLE_MS;
     this.idleSweep = setInterval(() => this.closeIdle(idleMs), Math.min(idleMs / 2, 30_000));
     this.idleSweep.unref();
@@ -188,8 +189,7 @@ export class McpHttpServer {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const refusal = this.site.refusal(req.headers, req.socket);
-    if (refusal) return this.refuse(req, res, refusal);
+    if (!this.siteGate.admit(req, res)) return;
     // A request target that is no URL (`http://[…`) is the client's error: answered, not logged.
     if (!URL.canParse(req.url ?? '/', 'http://hintbox')) return reply(res, 400, { error: 'bad request target' });
     const url = new URL(req.url ?? '/', 'http://hintbox');
@@ -367,25 +367,6 @@ export class McpHttpServer {
         .close()
         .catch((error: Error) => this.options.log.error(`serve: closing ${client.id}: ${error.message}`));
     })());
-  }
-
-  /**
-   * A request of another host or site: refused before anything of it is read, counted; logged
-   * the first time of each kind only (a page can send them by the thousand), not audited.
-   */
-  private refuse(req: IncomingMessage, res: ServerResponse, refusal: SiteRefusal): void {
-    this.options.refused?.(refusal);
-    if (!this.refusalsLogged.has(refusal.kind)) {
-      this.refusalsLogged.add(refusal.kind);
-      const hint =
-        refusal.kind === 'host'
-          ? " (a proxy's name: --allowed-host)"
-          : ' (a browser client of yours: --allowed-origin)';
-      this.options.log.warn(
-        `serve: ${refusal.status} for ${req.socket.remoteAddress ?? 'an unknown address'}: ${refusal.reason}${hint}; further refusals are counted in /metrics only`,
-      );
-    }
-    reply(res, refusal.status, { error: refusal.reason }, { Connection: 'close' });
   }
 
   private deny(req: IncomingMessage, res: ServerResponse, server: string, denial: Denial): void {

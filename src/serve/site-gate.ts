@@ -1,0 +1,40 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from '../util/logger.js';
+import type { RequestSite, SiteRefusal } from '../util/request-site.js';
+import { reply } from './http-messages.js';
+
+/**
+ * serve's first check of every request: one of another host or site ({@link RequestSite}) is
+ * refused before anything of it is read, and counted; it is logged the first time of each kind
+ * only (a page can send them by the thousand), not audited.
+ */
+export class SiteGate {
+  /** The kinds of refusal logged once already. */
+  private readonly logged = new Set<SiteRefusal['kind']>();
+
+  constructor(
+    private readonly site: RequestSite,
+    private readonly log: Logger,
+    /** Told of each refusal (metrics count them). */
+    private readonly refused?: (refusal: SiteRefusal) => void,
+  ) {}
+
+  /** Whether the request may go on; when not, it has been answered. */
+  admit(req: IncomingMessage, res: ServerResponse): boolean {
+    const refusal = this.site.refusal(req.headers, req.socket);
+    if (!refusal) return true;
+    this.refused?.(refusal);
+    if (!this.logged.has(refusal.kind)) {
+      this.logged.add(refusal.kind);
+      const hint =
+        refusal.kind === 'host'
+          ? " (a proxy's name: --allowed-host)"
+          : ' (a browser client of yours: --allowed-origin)';
+      this.log.warn(
+        `serve: ${refusal.status} for ${req.socket.remoteAddress ?? 'an unknown address'}: ${refusal.reason}${hint}; further refusals are counted in /metrics only`,
+      );
+    }
+    reply(res, refusal.status, { error: refusal.reason }, { Connection: 'close' });
+    return false;
+  }
+}
