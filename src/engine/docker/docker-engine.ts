@@ -47,6 +47,8 @@ export class DockerEngine implements SandboxEngine {
   private readonly egress = new Map<string, Promise<StartedEgress>>();
   /** How many times each class's egress was started (a lost proxy is replaced under a new name). */
   private readonly egressStarts = new Map<string, number>();
+  /** The `VOLUME` paths of the images prepared, by content id (an id's image never changes). */
+  private readonly volumesById = new Map<string, string[]>();
   /** Sessions being removed: their proxies ending is expected (see startEgress `closing`). */
   private readonly closingSessions = new Set<string>();
   /** The open network of every session's open sandboxes (open-network.ts); made at the first, removed by `close`. */
@@ -101,6 +103,7 @@ export class DockerEngine implements SandboxEngine {
     }
     // The gate executes the server: what the image would run, resolved once.
     const image = await this.docker.getImage(server.image).inspect();
+    this.volumesById.set(image.Id, imageVolumePaths(image.Config.Volumes));
     return { id: image.Id, command: serverCommand(server, image.Config) };
   }
 
@@ -209,9 +212,17 @@ export class DockerEngine implements SandboxEngine {
     return this.openNetwork;
   }
 
-  /** The image's `VOLUME` paths, as the engine has them now (its id is what the sandbox is created from). */
+  /**
+   * The image's `VOLUME` paths: read when the image was prepared (the sandbox is created from that
+   * id), else inspected now (an image named by its tag).
+   */
   private async volumesOf(image: string): Promise<string[]> {
-    return imageVolumePaths((await this.docker.getImage(image).inspect()).Config.Volumes);
+    const known = this.volumesById.get(image);
+    if (known) return known;
+    const inspected = await this.docker.getImage(image).inspect();
+    const volumes = imageVolumePaths(inspected.Config.Volumes);
+    this.volumesById.set(inspected.Id, volumes);
+    return volumes;
   }
 
   async removeSession(sessionId: string): Promise<number> {
