@@ -19,12 +19,24 @@ function refused(value: unknown, where = '$'): string | undefined {
   return undefined;
 }
 
+/** Whether two keys of one object become one once cleaned (jsonbText keeps the last: documented). */
+function keysMerge(value: unknown): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  const keys = Object.keys(value);
+  return new Set(keys.map(jsonbString)).size < keys.length || Object.values(value).some(keysMerge);
+}
+
 function depth(value: unknown): number {
   if (value === null || typeof value !== 'object') return 0;
   return 1 + Math.max(0, ...Object.values(value).map(depth));
 }
 
 describe('jsonbText (the sink queryable copy of a record)', () => {
+  it('two keys that differ only in what is cleaned read as one, the last (seen by the property test, seed -422999446)', () => {
+    // Both are written; a reader of the text (JSON.parse, Postgres' jsonb) keeps the last.
+    assert.deepEqual(JSON.parse(jsonbText({ '\u0000\\': {}, '\udfff\\': null })), { '\ufffd\\': null });
+  });
+
   it('cleans keys as values, at any depth: nothing jsonb refuses is left', () => {
     const text = jsonbText({ 'a\u0000': { '\ud800': ['\udc00', { 'x\u0000y': 'v\u0000' }] }, ok: '\ud83d\ude00' });
     assert.equal(text, '{"a\ufffd":{"\ufffd":["\ufffd",{"x\ufffdy":"v\ufffd"}]},"ok":"\ud83d\ude00"}');
@@ -37,7 +49,9 @@ describe('jsonbText (the sink queryable copy of a record)', () => {
         assert.ok(!/\\u0000|\\ud[89a-f]/i.test(text), text);
         const back: unknown = JSON.parse(text);
         assert.equal(refused(back), undefined, text);
-        assert.equal(depth(back), depth(value));
+        // Keys that differ only in what is cleaned become one, the last: the shape may then shrink.
+        if (keysMerge(value)) assert.ok(depth(back) <= depth(value), text);
+        else assert.equal(depth(back), depth(value));
       }),
       { numRuns: 2000 },
     );
