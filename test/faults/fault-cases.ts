@@ -32,7 +32,7 @@ import { scratchFolder } from '../support/scratch-folder.js';
 /**
  * The fault cases of issue 17, each run `runs` times: by `npm test` in their short form
  * (test/integration/faults.test.ts) and by `npm run faults` in their long one (run-faults.ts),
- * which prints the table README's reliability section carries. Every case drives the real
+ * which prints the table docs/reliability.md carries. Every case drives the real
  * hintbox bin against real containers (the `faulty` fixture server) and counts, per run, what
  * it promises not to do: fail, lose an audit record, leave something behind.
  */
@@ -776,7 +776,7 @@ function emptyResult(name: string, runs: number): CaseResult {
   return { case: name, runs, failures: 0, recordsLost: 0, leftovers: 0, problems: [], figures: {} };
 }
 
-/** The table `npm run faults` prints (Markdown, as README carries it). */
+/** The table `npm run faults` prints (Markdown, as docs/reliability.md carries it). */
 export function faultTable(results: readonly CaseResult[]): string {
   const rows = results.map((r) => {
     const figures = Object.entries(r.figures)

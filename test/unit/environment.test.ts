@@ -108,9 +108,9 @@ describe('hintboxOwnPaths', () => {
 });
 
 describe('ENVIRONMENT_VARIABLES', () => {
-  it("is README's table of environment variables, row for row", () => {
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-    const rows = [...readme.matchAll(/^\| `([A-Z_]+)` \|/gm)].map((m) => m[1]);
+  it("is docs/cli.md's table of environment variables, row for row", () => {
+    const page = readFileSync(new URL('../../docs/cli.md', import.meta.url), 'utf8');
+    const rows = [...page.matchAll(/^\| `([A-Z_]+)` \|/gm)].map((m) => m[1]);
     assert.deepEqual(
       rows,
       ENVIRONMENT_VARIABLES.map((v) => v.name),

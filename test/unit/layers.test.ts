@@ -8,7 +8,7 @@ const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
 
 /**
  * The folders of src, from the bottom up: a module may import from its own folder and from
- * folders below it, never above (README, "Development"). A new folder must be placed here.
+ * folders below it, never above (docs/architecture.md, "Layers"). A new folder must be placed here.
  */
 export const LAYERS = [
   'util',
@@ -47,7 +47,11 @@ function layerOf(file: string): number {
   const top = file.includes(path.sep) ? file.split(path.sep)[0]! : '';
   if (top === '') return -1;
   const layer = LAYERS.indexOf(top as (typeof LAYERS)[number]);
-  assert.notEqual(layer, -1, `src/${top}/ is in no layer: place it in LAYERS (test/unit/layers.test.ts) and README`);
+  assert.notEqual(
+    layer,
+    -1,
+    `src/${top}/ is in no layer: place it in LAYERS (test/unit/layers.test.ts) and in the layout of docs/architecture.md`,
+  );
   return layer;
 }
 

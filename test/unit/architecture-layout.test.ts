@@ -16,10 +16,13 @@ function folders(dir: string): string[] {
   return [here, ...below];
 }
 
-describe("README's layout section", () => {
+describe("docs/architecture.md's layout section", () => {
   it('names every folder of src and test, and no folder that is gone', () => {
-    const readme = readFileSync(path.join(REPO, 'README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('### Layout'));
+    const page = readFileSync(path.join(REPO, 'docs/architecture.md'), 'utf8');
+    const start = page.indexOf('\n## Layout\n');
+    assert.notEqual(start, -1, 'docs/architecture.md has no "## Layout" section');
+    const end = page.indexOf('\n## ', start + 1);
+    const section = page.slice(start, end === -1 ? undefined : end);
     const rows = [...section.matchAll(/^\| `((?:src|test)\/[^`]*)` \|/gm)].map((m) => m[1]);
     assert.deepEqual([...rows].sort(), [...folders('src'), ...folders('test')].sort());
   });
