@@ -12,7 +12,12 @@ import { changedFields, diffPins } from '../policy/tool-pin.js';
 import { ServerTrustState } from '../policy/server-trust.js';
 import { formatTags } from '../policy/tool-tags.js';
 import type { CallPreview, CallPreviewer } from '../sandbox/preview.js';
-import type { ApprovalDesk, ApprovalRequest, ConsoleAnswer, PendingApproval } from '../console/approval-desk.js';
+import type {
+  ConsoleApprovals,
+  ApprovalRequest,
+  ConsoleAnswer,
+  PendingApproval,
+} from '../console/console-approvals.js';
 import type { AuditDecider, AuditDecision, AuditLog, AuditOutcomeReport } from '../audit/audit-record.js';
 import type { Logger } from '../util/logger.js';
 import { renderServerLines, renderServerText } from '../util/render-server-text.js';
@@ -71,7 +76,7 @@ export interface CallGuardOptions {
    * with neither a denial carrying the link, and the same call repeated after the page approved
    * it runs once.
    */
-  console?: Pick<ApprovalDesk, 'open' | 'takeAnswer' | 'waitingFor'>;
+  console?: Pick<ConsoleApprovals, 'open' | 'takeAnswer' | 'waitingFor'>;
   /** What the sandbox of a class may do, in a few words (for the console's page). */
   describeSandbox?: (sandbox: string) => string;
 }
