@@ -1115,10 +1115,10 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         title: 'refuses a request naming another host (DNS rebinding) with 421, before any token or cookie',
       },
       {
-        file: 'unit/approval-desk.test.ts',
+        file: 'unit/console-approvals.test.ts',
         title: 'binds an approval to the very call: server, session, caller, tool, pin and arguments',
       },
-      { file: 'unit/approval-desk.test.ts', title: 'lets an approval be used once' },
+      { file: 'unit/console-approvals.test.ts', title: 'lets an approval be used once' },
       {
         file: 'unit/console-pages.test.ts',
         title: 'renders, then escapes, every value; html-made values pass as they are',
@@ -1182,7 +1182,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
           'records the subject and the client as two fields; a line of before, with both in caller, reads as it was',
       },
       {
-        file: 'unit/approval-desk.test.ts',
+        file: 'unit/console-approvals.test.ts',
         title: 'binds an approval to the very call: server, session, caller, tool, pin and arguments',
       },
     ],

@@ -166,7 +166,7 @@ export const runCommand: CommandSpec = {
           audit,
           caller: null,
           ...(tagFilter ? { tagFilter } : {}),
-          ...(hub ? { console: hub.desk } : {}),
+          ...(hub ? { console: hub.approvals } : {}),
         }));
         hub?.addDefinitions(session.definitionSource());
         const disconnected = new Promise<void>((resolve) => {

@@ -11,18 +11,11 @@ import {
 import { AUDIT_DECISIONS, AUDIT_OUTCOMES, type AuditDecision, type AuditOutcome } from '../audit/audit-record.js';
 import type { Logger } from '../util/logger.js';
 import { RequestSite } from '../util/request-site.js';
-import { ApprovalDesk, sameText, type ApprovalDeskOptions } from './approval-desk.js';
-import {
-  approvalPage,
-  approvalsPage,
-  auditPage,
-  auditRecordPage,
-  CONSOLE_CSS,
-  definitionsPage,
-  messagePage,
-  type AuditQuery,
-  type DefinitionToApprove,
-} from './console-pages.js';
+import { ConsoleApprovals, sameText, type ConsoleApprovalsOptions } from './console-approvals.js';
+import { approvalPage, approvalsPage } from './approval-pages.js';
+import { auditPage, auditRecordPage, type AuditQuery } from './audit-pages.js';
+import { CONSOLE_CSS } from './console-css.js';
+import { definitionsPage, messagePage, type DefinitionToApprove } from './console-pages.js';
 
 /**
  * The local console: a small HTTP server on 127.0.0.1 (a random port by default) with the
@@ -47,7 +40,7 @@ export interface ConsoleOptions {
   auditDir: string;
   /** Default 0: a random free port. */
   port?: number;
-  desk?: Omit<ApprovalDeskOptions, 'origin' | 'secret'>;
+  approvals?: Omit<ConsoleApprovalsOptions, 'origin' | 'secret'>;
 }
 
 /** A session's tools whose definitions wait for approval (the definitions page). */
@@ -74,7 +67,7 @@ const SECURITY_HEADERS: Record<string, string> = {
 };
 
 export class HintboxConsole {
-  readonly desk: ApprovalDesk;
+  readonly approvals: ConsoleApprovals;
   private readonly sources = new Set<DefinitionSource>();
   private readonly secret = randomBytes(32);
   /** Its own address only: `127.0.0.1:<port>` or `localhost:<port>` (serve's check, without names of a proxy). */
@@ -85,7 +78,7 @@ export class HintboxConsole {
     readonly origin: string,
     private readonly options: ConsoleOptions,
   ) {
-    this.desk = new ApprovalDesk({ ...options.desk, origin, secret: this.secret });
+    this.approvals = new ConsoleApprovals({ ...options.approvals, origin, secret: this.secret });
   }
 
   /** Listens on 127.0.0.1 (only: the console is for the person at this machine). */
@@ -122,7 +115,7 @@ export class HintboxConsole {
   }
 
   async close(): Promise<void> {
-    this.desk.close();
+    this.approvals.close();
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
@@ -154,7 +147,7 @@ export class HintboxConsole {
       if (sameText(token, this.consoleToken)) {
         return this.redirect(res, to, cookie(CONSOLE_COOKIE, token, '/'));
       }
-      if (approvalId && this.desk.opens(approvalId, token)) {
+      if (approvalId && this.approvals.opens(approvalId, token)) {
         return this.redirect(res, to, cookie(approvalCookie(approvalId), token, `/approvals/${approvalId}`));
       }
       return this.send(
@@ -164,7 +157,7 @@ export class HintboxConsole {
       );
     }
     const mayApproval = (id: string): boolean =>
-      full || (this.desk.get(id) !== undefined && this.desk.opens(id, cookies.get(approvalCookie(id)) ?? ''));
+      full || (this.approvals.get(id) !== undefined && this.approvals.opens(id, cookies.get(approvalCookie(id)) ?? ''));
     const allowed = approvalId ? mayApproval(approvalId) : full;
     if (!allowed) {
       return this.send(
@@ -192,9 +185,9 @@ export class HintboxConsole {
       return this.send(res, 405, messagePage('Not allowed', 'Only GET and POST.', full));
     }
     if (path === '/' || path === '') return this.redirect(res, '/approvals');
-    if (path === '/approvals') return this.send(res, 200, approvalsPage(this.desk.list()));
+    if (path === '/approvals') return this.send(res, 200, approvalsPage(this.approvals.list()));
     if (approvalId && !path.endsWith('/answer')) {
-      const entry = this.desk.get(approvalId);
+      const entry = this.approvals.get(approvalId);
       if (!entry) return this.send(res, 404, messagePage('Not found', 'This confirmation is no longer kept.', full));
       return this.send(res, 200, approvalPage(entry, csrf, full));
     }
@@ -222,7 +215,7 @@ export class HintboxConsole {
     if (answer !== 'approve' && answer !== 'decline') {
       return this.send(res, 400, messagePage('Refused', 'Answer approve or decline.', full));
     }
-    if (!this.desk.answer(id, answer === 'approve' ? 'approved' : 'declined')) {
+    if (!this.approvals.answer(id, answer === 'approve' ? 'approved' : 'declined')) {
       return this.send(res, 409, messagePage('Too late', 'This confirmation is not waiting any more.', full));
     }
     this.options.log.info(`console: confirmation ${id} ${answer === 'approve' ? 'approved' : 'declined'}`);

@@ -6,7 +6,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { AuditOutcomeReport } from '../audit/audit-record.js';
 import type { Logger } from '../util/logger.js';
-import type { Gatekeeper } from './call-guard.js';
+import type { CallGuard } from './call-guard.js';
 import {
   answerOf,
   cancelUpstream,
@@ -54,7 +54,7 @@ export interface CallRelayOptions {
   /** The route of a tool now (routes change when the server's tools do). */
   routeOf(tool: string): Route | undefined;
   /** Approval and audit per call; without one every routed call is forwarded (tests of routing). */
-  gatekeeper?: Gatekeeper;
+  gatekeeper?: CallGuard;
   /** The deadline of the sandbox's only call in flight passed (before a retry too): e.g. cut its database sessions. */
   onDeadline?: (sandbox: string, tool: string) => void;
   /** The start of every id it sends upstream (default `hintbox:`): a gateway's own (see `shared-sandboxes.ts`). */

@@ -17,7 +17,7 @@ import { pinOffer } from '../policy/offer-pin.js';
 import { pinTool } from '../policy/tool-pin.js';
 import type { Logger } from '../util/logger.js';
 import { VERSION } from '../version.js';
-import type { ClientChannel, Gatekeeper } from './call-guard.js';
+import type { CallGuard, ClientChannel } from './call-guard.js';
 import { CallRelay, type RelayClient } from './call-relay.js';
 import { NO_OFFERS, type ServerOffers } from './discover-offers.js';
 import { FORWARDED_ID_PREFIX } from './forwarded-call.js';
@@ -69,7 +69,7 @@ export interface GatewayOptions {
   callTimeoutMs: number;
   instructions?: string;
   /** Approval and audit per call; without one every routed call is forwarded (tests of routing). */
-  gatekeeper?: Gatekeeper;
+  gatekeeper?: CallGuard;
   /** A call's deadline passed (before a retry, or for good): e.g. cut the sandbox's database sessions. */
   onDeadline?: (sandbox: string, tool: string) => void;
   /**

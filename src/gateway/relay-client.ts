@@ -1,6 +1,6 @@
 import type { CallToolResult, JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '../util/logger.js';
-import type { ClientChannel } from './gatekeeper.js';
+import type { ClientChannel } from './call-guard.js';
 import { errorResult } from './forwarded-call.js';
 
 /** What the call relay is given: the client it serves, the routes, the wait for verification. */

@@ -181,7 +181,7 @@ export class ServedServers {
       audit: this.options.audit,
       caller: access?.caller ?? null,
       ...(access?.tags ? { tagFilter: access.tags } : {}),
-      ...(this.options.console ? { console: this.options.console.desk } : {}),
+      ...(this.options.console ? { console: this.options.console.approvals } : {}),
     };
   }
 

@@ -1,15 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ApprovalEntry } from '../../src/console/approval-desk.js';
+import type { ApprovalEntry } from '../../src/console/console-approvals.js';
 import type { AuditCallRecord, AuditEntry } from '../../src/audit/audit-reader.js';
-import {
-  approvalPage,
-  approvalsPage,
-  auditPage,
-  auditRecordPage,
-  definitionsPage,
-  messagePage,
-} from '../../src/console/console-pages.js';
+import { approvalPage, approvalsPage } from '../../src/console/approval-pages.js';
+import { auditPage, auditRecordPage } from '../../src/console/audit-pages.js';
+import { definitionsPage, messagePage } from '../../src/console/console-pages.js';
 import { html, lines } from '../../src/console/html.js';
 
 /**

@@ -1,21 +1,12 @@
 import assert from 'node:assert/strict';
-import { request as httpRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import type { ApprovalRequest, PendingApproval } from '../../src/console/approval-desk.js';
+import type { ApprovalRequest, PendingApproval } from '../../src/console/console-approvals.js';
 import type { DefinitionToApprove } from '../../src/console/console-pages.js';
 import { HintboxConsole } from '../../src/console/console-server.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 import { approvalRequest } from './support/approval-request.js';
-
-interface Reply {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
-/** Request headers; `host: null` sends none. */
-type Headers = Record<string, string | null | undefined>;
+import { cookiePair, csrfOf, sendTo, setCookieOf, type Headers, type Reply } from './support/console-http.js';
 
 /** A confirmation of a client on stdio (no caller), without tags. */
 function consoleRequest(over: Partial<ApprovalRequest> = {}): ApprovalRequest {
@@ -53,40 +44,8 @@ describe('the console server', () => {
   });
   after(() => hub?.close());
 
-  /** One request to the console; `host: null` sends none. */
-  function send(method: string, path: string, headers: Headers = {}, body?: string | Buffer): Promise<Reply> {
-    const { host, ...rest } = headers;
-    const sent: OutgoingHttpHeaders = {};
-    for (const [name, value] of Object.entries(rest)) if (typeof value === 'string') sent[name] = value;
-    if (typeof host === 'string') sent.host = host;
-    return new Promise((resolve, reject) => {
-      const req = httpRequest(
-        {
-          host: '127.0.0.1',
-          port,
-          path,
-          method,
-          setHost: host === undefined,
-          headers: sent,
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () =>
-            resolve({
-              status: res.statusCode ?? 0,
-              headers: res.headers,
-              body: Buffer.concat(chunks).toString('utf8'),
-            }),
-          );
-          res.on('error', reject);
-        },
-      );
-      req.on('error', reject);
-      req.end(body);
-    });
-  }
-
+  const send = (method: string, path: string, headers: Headers = {}, body?: string): Promise<Reply> =>
+    sendTo(port, method, path, headers, body);
   const get = (path: string, headers: Headers = {}): Promise<Reply> => send('GET', path, headers);
 
   /** A POST of a urlencoded form, as the console's own page makes it unless headers say otherwise. */
@@ -98,19 +57,6 @@ describe('the console server', () => {
       new URLSearchParams(form).toString(),
     );
 
-  const setCookieOf = (reply: Reply): string => {
-    const all = reply.headers['set-cookie'] ?? [];
-    assert.equal(all.length, 1, `one cookie set: ${JSON.stringify(all)}`);
-    return all[0]!;
-  };
-  /** The `name=value` of a Set-Cookie, as a Cookie header sends it back. */
-  const cookiePair = (setCookie: string): string => setCookie.split(';')[0]!.trim();
-  const csrfOf = (page: string): string => {
-    const found = /<input type="hidden" name="csrf" value="([^"]+)"/.exec(page)?.[1];
-    assert.ok(found, 'the page carries its form token');
-    return found;
-  };
-
   const consoleToken = (): string => new URL(hub.link).searchParams.get('token')!;
   async function consoleCookie(): Promise<string> {
     return cookiePair(setCookieOf(await get(`/approvals?token=${consoleToken()}`)));
@@ -120,7 +66,7 @@ describe('the console server', () => {
     over: Partial<ApprovalRequest> = {},
     mode: 'held' | 'repeat' = 'held',
   ): Promise<{ pending: PendingApproval; cookie: string; csrf: string; answerPath: string }> {
-    const pending = hub.desk.open(consoleRequest(over), mode, 60_000);
+    const pending = hub.approvals.open(consoleRequest(over), mode, 60_000);
     const link = new URL(pending.link);
     const exchanged = await get(link.pathname + link.search);
     assert.equal(exchanged.status, 303);
@@ -129,7 +75,7 @@ describe('the console server', () => {
     assert.equal(page.status, 200);
     return { pending, cookie, csrf: csrfOf(page.body), answerPath: `${link.pathname}/answer` };
   }
-  const stateOf = (id: string): string | undefined => hub.desk.get(id)?.state;
+  const stateOf = (id: string): string | undefined => hub.approvals.get(id)?.state;
 
   it('refuses every page without a token or a cookie (401), and a wrong token (403)', async () => {
     const { pending } = await confirmation();
@@ -170,8 +116,8 @@ describe('the console server', () => {
   });
 
   it("opens with a confirmation's token its page only", async () => {
-    const a = hub.desk.open(consoleRequest(), 'held', 60_000);
-    const b = hub.desk.open(consoleRequest({ tool: 'edit_file' }), 'held', 60_000);
+    const a = hub.approvals.open(consoleRequest(), 'held', 60_000);
+    const b = hub.approvals.open(consoleRequest({ tool: 'edit_file' }), 'held', 60_000);
     const linkA = new URL(a.link);
     const exchanged = await get(linkA.pathname + linkA.search);
     assert.equal(exchanged.status, 303);

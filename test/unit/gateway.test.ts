@@ -6,7 +6,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { ErrorCode, McpError, type CallToolResult, type Progress, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { Gateway, type RoutedTool, type Upstream, type UpstreamFactory } from '../../src/gateway/gateway.js';
 import { createLogger, silentLogger, type Logger } from '../../src/util/logger.js';
-import type { Gatekeeper } from '../../src/gateway/call-guard.js';
+import type { CallGuard } from '../../src/gateway/call-guard.js';
 import type { ApprovalDecision } from '../../src/policy/approval-decision.js';
 import type { AuditOutcomeReport } from '../../src/audit/audit-record.js';
 import { factory, fakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
@@ -43,7 +43,7 @@ async function connect(
     started?: Map<string, Upstream>;
     log?: Logger;
     callTimeoutMs?: number;
-    gatekeeper?: Gatekeeper;
+    gatekeeper?: CallGuard;
     onDeadline?: (sandbox: string, tool: string) => void;
     onSandboxIdle?: (sandbox: string) => void;
     onToolsListChanged?: (from: Upstream) => Promise<void>;
@@ -450,7 +450,7 @@ describe('Gateway', () => {
     });
     const outcomes = new Map<string, AuditOutcomeReport>();
     let next = 0;
-    const gatekeeper: Gatekeeper = {
+    const gatekeeper = {
       visible: () => true,
       admit: (tool) =>
         Promise.resolve({
@@ -459,7 +459,7 @@ describe('Gateway', () => {
           decision: { retryOnTimeout: false } as ApprovalDecision,
         }),
       finish: (id, report) => outcomes.set(id, report),
-    };
+    } as Pick<CallGuard, 'visible' | 'admit' | 'finish'> as CallGuard;
     const { gateway, client } = await connect(
       routes([
         [READ_DEF, 'ro-offline-dbread'],
@@ -488,7 +488,7 @@ describe('Gateway', () => {
     const asked = deferred();
     const answer = deferred();
     const outcomes = new Map<string, AuditOutcomeReport>();
-    const gatekeeper: Gatekeeper = {
+    const gatekeeper = {
       visible: () => true,
       admit: async (tool) => {
         asked.resolve();
@@ -496,7 +496,7 @@ describe('Gateway', () => {
         return { allowed: true, auditId: `${tool}-1`, decision: { retryOnTimeout: false } as ApprovalDecision };
       },
       finish: (id, report) => outcomes.set(id, report),
-    };
+    } as Pick<CallGuard, 'visible' | 'admit' | 'finish'> as CallGuard;
     const { client } = await connect(routes([[WRITE_DEF, 'rw-offline']]), f, { gatekeeper });
     const controller = new AbortController();
     const call = client.callTool({ name: 'write', arguments: {} }, undefined, { signal: controller.signal });

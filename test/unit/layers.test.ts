@@ -23,6 +23,7 @@ export const LAYERS = [
   'engine',
   'sandbox',
   'console',
+  'confirmation',
   'gateway',
   'session',
   'serve',

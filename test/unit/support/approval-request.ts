@@ -1,4 +1,4 @@
-import type { ApprovalRequest } from '../../../src/console/approval-desk.js';
+import type { ApprovalRequest } from '../../../src/console/console-approvals.js';
 
 /** A confirmation as the console's tests ask it: a write of the filesystem server; `over` changes any field. */
 export function approvalRequest(over: Partial<ApprovalRequest> = {}): ApprovalRequest {

@@ -64,7 +64,7 @@ export interface ApprovalEntry {
   note?: string;
 }
 
-export interface ApprovalDeskOptions {
+export interface ConsoleApprovalsOptions {
   /** The console's address, e.g. `http://127.0.0.1:41234` (links are made from it). */
   origin: string;
   /** Signs the per-confirmation tokens (the console's secret). */
@@ -95,12 +95,12 @@ interface Grant {
   until: number;
 }
 
-export class ApprovalDesk {
+export class ConsoleApprovals {
   private readonly entries = new Map<string, Waiting>();
   private readonly grants = new Map<string, Grant>();
   private readonly now: () => number;
 
-  constructor(private readonly options: ApprovalDeskOptions) {
+  constructor(private readonly options: ConsoleApprovalsOptions) {
     this.now = options.now ?? Date.now;
   }
 
