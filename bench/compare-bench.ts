@@ -8,9 +8,10 @@
  * turn, before, after, before, after, …, so that drift on a shared machine hits both alike. For
  * each figure it prints hintbox's value before and after (median over runs), after ÷ before
  * (median of the per-pair ratios), and which way is better. It measures and does not judge.
- * `--json` prints the same as JSON.
+ * `--json` prints the same as JSON; `--save PREFIX` keeps each run's whole report (its JSON).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -153,6 +154,8 @@ function main(): void {
       after: { type: 'string', default: '.' },
       runs: { type: 'string', default: '3' },
       json: { type: 'boolean' },
+      /** Each run's whole report, as `<prefix>-before-1.json`, `<prefix>-after-1.json`, … */
+      save: { type: 'string' },
     },
   });
   if (!values.before) throw new Error('--before <checkout> is required (the build to compare against)');
@@ -167,7 +170,9 @@ function main(): void {
   for (let run = 1; run <= runs; run++) {
     for (const side of ['before', 'after'] as const) {
       process.stderr.write(`compare: run ${run}/${runs}, ${side} (${checkouts[side]})\n`);
-      results[side].push(runBench(checkouts[side], positionals));
+      const report = runBench(checkouts[side], positionals);
+      if (values.save) writeFileSync(`${values.save}-${side}-${run}.json`, JSON.stringify(report, null, 2) + '\n');
+      results[side].push(report);
     }
   }
   const rows = compareRuns(results.before, results.after);
