@@ -19,7 +19,7 @@ import type { ServerOffers } from '../gateway/discover-offers.js';
 import { HintboxSession } from '../session/hintbox-session.js';
 import { renderServerLines, renderServerText } from '../util/render-server-text.js';
 import { cliLog, engineReady, profileArg } from './common.js';
-import type { CommandSpec } from './main.js';
+import type { CommandSpec } from './command-spec.js';
 import { UsageError } from '../util/hintbox-error.js';
 
 const HELP = `Usage: hintbox approve <profile> (<tool>... | --prompt <name> | --resource <uri> | --instructions | --all)

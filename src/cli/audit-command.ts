@@ -12,7 +12,7 @@ import { hintboxEnvironment } from '../config/environment.js';
 import { redactUrl } from '../util/redact-url.js';
 import { renderServerText } from '../util/render-server-text.js';
 import { cliLog } from './common.js';
-import type { CommandSpec } from './main.js';
+import type { CommandSpec } from './command-spec.js';
 import { UsageError } from '../util/hintbox-error.js';
 
 const HELP = `Usage: hintbox audit [filters] [--limit N | --all] [--events] [--json]

@@ -1,7 +1,7 @@
 import { databaseAdminUrl } from '../database/database-env.js';
 import { RoleProvisioner } from '../database/role-provisioner.js';
 import { cliLog, profileArg } from './common.js';
-import type { CommandSpec } from './main.js';
+import type { CommandSpec } from './command-spec.js';
 import { UsageError } from '../util/hintbox-error.js';
 
 const HELP = `Usage: hintbox db prepare <profile>

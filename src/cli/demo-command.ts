@@ -11,7 +11,7 @@ import type { SandboxEngine } from '../engine/sandbox-engine.js';
 import { cliLog } from './common.js';
 import { packagePath } from '../util/package-root.js';
 import { VERSION } from '../version.js';
-import type { CommandSpec } from './main.js';
+import type { CommandSpec } from './command-spec.js';
 import { processVariables, type Variables } from '../config/environment.js';
 import { UsageError } from '../util/hintbox-error.js';
 

@@ -1,6 +1,6 @@
 import { DockerEngine } from '../engine/docker/docker-engine.js';
 import { cliLog, profileArg } from './common.js';
-import type { CommandSpec } from './main.js';
+import type { CommandSpec } from './command-spec.js';
 import { hintboxEnvironment } from '../config/environment.js';
 import { UsageError } from '../util/hintbox-error.js';
 

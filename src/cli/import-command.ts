@@ -18,7 +18,7 @@ import { referencedVariables } from '../profile/interpolate.js';
 import { loadProfile, ProfileError, type ProfileProblem } from '../profile/load-profile.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { HintboxError, UsageError } from '../util/hintbox-error.js';
-import type { CommandSpec } from './main.js';
+import type { CommandSpec } from './command-spec.js';
 
 const HELP = `Usage: hintbox import <file> [--server NAME [--version V]] [--out DIR] [--rewrite] [--force]
 

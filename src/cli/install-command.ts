@@ -5,7 +5,7 @@ import { HintboxSession } from '../session/hintbox-session.js';
 import { knownTools } from '../session/session-setup.js';
 import { monotonicMs } from '../util/clock.js';
 import { cliLog, engineReady, profileArg } from './common.js';
-import type { CommandSpec } from './main.js';
+import type { CommandSpec } from './command-spec.js';
 
 const HELP = `Usage: hintbox install <profile> [--rebuild]
 

@@ -3,10 +3,11 @@
 // and so does one malloc arena (glibc): without it each of Node's threads (V8's compiler and GC
 // workers) keeps freed memory in an arena of its own. `env -S` sets it for the bin as a client
 // launches it (`npx hintbox`, dist/hintbox.mjs); other C libraries ignore it.
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { parseArgs } from 'node:util';
 import { ENVIRONMENT_VARIABLES, hintboxEnvironment } from '../config/environment.js';
 import { VERSION } from '../version.js';
 import { cliLog as log, cliLogFormat } from './common.js';
+import type { CommandSpec } from './command-spec.js';
 import { approveCommand } from './approve-command.js';
 import { auditCommand } from './audit-command.js';
 import { dbCommand } from './db-command.js';
@@ -49,12 +50,6 @@ Environment:
 ${ENVIRONMENT_VARIABLES.map((v) => `  ${v.name.padEnd(24)}${v.meaning}\n${' '.repeat(26)}default: ${v.default}`).join('\n')}
 
 Exit codes: 0 ok, 1 failure, 2 bad usage or bad profile.`;
-
-export interface CommandSpec {
-  help: string;
-  options: NonNullable<ParseArgsConfig['options']>;
-  run(args: { positionals: string[]; values: Record<string, unknown> }): Promise<number>;
-}
 
 const COMMANDS: Record<string, CommandSpec> = {
   run: runCommand,

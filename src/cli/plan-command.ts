@@ -3,7 +3,7 @@ import { ceilingOf } from '../profile/profile-ceiling.js';
 import { HintboxSession } from '../session/hintbox-session.js';
 import { cliLog, engineReady, profileArg } from './common.js';
 import { formatPlanTable, formatSensitiveMounts, planToJson, sensitiveMounts } from './format-plan.js';
-import type { CommandSpec } from './main.js';
+import type { CommandSpec } from './command-spec.js';
 
 const HELP = `Usage: hintbox plan <profile> [--json]
 

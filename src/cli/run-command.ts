@@ -6,7 +6,7 @@ import type { HintboxSession } from '../session/hintbox-session.js';
 import { approvalsOf, knownTools, openAuditTrail, openSession } from '../session/session-setup.js';
 import { newSessionId } from '../util/session-identity.js';
 import { cliLog, closeEngine, consolePortArg, engineReady, profileArg, startConsole } from './common.js';
-import type { CommandSpec } from './main.js';
+import type { CommandSpec } from './command-spec.js';
 import { delay } from '../util/delay.js';
 import type { HintboxConsole } from '../console/console-server.js';
 

@@ -18,7 +18,7 @@ import { openAuditTrail } from '../session/session-setup.js';
 import { UsageError } from '../util/hintbox-error.js';
 import { parseAllowedHost, parseAllowedOrigin, RequestSite } from '../util/request-site.js';
 import { cliLog, closeEngine, consolePortArg, engineReady, startConsole } from './common.js';
-import type { CommandSpec } from './main.js';
+import type { CommandSpec } from './command-spec.js';
 
 const HELP = `Usage: hintbox serve <profiles-folder> [--port N] [--host H] [--tokens FILE | --oauth FILE]
                      [--allowed-host NAME]... [--allowed-origin ORIGIN]...

@@ -6,7 +6,7 @@ import { sweepSocketDirs } from '../util/sweep-socket-dirs.js';
 import { sweepPreviewDirs } from '../sandbox/preview.js';
 import { makeIsOwnerAlive } from '../util/process-alive.js';
 import { cliLog, profileArg } from './common.js';
-import type { CommandSpec } from './main.js';
+import type { CommandSpec } from './command-spec.js';
 
 const HELP = `Usage: hintbox sweep [<profile>]
 

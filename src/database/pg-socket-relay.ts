@@ -1,5 +1,7 @@
-import { rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { listenFor, type SocketAccess } from '../util/unix-socket.js';
 import {
   BackendMessageScanner,
@@ -12,7 +14,7 @@ import {
 } from './pg-wire.js';
 import type { SessionBounds } from './role-grants.js';
 import { SessionActivity, boundsCheckInterval } from './session-activity.js';
-import type { RefusedConnection, SocketRelay, SocketRelayOptions } from './socket-relay.js';
+import { PG_SOCKET_FILE, type RefusedConnection, type SocketRelay, type SocketRelayOptions } from './socket-relay.js';
 import { monotonicMs } from '../util/clock.js';
 
 /**
@@ -44,6 +46,21 @@ interface RelayConnection {
 /** Connections accepted that have not been relayed yet, beyond the sessions: bounded too. */
 const UNIDENTIFIED_HEADROOM = 4;
 const DEFAULT_MAX_CONNECTIONS = 10;
+
+/** Starts a relay in a fresh directory under `baseDir`. */
+export async function startSocketRelay(options: SocketRelayOptions): Promise<SocketRelay> {
+  // Named with this process's id: the sweep of the next start removes it at once if this run is killed.
+  const dir = await mkdtemp(path.join(options.baseDir ?? os.tmpdir(), `hintbox-pg-${process.pid}-`));
+  const socketPath = path.join(dir, PG_SOCKET_FILE);
+  try {
+    const relay = new PgSocketRelay(options, dir, socketPath);
+    await relay.listen();
+    return relay;
+  } catch (error) {
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
+}
 
 /** The SocketRelay over a Unix socket; startSocketRelay makes its directory and calls listen(). */
 export class PgSocketRelay implements SocketRelay {

@@ -7,7 +7,8 @@ import { adminEndpoint } from './admin-url.js';
 import { DatabaseNotPreparedError } from './grant-checks.js';
 import { RoleProvisioner, type CreatedRole } from './role-provisioner.js';
 import { DEFAULT_CALL_TIMEOUT_MS, sessionBounds } from './role-grants.js';
-import { sandboxDatabaseEnv, startSocketRelay, type PrivilegeViolation, type SocketRelay } from './socket-relay.js';
+import { startSocketRelay } from './pg-socket-relay.js';
+import { sandboxDatabaseEnv, type PrivilegeViolation, type SocketRelay } from './socket-relay.js';
 
 /**
  * The database side of one hintbox session: the admin connection, one role and one socket

@@ -1,9 +1,5 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import type { SocketAccess } from '../util/unix-socket.js';
 import type { SandboxValueName } from '../profile/sandbox-values.js';
-import { PgSocketRelay } from './pg-socket-relay.js';
 import type { SessionBounds } from './role-grants.js';
 
 /**
@@ -14,7 +10,7 @@ import type { SessionBounds } from './role-grants.js';
  * cut every session at once (shutdown, a call's end or deadline).
  *
  * This file is the relay as its users see it (options, events, the environment a sandbox
- * gets); pg-socket-relay.ts is how it relays.
+ * gets); pg-socket-relay.ts is how it relays, and starts one (startSocketRelay).
  */
 
 /** Where the socket directory is bound inside the container. */
@@ -125,19 +121,4 @@ export function sandboxDatabaseEnv(
     PGDATABASE: role.database,
     DATABASE_URL: `postgresql://${enc(role.user)}:${enc(role.password)}@${enc(socketDir)}:${PG_SOCKET_PORT}/${enc(role.database)}`,
   };
-}
-
-/** Starts a relay in a fresh directory under `baseDir`. */
-export async function startSocketRelay(options: SocketRelayOptions): Promise<SocketRelay> {
-  // Named with this process's id: the sweep of the next start removes it at once if this run is killed.
-  const dir = await mkdtemp(path.join(options.baseDir ?? os.tmpdir(), `hintbox-pg-${process.pid}-`));
-  const socketPath = path.join(dir, PG_SOCKET_FILE);
-  try {
-    const relay = new PgSocketRelay(options, dir, socketPath);
-    await relay.listen();
-    return relay;
-  } catch (error) {
-    await rm(dir, { recursive: true, force: true });
-    throw error;
-  }
 }

@@ -21,7 +21,7 @@ import {
 import type { Logger } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import type { Access, AuthResult, Authenticator } from './authenticator.js';
-import type { ClientSession } from './mcp-http-server.js';
+import type { ClientSession } from './client-session.js';
 
 /**
  * `hintbox serve --one-endpoint`: every server a caller may use behind one MCP endpoint, `/mcp`,

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { DenialSink } from '../audit/denial-recorder.js';
 import { callerFields, callerText, sameCaller } from '../util/caller-identity.js';
@@ -10,11 +9,14 @@ import { delay } from '../util/delay.js';
 import type { Logger } from '../util/logger.js';
 import { RequestSite, type SiteRefusal } from '../util/request-site.js';
 import { coversAccess, type Access, type Authenticator, type Denial } from './authenticator.js';
+import type { ClientSession } from './client-session.js';
 import { COMBINED, membersOf } from './combined-endpoint.js';
 import { dropCredentials, jsonRpcError, readJson, reply, requestIds } from './http-messages.js';
 import { pathName } from './serve-address.js';
 import { SiteGate } from './site-gate.js';
 import { SessionCap } from './session-cap.js';
+
+export type { ClientSession } from './client-session.js';
 
 /**
  * The SDK's streamable HTTP transport, loaded when `serve` first needs it: `hintbox run` (the
@@ -40,13 +42,6 @@ const loadHttpTransport = () => (httpTransport ??= import('@modelcontextprotocol
  * requests in flight and the client's answers to them (a confirmation) still pass, until they
  * are done or the deadline passes; then every session is closed.
  */
-
-/** A client's session (a gateway over its sandboxes), and how to remove everything it started. */
-export interface ClientSession {
-  /** Serves the client on its transport; `onClosed` once that connection closes. */
-  connect(transport: Transport, onClosed: () => void): Promise<void>;
-  close(): Promise<void>;
-}
 
 export interface McpHttpServerOptions {
   /** The servers by name (profile names). */

@@ -11,7 +11,8 @@ import type { DatabaseSection } from '../../src/profile/database-profile-schema.
 import { DatabaseNotPreparedError } from '../../src/database/grant-checks.js';
 import { RoleProvisioner, type CreatedRole } from '../../src/database/role-provisioner.js';
 import { SessionDatabase } from '../../src/database/session-database.js';
-import { PG_SOCKET_FILE, startSocketRelay } from '../../src/database/socket-relay.js';
+import { PG_SOCKET_FILE } from '../../src/database/socket-relay.js';
+import { startSocketRelay } from '../../src/database/pg-socket-relay.js';
 import { FALLBACK_SANDBOX_USER } from '../../src/profile/profile-schema.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { docker, eventually } from './support/docker.js';

@@ -11,11 +11,11 @@ import {
   PG_SOCKET_FILE,
   SANDBOX_PG_SOCKET_DIR,
   sandboxDatabaseEnv,
-  startSocketRelay,
   type PrivilegeViolation,
   type RefusedConnection,
   type SocketRelay,
 } from '../../src/database/socket-relay.js';
+import { startSocketRelay } from '../../src/database/pg-socket-relay.js';
 import { FALLBACK_SANDBOX_USER } from '../../src/profile/profile-schema.js';
 import { docker, eventually } from './support/docker.js';
 import { POSTGRES_IMAGE, startPostgres, type StartedPostgres } from './support/postgres.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { digestProblem, imageDigest } from '../../src/engine/docker/image-builder.js';
+import { digestProblem, imageDigest } from '../../src/engine/docker/image-digest.js';
 
 const D = `sha256:${'a'.repeat(64)}`;
 const OTHER = `sha256:${'b'.repeat(64)}`;

@@ -1,15 +1,16 @@
-import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import { pack } from 'tar-fs';
-import { hintboxEnvironment, type Variables } from '../../config/environment.js';
+import { hintboxEnvironment } from '../../config/environment.js';
 import type { Logger } from '../../util/logger.js';
 import { packagePath } from '../../util/package-root.js';
 import { HintboxError } from '../../util/hintbox-error.js';
 import { monotonicMs } from '../../util/clock.js';
+import { contextHash } from './context-hash.js';
+import { digestProblem, imageDigest } from './image-digest.js';
+import { runTool } from './run-tool.js';
 
 /**
  * Images hintbox builds itself. Dockerfiles are standard (`FROM ${BASE_IMAGE}`); where the
@@ -316,54 +317,6 @@ export class ImageBuilder {
   }
 }
 
-/** The `sha256:…` an image reference pins (`repo@sha256:…`, `repo:tag@sha256:…`), if any. Pure. */
-export function imageDigest(reference: string): string | undefined {
-  return /@(sha256:[0-9a-f]{64})$/.exec(reference)?.[1];
-}
-
-/** `docker.io/library/postgres:16` → `postgres`: a repository as the engine lists it in RepoDigests. Pure. */
-function familiarRepository(reference: string): string {
-  const name = reference.replace(/@sha256:[0-9a-f]{64}$/, '').replace(/:[^/:]+$/, '');
-  return name.replace(/^(docker\.io|index\.docker\.io|registry-1\.docker\.io)\//, '').replace(/^library\//, '');
-}
-
-/**
- * Why a digest-pinned reference must not run with an image whose RepoDigests are these, or
- * undefined when one of them is that repository at that digest. Pure.
- */
-export function digestProblem(reference: string, repoDigests: readonly string[]): string | undefined {
-  const digest = imageDigest(reference);
-  if (!digest) return undefined;
-  const repository = familiarRepository(reference);
-  const shown = repoDigests.some((d) => familiarRepository(d) === repository && imageDigest(d) === digest);
-  if (shown) return undefined;
-  return (
-    `image ${reference}: the engine shows no such digest for it (${repoDigests.length > 0 ? `it shows ${repoDigests.join(', ')}` : 'it shows none: built or loaded here'}); ` +
-    'refused rather than run unverified'
-  );
-}
-
-/** SHA-256 over a build context's files (not node_modules) and build args: the staleness key. */
-export function contextHash(dir: string, buildargs: Record<string, string>): string {
-  const hash = createHash('sha256');
-  hash.update(JSON.stringify(Object.entries(buildargs).sort()));
-  const walk = (rel: string): void => {
-    for (const name of readdirSync(path.join(dir, rel)).sort()) {
-      if (name === 'node_modules') continue;
-      const relPath = path.join(rel, name);
-      const stat = statSync(path.join(dir, relPath));
-      if (stat.isDirectory()) walk(relPath);
-      else if (stat.isFile())
-        hash
-          .update(`${relPath}\0`)
-          .update(readFileSync(path.join(dir, relPath)))
-          .update('\0');
-    }
-  };
-  walk('.');
-  return hash.digest('hex');
-}
-
 function followBuild(docker: Docker, stream: NodeJS.ReadableStream, log: Logger): Promise<void> {
   return new Promise((resolve, reject) => {
     docker.modem.followProgress(
@@ -374,28 +327,6 @@ function followBuild(docker: Docker, stream: NodeJS.ReadableStream, log: Logger)
         const text = event.stream?.trimEnd();
         if (text) log.info(text);
       },
-    );
-  });
-}
-
-/** Runs a build tool on the host; its output goes to the debug log, its last lines into the error. */
-export function runTool(command: string, args: string[], cwd: string, log: Logger, env?: Variables): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    const tail: string[] = [];
-    const onData = (chunk: Buffer): void => {
-      for (const line of chunk.toString('utf8').split('\n')) {
-        if (!line.trim()) continue;
-        tail.push(line);
-        if (tail.length > 20) tail.shift();
-        log.debug(line);
-      }
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.on('error', reject);
-    child.on('close', (code) =>
-      code === 0 ? resolve() : reject(new Error(`${command} exited with ${code}:\n${tail.join('\n')}`)),
     );
   });
 }

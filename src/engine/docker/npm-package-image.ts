@@ -6,7 +6,8 @@ import { promisify } from 'node:util';
 import { processVariables } from '../../config/environment.js';
 import type { PackageSource } from '../../packages/package-source.js';
 import type { Logger } from '../../util/logger.js';
-import { ImageError, runTool, type ImageBuilder } from './image-builder.js';
+import { ImageError, type ImageBuilder } from './image-builder.js';
+import { runTool } from './run-tool.js';
 import { lockHostPath, NPM_ALLOW_ARGS, NPM_GUARD_PROOF_VARIABLE, NPM_GUARD_SCRIPT, npmGuardLine } from './npm-guard.js';
 import { chooseCommand } from './package-commands.js';
 

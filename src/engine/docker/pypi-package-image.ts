@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { normalizePypiName, type PackageSource } from '../../packages/package-source.js';
 import type { Logger } from '../../util/logger.js';
-import { ImageError, runTool, type ImageBuilder } from './image-builder.js';
+import { ImageError, type ImageBuilder } from './image-builder.js';
+import { runTool } from './run-tool.js';
 import { chooseCommand } from './package-commands.js';
 import { guardedPipArgs, pipGuardLine } from './pip-guard.js';
 

@@ -1,0 +1,87 @@
+import type { Logger } from '../src/util/logger.js';
+import type { Running } from './spawn-server.js';
+import { median, percentile } from './stats.js';
+
+export interface HoldingBenchOptions {
+  rounds: number;
+  /** `--calls`: a fifth of it (at least 20) are timed per variant and round. */
+  calls: number;
+  /** Copies of the trusted profile whose write_file runs unasked: held (the default), and `hold: false`. */
+  heldProfile: string;
+  freeProfile: string;
+  /** Starts `hintbox run` on a profile. */
+  startHintbox: (profile: string) => Promise<Running>;
+  /** Waits until the run's containers are gone and the engine is idle. */
+  settle: () => Promise<void>;
+  log: Logger;
+}
+
+type HoldVariant = 'held' | 'free';
+interface HoldRound {
+  /** The first write_file call: a held sandbox's server starts (released) in it. */
+  firstWriteMs: number;
+  write: { p50: number; p99: number };
+}
+/** One figure of holding: held against free (ms). */
+export interface HoldingFigure {
+  name: string;
+  held: number;
+  free: number;
+  /** held ÷ free, median of per-round ratios. */
+  ratio: number;
+}
+
+/**
+ * What holding costs a write call: the same trusted profile with write_file allowed unasked,
+ * held (released at the first call, thawed and frozen around each) against `hold: false`,
+ * interleaved round by round. Sequential calls: each pays a thaw before and a freeze after.
+ */
+export async function measureHolding(options: HoldingBenchOptions): Promise<HoldingFigure[]> {
+  const { heldProfile, freeProfile, startHintbox, settle, log } = options;
+  const rounds: Record<HoldVariant, HoldRound>[] = [];
+  const calls = Math.max(20, Math.round(options.calls / 5));
+  for (let round = 1; round <= options.rounds; round++) {
+    const result = {} as Record<HoldVariant, HoldRound>;
+    for (const variant of ['held', 'free'] as const) {
+      log.info(`holding, round ${round}/${options.rounds}: ${variant}, ${calls} write calls`);
+      const running = await startHintbox(variant === 'held' ? heldProfile : freeProfile);
+      try {
+        await running.client.listTools();
+        let n = 0;
+        const write = async () => {
+          const r = await running.client.callTool({
+            name: 'write_file',
+            arguments: { path: '/workspace/written.txt', content: `write ${n++}\n` },
+          });
+          if (r.isError) throw new Error(`write_file failed: ${JSON.stringify(r.content)}`);
+        };
+        const s = performance.now();
+        await write();
+        const firstWriteMs = performance.now() - s;
+        for (let i = 0; i < Math.round(calls / 4); i++) await write();
+        const samples: number[] = [];
+        for (let i = 0; i < calls; i++) {
+          const t = performance.now();
+          await write();
+          samples.push(performance.now() - t);
+        }
+        result[variant] = { firstWriteMs, write: { p50: percentile(samples, 50), p99: percentile(samples, 99) } };
+      } finally {
+        await running.close();
+      }
+      await settle();
+    }
+    rounds.push(result);
+  }
+  const figure = (name: string, pick: (r: HoldRound) => number): HoldingFigure => ({
+    name,
+    held: median(rounds.map((r) => pick(r.held))),
+    free: median(rounds.map((r) => pick(r.free))),
+    ratio: median(rounds.map((r) => pick(r.held) / pick(r.free))),
+  });
+  return [
+    figure('first write call (held: the server starts in it)', (r) => r.firstWriteMs),
+    figure('write call latency p50', (r) => r.write.p50),
+    figure('write call latency p99', (r) => r.write.p99),
+  ];
+}

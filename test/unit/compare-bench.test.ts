@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { compareRuns, flatFigures, formatComparison, type BenchJson } from '../../bench/compare-bench.js';
+
+const report = (p50: number, perSecond: number, docker: number): BenchJson => ({
+  figures: [
+    { name: 'call latency p50', unit: 'ms', values: { hintbox: { median: p50 } }, ratio: p50 / docker },
+    { name: 'throughput, 1 in flight', unit: 'calls/s', values: { hintbox: { median: perSecond } }, ratio: 1 },
+  ],
+  freshApprove: { median: 600 },
+});
+
+describe('the bench compared for two builds', () => {
+  it('takes hintbox figures and knows which way each is better', () => {
+    const flat = flatFigures(report(0.5, 2000, 0.5));
+    assert.deepEqual(
+      flat.map((f) => [f.name, f.value, f.lowerIsBetter]),
+      [
+        ['call latency p50', 0.5, true],
+        ['call latency p50, hintbox ÷ docker', 1, true],
+        ['throughput, 1 in flight', 2000, false],
+        ['throughput, 1 in flight, hintbox ÷ docker', 1, false],
+        ['first approve --all on a fresh machine', 600, true],
+      ],
+    );
+  });
+
+  it('pairs runs by index: medians of each side, and the median of the per-pair ratios', () => {
+    // Pair 1 on a slow machine, pair 2 on a fast one: each pair says after is 2× before.
+    const rows = compareRuns([report(1, 1000, 1), report(4, 250, 1)], [report(2, 500, 1), report(8, 125, 1)]);
+    const p50 = rows.find((r) => r.name === 'call latency p50');
+    assert.deepEqual(p50, {
+      name: 'call latency p50',
+      unit: 'ms',
+      before: 2.5,
+      after: 5,
+      ratio: 2,
+      lowerIsBetter: true,
+    });
+    assert.match(formatComparison(rows, 2), /call latency p50 .*\| 2\.50 .*\| 5\.00 .*\| ms .*\| 2\.00× .*\| lower/);
+  });
+
+  it('leaves out a figure that one side lacks (a flag only one build knows)', () => {
+    const before = report(1, 1000, 1);
+    const after = { ...report(1, 1000, 1), freshApprove: undefined };
+    assert.ok(!compareRuns([before], [after]).some((r) => r.name.startsWith('first approve')));
+  });
+});
