@@ -1,4 +1,4 @@
-import { isObject } from './forwarded-call.js';
+import { isObject } from '../mcp/json-rpc.js';
 
 /**
  * The client's reads — what `request-relay.ts` forwards to the strictest sandbox — and what is

@@ -1,12 +1,12 @@
 import type { ClientCapabilities, RequestId, Root } from '@modelcontextprotocol/sdk/types.js';
 import type { AuditEvent } from '../audit/audit-record.js';
 import { renderServerText } from '../util/render-server-text.js';
-import { isObject } from './forwarded-call.js';
+import { isObject } from '../mcp/json-rpc.js';
 
 /**
  * Requests a server makes of its client — `sampling/createMessage` (use the client's model),
  * `elicitation/create` (ask the person), `roots/list` (which folders to work in) — and what
- * hintbox lets through. Pure; `server-request-desk.ts` answers them.
+ * hintbox lets through. Pure; `server-request-broker.ts` answers them.
  */
 
 /** A request of the client in flight in a sandbox (a tool call, or a read): what a server's request or log message is bound to. */

@@ -1,6 +1,6 @@
 import { ErrorCode, type JSONRPCMessage, type RequestId, type Root } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '../util/logger.js';
-import type { JsonRpcObject } from './forwarded-call.js';
+import type { JsonRpcObject } from '../mcp/json-rpc.js';
 import type { Upstream } from './sandbox-pool.js';
 import {
   markedElicitation,
@@ -43,7 +43,7 @@ export const REFUSAL_LINE_INTERVAL_MS = 1000;
  * before, and again once answered; it is withdrawn from the client when its call ends or the
  * server cancels it.
  */
-export class ServerRequestDesk {
+export class ServerRequestBroker {
   /** Each upstream's requests waiting for the client, by the server's id. */
   private readonly waiting = new WeakMap<Upstream, Map<RequestId, AbortController>>();
   /** The same, by the client's call they are bound to. */
