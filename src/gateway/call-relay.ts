@@ -114,7 +114,8 @@ export class CallRelay extends RequestLifecycle<PendingCall> {
         auditId = admission.auditId;
         if (admission.decision.retryOnTimeout) retriesLeft = MAX_RETRIES;
       }
-      if (cancelled()) return finish({ outcome: 'cancelled', detail: 'cancelled by the client before it was forwarded' });
+      if (cancelled())
+        return finish({ outcome: 'cancelled', detail: 'cancelled by the client before it was forwarded' });
       const spec = { clientId, sandbox: routed.sandbox, what: name, method: METHOD.toolsCall, params };
       const build = (request: Omit<PendingCall, 'attempts' | 'retriesLeft'>): PendingCall => ({
         ...request,

@@ -1,9 +1,17 @@
 import { ErrorCode, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { AuditOutcomeReport } from '../audit/audit-record.js';
-import { answerOf, cancelNotification, errorAnswer, isObject, notificationOf, type JsonRpcObject } from '../mcp/json-rpc.js';
+import {
+  answerOf,
+  cancelNotification,
+  errorAnswer,
+  isObject,
+  notificationOf,
+  type JsonRpcObject,
+} from '../mcp/json-rpc.js';
 import type { Logger } from '../util/logger.js';
 import type { ClientConnection } from './client-connection.js';
-import { PendingRequests, type ForwardedRequest } from './pending-requests.js';
+import type { PendingRequests } from './pending-requests.js';
+import { type ForwardedRequest } from './pending-requests.js';
 import type { SandboxPool, Upstream } from './sandbox-pool.js';
 
 export type { ForwardedRequest } from './pending-requests.js';
@@ -215,7 +223,8 @@ export abstract class RequestLifecycle<R extends ForwardedRequest> {
       await thawed; // a held sandbox is thawed for the request
     } catch (error) {
       const text = `hintbox could not thaw sandbox ${sandbox} for ${what}: ${(error as Error).message}`;
-      if (this.settle(request, { outcome: 'sandbox-died', detail: text })) this.reply(this.failure(spec.clientId, text));
+      if (this.settle(request, { outcome: 'sandbox-died', detail: text }))
+        this.reply(this.failure(spec.clientId, text));
       return;
     }
     // Cancelled or timed out while the sandbox thawed: nothing is sent.
@@ -226,7 +235,12 @@ export abstract class RequestLifecycle<R extends ForwardedRequest> {
   protected async send(request: R): Promise<void> {
     const { upstream } = request;
     try {
-      await upstream.forwarded.send({ jsonrpc: '2.0', id: request.upstreamId, method: request.method, params: request.params });
+      await upstream.forwarded.send({
+        jsonrpc: '2.0',
+        id: request.upstreamId,
+        method: request.method,
+        params: request.params,
+      });
     } catch (error) {
       const message = (error as Error).message;
       // Still connected: the request itself could not be written (e.g. arguments nested too

@@ -123,7 +123,9 @@ export class Gateway {
       peer: client,
       timeoutMs: callTimeoutMs,
       log,
-      policy: options.serverRequests ?? (() => ({ sampling: false, elicitation: false, urlElicitation: false, roots: false })),
+      policy:
+        options.serverRequests ??
+        (() => ({ sampling: false, elicitation: false, urlElicitation: false, roots: false })),
       roots: options.roots ?? (() => []),
       record: (event) => options.recordRequest?.(event),
     });
@@ -181,7 +183,7 @@ export class Gateway {
   async connect(transport: Transport): Promise<void> {
     await this.client.connect(
       transport,
-      (message) => this.fromClient(message as JsonRpcObject),
+      (message) => this.fromClient(message),
       () => {
         // Nobody is left to answer: stop the work upstream.
         this.calls.cancelAll('the client disconnected', true);

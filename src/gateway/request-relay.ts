@@ -91,7 +91,9 @@ export class RequestRelay extends RequestLifecycle<PendingRead> implements Sandb
       void this.admit(clientId, (cancelled) => this.admitAndForward(clientId, method, m.params, cancelled)).catch(
         (error: Error) => {
           this.options.log.error(`${method} failed in hintbox: ${error.message}`);
-          this.reply(errorAnswer(clientId, ErrorCode.InternalError, `hintbox failed to forward ${method}: ${error.message}`));
+          this.reply(
+            errorAnswer(clientId, ErrorCode.InternalError, `hintbox failed to forward ${method}: ${error.message}`),
+          );
         },
       );
       return true;
@@ -160,10 +162,21 @@ export class RequestRelay extends RequestLifecycle<PendingRead> implements Sandb
     const refused = readRefusal(method, params, this.options.shown);
     if (refused) return notForwarded({ outcome: 'refused', detail: refused }, refused, ErrorCode.InvalidParams);
     // Another client of the sandbox still wants its updates: the subscription stays upstream.
-    if (method === METHOD.resourcesUnsubscribe && subject !== null && this.options.shared.othersSubscribed(this, subject)) {
+    if (
+      method === METHOD.resourcesUnsubscribe &&
+      subject !== null &&
+      this.options.shared.othersSubscribed(this, subject)
+    ) {
       this.subscribed.delete(subject);
       this.options.shared.subscribed(this, subject, false);
-      this.record({ type: 'request', sandbox: null, method, subject, outcome: 'ok', detail: 'other clients stay subscribed' });
+      this.record({
+        type: 'request',
+        sandbox: null,
+        method,
+        subject,
+        outcome: 'ok',
+        detail: 'other clients stay subscribed',
+      });
       return this.reply({ jsonrpc: '2.0', id: clientId, result: {} });
     }
     const spec = { clientId, sandbox: this.options.readSandbox, what: method, method, params };
@@ -196,7 +209,11 @@ export class RequestRelay extends RequestLifecycle<PendingRead> implements Sandb
   }
 
   protected override expired(read: PendingRead, seconds: number): void {
-    this.timeOut(read, `timeout: no answer within ${seconds} s (timeouts.call)`, `${read.what} gave no answer within ${seconds} s`);
+    this.timeOut(
+      read,
+      `timeout: no answer within ${seconds} s (timeouts.call)`,
+      `${read.what} gave no answer within ${seconds} s`,
+    );
   }
 
   private record(event: RequestAuditEvent): void {

@@ -12,6 +12,7 @@ import {
   type ServerRequestMethod,
   type ServerRequestPolicy,
 } from './server-requests.js';
+import { METHOD } from '../mcp/methods.js';
 
 /** What answering the servers' requests needs. */
 export interface ServerRequestContext {
@@ -89,7 +90,7 @@ export class ServerRequestBroker {
     const policy = this.context.policy();
     for (const [controller, { method, url }] of this.asked) {
       const allowed =
-        method === 'sampling/createMessage' ? policy.sampling : policy.elicitation && (!url || policy.urlElicitation);
+        method === METHOD.createMessage ? policy.sampling : policy.elicitation && (!url || policy.urlElicitation);
       if (!allowed) controller.abort(new Error('the server lost trust'));
     }
   }
@@ -109,7 +110,7 @@ export class ServerRequestBroker {
     const passed = bound ? (this.passedPerCall.get(bound.clientId) ?? 0) : 0;
     const refused = waiting.has(id)
       ? 'its id is one of its requests still waiting'
-      : passed >= MAX_REQUESTS_PER_CALL && method !== 'roots/list'
+      : passed >= MAX_REQUESTS_PER_CALL && method !== METHOD.listRoots
         ? `a tool call may ask the client ${MAX_REQUESTS_PER_CALL} times at most`
         : refusalOf(method, request.params, context.policy(), context.peer.capabilities(), !!bound, waiting.size);
     if (refused) {
@@ -118,7 +119,7 @@ export class ServerRequestBroker {
     }
     // The sandbox's folders, never the client's host paths; nothing of the client's: recorded
     // once per sandbox start (a server may ask as often as it likes).
-    if (method === 'roots/list') {
+    if (method === METHOD.listRoots) {
       if (!this.rootsAnswered.has(upstream)) {
         this.rootsAnswered.add(upstream);
         const ref = `${sandbox}#${this.nextRef++}`;
@@ -159,7 +160,7 @@ export class ServerRequestBroker {
     try {
       const result = await context.peer.request(
         method,
-        method === 'elicitation/create' ? markedElicitation(context.serverName, params) : sampledParams(params),
+        method === METHOD.elicit ? markedElicitation(context.serverName, params) : sampledParams(params),
         { relatedRequestId: bound.clientId, timeoutMs: context.timeoutMs, signal: controller.signal },
       );
       // An elicitation's answer says what the person did (accept, decline, cancel); never its content.

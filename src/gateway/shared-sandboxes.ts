@@ -1,7 +1,7 @@
 import { LoggingLevelSchema, type LoggingLevel } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '../util/logger.js';
 import type { JsonRpcObject } from '../mcp/json-rpc.js';
-import { NOTIFICATION } from '../mcp/methods.js';
+import { METHOD, NOTIFICATION } from '../mcp/methods.js';
 import type { ForwardedRequest, RequestLifecycle } from './forwarded-request.js';
 import { Relisting } from './relisting.js';
 import { SandboxPool, type Upstream, type UpstreamFactory } from './sandbox-pool.js';
@@ -181,7 +181,7 @@ export class SharedSandboxes {
         .send({
           jsonrpc: '2.0',
           id: `hintbox-level:${++this.levelId}`,
-          method: 'logging/setLevel',
+          method: METHOD.setLevel,
           params: { level: asked },
         })
         .catch(() => undefined);

@@ -1,4 +1,9 @@
-import { ErrorCode, type CallToolResult, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ErrorCode,
+  type CallToolResult,
+  type JSONRPCMessage,
+  type RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
 import { NOTIFICATION } from './methods.js';
 
 /**
