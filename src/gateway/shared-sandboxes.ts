@@ -13,9 +13,10 @@ import { isServerRequest } from './server-requests.js';
  * the pool and is the only reader of every upstream's messages, which it hands to the gateway
  * they belong to:
  *
- * - an answer, to the gateway whose id it carries (each gateway forwards under ids of its own:
- *   {@link listenerTag}); a progress notification likewise by its token (the relays send their
- *   own tokens upstream, so two clients' tokens never meet);
+ * - an answer, to the pending request it answers, found by its id among the gateways' calls
+ *   and reads (each gateway forwards under ids of its own: {@link listenerTag}), which passes it
+ *   back to its client itself; a progress notification likewise by its token (the relays send
+ *   their own tokens upstream, so two clients' tokens never meet);
  * - a request of the server (sampling, elicitation, roots) to the gateway with tool calls in
  *   flight in that sandbox when only one has (over stdio, a request says no more of what it
  *   belongs to); when the calls of several clients are in flight there it could be any one's,
