@@ -1,5 +1,6 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { AuditDecider, AuditDecision, AuditLog, AuditOutcomeReport } from '../audit/audit-record.js';
+import { errorResult } from '../mcp/json-rpc.js';
 import { CallConfirmer, type CallConfirmerOptions } from '../confirmation/call-confirmer.js';
 import type { ClientChannel } from '../confirmation/client-channel.js';
 import {
@@ -312,8 +313,4 @@ export class CallGuard {
       caller: options.caller ?? null,
     });
   }
-}
-
-function errorResult(text: string): CallToolResult {
-  return { isError: true, content: [{ type: 'text', text }] };
 }

@@ -5,83 +5,64 @@ import {
   ListResourcesRequestSchema,
   ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
-  type JSONRPCMessage,
-  type RequestId,
   type Root,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { z } from 'zod';
-import { SplitTransport } from '../mcp/split-transport.js';
+import type { JsonRpcObject } from '../mcp/json-rpc.js';
+import { NOTIFICATION } from '../mcp/methods.js';
 import { ENFORCED_META_KEY } from '../policy/advertised-annotations.js';
 import { pinOffer } from '../policy/offer-pin.js';
 import { pinTool } from '../policy/tool-pin.js';
 import type { Logger } from '../util/logger.js';
 import { VERSION } from '../version.js';
-import type { CallGuard, ClientChannel } from './call-guard.js';
-import { CallRelay, type RelayClient } from './call-relay.js';
+import { CallRelay, type RelayGuard } from './call-relay.js';
+import { ClientConnection } from './client-connection.js';
 import { NO_OFFERS, type ServerOffers } from './discover-offers.js';
-import { FORWARDED_ID_PREFIX } from './forwarded-call.js';
 import { DEFAULT_PAGE_SIZE, pageOf } from './list-pages.js';
 import { RequestRelay, type RequestAuditEvent } from './request-relay.js';
-import type { Upstream, UpstreamFactory } from './sandbox-pool.js';
+import { Routes, type RoutedTool } from './routes.js';
+import { ServerRequestBroker } from './server-request-broker.js';
 import type { ServerRequestPolicy } from './server-requests.js';
-import { listenerTag, SharedSandboxes, type UpstreamListener } from './shared-sandboxes.js';
+import { listenerTag, type SharedSandboxes } from './shared-sandboxes.js';
 
-export { MAX_RETRIES, traceIdOf } from './call-relay.js';
+export { MAX_RETRIES, traceIdOf, type RelayGuard } from './call-relay.js';
+export type { RoutedTool } from './routes.js';
 export type { Upstream, UpstreamFactory } from './sandbox-pool.js';
 export type { RequestAuditEvent } from './request-relay.js';
 export { SharedSandboxes } from './shared-sandboxes.js';
 export type { ServerRequestPolicy } from './server-requests.js';
 
-/**
- * The MCP server hintbox shows a client: it lists the server's tools as routed and hands each
- * `tools/call` to the call relay (`call-relay.ts`), which forwards it to the sandbox the plan
- * gave the tool, in the sandbox pool (`sandbox-pool.ts`). It lists the approved prompts,
- * resources and templates, and hands everything else of MCP (reads, completions, logging, the
- * server's requests of the client) to the request relay (`request-relay.ts`). `initialize`,
- * the lists and `ping` go through the SDK's `Server`, on a transport of its own over the
- * client's connection (`SplitTransport`): the relays take their messages first.
- *
- * Its sandboxes are a `SharedSandboxes`: its own (`hintbox run`), or one that the gateways of
- * several clients share (`hintbox serve`); it leaves it when it closes.
- */
+/** The id space of forwarded requests; the upstream SDK client's own ids are numbers. */
+export const FORWARDED_ID_PREFIX = 'hintbox:';
+/** The id space of forwarded reads. */
+const READ_ID_PREFIX = 'hintbox-read:';
 
-export interface RoutedTool {
-  /** The definition the client is given (`tools/list`); pins and approvals are of the server's own. */
-  definition: Tool;
-  sandbox: string;
-}
+/**
+ * The MCP server hintbox shows one client. It wires, once, the objects a request meets on its
+ * way down and back: the client's connection (`client-connection.ts`), the call relay
+ * (`call-relay.ts`: `tools/call`, forwarded to the sandbox its route names), the request relay
+ * (`request-relay.ts`: reads, prompts, completions, logging, the server's messages) — both
+ * lives of a forwarded request (`forwarded-request.ts`) — and the broker of the server's
+ * requests of the client (`server-request-broker.ts`). The sandboxes are a `SharedSandboxes`
+ * (one for `hintbox run`, shared by the gateways of every client under `hintbox serve`), whose
+ * dispatcher hands each upstream message to the request it answers. `initialize`, the lists and
+ * `ping` go through the SDK's `Server`, on a transport of its own over the client's connection
+ * (`SplitTransport`): the relays take their messages first.
+ */
 
 export interface GatewayOptions {
   serverName: string;
   tools: ReadonlyMap<string, RoutedTool>;
-  /**
-   * The sandboxes it shares with other gateways (their list changes go to the hooks given
-   * there). Without, it makes its own from `upstreams` and the hooks below, and closes them
-   * when it closes.
-   */
-  shared?: SharedSandboxes;
-  upstreams?: UpstreamFactory;
-  /** Upstreams already running (the discovery sandbox, sandboxes started eagerly). */
-  started?: ReadonlyMap<string, Upstream>;
+  /** The sandboxes it shares with other gateways (their list changes go to the hooks given there). It leaves them when it closes. */
+  shared: SharedSandboxes;
   log: Logger;
   /** Per-call ceiling in ms (`timeouts.call`); progress does not extend it. */
   callTimeoutMs: number;
   instructions?: string;
-  /** Approval and audit per call; without one every routed call is forwarded (tests of routing). */
-  gatekeeper?: CallGuard;
+  /** Approval and audit per call (`CallGuard`); without one every routed call is forwarded (tests of routing). */
+  guard?: RelayGuard;
   /** A call's deadline passed (before a retry, or for good): e.g. cut the sandbox's database sessions. */
   onDeadline?: (sandbox: string, tool: string) => void;
-  /**
-   * The last call in flight in a sandbox ended (and a held sandbox is frozen again): e.g. end
-   * its database sessions. The sandbox's next call waits until it is done.
-   */
-  onSandboxIdle?: (sandbox: string) => Promise<void> | void;
-  /**
-   * A server said its tools changed (`notifications/tools/list_changed`): the session lists
-   * them again, re-pins and re-plans, and hands the gateway the new routes (`updateTools`).
-   */
-  onToolsListChanged?: (from: Upstream) => Promise<void>;
   /**
    * Served before the server is verified (a cold start from the lock file): calls wait for it
    * before anything else happens to them, and are answered with its error when it rejects.
@@ -96,8 +77,6 @@ export interface GatewayOptions {
   serverRequests?: () => ServerRequestPolicy;
   /** The roots a server is told (its sandboxes' mount targets). */
   roots?: () => Root[];
-  /** A server said its prompts or resources changed: the session lists them and calls `updateOffers`. */
-  onOffersChanged?: (from: Upstream) => Promise<void>;
   /** Reads and the server's requests, for the audit trail. */
   recordRequest?: (event: RequestAuditEvent) => void;
   /** Items per page of every list served. Default {@link DEFAULT_PAGE_SIZE}. */
@@ -106,17 +85,15 @@ export interface GatewayOptions {
 
 export class Gateway {
   readonly server: Server;
-  private readonly shared: SharedSandboxes;
-  private readonly ownsShared: boolean;
-  private readonly leaveShared: () => void;
-  private readonly relay: CallRelay;
+  private readonly client: ClientConnection;
+  private readonly calls: CallRelay;
   private readonly requests: RequestRelay;
+  private readonly serverRequests: ServerRequestBroker;
+  private readonly leaveShared: () => void;
   /** The routes served now; replaced when the server's tools change. */
-  private tools: Map<string, RoutedTool>;
+  private readonly tools: Routes;
   /** The prompts, resources and templates served now. */
   private offers: ServerOffers;
-  private client?: SplitTransport;
-  private closing = false;
 
   constructor(private readonly options: GatewayOptions) {
     this.server = new Server(
@@ -134,58 +111,41 @@ export class Gateway {
         ...(options.instructions ? { instructions: options.instructions } : {}),
       },
     );
-    this.ownsShared = options.shared === undefined;
-    this.shared = options.shared ?? ownSandboxes(options);
-    const pool = this.shared.pool;
+    const { serverName, shared, log, callTimeoutMs } = options;
+    const { pool } = shared;
+    const client = (this.client = new ClientConnection(this.server, log));
+    this.tools = new Routes(options.tools);
+    // Each gateway forwards under ids (and progress tokens) of its own: `hintbox…:<tag>:`.
     const tag = listenerTag();
-    /** How the shared sandboxes see this gateway (its relays are made below). */
-    const listener: UpstreamListener = {
-      owns: (key) => this.relay.owns(key) || this.requests.owns(key),
-      take: (id, upstream, m) => this.relay.fromUpstream(upstream, m) || this.requests.fromUpstream(id, upstream, m),
-      busyIn: (upstream, callsOnly) =>
-        this.relay.hasCallsIn(upstream) || (!callsOnly && this.requests.hasReadsIn(upstream)),
-      upstreamClosed: (upstream) => {
-        this.relay.upstreamClosed(upstream);
-        this.requests.upstreamClosed(upstream);
-      },
-    };
-    /** The client both relays serve: sends as part of a request, asks the person for a call's confirmation. */
-    const client: RelayClient = {
-      send: (message, relatedRequestId) => this.sendToClient(message, relatedRequestId),
-      channelFor: (requestId) => this.channelFor(requestId),
-    };
-    this.relay = new CallRelay({
-      serverName: options.serverName,
-      pool,
+    const lifecycle = { pool, client, log, ceilingMs: callTimeoutMs };
+    this.serverRequests = new ServerRequestBroker({
+      serverName,
+      peer: client,
+      timeoutMs: callTimeoutMs,
+      log,
+      policy:
+        options.serverRequests ??
+        (() => ({ sampling: false, elicitation: false, urlElicitation: false, roots: false })),
+      roots: options.roots ?? (() => []),
+      record: (event) => options.recordRequest?.(event),
+    });
+    this.calls = new CallRelay({
+      ...lifecycle,
       idPrefix: `${FORWARDED_ID_PREFIX}${tag}:`,
-      log: options.log,
-      callTimeoutMs: options.callTimeoutMs,
-      routeOf: (tool) => this.tools.get(tool),
-      client,
-      onCallSettled: (clientId) => this.requests.callEnded(clientId),
-      ...(options.gatekeeper ? { gatekeeper: options.gatekeeper } : {}),
+      serverName,
+      routes: this.tools,
+      serverRequests: this.serverRequests,
+      ...(options.guard ? { guard: options.guard } : {}),
       ...(options.onDeadline ? { onDeadline: options.onDeadline } : {}),
       ...(options.verified ? { verified: options.verified } : {}),
     });
     this.requests = new RequestRelay({
-      serverName: options.serverName,
-      pool,
-      tag,
-      setLevel: (level) => this.shared.setLevel(listener, level),
-      subscriptions: (uri, now) => this.shared.subscribed(listener, uri, now),
-      othersSubscribed: (uri) => this.shared.othersSubscribed(listener, uri),
-      client,
-      peer: {
-        capabilities: () => this.server.getClientCapabilities(),
-        request: (method, params, { relatedRequestId, timeoutMs, signal }) =>
-          this.server.request({ method, ...(params ? { params } : {}) }, z.looseObject({}), {
-            relatedRequestId,
-            timeout: timeoutMs,
-            signal,
-          }),
-      },
-      log: options.log,
-      timeoutMs: options.callTimeoutMs,
+      ...lifecycle,
+      idPrefix: `${READ_ID_PREFIX}${tag}:`,
+      serverName,
+      shared,
+      calls: this.calls,
+      serverRequests: this.serverRequests,
       readSandbox: options.readSandbox,
       shown: {
         prompt: (name) => this.offers.prompts.some((p) => p.name === name),
@@ -193,17 +153,10 @@ export class Gateway {
           this.offers.resourceTemplates.some((t) => t.uriTemplate === uri) ||
           this.offers.resources.some((r) => r.uri === uri),
       },
-      callsIn: (upstream) => this.relay.callsIn(upstream),
-      policy:
-        options.serverRequests ??
-        (() => ({ sampling: false, elicitation: false, urlElicitation: false, roots: false })),
-      roots: options.roots ?? (() => []),
       ...(options.recordRequest ? { record: options.recordRequest } : {}),
       ...(options.verified ? { verified: options.verified } : {}),
     });
-    this.leaveShared = this.shared.join(listener);
-    for (const [id, upstream] of options.started ?? []) this.shared.adopt(id, upstream);
-    this.tools = new Map(options.tools);
+    this.leaveShared = shared.join(this.requests);
     this.offers = withoutHintboxMeta(options.offers ?? NO_OFFERS);
     const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
     const paged = <T>(items: readonly T[], request: { params?: { cursor?: unknown } }) =>
@@ -226,22 +179,17 @@ export class Gateway {
     });
   }
 
-  /** Serves the client on `transport`. */
+  /** Serves the client on `transport`: the relays take their messages first. */
   async connect(transport: Transport): Promise<void> {
-    const client = new SplitTransport(transport);
-    client.take = (message) => this.relay.fromClient(message) || this.requests.fromClient(message);
-    // Nobody is left to answer: stop the work upstream.
-    client.onClose(() => {
-      this.relay.cancelAll('the client disconnected', true);
-      this.requests.cancelAll('the client disconnected');
-    });
-    this.client = client;
-    await this.server.connect(client.sdk);
-  }
-
-  /** Serves a sandbox that the session started (e.g. the discovery sandbox, after a cold start). */
-  adopt(sandboxId: string, upstream: Upstream): void {
-    this.shared.adopt(sandboxId, upstream);
+    await this.client.connect(
+      transport,
+      (message) => this.fromClient(message),
+      () => {
+        // Nobody is left to answer: stop the work upstream.
+        this.calls.cancelAll('the client disconnected', true);
+        this.requests.cancelAll('the client disconnected', true);
+      },
+    );
   }
 
   /** What the client may see changed without new routes (a tool was approved): tell it. */
@@ -257,10 +205,10 @@ export class Gateway {
    * Serves new routes (after a re-listing). Tells the client when what it sees changed, so
    * it lists again (`notifications/tools/list_changed`).
    */
-  async updateTools(tools: ReadonlyMap<string, RoutedTool>, updateGatekeeper?: () => void): Promise<void> {
+  async updateTools(tools: ReadonlyMap<string, RoutedTool>, updateGuard?: () => void): Promise<void> {
     const before = this.visiblePins();
-    updateGatekeeper?.(); // what is visible also depends on the gatekeeper's pins
-    this.tools = new Map(tools);
+    updateGuard?.(); // what is visible also depends on the guard's pins
+    this.tools.replace(tools);
     if (before !== this.visiblePins()) await this.announceToolListChanged();
   }
 
@@ -284,76 +232,39 @@ export class Gateway {
 
   /** The server lost trust: its requests the narrower policy refuses are withdrawn from the client. */
   withdrawRefusedServerRequests(): void {
-    this.requests.withdrawRefused();
-  }
-
-  /** See `SandboxPool.holdBetweenCallsFromNow`. */
-  holdBetweenCallsFromNow(sandboxIds: readonly string[]): Promise<void> {
-    return this.shared.pool.holdBetweenCallsFromNow(sandboxIds);
-  }
-
-  /** See `SandboxPool.holdFrozenDuring`. */
-  holdFrozenDuring<T>(sandboxIds: readonly string[], work: () => Promise<T>): Promise<T> {
-    return this.shared.pool.holdFrozenDuring(sandboxIds, work);
+    this.serverRequests.withdrawRefused();
   }
 
   /** The tools of the calls in a sandbox that ran at some time in `[from, to]` (ms since the epoch). */
   toolsDuring(sandbox: string, from: number, to: number): string[] {
-    return this.relay.toolsDuring(sandbox, from, to);
+    return this.calls.toolsDuring(sandbox, from, to);
   }
 
   /** See `CallRelay.noteHintViolation`. */
   noteHintViolation(sandbox: string, violation: string): string[] {
-    return this.relay.noteHintViolation(sandbox, violation);
+    return this.calls.noteHintViolation(sandbox, violation);
   }
 
-  /**
-   * Closes the client connection; its calls still in flight are cancelled upstream when the
-   * sandboxes are shared (others go on using them), and its own sandboxes are closed.
-   */
+  /** Closes the client connection; its requests still in flight are cancelled upstream (the sandboxes are shared). */
   async close(): Promise<void> {
-    this.closing = true;
-    this.relay.cancelAll('hintbox stopped', !this.ownsShared);
-    this.requests.cancelAll('hintbox stopped');
+    this.calls.cancelAll('hintbox stopped', true);
+    this.requests.cancelAll('hintbox stopped', true);
     await this.server.close().catch(() => undefined);
     this.leaveShared();
-    if (this.ownsShared) await this.shared.close();
   }
 
-  /** Sends to the client as part of its request `relatedRequestId`. */
-  private sendToClient(message: JSONRPCMessage, relatedRequestId?: RequestId): Promise<void> {
-    // Nobody to tell (not connected yet, or gone): dropped, not a log line per server message.
-    if (!this.client?.connected) return Promise.resolve();
-    return this.client.send(message, relatedRequestId === undefined ? undefined : { relatedRequestId });
-  }
-
-  /** The person at the client, for the confirmation of one request (sent as part of it). */
-  private channelFor(requestId: RequestId): ClientChannel {
-    const asked = (timeoutMs: number, signal?: AbortSignal) => ({
-      timeout: timeoutMs,
-      relatedRequestId: requestId,
-      ...(signal ? { signal } : {}),
-    });
-    return {
-      canElicit: () => this.server.getClientCapabilities()?.elicitation?.form !== undefined,
-      elicit: (params, timeoutMs, signal) => this.server.elicitInput(params, asked(timeoutMs, signal)),
-      canElicitUrl: () => this.server.getClientCapabilities()?.elicitation?.url !== undefined,
-      elicitUrl: (params, timeoutMs, signal) => this.server.elicitInput(params, asked(timeoutMs, signal)),
-      elicitationComplete: (elicitationId) => {
-        try {
-          void this.server
-            .createElicitationCompletionNotifier(elicitationId, { relatedRequestId: requestId })()
-            .catch(() => undefined);
-        } catch {
-          // A client without URL elicitation: nothing to tell.
-        }
-      },
-    };
+  /** A message of the client: its calls, reads and cancellations go to the relays; false: to the SDK `Server`. */
+  private fromClient(m: JsonRpcObject): boolean {
+    // A "cancellation" with an id is a request (the SDK answers it: no such method), and cancels nothing.
+    if (m.method === NOTIFICATION.cancelled) {
+      return m.id === undefined && (this.calls.cancelFromClient(m) || this.requests.cancelFromClient(m));
+    }
+    return this.calls.fromClient(m) || this.requests.fromClient(m);
   }
 
   private visibleDefinitions(): Tool[] {
     return [...this.tools.entries()]
-      .filter(([name]) => this.options.gatekeeper?.visible(name) ?? true)
+      .filter(([name]) => this.options.guard?.visible(name) ?? true)
       .map(([, t]) => t.definition);
   }
 
@@ -393,16 +304,4 @@ function withoutHintboxMeta(offers: ServerOffers): ServerOffers {
     resources: offers.resources.map(clean),
     resourceTemplates: offers.resourceTemplates.map(clean),
   };
-}
-
-/** A gateway's own sandboxes (`hintbox run`, tests): from its options' factory and hooks. */
-function ownSandboxes(options: GatewayOptions): SharedSandboxes {
-  if (!options.upstreams) throw new Error('a gateway needs shared sandboxes or an upstream factory');
-  return new SharedSandboxes({
-    upstreams: options.upstreams,
-    log: options.log,
-    ...(options.onSandboxIdle ? { onSandboxIdle: options.onSandboxIdle } : {}),
-    ...(options.onToolsListChanged ? { onToolsListChanged: options.onToolsListChanged } : {}),
-    ...(options.onOffersChanged ? { onOffersChanged: options.onOffersChanged } : {}),
-  });
 }

@@ -1,4 +1,5 @@
-import { isObject } from './forwarded-call.js';
+import { isObject } from '../mcp/json-rpc.js';
+import { METHOD } from '../mcp/methods.js';
 
 /**
  * The client's reads — what `request-relay.ts` forwards to the strictest sandbox — and what is
@@ -8,11 +9,11 @@ import { isObject } from './forwarded-call.js';
 
 /** The client's reads, forwarded to the strictest sandbox. */
 export const READS: ReadonlySet<string> = new Set([
-  'resources/read',
-  'resources/subscribe',
-  'resources/unsubscribe',
-  'prompts/get',
-  'completion/complete',
+  METHOD.resourcesRead,
+  METHOD.resourcesSubscribe,
+  METHOD.resourcesUnsubscribe,
+  METHOD.promptsGet,
+  METHOD.complete,
 ]);
 
 /** What the client may see now: the approved, listed prompts and resources. */
@@ -24,12 +25,12 @@ export interface ShownOffers {
 
 /** Why a read is not forwarded (malformed, or about a prompt or template that is not shown), or undefined. */
 export function readRefusal(method: string, params: Record<string, unknown>, shown: ShownOffers): string | undefined {
-  if (method === 'prompts/get') {
+  if (method === METHOD.promptsGet) {
     const name = params.name;
     if (typeof name !== 'string') return 'Invalid prompts/get request: expected params.name (string)';
     if (!shown.prompt(name)) return `Unknown prompt (or not approved): ${name}`;
   }
-  if (method === 'completion/complete') {
+  if (method === METHOD.complete) {
     const ref = params.ref;
     if (!isObject(ref)) return 'Invalid completion/complete request: expected params.ref';
     if (ref.type === 'ref/prompt') {
@@ -50,8 +51,8 @@ export function readRefusal(method: string, params: Record<string, unknown>, sho
 /** What a read is about, for the audit: a URI, a prompt's name, a completion's reference. */
 export function subjectOf(method: string, params: Record<string, unknown>): string | null {
   if (typeof params.uri === 'string') return params.uri;
-  if (method === 'prompts/get' && typeof params.name === 'string') return params.name;
-  if (method === 'completion/complete' && isObject(params.ref)) {
+  if (method === METHOD.promptsGet && typeof params.name === 'string') return params.name;
+  if (method === METHOD.complete && isObject(params.ref)) {
     const ref = params.ref;
     const name = typeof ref.name === 'string' ? ref.name : typeof ref.uri === 'string' ? ref.uri : undefined;
     return name === undefined ? null : `${String(ref.type)} ${name}`;

@@ -4,382 +4,220 @@ import {
   type JSONRPCMessage,
   type LoggingLevel,
   type RequestId,
-  type Root,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { Logger } from '../util/logger.js';
-import {
-  answerOf,
-  cancelUpstream,
-  isObject,
-  isRequestId,
-  notificationOf,
-  progressFor,
-  withProgressKey,
-  type JsonRpcObject,
-} from './forwarded-call.js';
+import type { AuditOutcomeReport } from '../audit/audit-record.js';
+import { errorAnswer, isObject, isRequestId, notificationOf, type JsonRpcObject } from '../mcp/json-rpc.js';
+import { METHOD, NOTIFICATION } from '../mcp/methods.js';
+import type { CallRelay } from './call-relay.js';
+import { RequestLifecycle, type RequestLifecycleOptions } from './forwarded-request.js';
+import { PendingRequests, type ForwardedRequest } from './pending-requests.js';
 import { readRefusal, READS, subjectOf, type ShownOffers } from './read-requests.js';
-import { sendToClient, type RelayClient } from './relay-client.js';
-import type { SandboxPool, Upstream } from './sandbox-pool.js';
-import { ServerRequestDesk } from './server-request-desk.js';
-import {
-  isServerRequest,
-  type ClientPeer,
-  type InFlight,
-  type RequestAuditEvent,
-  type ServerRequestPolicy,
-} from './server-requests.js';
+import type { Upstream } from './sandbox-pool.js';
+import type { ServerRequestBroker } from './server-request-broker.js';
+import { isServerRequest, type RequestAuditEvent } from './server-requests.js';
+import type { SandboxClient, SharedSandboxes } from './shared-sandboxes.js';
 
 /**
  * Everything of MCP besides tools, both ways:
  * - the client's reads — `resources/read`, `resources/subscribe`/`unsubscribe`, `prompts/get`,
- *   `completion/complete` (`read-requests.ts`) — forwarded as JSON-RPC to the strictest sandbox
- *   (read-only mounts, no network) whatever the server claims, since reading changes nothing by
- *   definition; their cancellation and progress pass through, and each is audited once answered;
+ *   `completion/complete` (`read-requests.ts`) — forwarded to the strictest sandbox (read-only
+ *   mounts, no network) whatever the server claims, since reading changes nothing by
+ *   definition; their life is every forwarded request's (`forwarded-request.ts`), and each is
+ *   audited once answered;
  * - `logging/setLevel`: the sandboxes are told the most verbose level of their clients (and
  *   those started later are too); each client is passed the messages of its own level and above;
  * - from the sandboxes: log messages and resource updates (to the client, rebuilt from their
  *   method and params: an id a server put on a notification would make the client answer it,
- *   and its answer would meet hintbox's own request of that id), changes of prompts and
- *   resources (the session lists them again), and requests of the client — sampling,
- *   elicitation, roots — answered by the desk (`server-request-desk.ts`).
- * The lists themselves (`prompts/list`, `resources/list`, …) are the gateway's: served from the
- * session's approved listing, like `tools/list`.
+ *   and its answer would meet hintbox's own request of that id), and requests of the client —
+ *   sampling, elicitation, roots — answered by the broker (`server-request-broker.ts`).
+ * It is how the shared sandboxes see its gateway (`SandboxClient`): its calls and reads, and the
+ * taker of its server's other messages. The lists themselves (`prompts/list`, …) are the
+ * gateway's: served from the session's approved listing, like `tools/list`.
  */
 
 export type { ClientPeer, InFlight, RequestAuditEvent } from './server-requests.js';
 
-export interface RequestRelayOptions {
+export interface RequestRelayOptions extends RequestLifecycleOptions {
   serverName: string;
-  pool: SandboxPool;
-  client: RelayClient;
-  peer: ClientPeer;
-  log: Logger;
-  /** Per-request ceiling in ms, from the moment it is forwarded; progress does not extend it. */
-  timeoutMs: number;
+  /** The sandboxes it shares with other gateways: subscriptions and logging levels are theirs together. */
+  shared: SharedSandboxes;
+  /** The same client's tool calls: a server's request or log message binds to the oldest. */
+  calls: CallRelay;
+  /** The server's requests of the client. */
+  serverRequests: ServerRequestBroker;
   /** The strictest sandbox: where reads run. */
   readSandbox: string;
   /** What the client may see now. */
   shown: ShownOffers;
-  /** The tool calls in flight in an upstream, oldest first: what a server's request is bound to. */
-  callsIn(upstream: Upstream): InFlight[];
-  /** What the server may ask of the client now. */
-  policy(): ServerRequestPolicy;
-  /** The roots a server is told: its sandboxes' mount targets. */
-  roots(): Root[];
-  /** The gateway's tag: the ids and progress tokens it sends upstream are its own (see `shared-sandboxes.ts`). */
-  tag?: string;
-  /** Whether the client is subscribed to a URI now (as the sandbox answered it), for the clients sharing it. */
-  subscriptions?: (uri: string, subscribed: boolean) => void;
-  /** Whether another client sharing the sandbox is subscribed to a URI: an unsubscribe is not sent on then. */
-  othersSubscribed?: (uri: string) => boolean;
-  /** The client's `logging/setLevel`: the sandboxes are told (the most verbose level of their clients). */
-  setLevel?: (level: LoggingLevel) => void;
   record?: (event: RequestAuditEvent) => void;
   /** Reads wait for it (a cold start: the server is being verified against its lock file). */
   verified?: Promise<void>;
 }
 
-/** The id space of forwarded reads (the call relay's is `hintbox:`; the SDK's are numbers). */
-const READ_ID_PREFIX = 'hintbox-read:';
-
-interface PendingRead {
-  clientId: RequestId;
-  upstreamId: string;
-  upstream: Upstream;
-  sandbox: string;
-  method: string;
-  subject: string | null;
-  progressToken?: string | number;
-  timer?: NodeJS.Timeout;
-  leave: () => void;
+/** How a read ended before it was forwarded: refused, or as any request may. */
+interface ReadReport {
+  outcome: AuditOutcomeReport['outcome'] | 'refused';
+  detail?: string;
 }
 
-export class RequestRelay {
-  private readonly pending = new Map<string, PendingRead>();
-  private readonly pendingByClientId = new Map<RequestId, PendingRead>();
-  /** Reads not forwarded yet (waiting for verification or a sandbox), by the client's id. */
-  private readonly admitting = new Set<RequestId>();
-  private readonly cancelledWhileAdmitting = new Set<RequestId>();
+/** A read forwarded and not yet answered (`what`: its method). */
+interface PendingRead extends ForwardedRequest {
+  subject: string | null;
+}
+
+export class RequestRelay extends RequestLifecycle<PendingRead> implements SandboxClient {
   /** URIs the client subscribed to: only their updates reach it. */
   private readonly subscribed = new Set<string>();
   /** The client's `logging/setLevel`: log messages less severe are not passed to it. */
   private level?: LoggingLevel;
-  private readonly desk: ServerRequestDesk;
-  private nextId = 1;
-  private readonly readPrefix: string;
 
   constructor(private readonly options: RequestRelayOptions) {
-    const { serverName, peer, timeoutMs, log } = options;
-    const tag = options.tag === undefined ? '' : `${options.tag}:`;
-    this.readPrefix = `${READ_ID_PREFIX}${tag}`;
-    this.desk = new ServerRequestDesk({
-      serverName,
-      peer,
-      timeoutMs,
-      log,
-      policy: () => options.policy(),
-      roots: () => options.roots(),
-      record: (event) => this.record(event),
-    });
+    super(options, new PendingRequests<PendingRead>());
+  }
+
+  get calls(): CallRelay {
+    return this.options.calls;
+  }
+
+  get reads(): this {
+    return this;
   }
 
   /** A message from the client: true when the relay took it. */
-  fromClient(message: JSONRPCMessage): boolean {
-    const m = message as JsonRpcObject;
-    if (isRequestId(m.id) && typeof m.method === 'string' && READS.has(m.method)) {
-      void this.forwardRead(m).catch((error: Error) => {
-        this.options.log.error(`${m.method} failed in hintbox: ${error.message}`);
-        this.replyError(m.id!, ErrorCode.InternalError, `hintbox failed to forward ${m.method}: ${error.message}`);
-      });
-      return true;
-    }
-    if (isRequestId(m.id) && m.method === 'logging/setLevel') {
-      this.setLevel(m);
-      return true;
-    }
-    return m.method === 'notifications/cancelled' && m.id === undefined && this.cancelFromClient(m);
-  }
-
-  /** Whether an id (or progress token) is one this relay sent upstream. */
-  owns(key: unknown): boolean {
-    return typeof key === 'string' && key.startsWith(this.readPrefix);
-  }
-
-  /** An upstream's connection ended: its reads are answered. */
-  upstreamClosed(upstream: Upstream): void {
-    for (const read of [...this.pending.values()]) {
-      if (read.upstream !== upstream || !this.settle(read, 'sandbox-died', upstream.diagnostics() || null)) continue;
-      this.replyError(read.clientId, ErrorCode.InternalError, `the sandbox serving ${read.method} died`);
-    }
-  }
-
-  /** Whether a read is in flight in an upstream. */
-  hasReadsIn(upstream: Upstream): boolean {
-    return [...this.pending.values()].some((read) => read.upstream === upstream);
-  }
-
-  /** See `ServerRequestDesk.withdrawRefused`. */
-  withdrawRefused(): void {
-    this.desk.withdrawRefused();
-  }
-
-  /** A tool call ended: its server's requests still waiting for the client are withdrawn. */
-  callEnded(clientId: RequestId): void {
-    this.desk.callEnded(clientId);
-  }
-
-  /** A message of an upstream the call relay did not take. */
-  fromUpstream(sandboxId: string, upstream: Upstream, m: JsonRpcObject): boolean {
-    if (typeof m.id === 'string' && m.method === undefined) {
-      if (!m.id.startsWith(this.readPrefix)) return false;
-      const read = this.pending.get(m.id);
-      // Only the sandbox a read was sent to may answer it; a late answer is dropped.
-      if (read?.upstream !== upstream) return true;
-      const answer = answerOf(m, read.clientId) as { error?: { message: string } };
-      if (!this.settle(read, answer.error ? 'error' : 'ok', answer.error?.message ?? null)) return true;
-      if (!answer.error && read.subject !== null) {
-        if (read.method === 'resources/subscribe') this.subscribed.add(read.subject);
-        if (read.method === 'resources/unsubscribe') this.subscribed.delete(read.subject);
-        this.options.subscriptions?.(read.subject, this.subscribed.has(read.subject));
-      }
-      // An answer that cannot be passed on (nested too deep to write again) still answers the read.
-      this.options.client.send(answer as JSONRPCMessage, read.clientId).catch((error: Error) => {
-        this.options.log.warn(
-          `the answer of ${read.method} from sandbox ${read.sandbox} could not be passed on: ${error.message}`,
-        );
-        const text = `hintbox: the answer of ${read.method} from sandbox ${read.sandbox} could not be passed on (${error.message})`;
-        this.replyError(read.clientId, ErrorCode.InternalError, text);
-      });
-      return true;
-    }
-    if (m.id !== undefined && isServerRequest(m.method)) {
-      this.desk.take(sandboxId, upstream, m.method, m, this.options.callsIn(upstream)[0]);
-      return true;
-    }
-    if (m.method === 'notifications/cancelled') return this.desk.cancelledByServer(upstream, m.params?.requestId);
-    if (!['notifications/progress', 'notifications/message', 'notifications/resources/updated'].includes(m.method!)) {
-      return false;
-    }
-    const notification = notificationOf(m);
-    if (!notification) return true; // a request in disguise (it has an id): dropped
-    if (m.method === 'notifications/progress') {
-      const token = m.params?.progressToken;
-      const read = [...this.pending.values()].find(
-        (r) => r.upstream === upstream && r.progressToken !== undefined && r.upstreamId === token,
+  fromClient(m: JsonRpcObject): boolean {
+    if (!isRequestId(m.id) || typeof m.method !== 'string') return false;
+    const { id: clientId, method } = m;
+    if (READS.has(method)) {
+      void this.admit(clientId, (cancelled) => this.admitAndForward(clientId, method, m.params, cancelled)).catch(
+        (error: Error) => {
+          this.options.log.error(`${method} failed in hintbox: ${error.message}`);
+          this.reply(
+            errorAnswer(clientId, ErrorCode.InternalError, `hintbox failed to forward ${method}: ${error.message}`),
+          );
+        },
       );
-      if (read?.progressToken !== undefined) {
-        // Passed on, and nothing more: progress never extends the request's ceiling (timeouts.call).
-        this.send(progressFor(notification, read.progressToken), read.clientId);
-      }
-    } else if (m.method === 'notifications/message') {
-      // The sandbox logs at the most verbose level of its clients: this one's is applied here.
-      if (this.level && !atLeast(m.params?.level, this.level)) return true;
-      this.send(notification, this.inFlight(upstream)[0]?.clientId);
-    } else {
-      const uri = m.params?.uri;
-      if (typeof uri === 'string' && this.subscribed.has(uri)) this.send(notification);
+      return true;
     }
-    return true;
-  }
-
-  /** Settles every read in flight (the client left, or hintbox stops). */
-  cancelAll(detail: string): void {
-    for (const read of [...this.pending.values()]) {
-      if (this.settle(read, 'cancelled', detail)) cancelUpstream(read, detail);
-    }
-    for (const id of this.admitting) this.cancelledWhileAdmitting.add(id);
-  }
-
-  private async forwardRead(request: JsonRpcObject): Promise<void> {
-    const clientId = request.id!;
-    const method = request.method!;
-    const params = isObject(request.params) ? request.params : {};
-    const subject = subjectOf(method, params);
-    const refuse = (outcome: 'refused' | 'cancelled' | 'sandbox-died', text: string, code: number): void => {
-      this.record({ type: 'request', sandbox: null, method, subject, outcome, detail: text });
-      if (outcome !== 'cancelled') this.replyError(clientId, code, text);
-    };
-    // Until it is pending upstream, a cancellation from the client is remembered here.
-    this.admitting.add(clientId);
-    try {
-      try {
-        // What is shown (which prompts) is the verified server's, not the lock's.
-        await this.options.verified;
-      } catch {
-        const text = `hintbox could not verify ${this.options.serverName} against its lock file`;
-        if (this.cancelledWhileAdmitting.has(clientId)) return refuse('cancelled', text, 0);
-        return refuse('refused', text, ErrorCode.InternalError);
-      }
-      // A cancelled request gets no answer (MCP), and starts no sandbox.
-      if (this.cancelledWhileAdmitting.has(clientId)) return refuse('cancelled', 'cancelled before it was sent', 0);
-      const refused = readRefusal(method, params, this.options.shown);
-      if (refused) return refuse('refused', refused, ErrorCode.InvalidParams);
-      // Another client of the sandbox still wants its updates: the subscription stays upstream.
-      if (method === 'resources/unsubscribe' && subject !== null && this.options.othersSubscribed?.(subject)) {
-        this.subscribed.delete(subject);
-        this.options.subscriptions?.(subject, false);
-        this.record({
-          type: 'request',
-          sandbox: null,
-          method,
-          subject,
-          outcome: 'ok',
-          detail: 'other clients stay subscribed',
-        });
-        return this.send({ jsonrpc: '2.0', id: clientId, result: {} }, clientId);
-      }
-      const sandbox = this.options.readSandbox;
-      let upstream: Upstream;
-      try {
-        upstream = await this.options.pool.upstreamFor(sandbox);
-      } catch (error) {
-        const text = `hintbox could not start sandbox ${sandbox} for ${method}: ${(error as Error).message}`;
-        return refuse('sandbox-died', text, ErrorCode.InternalError);
-      }
-      if (this.cancelledWhileAdmitting.has(clientId)) return refuse('cancelled', 'cancelled before it was sent', 0);
-      const activity = this.options.pool.activityOf(upstream, sandbox);
-      const thawed = activity.enter();
-      const token = isObject(params._meta) ? params._meta.progressToken : undefined;
-      const read: PendingRead = {
-        clientId,
-        upstreamId: `${this.readPrefix}${this.nextId++}`,
-        upstream,
-        sandbox,
-        method,
-        subject,
-        ...(typeof token === 'string' || typeof token === 'number' ? { progressToken: token } : {}),
-        leave: () => activity.leave(),
-      };
-      this.pending.set(read.upstreamId, read);
-      this.pendingByClientId.set(clientId, read);
-      this.admitting.delete(clientId);
-      this.armTimer(read);
-      try {
-        await thawed;
-        if (!this.pending.has(read.upstreamId)) return;
-        const sent = withProgressKey(params, read.progressToken === undefined ? undefined : read.upstreamId);
-        await upstream.forwarded.send({ jsonrpc: '2.0', id: read.upstreamId, method, params: sent });
-      } catch (error) {
-        if (this.settle(read, 'sandbox-died', (error as Error).message)) {
-          this.replyError(clientId, ErrorCode.InternalError, `sandbox ${sandbox} could not take ${method}`);
-        }
-      }
-    } finally {
-      this.admitting.delete(clientId);
-      this.cancelledWhileAdmitting.delete(clientId);
-    }
-  }
-
-  private setLevel(request: JsonRpcObject): void {
-    const level = LoggingLevelSchema.safeParse(request.params?.level);
+    if (method !== METHOD.setLevel) return false;
+    const level = LoggingLevelSchema.safeParse(m.params?.level);
     if (!level.success) {
       const text = `Invalid logging/setLevel: params.level is none of ${LoggingLevelSchema.options.join(', ')}`;
-      return this.replyError(request.id!, ErrorCode.InvalidParams, text);
+      this.reply(errorAnswer(clientId, ErrorCode.InvalidParams, text));
+    } else {
+      this.level = level.data;
+      this.options.shared.setLevel(this, level.data);
+      this.reply({ jsonrpc: '2.0', id: clientId, result: {} });
     }
-    this.level = level.data;
-    this.options.setLevel?.(level.data);
-    this.send({ jsonrpc: '2.0', id: request.id!, result: {} }, request.id);
+    return true;
   }
 
-  /** The client's requests in flight in an upstream, oldest first: tool calls, then reads. */
-  private inFlight(upstream: Upstream): InFlight[] {
-    const reads = [...this.pending.values()]
-      .filter((r) => r.upstream === upstream)
-      .map((r) => ({ clientId: r.clientId, what: r.method }));
-    return [...this.options.callsIn(upstream), ...reads];
-  }
-
-  private cancelFromClient(notification: JsonRpcObject): boolean {
-    const requestId = notification.params?.requestId as RequestId | undefined;
-    if (requestId !== undefined && this.admitting.has(requestId)) {
-      this.cancelledWhileAdmitting.add(requestId);
+  /** A message of an upstream that is none of its requests' answers or progress (see `SharedSandboxes`). */
+  fromServer(sandboxId: string, upstream: Upstream, m: JsonRpcObject): boolean {
+    const { serverRequests } = this.options;
+    if (m.id !== undefined && isServerRequest(m.method)) {
+      serverRequests.take(sandboxId, upstream, m.method, m, this.calls.oldestIn(upstream));
       return true;
     }
-    const read = requestId === undefined ? undefined : this.pendingByClientId.get(requestId);
-    const reason = notification.params?.reason;
-    if (!read || !this.settle(read, 'cancelled', typeof reason === 'string' ? reason : 'cancelled by the client')) {
-      return false;
+    if (m.method === NOTIFICATION.cancelled) return serverRequests.cancelledByServer(upstream, m.params?.requestId);
+    if (m.method !== NOTIFICATION.message && m.method !== NOTIFICATION.resourceUpdated) return false;
+    const notification = notificationOf(m);
+    if (!notification) return true; // a request in disguise (it has an id): dropped
+    if (m.method === NOTIFICATION.message) {
+      // The sandbox logs at the most verbose level of its clients: this one's is applied here.
+      if (this.level && !atLeast(m.params?.level, this.level)) return true;
+      // Part of the oldest request in flight there: tool calls, then reads.
+      const bound = this.calls.oldestIn(upstream)?.clientId ?? this.pending.list(upstream)[0]?.clientId;
+      this.reply(notification, bound);
+    } else {
+      const uri = m.params?.uri;
+      if (typeof uri === 'string' && this.subscribed.has(uri)) this.reply(notification);
     }
-    cancelUpstream(read, typeof reason === 'string' ? reason : undefined);
     return true;
   }
 
-  private armTimer(read: PendingRead): void {
-    if (read.timer) clearTimeout(read.timer);
-    read.timer = setTimeout(() => {
-      const seconds = Math.round(this.options.timeoutMs / 1000);
-      if (!this.settle(read, 'error', `timeout: no answer within ${seconds} s (timeouts.call)`)) return;
-      cancelUpstream(read, `hintbox: no answer within ${seconds} s`);
-      this.replyError(read.clientId, ErrorCode.RequestTimeout, `${read.method} gave no answer within ${seconds} s`);
-    }, this.options.timeoutMs);
-    read.timer.unref();
+  /** Admission (verified server, what is shown, subscriptions of others), then the lifecycle forwards it. */
+  private async admitAndForward(
+    clientId: RequestId,
+    method: string,
+    given: Record<string, unknown> | undefined,
+    cancelled: () => boolean,
+  ): Promise<void> {
+    const params = isObject(given) ? given : {};
+    const subject = subjectOf(method, params);
+    const notForwarded = (report: ReadReport, text?: string, code: number = ErrorCode.InternalError): void => {
+      const outcome = report.outcome === 'tool-error' || report.outcome === 'not-run' ? 'error' : report.outcome;
+      this.record({ type: 'request', sandbox: null, method, subject, outcome, detail: report.detail ?? null });
+      if (text !== undefined) this.reply(errorAnswer(clientId, code, text));
+    };
+    try {
+      // What is shown (which prompts) is the verified server's, not the lock's.
+      await this.options.verified;
+    } catch {
+      const text = `hintbox could not verify ${this.options.serverName} against its lock file`;
+      if (cancelled()) return notForwarded({ outcome: 'cancelled', detail: text });
+      return notForwarded({ outcome: 'refused', detail: text }, text);
+    }
+    // A cancelled request gets no answer (MCP), and starts no sandbox.
+    if (cancelled()) return notForwarded({ outcome: 'cancelled', detail: 'cancelled before it was sent' });
+    const refused = readRefusal(method, params, this.options.shown);
+    if (refused) return notForwarded({ outcome: 'refused', detail: refused }, refused, ErrorCode.InvalidParams);
+    // Another client of the sandbox still wants its updates: the subscription stays upstream.
+    if (
+      method === METHOD.resourcesUnsubscribe &&
+      subject !== null &&
+      this.options.shared.othersSubscribed(this, subject)
+    ) {
+      this.subscribed.delete(subject);
+      this.options.shared.subscribed(this, subject, false);
+      this.record({
+        type: 'request',
+        sandbox: null,
+        method,
+        subject,
+        outcome: 'ok',
+        detail: 'other clients stay subscribed',
+      });
+      return this.reply({ jsonrpc: '2.0', id: clientId, result: {} });
+    }
+    const spec = { clientId, sandbox: this.options.readSandbox, what: method, method, params };
+    await this.forward(spec, cancelled, (request) => ({ ...request, subject }), notForwarded);
   }
 
-  /** Marks a read answered and records it. False when it already was. */
-  private settle(
-    read: PendingRead,
-    outcome: 'ok' | 'error' | 'cancelled' | 'sandbox-died',
-    detail: string | null,
-  ): boolean {
-    if (!this.pending.delete(read.upstreamId)) return false;
-    if (this.pendingByClientId.get(read.clientId) === read) this.pendingByClientId.delete(read.clientId);
-    if (read.timer) clearTimeout(read.timer);
-    read.leave();
+  /** A read's failure is an error (there is no tool result to carry it). */
+  protected override failure(clientId: RequestId, text: string): JSONRPCMessage {
+    return errorAnswer(clientId, ErrorCode.InternalError, text);
+  }
+
+  protected override diedText(read: PendingRead): string {
+    return `the sandbox serving ${read.what} died`;
+  }
+
+  /** A subscription answered: the client gets that resource's updates from now on (or no longer). */
+  protected override answered(read: PendingRead, message: JsonRpcObject): void {
+    // As `answerOf` reads it: an error object wins, a result must be an object.
+    if (isObject(message.error) || !isObject(message.result) || read.subject === null) return;
+    if (read.method === METHOD.resourcesSubscribe) this.subscribed.add(read.subject);
+    else if (read.method === METHOD.resourcesUnsubscribe) this.subscribed.delete(read.subject);
+    else return;
+    this.options.shared.subscribed(this, read.subject, this.subscribed.has(read.subject));
+  }
+
+  protected override settled(read: PendingRead, report: AuditOutcomeReport): void {
+    const outcome = report.outcome === 'tool-error' || report.outcome === 'not-run' ? 'ok' : report.outcome;
     const { sandbox, method, subject } = read;
-    this.record({ type: 'request', sandbox, method, subject, outcome, detail });
-    return true;
+    this.record({ type: 'request', sandbox, method, subject, outcome, detail: report.detail || null });
+  }
+
+  protected override expired(read: PendingRead, seconds: number): void {
+    this.timeOut(
+      read,
+      `timeout: no answer within ${seconds} s (timeouts.call)`,
+      `${read.what} gave no answer within ${seconds} s`,
+    );
   }
 
   private record(event: RequestAuditEvent): void {
     this.options.record?.(event);
-  }
-
-  private replyError(id: RequestId, code: number, message: string): void {
-    this.send({ jsonrpc: '2.0', id, error: { code, message } }, id);
-  }
-
-  private send(message: JSONRPCMessage, relatedRequestId?: RequestId): void {
-    sendToClient(this.options.client, this.options.log, message, relatedRequestId);
   }
 }
 

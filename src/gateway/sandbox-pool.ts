@@ -45,9 +45,8 @@ interface UpstreamSlot {
 /**
  * The running sandboxes of one server, by class: started on first use (or handed over by the
  * session), started again after a death, and, per upstream, the count of calls in flight that
- * thaws and freezes a held sandbox (`SandboxActivity`). Meant to be shared by the sessions of
- * several clients; today one relay listens to each upstream (`onUpstream`): a second needs a
- * dispatcher of answers by call id here.
+ * thaws and freezes a held sandbox (`SandboxActivity`). Shared by the gateways of every client
+ * (`SharedSandboxes` reads each upstream it serves: `onUpstream`).
  */
 export class SandboxPool {
   private readonly slots = new Map<string, UpstreamSlot>();

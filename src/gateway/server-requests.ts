@@ -1,12 +1,13 @@
 import type { ClientCapabilities, RequestId, Root } from '@modelcontextprotocol/sdk/types.js';
 import type { AuditEvent } from '../audit/audit-record.js';
 import { renderServerText } from '../util/render-server-text.js';
-import { isObject } from './forwarded-call.js';
+import { isObject } from '../mcp/json-rpc.js';
+import { METHOD } from '../mcp/methods.js';
 
 /**
  * Requests a server makes of its client — `sampling/createMessage` (use the client's model),
  * `elicitation/create` (ask the person), `roots/list` (which folders to work in) — and what
- * hintbox lets through. Pure; `server-request-desk.ts` answers them.
+ * hintbox lets through. Pure; `server-request-broker.ts` answers them.
  */
 
 /** A request of the client in flight in a sandbox (a tool call, or a read): what a server's request or log message is bound to. */
@@ -46,9 +47,9 @@ export interface ServerRequestPolicy {
 
 /** The requests from a server that hintbox takes, by the feature of the policy that allows each. */
 export const SERVER_REQUESTS = Object.freeze({
-  'sampling/createMessage': 'sampling',
-  'elicitation/create': 'elicitation',
-  'roots/list': 'roots',
+  [METHOD.createMessage]: 'sampling',
+  [METHOD.elicit]: 'elicitation',
+  [METHOD.listRoots]: 'roots',
 } as const satisfies Record<string, keyof ServerRequestPolicy>);
 
 export type ServerRequestMethod = keyof typeof SERVER_REQUESTS;
@@ -104,15 +105,15 @@ export function refusalOf(
 ): string | undefined {
   const feature = SERVER_REQUESTS[method];
   if (!policy[feature]) return `the profile does not let this server use ${feature} (serverRequests.${feature})`;
-  if (method === 'roots/list') return undefined;
+  if (method === METHOD.listRoots) return undefined;
   if (!bound) return `${method} outside any tool call of the client: nothing to bind it to`;
   if (pending >= MAX_PENDING_SERVER_REQUESTS) {
     return `${MAX_PENDING_SERVER_REQUESTS} requests of this server already wait for the client`;
   }
   if (!isObject(params)) return `${method}: params must be an object`;
   if (deeperThan(params, MAX_PARAMS_DEPTH)) return `${method}: params nested deeper than ${MAX_PARAMS_DEPTH}`;
-  if (method === 'sampling/createMessage' && !client?.sampling) return 'the client does not support sampling';
-  if (method === 'elicitation/create') {
+  if (method === METHOD.createMessage && !client?.sampling) return 'the client does not support sampling';
+  if (method === METHOD.elicit) {
     if (typeof params.message !== 'string') return 'elicitation/create: params.message must be a string';
     const url = params.mode === 'url';
     if (url && !policy.urlElicitation) {

@@ -1,6 +1,8 @@
 import { LoggingLevelSchema, type LoggingLevel } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '../util/logger.js';
-import type { JsonRpcObject } from './forwarded-call.js';
+import type { JsonRpcObject } from '../mcp/json-rpc.js';
+import { METHOD, NOTIFICATION } from '../mcp/methods.js';
+import type { ForwardedRequest, RequestLifecycle } from './forwarded-request.js';
 import { Relisting } from './relisting.js';
 import { SandboxPool, type Upstream, type UpstreamFactory } from './sandbox-pool.js';
 import { isServerRequest } from './server-requests.js';
@@ -11,9 +13,10 @@ import { isServerRequest } from './server-requests.js';
  * the pool and is the only reader of every upstream's messages, which it hands to the gateway
  * they belong to:
  *
- * - an answer, to the gateway whose id it carries (each gateway forwards under ids of its own:
- *   {@link listenerTag}); a progress notification likewise by its token (the relays send their
- *   own tokens upstream, so two clients' tokens never meet);
+ * - an answer, to the pending request it answers, found by its id among the gateways' calls
+ *   and reads (each gateway forwards under ids of its own: {@link listenerTag}), which passes it
+ *   back to its client itself; a progress notification likewise by its token (the relays send
+ *   their own tokens upstream, so two clients' tokens never meet);
  * - a request of the server (sampling, elicitation, roots) to the gateway with tool calls in
  *   flight in that sandbox when only one has (over stdio, a request says no more of what it
  *   belongs to); when the calls of several clients are in flight there it could be any one's,
@@ -27,16 +30,20 @@ import { isServerRequest } from './server-requests.js';
  * What is not a gateway's goes to the upstream's own SDK client (its numeric ids: handshake, lists).
  */
 
-/** A gateway as the shared sandboxes see it. */
-export interface UpstreamListener {
-  /** Whether an id or a progress token is one its relays sent upstream. */
-  owns(key: unknown): boolean;
-  /** A message of an upstream the fanout chose it for: true when taken. */
-  take(sandboxId: string, upstream: Upstream, message: JsonRpcObject): boolean;
-  /** Whether a tool call of its (`callsOnly`), or any request of its, is in flight in an upstream. */
-  busyIn(upstream: Upstream, callsOnly: boolean): boolean;
-  /** An upstream's connection ended: its calls there are answered. */
-  upstreamClosed(upstream: Upstream): void;
+/** What the dispatcher asks of the forwarded requests of one kind (`RequestLifecycle`). */
+export type ForwardedRequests = Pick<
+  RequestLifecycle<ForwardedRequest>,
+  'get' | 'answer' | 'progress' | 'busyIn' | 'upstreamClosed'
+>;
+
+/** A gateway as the shared sandboxes see it (its request relay). */
+export interface SandboxClient {
+  /** Its tool calls in flight: the dispatcher finds one by its upstream id and hands it its answer. */
+  readonly calls: ForwardedRequests;
+  /** Its reads, prompts and completions in flight, likewise. */
+  readonly reads: ForwardedRequests;
+  /** A message of an upstream that is no request's answer or progress, when the dispatcher chose it: true when taken. */
+  fromServer(sandboxId: string, upstream: Upstream, message: JsonRpcObject): boolean;
 }
 
 export interface SharedSandboxesOptions {
@@ -55,10 +62,10 @@ export interface SharedSandboxesOptions {
   onUnboundRequest?: (sandboxId: string, method: string, more: number) => void;
 }
 
-const LIST_CHANGES = new Set([
-  'notifications/tools/list_changed',
-  'notifications/prompts/list_changed',
-  'notifications/resources/list_changed',
+const LIST_CHANGES = new Set<string>([
+  NOTIFICATION.toolsChanged,
+  NOTIFICATION.promptsChanged,
+  NOTIFICATION.resourcesChanged,
 ]);
 
 /** The ids a gateway's relays use upstream begin `hintbox…:<tag>:`; its tag is unique in the process. */
@@ -69,7 +76,7 @@ export function listenerTag(): string {
 
 export class SharedSandboxes {
   readonly pool: SandboxPool;
-  private readonly listeners = new Set<UpstreamListener>();
+  private readonly listeners = new Set<SandboxClient>();
   /** Every upstream served now (each is told the logging level). */
   private readonly upstreams = new Set<Upstream>();
   private readonly toolsRelisting: Relisting;
@@ -78,10 +85,10 @@ export class SharedSandboxes {
   private lastRefusalLog = 0;
   private refusedUnrecorded = 0;
   /** Each client's logging level, and the level each sandbox was last told. */
-  private readonly levels = new Map<UpstreamListener, LoggingLevel>();
+  private readonly levels = new Map<SandboxClient, LoggingLevel>();
   private readonly sentLevels = new Map<Upstream, LoggingLevel>();
   /** The clients subscribed to each resource URI. */
-  private readonly subscribers = new Map<string, Set<UpstreamListener>>();
+  private readonly subscribers = new Map<string, Set<SandboxClient>>();
   private levelId = 0;
 
   constructor(private readonly options: SharedSandboxesOptions) {
@@ -99,7 +106,7 @@ export class SharedSandboxes {
   }
 
   /** A gateway joins: the messages of every upstream that are its reach it from now on. Returns how it leaves. */
-  join(listener: UpstreamListener): () => void {
+  join(listener: SandboxClient): () => void {
     this.listeners.add(listener);
     return () => {
       this.listeners.delete(listener);
@@ -112,7 +119,7 @@ export class SharedSandboxes {
   }
 
   /** A client is (or is no longer) subscribed to a resource (the sandbox answered its request). */
-  subscribed(listener: UpstreamListener, uri: string, now: boolean): void {
+  subscribed(listener: SandboxClient, uri: string, now: boolean): void {
     const subscribers = this.subscribers.get(uri) ?? new Set();
     if (now && this.listeners.has(listener)) subscribers.add(listener);
     else subscribers.delete(listener);
@@ -124,7 +131,7 @@ export class SharedSandboxes {
    * Whether another client is subscribed to a resource: one client's unsubscribe then is not
    * sent on (the server's subscription is all of its clients'). The last one's is.
    */
-  othersSubscribed(listener: UpstreamListener, uri: string): boolean {
+  othersSubscribed(listener: SandboxClient, uri: string): boolean {
     return [...(this.subscribers.get(uri) ?? [])].some((other) => other !== listener);
   }
 
@@ -133,7 +140,7 @@ export class SharedSandboxes {
    * verbose level any of its clients asked for; each gateway passes its own client only its level
    * and above.
    */
-  setLevel(listener: UpstreamListener, level: LoggingLevel): void {
+  setLevel(listener: SandboxClient, level: LoggingLevel): void {
     if (this.listeners.has(listener)) this.levels.set(listener, level);
     this.tellLevel();
   }
@@ -156,7 +163,10 @@ export class SharedSandboxes {
     void upstream.closed.then(() => {
       this.upstreams.delete(upstream);
       this.sentLevels.delete(upstream);
-      for (const listener of [...this.listeners]) listener.upstreamClosed(upstream);
+      for (const listener of [...this.listeners]) {
+        listener.calls.upstreamClosed(upstream);
+        listener.reads.upstreamClosed(upstream);
+      }
     });
   }
 
@@ -172,7 +182,7 @@ export class SharedSandboxes {
         .send({
           jsonrpc: '2.0',
           id: `hintbox-level:${++this.levelId}`,
-          method: 'logging/setLevel',
+          method: METHOD.setLevel,
           params: { level: asked },
         })
         .catch(() => undefined);
@@ -182,44 +192,57 @@ export class SharedSandboxes {
   /** Hands an upstream's message to whom it belongs (see the class); false: to the upstream's SDK client. */
   private dispatch(sandboxId: string, upstream: Upstream, m: JsonRpcObject): boolean {
     const listeners = [...this.listeners];
-    const give = (listener: UpstreamListener | undefined): boolean => listener?.take(sandboxId, upstream, m) ?? false;
+    const give = (listener: SandboxClient | undefined): boolean =>
+      listener?.fromServer(sandboxId, upstream, m) ?? false;
     if (m.method === undefined) {
       // The SDK client's own ids are numbers; a gateway's are strings. One of a gateway that has
-      // left (or a cancelled call's late answer) is dropped.
+      // left (or a cancelled request's late answer) is dropped.
       if (typeof m.id !== 'string') return false;
-      return give(listeners.find((l) => l.owns(m.id))) || m.id.startsWith('hintbox');
+      for (const requests of listeners.flatMap((l) => [l.calls, l.reads])) {
+        const request = requests.get(m.id);
+        if (request) {
+          requests.answer(request, upstream, m);
+          return true;
+        }
+      }
+      return m.id.startsWith('hintbox');
     }
     const method = m.method;
-    if (method === 'notifications/progress') return give(listeners.find((l) => l.owns(m.params?.progressToken)));
+    if (method === NOTIFICATION.progress) {
+      if (listeners.some((l) => l.calls.progress(upstream, m) || l.reads.progress(upstream, m))) return true;
+      // A token of hintbox's whose request has ended: dropped.
+      const token = m.params?.progressToken;
+      return typeof token === 'string' && token.startsWith('hintbox');
+    }
     if (LIST_CHANGES.has(method)) {
       if (m.id !== undefined) return true; // a request in disguise: dropped
       // A held sandbox runs only for calls: an announcement outside any (between an answer and its freeze) is dropped.
-      if (this.pool.isHeld(upstream, sandboxId) && !listeners.some((l) => l.busyIn(upstream, false))) {
+      if (this.pool.isHeld(upstream, sandboxId) && !listeners.some((l) => busyIn(l, upstream, false))) {
         this.options.log.debug(`a held sandbox announced a list change outside a call: ignored`);
         return true;
       }
-      const relisting = method === 'notifications/tools/list_changed' ? this.toolsRelisting : this.offersRelisting;
+      const relisting = method === NOTIFICATION.toolsChanged ? this.toolsRelisting : this.offersRelisting;
       relisting.announced(upstream);
       return true;
     }
     if (m.id !== undefined && isServerRequest(method)) {
       // To the one gateway with calls in flight there; with none, any gateway refuses it (or
       // answers roots/list); with no gateway at all, the upstream's SDK client does.
-      const busy = listeners.filter((l) => l.busyIn(upstream, true));
+      const busy = listeners.filter((l) => busyIn(l, upstream, true));
       if (busy.length > 1) return this.refuseUnbound(sandboxId, upstream, m);
       return give(busy[0] ?? listeners[0]);
     }
-    if (method === 'notifications/cancelled') return listeners.some((l) => l.take(sandboxId, upstream, m));
-    if (method === 'notifications/message') {
-      const busy = listeners.filter((l) => l.busyIn(upstream, false));
+    if (method === NOTIFICATION.cancelled) return listeners.some((l) => l.fromServer(sandboxId, upstream, m));
+    if (method === NOTIFICATION.message) {
+      const busy = listeners.filter((l) => busyIn(l, upstream, false));
       if (listeners.length === 1 || busy.length === 1) return give(busy[0] ?? listeners[0]);
       this.options.log.debug(
         `a log message of sandbox ${sandboxId} with ${busy.length} clients' requests in flight: dropped`,
       );
       return true;
     }
-    if (method === 'notifications/resources/updated') {
-      for (const listener of listeners) listener.take(sandboxId, upstream, m);
+    if (method === NOTIFICATION.resourceUpdated) {
+      for (const listener of listeners) listener.fromServer(sandboxId, upstream, m);
       return true;
     }
     return false;
@@ -245,4 +268,9 @@ export class SharedSandboxes {
       .catch(() => undefined);
     return true;
   }
+}
+
+/** Whether a tool call of a client (`callsOnly`), or any request of its, is in flight in an upstream. */
+function busyIn(client: SandboxClient, upstream: Upstream, callsOnly: boolean): boolean {
+  return client.calls.busyIn(upstream) || (!callsOnly && client.reads.busyIn(upstream));
 }

@@ -225,7 +225,7 @@ export class HintboxSession implements AsyncDisposable {
       log,
       callTimeoutMs: this.profile.timeouts.call * 1000,
       ...(instructions ? { instructions } : {}),
-      ...(gatekeeper ? { gatekeeper } : {}),
+      ...(gatekeeper ? { guard: gatekeeper } : {}),
       onDeadline: databaseCallHooks(() => this.sandboxes.database, log).onDeadline,
     });
     this.gateways.set(gateway, { settings, ...(gatekeeper ? { guard: gatekeeper } : {}) });

@@ -4,7 +4,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { JSONRPCMessageSchema, JSONRPCRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { Gateway, type RoutedTool } from '../../src/gateway/gateway.js';
+import { Gateway, SharedSandboxes, type RoutedTool } from '../../src/gateway/gateway.js';
 import { LineReader, NdjsonTransport } from '../../src/mcp/ndjson-transport.js';
 import type { Logger } from '../../src/util/logger.js';
 import { factory, type FakeUpstream } from './support/fake-upstream.js';
@@ -337,6 +337,7 @@ class GatewayUnderFire {
     { wire: 'ndjson', capabilities: { tools: {}, logging: {} } },
   );
   readonly gateway: Gateway;
+  readonly shared: SharedSandboxes;
   /** Messages the client sent, as the gateway parsed them. */
   readonly sent: Record<string, unknown>[] = [];
   /** Messages the client read. */
@@ -369,9 +370,8 @@ class GatewayUnderFire {
         { definition: { name, inputSchema: { type: 'object' } }, sandbox: SANDBOX_OF[name]! },
       ]),
     );
-    this.gateway = new Gateway({
-      serverName: 'fuzzed',
-      tools,
+    // The sandboxes, as the session makes them (the gateway only joins them).
+    this.shared = new SharedSandboxes({
       upstreams: async (sandbox) => {
         const upstream = await this.upstreams(sandbox);
         upstream.server.fallbackRequestHandler = (request, extra) =>
@@ -379,6 +379,12 @@ class GatewayUnderFire {
         upstream.client.onerror = (error) => this.sdkError('the upstream client', error);
         return upstream;
       },
+      log,
+    });
+    this.gateway = new Gateway({
+      serverName: 'fuzzed',
+      tools,
+      shared: this.shared,
       log,
       callTimeoutMs: 60_000,
       readSandbox: READ_SANDBOX,
@@ -710,6 +716,7 @@ class GatewayUnderFire {
   async close(): Promise<void> {
     this.toGateway.end();
     await this.gateway.close();
+    await this.shared.close();
     for (const u of this.upstreams.started) await u.close().catch(() => undefined);
   }
 }

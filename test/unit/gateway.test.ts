@@ -4,9 +4,15 @@ import { z } from 'zod';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { ErrorCode, McpError, type CallToolResult, type Progress, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { Gateway, type RoutedTool, type Upstream, type UpstreamFactory } from '../../src/gateway/gateway.js';
+import {
+  Gateway,
+  SharedSandboxes,
+  type RelayGuard,
+  type RoutedTool,
+  type Upstream,
+  type UpstreamFactory,
+} from '../../src/gateway/gateway.js';
 import { createLogger, silentLogger, type Logger } from '../../src/util/logger.js';
-import type { CallGuard } from '../../src/gateway/call-guard.js';
 import type { ApprovalDecision } from '../../src/policy/approval-decision.js';
 import type { AuditOutcomeReport } from '../../src/audit/audit-record.js';
 import { factory, fakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
@@ -43,34 +49,40 @@ async function connect(
     started?: Map<string, Upstream>;
     log?: Logger;
     callTimeoutMs?: number;
-    gatekeeper?: CallGuard;
+    guard?: RelayGuard;
     onDeadline?: (sandbox: string, tool: string) => void;
     onSandboxIdle?: (sandbox: string) => void;
     onToolsListChanged?: (from: Upstream) => Promise<void>;
   } = {},
-): Promise<{ gateway: Gateway; client: Client }> {
+): Promise<{ gateway: Gateway; client: Client; shared: SharedSandboxes }> {
+  // The sandboxes, as the session makes them (the gateway only joins them).
+  const shared = new SharedSandboxes({
+    upstreams,
+    log: extra.log ?? silentLogger,
+    ...(extra.onSandboxIdle ? { onSandboxIdle: extra.onSandboxIdle } : {}),
+    ...(extra.onToolsListChanged ? { onToolsListChanged: extra.onToolsListChanged } : {}),
+  });
+  for (const [id, upstream] of extra.started ?? []) shared.adopt(id, upstream);
   const gateway = new Gateway({
     serverName: 'files',
     tools,
-    upstreams,
+    shared,
     log: extra.log ?? silentLogger,
     callTimeoutMs: extra.callTimeoutMs ?? 10_000,
     readSandbox: 'ro-offline',
-    ...(extra.started ? { started: extra.started } : {}),
-    ...(extra.gatekeeper ? { gatekeeper: extra.gatekeeper } : {}),
+    ...(extra.guard ? { guard: extra.guard } : {}),
     ...(extra.onDeadline ? { onDeadline: extra.onDeadline } : {}),
-    ...(extra.onSandboxIdle ? { onSandboxIdle: extra.onSandboxIdle } : {}),
-    ...(extra.onToolsListChanged ? { onToolsListChanged: extra.onToolsListChanged } : {}),
   });
   const client = new Client({ name: 'test-client', version: '1.0.0' });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await gateway.connect(serverSide);
   await client.connect(clientSide);
   cleanups.push(
+    () => shared.close(),
     () => client.close(),
     () => gateway.close(),
   );
-  return { gateway, client };
+  return { gateway, client, shared };
 }
 
 function text(result: unknown): string {
@@ -420,9 +432,9 @@ describe('Gateway', () => {
     assert.equal(attempts, 2);
   });
 
-  it('close() closes every upstream', async () => {
+  it('close() leaves the shared sandboxes to their owner, whose close() closes every upstream', async () => {
     const f = factory();
-    const { gateway, client } = await connect(
+    const { gateway, client, shared } = await connect(
       routes([
         [READ_DEF, 'ro-offline'],
         [WRITE_DEF, 'rw-offline'],
@@ -433,6 +445,12 @@ describe('Gateway', () => {
     await client.callTool({ name: 'write', arguments: {} });
     await gateway.close();
     assert.equal(f.started.length, 2);
+    assert.deepEqual(
+      f.started.map((u) => u.closedByGateway),
+      [false, false],
+      'other clients may still use them',
+    );
+    await shared.close();
     for (const u of f.started) {
       assert.equal(u.closedByGateway, true, u.id);
       await withTimeout(u.closed, 1000, `${u.id} closed`);
@@ -450,7 +468,7 @@ describe('Gateway', () => {
     });
     const outcomes = new Map<string, AuditOutcomeReport>();
     let next = 0;
-    const gatekeeper = {
+    const guard: RelayGuard = {
       visible: () => true,
       admit: (tool) =>
         Promise.resolve({
@@ -459,14 +477,14 @@ describe('Gateway', () => {
           decision: { retryOnTimeout: false } as ApprovalDecision,
         }),
       finish: (id, report) => outcomes.set(id, report),
-    } as Pick<CallGuard, 'visible' | 'admit' | 'finish'> as CallGuard;
+    };
     const { gateway, client } = await connect(
       routes([
         [READ_DEF, 'ro-offline-dbread'],
         [WRITE_DEF, 'rw-offline-dbwrite'],
       ]),
       f,
-      { gatekeeper },
+      { guard },
     );
     assert.equal(text(await client.callTool({ name: 'write', arguments: {} })), 'rw-offline-dbwrite:write:{}');
     const read = client.callTool({ name: 'read', arguments: { path: 'x' } });
@@ -488,7 +506,7 @@ describe('Gateway', () => {
     const asked = deferred();
     const answer = deferred();
     const outcomes = new Map<string, AuditOutcomeReport>();
-    const gatekeeper = {
+    const guard: RelayGuard = {
       visible: () => true,
       admit: async (tool) => {
         asked.resolve();
@@ -496,11 +514,11 @@ describe('Gateway', () => {
         return { allowed: true, auditId: `${tool}-1`, decision: { retryOnTimeout: false } as ApprovalDecision };
       },
       finish: (id, report) => outcomes.set(id, report),
-    } as Pick<CallGuard, 'visible' | 'admit' | 'finish'> as CallGuard;
-    const { client } = await connect(routes([[WRITE_DEF, 'rw-offline']]), f, { gatekeeper });
+    };
+    const { client } = await connect(routes([[WRITE_DEF, 'rw-offline']]), f, { guard });
     const controller = new AbortController();
     const call = client.callTool({ name: 'write', arguments: {} }, undefined, { signal: controller.signal });
-    await withTimeout(asked.promise, 2000, 'the gatekeeper was asked');
+    await withTimeout(asked.promise, 2000, 'the guard was asked');
     controller.abort('changed my mind');
     await assert.rejects(call);
     answer.resolve();

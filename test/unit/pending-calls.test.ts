@@ -4,7 +4,7 @@ import { PendingCalls, type PendingCall } from '../../src/gateway/forwarded-call
 
 /** A pending call with what `toolsDuring` reads; the rest is never touched by PendingCalls. */
 function call(upstreamId: string, sandbox: string, tool: string, startedAt: number, seq: number): PendingCall {
-  return { upstreamId, clientId: upstreamId, sandbox, tool, startedAt, seq } as unknown as PendingCall;
+  return { upstreamId, clientId: upstreamId, sandbox, what: tool, startedAt, seq } as unknown as PendingCall;
 }
 
 describe('PendingCalls.toolsDuring: which calls ran when a sandbox did something', () => {

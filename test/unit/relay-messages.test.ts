@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { answerOf, notificationOf, type JsonRpcObject } from '../../src/gateway/forwarded-call.js';
+import { answerOf, notificationOf, type JsonRpcObject } from '../../src/mcp/json-rpc.js';
 import { readRefusal, subjectOf } from '../../src/gateway/read-requests.js';
 import { Relisting, MIN_RELISTING_INTERVAL_MS } from '../../src/gateway/relisting.js';
 import type { Upstream } from '../../src/gateway/sandbox-pool.js';

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { JsonRpcObject } from '../../src/gateway/forwarded-call.js';
+import type { JsonRpcObject } from '../../src/mcp/json-rpc.js';
+import type { ForwardedRequest } from '../../src/gateway/forwarded-request.js';
 import type { Upstream } from '../../src/gateway/sandbox-pool.js';
-import { SharedSandboxes, type UpstreamListener } from '../../src/gateway/shared-sandboxes.js';
+import { SharedSandboxes, type ForwardedRequests, type SandboxClient } from '../../src/gateway/shared-sandboxes.js';
 import { silentLogger } from '../../src/util/logger.js';
 
 /**
@@ -10,7 +11,7 @@ import { silentLogger } from '../../src/util/logger.js';
  * routing, with fake gateways and a fake upstream (no server, no Docker).
  */
 
-interface FakeListener extends UpstreamListener {
+interface FakeListener extends SandboxClient {
   got: JsonRpcObject[];
   /** Set when it has a call / request in flight there (the number is only a marker). */
   oldestCall?: number;
@@ -18,14 +19,24 @@ interface FakeListener extends UpstreamListener {
 }
 
 function listener(prefix: string, inFlight: { call?: number; request?: number } = {}): FakeListener {
+  /** Its calls or reads: a request of every id of its prefix is pending (what it got is recorded). */
+  const requests = (busy: () => boolean): ForwardedRequests => ({
+    get: (id) => (id.startsWith(prefix) ? ({ upstreamId: id } as ForwardedRequest) : undefined),
+    answer: (_request, _upstream, m) => void l.got.push(m),
+    progress: (_upstream, m) => {
+      const token = m.params?.progressToken;
+      return typeof token === 'string' && token.startsWith(prefix) && l.got.push(m) > 0;
+    },
+    busyIn: busy,
+    upstreamClosed: () => undefined,
+  });
   const l: FakeListener = {
     got: [],
     ...(inFlight.call !== undefined ? { oldestCall: inFlight.call } : {}),
     ...(inFlight.request !== undefined ? { oldestRequest: inFlight.request } : {}),
-    owns: (key) => typeof key === 'string' && key.startsWith(prefix),
-    take: (_id, _upstream, m) => (l.got.push(m), true),
-    busyIn: (_upstream, callsOnly) => (callsOnly ? l.oldestCall : (l.oldestRequest ?? l.oldestCall)) !== undefined,
-    upstreamClosed: () => undefined,
+    calls: requests(() => l.oldestCall !== undefined),
+    reads: requests(() => l.oldestRequest !== undefined),
+    fromServer: (_id, _upstream, m) => (l.got.push(m), true),
   };
   return l;
 }

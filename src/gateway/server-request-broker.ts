@@ -1,6 +1,6 @@
 import { ErrorCode, type JSONRPCMessage, type RequestId, type Root } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '../util/logger.js';
-import type { JsonRpcObject } from './forwarded-call.js';
+import type { JsonRpcObject } from '../mcp/json-rpc.js';
 import type { Upstream } from './sandbox-pool.js';
 import {
   markedElicitation,
@@ -12,6 +12,7 @@ import {
   type ServerRequestMethod,
   type ServerRequestPolicy,
 } from './server-requests.js';
+import { METHOD } from '../mcp/methods.js';
 
 /** What answering the servers' requests needs. */
 export interface ServerRequestContext {
@@ -43,7 +44,7 @@ export const REFUSAL_LINE_INTERVAL_MS = 1000;
  * before, and again once answered; it is withdrawn from the client when its call ends or the
  * server cancels it.
  */
-export class ServerRequestDesk {
+export class ServerRequestBroker {
   /** Each upstream's requests waiting for the client, by the server's id. */
   private readonly waiting = new WeakMap<Upstream, Map<RequestId, AbortController>>();
   /** The same, by the client's call they are bound to. */
@@ -89,7 +90,7 @@ export class ServerRequestDesk {
     const policy = this.context.policy();
     for (const [controller, { method, url }] of this.asked) {
       const allowed =
-        method === 'sampling/createMessage' ? policy.sampling : policy.elicitation && (!url || policy.urlElicitation);
+        method === METHOD.createMessage ? policy.sampling : policy.elicitation && (!url || policy.urlElicitation);
       if (!allowed) controller.abort(new Error('the server lost trust'));
     }
   }
@@ -109,7 +110,7 @@ export class ServerRequestDesk {
     const passed = bound ? (this.passedPerCall.get(bound.clientId) ?? 0) : 0;
     const refused = waiting.has(id)
       ? 'its id is one of its requests still waiting'
-      : passed >= MAX_REQUESTS_PER_CALL && method !== 'roots/list'
+      : passed >= MAX_REQUESTS_PER_CALL && method !== METHOD.listRoots
         ? `a tool call may ask the client ${MAX_REQUESTS_PER_CALL} times at most`
         : refusalOf(method, request.params, context.policy(), context.peer.capabilities(), !!bound, waiting.size);
     if (refused) {
@@ -118,7 +119,7 @@ export class ServerRequestDesk {
     }
     // The sandbox's folders, never the client's host paths; nothing of the client's: recorded
     // once per sandbox start (a server may ask as often as it likes).
-    if (method === 'roots/list') {
+    if (method === METHOD.listRoots) {
       if (!this.rootsAnswered.has(upstream)) {
         this.rootsAnswered.add(upstream);
         const ref = `${sandbox}#${this.nextRef++}`;
@@ -159,7 +160,7 @@ export class ServerRequestDesk {
     try {
       const result = await context.peer.request(
         method,
-        method === 'elicitation/create' ? markedElicitation(context.serverName, params) : sampledParams(params),
+        method === METHOD.elicit ? markedElicitation(context.serverName, params) : sampledParams(params),
         { relatedRequestId: bound.clientId, timeoutMs: context.timeoutMs, signal: controller.signal },
       );
       // An elicitation's answer says what the person did (accept, decline, cancel); never its content.

@@ -1,34 +1,6 @@
-import type { CallToolResult, JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { errorResult } from '../mcp/json-rpc.js';
 import type { Logger } from '../util/logger.js';
-import type { ClientChannel } from './call-guard.js';
-import { errorResult } from './forwarded-call.js';
-
-/** What the call relay is given: the client it serves, the routes, the wait for verification. */
-
-/** A tool's route: its definition as served and its sandbox. */
-export interface Route {
-  sandbox: string;
-}
-
-/** The client a relay serves. */
-export interface RelayClient {
-  /** Sends to the client; `relatedRequestId`: the request the message belongs to. Rejects when it cannot. */
-  send(message: JSONRPCMessage, relatedRequestId?: RequestId): Promise<void>;
-  /** The person at the client, for the confirmation of one request. */
-  channelFor(requestId: RequestId): ClientChannel;
-}
-
-/** Sends to the client; a failure is logged (there is nobody else to tell). */
-export function sendToClient(
-  client: RelayClient,
-  log: Logger,
-  message: JSONRPCMessage,
-  relatedRequestId?: RequestId,
-): void {
-  void client
-    .send(message, relatedRequestId)
-    .catch((error: Error) => log.warn(`could not pass a message to the client: ${error.message}`));
-}
 
 /**
  * A cold start's verification of the server against its lock file: calls wait for it. Once it

@@ -1,0 +1,102 @@
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type {
+  ClientCapabilities,
+  JSONRPCMessage,
+  MessageExtraInfo,
+  RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { SplitTransport } from '../mcp/split-transport.js';
+import type { Logger } from '../util/logger.js';
+import type { ClientChannel } from './call-guard.js';
+import type { ClientPeer } from './server-requests.js';
+
+/**
+ * The client's connection as the relays use it: the SDK `Server` (initialize, the lists,
+ * hintbox's own requests of the client) and, over the same transport, the relays' traffic
+ * (`SplitTransport`). Everything sent for a request of the client carries it
+ * (`relatedRequestId`: over HTTP, the stream of that request). Each forwarded request holds
+ * it, so its answer goes straight back, not up through the gateway.
+ */
+export class ClientConnection implements ClientPeer {
+  private transport?: SplitTransport;
+
+  constructor(
+    private readonly server: Server,
+    private readonly log: Logger,
+  ) {}
+
+  /**
+   * Serves the client on `transport`: the relays `take` their messages first, the SDK `Server`
+   * gets the rest; `closed` runs once the client is gone (before the SDK hears of it).
+   */
+  async connect(
+    transport: Transport,
+    take: (message: JSONRPCMessage, extra?: MessageExtraInfo) => boolean,
+    closed: () => void,
+  ): Promise<void> {
+    const split = new SplitTransport(transport);
+    split.take = take;
+    split.onClose(closed);
+    this.transport = split;
+    await this.server.connect(split.sdk);
+  }
+
+  /** Sends to the client as part of its request `relatedRequestId`. Rejects when it cannot be written. */
+  send(message: JSONRPCMessage, relatedRequestId?: RequestId): Promise<void> {
+    // Nobody to tell (not connected yet, or gone): dropped, not a log line per server message.
+    if (!this.transport?.connected) return Promise.resolve();
+    return this.transport.send(message, relatedRequestId === undefined ? undefined : { relatedRequestId });
+  }
+
+  /** {@link send}, a failure logged (there is nobody else to tell). */
+  tell(message: JSONRPCMessage, relatedRequestId?: RequestId): void {
+    void this.send(message, relatedRequestId).catch((error: Error) =>
+      this.log.warn(`could not pass a message to the client: ${error.message}`),
+    );
+  }
+
+  /** What the client declared at `initialize`. */
+  capabilities(): ClientCapabilities | undefined {
+    return this.server.getClientCapabilities();
+  }
+
+  /** A request of hintbox's to the client (a server's sampling or elicitation, passed on), as part of `relatedRequestId`. */
+  request(
+    method: string,
+    params: Record<string, unknown> | undefined,
+    options: { relatedRequestId: RequestId; timeoutMs: number; signal: AbortSignal },
+  ): Promise<Record<string, unknown>> {
+    const { relatedRequestId, timeoutMs, signal } = options;
+    return this.server.request({ method, ...(params ? { params } : {}) }, z.looseObject({}), {
+      relatedRequestId,
+      timeout: timeoutMs,
+      signal,
+    });
+  }
+
+  /** The person at the client, for the confirmation of one request (sent as part of it). */
+  channelFor(requestId: RequestId): ClientChannel {
+    const asked = (timeoutMs: number, signal?: AbortSignal) => ({
+      timeout: timeoutMs,
+      relatedRequestId: requestId,
+      ...(signal ? { signal } : {}),
+    });
+    return {
+      canElicit: () => this.capabilities()?.elicitation?.form !== undefined,
+      elicit: (params, timeoutMs, signal) => this.server.elicitInput(params, asked(timeoutMs, signal)),
+      canElicitUrl: () => this.capabilities()?.elicitation?.url !== undefined,
+      elicitUrl: (params, timeoutMs, signal) => this.server.elicitInput(params, asked(timeoutMs, signal)),
+      elicitationComplete: (elicitationId) => {
+        try {
+          void this.server
+            .createElicitationCompletionNotifier(elicitationId, { relatedRequestId: requestId })()
+            .catch(() => undefined);
+        } catch {
+          // A client without URL elicitation: nothing to tell.
+        }
+      },
+    };
+  }
+}
