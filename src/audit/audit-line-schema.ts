@@ -317,49 +317,6 @@ export type AuditEventType = AuditEvent['type'];
 
 export const AUDIT_LINE_TYPES = Object.keys(AUDIT_LINE_SCHEMAS) as readonly AuditLineType[];
 
-/**
- * The fields a reader relies on, by type, required on every line read (the head is, always).
- * The others are checked when present and may be absent: a line without them, written by hand
- * or by a tool, reads as it always did; every line hintbox writes has them all.
- */
-const REQUIRED_ON_READ: { readonly [T in AuditLineType]?: readonly (keyof LineSchemas[T]['shape'])[] } = {
-  'log.open': ['chain', 'seq'],
-  'call.intent': ['session', 'server', 'tool', 'tags', 'claimedTags', 'decision'],
-  'call.outcome': ['callId', 'outcome'],
-};
-
-/** The schemas a line is read with; a field nobody declared is kept (a reader shows what was written). */
-const READ_SCHEMAS: ReadonlyMap<string, z.ZodType> = new Map(
-  AUDIT_LINE_TYPES.map((type) => {
-    const schema: z.ZodObject = AUDIT_LINE_SCHEMAS[type];
-    const required = new Set<string>([...AUDIT_HEAD_FIELDS, ...(REQUIRED_ON_READ[type] ?? [])]);
-    const mask: Record<string, true> = {};
-    for (const key of Object.keys(schema.shape)) if (!required.has(key)) mask[key] = true;
-    return [type, schema.partial(mask as Record<never, true>).loose()];
-  }),
-);
-
-/**
- * Checks a JSON value as a line of a known type: the line, or the problem in one line naming the
- * field (its path), with the line's type before it unless the field is one every line has.
- */
-export function readAuditLine(value: Record<string, unknown>): AuditLine | string {
-  if (value.v !== AUDIT_SCHEMA_VERSION) {
-    return `schema version ${JSON.stringify(value.v)}: this hintbox reads version ${AUDIT_SCHEMA_VERSION}`;
-  }
-  const schema = typeof value.type === 'string' ? READ_SCHEMAS.get(value.type) : undefined;
-  const parsed = schema?.safeParse(value);
-  // Cast: a field not required on read may be absent (see REQUIRED_ON_READ), as it could before.
-  if (parsed?.success) return parsed.data as AuditLine;
-  const issues = parsed?.error.issues ?? [];
-  // The head first, in its order, as a reader relies on it before any field of the kind.
-  const head = AUDIT_HEAD_FIELDS.map((field) => issues.find((i) => i.path[0] === field)).find(Boolean);
-  if (!schema && !head) return `type: unknown type ${JSON.stringify(value.type)}`;
-  const issue = head ?? issues[0]!;
-  const where = issue.path.map(String).join('.');
-  return head ? `${where}: ${issue.message}` : `${String(value.type)}: ${where}: ${issue.message}`;
-}
-
 /** A field of a line as the audit schema page lists it. */
 export interface AuditFieldDoc {
   name: string;

@@ -4,14 +4,18 @@ import type { ClaimedHints, ToolHints } from '../policy/hints.js';
 import type { ToolTag } from '../policy/tool-tags.js';
 import { capText, textDigest } from '../util/cap-text.js';
 import type { z } from 'zod';
-import type { AuditDeciderSchema } from './audit-line-schema.js';
 import {
+  AUDIT_HEAD_FIELDS,
+  AUDIT_LINE_SCHEMAS,
+  AUDIT_LINE_TYPES,
+  AUDIT_SCHEMA_VERSION,
   AuditDecisionSchema,
   AuditOutcomeSchema,
-  readAuditLine,
+  type AuditDeciderSchema,
   type AuditEvent,
   type AuditLine,
   type AuditLineOf,
+  type AuditLineType,
 } from './audit-line-schema.js';
 
 /**
@@ -187,9 +191,33 @@ export type CallOutcomeLine = AuditLineOf<'call.outcome'>;
 export type AuditEventLine = AuditLineOf<AuditEvent['type']>;
 
 /**
+ * The fields a reader relies on, by type, required on every line read (the head is, always).
+ * The others are checked when present and may be absent: a line without them, written by hand
+ * or by a tool, reads as it always did; every line hintbox writes has them all.
+ */
+const REQUIRED_ON_READ: { readonly [T in AuditLineType]?: readonly (keyof (typeof AUDIT_LINE_SCHEMAS)[T]['shape'])[] } =
+  {
+    'log.open': ['chain', 'seq'],
+    'call.intent': ['session', 'server', 'tool', 'tags', 'claimedTags', 'decision'],
+    'call.outcome': ['callId', 'outcome'],
+  };
+
+/** The schemas a line is read with (a field nobody declared passes: the line is returned as written). */
+const READ_SCHEMAS: ReadonlyMap<string, z.ZodType> = new Map(
+  AUDIT_LINE_TYPES.map((type) => {
+    const schema: z.ZodObject = AUDIT_LINE_SCHEMAS[type];
+    const required = new Set<string>([...AUDIT_HEAD_FIELDS, ...(REQUIRED_ON_READ[type] ?? [])]);
+    const mask: Record<string, true> = {};
+    for (const key of Object.keys(schema.shape)) if (!required.has(key)) mask[key] = true;
+    return [type, schema.partial(mask as Record<never, true>)];
+  }),
+);
+
+/**
  * Parses one line with its type's schema (`audit-line-schema.ts`): the version, the fields every
- * line has, and the fields of its type. Fields nobody declared are kept. Throws an
- * {@link AuditRecordError} naming the problem, and the field, in one line.
+ * line has, and the fields of its type; returns it as written (fields nobody declared too). Throws an
+ * {@link AuditRecordError} naming the problem in one line: the field (its path), after the
+ * line's type unless every line has that field.
  */
 export function parseAuditLine(text: string): AuditLine {
   let value: unknown;
@@ -201,7 +229,22 @@ export function parseAuditLine(text: string): AuditLine {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new AuditRecordError('not a JSON object');
   }
-  const line = readAuditLine(value as Record<string, unknown>);
-  if (typeof line === 'string') throw new AuditRecordError(line);
-  return line;
+  const { v, type } = value as Record<string, unknown>;
+  if (v !== AUDIT_SCHEMA_VERSION) {
+    throw new AuditRecordError(
+      `schema version ${JSON.stringify(v)}: this hintbox reads version ${AUDIT_SCHEMA_VERSION}`,
+    );
+  }
+  const schema = typeof type === 'string' ? READ_SCHEMAS.get(type) : undefined;
+  if (!schema) throw new AuditRecordError(`type: unknown type ${JSON.stringify(type)}`);
+  const parsed = schema.safeParse(value);
+  // The line as written, in its order (the schemas change no value: their output is the line).
+  // Cast: a field not required on read may be absent (see REQUIRED_ON_READ), as it could before.
+  if (parsed.success) return value as AuditLine;
+  const { issues } = parsed.error;
+  // The head first, in its order: a reader relies on it before any field of the kind.
+  const head = AUDIT_HEAD_FIELDS.map((field) => issues.find((i) => i.path[0] === field)).find(Boolean);
+  const issue = head ?? issues[0]!;
+  const where = `${head ? '' : `${String(type)}: `}${issue.path.map(String).join('.')}`;
+  throw new AuditRecordError(`${where}: ${issue.message}`);
 }

@@ -120,6 +120,57 @@ describe('lock file', () => {
     assert.equal(lockedTool(emptyLock('fs'), 'constructor'), undefined);
   });
 
+  it('reads a lock file as an earlier hintbox wrote it, and never writes one that would not read back', () => {
+    // Written before prompts and resources were approved: no offer sections.
+    const earlier =
+      [
+        '{',
+        '  "instructions": {',
+        '    "sha256": "213c22ed7234eb11116e1e88f314c73cb3a019b5c87fe224b6ce5665bd9ec50e",',
+        '    "text": "Be brief."',
+        '  },',
+        '  "lockfileVersion": 1,',
+        '  "server": "fs",',
+        '  "tools": {',
+        '    "read_file": {',
+        '      "definition": {',
+        '        "_meta": null,',
+        '        "annotations": {',
+        '          "destructiveHint": true,',
+        '          "idempotentHint": false,',
+        '          "openWorldHint": true,',
+        '          "readOnlyHint": true',
+        '        },',
+        '        "description": "Read a file",',
+        '        "execution": null,',
+        '        "icons": null,',
+        '        "inputSchema": {',
+        '          "type": "object"',
+        '        },',
+        '        "name": "read_file",',
+        '        "outputSchema": null,',
+        '        "title": null',
+        '      },',
+        '      "sha256": "faff836095c491f8e8f009c80d24a626b5597eede2040e1aba660f19fe1988cc"',
+        '    }',
+        '  }',
+        '}',
+      ].join('\n') + '\n';
+    const read = parseLockFile(earlier, 'fs.lock.json', 'fs');
+    assert.equal(read.tools.read_file?.definition.description, 'Read a file');
+    assert.deepEqual([read.prompts, read.resources, read.resourceTemplates], [{}, {}, {}]);
+    assert.equal(serializeLockFile(read), earlier, 'written again, the same bytes');
+    const dir = tempDir();
+    const file = path.join(dir, 'fs.lock.json');
+    const tool = read.tools.read_file;
+    const edited = {
+      ...read,
+      tools: { read_file: { ...tool, definition: { ...tool.definition, description: 'Write' } } },
+    };
+    assert.throws(() => writeLockFile(file, edited), /^.*fs\.lock\.json: tools\.read_file\.sha256: is not the SHA-256/);
+    assert.deepEqual(readdirSync(dir), [], 'nothing written');
+  });
+
   it('is written atomically: no temporary file left, the old content replaced whole, readable by others (0644)', () => {
     const dir = tempDir();
     const file = path.join(dir, 'fs.lock.json');
