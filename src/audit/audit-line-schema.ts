@@ -7,8 +7,9 @@ import { z } from 'zod';
  *
  * Schema version 1. Every line has `v`, `id`, `time`, `type` and, last, `prev`: the SHA-256
  * (hex) of the line before it in its chain (see `audit-chain.ts`). A field added after its
- * kind was first written is optional, so that lines of every earlier hintbox still read;
- * fields nobody declared are kept as they are (a reader shows what was written).
+ * kind was first written is optional, so that lines of every earlier hintbox still read; a
+ * reader requires only the fields it relies on and checks the others when present
+ * (`REQUIRED_ON_READ` in `audit-record.ts`), and fields nobody declared pass as written.
  */
 
 /** The schema version every line carries (`v`). A reader refuses lines of a version it does not know. */
