@@ -1504,4 +1504,23 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'AUDIT-LINE-SCHEMA',
+    statement:
+      "Every audit line is read through its type's zod schema: a line whose declared field no hintbox wrote so (a wrong type) is a break in audit verify, though its hash chain is intact; lines of earlier versions still read, and a lock file that would not read back is never written.",
+    tests: [
+      {
+        file: 'unit/audit-line-schema.test.ts',
+        title: 'audit verify names a line whose field no hintbox wrote so, though its chain is intact',
+      },
+      {
+        file: 'unit/audit-line-schema.test.ts',
+        title: 'reads lines of earlier versions: without the fields added since, and with fields it does not know',
+      },
+      {
+        file: 'unit/lock-file.test.ts',
+        title: 'reads a lock file as an earlier hintbox wrote it, and never writes one that would not read back',
+      },
+    ],
+  },
 ];

@@ -1,20 +1,29 @@
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import {
-  OFFER_FIELD,
-  offerHash,
-  OFFER_KEY_FIELD,
-  OFFER_KINDS,
-  offerKey,
-  type OfferKind,
-  type OfferPin,
-} from '../policy/offer-pin.js';
-import { pinHash, toJsonValue, type JsonValue, type PinnedDefinition, type ToolPin } from '../policy/tool-pin.js';
+import { OFFER_FIELD, OFFER_KINDS, offerKey, type OfferKind, type OfferPin } from '../policy/offer-pin.js';
+import { toJsonValue, type JsonValue, type ToolPin } from '../policy/tool-pin.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { withExclusiveLock, type ExclusiveLockOptions } from '../util/exclusive-lock.js';
 import { escapeInvisibleInJson, renderServerText } from '../util/render-server-text.js';
 import { HintboxError } from '../util/hintbox-error.js';
+import {
+  defineEntry,
+  isObject,
+  LOCK_FILE_VERSION,
+  lockFileSchemaOf,
+  type LockedOffer,
+  type LockedTool,
+  type LockFile,
+} from './lock-file-schema.js';
+
+export {
+  instructionsHash,
+  LOCK_FILE_VERSION,
+  LockFileSchema,
+  type LockedOffer,
+  type LockedTool,
+  type LockFile,
+} from './lock-file-schema.js';
 
 /**
  * The lock file of what a person approved, beside the profile (`<profile>.lock.json`), written
@@ -23,40 +32,10 @@ import { HintboxError } from '../util/hintbox-error.js';
  * in) and its SHA-256 (`policy/tool-pin.ts`), the server's `instructions` with theirs, and
  * per prompt, resource and resource template its definition as listed and its SHA-256
  * (`policy/offer-pin.ts`; sections left out while empty, so older lock files read the same).
- * `hintbox run` reads it and never writes it.
+ * `hintbox run` reads it and never writes it. Its format is a zod schema (`lock-file-schema.ts`):
+ * every read goes through it, and so does every write (a lock that would not read back is not
+ * written).
  */
-
-/** The format this hintbox writes and reads (`lockfileVersion`). */
-export const LOCK_FILE_VERSION = 1;
-
-export interface LockedTool {
-  /** SHA-256 (hex) of the canonical JSON of `definition`. */
-  sha256: string;
-  definition: PinnedDefinition;
-}
-
-/** An approved prompt, resource or resource template. */
-export interface LockedOffer {
-  /** SHA-256 (hex) of the canonical JSON of `definition`. */
-  sha256: string;
-  definition: { [key: string]: JsonValue };
-}
-
-export interface LockFile {
-  lockfileVersion: typeof LOCK_FILE_VERSION;
-  /** The profile's `name`. */
-  server: string;
-  /** The server's `instructions` from `initialize` as approved (null: it sent none), and their SHA-256. */
-  instructions: { text: string | null; sha256: string | null };
-  /** By tool name. */
-  tools: Record<string, LockedTool>;
-  /** By prompt name. */
-  prompts: Record<string, LockedOffer>;
-  /** By URI. */
-  resources: Record<string, LockedOffer>;
-  /** By URI template. */
-  resourceTemplates: Record<string, LockedOffer>;
-}
 
 /** The lock file's section of each kind of offer. */
 export const OFFER_SECTION = OFFER_FIELD satisfies Record<OfferKind, keyof LockFile>;
@@ -70,11 +49,6 @@ export class LockFileError extends HintboxError {
 }
 
 export { lockFilePath } from '../profile/profile-paths.js';
-
-/** SHA-256 (hex) of instructions text, null for none. */
-export function instructionsHash(text: string | null | undefined): string | null {
-  return typeof text === 'string' ? createHash('sha256').update(text, 'utf8').digest('hex') : null;
-}
 
 /**
  * The locked tool of this name, if any. Tool names are the server's: `constructor` or
@@ -149,11 +123,6 @@ function withEntry<T>(section: Record<string, T>, key: string, value: T): Record
   return copy;
 }
 
-/** An own entry whatever the key: `section['__proto__'] = …` would set the prototype instead. */
-function defineEntry<T>(section: Record<string, T>, key: string, value: T): void {
-  Object.defineProperty(section, key, { value, enumerable: true, writable: true, configurable: true });
-}
-
 /** The lock with one tool's pin set. */
 export function lockTool(lock: LockFile, pin: ToolPin): LockFile {
   return { ...lock, tools: { ...lock.tools, [pin.definition.name]: { sha256: pin.hash, definition: pin.definition } } };
@@ -202,7 +171,7 @@ export function readLockFile(file: string, server: string): LockFile | undefined
   return parseLockFile(text, file, server);
 }
 
-/** Checks a lock file's text (see {@link readLockFile}). Pure. */
+/** Checks a lock file's text with its schema (see {@link readLockFile}). Pure. */
 export function parseLockFile(text: string, file: string, server: string): LockFile {
   const fail = (field: string, message: string): never => {
     // One line: what the file holds (a key, a value JSON.parse quotes) may be quoted in it, rendered.
@@ -217,74 +186,11 @@ export function parseLockFile(text: string, file: string, server: string): LockF
   if (!isObject(value)) return fail('(file)', 'expected a JSON object');
   // Hashing and quoting a value walk it recursively: deeper, they would overflow the stack.
   if (nestedDeeperThan(value, MAX_LOCK_DEPTH)) return fail('(file)', `nested deeper than ${MAX_LOCK_DEPTH} levels`);
-  if (value.lockfileVersion !== LOCK_FILE_VERSION) {
-    return fail(
-      'lockfileVersion',
-      `${JSON.stringify(value.lockfileVersion)} is not a version this hintbox reads (${LOCK_FILE_VERSION})`,
-    );
-  }
-  if (value.server !== server)
-    fail('server', `the lock is of ${JSON.stringify(value.server)}, the profile of ${server}`);
-  const instructions = value.instructions;
-  if (!isObject(instructions)) return fail('instructions', 'expected an object');
-  if (instructions.text !== null && typeof instructions.text !== 'string') {
-    fail('instructions.text', 'expected a string or null');
-  }
-  if (instructions.sha256 !== instructionsHash(instructions.text as string | null)) {
-    fail('instructions.sha256', 'is not the SHA-256 of instructions.text');
-  }
-  if (!isObject(value.tools)) return fail('tools', 'expected an object');
-  const tools: Record<string, LockedTool> = {};
-  for (const [name, entry] of Object.entries(value.tools)) {
-    if (!isObject(entry) || !isObject(entry.definition) || typeof entry.sha256 !== 'string') {
-      return fail(`tools.${name}`, 'expected { sha256, definition }');
-    }
-    const definition = entry.definition as unknown as PinnedDefinition;
-    if (definition.name !== name) fail(`tools.${name}.definition.name`, `is ${JSON.stringify(definition.name)}`);
-    if (!isObject(definition.annotations)) fail(`tools.${name}.definition.annotations`, 'expected an object');
-    if (pinHash(definition) !== entry.sha256) {
-      fail(`tools.${name}.sha256`, 'is not the SHA-256 of its definition (edited by hand?): approve the tool again');
-    }
-    defineEntry(tools, name, { sha256: entry.sha256, definition });
-  }
-  const offers = Object.fromEntries(
-    OFFER_KINDS.map((kind) => [OFFER_SECTION[kind], parseOfferSection(value[OFFER_SECTION[kind]], kind, fail)]),
-  ) as Pick<LockFile, (typeof OFFER_SECTION)[OfferKind]>;
-  return {
-    lockfileVersion: LOCK_FILE_VERSION,
-    server,
-    instructions: { text: instructions.text as string | null, sha256: instructions.sha256 as string | null },
-    tools,
-    ...offers,
-  };
-}
-
-/** A section of offers (absent: none), each entry keyed by its definition's key and hashed right. */
-function parseOfferSection(
-  value: unknown,
-  kind: OfferKind,
-  fail: (field: string, message: string) => never,
-): Record<string, LockedOffer> {
-  const name = OFFER_SECTION[kind];
-  const section: Record<string, LockedOffer> = {};
-  if (value === undefined) return section;
-  if (!isObject(value)) return fail(name, 'expected an object');
-  for (const [key, entry] of Object.entries(value)) {
-    // A key is the server's text (up to 2048 characters of anything): rendered, so the error stays one line.
-    const where = `${name}.${renderServerText(key)}`;
-    if (!isObject(entry) || !isObject(entry.definition) || typeof entry.sha256 !== 'string') {
-      return fail(where, 'expected { sha256, definition }');
-    }
-    const definition = entry.definition as { [key: string]: JsonValue };
-    // The field itself, not `offerKey` (which is `String(…)`: a name 123 or none would pass as "123" or "undefined").
-    const own = definition[OFFER_KEY_FIELD[kind]];
-    if (own !== key) fail(`${where}.definition`, `is of ${renderServerText(String(JSON.stringify(own)))}`);
-    if (offerHash(definition) !== entry.sha256) {
-      fail(`${where}.sha256`, 'is not the SHA-256 of its definition (edited by hand?): approve it again');
-    }
-    defineEntry(section, key, { sha256: entry.sha256, definition });
-  }
-  return section;
+  const parsed = lockFileSchemaOf(server).safeParse(value);
+  if (parsed.success) return parsed.data;
+  // The first problem, as a reader meets it (the schema's fields are in that order).
+  const issue = parsed.error.issues[0]!;
+  return fail(issue.path.map(String).join('.'), issue.message);
 }
 
 /**
@@ -293,7 +199,9 @@ function parseOfferSection(
  * part. Mode 0644: it is meant to be read and committed.
  */
 export function writeLockFile(file: string, lock: LockFile): void {
-  writeFileAtomic(file, serializeLockFile(lock));
+  const text = serializeLockFile(lock);
+  parseLockFile(text, file, lock.server); // a lock that would not read back (a hash not its definition's) is refused
+  writeFileAtomic(file, text);
 }
 
 /**
@@ -319,10 +227,6 @@ export async function updateLockFile(
     },
     options,
   );
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /** How deep a lock file may nest (an approved schema is far shallower). */

@@ -187,7 +187,7 @@ function matcher(filter: AuditFilter): {
     (filter.session === undefined || line.session === filter.session);
   return {
     intent: (line) =>
-      common(line as unknown as { time: string } & Record<string, unknown>) &&
+      common(line) &&
       (filter.decision === undefined || line.decision === filter.decision) &&
       (tag === undefined || line.tags.includes(tag) || line.claimedTags.includes(tag)),
     event: (line) =>
@@ -195,7 +195,7 @@ function matcher(filter: AuditFilter): {
       filter.decision === undefined &&
       filter.outcome === undefined &&
       tag === undefined &&
-      common(line as unknown as { time: string } & Record<string, unknown>),
+      common(line),
     complete: (call) => filter.outcome === undefined || call.outcome === filter.outcome,
   };
 }
