@@ -139,7 +139,7 @@ describe('approval, pins and audit under hintbox run', { timeout: 300_000 }, () 
       const { name, file } = untrustedLiar();
       assert.equal((await hintboxCommand(['approve', file, 'unannotated_write'])).code, 0);
       const target = path.join(workspace, `${name}.txt`);
-      await using hintbox = await runHintbox(file, {}, confirmations);
+      await using hintbox = await runHintbox(file, { confirmations });
       const result = await hintbox.client.callTool({
         name: 'unannotated_write',
         arguments: { path: `/data/${name}.txt`, content: 'should not be written' },

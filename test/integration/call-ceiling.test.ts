@@ -43,7 +43,7 @@ describe('a call past timeouts.call, kept alive by progress', { timeout: 180_000
       const log = path.join(workspace, 'ticks.log');
       return existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean).length : 0;
     };
-    await using hintbox = await runHintbox(file, {}, 'approve');
+    await using hintbox = await runHintbox(file);
     let progress = 0;
     const asked = Date.now(); // its confirmation's dry run (a preview) runs keep_busy until the preview's own limit first
     const call = hintbox.client

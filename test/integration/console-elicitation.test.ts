@@ -49,17 +49,15 @@ describe('the console with clients that can be asked', { timeout: 600_000 }, () 
 
   it('URL mode: the client is given the link, the page approves, the call runs and the client is told it is done', async () => {
     const asked: ElicitRequest['params'][] = [];
-    await using hintbox = await runHintbox(
-      profile,
-      { WORKSPACE: workspace },
-      'approve',
-      { elicitation: { url: {} } },
-      ['--console'],
-      (params): ElicitResult => {
+    await using hintbox = await runHintbox(profile, {
+      env: { WORKSPACE: workspace },
+      capabilities: { elicitation: { url: {} } },
+      args: ['--console'],
+      onElicit: (params): ElicitResult => {
         asked.push(params);
         return { action: 'accept' };
       },
-    );
+    });
     const completed: string[] = [];
     hintbox.client.setNotificationHandler(ElicitationCompleteNotificationSchema, (n) => {
       completed.push(n.params.elicitationId);
@@ -100,17 +98,15 @@ describe('the console with clients that can be asked', { timeout: 600_000 }, () 
 
   it('URL mode: a client that declines the link denies the call as the person, and the page stops waiting', async () => {
     const asked: ElicitRequest['params'][] = [];
-    await using hintbox = await runHintbox(
-      profile,
-      { WORKSPACE: workspace },
-      'approve',
-      { elicitation: { url: {} } },
-      ['--console'],
-      (params): ElicitResult => {
+    await using hintbox = await runHintbox(profile, {
+      env: { WORKSPACE: workspace },
+      capabilities: { elicitation: { url: {} } },
+      args: ['--console'],
+      onElicit: (params): ElicitResult => {
         asked.push(params);
         return { action: 'decline' };
       },
-    );
+    });
     const result = await hintbox.client.callTool(write('declined-link.txt', 'never\n'));
     assert.equal(result.isError, true);
     assert.match(textOf(result), /the confirmation was declined/);
@@ -134,17 +130,14 @@ describe('the console with clients that can be asked', { timeout: 600_000 }, () 
 
   it('URL mode without the console: nobody can be asked, and the audit does not say a person declined', async () => {
     const asked: ElicitRequest['params'][] = [];
-    await using hintbox = await runHintbox(
-      profile,
-      { WORKSPACE: workspace },
-      'approve',
-      { elicitation: { url: {} } },
-      [],
-      (params): ElicitResult => {
+    await using hintbox = await runHintbox(profile, {
+      env: { WORKSPACE: workspace },
+      capabilities: { elicitation: { url: {} } },
+      onElicit: (params): ElicitResult => {
         asked.push(params);
         return { action: 'accept' };
       },
-    );
+    });
     const result = await hintbox.client.callTool(write('no-console.txt', 'never\n'));
     assert.equal(result.isError, true);
     assert.match(textOf(result), /cannot be asked/);
@@ -160,18 +153,16 @@ describe('the console with clients that can be asked', { timeout: 600_000 }, () 
 
   it('form mode: the form carries the link; approved on the page first, the call runs and the form is cancelled', async () => {
     const asked: ElicitRequest['params'][] = [];
-    await using hintbox = await runHintbox(
-      profile,
-      { WORKSPACE: workspace },
-      'approve',
-      { elicitation: { form: {} } },
-      ['--console'],
-      (params): Promise<ElicitResult> => {
+    await using hintbox = await runHintbox(profile, {
+      env: { WORKSPACE: workspace },
+      capabilities: { elicitation: { form: {} } },
+      args: ['--console'],
+      onElicit: (params): Promise<ElicitResult> => {
         asked.push(params);
         // The person never answers the form.
         return new Promise<ElicitResult>(() => undefined);
       },
-    );
+    });
     // What reaches the client, as sent: the SDK's client ignores a cancellation of request id 0
     // (it tests the id for truthiness), so the handler's signal cannot be relied on to see it.
     const received: { id?: unknown; method?: string; params?: { requestId?: unknown } }[] = [];
@@ -214,17 +205,15 @@ describe('the console with clients that can be asked', { timeout: 600_000 }, () 
   it('form mode: answered in the form first, the call runs and the page no longer waits', async () => {
     const asked: ElicitRequest['params'][] = [];
     let answerForm!: (result: ElicitResult) => void;
-    await using hintbox = await runHintbox(
-      profile,
-      { WORKSPACE: workspace },
-      'approve',
-      { elicitation: { form: {} } },
-      ['--console'],
-      (params): Promise<ElicitResult> => {
+    await using hintbox = await runHintbox(profile, {
+      env: { WORKSPACE: workspace },
+      capabilities: { elicitation: { form: {} } },
+      args: ['--console'],
+      onElicit: (params): Promise<ElicitResult> => {
         asked.push(params);
         return new Promise<ElicitResult>((resolve) => (answerForm = resolve));
       },
-    );
+    });
     const running = hintbox.client.callTool(write('form-first.txt', 'form first\n'));
     running.catch(() => undefined); // awaited below; a failed assertion before must not leave it unhandled
     await eventually(() => Promise.resolve(asked.length > 0), 120_000, 'elicitation/create');

@@ -70,7 +70,11 @@ describe('the console in a browser', { timeout: 300_000 }, () => {
   it('approves and declines calls of a client without elicitation, approves definitions, and refuses forgeries', async () => {
     const workspace = sandboxFolder();
     const profile = copyOfShippedProfile('filesystem');
-    await using hintbox = await runHintbox(profile, { WORKSPACE: workspace }, 'unsupported', {}, ['--console']);
+    await using hintbox = await runHintbox(profile, {
+      env: { WORKSPACE: workspace },
+      confirmations: 'unsupported',
+      args: ['--console'],
+    });
     const linkIn = (): string | undefined =>
       /console: (http:\/\/127\.0\.0\.1:\d+\/approvals\?token=\S+)/.exec(hintbox.stderr())?.[1];
     await eventually(() => Promise.resolve(linkIn() !== undefined), 15_000, "the console's link on stderr");

@@ -179,7 +179,7 @@ describe('a database server under hintbox run', { timeout: 600_000 }, () => {
       // Pinned, so that an untrusted server's tools are asked for rather than blocked.
       const approved = await hintboxCommand(['approve', profile, '--all'], env);
       assert.equal(approved.code, 0, approved.stderr);
-      hintbox = await runHintbox(profile, env, 'approve');
+      hintbox = await runHintbox(profile, { env });
       readRole = await credentialsOf(hintbox);
     });
 
@@ -318,7 +318,7 @@ describe('a database server under hintbox run', { timeout: 600_000 }, () => {
       );
       return rows[0]!.n;
     };
-    await using hintbox = await runHintbox(lingerer, env, 'approve');
+    await using hintbox = await runHintbox(lingerer, { env });
     assert.deepEqual(await call(hintbox, 'hold_lock'), { ok: true, value: 'locked' });
     // Without the end of the call's sessions the lock would live until the statement timeout (the call's: 120 s).
     await eventually(async () => (await advisoryLocks()) === 0, 10_000, "the lock released with the call's sessions");
@@ -326,14 +326,14 @@ describe('a database server under hintbox run', { timeout: 600_000 }, () => {
   });
 
   it('after a run killed with SIGKILL, the next start drops its roles: none remains and the password no longer logs in', async () => {
-    const killed = await runHintbox(profile, env, 'approve');
+    const killed = await runHintbox(profile, { env });
     const orphan = await credentialsOf(killed);
     process.kill(killed.pid, 'SIGKILL');
     await killed.exited;
     await killed[Symbol.asyncDispose]();
     assert.ok((await hintboxRoles()).includes(orphan.user), 'the killed run left its role (control)');
 
-    const next = await runHintbox(profile, env, 'approve');
+    const next = await runHintbox(profile, { env });
     try {
       // The tools are approved, so run answers from the lock file at once and opens the database
       // (which sweeps) in the background: wait for the sweep instead of racing it.

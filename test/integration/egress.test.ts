@@ -178,7 +178,7 @@ describe('network by host name: the egress proxy', { timeout: 600_000 }, () => {
   });
 
   it('lets an open-world tool reach only listed hosts, through the proxy alone', async () => {
-    await using hintbox = await runHintbox(profile, env());
+    await using hintbox = await runHintbox(profile, { env: env() });
     const call = async (name: string, args: Record<string, unknown>) =>
       outcomeOf(await hintbox.client.callTool({ name, arguments: args }));
 
@@ -275,7 +275,7 @@ describe('network by host name: the egress proxy', { timeout: 600_000 }, () => {
   });
 
   it('removes a proxy it no longer hears from: its sandbox is left without a way out, not unwatched', async () => {
-    await using hintbox = await runHintbox(profile, env());
+    await using hintbox = await runHintbox(profile, { env: env() });
     const fetch = async (url: string) =>
       outcomeOf(await hintbox.client.callTool({ name: 'fetch', arguments: { url } }));
     assert.deepEqual((await fetch(`http://allowed.test:${PORT}/before`)).value, {
@@ -312,7 +312,7 @@ describe('network by host name: the egress proxy', { timeout: 600_000 }, () => {
   });
 
   it('sweeps the proxies and networks of a run killed with SIGKILL at the next start', async () => {
-    const killed = await runHintbox(profile, env());
+    const killed = await runHintbox(profile, { env: env() });
     const { docker: d } = await docker();
     const ofKilled = [LABEL_SESSION, `${LABEL_OWNER_PID}=${killed.pid}`];
     const proxies = () => d.listContainers({ all: true, filters: { label: [...ofKilled, LABEL_EGRESS] } });
@@ -350,7 +350,7 @@ describe('network by host name: the egress proxy', { timeout: 600_000 }, () => {
   });
 
   it("lets a closed-world tool reach the server's backend and nothing else; trying is a hint violation", async () => {
-    const hintbox = await runHintbox(profile, env());
+    const hintbox = await runHintbox(profile, { env: env() });
     const pid = hintbox.pid;
     try {
       const call = async (args: Record<string, unknown>) =>

@@ -111,7 +111,7 @@ describe('pre-approved paths', { timeout: 240_000 }, () => {
 
   it('does not let a regex rule for a folder pre-approve a path that walks out of it with ..', async () => {
     const { workspace, profile } = setUp('/workspace/scratch/.*');
-    await using hintbox = await runHintbox(profile, {}, 'deny');
+    await using hintbox = await runHintbox(profile, { confirmations: 'deny' });
     await hintbox.client.callTool({
       name: 'write_file',
       arguments: { path: '/workspace/scratch/../notes.txt', content: 'overwritten' },
@@ -122,7 +122,7 @@ describe('pre-approved paths', { timeout: 240_000 }, () => {
 
   it('pre-approves by path only inside the folder (under:), and confirms a path that walks out of it', async () => {
     const { workspace, profile } = setUp({ under: '/workspace/scratch' });
-    await using hintbox = await runHintbox(profile, {}, 'deny');
+    await using hintbox = await runHintbox(profile, { confirmations: 'deny' });
     const inside = outcomeOf(
       await hintbox.client.callTool({
         name: 'write_file',
@@ -239,7 +239,7 @@ describe('a preview of thousands of files', { timeout: 300_000 }, () => {
       trust: 'trusted',
       mounts: [{ source: workspace, target: '/workspace' }],
     });
-    await using hintbox = await runHintbox(profile, {}, 'deny');
+    await using hintbox = await runHintbox(profile, { confirmations: 'deny' });
     // While the call waits for its confirmation, a ping every 100 ms: its answer comes from
     // hintbox's event loop, so its delay is that loop's lag.
     let worstPingMs = 0;

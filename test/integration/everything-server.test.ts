@@ -95,7 +95,7 @@ describe('the everything reference server under hintbox run', { timeout: 240_000
     before(async () => {
       const approve = await hintboxCommand(['approve', PROFILE, '--all']);
       assert.equal(approve.code, 0, approve.stderr);
-      hintbox = await runHintbox(PROFILE, {}, 'approve', { sampling: {} });
+      hintbox = await runHintbox(PROFILE, { capabilities: { sampling: {} } });
       hintbox.client.setRequestHandler(CreateMessageRequestSchema, (request) => {
         sampled.push(request.params);
         return { role: 'assistant', content: { type: 'text', text: 'sampled through hintbox' }, model: 'test-model' };

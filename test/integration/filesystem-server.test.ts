@@ -48,7 +48,7 @@ describe('the filesystem reference server under hintbox run', { timeout: 240_000
 
     // Nothing known of the image: the ceiling's class is guessed, held, and removed unreleased.
     rmSync(known, { force: true });
-    const guessing = await runHintbox(profile, { WORKSPACE: workspace });
+    const guessing = await runHintbox(profile, { env: { WORKSPACE: workspace } });
     try {
       await guessing.client.listTools();
       assert.match(guessing.stderr(), /starting rw-online early \(held at the gate until discovery answers; a guess/);
@@ -65,7 +65,7 @@ describe('the filesystem reference server under hintbox run', { timeout: 240_000
 
     mkdirSync(path.dirname(known), { recursive: true });
     writeFileSync(known, JSON.stringify({ imageId, tools: [{ name: 'planted' }] }));
-    const first = await runHintbox(profile, { WORKSPACE: workspace });
+    const first = await runHintbox(profile, { env: { WORKSPACE: workspace } });
     try {
       await first.client.listTools();
       assert.match(first.stderr(), /starting rw-online early/);
@@ -86,7 +86,7 @@ describe('the filesystem reference server under hintbox run', { timeout: 240_000
       await first.exited;
     }
 
-    const second = await runHintbox(profile, { WORKSPACE: workspace });
+    const second = await runHintbox(profile, { env: { WORKSPACE: workspace } });
     try {
       await second.client.listTools();
       assert.match(second.stderr(), /starting rw-offline early \(held at the gate until discovery answers\)/);
@@ -104,7 +104,7 @@ describe('the filesystem reference server under hintbox run', { timeout: 240_000
     // An untrusted server: its tools are served only once approved, and every call is confirmed.
     const approve = await hintboxCommand(['approve', PROFILE, '--all'], { WORKSPACE: workspace });
     assert.equal(approve.code, 0, approve.stderr);
-    const hintbox = await runHintbox(PROFILE, { WORKSPACE: workspace });
+    const hintbox = await runHintbox(PROFILE, { env: { WORKSPACE: workspace } });
     const pid = hintbox.pid;
     try {
       // Answered from the lock file at once (a cold start): the approved definitions, with the
@@ -175,7 +175,7 @@ describe('the filesystem reference server under hintbox run', { timeout: 240_000
     chownSync(workspace, 1234, 1235);
     const approve = await hintboxCommand(['approve', PROFILE, '--all'], { WORKSPACE: workspace });
     assert.equal(approve.code, 0, approve.stderr);
-    const hintbox = await runHintbox(PROFILE, { WORKSPACE: workspace });
+    const hintbox = await runHintbox(PROFILE, { env: { WORKSPACE: workspace } });
     try {
       const write = await hintbox.client.callTool({
         name: 'write_file',

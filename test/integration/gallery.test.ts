@@ -28,7 +28,7 @@ import { scratchFolder } from '../support/scratch-folder.js';
 async function approvedRun(profile: string, env: Record<string, string> = {}) {
   const approved = await hintboxCommand(['approve', profile, '--all'], env);
   assert.equal(approved.code, 0, approved.stderr);
-  return runHintbox(profile, env);
+  return runHintbox(profile, { env });
 }
 
 /** The text of a tool result's content. */
@@ -135,7 +135,7 @@ describe('the gallery of shipped profiles', { timeout: 900_000 }, () => {
       .start();
     const url = `http://${await defaultBridgeGateway(canary.getId())}:${canary.getMappedPort(8080)}/page`;
     try {
-      await using hintbox = await runHintbox(profile, env);
+      await using hintbox = await runHintbox(profile, { env });
       const fetched = await hintbox.client.callTool({ name: 'imageFetch', arguments: { url } });
       assert.notEqual(fetched.isError, true, JSON.stringify(fetched));
       assert.match(textOf(fetched), new RegExp(token), 'the page the canary served');

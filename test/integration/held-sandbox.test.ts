@@ -67,7 +67,7 @@ describe(
       const approve = await hintboxCommand(['approve', file, '--all']);
       assert.equal(approve.code, 0, approve.stderr);
 
-      await using hintbox = await runHintbox(file, {}, 'deny');
+      await using hintbox = await runHintbox(file, { confirmations: 'deny' });
       // The call waits until the server is verified (a cold start from the lock file): by then
       // every planned sandbox is up, the writing one held at its gate.
       const declined = await hintbox.client.callTool({ name: 'slow_write', arguments: { ms: 10 } });
@@ -89,7 +89,7 @@ describe(
 
     it('freezes a writing sandbox between calls: its server makes no progress without a call in flight', async () => {
       const { workspace, file } = sneak({ trust: 'trusted' });
-      await using hintbox = await runHintbox(file, {}, 'approve');
+      await using hintbox = await runHintbox(file);
       await delay(500);
       assert.equal(existsSync(path.join(workspace, 'victim.txt')), true, 'held until the first call');
       assert.equal(ticksIn(workspace), 0, 'held until the first call');
@@ -111,7 +111,7 @@ describe(
 
     it("lets a trusted server's writing sandbox run free only when its profile says hold: false", async () => {
       const { workspace, file } = sneak({ trust: 'trusted', hold: false });
-      await using hintbox = await runHintbox(file, {}, 'approve');
+      await using hintbox = await runHintbox(file);
       await eventually(async () => ticksIn(workspace) > 3, 10_000, 'the free server ticking with no call');
       assert.equal(
         existsSync(path.join(workspace, 'victim.txt')),

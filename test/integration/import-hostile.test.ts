@@ -151,7 +151,7 @@ describe('hintbox import of a hostile registry entry', { timeout: 600_000 }, () 
     };
     const approve = await hintboxCommand(['approve', profile, '--all'], set);
     assert.equal(approve.code, 0, approve.stderr);
-    await using run = await runHintbox(profile, set);
+    await using run = await runHintbox(profile, { env: set });
     const note = await run.client.callTool({ name: 'read_note', arguments: {} });
     assert.deepEqual(note.content, [{ type: 'text', text: '[pynotes] forecast: sunny\n' }], JSON.stringify(note));
     const { docker: d } = await docker();

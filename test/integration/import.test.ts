@@ -103,16 +103,16 @@ describe('hintbox import', { timeout: 900_000 }, () => {
       assert.match(plan.stdout, /^TOOL /m);
     }
 
-    await using memory = await runHintbox(profileOf('memory'), env);
+    await using memory = await runHintbox(profileOf('memory'), { env });
     const graph = await memory.client.callTool({ name: 'read_graph', arguments: {} });
     assert.notEqual(graph.isError, true, JSON.stringify(graph));
     assert.match(JSON.stringify(graph.content), /entities/);
 
-    await using pynotes = await runHintbox(profileOf('pynotes'), env);
+    await using pynotes = await runHintbox(profileOf('pynotes'), { env });
     const written = await pynotes.client.callTool({ name: 'write_note', arguments: { text: 'imported' } });
     assert.deepEqual(written.content, [{ type: 'text', text: '[pynotes] written' }], JSON.stringify(written));
 
-    await using liar = await runHintbox(profileOf('liar'), env);
+    await using liar = await runHintbox(profileOf('liar'), { env });
     const identity = outcomeOf(await liar.client.callTool({ name: 'identity', arguments: {} }));
     assert.equal(identity.ok, true, JSON.stringify(identity));
     const sandboxes = await containersOf(liar.pid, false);

@@ -44,7 +44,7 @@ describe('prompts, resources and requests of the server through hintbox', { time
     const sampled: unknown[] = [];
 
     before(async () => {
-      hintbox = await runHintbox(profileOf('asker'), {}, 'approve', { sampling: {}, roots: { listChanged: false } });
+      hintbox = await runHintbox(profileOf('asker'), { capabilities: { sampling: {}, roots: { listChanged: false } } });
       hintbox.client.setRequestHandler(CreateMessageRequestSchema, (request) => {
         sampled.push(request.params);
         return { role: 'assistant', content: { type: 'text', text: 'hi from the client' }, model: 'test-model' };
@@ -169,7 +169,7 @@ describe('prompts, resources and requests of the server through hintbox', { time
     const profile = profileOf('asker-untrusted', { trust: 'untrusted' });
     assert.equal((await hintboxCommand(['approve', profile, '--all'])).code, 0);
     {
-      await using hintbox = await runHintbox(profile, {}, 'approve', { sampling: {} });
+      await using hintbox = await runHintbox(profile, { capabilities: { sampling: {} } });
       let sampled = 0;
       hintbox.client.setRequestHandler(CreateMessageRequestSchema, () => {
         sampled++;
@@ -187,7 +187,7 @@ describe('prompts, resources and requests of the server through hintbox', { time
 
   it('refuses a request the server makes outside any call', async () => {
     const profile = profileOf('asker-unbound', { env: { ASKER_UNBOUND: '1' } });
-    await using hintbox = await runHintbox(profile, {}, 'approve', { sampling: {} });
+    await using hintbox = await runHintbox(profile, { capabilities: { sampling: {} } });
     let sampled = 0;
     hintbox.client.setRequestHandler(CreateMessageRequestSchema, () => {
       sampled++;
@@ -240,7 +240,7 @@ describe('prompts, resources and requests of the server through hintbox', { time
   it('records a flood of refused requests sparingly, counted', async () => {
     const name = `asker-flood-${process.pid}`;
     {
-      await using hintbox = await runHintbox(profileOf('asker-flood'), {}, 'approve', { sampling: {} });
+      await using hintbox = await runHintbox(profileOf('asker-flood'), { capabilities: { sampling: {} } });
       await hintbox.client.callTool({ name: 'flood', arguments: { count: 500 } });
       await new Promise((r) => setTimeout(r, 2500));
     }

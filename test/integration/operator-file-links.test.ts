@@ -44,7 +44,7 @@ describe('operator files with a second name (hard link) in a writable mount', { 
     // The attack: one approved, innocuous call that writes a note (a person says yes to it).
     let refused: string | undefined;
     try {
-      await using hintbox = await runHintbox(file, {}, 'approve');
+      await using hintbox = await runHintbox(file);
       const result = await hintbox.client.callTool({ name: 'write_note', arguments: { text: 'trust: trusted\n' } });
       assert.equal(result.isError, undefined, JSON.stringify(result));
     } catch (error) {

@@ -117,7 +117,7 @@ describe('package sources', { timeout: 600_000 }, () => {
       });
       const approve = await hintboxCommand(['approve', profile, '--all'], pip);
       assert.equal(approve.code, 0, approve.stderr);
-      const hintbox = await runHintbox(profile, pip);
+      const hintbox = await runHintbox(profile, { env: pip });
       try {
         const read = await hintbox.client.callTool({ name: 'read_note', arguments: {} });
         // "[pynotes] " comes from the dependency (pynotes-text): it was resolved and installed.

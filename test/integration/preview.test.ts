@@ -44,7 +44,7 @@ describe('previews of calls in confirmations', { timeout: 300_000 }, () => {
     const untouched = contentsOf(workspace);
 
     {
-      await using hintbox = await runHintbox(PROFILE, { WORKSPACE: workspace }, 'deny');
+      await using hintbox = await runHintbox(PROFILE, { env: { WORKSPACE: workspace }, confirmations: 'deny' });
       const write = await hintbox.client.callTool({
         name: 'write_file',
         arguments: { path: '/workspace/new.txt', content: 'hello preview\n' },
@@ -96,7 +96,7 @@ describe('previews of calls in confirmations', { timeout: 300_000 }, () => {
     const approve = await hintboxCommand(['approve', PROFILE, '--all'], { WORKSPACE: workspace });
     assert.equal(approve.code, 0, approve.stderr);
     {
-      await using hintbox = await runHintbox(PROFILE, { WORKSPACE: workspace }, 'deny');
+      await using hintbox = await runHintbox(PROFILE, { env: { WORKSPACE: workspace }, confirmations: 'deny' });
       await hintbox.client.callTool({
         name: 'write_file',
         arguments: { path: '/workspace/new.txt', content: 'x' },
