@@ -3,7 +3,8 @@ import fs, { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } fro
 import { syncBuiltinESMExports } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import fc from 'fast-check';
 import pg from 'pg';
 import { lineHash } from '../../src/audit/audit-chain.js';
@@ -23,7 +24,7 @@ import { startPostgres, type StartedPostgres } from './support/postgres.js';
  * The Postgres sink against a real Postgres 15: at least once and idempotent, remembering
  * where it got to, catching up after the database was down, and never in the way of the log.
  */
-describe('the audit log shipped to Postgres', { timeout: 240_000 }, () => {
+integrationSuite('the audit log shipped to Postgres', { timeout: 240_000 }, (suite) => {
   let postgres: StartedPostgres;
   let db: pg.Client;
   let root: string;
@@ -33,7 +34,7 @@ describe('the audit log shipped to Postgres', { timeout: 240_000 }, () => {
     await db.connect();
     root = mkdtempSync(path.join(os.tmpdir(), 'hintbox-sink-test-'));
   });
-  after(async () => {
+  suite.defer(async () => {
     await db?.end();
     await postgres?.stop();
     rmSync(root, { recursive: true, force: true });

@@ -1,6 +1,7 @@
 import net from 'node:net';
 import os from 'node:os';
 import { after, before, describe, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import assert from 'node:assert/strict';
 import { Client, type DatabaseError } from 'pg';
 import { encodeCancelRequest, parseErrorFields } from '../../src/database/pg-wire.js';
@@ -161,10 +162,10 @@ async function hintboxRoles(): Promise<string[]> {
   return rows.map((r) => r.name);
 }
 
-describe(
+integrationSuite(
   'a read-only, network-less server attacks through its database (issue 11, items 3-5)',
   { timeout: 300_000 },
-  () => {
+  (suite) => {
     before(async () => {
       pg = await startPostgres();
       const setup = new Client({ connectionString: pg.adminUrl });
@@ -183,7 +184,7 @@ describe(
       await provisioner.prepare();
     });
 
-    after(async () => {
+    suite.defer(async () => {
       if (admin) {
         await using provisioner = await RoleProvisioner.connect({ adminUrl: pg.adminUrl, section: SECTION });
         for (const name of await hintboxRoles().catch(() => []))

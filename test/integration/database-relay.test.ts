@@ -1,7 +1,8 @@
 import { existsSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import assert from 'node:assert/strict';
 import { Client, type DatabaseError } from 'pg';
 import { adminEndpoint, withDatabase } from '../../src/database/admin-url.js';
@@ -109,7 +110,7 @@ async function psqlInSandbox(env: Record<string, string>, script: string): Promi
   }
 }
 
-describe('socket relay to a real PostgreSQL 15', { timeout: 300_000 }, () => {
+integrationSuite('socket relay to a real PostgreSQL 15', { timeout: 300_000 }, (suite) => {
   before(async () => {
     pg = await startPostgres();
     const setup = new Client({ connectionString: pg.adminUrl });
@@ -139,7 +140,7 @@ describe('socket relay to a real PostgreSQL 15', { timeout: 300_000 }, () => {
     });
   });
 
-  after(async () => {
+  suite.defer(async () => {
     await relay?.close();
     if (role) await provisioner?.dropRole(role.name);
     await provisioner?.close();

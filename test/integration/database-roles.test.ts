@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import os from 'node:os';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import assert from 'node:assert/strict';
 import { Client, type DatabaseError } from 'pg';
 import { DatabaseConnectionError, withDatabase } from '../../src/database/admin-url.js';
@@ -140,7 +141,7 @@ function connectProvisioner(options: { now?: () => Date; section?: Partial<typeo
   });
 }
 
-describe('database roles against a real PostgreSQL 15', { timeout: 300_000 }, () => {
+integrationSuite('database roles against a real PostgreSQL 15', { timeout: 300_000 }, (suite) => {
   before(async () => {
     pg = await startPostgres();
     const setup = new Client({ connectionString: pg.adminUrl });
@@ -154,7 +155,7 @@ describe('database roles against a real PostgreSQL 15', { timeout: 300_000 }, ()
     provisioner = await connectProvisioner();
   });
 
-  after(async () => {
+  suite.defer(async () => {
     for (const name of admin ? await hintboxRoles().catch(() => []) : []) {
       await provisioner?.dropRole(name).catch(() => undefined);
     }

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import pg from 'pg';
 import { parse as parseConnectionString } from 'pg-connection-string';
 import { ROLE_PREFIX } from '../../src/database/role-grants.js';
@@ -10,7 +11,6 @@ import {
   DBLIAR_IMAGE,
   DBLINGER_IMAGE,
   allHintboxContainers,
-  assertNoLeftovers,
   containersOf,
   ensureDatabaseFixtureImage,
   ensureDblingerImage,
@@ -39,7 +39,7 @@ interface Credentials {
   envUrl: string;
 }
 
-describe('a database server under hintbox run', { timeout: 600_000 }, () => {
+integrationSuite('a database server under hintbox run', { timeout: 600_000 }, (suite) => {
   let postgres: StartedPostgres;
   let admin: pg.Client;
   let profile: string;
@@ -87,12 +87,16 @@ describe('a database server under hintbox run', { timeout: 600_000 }, () => {
 
   before(async () => {
     [postgres] = await Promise.all([startPostgres(), ensureDatabaseFixtureImage()]);
+    suite.use(postgres);
     const setup = new pg.Client({ connectionString: postgres.adminUrl });
     await setup.connect();
     await setup.query(`CREATE DATABASE ${DATABASE}`);
     await setup.end();
     admin = new pg.Client({ connectionString: postgres.adminUrl.replace(/\/postgres$/, `/${DATABASE}`) });
     await admin.connect();
+    suite.defer(() => admin.end().catch(() => undefined));
+    // Roles are leftovers too: every run drops its own, the next start a killed run's.
+    suite.defer(async () => assert.deepEqual(await hintboxRoles(), [], 'no role with the hintbox prefix left'));
     await admin.query(`CREATE SCHEMA shop;
       CREATE TABLE shop.items (id serial PRIMARY KEY, name text NOT NULL);
       INSERT INTO shop.items (name) VALUES ('apple'), ('pear');`);
@@ -107,12 +111,6 @@ describe('a database server under hintbox run', { timeout: 600_000 }, () => {
       limits: { pids: 64, memory: '128m' },
     });
     env = { [ADMIN_ENV]: postgres.adminUrl };
-  });
-
-  after(async () => {
-    await admin?.end().catch(() => undefined);
-    await postgres?.stop();
-    await assertNoLeftovers();
   });
 
   it('reports an unset admin URL variable as a profile error (exit 2), without echoing anything', async () => {
@@ -171,7 +169,7 @@ describe('a database server under hintbox run', { timeout: 600_000 }, () => {
     assert.deepEqual(await hintboxRoles(), [], 'plan drops the discovery role');
   });
 
-  describe('one run', () => {
+  suite.describe('one run', (group) => {
     let hintbox: RunningHintbox & { asked: unknown[] };
     let readRole: Credentials;
 
@@ -179,12 +177,8 @@ describe('a database server under hintbox run', { timeout: 600_000 }, () => {
       // Pinned, so that an untrusted server's tools are asked for rather than blocked.
       const approved = await hintboxCommand(['approve', profile, '--all'], env);
       assert.equal(approved.code, 0, approved.stderr);
-      hintbox = await runHintbox(profile, { env });
+      hintbox = group.use(await runHintbox(profile, { env }));
       readRole = await credentialsOf(hintbox);
-    });
-
-    after(async () => {
-      await hintbox?.[Symbol.asyncDispose]();
     });
 
     it('gives the sandbox PG* variables and a DATABASE_URL for the relayed socket and its own role', () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, describe, it, before } from 'node:test';
-import { allHintboxContainers, ensureTestImages, LIAR_IMAGE, assertNoLeftovers } from './support/docker.js';
+import { it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
+import { allHintboxContainers, ensureTestImages, LIAR_IMAGE } from './support/docker.js';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'yaml';
@@ -8,10 +9,7 @@ import { scratchFolder } from '../support/scratch-folder.js';
 import { hintboxCommand, sandboxFolder, writeProfile } from './support/hintbox-process.js';
 
 /** Failures are one clear message, a non-zero exit, and nothing left started. */
-describe('hintbox fails closed', { timeout: 180_000 }, () => {
-  after(assertNoLeftovers);
-  before(ensureTestImages);
-
+integrationSuite('hintbox fails closed', { timeout: 180_000, images: [ensureTestImages] }, () => {
   const idsOfOurs = async () => new Set((await allHintboxContainers()).map((c) => c.Id));
 
   it('says where it looked when Docker is not reachable', async () => {

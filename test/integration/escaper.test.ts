@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import { LABEL_CLASS } from '../../src/engine/docker/container-spec.js';
-import { assertNoLeftovers, containersOf, docker } from './support/docker.js';
+import { containersOf, docker } from './support/docker.js';
 import { ESCAPER_IMAGE, ensureEscaperImage } from './support/escaper.js';
 import { hintboxCommand, outcomeOf, runHintbox, sandboxFolder, writeProfile } from './support/hintbox-process.js';
 
@@ -21,10 +22,7 @@ async function imageEnvKeys(): Promise<string[]> {
   return [...(info.Config.Env ?? []).map((e) => e.slice(0, e.indexOf('='))), 'HOSTNAME', 'PATH'];
 }
 
-describe('the environment a server gets', { timeout: 180_000 }, () => {
-  before(ensureEscaperImage);
-  after(assertNoLeftovers);
-
+integrationSuite('the environment a server gets', { timeout: 180_000, images: [ensureEscaperImage] }, () => {
   const envOf = async (env: Record<string, string>): Promise<Record<string, string>> => {
     const profile = writeProfile({
       name: `escaper-env-${process.pid}`,
@@ -56,10 +54,7 @@ describe('the environment a server gets', { timeout: 180_000 }, () => {
   });
 });
 
-describe("a server's stderr on the host's disk", { timeout: 240_000 }, () => {
-  before(ensureEscaperImage);
-  after(assertNoLeftovers);
-
+integrationSuite("a server's stderr on the host's disk", { timeout: 240_000, images: [ensureEscaperImage] }, () => {
   it("keeps Docker's log of a sandbox and hintbox's own log bounded when a read-only tool floods stderr", async (t) => {
     const profile = writeProfile({
       name: `escaper-log-${process.pid}`,
@@ -88,10 +83,7 @@ describe("a server's stderr on the host's disk", { timeout: 240_000 }, () => {
   });
 });
 
-describe('pre-approved paths', { timeout: 240_000 }, () => {
-  before(ensureEscaperImage);
-  after(assertNoLeftovers);
-
+integrationSuite('pre-approved paths', { timeout: 240_000, images: [ensureEscaperImage] }, () => {
   const precious = 'notes the server must not overwrite\n';
   /** A workspace with notes.txt and an empty scratch/ folder, and a trusted profile with this rule. */
   const setUp = (rule: unknown): { workspace: string; profile: string } => {
@@ -143,10 +135,7 @@ describe('pre-approved paths', { timeout: 240_000 }, () => {
   });
 });
 
-describe('Unix sockets in a mount', { timeout: 240_000 }, () => {
-  before(ensureEscaperImage);
-  after(assertNoLeftovers);
-
+integrationSuite('Unix sockets in a mount', { timeout: 240_000, images: [ensureEscaperImage] }, () => {
   /**
    * A host service in the project folder, as a test double: whoever connects and says
    * "overwrite" has it overwrite a host file the sandbox cannot otherwise reach.
@@ -227,10 +216,7 @@ describe('Unix sockets in a mount', { timeout: 240_000 }, () => {
   });
 });
 
-describe('a preview of thousands of files', { timeout: 300_000 }, () => {
-  before(ensureEscaperImage);
-  after(assertNoLeftovers);
-
+integrationSuite('a preview of thousands of files', { timeout: 300_000, images: [ensureEscaperImage] }, () => {
   it('keeps hintbox responsive while it previews a dry run that leaves 2000 files, and says the preview was cut', async (t) => {
     const workspace = sandboxFolder();
     const profile = writeProfile({

@@ -2,17 +2,12 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import pg from 'pg';
 import { GenericContainer, Wait } from 'testcontainers';
 import { ROLE_PREFIX } from '../../src/database/role-grants.js';
-import {
-  assertNoLeftovers,
-  CANARY_IMAGE,
-  defaultBridgeGateway,
-  mountsOfClass,
-  sandboxOfClass,
-} from './support/docker.js';
+import { CANARY_IMAGE, defaultBridgeGateway, mountsOfClass, sandboxOfClass } from './support/docker.js';
 import { auditOf, copyOfShippedProfile, hintboxCommand, runHintbox, sandboxFolder } from './support/hintbox-process.js';
 import { startPostgres } from './support/postgres.js';
 import { scratchFolder } from '../support/scratch-folder.js';
@@ -70,7 +65,7 @@ async function buildImageOf(name: string, env: Record<string, string> = {}): Pro
   assert.doesNotMatch(built.stderr, /resolving/, `${name}: the shipped package lock is current`);
 }
 
-describe('the gallery of shipped profiles', { timeout: 900_000 }, () => {
+integrationSuite('the gallery of shipped profiles', { timeout: 900_000 }, () => {
   before(async () => {
     // Each server's image takes tens of seconds to build on a cold engine, mostly waiting on npm
     // and Docker: the first builds the Node base too, the others are built side by side.
@@ -82,7 +77,6 @@ describe('the gallery of shipped profiles', { timeout: 900_000 }, () => {
       buildImageOf('postgres', { POSTGRES_DATABASE: 'gallery' }),
     ]);
   });
-  after(assertNoLeftovers);
 
   it('memory: an entity created is read back; the read tool reads from a read-only mount', async () => {
     const data = sandboxFolder('hintbox-memory-');

@@ -1,17 +1,11 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import { LABEL_CLASS } from '../../src/engine/docker/container-spec.js';
 import { delay } from '../../src/util/delay.js';
-import {
-  assertNoLeftovers,
-  containersOf,
-  docker,
-  ensureSneakImage,
-  eventually,
-  SNEAK_IMAGE,
-} from './support/docker.js';
+import { containersOf, docker, ensureSneakImage, eventually, SNEAK_IMAGE } from './support/docker.js';
 import { hintboxCommand, outcomeOf, runHintbox, sandboxFolder, writeProfile } from './support/hintbox-process.js';
 
 /**
@@ -19,17 +13,10 @@ import { hintboxCommand, outcomeOf, runHintbox, sandboxFolder, writeProfile } fr
  * is in flight. The fixture (test/fixtures/sneak) attacks as soon as it runs: it deletes
  * /data/victim.txt, plants /data/planted.txt and appends to /data/ticks.log every 50 ms.
  */
-describe(
+integrationSuite(
   'sandboxes that can write are held until a call is allowed, frozen between calls',
-  { timeout: 240_000 },
+  { timeout: 240_000, images: [ensureSneakImage] },
   () => {
-    before(async () => {
-      await ensureSneakImage();
-    });
-    after(async () => {
-      await assertNoLeftovers();
-    });
-
     let n = 0;
     const sneak = (extra: Record<string, unknown>) => {
       const workspace = sandboxFolder();

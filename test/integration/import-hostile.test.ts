@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { chownSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { assertNoLeftovers, containersOf, docker, ensureTestImages, FIXTURES } from './support/docker.js';
+import { before, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
+import { containersOf, docker, ensureTestImages, FIXTURES } from './support/docker.js';
 import { parse, stringify } from 'yaml';
 import { hintboxCommand, runHintbox } from './support/hintbox-process.js';
 import { scratchFolder } from '../support/scratch-folder.js';
@@ -25,7 +26,7 @@ const SECRETS = {
   SSH_AUTH_SOCK: '/tmp/ssh-operator/agent.1',
 };
 
-describe('hintbox import of a hostile registry entry', { timeout: 600_000 }, () => {
+integrationSuite('hintbox import of a hostile registry entry', { timeout: 600_000, images: [ensureTestImages] }, () => {
   let home: string;
   let bashrc: string;
   let hosts: string;
@@ -36,7 +37,6 @@ describe('hintbox import of a hostile registry entry', { timeout: 600_000 }, () 
   let env: Record<string, string>;
   let reads: string[];
   before(async () => {
-    await ensureTestImages();
     const wheels = scratchFolder('hintbox-wheels-');
     execFileSync('python3', [path.join(FIXTURES, 'pynotes', 'make_wheels.py'), wheels]);
     // The operator's home: a shell start-up file and GitHub CLI's credentials, owned by a user (not root).
@@ -58,7 +58,6 @@ describe('hintbox import of a hostile registry entry', { timeout: 600_000 }, () 
     );
     profile = path.join(folder, 'hintbox', 'weather.yaml');
   });
-  after(assertNoLeftovers);
 
   it('import writes a profile that reads only HINTBOX_WEATHER_… variables, and its notes name exactly those', async () => {
     const imported = await hintboxCommand(['import', path.join(folder, 'server.json')], env);

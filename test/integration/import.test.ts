@@ -2,18 +2,11 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import {
-  assertNoLeftovers,
-  containersOf,
-  docker,
-  ensureTestImages,
-  FIXTURES,
-  LIAR_IMAGE,
-  ownHintboxProcess,
-} from './support/docker.js';
+import { containersOf, docker, ensureTestImages, FIXTURES, LIAR_IMAGE, ownHintboxProcess } from './support/docker.js';
 import {
   HINTBOX_BIN,
   hintboxCommand,
@@ -39,13 +32,12 @@ interface Entry {
  * Each imported profile plans, is approved and answers a real call under `hintbox run`; the
  * rewritten config starts hintbox for a real MCP client.
  */
-describe('hintbox import', { timeout: 900_000 }, () => {
+integrationSuite('hintbox import', { timeout: 900_000, images: [ensureTestImages] }, () => {
   let folder: string;
   let configFile: string;
   let original: string;
   let pip: Record<string, string>;
   before(async () => {
-    await ensureTestImages();
     const wheels = scratchFolder('hintbox-wheels-');
     execFileSync('python3', [path.join(FIXTURES, 'pynotes', 'make_wheels.py'), wheels]);
     pip = { PIP_NO_INDEX: '1', PIP_FIND_LINKS: wheels };
@@ -67,7 +59,6 @@ describe('hintbox import', { timeout: 900_000 }, () => {
     original = `${JSON.stringify(config, null, 2)}\n`;
     writeFileSync(configFile, original);
   });
-  after(assertNoLeftovers);
 
   const profileOf = (name: string): string => path.join(folder, 'hintbox', `${name}.yaml`);
 

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, describe, it, before } from 'node:test';
+import { it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import { LABEL_CLASS } from '../../src/engine/docker/container-spec.js';
-import { containersOf, docker, ensureTestImages, eventually, LIAR_IMAGE, assertNoLeftovers } from './support/docker.js';
+import { containersOf, docker, ensureTestImages, eventually, LIAR_IMAGE } from './support/docker.js';
 import { hintboxCommand, outcomeOf, runHintbox, writeProfile } from './support/hintbox-process.js';
 
 const liarProfile = (suffix: string) =>
@@ -12,10 +13,7 @@ const liarProfile = (suffix: string) =>
     limits: { pids: 64 },
   });
 
-describe('sandbox lifecycle', { timeout: 240_000 }, () => {
-  after(assertNoLeftovers);
-  before(ensureTestImages);
-
+integrationSuite('sandbox lifecycle', { timeout: 240_000, images: [ensureTestImages] }, () => {
   it('removes every container on SIGTERM', async () => {
     const hintbox = await runHintbox(liarProfile('term'));
     assert.ok((await containersOf(hintbox.pid)).length > 0, 'the run has containers');

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import { GenericContainer, Wait, type StartedTestContainer } from 'testcontainers';
 import { LABEL_CLASS, LABEL_SERVER, LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
 import {
@@ -12,7 +13,6 @@ import {
   ensureTestImages,
   eventually,
   LIAR_IMAGE,
-  assertNoLeftovers,
 } from './support/docker.js';
 import {
   hintboxCommand,
@@ -33,7 +33,7 @@ const CANARY_SERVER = `require('net').createServer((s) => s.end('canary\\n')).li
  * profile's whole ceiling) show that the same attempts succeed where the sandbox allows them,
  * so the failures are the sandbox's doing.
  */
-describe('a lying server under hintbox run', { timeout: 240_000 }, () => {
+integrationSuite('a lying server under hintbox run', { timeout: 240_000, images: [ensureTestImages] }, (suite) => {
   let canary: StartedTestContainer;
   let canaryIp: string;
   let canaryPort: number;
@@ -43,13 +43,13 @@ describe('a lying server under hintbox run', { timeout: 240_000 }, () => {
   const precious = 'bytes the liar must not change\n';
 
   before(async () => {
-    await ensureTestImages();
     canary = await new GenericContainer(CANARY_IMAGE)
       .withCommand(['node', '-e', CANARY_SERVER])
       .withLabels({ 'hintbox-test': 'canary' })
       .withExposedPorts(CANARY_PORT)
       .withWaitStrategy(Wait.forLogMessage('canary listening'))
       .start();
+    suite.defer(() => canary.stop());
     // An open sandbox reaches no other container by its address (its session's network is its
     // own), but the host's published port, as it would a service outside.
     canaryIp = await defaultBridgeGateway(canary.getId());
@@ -65,13 +65,7 @@ describe('a lying server under hintbox run', { timeout: 240_000 }, () => {
       network: 'open',
       limits: { pids: 64, memory: '128m' },
     });
-    hintbox = await runHintbox(profile);
-  });
-
-  after(async () => {
-    await hintbox?.[Symbol.asyncDispose]();
-    await canary?.stop();
-    await assertNoLeftovers();
+    hintbox = suite.use(await runHintbox(profile));
   });
 
   const call = async (name: string, args: Record<string, unknown> = {}) =>
@@ -212,8 +206,7 @@ describe('a lying server under hintbox run', { timeout: 240_000 }, () => {
   });
 });
 
-describe('a server whose ceiling is no network', { timeout: 120_000 }, () => {
-  after(assertNoLeftovers);
+integrationSuite('a server whose ceiling is no network', { timeout: 120_000 }, () => {
   it('gives an unannotated tool no network either', async () => {
     await ensureTestImages();
     const canary = await new GenericContainer(CANARY_IMAGE)

@@ -3,8 +3,9 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, beforeEach, describe, it } from 'node:test';
-import { assertNoLeftovers, docker, FIXTURES } from './support/docker.js';
+import { before, beforeEach, describe, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
+import { docker, FIXTURES } from './support/docker.js';
 import { hintboxCommand, writeProfile } from './support/hintbox-process.js';
 import { guardedPipArgs, pipGuardLine } from '../../src/engine/docker/pip-guard.js';
 import { packageImageName, parseNpmSpec } from '../../src/packages/package-source.js';
@@ -15,9 +16,7 @@ import { scratchFolder } from '../support/scratch-folder.js';
  * Each attack is a package whose dependency would run code when prepared or installed: that code
  * appends to a marker file of the test's, which must never appear.
  */
-describe('no package code on the host', { timeout: 600_000 }, () => {
-  after(assertNoLeftovers);
-
+integrationSuite('no package code on the host', { timeout: 600_000 }, () => {
   /** `hintbox images build` of a profile running `server`, in a temp folder of its own. */
   async function build(
     server: Record<string, string>,

@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { chownSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { assertNoLeftovers, docker, FIXTURES, mountsOfClass, sandboxOfClass } from './support/docker.js';
+import { before, describe, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
+import { docker, FIXTURES, mountsOfClass, sandboxOfClass } from './support/docker.js';
 import { hintboxCommand, runHintbox, sandboxFolder, writeProfile } from './support/hintbox-process.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 
@@ -20,9 +21,7 @@ async function removeImage(image: string): Promise<void> {
 }
 
 /** Servers given as packages: no Dockerfile, no image registry; hintbox builds them onto its bases. */
-describe('package sources', { timeout: 600_000 }, () => {
-  after(assertNoLeftovers);
-
+integrationSuite('package sources', { timeout: 600_000 }, () => {
   it('runs an npm package with only server.npm; its read tool lands in a read-only sandbox', async () => {
     await removeImage(MEMORY_IMAGE);
     const data = sandboxFolder('hintbox-memory-');

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { assertNoLeftovers, ensureTextFixtureImage, eventually, LIAR_IMAGE, TEXTLIAR_IMAGE } from './support/docker.js';
+import { ensureTextFixtureImage, eventually, LIAR_IMAGE, TEXTLIAR_IMAGE } from './support/docker.js';
 import { hintboxCommand, runHintbox, sandboxFolder, writeProfile, auditOf } from './support/hintbox-process.js';
 
 /** What a terminal or a chat window would act on rather than show: none may reach a person raw. */
@@ -22,15 +23,8 @@ interface AuditRow {
  * the attacker's: it must neither pass for hintbox's own text nor reach the client unapproved,
  * and no amount of it may stop the audit trail. Against test/fixtures/textliar.
  */
-describe('server-made text under hintbox', { timeout: 600_000 }, () => {
-  let workspace: string;
-  before(async () => {
-    await ensureTextFixtureImage();
-    workspace = sandboxFolder();
-  });
-  after(async () => {
-    await assertNoLeftovers();
-  });
+integrationSuite('server-made text under hintbox', { timeout: 600_000, images: [ensureTextFixtureImage] }, (suite) => {
+  const workspace = suite.workspace;
 
   let n = 0;
   const textliar = (trust: 'trusted' | 'untrusted', env: Record<string, string> = {}, name?: string) => {

@@ -8,7 +8,7 @@ import {
   LABEL_OWNER_PID,
   LABEL_SESSION,
 } from '../../../src/engine/docker/container-spec.js';
-import { makeIsOwnerAlive } from '../../../src/util/process-alive.js';
+import { isProcessAlive, makeIsOwnerAlive } from '../../../src/util/process-alive.js';
 import { GenericContainer } from 'testcontainers';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -231,7 +231,10 @@ export async function eventually(check: () => Promise<boolean>, ms = 15_000, wha
   throw new Error(`timed out after ${ms} ms waiting for ${what}`);
 }
 
-/** After a suite: no container of its hintbox processes (or of a dead one) may remain. */
+/**
+ * After a suite: no container, network or volume of its hintbox processes (or of a dead one)
+ * may remain, and none of the hintbox processes it started may still run.
+ */
 export function assertNoLeftovers(): Promise<void> {
   return assertNoLeftoversWithin(15_000);
 }
@@ -239,7 +242,7 @@ export function assertNoLeftovers(): Promise<void> {
 /** {@link assertNoLeftovers}, giving a teardown still under way `waitMs`. */
 export async function assertNoLeftoversWithin(waitMs: number): Promise<void> {
   await eventually(async () => (await allHintboxContainers()).length === 0, waitMs, 'no hintbox containers left');
-  // The networks (egress proxies' of a session, open sandboxes' of a process), by the same rule as containers.
+  // The networks (egress proxies' of a session, open sandboxes' of a process) and volumes, by the same rule as containers.
   const { docker: d } = await docker();
   const ours = await answeredFor();
   const networks = (await d.listNetworks({ filters: { label: [LABEL_OWNER_PID] } })).filter((n) => ours(n.Labels));
@@ -247,5 +250,18 @@ export async function assertNoLeftoversWithin(waitMs: number): Promise<void> {
     networks.map((n) => n.Name),
     [],
     'no hintbox networks left',
+  );
+  const volumes = ((await d.listVolumes({ filters: { label: [LABEL_OWNER_PID] } })).Volumes ?? []).filter((v) =>
+    ours(v.Labels),
+  );
+  assert.deepEqual(
+    volumes.map((v) => v.Name),
+    [],
+    'no hintbox volumes left',
+  );
+  // Last: a process still running here has left nothing above, but is no less a leftover.
+  const running = () => [...ownHintboxPids].filter(isProcessAlive);
+  await eventually(() => Promise.resolve(running().length === 0), waitMs, 'no hintbox process left').catch(() =>
+    assert.deepEqual(running(), [], 'no hintbox process of this test left running'),
   );
 }
