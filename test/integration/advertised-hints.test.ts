@@ -51,6 +51,7 @@ integrationSuite(
       return meta;
     };
 
+    // proves: ADVERTISED-HINTS
     it('advertises readOnlyHint: false for a read-only claim in a sandbox shared with a writer (split: false), with the reason', async () => {
       const { file } = liar({ split: false });
       const tools = await listed(file);
@@ -76,6 +77,7 @@ integrationSuite(
       assert.equal(JSON.stringify([...tools.values()]).includes(workspace), false, 'no host path reaches the client');
     });
 
+    // proves: ADVERTISED-HINTS
     it('advertises openWorldHint: false for a tool that claims true on a network: none profile', async () => {
       const { file } = liar({ env: { LIAR_VARIANT: 'claims-open-world' } });
       const fetch = (await listed(file)).get('fetch');

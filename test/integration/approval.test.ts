@@ -53,6 +53,7 @@ integrationSuite(
       };
     };
 
+    // proves: APPROVAL-UNTRUSTED
     it("hides and blocks an untrusted server's tools until they are approved", async () => {
       const { name, file } = untrustedLiar();
       {
@@ -156,6 +157,7 @@ integrationSuite(
       });
     }
 
+    // proves: PINS
     it('blocks a tool whose description changed, names the change, and serves it again once re-approved', async () => {
       const { name, file } = untrustedLiar();
       assert.equal((await hintboxCommand(['approve', file, '--all'])).code, 0);
@@ -193,6 +195,7 @@ integrationSuite(
       );
     });
 
+    // proves: PINS
     it('serves a tool whose hints only narrowed without a person, in the stricter sandbox, and audits it (the lock file is not written)', async () => {
       const { name, file } = untrustedLiar();
       assert.equal((await hintboxCommand(['approve', file, '--all'])).code, 0);
@@ -277,6 +280,7 @@ integrationSuite(
       assert.equal(existsSync(path.join(workspace, `${name}-relisted.txt`)), false);
     });
 
+    // proves: PINS
     it('hides every tool when the lock file cannot be read at a re-listing (fail closed), audits it, and serves an approved tool again once it reads', async () => {
       const { name, file } = untrustedLiar();
       assert.equal((await hintboxCommand(['approve', file, '--all'])).code, 0);
@@ -307,6 +311,7 @@ integrationSuite(
       assert.equal(outcomeOf(await hintbox.client.callTool({ name: 'identity', arguments: {} })).ok, true);
     });
 
+    // proves: LIES-RECORDED
     it('records a read-only tool caught writing (EROFS) as a hint violation, and distrusts the server from then on', async () => {
       const { name, file } = untrustedLiar({ trust: 'trusted' });
       {
@@ -328,6 +333,7 @@ integrationSuite(
       assert.equal(existsSync(path.join(workspace, 'lie.txt')), false);
     });
 
+    // proves: AUDIT
     it('records a call whose sandbox is killed in the middle as sandbox-died', async () => {
       const { name, file } = untrustedLiar();
       assert.equal((await hintboxCommand(['approve', file, '--all'])).code, 0);

@@ -21,6 +21,7 @@ integrationSuite(
     let audited: Set<string>;
     let killedPid = 0;
 
+    // proves: AUDIT
     it('every call the server received has its intent in the log', async () => {
       workspace = sandboxFolder();
       const file = writeProfile({
@@ -72,6 +73,7 @@ integrationSuite(
       );
     });
 
+    // proves: AUDIT-CHAIN
     it('audit verify passes on the log of the killed run', async () => {
       const { code, stdout } = await hintboxCommand(['audit', 'verify']);
       assert.equal(code, 0, stdout);
@@ -99,6 +101,7 @@ integrationSuite(
       assert.match(stdout, /every chain holds \(\d+ torn by a crash or a failed write, see above\)/);
     });
 
+    // proves: AUDIT-CHAIN
     it('audit verify fails, naming the line, when one line of that log is edited', async () => {
       const copy = path.join(scratchFolder('hintbox-audit-copy-'), 'audit');
       cpSync(path.join(STATE_DIR, 'audit'), copy, { recursive: true });

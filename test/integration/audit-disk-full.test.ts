@@ -58,6 +58,7 @@ integrationSuite('an outcome that meets a full disk', { skip: process.getuid?.()
   // Past the slack of the file's last page: the write cannot fit.
   const bigDetail = 'e'.repeat(8000);
 
+  // proves: AUDIT
   it('is kept and written once the disk has room again, into a new file linked past the torn line', async () => {
     const dir = path.join(mount, 'retry');
     mkdirSync(dir);

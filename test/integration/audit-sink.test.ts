@@ -108,6 +108,7 @@ integrationSuite('the audit log shipped to Postgres', { timeout: 240_000 }, (sui
     }
   });
 
+  // proves: AUDIT-NO-WEDGE
   it('falls behind while the database is down without slowing the log, and catches up once it is back', async () => {
     const dir = path.join(root, 'audit-down');
     const writer = AuditLogWriter.open({ dir, log: silentLogger });
@@ -260,6 +261,7 @@ integrationSuite('the audit log shipped to Postgres', { timeout: 240_000 }, (sui
     }
   });
 
+  // proves: AUDIT-SINK-ANY-LINE
   it('ships a call whose argument keys jsonb cannot hold, and it never holds back another chain (attack)', async () => {
     const dir = path.join(root, 'audit-keys');
     // The hostile chain sorts first (an earlier start): it used to stop the pass before the good one.
@@ -312,6 +314,7 @@ integrationSuite('the audit log shipped to Postgres', { timeout: 240_000 }, (sui
     );
   });
 
+  // proves: AUDIT-SINK-ANY-LINE
   it('property: every line the writer makes of any JSON arguments ships, exactly, and jsonb holds its record', async () => {
     const dir = path.join(root, 'audit-any');
     const writer = AuditLogWriter.open({ dir, log: silentLogger });
@@ -339,6 +342,7 @@ integrationSuite('the audit log shipped to Postgres', { timeout: 240_000 }, (sui
     }
   });
 
+  // proves: AUDIT-SINK-ANY-LINE
   it('a line the database refuses holds back its own chain only: named with file and line, tried again later, not hot', async () => {
     const dir = path.join(root, 'audit-held');
     const [damaged, good] = twoChains(dir);

@@ -23,6 +23,7 @@ integrationSuite(
   'a call past timeouts.call, kept alive by progress',
   { timeout: 180_000, images: [ensureKeeperImage] },
   () => {
+    // proves: CALL-CEILING
     it('ends a call at timeouts.call however long its server sends progress: cancelled, an error for the client, audited as a timeout, its sandbox no longer running', async (t) => {
       const workspace = sandboxFolder();
       const name = `keeper-ceiling-${process.pid}`;

@@ -58,6 +58,7 @@ integrationSuite('cold start from the lock file', { timeout: 300_000, images: [e
     assert.match(hintbox.stderr(), /verified .* against its lock file/);
   });
 
+  // proves: PINS
   it('never shows the changed text of a server that changed since approved; a call made meanwhile is refused and never reaches it', async () => {
     const { name, file } = await approvedLiar({ LIAR_VARIANT: 'changed-description', LIAR_START_DELAY_MS: '2000' });
     const target = path.join(workspace, `${name}.txt`);

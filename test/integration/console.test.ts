@@ -64,6 +64,7 @@ integrationSuite('the console in a browser', { timeout: 300_000, images: [ensure
     suite.defer(() => evil.close());
   });
 
+  // proves: CONSOLE
   it('approves and declines calls of a client without elicitation, approves definitions, and refuses forgeries', async () => {
     const workspace = sandboxFolder();
     const profile = copyOfShippedProfile('filesystem');

@@ -195,6 +195,7 @@ integrationSuite(
     });
 
     describe('connection exhaustion through the relay (item 3)', () => {
+      // proves: DB-CONNECTIONS
       it("refuses a sandbox's startups beyond its role's connection limit, so 140 pending ones leave Postgres usable and the superuser gets in", async () => {
         const db = await openSession();
         const held: net.Socket[] = [];
@@ -226,6 +227,7 @@ integrationSuite(
         }
       });
 
+      // proves: DB-CONNECTIONS
       it('cuts a startup that does not authenticate in time, and its slot is free again', async () => {
         await using provisioner = await RoleProvisioner.connect({ adminUrl: pg.adminUrl, section: SECTION });
         const role = await provisioner.createRole({ identity: identity(), classId: 'ro-offline', privilege: 'read' });
@@ -272,6 +274,7 @@ integrationSuite(
         });
       }
 
+      // proves: DB-RELAY
       it("passes a CancelRequest on only for the sandbox's own sessions: another client's query runs on", async () => {
         const db = await openSession();
         const other = new Client({ connectionString: withDatabase(pg.adminUrl, SHOP) });
@@ -310,6 +313,7 @@ integrationSuite(
     });
 
     describe("a read role's side effects end with its call (item 5)", () => {
+      // proves: DB-SESSION-BOUNDS
       it("endCallSessions ends the sandbox's sessions: its advisory lock and idle transaction are gone and the admin's ALTER TABLE goes through", async () => {
         const db = await openSession();
         try {
@@ -350,6 +354,7 @@ integrationSuite(
         }
       });
 
+      // proves: DB-SESSION-BOUNDS
       it("the roles hintbox creates bound statements and idle transactions by the call's timeout, without hintbox's help", async () => {
         const db = await openSession({ callTimeoutMs: 2_000 });
         try {
@@ -386,6 +391,7 @@ integrationSuite(
     });
 
     describe('a read role that switches its bounds off with SET (item 5)', () => {
+      // proves: DB-SESSION-BOUNDS
       it("is held to them by the relay: its idle transaction, idle session and long statement end at the call's timeout", async () => {
         const db = await openSession({ callTimeoutMs: 2_000 });
         try {
@@ -431,6 +437,7 @@ integrationSuite(
     });
 
     describe('a read role that leaves in the middle of a query (item 5)', () => {
+      // proves: DB-SESSION-BOUNDS
       it('has its query cancelled by the relay: the backend and its locks do not outlive the socket', async () => {
         const db = await openSession();
         try {
@@ -489,6 +496,7 @@ integrationSuite(
         await egress?.end().catch(() => undefined);
       });
 
+      // proves: DB-EGRESS
       it('stops the run with one line each for dblink, postgres_fdw, PUBLIC USAGE on a foreign-data wrapper and a routine in an untrusted language', async () => {
         await using provisioner = await RoleProvisioner.connect({ adminUrl: pg.adminUrl, section });
         const problems = (await provisioner.checkDatabase()).filter((p) => p.severity === 'refuse');
@@ -516,6 +524,7 @@ integrationSuite(
         assert.deepEqual(await hintboxRoles(), []);
       });
 
+      // proves: DB-EGRESS
       it("db prepare revokes EXECUTE on them; a read role's dblink_connect to a canary then fails and the canary receives nothing", async () => {
         await using provisioner = await RoleProvisioner.connect({ adminUrl: pg.adminUrl, section });
         const { statements, remaining } = await provisioner.prepare();

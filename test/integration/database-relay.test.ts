@@ -184,6 +184,7 @@ integrationSuite('socket relay to a real PostgreSQL 15', { timeout: 300_000 }, (
     await eventually(async () => relay.connectionCount === 0, 5_000, 'closed connections are forgotten');
   });
 
+  // proves: DB-VIOLATION
   it('reports a privilege error (42501) and a read-only error (25006) through onViolation, and nothing else', async () => {
     violations.length = 0;
     const client = await throughRelay();
@@ -210,6 +211,7 @@ integrationSuite('socket relay to a real PostgreSQL 15', { timeout: 300_000 }, (
     assert.equal(await rowCount(), 2);
   });
 
+  // proves: DB-RELAY
   it('cutAll() ends an idle and a busy session at once, cancels the running query, and the relay still works', async () => {
     const idle = await throughRelay();
     const busy = await throughRelay();
@@ -242,6 +244,7 @@ integrationSuite('socket relay to a real PostgreSQL 15', { timeout: 300_000 }, (
     await again.end();
   });
 
+  // proves: DB-RELAY
   it('refuses a startup for another database or user before Postgres sees it', async () => {
     refused.length = 0;
     for (const overrides of [{ database: 'postgres' }, { user: 'postgres' }]) {
@@ -281,6 +284,7 @@ integrationSuite('socket relay to a real PostgreSQL 15', { timeout: 300_000 }, (
     }
   });
 
+  // proves: DB-RELAY
   it('a network-less container running as uid 10001 reaches the database through the bound socket, by PG* variables and by DATABASE_URL, through a read-only bind mount', async () => {
     violations.length = 0;
     const env = sandboxDatabaseEnv({ user: role.name, password: role.password, database: DB });

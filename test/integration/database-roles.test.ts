@@ -216,6 +216,7 @@ integrationSuite('database roles against a real PostgreSQL 15', { timeout: 300_0
       );
     });
 
+    // proves: DB-READ
     it('refuses to create a role while those grants exist, naming each, and creates nothing', async () => {
       const error = await provisioner
         .createRole({ identity: identity(), classId: 'ro-offline', privilege: 'read' })
@@ -273,6 +274,7 @@ integrationSuite('database roles against a real PostgreSQL 15', { timeout: 300_0
       }
     });
 
+    // proves: DB-CONNECTIONS
     it("refuses a connection limit with which a run's roles could take half of what Postgres leaves its clients", async () => {
       await using greedy = await connectProvisioner({ section: { connectionLimit: 40 } });
       const problems = (await greedy.checkDatabase()).filter((p) => p.kind === 'connection-budget');
@@ -349,6 +351,7 @@ integrationSuite('database roles against a real PostgreSQL 15', { timeout: 300_0
       assert.equal(JSON.parse(r.comment as string).pid, process.pid);
     });
 
+    // proves: DB-READ
     it('reads its schema', async () => {
       const { rows } = await asRole(role, (c) => c.query<{ name: string }>('SELECT name FROM app.items ORDER BY id'));
       assert.deepEqual(
@@ -412,6 +415,7 @@ integrationSuite('database roles against a real PostgreSQL 15', { timeout: 300_0
       original = await originalRows();
     });
 
+    // proves: DB-APPEND
     it('INSERTs into a serial and an identity table; existing rows stay as they were', async () => {
       await asRole(role, async (c) => {
         await c.query("INSERT INTO app.items (name, qty) VALUES ('added', 2)");
@@ -446,6 +450,7 @@ integrationSuite('database roles against a real PostgreSQL 15', { timeout: 300_0
   });
 
   describe('the write role', () => {
+    // proves: DB-APPEND
     it('UPDATEs, DELETEs and upserts, but cannot TRUNCATE or create tables', async () => {
       const role = await provisioner.createRole({ identity: identity(), classId: 'rw-online', privilege: 'write' });
       await asRole(role, async (c) => {
@@ -467,6 +472,7 @@ integrationSuite('database roles against a real PostgreSQL 15', { timeout: 300_0
       assert.deepEqual(await fingerprint(), before);
     });
 
+    // proves: DB-READ
     it('is capped by the profile: asking for write under a read ceiling gives a read role', async () => {
       await using capped = await connectProvisioner({ section: { privilege: 'read' } });
       const role = await capped.createRole({ identity: identity(), classId: 'rw-online', privilege: 'write' });
@@ -477,6 +483,7 @@ integrationSuite('database roles against a real PostgreSQL 15', { timeout: 300_0
   });
 
   describe('teardown', () => {
+    // proves: DB-TEARDOWN
     it('dropRole ends the open sessions, drops the role, and its password no longer logs in', async () => {
       const role = await provisioner.createRole({ identity: identity(), classId: 'ro-offline', privilege: 'read' });
       const open = await connectAs(role);
@@ -523,6 +530,7 @@ integrationSuite('database roles against a real PostgreSQL 15', { timeout: 300_0
       assert.equal(rows[0].n, 1);
     });
 
+    // proves: DB-TEARDOWN
     it("sweepRoles drops the roles of a dead owner, even from another database, and leaves live and other hosts' roles", async () => {
       const deadPid = spawnSync(process.execPath, ['-e', '']).pid;
       assert.ok(deadPid > 0, 'a pid that has exited');

@@ -131,6 +131,7 @@ integrationSuite('a database server under hintbox run', { timeout: 600_000 }, (s
     assert.deepEqual(started, []);
   });
 
+  // proves: DB-READ
   it('refuses an unprepared database before any container starts, naming each grant', async () => {
     const { code, stderr } = await hintboxCommand(['plan', profile], env);
     assert.equal(code, 1, stderr);
@@ -196,6 +197,7 @@ integrationSuite('a database server under hintbox run', { timeout: 600_000 }, (s
       assert.equal(parseConnectionString(readRole.argUrl).user, readRole.user);
     });
 
+    // proves: DB-APPEND
     it('a tool that claims to only add inserts through its role', async () => {
       const result = await call(hintbox, 'add_item', {
         sql: "INSERT INTO shop.items (name) VALUES ('added') RETURNING name",
@@ -207,6 +209,7 @@ integrationSuite('a database server under hintbox run', { timeout: 600_000 }, (s
       assert.equal(rows[0]?.n, 1);
     });
 
+    // proves: DB-READ, DB-VIOLATION
     it('a read-only tool cannot write through its DATABASE_URL, the data is unchanged, and the violation is logged and audited', async () => {
       const before = await checksum();
       const asked = hintbox.asked.length;
@@ -234,6 +237,7 @@ integrationSuite('a database server under hintbox run', { timeout: 600_000 }, (s
       assert.match(violations[0]!.hintViolation!, /^readOnlyHint: Postgres refused .*(42501|25006)/);
     });
 
+    // proves: DB-VIOLATION
     it('after the violation, the server is untrusted: its read-only tool now needs a confirmation', async () => {
       const asked = hintbox.asked.length;
       const result = await call(hintbox, 'query', { sql: 'SELECT count(*) FROM shop.items' });
@@ -241,6 +245,7 @@ integrationSuite('a database server under hintbox run', { timeout: 600_000 }, (s
       assert.equal(hintbox.asked.length, asked + 1, 'the call was confirmed by a person');
     });
 
+    // proves: DB-APPEND
     it('the adding tool cannot delete or update either (append role), and that is a violation too', async () => {
       const before = await checksum();
       const destroy = await call(hintbox, 'add_item', { sql: "DELETE FROM shop.items WHERE name = 'apple'" });
@@ -255,6 +260,7 @@ integrationSuite('a database server under hintbox run', { timeout: 600_000 }, (s
       );
     });
 
+    // proves: DB-TEARDOWN
     it('after the run, no role with the hintbox prefix remains and its password no longer logs in', async () => {
       assert.ok(await logsIn(readRole), 'the role logs in while the run lives (control)');
       await hintbox[Symbol.asyncDispose]();
@@ -295,6 +301,7 @@ integrationSuite('a database server under hintbox run', { timeout: 600_000 }, (s
     }
   });
 
+  // proves: DB-SESSION-BOUNDS
   it("ends a sandbox's database sessions when its call ends: a lock its server took and kept is released at once", async () => {
     await ensureDblingerImage();
     const lingerer = writeProfile({
@@ -319,6 +326,7 @@ integrationSuite('a database server under hintbox run', { timeout: 600_000 }, (s
     await admin.query('ALTER TABLE shop.items ADD COLUMN lingered int; ALTER TABLE shop.items DROP COLUMN lingered');
   });
 
+  // proves: DB-TEARDOWN
   it('after a run killed with SIGKILL, the next start drops its roles: none remains and the password no longer logs in', async () => {
     const killed = await runHintbox(profile, { env });
     const orphan = await credentialsOf(killed);

@@ -100,6 +100,7 @@ integrationSuite(
       serving = suite.use(await serve([profiles, '--tokens', tokens], { HINTBOX_AUDIT_DIR: auditDir }));
     });
 
+    // proves: DENIAL-BUDGET
     it('answers a request target that is not a URL 400, without a log line of its text', async () => {
       const { port } = new URL(serving!.url);
       const before = serving!.stderr().length;
@@ -121,6 +122,7 @@ integrationSuite(
       assert.equal(logged, '', 'nothing logged');
     });
 
+    // proves: DENIAL-BUDGET
     it('records denials within a budget (per address and overall), counts them all, and serves a good client after', async (t) => {
       if (!serving) throw new Error('serve did not start');
       const before = folderBytes(auditDir);

@@ -171,6 +171,7 @@ integrationSuite(
       );
     });
 
+    // proves: EGRESS-HOSTS
     it('lets an open-world tool reach only listed hosts, through the proxy alone', async () => {
       await using hintbox = await runHintbox(profile, { env: env() });
       const call = async (name: string, args: Record<string, unknown>) =>
@@ -349,6 +350,7 @@ integrationSuite(
       }
     });
 
+    // proves: EGRESS-BACKEND
     it("lets a closed-world tool reach the server's backend and nothing else; trying is a hint violation", async () => {
       const hintbox = await runHintbox(profile, { env: env() });
       const pid = hintbox.pid;

@@ -21,6 +21,7 @@ integrationSuite('hintbox fails closed', { timeout: 180_000, images: [ensureTest
     assert.match(stderr, /Docker is not reachable at unix:\/\/\/tmp\/hintbox-no-such\.sock \(from DOCKER_HOST\)/);
   });
 
+  // proves: FAIL-CLOSED
   it('rejects a bad profile with one line per problem and exit code 2, starting nothing', async () => {
     const before = await idsOfOurs();
     const profile = writeProfile({
@@ -41,6 +42,7 @@ integrationSuite('hintbox fails closed', { timeout: 180_000, images: [ensureTest
     assert.deepEqual(await idsOfOurs(), before);
   });
 
+  // proves: OPERATOR-OUT-OF-REACH
   it('refuses a profile that its server could rewrite (inside a read-write mount), starting nothing', async () => {
     const before = await idsOfOurs();
     const workspace = sandboxFolder();
@@ -114,6 +116,7 @@ integrationSuite('hintbox fails closed', { timeout: 180_000, images: [ensureTest
     assert.doesNotMatch(stdout, /every chain holds/);
   });
 
+  // proves: FAIL-CLOSED
   it('reports an image that is missing and cannot be built', async () => {
     const before = await idsOfOurs();
     const profile = writeProfile({ name: 'noimage', server: { image: 'hintbox-test/absent:never' } });
@@ -123,6 +126,7 @@ integrationSuite('hintbox fails closed', { timeout: 180_000, images: [ensureTest
     assert.deepEqual(await idsOfOurs(), before);
   });
 
+  // proves: FAIL-CLOSED
   it('shows the stderr tail of a server that fails initialize, and removes its container', async () => {
     const before = await idsOfOurs();
     const profile = writeProfile({

@@ -36,6 +36,7 @@ integrationSuite('the environment a server gets', { timeout: 180_000, images: [e
     return result.value as Record<string, string>;
   };
 
+  // proves: ENV
   it("passes the server only the profile's environment, HOME, TMPDIR and the image's own (no GLIBC_TUNABLES)", async () => {
     const seen = await envOf({ PROFILE_SAYS: 'hello' });
     const allowed = new Set(['PROFILE_SAYS', 'HOME', 'TMPDIR', ...(await imageEnvKeys())]);
@@ -48,6 +49,7 @@ integrationSuite('the environment a server gets', { timeout: 180_000, images: [e
     assert.equal('GLIBC_TUNABLES' in seen, false);
   });
 
+  // proves: ENV
   it("keeps the profile's own GLIBC_TUNABLES for the server", async () => {
     const seen = await envOf({ GLIBC_TUNABLES: 'glibc.malloc.perturb=42' });
     assert.equal(seen.GLIBC_TUNABLES, 'glibc.malloc.perturb=42');
@@ -55,6 +57,7 @@ integrationSuite('the environment a server gets', { timeout: 180_000, images: [e
 });
 
 integrationSuite("a server's stderr on the host's disk", { timeout: 240_000, images: [ensureEscaperImage] }, () => {
+  // proves: LOG-BOUNDED
   it("keeps Docker's log of a sandbox and hintbox's own log bounded when a read-only tool floods stderr", async (t) => {
     const profile = writeProfile({
       name: `escaper-log-${process.pid}`,
@@ -101,6 +104,7 @@ integrationSuite('pre-approved paths', { timeout: 240_000, images: [ensureEscape
     return { workspace, profile };
   };
 
+  // proves: PRE-APPROVE-PATHS
   it('does not let a regex rule for a folder pre-approve a path that walks out of it with ..', async () => {
     const { workspace, profile } = setUp('/workspace/scratch/.*');
     await using hintbox = await runHintbox(profile, { confirmations: 'deny' });
@@ -112,6 +116,7 @@ integrationSuite('pre-approved paths', { timeout: 240_000, images: [ensureEscape
     assert.equal(hintbox.asked.length, 1, 'the call was put to a person');
   });
 
+  // proves: PRE-APPROVE-PATHS
   it('pre-approves by path only inside the folder (under:), and confirms a path that walks out of it', async () => {
     const { workspace, profile } = setUp({ under: '/workspace/scratch' });
     await using hintbox = await runHintbox(profile, { confirmations: 'deny' });
@@ -156,6 +161,7 @@ integrationSuite('Unix sockets in a mount', { timeout: 240_000, images: [ensureE
     return { heard, close: () => server.close() };
   };
 
+  // proves: MOUNT-SOCKETS
   it('refuses to run or plan over a read-only mount that holds a host socket, and the service never hears from the server', async () => {
     const workspace = sandboxFolder();
     const elsewhere = sandboxFolder();
@@ -217,6 +223,7 @@ integrationSuite('Unix sockets in a mount', { timeout: 240_000, images: [ensureE
 });
 
 integrationSuite('a preview of thousands of files', { timeout: 300_000, images: [ensureEscaperImage] }, () => {
+  // proves: PREVIEW-BOUNDED
   it('keeps hintbox responsive while it previews a dry run that leaves 2000 files, and says the preview was cut', async (t) => {
     const workspace = sandboxFolder();
     const profile = writeProfile({

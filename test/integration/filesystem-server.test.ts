@@ -25,6 +25,7 @@ integrationSuite(
   'the filesystem reference server under hintbox run',
   { timeout: 240_000, images: [ensureTestImages] },
   () => {
+    // proves: EARLY-START
     it("starts the sandboxes its tools planned last time in parallel with discovery, and removes an early one this start's tools do not plan", async () => {
       const workspace = sandboxFolder();
       // A ceiling with network, and a kept tool list (as a tampered or stale file might say) with
@@ -92,6 +93,7 @@ integrationSuite(
       }
     });
 
+    // proves: RO-MOUNTS
     it('reads through its read-only sandbox, writes through its read-write one, and cleans up', async () => {
       const workspace = sandboxFolder();
       writeFileSync(path.join(workspace, 'notes.txt'), 'from the host\n');

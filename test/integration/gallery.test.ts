@@ -150,6 +150,7 @@ integrationSuite('the gallery of shipped profiles', { timeout: 900_000 }, () => 
     }
   });
 
+  // proves: RO-MOUNTS
   it('git: status and log of a host repository answer from a read-only sandbox, and leave .git as it was', async () => {
     const repo = gitRepository();
     const index = readFileSync(path.join(repo, '.git', 'index'));
@@ -164,6 +165,7 @@ integrationSuite('the gallery of shipped profiles', { timeout: 900_000 }, () => 
     assert.deepEqual(readFileSync(path.join(repo, '.git', 'index')), index, 'the index was not rewritten');
   });
 
+  // proves: DB-READ
   it('postgres: a SELECT through the server answers; a write after COMMIT; fails for the read role, rows unchanged', async () => {
     await using postgres = await startPostgres();
     const database = 'gallery';

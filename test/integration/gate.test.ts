@@ -38,6 +38,7 @@ const command = [
 ];
 
 integrationSuite('the sandbox gate', { images: [ensureTestImages] }, () => {
+  // proves: GATE
   it('runs nothing of the image until released, and a held sandbox removed never ran', async () => {
     const { docker: d } = await docker();
     const sessionId = newSessionId();
@@ -72,6 +73,7 @@ integrationSuite('the sandbox gate', { images: [ensureTestImages] }, () => {
     assert.equal(controlLeft.length, 0, 'a failed release leaves no container');
   });
 
+  // proves: GATE
   it("does not let the image's HEALTHCHECK run code in a held sandbox", async () => {
     const { docker: d } = await docker();
     await GenericContainer.fromDockerfile(path.join(FIXTURES, 'healthcheck'))

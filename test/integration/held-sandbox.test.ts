@@ -49,6 +49,7 @@ integrationSuite(
       return (await docker()).docker.getContainer(id!);
     };
 
+    // proves: HELD-UNTIL-CALLED
     it('runs no server code with a writable mount while every call into it is declined', async () => {
       const { workspace, file } = sneak({ trust: 'untrusted' });
       const approve = await hintboxCommand(['approve', file, '--all']);
@@ -74,6 +75,7 @@ integrationSuite(
       assert.equal(ticksIn(workspace), 0, 'the server never ran with the writable mount');
     });
 
+    // proves: HELD-UNTIL-CALLED
     it('freezes a writing sandbox between calls: its server makes no progress without a call in flight', async () => {
       const { workspace, file } = sneak({ trust: 'trusted' });
       await using hintbox = await runHintbox(file);

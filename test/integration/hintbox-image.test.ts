@@ -303,6 +303,7 @@ integrationSuite(
       });
     });
 
+    // proves: CONTAINER-SAME-PATH
     it('refuses to start (exit 2) when a mount is at another path inside than on the host, and starts no sandbox', async () => {
       const l = layout('/data', '/elsewhere');
       const container = await startHintbox(l, [`${l.workspace}:/elsewhere`]);

@@ -59,6 +59,7 @@ integrationSuite('hintbox import of a hostile registry entry', { timeout: 600_00
     profile = path.join(folder, 'hintbox', 'weather.yaml');
   });
 
+  // proves: IMPORT-PUBLISHER-NO-HOST
   it('import writes a profile that reads only HINTBOX_WEATHER_… variables, and its notes name exactly those', async () => {
     const imported = await hintboxCommand(['import', path.join(folder, 'server.json')], env);
     assert.equal(imported.code, 0, imported.stderr);
@@ -76,6 +77,7 @@ integrationSuite('hintbox import of a hostile registry entry', { timeout: 600_00
     assert.deepEqual(printed?.split(', ').sort(), reads, imported.stdout);
   });
 
+  // proves: DENYLIST
   it('plan without the variables is refused, one line naming each to set; with them set to ~/.bashrc and ~/.config/gh, the deny list refuses it', async () => {
     const unset = await hintboxCommand(['plan', profile], env);
     assert.equal(unset.code, 2, unset.stderr);
@@ -104,6 +106,7 @@ integrationSuite('hintbox import of a hostile registry entry', { timeout: 600_00
     assert.deepEqual(readFileSync(hosts), hostsBefore, 'hosts.yml is byte-identical');
   });
 
+  // proves: DENYLIST
   it('with allowSensitive naming .bashrc and .config/gh, plan takes the mounts and prints the opt-in; the files stay byte-identical', async () => {
     const edited = parse(readFileSync(profile, 'utf8')) as { mounts: Record<string, unknown>[] };
     edited.mounts[0]!.allowSensitive = ['.bashrc'];
@@ -136,6 +139,7 @@ integrationSuite('hintbox import of a hostile registry entry', { timeout: 600_00
     assert.deepEqual(readFileSync(hosts), hostsBefore, 'hosts.yml is byte-identical');
   });
 
+  // proves: IMPORT-PUBLISHER-NO-HOST
   it('run with the variables set to ordinary files: the sandboxes get what the operator set, never the host secrets the entry named', async () => {
     const workspace = scratchFolder('hintbox-weather-work-');
     writeFileSync(path.join(workspace, 'note.txt'), 'forecast: sunny\n');

@@ -84,6 +84,7 @@ integrationSuite('hintbox import', { timeout: 900_000, images: [ensureTestImages
     assert.match(again.stderr, /exist; nothing written \(--force overwrites\)/);
   });
 
+  // proves: IMPORT-UNTRUSTED
   it('each profile plans and answers a real call under hintbox run; the image runs without network', async () => {
     const env = { ...pip, PYNOTES_FILE: '/tmp/note.txt', LIAR_API_KEY: LITERAL_KEY };
     for (const name of ['memory', 'pynotes', 'liar']) {
@@ -206,6 +207,7 @@ integrationSuite('hintbox import', { timeout: 900_000, images: [ensureTestImages
     assert.deepEqual(readdirSync(path.join(dir, 'hintbox')), ['memory.yaml'], 'only the picked server');
   });
 
+  // proves: IMAGE-DIGEST
   it('a digest-pinned image that the engine cannot show with that digest is refused, not run', async () => {
     const { docker: d } = await docker();
     const id = (await d.getImage(LIAR_IMAGE).inspect()).Id;

@@ -14,6 +14,7 @@ const liarProfile = (suffix: string) =>
   });
 
 integrationSuite('sandbox lifecycle', { timeout: 240_000, images: [ensureTestImages] }, () => {
+  // proves: CLEANUP
   it('removes every container on SIGTERM', async () => {
     const hintbox = await runHintbox(liarProfile('term'));
     assert.ok((await containersOf(hintbox.pid)).length > 0, 'the run has containers');
@@ -23,6 +24,7 @@ integrationSuite('sandbox lifecycle', { timeout: 240_000, images: [ensureTestIma
     await hintbox.client.close();
   });
 
+  // proves: CLEANUP
   it('sweeps the containers of a run killed with SIGKILL at the next start, and leaves live sessions alone', async () => {
     await using live = await runHintbox(liarProfile('live'));
     const killed = await runHintbox(liarProfile('killed'));

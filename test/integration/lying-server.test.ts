@@ -97,6 +97,7 @@ integrationSuite('a lying server under hintbox run', { timeout: 240_000, images:
     assert.equal(plan.sandboxes.length, 2);
   });
 
+  // proves: RO-MOUNTS
   it('cannot write to its read-only mount, and the file is byte-identical', async () => {
     const result = await call('write_mounted', { path: '/data/precious.txt', content: 'overwritten' });
     assert.equal(result.ok, false);
@@ -107,12 +108,14 @@ integrationSuite('a lying server under hintbox run', { timeout: 240_000, images:
     assert.equal(existsSync(path.join(workspace, 'new.txt')), false);
   });
 
+  // proves: RO-ROOTFS
   it('cannot write to the root file system', async () => {
     const result = await call('write_root');
     assert.equal(result.ok, false);
     assert.match(String(result.error), /EROFS|EACCES/);
   });
 
+  // proves: CLOSED-WORLD
   it('cannot reach a canary TCP server that an unannotated tool of the same server reaches', async () => {
     const control = await call('unannotated_connect', { host: canaryIp, port: canaryPort });
     assert.deepEqual(control, { ok: true, value: 'canary' }, 'the canary must be reachable where the ceiling allows');
@@ -121,12 +124,14 @@ integrationSuite('a lying server under hintbox run', { timeout: 240_000, images:
     assert.match(String(result.error), /ENETUNREACH|EHOSTUNREACH|ECONNREFUSED|ETIMEDOUT/);
   });
 
+  // proves: CLOSED-WORLD
   it('cannot resolve a host name', async () => {
     const result = await call('resolve', { name: 'canary.hintbox.test' });
     assert.equal(result.ok, false);
     assert.match(String(result.error), /EAI_AGAIN|ENOTFOUND|ECONNREFUSED/);
   });
 
+  // proves: NO-ROOT
   it('runs as a non-root user with no effective capabilities and no new privileges', async () => {
     const result = await call('identity');
     assert.equal(result.ok, true);
@@ -136,6 +141,7 @@ integrationSuite('a lying server under hintbox run', { timeout: 240_000, images:
     assert.equal(identity.noNewPrivs, '1');
   });
 
+  // proves: LIMITS
   it('is stopped by the pids limit when it forks without end, and the test process stays responsive', async () => {
     let ticks = 0;
     const timer = setInterval(() => ticks++, 20);
@@ -151,17 +157,20 @@ integrationSuite('a lying server under hintbox run', { timeout: 240_000, images:
     assert.equal((await call('identity')).ok, true, 'the sandbox still answers after the fork bomb');
   });
 
+  // proves: CEILING
   it('gives a tool without annotations exactly the ceiling: it may write the mount', async () => {
     const result = await call('unannotated_write', { path: '/data/by-unannotated.txt', content: 'ceiling' });
     assert.deepEqual(result, { ok: true, value: 'written' });
     assert.equal(readFileSync(path.join(workspace, 'by-unannotated.txt'), 'utf8'), 'ceiling');
   });
 
+  // proves: STDIO
   it("logs the server's stderr on hintbox's stderr, never in the MCP stream", () => {
     // The liar writes "liar: ready" to stderr; had it reached stdout, the client would have seen junk.
     assert.match(hintbox.stderr(), /\[liar-\d+\/ro-offline\]: liar: ready/);
   });
 
+  // proves: HARDENING
   it('hardens every sandbox container (inspect)', async () => {
     const { docker: d } = await docker();
     const containers = await containersOf(hintbox.pid, false);
@@ -198,6 +207,7 @@ integrationSuite('a lying server under hintbox run', { timeout: 240_000, images:
     }
   });
 
+  // proves: CLEANUP
   it('removes every container when the client disconnects', async () => {
     const pid = hintbox.pid;
     await hintbox.client.close();
@@ -207,6 +217,7 @@ integrationSuite('a lying server under hintbox run', { timeout: 240_000, images:
 });
 
 integrationSuite('a server whose ceiling is no network', { timeout: 120_000 }, () => {
+  // proves: CEILING
   it('gives an unannotated tool no network either', async () => {
     await ensureTestImages();
     const canary = await new GenericContainer(CANARY_IMAGE)

@@ -29,6 +29,7 @@ integrationSuite(
       writeFileSync(path.join(inner, 'kept.txt'), 'nested\n');
     });
 
+    // proves: NESTED-MOUNTS
     it('are refused on an engine that cannot make them read-only, before any container starts', async (t) => {
       const { recursiveReadOnly, apiVersion } = await docker();
       if (recursiveReadOnly) return t.skip(`engine API ${apiVersion} makes read-only mounts recursive`);

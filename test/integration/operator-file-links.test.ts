@@ -65,11 +65,14 @@ integrationSuite(
       assert.equal(readFileSync(target, 'utf8'), before, `the ${which} is still byte-identical`);
     };
 
+    // proves: OPERATOR-FILES-LINKS
     it('refuses the run at start when the profile file has a hard link in the workspace: nothing starts, one write_note call to that name cannot rewrite it', () =>
       attack('profile file'));
+    // proves: OPERATOR-FILES-LINKS
     it('refuses the run at start when the lock file of approved definitions has a hard link in the workspace: nothing starts, one write_note call to that name cannot rewrite it', () =>
       attack('lock file of approved definitions'));
 
+    // proves: OPERATOR-FILES-LINKS
     it("refuses serve when its tokens file lies in a served profile's writable mount, or has a second name there", async () => {
       const workspace = sandboxFolder();
       const folder = scratchFolder('hintbox-served-');

@@ -22,6 +22,7 @@ async function removeImage(image: string): Promise<void> {
 
 /** Servers given as packages: no Dockerfile, no image registry; hintbox builds them onto its bases. */
 integrationSuite('package sources', { timeout: 600_000 }, () => {
+  // proves: PACKAGE-PINS
   it('runs an npm package with only server.npm; its read tool lands in a read-only sandbox', async () => {
     await removeImage(MEMORY_IMAGE);
     const data = sandboxFolder('hintbox-memory-');
@@ -76,6 +77,7 @@ integrationSuite('package sources', { timeout: 600_000 }, () => {
     assert.equal(readFileSync(lockFile, 'utf8'), before);
   });
 
+  // proves: PACKAGE-PINS
   it('refuses to build from an npm lock whose hash the registry tarball does not match', async () => {
     const profile = writeProfile({ name: 'memory', server: { npm: MEMORY } });
     const lockFile = path.join(path.dirname(profile), 'profile.npm-lock.json');
@@ -133,6 +135,7 @@ integrationSuite('package sources', { timeout: 600_000 }, () => {
       assert.match(lock, /^pynotes-text==1\.0\.0 --hash=sha256:[0-9a-f]{64}$/m);
     });
 
+    // proves: PACKAGE-PINS
     it('refuses a wheel whose bytes changed under the same version', async () => {
       const profile = writeProfile({ name: 'pynotes', server: { pypi: 'pynotes==1.0.0' } });
       const first = await hintboxCommand(['images', 'build', profile], pip);

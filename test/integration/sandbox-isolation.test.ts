@@ -79,6 +79,7 @@ async function watchVolumeMounts(): Promise<{ mountedFor(pid: number): string[];
 }
 
 integrationSuite('image volumes', { timeout: 300_000, images: [ensureSquatterImage] }, () => {
+  // proves: IMAGE-VOLUMES
   it("an image's VOLUME is a bounded tmpfs: a read-only, network-less server fills it at start and with a read-only tool, and no engine volume is made or left", async () => {
     const marker = `squat-${process.pid}-${Date.now()}`;
     const profile = writeProfile({
@@ -175,6 +176,7 @@ integrationSuite('open sandboxes apart', { timeout: 300_000, images: [ensureSqua
     }
   });
 
+  // proves: SANDBOXES-APART
   it("two clients' open sandboxes of one serve cannot reach each other; both still reach the outside, and hintbox's own port no more than before", async () => {
     const url = `${serving.url}/mcp/${name}`;
     const a = await connect(url);
@@ -255,6 +257,7 @@ integrationSuite('open sandboxes apart', { timeout: 300_000, images: [ensureSqua
     }
   });
 
+  // proves: SANDBOXES-APART
   it("two open sandboxes of one run's session cannot reach each other either; a crashed run's open network is swept", async () => {
     const profile = writeProfile({
       name: `squatter-crash-${process.pid}`,

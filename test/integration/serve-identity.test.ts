@@ -102,6 +102,7 @@ integrationSuite(
     const token = (claims: Record<string, unknown>) =>
       issuer.sign({ aud: AUDIENCE, scope: 'mcp:all', ...claims }, { expiresIn: '10m' });
 
+    // proves: CALLER-IDENTITY
     it("a subject spelled as another caller's subject and client does not ride that caller's session", async () => {
       const url = `${serving.url}/mcp/${SHARED}`;
       const alice = await connect(url, await token({ sub: 'alice', client_id: 'ide' }));
@@ -122,6 +123,7 @@ integrationSuite(
       }
     });
 
+    // proves: CALLER-IDENTITY
     it('a client id too long to record is refused (401), never recorded as its subject alone', async () => {
       const url = `${serving.url}/mcp/${SHARED}`;
       const alice = await connect(url, await token({ sub: 'alice' }));
@@ -157,6 +159,7 @@ integrationSuite(
       }
     });
 
+    // proves: SESSION-CAP
     it("a caller's sessions at /mcp count each of their member sessions against the cap", async () => {
       const bob = await token({ sub: 'bob' });
       const opened: Response[] = [];

@@ -83,6 +83,7 @@ integrationSuite(
         };
       };
 
+      // proves: SERVE-HOST-ORIGIN
       it('refuses a page reached through DNS rebinding on every path: no session, call, confirmation or metrics, and nothing started or recorded', async () => {
         const countedBefore = await refusals();
         const rebound: PageHeaders = {
@@ -116,6 +117,7 @@ integrationSuite(
         assert.equal(serving.stderr().match(/does not answer to the host "rebind\.attacker\.test/g)?.length, 1);
       });
 
+      // proves: SERVE-HOST-ORIGIN
       it('refuses a page of another site that calls 127.0.0.1 itself (its Origin, or Sec-Fetch-Site), and nothing happened', async () => {
         const countedBefore = await refusals();
         const own = `127.0.0.1:${port}`;
@@ -201,6 +203,7 @@ integrationSuite(
         port = new URL(serving.url).port;
       });
 
+      // proves: SERVE-HOST-ORIGIN
       it("refuses a foreign Host or Origin even with a valid token, and serves the operator's names", async () => {
         const alice = `Bearer ${ALICE}`;
         const scraper = `Bearer ${SCRAPER}`;

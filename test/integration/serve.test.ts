@@ -300,6 +300,7 @@ integrationSuite('hintbox serve', { timeout: 300_000, images: [ensureTestImages,
       serving = group.use(await serve([profilesFolder(workspace), '--tokens', tokens, '--one-endpoint']));
     });
 
+    // proves: SERVE-TAGS
     it('serves a token at /mcp only the servers (and tags) it may use; none gets 401', async () => {
       const none = await fetch(`${serving.url}/mcp`, {
         method: 'POST',
@@ -326,6 +327,7 @@ integrationSuite('hintbox serve', { timeout: 300_000, images: [ensureTestImages,
       }
     });
 
+    // proves: SERVE-AUTH
     it('answers 401 to no or a wrong token, 403 to a token of other servers, and audits each denial', async () => {
       const url = `${serving.url}/mcp/${EVERYTHING}`;
       const post = (headers: Record<string, string>) =>
@@ -360,6 +362,7 @@ integrationSuite('hintbox serve', { timeout: 300_000, images: [ensureTestImages,
       assert.deepEqual({ tool: intent?.tool, caller: intent?.caller }, { tool: 'echo', caller: 'alice' });
     });
 
+    // proves: SERVE-TAGS
     it("serves a token with tags only its tags' tools: another is refused as unknown, and nothing reaches the server", async () => {
       const client = await connect(`${serving.url}/mcp/${LIAR}`, PROBE);
       try {
@@ -463,6 +466,7 @@ integrationSuite('hintbox serve', { timeout: 300_000, images: [ensureTestImages,
       );
     });
 
+    // proves: METRICS-ACCESS
     it('counts on /metrics exactly the calls made, a declined one and the denials; logs JSON lines', async () => {
       const metricsUrl = `${serving.url}/metrics`;
       const scrape = async () => {

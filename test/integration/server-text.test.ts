@@ -42,6 +42,7 @@ integrationSuite('server-made text under hintbox', { timeout: 600_000, images: [
     };
   };
 
+  // proves: SERVER-TEXT
   it('leaves out tools whose names break the spec, and shows no server text raw in approve or plan', async () => {
     const { file } = textliar('untrusted');
     const plan = await hintboxCommand(['plan', file]);
@@ -63,6 +64,7 @@ integrationSuite('server-made text under hintbox', { timeout: 600_000, images: [
     assert.match(approve.stdout, /\\u202e/i, 'the bidi override is shown as what it is');
   });
 
+  // proves: SERVER-TEXT
   it('lets no tool name forge a line of a confirmation or of hintbox audit', async () => {
     const { name, file } = textliar('untrusted');
     assert.equal((await hintboxCommand(['approve', file, '--all'])).code, 0);
@@ -87,6 +89,7 @@ integrationSuite('server-made text under hintbox', { timeout: 600_000, images: [
     }
   });
 
+  // proves: SERVER-TEXT
   it('fences every line of a preview: a U+2028 in a previewed file name starts no line of its own', async () => {
     const writable = sandboxFolder();
     const name = `liar-text-${process.pid}-${n++}`;
@@ -122,6 +125,7 @@ integrationSuite('server-made text under hintbox', { timeout: 600_000, images: [
     );
   });
 
+  // proves: INSTRUCTIONS
   it("withholds the server's instructions until approve shows and pins them, and again when they change", async () => {
     const { name, file } = textliar('untrusted');
     {
@@ -158,6 +162,7 @@ integrationSuite('server-made text under hintbox', { timeout: 600_000, images: [
     assert.match(again.stdout, /instructions: changed since it was approved:[\s\S]*delete_everything/);
   });
 
+  // proves: STDIO
   it('stays up when a sandbox answers with JSON too deep to write again: the call gets an error, the next one runs', async () => {
     const { name, file } = textliar('trusted');
     {
@@ -176,6 +181,7 @@ integrationSuite('server-made text under hintbox', { timeout: 600_000, images: [
     );
   });
 
+  // proves: AUDIT-NO-WEDGE
   it('keeps the audit trail going after a 40 MB error answer, storing its size and SHA-256, not the whole', async () => {
     const { name, file } = textliar('trusted', { TEXTLIAR_ERROR_MB: '40' });
     const whole = `boom ${'x'.repeat(40 * 1024 * 1024)}`;

@@ -40,6 +40,7 @@ async function settled<T>(answer: Promise<T>): Promise<T> {
 }
 
 describe('ApprovalDesk', () => {
+  // proves: CONSOLE, CALLER-IDENTITY
   it('binds an approval to the very call: server, session, caller, tool, pin and arguments', () => {
     const base = request();
     const others: [string, Partial<ApprovalRequest>][] = [
@@ -73,6 +74,7 @@ describe('ApprovalDesk', () => {
     assert.equal(desk.takeAnswer(callOf(request({ arguments: { content: 'x', path: '/w/a' } })))?.answer, 'approved');
   });
 
+  // proves: CONSOLE
   it('lets an approval be used once', () => {
     const { desk } = deskWithClock();
     const r = request();

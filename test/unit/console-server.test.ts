@@ -169,6 +169,7 @@ describe('the console server', () => {
     assert.match((await get('/audit', { cookie })).body, /No record matches/, 'an empty audit folder');
   });
 
+  // proves: CONSOLE
   it("opens with a confirmation's token its page only", async () => {
     const a = hub.desk.open(consoleRequest(), 'held', 60_000);
     const b = hub.desk.open(consoleRequest({ tool: 'edit_file' }), 'held', 60_000);
@@ -205,6 +206,7 @@ describe('the console server', () => {
     assert.equal(stateOf(b.id), 'pending');
   });
 
+  // proves: CONSOLE
   it('refuses a request naming another host (DNS rebinding) with 421, before any token or cookie', async () => {
     const cookie = await consoleCookie();
     for (const host of [
@@ -230,6 +232,7 @@ describe('the console server', () => {
     assert.equal((await get('/approvals', { cookie, host: `127.0.0.1:${port}` })).status, 200);
   });
 
+  // proves: CONSOLE
   it('refuses a POST that is not from its own page, and then nothing changed', async () => {
     const { pending, cookie, csrf, answerPath } = await confirmation();
     const other = await confirmation({ tool: 'edit_file' });
