@@ -5,6 +5,7 @@ import { before, it } from 'node:test';
 import { integrationSuite } from './support/suite.js';
 import {
   ElicitationCompleteNotificationSchema,
+  type ClientCapabilities,
   type ElicitRequest,
   type ElicitResult,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -43,6 +44,27 @@ integrationSuite(
       assert.equal(approved.code, 0, approved.stderr);
     });
 
+    /**
+     * `hintbox run` of the approved filesystem profile with `--console` (unless `console: false`),
+     * its client declaring these elicitation `modes`, keeping each question in `asked` and
+     * answering it with `answer()`.
+     */
+    const runAsked = (
+      modes: NonNullable<ClientCapabilities['elicitation']>,
+      asked: ElicitRequest['params'][],
+      answer: () => ElicitResult | Promise<ElicitResult>,
+      options: { console?: boolean } = {},
+    ) =>
+      runHintbox(profile, {
+        env: { WORKSPACE: workspace },
+        capabilities: { elicitation: modes },
+        ...(options.console === false ? {} : { args: ['--console'] }),
+        onElicit: (params) => {
+          asked.push(params);
+          return answer();
+        },
+      });
+
     const write = (file: string, content: string) => ({
       name: 'write_file',
       arguments: { path: `/workspace/${file}`, content },
@@ -50,15 +72,7 @@ integrationSuite(
 
     it('URL mode: the client is given the link, the page approves, the call runs and the client is told it is done', async () => {
       const asked: ElicitRequest['params'][] = [];
-      await using hintbox = await runHintbox(profile, {
-        env: { WORKSPACE: workspace },
-        capabilities: { elicitation: { url: {} } },
-        args: ['--console'],
-        onElicit: (params): ElicitResult => {
-          asked.push(params);
-          return { action: 'accept' };
-        },
-      });
+      await using hintbox = await runAsked({ url: {} }, asked, () => ({ action: 'accept' }));
       const completed: string[] = [];
       hintbox.client.setNotificationHandler(ElicitationCompleteNotificationSchema, (n) => {
         completed.push(n.params.elicitationId);
@@ -103,15 +117,7 @@ integrationSuite(
 
     it('URL mode: a client that declines the link denies the call as the person, and the page stops waiting', async () => {
       const asked: ElicitRequest['params'][] = [];
-      await using hintbox = await runHintbox(profile, {
-        env: { WORKSPACE: workspace },
-        capabilities: { elicitation: { url: {} } },
-        args: ['--console'],
-        onElicit: (params): ElicitResult => {
-          asked.push(params);
-          return { action: 'decline' };
-        },
-      });
+      await using hintbox = await runAsked({ url: {} }, asked, () => ({ action: 'decline' }));
       const result = await hintbox.client.callTool(write('declined-link.txt', 'never\n'));
       assert.equal(result.isError, true);
       assert.match(textOf(result), /the confirmation was declined/);
@@ -135,14 +141,7 @@ integrationSuite(
 
     it('URL mode without the console: nobody can be asked, and the audit does not say a person declined', async () => {
       const asked: ElicitRequest['params'][] = [];
-      await using hintbox = await runHintbox(profile, {
-        env: { WORKSPACE: workspace },
-        capabilities: { elicitation: { url: {} } },
-        onElicit: (params): ElicitResult => {
-          asked.push(params);
-          return { action: 'accept' };
-        },
-      });
+      await using hintbox = await runAsked({ url: {} }, asked, () => ({ action: 'accept' }), { console: false });
       const result = await hintbox.client.callTool(write('no-console.txt', 'never\n'));
       assert.equal(result.isError, true);
       assert.match(textOf(result), /cannot be asked/);
@@ -158,16 +157,12 @@ integrationSuite(
 
     it('form mode: the form carries the link; approved on the page first, the call runs and the form is cancelled', async () => {
       const asked: ElicitRequest['params'][] = [];
-      await using hintbox = await runHintbox(profile, {
-        env: { WORKSPACE: workspace },
-        capabilities: { elicitation: { form: {} } },
-        args: ['--console'],
-        onElicit: (params): Promise<ElicitResult> => {
-          asked.push(params);
-          // The person never answers the form.
-          return new Promise<ElicitResult>(() => undefined);
-        },
-      });
+      await using hintbox = await runAsked(
+        { form: {} },
+        asked,
+        // The person never answers the form.
+        () => new Promise<ElicitResult>(() => undefined),
+      );
       // What reaches the client, as sent: the SDK's client ignores a cancellation of request id 0
       // (it tests the id for truthiness), so the handler's signal cannot be relied on to see it.
       const received: { id?: unknown; method?: string; params?: { requestId?: unknown } }[] = [];
@@ -212,15 +207,11 @@ integrationSuite(
     it('form mode: answered in the form first, the call runs and the page no longer waits', async () => {
       const asked: ElicitRequest['params'][] = [];
       let answerForm!: (result: ElicitResult) => void;
-      await using hintbox = await runHintbox(profile, {
-        env: { WORKSPACE: workspace },
-        capabilities: { elicitation: { form: {} } },
-        args: ['--console'],
-        onElicit: (params): Promise<ElicitResult> => {
-          asked.push(params);
-          return new Promise<ElicitResult>((resolve) => (answerForm = resolve));
-        },
-      });
+      await using hintbox = await runAsked(
+        { form: {} },
+        asked,
+        () => new Promise<ElicitResult>((resolve) => (answerForm = resolve)),
+      );
       const running = hintbox.client.callTool(write('form-first.txt', 'form first\n'));
       running.catch(() => undefined); // awaited below; a failed assertion before must not leave it unhandled
       await eventually(() => Promise.resolve(asked.length > 0), 120_000, 'elicitation/create');
