@@ -1,8 +1,19 @@
 /**
- * hintbox's security promises, each with the tests that prove it. The unit test
- * `security-invariants.test.ts` fails when an invariant has no test, or names a test that does
- * not exist: the promise and its proof stay together. Add the invariant first, then its test.
+ * hintbox's security promises, each with the tests that prove it. Each of those tests says so
+ * in its own file, on the line right above its `it(…)`:
+ *
+ *     // proves: APPROVAL-UNTRUSTED
+ *     it('never runs a call of an untrusted server', () => { … });
+ *
+ * (several ids separated by commas), so that reading a test tells which promise it keeps. The
+ * unit test `security-invariants.test.ts` checks both ways: an invariant without a test, or
+ * naming a test that does not exist or does not say it proves it, fails; so does a test that
+ * says it proves an invariant that does not list it. Add the invariant first, then its test.
+ * Scripts read this array (docs/security.md is made from it): keep its fields `id`, `statement`, `tests`.
  */
+/** A `// proves: ID[, ID…]` line above a test (see above); the ids are its first group. */
+export const PROVES_COMMENT = /^\/\/ proves: (\S.*)$/;
+
 export interface SecurityInvariant {
   id: string;
   /** One sentence, as a user could check it. */

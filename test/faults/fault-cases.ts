@@ -302,7 +302,7 @@ async function killDuringInserts(
   run: number,
   hasRole: (pid: number) => Promise<boolean>,
 ): Promise<number> {
-  const hintbox = await runHintbox(profile, env);
+  const hintbox = await runHintbox(profile, { env });
   let next = 0;
   let answered = 0;
   const worker = async (): Promise<void> => {
@@ -337,7 +337,7 @@ async function killDuring(
   // A client's first message, then the kill somewhere in image check, discovery, sandbox starts.
   if (phase === 'starting') return killWhileStarting(profile, env, random, 3000);
   const asks = phase === 'confirmation' || phase === 'preview';
-  const hintbox = await runHintbox(profile, env, asks ? 'never' : 'approve');
+  const hintbox = await runHintbox(profile, { env, confirmations: asks ? 'never' : 'approve' });
   const kill = async (): Promise<number> => {
     process.kill(hintbox.pid, 'SIGKILL');
     await hintbox.exited;
@@ -521,7 +521,7 @@ export async function auditDiskFull(runs: number): Promise<CaseResult> {
       const workspace = sandboxFolder('hintbox-faults-');
       const name = `faulty-disk-${process.pid}-${i}`;
       const env = { HINTBOX_AUDIT_DIR: auditDir };
-      await using hintbox = await runHintbox(writeProfile(faultyProfile(name, workspace)), env);
+      await using hintbox = await runHintbox(writeProfile(faultyProfile(name, workspace)), { env });
       const record = async (n: number): Promise<string> =>
         JSON.stringify((await hintbox.client.callTool({ name: 'record', arguments: { n } })).content);
       await record(1);

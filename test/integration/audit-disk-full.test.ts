@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
+import { scratchFolder } from '../support/scratch-folder.js';
 import { AuditLogWriter } from '../../src/audit/audit-log-writer.js';
 import { scanAuditLog, verifyAuditLog, type AuditCallRecord } from '../../src/audit/audit-reader.js';
 import type { AuditIntent } from '../../src/audit/audit-record.js';
@@ -16,15 +17,12 @@ import { fillFileSystem } from '../support/fill-disk.js';
  * written once the disk has room again; if it never has, the outcome is logged whole when the
  * log closes. Needs root (to mount the tmpfs).
  */
-describe('an outcome that meets a full disk', { skip: process.getuid?.() !== 0 && 'needs root' }, () => {
+integrationSuite('an outcome that meets a full disk', { skip: process.getuid?.() !== 0 && 'needs root' }, (suite) => {
   let mount: string;
   before(() => {
-    mount = mkdtempSync(path.join(os.tmpdir(), 'hintbox-full-disk-'));
+    mount = scratchFolder('hintbox-full-disk-');
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k,mode=0700', 'tmpfs', mount]);
-  });
-  after(() => {
-    execFileSync('umount', [mount]);
-    rmSync(mount, { recursive: true, force: true });
+    suite.defer(() => execFileSync('umount', [mount]));
   });
 
   const intent = (i: number): AuditIntent => ({
@@ -60,6 +58,7 @@ describe('an outcome that meets a full disk', { skip: process.getuid?.() !== 0 &
   // Past the slack of the file's last page: the write cannot fit.
   const bigDetail = 'e'.repeat(8000);
 
+  // proves: AUDIT
   it('is kept and written once the disk has room again, into a new file linked past the torn line', async () => {
     const dir = path.join(mount, 'retry');
     mkdirSync(dir);

@@ -3,7 +3,8 @@ import fs, { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } fro
 import { syncBuiltinESMExports } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import fc from 'fast-check';
 import pg from 'pg';
 import { lineHash } from '../../src/audit/audit-chain.js';
@@ -23,7 +24,7 @@ import { startPostgres, type StartedPostgres } from './support/postgres.js';
  * The Postgres sink against a real Postgres 15: at least once and idempotent, remembering
  * where it got to, catching up after the database was down, and never in the way of the log.
  */
-describe('the audit log shipped to Postgres', { timeout: 240_000 }, () => {
+integrationSuite('the audit log shipped to Postgres', { timeout: 240_000 }, (suite) => {
   let postgres: StartedPostgres;
   let db: pg.Client;
   let root: string;
@@ -33,7 +34,7 @@ describe('the audit log shipped to Postgres', { timeout: 240_000 }, () => {
     await db.connect();
     root = mkdtempSync(path.join(os.tmpdir(), 'hintbox-sink-test-'));
   });
-  after(async () => {
+  suite.defer(async () => {
     await db?.end();
     await postgres?.stop();
     rmSync(root, { recursive: true, force: true });
@@ -107,6 +108,7 @@ describe('the audit log shipped to Postgres', { timeout: 240_000 }, () => {
     }
   });
 
+  // proves: AUDIT-NO-WEDGE
   it('falls behind while the database is down without slowing the log, and catches up once it is back', async () => {
     const dir = path.join(root, 'audit-down');
     const writer = AuditLogWriter.open({ dir, log: silentLogger });
@@ -259,6 +261,7 @@ describe('the audit log shipped to Postgres', { timeout: 240_000 }, () => {
     }
   });
 
+  // proves: AUDIT-SINK-ANY-LINE
   it('ships a call whose argument keys jsonb cannot hold, and it never holds back another chain (attack)', async () => {
     const dir = path.join(root, 'audit-keys');
     // The hostile chain sorts first (an earlier start): it used to stop the pass before the good one.
@@ -311,6 +314,7 @@ describe('the audit log shipped to Postgres', { timeout: 240_000 }, () => {
     );
   });
 
+  // proves: AUDIT-SINK-ANY-LINE
   it('property: every line the writer makes of any JSON arguments ships, exactly, and jsonb holds its record', async () => {
     const dir = path.join(root, 'audit-any');
     const writer = AuditLogWriter.open({ dir, log: silentLogger });
@@ -338,6 +342,7 @@ describe('the audit log shipped to Postgres', { timeout: 240_000 }, () => {
     }
   });
 
+  // proves: AUDIT-SINK-ANY-LINE
   it('a line the database refuses holds back its own chain only: named with file and line, tried again later, not hot', async () => {
     const dir = path.join(root, 'audit-held');
     const [damaged, good] = twoChains(dir);

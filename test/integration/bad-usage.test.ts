@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { describe, it } from 'node:test';
+import { it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import { LIAR_IMAGE } from './support/docker.js';
 import { hintboxCommand, writeProfile } from './support/hintbox-process.js';
 
@@ -11,7 +12,7 @@ import { hintboxCommand, writeProfile } from './support/hintbox-process.js';
  * tell "fix your call" from "it failed" by it. Docker is pointed at a socket that does not exist,
  * so a check that is missing shows as the exit code 1 of an unreachable engine, not as a run.
  */
-describe('bad usage exits 2 with one line naming what is wrong', { timeout: 120_000 }, () => {
+integrationSuite('bad usage exits 2 with one line naming what is wrong', { timeout: 120_000 }, () => {
   const NO_DOCKER = { DOCKER_HOST: 'unix:///tmp/hintbox-bad-usage-no-such.sock' };
   const profile = writeProfile({ name: 'usage', server: { image: LIAR_IMAGE } });
   const withDatabase = writeProfile({

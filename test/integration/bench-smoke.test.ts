@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { after, before, describe, it } from 'node:test';
-import { assertNoLeftovers, ensureTestImages, REPO } from './support/docker.js';
+import { it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
+import { ensureTestImages, REPO } from './support/docker.js';
 
 interface Figure {
   name: string;
@@ -13,10 +14,7 @@ interface Figure {
 }
 
 /** One quick iteration of `npm run bench`: it runs, all three variants answer, and it cleans up. No timing is judged. */
-describe('the benchmark, smoke run', { timeout: 300_000 }, () => {
-  before(ensureTestImages);
-  after(assertNoLeftovers);
-
+integrationSuite('the benchmark, smoke run', { timeout: 300_000, images: [ensureTestImages] }, () => {
   it('measures bare, docker and hintbox once and prints every figure as JSON', async () => {
     const { stdout } = await promisify(execFile)(
       process.execPath,

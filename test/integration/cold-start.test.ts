@@ -1,18 +1,12 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { lockFilePath, lockedDefinitions, readLockFile } from '../../src/approvals/lock-file.js';
-import { assertNoLeftovers, containersOf, ensureTestImages, eventually, LIAR_IMAGE } from './support/docker.js';
-import {
-  auditOf,
-  hintboxCommand,
-  outcomeOf,
-  runHintbox,
-  sandboxFolder,
-  writeProfile,
-} from './support/hintbox-process.js';
+import { containersOf, ensureTestImages, eventually, LIAR_IMAGE } from './support/docker.js';
+import { auditOf, hintboxCommand, outcomeOf, runHintbox, writeProfile } from './support/hintbox-process.js';
 
 /**
  * A cold start from the lock file (issue 12, item 3): with approved tools, `hintbox run`
@@ -21,15 +15,8 @@ import {
  * LIAR_START_DELAY_MS makes the server slow to start, so that the client is served well before
  * the server could have answered anything.
  */
-describe('cold start from the lock file', { timeout: 300_000 }, () => {
-  let workspace: string;
-  before(async () => {
-    await ensureTestImages();
-    workspace = sandboxFolder();
-  });
-  after(async () => {
-    await assertNoLeftovers();
-  });
+integrationSuite('cold start from the lock file', { timeout: 300_000, images: [ensureTestImages] }, (suite) => {
+  const workspace = suite.workspace;
 
   let n = 0;
   /** An untrusted liar whose tools are approved as it lists them without `env`; then run with `env`. */
@@ -71,6 +58,7 @@ describe('cold start from the lock file', { timeout: 300_000 }, () => {
     assert.match(hintbox.stderr(), /verified .* against its lock file/);
   });
 
+  // proves: PINS
   it('never shows the changed text of a server that changed since approved; a call made meanwhile is refused and never reaches it', async () => {
     const { name, file } = await approvedLiar({ LIAR_VARIANT: 'changed-description', LIAR_START_DELAY_MS: '2000' });
     const target = path.join(workspace, `${name}.txt`);

@@ -3,11 +3,12 @@ import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { lockFilePath } from '../../src/approvals/lock-file.js';
-import { assertNoLeftovers, ensureTestImages, eventually, REPO } from './support/docker.js';
+import { ensureTestImages, eventually, REPO } from './support/docker.js';
 import { auditOf, copyOfShippedProfile, hintboxCommand, runHintbox, sandboxFolder } from './support/hintbox-process.js';
 import { serve, stop } from './support/serve-process.js';
 import { answerOnPage, http, openLink } from './support/console-page.js';
@@ -42,35 +43,36 @@ const textOf = (result: unknown): string =>
  * denial carries the link, the page shows the dry run's diff, approving there lets the repeated
  * call write, declining keeps it out, the audit page shows both, and forged requests change nothing.
  */
-describe('the console in a browser', { timeout: 300_000 }, () => {
+integrationSuite('the console in a browser', { timeout: 300_000, images: [ensureTestImages] }, (suite) => {
   let browser: Browser;
   /** Another site the person visits while the console is open (a forger's page). */
   let evil: Server;
   let evilPage = '';
   before(async () => {
     assert.ok(existsSync(CHROMIUM), `no Chromium at ${CHROMIUM}: apt-get install chromium (or set HINTBOX_CHROMIUM)`);
-    await ensureTestImages();
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
       args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update'],
     });
+    suite.defer(() => browser.close());
     evil = createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/html' });
       res.end(evilPage);
     });
     await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve));
-  });
-  after(async () => {
-    await browser?.close();
-    evil?.close();
-    await assertNoLeftovers();
+    suite.defer(() => evil.close());
   });
 
+  // proves: CONSOLE
   it('approves and declines calls of a client without elicitation, approves definitions, and refuses forgeries', async () => {
     const workspace = sandboxFolder();
     const profile = copyOfShippedProfile('filesystem');
-    await using hintbox = await runHintbox(profile, { WORKSPACE: workspace }, 'unsupported', {}, ['--console']);
+    await using hintbox = await runHintbox(profile, {
+      env: { WORKSPACE: workspace },
+      confirmations: 'unsupported',
+      args: ['--console'],
+    });
     const linkIn = (): string | undefined =>
       /console: (http:\/\/127\.0\.0\.1:\d+\/approvals\?token=\S+)/.exec(hintbox.stderr())?.[1];
     await eventually(() => Promise.resolve(linkIn() !== undefined), 15_000, "the console's link on stderr");

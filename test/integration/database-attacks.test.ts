@@ -1,6 +1,7 @@
 import net from 'node:net';
 import os from 'node:os';
 import { after, before, describe, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import assert from 'node:assert/strict';
 import { Client, type DatabaseError } from 'pg';
 import { encodeCancelRequest, parseErrorFields } from '../../src/database/pg-wire.js';
@@ -162,10 +163,10 @@ async function hintboxRoles(): Promise<string[]> {
   return rows.map((r) => r.name);
 }
 
-describe(
+integrationSuite(
   'a read-only, network-less server attacks through its database (issue 11, items 3-5)',
   { timeout: 300_000 },
-  () => {
+  (suite) => {
     before(async () => {
       pg = await startPostgres();
       const setup = new Client({ connectionString: pg.adminUrl });
@@ -184,7 +185,7 @@ describe(
       await provisioner.prepare();
     });
 
-    after(async () => {
+    suite.defer(async () => {
       if (admin) {
         await using provisioner = await RoleProvisioner.connect({ adminUrl: pg.adminUrl, section: SECTION });
         for (const name of await hintboxRoles().catch(() => []))
@@ -195,6 +196,7 @@ describe(
     });
 
     describe('connection exhaustion through the relay (item 3)', () => {
+      // proves: DB-CONNECTIONS
       it("refuses a sandbox's startups beyond its role's connection limit, so 140 pending ones leave Postgres usable and the superuser gets in", async () => {
         const db = await openSession();
         const held: net.Socket[] = [];
@@ -226,6 +228,7 @@ describe(
         }
       });
 
+      // proves: DB-CONNECTIONS
       it('cuts a startup that does not authenticate in time, and its slot is free again', async () => {
         await using provisioner = await RoleProvisioner.connect({ adminUrl: pg.adminUrl, section: SECTION });
         const role = await provisioner.createRole({ identity: identity(), classId: 'ro-offline', privilege: 'read' });
@@ -272,6 +275,7 @@ describe(
         });
       }
 
+      // proves: DB-RELAY
       it("passes a CancelRequest on only for the sandbox's own sessions: another client's query runs on", async () => {
         const db = await openSession();
         const other = new Client({ connectionString: withDatabase(pg.adminUrl, SHOP) });
@@ -310,6 +314,7 @@ describe(
     });
 
     describe("a read role's side effects end with its call (item 5)", () => {
+      // proves: DB-SESSION-BOUNDS
       it("endCallSessions ends the sandbox's sessions: its advisory lock and idle transaction are gone and the admin's ALTER TABLE goes through", async () => {
         const db = await openSession();
         try {
@@ -350,6 +355,7 @@ describe(
         }
       });
 
+      // proves: DB-SESSION-BOUNDS
       it("the roles hintbox creates bound statements and idle transactions by the call's timeout, without hintbox's help", async () => {
         const db = await openSession({ callTimeoutMs: 2_000 });
         try {
@@ -386,6 +392,7 @@ describe(
     });
 
     describe('a read role that switches its bounds off with SET (item 5)', () => {
+      // proves: DB-SESSION-BOUNDS
       it("is held to them by the relay: its idle transaction, idle session and long statement end at the call's timeout", async () => {
         const db = await openSession({ callTimeoutMs: 2_000 });
         try {
@@ -431,6 +438,7 @@ describe(
     });
 
     describe('a read role that leaves in the middle of a query (item 5)', () => {
+      // proves: DB-SESSION-BOUNDS
       it('has its query cancelled by the relay: the backend and its locks do not outlive the socket', async () => {
         const db = await openSession();
         try {
@@ -489,6 +497,7 @@ describe(
         await egress?.end().catch(() => undefined);
       });
 
+      // proves: DB-EGRESS
       it('stops the run with one line each for dblink, postgres_fdw, PUBLIC USAGE on a foreign-data wrapper and a routine in an untrusted language', async () => {
         await using provisioner = await RoleProvisioner.connect({ adminUrl: pg.adminUrl, section });
         const problems = (await provisioner.checkDatabase()).filter((p) => p.severity === 'refuse');
@@ -516,6 +525,7 @@ describe(
         assert.deepEqual(await hintboxRoles(), []);
       });
 
+      // proves: DB-EGRESS
       it("db prepare revokes EXECUTE on them; a read role's dblink_connect to a canary then fails and the canary receives nothing", async () => {
         await using provisioner = await RoleProvisioner.connect({ adminUrl: pg.adminUrl, section });
         const { statements, remaining } = await provisioner.prepare();

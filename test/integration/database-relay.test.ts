@@ -1,7 +1,8 @@
 import { existsSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import assert from 'node:assert/strict';
 import { Client, type DatabaseError } from 'pg';
 import { adminEndpoint, withDatabase } from '../../src/database/admin-url.js';
@@ -109,7 +110,7 @@ async function psqlInSandbox(env: Record<string, string>, script: string): Promi
   }
 }
 
-describe('socket relay to a real PostgreSQL 15', { timeout: 300_000 }, () => {
+integrationSuite('socket relay to a real PostgreSQL 15', { timeout: 300_000 }, (suite) => {
   before(async () => {
     pg = await startPostgres();
     const setup = new Client({ connectionString: pg.adminUrl });
@@ -139,7 +140,7 @@ describe('socket relay to a real PostgreSQL 15', { timeout: 300_000 }, () => {
     });
   });
 
-  after(async () => {
+  suite.defer(async () => {
     await relay?.close();
     if (role) await provisioner?.dropRole(role.name);
     await provisioner?.close();
@@ -183,6 +184,7 @@ describe('socket relay to a real PostgreSQL 15', { timeout: 300_000 }, () => {
     await eventually(async () => relay.connectionCount === 0, 5_000, 'closed connections are forgotten');
   });
 
+  // proves: DB-VIOLATION
   it('reports a privilege error (42501) and a read-only error (25006) through onViolation, and nothing else', async () => {
     violations.length = 0;
     const client = await throughRelay();
@@ -209,6 +211,7 @@ describe('socket relay to a real PostgreSQL 15', { timeout: 300_000 }, () => {
     assert.equal(await rowCount(), 2);
   });
 
+  // proves: DB-RELAY
   it('cutAll() ends an idle and a busy session at once, cancels the running query, and the relay still works', async () => {
     const idle = await throughRelay();
     const busy = await throughRelay();
@@ -241,6 +244,7 @@ describe('socket relay to a real PostgreSQL 15', { timeout: 300_000 }, () => {
     await again.end();
   });
 
+  // proves: DB-RELAY
   it('refuses a startup for another database or user before Postgres sees it', async () => {
     refused.length = 0;
     for (const overrides of [{ database: 'postgres' }, { user: 'postgres' }]) {
@@ -280,6 +284,7 @@ describe('socket relay to a real PostgreSQL 15', { timeout: 300_000 }, () => {
     }
   });
 
+  // proves: DB-RELAY
   it('a network-less container running as uid 10001 reaches the database through the bound socket, by PG* variables and by DATABASE_URL, through a read-only bind mount', async () => {
     violations.length = 0;
     const env = sandboxDatabaseEnv({ user: role.name, password: role.password, database: DB });

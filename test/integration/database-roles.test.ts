@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import os from 'node:os';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import assert from 'node:assert/strict';
 import { Client, type DatabaseError } from 'pg';
 import { DatabaseConnectionError, withDatabase } from '../../src/database/admin-url.js';
@@ -140,7 +141,7 @@ function connectProvisioner(options: { now?: () => Date; section?: Partial<typeo
   });
 }
 
-describe('database roles against a real PostgreSQL 15', { timeout: 300_000 }, () => {
+integrationSuite('database roles against a real PostgreSQL 15', { timeout: 300_000 }, (suite) => {
   before(async () => {
     pg = await startPostgres();
     const setup = new Client({ connectionString: pg.adminUrl });
@@ -154,7 +155,7 @@ describe('database roles against a real PostgreSQL 15', { timeout: 300_000 }, ()
     provisioner = await connectProvisioner();
   });
 
-  after(async () => {
+  suite.defer(async () => {
     for (const name of admin ? await hintboxRoles().catch(() => []) : []) {
       await provisioner?.dropRole(name).catch(() => undefined);
     }
@@ -215,6 +216,7 @@ describe('database roles against a real PostgreSQL 15', { timeout: 300_000 }, ()
       );
     });
 
+    // proves: DB-READ
     it('refuses to create a role while those grants exist, naming each, and creates nothing', async () => {
       const error = await provisioner
         .createRole({ identity: identity(), classId: 'ro-offline', privilege: 'read' })
@@ -272,6 +274,7 @@ describe('database roles against a real PostgreSQL 15', { timeout: 300_000 }, ()
       }
     });
 
+    // proves: DB-CONNECTIONS
     it("refuses a connection limit with which a run's roles could take half of what Postgres leaves its clients", async () => {
       await using greedy = await connectProvisioner({ section: { connectionLimit: 40 } });
       const problems = (await greedy.checkDatabase()).filter((p) => p.kind === 'connection-budget');
@@ -348,6 +351,7 @@ describe('database roles against a real PostgreSQL 15', { timeout: 300_000 }, ()
       assert.equal(JSON.parse(r.comment as string).pid, process.pid);
     });
 
+    // proves: DB-READ
     it('reads its schema', async () => {
       const { rows } = await asRole(role, (c) => c.query<{ name: string }>('SELECT name FROM app.items ORDER BY id'));
       assert.deepEqual(
@@ -411,6 +415,7 @@ describe('database roles against a real PostgreSQL 15', { timeout: 300_000 }, ()
       original = await originalRows();
     });
 
+    // proves: DB-APPEND
     it('INSERTs into a serial and an identity table; existing rows stay as they were', async () => {
       await asRole(role, async (c) => {
         await c.query("INSERT INTO app.items (name, qty) VALUES ('added', 2)");
@@ -445,6 +450,7 @@ describe('database roles against a real PostgreSQL 15', { timeout: 300_000 }, ()
   });
 
   describe('the write role', () => {
+    // proves: DB-APPEND
     it('UPDATEs, DELETEs and upserts, but cannot TRUNCATE or create tables', async () => {
       const role = await provisioner.createRole({ identity: identity(), classId: 'rw-online', privilege: 'write' });
       await asRole(role, async (c) => {
@@ -466,6 +472,7 @@ describe('database roles against a real PostgreSQL 15', { timeout: 300_000 }, ()
       assert.deepEqual(await fingerprint(), before);
     });
 
+    // proves: DB-READ
     it('is capped by the profile: asking for write under a read ceiling gives a read role', async () => {
       await using capped = await connectProvisioner({ section: { privilege: 'read' } });
       const role = await capped.createRole({ identity: identity(), classId: 'rw-online', privilege: 'write' });
@@ -476,6 +483,7 @@ describe('database roles against a real PostgreSQL 15', { timeout: 300_000 }, ()
   });
 
   describe('teardown', () => {
+    // proves: DB-TEARDOWN
     it('dropRole ends the open sessions, drops the role, and its password no longer logs in', async () => {
       const role = await provisioner.createRole({ identity: identity(), classId: 'ro-offline', privilege: 'read' });
       const open = await connectAs(role);
@@ -522,6 +530,7 @@ describe('database roles against a real PostgreSQL 15', { timeout: 300_000 }, ()
       assert.equal(rows[0].n, 1);
     });
 
+    // proves: DB-TEARDOWN
     it("sweepRoles drops the roles of a dead owner, even from another database, and leaves live and other hosts' roles", async () => {
       const deadPid = spawnSync(process.execPath, ['-e', '']).pid;
       assert.ok(deadPid > 0, 'a pid that has exited');

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import pg from 'pg';
 import { parse as parseConnectionString } from 'pg-connection-string';
 import { ROLE_PREFIX } from '../../src/database/role-grants.js';
@@ -10,7 +11,6 @@ import {
   DBLIAR_IMAGE,
   DBLINGER_IMAGE,
   allHintboxContainers,
-  assertNoLeftovers,
   containersOf,
   ensureDatabaseFixtureImage,
   ensureDblingerImage,
@@ -39,7 +39,7 @@ interface Credentials {
   envUrl: string;
 }
 
-describe('a database server under hintbox run', { timeout: 600_000 }, () => {
+integrationSuite('a database server under hintbox run', { timeout: 600_000 }, (suite) => {
   let postgres: StartedPostgres;
   let admin: pg.Client;
   let profile: string;
@@ -87,12 +87,16 @@ describe('a database server under hintbox run', { timeout: 600_000 }, () => {
 
   before(async () => {
     [postgres] = await Promise.all([startPostgres(), ensureDatabaseFixtureImage()]);
+    suite.use(postgres);
     const setup = new pg.Client({ connectionString: postgres.adminUrl });
     await setup.connect();
     await setup.query(`CREATE DATABASE ${DATABASE}`);
     await setup.end();
     admin = new pg.Client({ connectionString: postgres.adminUrl.replace(/\/postgres$/, `/${DATABASE}`) });
     await admin.connect();
+    suite.defer(() => admin.end().catch(() => undefined));
+    // Roles are leftovers too: every run drops its own, the next start a killed run's.
+    suite.defer(async () => assert.deepEqual(await hintboxRoles(), [], 'no role with the hintbox prefix left'));
     await admin.query(`CREATE SCHEMA shop;
       CREATE TABLE shop.items (id serial PRIMARY KEY, name text NOT NULL);
       INSERT INTO shop.items (name) VALUES ('apple'), ('pear');`);
@@ -107,12 +111,6 @@ describe('a database server under hintbox run', { timeout: 600_000 }, () => {
       limits: { pids: 64, memory: '128m' },
     });
     env = { [ADMIN_ENV]: postgres.adminUrl };
-  });
-
-  after(async () => {
-    await admin?.end().catch(() => undefined);
-    await postgres?.stop();
-    await assertNoLeftovers();
   });
 
   it('reports an unset admin URL variable as a profile error (exit 2), without echoing anything', async () => {
@@ -133,6 +131,7 @@ describe('a database server under hintbox run', { timeout: 600_000 }, () => {
     assert.deepEqual(started, []);
   });
 
+  // proves: DB-READ
   it('refuses an unprepared database before any container starts, naming each grant', async () => {
     const { code, stderr } = await hintboxCommand(['plan', profile], env);
     assert.equal(code, 1, stderr);
@@ -171,7 +170,7 @@ describe('a database server under hintbox run', { timeout: 600_000 }, () => {
     assert.deepEqual(await hintboxRoles(), [], 'plan drops the discovery role');
   });
 
-  describe('one run', () => {
+  suite.describe('one run', (group) => {
     let hintbox: RunningHintbox & { asked: unknown[] };
     let readRole: Credentials;
 
@@ -179,12 +178,8 @@ describe('a database server under hintbox run', { timeout: 600_000 }, () => {
       // Pinned, so that an untrusted server's tools are asked for rather than blocked.
       const approved = await hintboxCommand(['approve', profile, '--all'], env);
       assert.equal(approved.code, 0, approved.stderr);
-      hintbox = await runHintbox(profile, env, 'approve');
+      hintbox = group.use(await runHintbox(profile, { env }));
       readRole = await credentialsOf(hintbox);
-    });
-
-    after(async () => {
-      await hintbox?.[Symbol.asyncDispose]();
     });
 
     it('gives the sandbox PG* variables and a DATABASE_URL for the relayed socket and its own role', () => {
@@ -202,6 +197,7 @@ describe('a database server under hintbox run', { timeout: 600_000 }, () => {
       assert.equal(parseConnectionString(readRole.argUrl).user, readRole.user);
     });
 
+    // proves: DB-APPEND
     it('a tool that claims to only add inserts through its role', async () => {
       const result = await call(hintbox, 'add_item', {
         sql: "INSERT INTO shop.items (name) VALUES ('added') RETURNING name",
@@ -213,6 +209,7 @@ describe('a database server under hintbox run', { timeout: 600_000 }, () => {
       assert.equal(rows[0]?.n, 1);
     });
 
+    // proves: DB-READ, DB-VIOLATION
     it('a read-only tool cannot write through its DATABASE_URL, the data is unchanged, and the violation is logged and audited', async () => {
       const before = await checksum();
       const asked = hintbox.asked.length;
@@ -240,6 +237,7 @@ describe('a database server under hintbox run', { timeout: 600_000 }, () => {
       assert.match(violations[0]!.hintViolation!, /^readOnlyHint: Postgres refused .*(42501|25006)/);
     });
 
+    // proves: DB-VIOLATION
     it('after the violation, the server is untrusted: its read-only tool now needs a confirmation', async () => {
       const asked = hintbox.asked.length;
       const result = await call(hintbox, 'query', { sql: 'SELECT count(*) FROM shop.items' });
@@ -247,6 +245,7 @@ describe('a database server under hintbox run', { timeout: 600_000 }, () => {
       assert.equal(hintbox.asked.length, asked + 1, 'the call was confirmed by a person');
     });
 
+    // proves: DB-APPEND
     it('the adding tool cannot delete or update either (append role), and that is a violation too', async () => {
       const before = await checksum();
       const destroy = await call(hintbox, 'add_item', { sql: "DELETE FROM shop.items WHERE name = 'apple'" });
@@ -261,6 +260,7 @@ describe('a database server under hintbox run', { timeout: 600_000 }, () => {
       );
     });
 
+    // proves: DB-TEARDOWN
     it('after the run, no role with the hintbox prefix remains and its password no longer logs in', async () => {
       assert.ok(await logsIn(readRole), 'the role logs in while the run lives (control)');
       await hintbox[Symbol.asyncDispose]();
@@ -301,6 +301,7 @@ describe('a database server under hintbox run', { timeout: 600_000 }, () => {
     }
   });
 
+  // proves: DB-SESSION-BOUNDS
   it("ends a sandbox's database sessions when its call ends: a lock its server took and kept is released at once", async () => {
     await ensureDblingerImage();
     const lingerer = writeProfile({
@@ -318,22 +319,23 @@ describe('a database server under hintbox run', { timeout: 600_000 }, () => {
       );
       return rows[0]!.n;
     };
-    await using hintbox = await runHintbox(lingerer, env, 'approve');
+    await using hintbox = await runHintbox(lingerer, { env });
     assert.deepEqual(await call(hintbox, 'hold_lock'), { ok: true, value: 'locked' });
     // Without the end of the call's sessions the lock would live until the statement timeout (the call's: 120 s).
     await eventually(async () => (await advisoryLocks()) === 0, 10_000, "the lock released with the call's sessions");
     await admin.query('ALTER TABLE shop.items ADD COLUMN lingered int; ALTER TABLE shop.items DROP COLUMN lingered');
   });
 
+  // proves: DB-TEARDOWN
   it('after a run killed with SIGKILL, the next start drops its roles: none remains and the password no longer logs in', async () => {
-    const killed = await runHintbox(profile, env, 'approve');
+    const killed = await runHintbox(profile, { env });
     const orphan = await credentialsOf(killed);
     process.kill(killed.pid, 'SIGKILL');
     await killed.exited;
     await killed[Symbol.asyncDispose]();
     assert.ok((await hintboxRoles()).includes(orphan.user), 'the killed run left its role (control)');
 
-    const next = await runHintbox(profile, env, 'approve');
+    const next = await runHintbox(profile, { env });
     try {
       // The tools are approved, so run answers from the lock file at once and opens the database
       // (which sweeps) in the background: wait for the sweep instead of racing it.

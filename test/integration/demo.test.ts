@@ -1,17 +1,15 @@
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import os from 'node:os';
-import { after, before, describe, it } from 'node:test';
-import { assertNoLeftovers, ensureTestImages } from './support/docker.js';
+import { it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
+import { ensureTestImages } from './support/docker.js';
 import { hintboxCommand } from './support/hintbox-process.js';
 
 const scratch = (): string[] => readdirSync(os.tmpdir()).filter((name) => name.startsWith('hintbox-demo-'));
 
 /** The README's main command, end to end: it runs, shows what it promises, and leaves nothing. */
-describe('hintbox demo', { timeout: 240_000 }, () => {
-  before(ensureTestImages);
-  after(assertNoLeftovers);
-
+integrationSuite('hintbox demo', { timeout: 240_000, images: [ensureTestImages] }, () => {
   it('runs the filesystem server under hintbox, writes what was approved, keeps what was declined, and cleans up', async () => {
     const before = new Set(scratch());
     const { code, stdout, stderr } = await hintboxCommand(['demo']);

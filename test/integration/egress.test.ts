@@ -1,19 +1,12 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { before, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import type Docker from 'dockerode';
 import { LABEL_EGRESS } from '../../src/engine/docker/egress-proxy.js';
 import { LABEL_OWNER_PID, LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
-import {
-  assertNoLeftovers,
-  CANARY_IMAGE,
-  containersOf,
-  docker,
-  EGRESS_IMAGE,
-  ensureEgressImage,
-  eventually,
-} from './support/docker.js';
+import { CANARY_IMAGE, containersOf, docker, EGRESS_IMAGE, ensureEgressImage, eventually } from './support/docker.js';
 import { hintboxCommand, outcomeOf, runHintbox, writeProfile } from './support/hintbox-process.js';
 
 /**
@@ -60,343 +53,353 @@ interface Canary {
   script?: string;
 }
 
-describe('network by host name: the egress proxy', { timeout: 600_000 }, () => {
-  const made: { containers: Docker.Container[]; networks: Docker.Network[] } = { containers: [], networks: [] };
-  const ips = new Map<string, string>();
-  let hostListener: http.Server;
-  let hostPort: number;
-  let gateway: string;
-  let profile: string;
+integrationSuite(
+  'network by host name: the egress proxy',
+  { timeout: 600_000, images: [ensureEgressImage] },
+  (suite) => {
+    const made: { containers: Docker.Container[]; networks: Docker.Network[] } = { containers: [], networks: [] };
+    const ips = new Map<string, string>();
+    let hostListener: http.Server;
+    let hostPort: number;
+    let gateway: string;
+    let profile: string;
 
-  before(async () => {
-    await ensureEgressImage();
-    const { docker: d } = await docker();
-    for (const net of [INTERNET, PRIVATE, METADATA]) {
-      made.networks.push(
-        await d.createNetwork({
-          Name: net.name,
-          Driver: 'bridge',
-          IPAM: { Config: [{ Subnet: net.subnet }] },
+    before(async () => {
+      const { docker: d } = await docker();
+      for (const net of [INTERNET, PRIVATE, METADATA]) {
+        made.networks.push(
+          await d.createNetwork({
+            Name: net.name,
+            Driver: 'bridge',
+            IPAM: { Config: [{ Subnet: net.subnet }] },
+            Labels: { 'hintbox-test': 'egress' },
+          }),
+        );
+      }
+      // A subnet given without a gateway: the engine takes its first address (and does not say so in inspect).
+      gateway = `198.18.${X}.1`;
+      const canaries: Canary[] = [
+        { name: 'allowed', network: INTERNET.name, aliases: ['allowed.test', 'a.wild.test'] },
+        { name: 'unlisted', network: INTERNET.name, aliases: ['unlisted.test'] },
+        { name: 'backend', network: INTERNET.name, aliases: ['backend.test'] },
+        { name: 'private', network: PRIVATE.name, ip: PRIVATE_IP, aliases: ['private.test'] },
+        { name: 'metadata', network: METADATA.name, ip: METADATA_IP },
+        { name: 'dns', network: INTERNET.name, ip: DNS_IP, script: dnsCanaryScript },
+      ];
+      for (const canary of canaries) {
+        const container = await d.createContainer({
+          Image: CANARY_IMAGE,
+          name: `hintbox-test-canary-${canary.name}-${process.pid}`,
+          Entrypoint: ['node', '-e', canary.script ?? canaryScript(canary.name)],
           Labels: { 'hintbox-test': 'egress' },
-        }),
-      );
-    }
-    // A subnet given without a gateway: the engine takes its first address (and does not say so in inspect).
-    gateway = `198.18.${X}.1`;
-    const canaries: Canary[] = [
-      { name: 'allowed', network: INTERNET.name, aliases: ['allowed.test', 'a.wild.test'] },
-      { name: 'unlisted', network: INTERNET.name, aliases: ['unlisted.test'] },
-      { name: 'backend', network: INTERNET.name, aliases: ['backend.test'] },
-      { name: 'private', network: PRIVATE.name, ip: PRIVATE_IP, aliases: ['private.test'] },
-      { name: 'metadata', network: METADATA.name, ip: METADATA_IP },
-      { name: 'dns', network: INTERNET.name, ip: DNS_IP, script: dnsCanaryScript },
-    ];
-    for (const canary of canaries) {
-      const container = await d.createContainer({
-        Image: CANARY_IMAGE,
-        name: `hintbox-test-canary-${canary.name}-${process.pid}`,
-        Entrypoint: ['node', '-e', canary.script ?? canaryScript(canary.name)],
-        Labels: { 'hintbox-test': 'egress' },
-        HostConfig: { NetworkMode: canary.network },
-        NetworkingConfig: {
-          EndpointsConfig: {
-            [canary.network]: {
-              Aliases: canary.aliases ?? [],
-              ...(canary.ip ? { IPAMConfig: { IPv4Address: canary.ip } } : {}),
+          HostConfig: { NetworkMode: canary.network },
+          NetworkingConfig: {
+            EndpointsConfig: {
+              [canary.network]: {
+                Aliases: canary.aliases ?? [],
+                ...(canary.ip ? { IPAMConfig: { IPv4Address: canary.ip } } : {}),
+              },
             },
           },
+        });
+        made.containers.push(container);
+        await container.start();
+        const info = await container.inspect();
+        ips.set(canary.name, info.NetworkSettings.Networks[canary.network]!.IPAddress);
+      }
+      // A service of the engine's host, on every address: what a sandbox must not reach through the gateway.
+      hostListener = http.createServer((_, r) => r.end('the host itself'));
+      await new Promise<void>((resolve) => hostListener.listen(0, '0.0.0.0', resolve));
+      hostPort = (hostListener.address() as AddressInfo).port;
+      // Controls: every canary, and the host's service at the gateway, answer whoever may reach them.
+      for (const [name, ip] of ips) {
+        if (name === 'dns') continue;
+        await eventually(
+          async () => (await get(`http://${ip}:${PORT}/`)) === `canary ${name} /`,
+          20_000,
+          `canary ${name}`,
+        );
+      }
+      assert.equal(await get(`http://${gateway}:${hostPort}/`), 'the host itself');
+
+      profile = writeProfile({
+        name: `egress-${process.pid}`,
+        server: { image: EGRESS_IMAGE },
+        trust: 'trusted',
+        network: {
+          allow: [
+            `allowed.test:${PORT}`,
+            `*.wild.test:${PORT}`,
+            `private.test:${PORT}`,
+            `${METADATA_IP}:${PORT}`,
+            `elsewhere-${process.pid}.test:${PORT}`, // on no engine network: the DNS canary is asked
+          ],
+          backend: [`backend.test:${PORT}`],
         },
       });
-      made.containers.push(container);
-      await container.start();
-      const info = await container.inspect();
-      ips.set(canary.name, info.NetworkSettings.Networks[canary.network]!.IPAddress);
-    }
-    // A service of the engine's host, on every address: what a sandbox must not reach through the gateway.
-    hostListener = http.createServer((_, r) => r.end('the host itself'));
-    await new Promise<void>((resolve) => hostListener.listen(0, '0.0.0.0', resolve));
-    hostPort = (hostListener.address() as AddressInfo).port;
-    // Controls: every canary, and the host's service at the gateway, answer whoever may reach them.
-    for (const [name, ip] of ips) {
-      if (name === 'dns') continue;
-      await eventually(
-        async () => (await get(`http://${ip}:${PORT}/`)) === `canary ${name} /`,
-        20_000,
-        `canary ${name}`,
-      );
-    }
-    assert.equal(await get(`http://${gateway}:${hostPort}/`), 'the host itself');
-
-    profile = writeProfile({
-      name: `egress-${process.pid}`,
-      server: { image: EGRESS_IMAGE },
-      trust: 'trusted',
-      network: {
-        allow: [
-          `allowed.test:${PORT}`,
-          `*.wild.test:${PORT}`,
-          `private.test:${PORT}`,
-          `${METADATA_IP}:${PORT}`,
-          `elsewhere-${process.pid}.test:${PORT}`, // on no engine network: the DNS canary is asked
-        ],
-        backend: [`backend.test:${PORT}`],
-      },
-    });
-  });
-
-  after(async () => {
-    hostListener?.close();
-    await Promise.all(made.containers.map((c) => c.remove({ force: true }).catch(() => undefined)));
-    for (const n of made.networks) await n.remove().catch(() => undefined);
-    await assertNoLeftovers();
-  });
-
-  const env = (): Record<string, string> => ({
-    HINTBOX_EGRESS_NETWORK: [INTERNET.name, PRIVATE.name, METADATA.name].join(','),
-    HINTBOX_EGRESS_DNS: DNS_IP,
-  });
-
-  /** The names the DNS canary was asked for so far. */
-  const askedNames = async (): Promise<string[]> => {
-    const { docker: d } = await docker();
-    const dns = made.containers[made.containers.length - 1]!;
-    const logs = (await d.getContainer(dns.id).logs({ stdout: true, stderr: false })).toString('latin1');
-    return [...logs.matchAll(/asked (\S+)/g)].map((m) => m[1]!);
-  };
-
-  it('plans the hosts each sandbox reaches: open-world tools allow and backend, closed-world ones the backend', async () => {
-    const { code, stdout, stderr } = await hintboxCommand(['plan', profile], env());
-    assert.equal(code, 0, stderr);
-    assert.match(
-      stdout,
-      /sandbox nomounts-egress: network only through hintbox's egress proxy, to \*\.wild\.test:8080, 169\.254\.169\.254:8080, allowed\.test:8080, backend\.test:8080, elsewhere-\d+\.test:8080, private\.test:8080;/,
-    );
-    assert.match(
-      stdout,
-      /sandbox nomounts-backend: network only through hintbox's egress proxy, to backend\.test:8080;.*tools: backend_fetch/,
-    );
-  });
-
-  it('lets an open-world tool reach only listed hosts, through the proxy alone', async () => {
-    await using hintbox = await runHintbox(profile, env());
-    const call = async (name: string, args: Record<string, unknown>) =>
-      outcomeOf(await hintbox.client.callTool({ name, arguments: args }));
-
-    // Listed: a plain GET, a CONNECT tunnel (as HTTPS goes), a subdomain of a wildcard.
-    assert.deepEqual((await call('fetch', { url: `http://allowed.test:${PORT}/hi` })).value, {
-      status: 200,
-      body: 'canary allowed /hi',
-    });
-    assert.deepEqual(await call('tunnel', { target: `allowed.test:${PORT}` }), {
-      ok: true,
-      value: { status: 200, body: 'canary allowed /' },
-    });
-    assert.deepEqual((await call('fetch', { url: `http://a.wild.test:${PORT}/w` })).value, {
-      status: 200,
-      body: 'canary allowed /w',
     });
 
-    // Not listed, or listed only by a name that leads to an address no sandbox may reach: 403.
-    const refused = async (url: string) => {
-      const result = await call('fetch', { url });
-      assert.equal((result.value as { status?: number } | undefined)?.status, 403, `${url}: ${JSON.stringify(result)}`);
+    suite.defer(async () => {
+      hostListener?.close();
+      await Promise.all(made.containers.map((c) => c.remove({ force: true }).catch(() => undefined)));
+      for (const n of made.networks) await n.remove().catch(() => undefined);
+    });
+
+    const env = (): Record<string, string> => ({
+      HINTBOX_EGRESS_NETWORK: [INTERNET.name, PRIVATE.name, METADATA.name].join(','),
+      HINTBOX_EGRESS_DNS: DNS_IP,
+    });
+
+    /** The names the DNS canary was asked for so far. */
+    const askedNames = async (): Promise<string[]> => {
+      const { docker: d } = await docker();
+      const dns = made.containers[made.containers.length - 1]!;
+      const logs = (await d.getContainer(dns.id).logs({ stdout: true, stderr: false })).toString('latin1');
+      return [...logs.matchAll(/asked (\S+)/g)].map((m) => m[1]!);
     };
-    await refused(`http://unlisted.test:${PORT}/`);
-    // A bare address is not matched by the name its reverse DNS gives (here `…wild.test`, a listed wildcard).
-    await refused(`http://${ips.get('unlisted')}:${PORT}/`);
-    await refused(`http://${ips.get('allowed')}:${PORT}/`);
-    // Only HTTP and CONNECT: not the proxy's own cache manager, not FTP, even to a listed host and port.
-    await refused(`cache_object://allowed.test:${PORT}/info`);
-    await refused(`ftp://allowed.test:${PORT}/`);
-    await refused(`http://allowed.test:${PORT + 1}/`);
-    await refused(`http://private.test:${PORT}/`); // listed by name, but the name is a private address
-    await refused(`http://${gateway}:${hostPort}/`); // the engine's gateway: the host
-    assert.deepEqual((await call('tunnel', { target: `unlisted.test:${PORT}` })).value, { status: 403 });
 
-    // DNS carries nothing out: a name no entry lists is never looked up, not even to be refused.
-    // The control: a listed name that no engine network knows is asked of the DNS server.
-    const secret = `secret-${process.pid}.exfil.test`;
-    await refused(`http://${secret}:${PORT}/`);
-    assert.deepEqual((await call('tunnel', { target: `tunnel-${secret}:${PORT}` })).value, { status: 403 });
-    const elsewhere = await call('fetch', { url: `http://elsewhere-${process.pid}.test:${PORT}/` });
-    assert.notEqual((elsewhere.value as { status?: number } | undefined)?.status, 200, JSON.stringify(elsewhere));
-    await eventually(
-      async () => (await askedNames()).includes(`elsewhere-${process.pid}.test`),
-      10_000,
-      'the DNS server asked for the listed name',
-    );
-    const asked = await askedNames();
-    assert.ok(!asked.some((name) => name.includes('exfil')), `names asked: ${asked.join(', ')}`);
-    // The metadata address is denied unless listed by address, as this profile does: then it answers.
-    assert.deepEqual((await call('fetch', { url: `http://${METADATA_IP}:${PORT}/latest` })).value, {
-      status: 200,
-      body: 'canary metadata /latest',
-    });
-
-    // Around the proxy there is no route: a direct connection to a canary fails, and so does DNS.
-    for (const ip of [ips.get('allowed'), ips.get('unlisted'), gateway, PRIVATE_IP, METADATA_IP]) {
-      const direct = await call('direct', { host: ip, port: PORT });
-      assert.equal(direct.ok, false, `direct to ${ip}: ${JSON.stringify(direct)}`);
-    }
-    const direct = await call('direct', { host: gateway, port: hostPort });
-    assert.equal(direct.ok, false, `the host through the gateway: ${JSON.stringify(direct)}`);
-    for (const name of ['allowed.test', 'unlisted.test']) {
-      const resolved = await call('resolve', { name });
-      assert.equal(resolved.ok, false, `DNS for ${name}: ${JSON.stringify(resolved)}`);
-    }
-
-    // Each refusal is in the audit trail, with the tool in flight, the host and the port.
-    const denials = (await eventsOf(`egress-${process.pid}`)).filter((e) => e.type === 'egress.denied');
-    assert.ok(
-      denials.some((d) => d.fields.tool === 'fetch' && d.fields.host === 'unlisted.test' && d.fields.port === PORT),
-      JSON.stringify(denials),
-    );
-    assert.ok(
-      denials.some((d) => d.fields.tool === 'tunnel' && d.fields.host === 'unlisted.test'),
-      JSON.stringify(denials),
-    );
-    assert.ok(denials.some((d) => d.fields.host === 'private.test'));
-
-    // The sandbox is on a network of its own: internal, and without an address of the host on it.
-    const { docker: d } = await docker();
-    const sandboxes = await containersOf(hintbox.pid, false);
-    const sandbox = sandboxes.find((c) => c.Labels['hintbox.class'] === 'nomounts-egress');
-    assert.ok(sandbox, JSON.stringify(sandboxes.map((c) => c.Labels)));
-    const mode = (await d.getContainer(sandbox.Id).inspect()).HostConfig.NetworkMode!;
-    const network = await d.getNetwork(mode).inspect();
-    assert.equal(network.Internal, true);
-    assert.equal(network.Options?.['com.docker.network.bridge.inhibit_ipv4'], 'true');
-    assert.deepEqual(Object.keys((await d.getContainer(sandbox.Id).inspect()).NetworkSettings.Networks), [mode]);
-    // An internal network's bridge would be the host, at the subnet's first address: there is none.
-    const subnet = (network as { IPAM: { Config: { Subnet: string }[] } }).IPAM.Config[0]!.Subnet;
-    const ownGateway = subnet.replace(/\.0\/\d+$/, '.1');
-    const viaOwnGateway = await call('direct', { host: ownGateway, port: hostPort });
-    assert.equal(viaOwnGateway.ok, false, `the host through ${ownGateway}: ${JSON.stringify(viaOwnGateway)}`);
-  });
-
-  it('removes a proxy it no longer hears from: its sandbox is left without a way out, not unwatched', async () => {
-    await using hintbox = await runHintbox(profile, env());
-    const fetch = async (url: string) =>
-      outcomeOf(await hintbox.client.callTool({ name: 'fetch', arguments: { url } }));
-    assert.deepEqual((await fetch(`http://allowed.test:${PORT}/before`)).value, {
-      status: 200,
-      body: 'canary allowed /before',
-    });
-    const { docker: d } = await docker();
-    const proxies = await d.listContainers({
-      all: true,
-      filters: { label: [LABEL_EGRESS, `${LABEL_OWNER_PID}=${hintbox.pid}`, 'hintbox.class=egress-nomounts-egress'] },
-    });
-    assert.equal(proxies.length, 1, JSON.stringify(proxies.map((p) => p.Names)));
-    // Its log ends (here: it is killed): hintbox removes what is left of it.
-    await d.getContainer(proxies[0]!.Id).kill();
-    await eventually(
-      async () => (await d.listContainers({ all: true, filters: { id: [proxies[0]!.Id] } })).length === 0,
-      15_000,
-      'the dead proxy removed by hintbox',
-    );
-    const after = await fetch(`http://allowed.test:${PORT}/after`);
-    assert.notEqual((after.value as { status?: number } | undefined)?.status, 200, JSON.stringify(after));
-
-    // The class's next sandbox (this one dies) gets a proxy of its own again, on a new network.
-    const sandbox = (await containersOf(hintbox.pid, false)).find(
-      (c) => c.Labels['hintbox.class'] === 'nomounts-egress',
-    );
-    assert.ok(sandbox, 'the sandbox still runs');
-    await d.getContainer(sandbox.Id).kill();
-    await hintbox.client.callTool({ name: 'fetch', arguments: { url: 'http://allowed.test/' } }).catch(() => undefined);
-    assert.deepEqual((await fetch(`http://allowed.test:${PORT}/again`)).value, {
-      status: 200,
-      body: 'canary allowed /again',
-    });
-  });
-
-  it('sweeps the proxies and networks of a run killed with SIGKILL at the next start', async () => {
-    const killed = await runHintbox(profile, env());
-    const { docker: d } = await docker();
-    const ofKilled = [LABEL_SESSION, `${LABEL_OWNER_PID}=${killed.pid}`];
-    const proxies = () => d.listContainers({ all: true, filters: { label: [...ofKilled, LABEL_EGRESS] } });
-    const networks = () => d.listNetworks({ filters: { label: ofKilled } });
-    try {
-      const fetched = outcomeOf(
-        await killed.client.callTool({ name: 'fetch', arguments: { url: `http://allowed.test:${PORT}/` } }),
-      );
-      assert.equal((fetched.value as { status?: number } | undefined)?.status, 200, JSON.stringify(fetched));
-      process.kill(killed.pid, 'SIGKILL');
-      await killed.exited;
-      // The open-world class's proxy and the backend class's, each with its network.
-      assert.equal((await proxies()).length, 2, 'SIGKILL leaves the proxies');
-      assert.equal((await networks()).length, 2, 'SIGKILL leaves their networks');
-
-      const { code, stderr } = await hintboxCommand(['plan', profile], env());
+    it('plans the hosts each sandbox reaches: open-world tools allow and backend, closed-world ones the backend', async () => {
+      const { code, stdout, stderr } = await hintboxCommand(['plan', profile], env());
       assert.equal(code, 0, stderr);
-      assert.deepEqual(await proxies(), [], 'the next start swept the proxies');
-      assert.deepEqual(await networks(), [], 'and their networks');
-    } finally {
-      // Whatever failed above: nothing of the killed run may stay attached to this test's networks.
-      await killed.client.close().catch(() => undefined);
-      for (const c of await d.listContainers({ all: true, filters: { label: ofKilled } })) {
-        await d
-          .getContainer(c.Id)
-          .remove({ force: true })
-          .catch(() => undefined);
-      }
-      for (const n of await networks())
-        await d
-          .getNetwork(n.Id)
-          .remove()
-          .catch(() => undefined);
-    }
-  });
-
-  it("lets a closed-world tool reach the server's backend and nothing else; trying is a hint violation", async () => {
-    const hintbox = await runHintbox(profile, env());
-    const pid = hintbox.pid;
-    try {
-      const call = async (args: Record<string, unknown>) =>
-        outcomeOf(await hintbox.client.callTool({ name: 'backend_fetch', arguments: args }));
-      assert.deepEqual((await call({ url: `http://backend.test:${PORT}/rows` })).value, {
-        status: 200,
-        body: 'canary backend /rows',
-      });
-      assert.equal(hintbox.asked.length, 0, 'a trusted server, a read-only closed-world tool: no confirmation');
-      // allowed.test is on the open-world list, not the backend: refused, and a broken openWorldHint.
-      assert.equal(
-        ((await call({ url: `http://allowed.test:${PORT}/` })).value as { status?: number } | undefined)?.status,
-        403,
+      assert.match(
+        stdout,
+        /sandbox nomounts-egress: network only through hintbox's egress proxy, to \*\.wild\.test:8080, 169\.254\.169\.254:8080, allowed\.test:8080, backend\.test:8080, elsewhere-\d+\.test:8080, private\.test:8080;/,
       );
+      assert.match(
+        stdout,
+        /sandbox nomounts-backend: network only through hintbox's egress proxy, to backend\.test:8080;.*tools: backend_fetch/,
+      );
+    });
+
+    // proves: EGRESS-HOSTS
+    it('lets an open-world tool reach only listed hosts, through the proxy alone', async () => {
+      await using hintbox = await runHintbox(profile, { env: env() });
+      const call = async (name: string, args: Record<string, unknown>) =>
+        outcomeOf(await hintbox.client.callTool({ name, arguments: args }));
+
+      // Listed: a plain GET, a CONNECT tunnel (as HTTPS goes), a subdomain of a wildcard.
+      assert.deepEqual((await call('fetch', { url: `http://allowed.test:${PORT}/hi` })).value, {
+        status: 200,
+        body: 'canary allowed /hi',
+      });
+      assert.deepEqual(await call('tunnel', { target: `allowed.test:${PORT}` }), {
+        ok: true,
+        value: { status: 200, body: 'canary allowed /' },
+      });
+      assert.deepEqual((await call('fetch', { url: `http://a.wild.test:${PORT}/w` })).value, {
+        status: 200,
+        body: 'canary allowed /w',
+      });
+
+      // Not listed, or listed only by a name that leads to an address no sandbox may reach: 403.
+      const refused = async (url: string) => {
+        const result = await call('fetch', { url });
+        assert.equal(
+          (result.value as { status?: number } | undefined)?.status,
+          403,
+          `${url}: ${JSON.stringify(result)}`,
+        );
+      };
+      await refused(`http://unlisted.test:${PORT}/`);
+      // A bare address is not matched by the name its reverse DNS gives (here `…wild.test`, a listed wildcard).
+      await refused(`http://${ips.get('unlisted')}:${PORT}/`);
+      await refused(`http://${ips.get('allowed')}:${PORT}/`);
+      // Only HTTP and CONNECT: not the proxy's own cache manager, not FTP, even to a listed host and port.
+      await refused(`cache_object://allowed.test:${PORT}/info`);
+      await refused(`ftp://allowed.test:${PORT}/`);
+      await refused(`http://allowed.test:${PORT + 1}/`);
+      await refused(`http://private.test:${PORT}/`); // listed by name, but the name is a private address
+      await refused(`http://${gateway}:${hostPort}/`); // the engine's gateway: the host
+      assert.deepEqual((await call('tunnel', { target: `unlisted.test:${PORT}` })).value, { status: 403 });
+
+      // DNS carries nothing out: a name no entry lists is never looked up, not even to be refused.
+      // The control: a listed name that no engine network knows is asked of the DNS server.
+      const secret = `secret-${process.pid}.exfil.test`;
+      await refused(`http://${secret}:${PORT}/`);
+      assert.deepEqual((await call('tunnel', { target: `tunnel-${secret}:${PORT}` })).value, { status: 403 });
+      const elsewhere = await call('fetch', { url: `http://elsewhere-${process.pid}.test:${PORT}/` });
+      assert.notEqual((elsewhere.value as { status?: number } | undefined)?.status, 200, JSON.stringify(elsewhere));
+      await eventually(
+        async () => (await askedNames()).includes(`elsewhere-${process.pid}.test`),
+        10_000,
+        'the DNS server asked for the listed name',
+      );
+      const asked = await askedNames();
+      assert.ok(!asked.some((name) => name.includes('exfil')), `names asked: ${asked.join(', ')}`);
+      // The metadata address is denied unless listed by address, as this profile does: then it answers.
+      assert.deepEqual((await call('fetch', { url: `http://${METADATA_IP}:${PORT}/latest` })).value, {
+        status: 200,
+        body: 'canary metadata /latest',
+      });
+
+      // Around the proxy there is no route: a direct connection to a canary fails, and so does DNS.
+      for (const ip of [ips.get('allowed'), ips.get('unlisted'), gateway, PRIVATE_IP, METADATA_IP]) {
+        const direct = await call('direct', { host: ip, port: PORT });
+        assert.equal(direct.ok, false, `direct to ${ip}: ${JSON.stringify(direct)}`);
+      }
+      const direct = await call('direct', { host: gateway, port: hostPort });
+      assert.equal(direct.ok, false, `the host through the gateway: ${JSON.stringify(direct)}`);
+      for (const name of ['allowed.test', 'unlisted.test']) {
+        const resolved = await call('resolve', { name });
+        assert.equal(resolved.ok, false, `DNS for ${name}: ${JSON.stringify(resolved)}`);
+      }
+
+      // Each refusal is in the audit trail, with the tool in flight, the host and the port.
+      const denials = (await eventsOf(`egress-${process.pid}`)).filter((e) => e.type === 'egress.denied');
+      assert.ok(
+        denials.some((d) => d.fields.tool === 'fetch' && d.fields.host === 'unlisted.test' && d.fields.port === PORT),
+        JSON.stringify(denials),
+      );
+      assert.ok(
+        denials.some((d) => d.fields.tool === 'tunnel' && d.fields.host === 'unlisted.test'),
+        JSON.stringify(denials),
+      );
+      assert.ok(denials.some((d) => d.fields.host === 'private.test'));
+
+      // The sandbox is on a network of its own: internal, and without an address of the host on it.
+      const { docker: d } = await docker();
+      const sandboxes = await containersOf(hintbox.pid, false);
+      const sandbox = sandboxes.find((c) => c.Labels['hintbox.class'] === 'nomounts-egress');
+      assert.ok(sandbox, JSON.stringify(sandboxes.map((c) => c.Labels)));
+      const mode = (await d.getContainer(sandbox.Id).inspect()).HostConfig.NetworkMode!;
+      const network = await d.getNetwork(mode).inspect();
+      assert.equal(network.Internal, true);
+      assert.equal(network.Options?.['com.docker.network.bridge.inhibit_ipv4'], 'true');
+      assert.deepEqual(Object.keys((await d.getContainer(sandbox.Id).inspect()).NetworkSettings.Networks), [mode]);
+      // An internal network's bridge would be the host, at the subnet's first address: there is none.
+      const subnet = (network as { IPAM: { Config: { Subnet: string }[] } }).IPAM.Config[0]!.Subnet;
+      const ownGateway = subnet.replace(/\.0\/\d+$/, '.1');
+      const viaOwnGateway = await call('direct', { host: ownGateway, port: hostPort });
+      assert.equal(viaOwnGateway.ok, false, `the host through ${ownGateway}: ${JSON.stringify(viaOwnGateway)}`);
+    });
+
+    it('removes a proxy it no longer hears from: its sandbox is left without a way out, not unwatched', async () => {
+      await using hintbox = await runHintbox(profile, { env: env() });
+      const fetch = async (url: string) =>
+        outcomeOf(await hintbox.client.callTool({ name: 'fetch', arguments: { url } }));
+      assert.deepEqual((await fetch(`http://allowed.test:${PORT}/before`)).value, {
+        status: 200,
+        body: 'canary allowed /before',
+      });
+      const { docker: d } = await docker();
+      const proxies = await d.listContainers({
+        all: true,
+        filters: { label: [LABEL_EGRESS, `${LABEL_OWNER_PID}=${hintbox.pid}`, 'hintbox.class=egress-nomounts-egress'] },
+      });
+      assert.equal(proxies.length, 1, JSON.stringify(proxies.map((p) => p.Names)));
+      // Its log ends (here: it is killed): hintbox removes what is left of it.
+      await d.getContainer(proxies[0]!.Id).kill();
+      await eventually(
+        async () => (await d.listContainers({ all: true, filters: { id: [proxies[0]!.Id] } })).length === 0,
+        15_000,
+        'the dead proxy removed by hintbox',
+      );
+      const after = await fetch(`http://allowed.test:${PORT}/after`);
+      assert.notEqual((after.value as { status?: number } | undefined)?.status, 200, JSON.stringify(after));
+
+      // The class's next sandbox (this one dies) gets a proxy of its own again, on a new network.
+      const sandbox = (await containersOf(hintbox.pid, false)).find(
+        (c) => c.Labels['hintbox.class'] === 'nomounts-egress',
+      );
+      assert.ok(sandbox, 'the sandbox still runs');
+      await d.getContainer(sandbox.Id).kill();
+      await hintbox.client
+        .callTool({ name: 'fetch', arguments: { url: 'http://allowed.test/' } })
+        .catch(() => undefined);
+      assert.deepEqual((await fetch(`http://allowed.test:${PORT}/again`)).value, {
+        status: 200,
+        body: 'canary allowed /again',
+      });
+    });
+
+    it('sweeps the proxies and networks of a run killed with SIGKILL at the next start', async () => {
+      const killed = await runHintbox(profile, { env: env() });
+      const { docker: d } = await docker();
+      const ofKilled = [LABEL_SESSION, `${LABEL_OWNER_PID}=${killed.pid}`];
+      const proxies = () => d.listContainers({ all: true, filters: { label: [...ofKilled, LABEL_EGRESS] } });
+      const networks = () => d.listNetworks({ filters: { label: ofKilled } });
+      try {
+        const fetched = outcomeOf(
+          await killed.client.callTool({ name: 'fetch', arguments: { url: `http://allowed.test:${PORT}/` } }),
+        );
+        assert.equal((fetched.value as { status?: number } | undefined)?.status, 200, JSON.stringify(fetched));
+        process.kill(killed.pid, 'SIGKILL');
+        await killed.exited;
+        // The open-world class's proxy and the backend class's, each with its network.
+        assert.equal((await proxies()).length, 2, 'SIGKILL leaves the proxies');
+        assert.equal((await networks()).length, 2, 'SIGKILL leaves their networks');
+
+        const { code, stderr } = await hintboxCommand(['plan', profile], env());
+        assert.equal(code, 0, stderr);
+        assert.deepEqual(await proxies(), [], 'the next start swept the proxies');
+        assert.deepEqual(await networks(), [], 'and their networks');
+      } finally {
+        // Whatever failed above: nothing of the killed run may stay attached to this test's networks.
+        await killed.client.close().catch(() => undefined);
+        for (const c of await d.listContainers({ all: true, filters: { label: ofKilled } })) {
+          await d
+            .getContainer(c.Id)
+            .remove({ force: true })
+            .catch(() => undefined);
+        }
+        for (const n of await networks())
+          await d
+            .getNetwork(n.Id)
+            .remove()
+            .catch(() => undefined);
+      }
+    });
+
+    // proves: EGRESS-BACKEND
+    it("lets a closed-world tool reach the server's backend and nothing else; trying is a hint violation", async () => {
+      const hintbox = await runHintbox(profile, { env: env() });
+      const pid = hintbox.pid;
+      try {
+        const call = async (args: Record<string, unknown>) =>
+          outcomeOf(await hintbox.client.callTool({ name: 'backend_fetch', arguments: args }));
+        assert.deepEqual((await call({ url: `http://backend.test:${PORT}/rows` })).value, {
+          status: 200,
+          body: 'canary backend /rows',
+        });
+        assert.equal(hintbox.asked.length, 0, 'a trusted server, a read-only closed-world tool: no confirmation');
+        // allowed.test is on the open-world list, not the backend: refused, and a broken openWorldHint.
+        assert.equal(
+          ((await call({ url: `http://allowed.test:${PORT}/` })).value as { status?: number } | undefined)?.status,
+          403,
+        );
+        await eventually(
+          async () =>
+            (await eventsOf(`egress-${process.pid}`)).some(
+              (e) =>
+                e.type === 'hint.violation' &&
+                e.fields.tool === 'backend_fetch' &&
+                /openWorldHint: .*allowed\.test:8080/.test(String(e.fields.violation)),
+            ),
+          10_000,
+          'the violation in the audit trail',
+        );
+        // Untrusted from now on: the next call needs a person.
+        await call({ url: `http://backend.test:${PORT}/again` });
+        assert.equal(hintbox.asked.length, 1, 'the server lost its trust');
+      } finally {
+        await hintbox[Symbol.asyncDispose]();
+      }
+      // Its proxies and their networks went with the session.
+      const { docker: d } = await docker();
       await eventually(
         async () =>
-          (await eventsOf(`egress-${process.pid}`)).some(
-            (e) =>
-              e.type === 'hint.violation' &&
-              e.fields.tool === 'backend_fetch' &&
-              /openWorldHint: .*allowed\.test:8080/.test(String(e.fields.violation)),
-          ),
-        10_000,
-        'the violation in the audit trail',
+          (await d.listNetworks({ filters: { label: [LABEL_SESSION, `${LABEL_OWNER_PID}=${pid}`] } })).length === 0,
+        15_000,
+        "the session's networks removed",
       );
-      // Untrusted from now on: the next call needs a person.
-      await call({ url: `http://backend.test:${PORT}/again` });
-      assert.equal(hintbox.asked.length, 1, 'the server lost its trust');
-    } finally {
-      await hintbox[Symbol.asyncDispose]();
-    }
-    // Its proxies and their networks went with the session.
-    const { docker: d } = await docker();
-    await eventually(
-      async () =>
-        (await d.listNetworks({ filters: { label: [LABEL_SESSION, `${LABEL_OWNER_PID}=${pid}`] } })).length === 0,
-      15_000,
-      "the session's networks removed",
-    );
-    const proxies = await d.listContainers({
-      all: true,
-      filters: { label: [LABEL_EGRESS, `${LABEL_OWNER_PID}=${pid}`] },
+      const proxies = await d.listContainers({
+        all: true,
+        filters: { label: [LABEL_EGRESS, `${LABEL_OWNER_PID}=${pid}`] },
+      });
+      assert.deepEqual(proxies, []);
     });
-    assert.deepEqual(proxies, []);
-  });
-});
+  },
+);
 
 function get(url: string): Promise<string> {
   return new Promise((resolve) => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, describe, it, before } from 'node:test';
-import { allHintboxContainers, ensureTestImages, LIAR_IMAGE, assertNoLeftovers } from './support/docker.js';
+import { it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
+import { allHintboxContainers, ensureTestImages, LIAR_IMAGE } from './support/docker.js';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'yaml';
@@ -8,10 +9,7 @@ import { scratchFolder } from '../support/scratch-folder.js';
 import { hintboxCommand, sandboxFolder, writeProfile } from './support/hintbox-process.js';
 
 /** Failures are one clear message, a non-zero exit, and nothing left started. */
-describe('hintbox fails closed', { timeout: 180_000 }, () => {
-  after(assertNoLeftovers);
-  before(ensureTestImages);
-
+integrationSuite('hintbox fails closed', { timeout: 180_000, images: [ensureTestImages] }, () => {
   const idsOfOurs = async () => new Set((await allHintboxContainers()).map((c) => c.Id));
 
   it('says where it looked when Docker is not reachable', async () => {
@@ -23,6 +21,7 @@ describe('hintbox fails closed', { timeout: 180_000 }, () => {
     assert.match(stderr, /Docker is not reachable at unix:\/\/\/tmp\/hintbox-no-such\.sock \(from DOCKER_HOST\)/);
   });
 
+  // proves: FAIL-CLOSED
   it('rejects a bad profile with one line per problem and exit code 2, starting nothing', async () => {
     const before = await idsOfOurs();
     const profile = writeProfile({
@@ -43,6 +42,7 @@ describe('hintbox fails closed', { timeout: 180_000 }, () => {
     assert.deepEqual(await idsOfOurs(), before);
   });
 
+  // proves: OPERATOR-OUT-OF-REACH
   it('refuses a profile that its server could rewrite (inside a read-write mount), starting nothing', async () => {
     const before = await idsOfOurs();
     const workspace = sandboxFolder();
@@ -116,6 +116,7 @@ describe('hintbox fails closed', { timeout: 180_000 }, () => {
     assert.doesNotMatch(stdout, /every chain holds/);
   });
 
+  // proves: FAIL-CLOSED
   it('reports an image that is missing and cannot be built', async () => {
     const before = await idsOfOurs();
     const profile = writeProfile({ name: 'noimage', server: { image: 'hintbox-test/absent:never' } });
@@ -125,6 +126,7 @@ describe('hintbox fails closed', { timeout: 180_000 }, () => {
     assert.deepEqual(await idsOfOurs(), before);
   });
 
+  // proves: FAIL-CLOSED
   it('shows the stderr tail of a server that fails initialize, and removes its container', async () => {
     const before = await idsOfOurs();
     const profile = writeProfile({

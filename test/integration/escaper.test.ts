@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import { LABEL_CLASS } from '../../src/engine/docker/container-spec.js';
-import { assertNoLeftovers, containersOf, docker } from './support/docker.js';
+import { containersOf, docker } from './support/docker.js';
 import { ESCAPER_IMAGE, ensureEscaperImage } from './support/escaper.js';
 import { hintboxCommand, outcomeOf, runHintbox, sandboxFolder, writeProfile } from './support/hintbox-process.js';
 
@@ -21,10 +22,7 @@ async function imageEnvKeys(): Promise<string[]> {
   return [...(info.Config.Env ?? []).map((e) => e.slice(0, e.indexOf('='))), 'HOSTNAME', 'PATH'];
 }
 
-describe('the environment a server gets', { timeout: 180_000 }, () => {
-  before(ensureEscaperImage);
-  after(assertNoLeftovers);
-
+integrationSuite('the environment a server gets', { timeout: 180_000, images: [ensureEscaperImage] }, () => {
   const envOf = async (env: Record<string, string>): Promise<Record<string, string>> => {
     const profile = writeProfile({
       name: `escaper-env-${process.pid}`,
@@ -38,6 +36,7 @@ describe('the environment a server gets', { timeout: 180_000 }, () => {
     return result.value as Record<string, string>;
   };
 
+  // proves: ENV
   it("passes the server only the profile's environment, HOME, TMPDIR and the image's own (no GLIBC_TUNABLES)", async () => {
     const seen = await envOf({ PROFILE_SAYS: 'hello' });
     const allowed = new Set(['PROFILE_SAYS', 'HOME', 'TMPDIR', ...(await imageEnvKeys())]);
@@ -50,16 +49,15 @@ describe('the environment a server gets', { timeout: 180_000 }, () => {
     assert.equal('GLIBC_TUNABLES' in seen, false);
   });
 
+  // proves: ENV
   it("keeps the profile's own GLIBC_TUNABLES for the server", async () => {
     const seen = await envOf({ GLIBC_TUNABLES: 'glibc.malloc.perturb=42' });
     assert.equal(seen.GLIBC_TUNABLES, 'glibc.malloc.perturb=42');
   });
 });
 
-describe("a server's stderr on the host's disk", { timeout: 240_000 }, () => {
-  before(ensureEscaperImage);
-  after(assertNoLeftovers);
-
+integrationSuite("a server's stderr on the host's disk", { timeout: 240_000, images: [ensureEscaperImage] }, () => {
+  // proves: LOG-BOUNDED
   it("keeps Docker's log of a sandbox and hintbox's own log bounded when a read-only tool floods stderr", async (t) => {
     const profile = writeProfile({
       name: `escaper-log-${process.pid}`,
@@ -88,10 +86,7 @@ describe("a server's stderr on the host's disk", { timeout: 240_000 }, () => {
   });
 });
 
-describe('pre-approved paths', { timeout: 240_000 }, () => {
-  before(ensureEscaperImage);
-  after(assertNoLeftovers);
-
+integrationSuite('pre-approved paths', { timeout: 240_000, images: [ensureEscaperImage] }, () => {
   const precious = 'notes the server must not overwrite\n';
   /** A workspace with notes.txt and an empty scratch/ folder, and a trusted profile with this rule. */
   const setUp = (rule: unknown): { workspace: string; profile: string } => {
@@ -109,9 +104,10 @@ describe('pre-approved paths', { timeout: 240_000 }, () => {
     return { workspace, profile };
   };
 
+  // proves: PRE-APPROVE-PATHS
   it('does not let a regex rule for a folder pre-approve a path that walks out of it with ..', async () => {
     const { workspace, profile } = setUp('/workspace/scratch/.*');
-    await using hintbox = await runHintbox(profile, {}, 'deny');
+    await using hintbox = await runHintbox(profile, { confirmations: 'deny' });
     await hintbox.client.callTool({
       name: 'write_file',
       arguments: { path: '/workspace/scratch/../notes.txt', content: 'overwritten' },
@@ -120,9 +116,10 @@ describe('pre-approved paths', { timeout: 240_000 }, () => {
     assert.equal(hintbox.asked.length, 1, 'the call was put to a person');
   });
 
+  // proves: PRE-APPROVE-PATHS
   it('pre-approves by path only inside the folder (under:), and confirms a path that walks out of it', async () => {
     const { workspace, profile } = setUp({ under: '/workspace/scratch' });
-    await using hintbox = await runHintbox(profile, {}, 'deny');
+    await using hintbox = await runHintbox(profile, { confirmations: 'deny' });
     const inside = outcomeOf(
       await hintbox.client.callTool({
         name: 'write_file',
@@ -143,10 +140,7 @@ describe('pre-approved paths', { timeout: 240_000 }, () => {
   });
 });
 
-describe('Unix sockets in a mount', { timeout: 240_000 }, () => {
-  before(ensureEscaperImage);
-  after(assertNoLeftovers);
-
+integrationSuite('Unix sockets in a mount', { timeout: 240_000, images: [ensureEscaperImage] }, () => {
   /**
    * A host service in the project folder, as a test double: whoever connects and says
    * "overwrite" has it overwrite a host file the sandbox cannot otherwise reach.
@@ -167,6 +161,7 @@ describe('Unix sockets in a mount', { timeout: 240_000 }, () => {
     return { heard, close: () => server.close() };
   };
 
+  // proves: MOUNT-SOCKETS
   it('refuses to run or plan over a read-only mount that holds a host socket, and the service never hears from the server', async () => {
     const workspace = sandboxFolder();
     const elsewhere = sandboxFolder();
@@ -227,10 +222,8 @@ describe('Unix sockets in a mount', { timeout: 240_000 }, () => {
   });
 });
 
-describe('a preview of thousands of files', { timeout: 300_000 }, () => {
-  before(ensureEscaperImage);
-  after(assertNoLeftovers);
-
+integrationSuite('a preview of thousands of files', { timeout: 300_000, images: [ensureEscaperImage] }, () => {
+  // proves: PREVIEW-BOUNDED
   it('keeps hintbox responsive while it previews a dry run that leaves 2000 files, and says the preview was cut', async (t) => {
     const workspace = sandboxFolder();
     const profile = writeProfile({
@@ -239,7 +232,7 @@ describe('a preview of thousands of files', { timeout: 300_000 }, () => {
       trust: 'trusted',
       mounts: [{ source: workspace, target: '/workspace' }],
     });
-    await using hintbox = await runHintbox(profile, {}, 'deny');
+    await using hintbox = await runHintbox(profile, { confirmations: 'deny' });
     // While the call waits for its confirmation, a ping every 100 ms: its answer comes from
     // hintbox's event loop, so its delay is that loop's lag.
     let worstPingMs = 0;

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { assertNoLeftovers, ensureFaultyImage } from './support/docker.js';
+import { it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
+import { ensureFaultyImage } from './support/docker.js';
 import {
   auditDiskFull,
   crashAnywhere,
@@ -17,10 +18,7 @@ import {
  * each case is run a few times with a fixed seed, and each must report no failure, no lost
  * record and nothing left behind. A case's own problems are in the assertion's message.
  */
-describe('faults: crashes, sandbox faults and load', { timeout: 900_000 }, () => {
-  before(ensureFaultyImage);
-  after(assertNoLeftovers);
-
+integrationSuite('faults: crashes, sandbox faults and load', { timeout: 900_000, images: [ensureFaultyImage] }, () => {
   it('hintbox killed with SIGKILL in every phase of a session loses no record and leaves nothing after the next start', async () => {
     const result = await crashAnywhere(CRASH_PHASES.length, 7);
     assert.deepEqual(result.problems, []);

@@ -2,17 +2,12 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import pg from 'pg';
 import { GenericContainer, Wait } from 'testcontainers';
 import { ROLE_PREFIX } from '../../src/database/role-grants.js';
-import {
-  assertNoLeftovers,
-  CANARY_IMAGE,
-  defaultBridgeGateway,
-  mountsOfClass,
-  sandboxOfClass,
-} from './support/docker.js';
+import { CANARY_IMAGE, defaultBridgeGateway, mountsOfClass, sandboxOfClass } from './support/docker.js';
 import { auditOf, copyOfShippedProfile, hintboxCommand, runHintbox, sandboxFolder } from './support/hintbox-process.js';
 import { startPostgres } from './support/postgres.js';
 import { scratchFolder } from '../support/scratch-folder.js';
@@ -28,7 +23,7 @@ import { scratchFolder } from '../support/scratch-folder.js';
 async function approvedRun(profile: string, env: Record<string, string> = {}) {
   const approved = await hintboxCommand(['approve', profile, '--all'], env);
   assert.equal(approved.code, 0, approved.stderr);
-  return runHintbox(profile, env);
+  return runHintbox(profile, { env });
 }
 
 /** The text of a tool result's content. */
@@ -70,7 +65,7 @@ async function buildImageOf(name: string, env: Record<string, string> = {}): Pro
   assert.doesNotMatch(built.stderr, /resolving/, `${name}: the shipped package lock is current`);
 }
 
-describe('the gallery of shipped profiles', { timeout: 900_000 }, () => {
+integrationSuite('the gallery of shipped profiles', { timeout: 900_000 }, () => {
   before(async () => {
     // Each server's image takes tens of seconds to build on a cold engine, mostly waiting on npm
     // and Docker: the first builds the Node base too, the others are built side by side.
@@ -82,7 +77,6 @@ describe('the gallery of shipped profiles', { timeout: 900_000 }, () => {
       buildImageOf('postgres', { POSTGRES_DATABASE: 'gallery' }),
     ]);
   });
-  after(assertNoLeftovers);
 
   it('memory: an entity created is read back; the read tool reads from a read-only mount', async () => {
     const data = sandboxFolder('hintbox-memory-');
@@ -135,7 +129,7 @@ describe('the gallery of shipped profiles', { timeout: 900_000 }, () => {
       .start();
     const url = `http://${await defaultBridgeGateway(canary.getId())}:${canary.getMappedPort(8080)}/page`;
     try {
-      await using hintbox = await runHintbox(profile, env);
+      await using hintbox = await runHintbox(profile, { env });
       const fetched = await hintbox.client.callTool({ name: 'imageFetch', arguments: { url } });
       assert.notEqual(fetched.isError, true, JSON.stringify(fetched));
       assert.match(textOf(fetched), new RegExp(token), 'the page the canary served');
@@ -156,6 +150,7 @@ describe('the gallery of shipped profiles', { timeout: 900_000 }, () => {
     }
   });
 
+  // proves: RO-MOUNTS
   it('git: status and log of a host repository answer from a read-only sandbox, and leave .git as it was', async () => {
     const repo = gitRepository();
     const index = readFileSync(path.join(repo, '.git', 'index'));
@@ -170,6 +165,7 @@ describe('the gallery of shipped profiles', { timeout: 900_000 }, () => {
     assert.deepEqual(readFileSync(path.join(repo, '.git', 'index')), index, 'the index was not rewritten');
   });
 
+  // proves: DB-READ
   it('postgres: a SELECT through the server answers; a write after COMMIT; fails for the read role, rows unchanged', async () => {
     await using postgres = await startPostgres();
     const database = 'gallery';

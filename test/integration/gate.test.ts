@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { chownSync, existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
+import { scratchFolder } from '../support/scratch-folder.js';
 import { buildContainerSpec, LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
 import { sandboxUserIds } from '../../src/engine/sandbox-engine.js';
 import type Docker from 'dockerode';
@@ -11,13 +12,13 @@ import { IO_DIR_PREFIX } from '../../src/engine/docker/gate.js';
 import { sessionIdentity, newSessionId } from '../../src/util/session-identity.js';
 import { createLogger } from '../../src/util/logger.js';
 import { GenericContainer } from 'testcontainers';
-import { CANARY_IMAGE, FIXTURES, assertNoLeftovers, docker, ensureTestImages } from './support/docker.js';
+import { CANARY_IMAGE, FIXTURES, docker, ensureTestImages } from './support/docker.js';
 
 const HEALTHCHECK_IMAGE = 'hintbox-test/healthcheck:latest';
 
 const log = createLogger('warn');
-const workspace = mkdtempSync(path.join(os.tmpdir(), 'hintbox-gate-ws-'));
-const ioBase = mkdtempSync(path.join(os.tmpdir(), 'hintbox-gate-io-'));
+const workspace = scratchFolder('hintbox-gate-ws-');
+const ioBase = scratchFolder('hintbox-gate-io-');
 const host = { uid: process.getuid!(), gid: process.getgid!() };
 const profile = {
   name: 'gatecheck',
@@ -36,14 +37,8 @@ const command = [
   "require('fs').writeFileSync('/workspace/ran', 'the image ran'); setTimeout(() => {}, 60000)",
 ];
 
-describe('the sandbox gate', () => {
-  before(ensureTestImages);
-  after(async () => {
-    await assertNoLeftovers();
-    rmSync(workspace, { recursive: true, force: true });
-    rmSync(ioBase, { recursive: true, force: true });
-  });
-
+integrationSuite('the sandbox gate', { images: [ensureTestImages] }, () => {
+  // proves: GATE
   it('runs nothing of the image until released, and a held sandbox removed never ran', async () => {
     const { docker: d } = await docker();
     const sessionId = newSessionId();
@@ -78,6 +73,7 @@ describe('the sandbox gate', () => {
     assert.equal(controlLeft.length, 0, 'a failed release leaves no container');
   });
 
+  // proves: GATE
   it("does not let the image's HEALTHCHECK run code in a held sandbox", async () => {
     const { docker: d } = await docker();
     await GenericContainer.fromDockerfile(path.join(FIXTURES, 'healthcheck'))

@@ -3,12 +3,13 @@ import { execFile } from 'node:child_process';
 import { chownSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { after, before, describe, it } from 'node:test';
+import { before, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { stringify } from 'yaml';
-import { assertNoLeftovers, ensureTestImages, FILESYSTEM_IMAGE, ownHintboxProcess, REPO } from './support/docker.js';
+import { ensureTestImages, FILESYSTEM_IMAGE, ownHintboxProcess, REPO } from './support/docker.js';
 import { hintboxCommand, hintboxTestEnv } from './support/hintbox-process.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 
@@ -19,10 +20,9 @@ const run = promisify(execFile);
  * an MCP client from a folder that has nothing to do with the profile, through the client entry
  * that `hintbox install` prints.
  */
-describe('a global install', { timeout: 600_000 }, () => {
+integrationSuite('a global install', { timeout: 600_000, images: [ensureTestImages] }, () => {
   let bin: string;
   before(async () => {
-    await ensureTestImages();
     // `npm test` built dist/ first; the tarball is what `npm publish` would upload.
     const packed = scratchFolder('hintbox-pack-');
     await run('npm', ['pack', '--ignore-scripts', '--pack-destination', packed], { cwd: REPO });
@@ -38,7 +38,6 @@ describe('a global install', { timeout: 600_000 }, () => {
     );
     bin = path.join(prefix, 'bin', 'hintbox');
   });
-  after(assertNoLeftovers);
 
   it('runs a profile by its absolute path from any folder; its paths resolve against the profile', async () => {
     // The profile's folder, a workspace beside it (named relative to the profile), and a folder to start in.

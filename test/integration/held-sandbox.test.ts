@@ -1,17 +1,11 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import { LABEL_CLASS } from '../../src/engine/docker/container-spec.js';
 import { delay } from '../../src/util/delay.js';
-import {
-  assertNoLeftovers,
-  containersOf,
-  docker,
-  ensureSneakImage,
-  eventually,
-  SNEAK_IMAGE,
-} from './support/docker.js';
+import { containersOf, docker, ensureSneakImage, eventually, SNEAK_IMAGE } from './support/docker.js';
 import { hintboxCommand, outcomeOf, runHintbox, sandboxFolder, writeProfile } from './support/hintbox-process.js';
 
 /**
@@ -19,17 +13,10 @@ import { hintboxCommand, outcomeOf, runHintbox, sandboxFolder, writeProfile } fr
  * is in flight. The fixture (test/fixtures/sneak) attacks as soon as it runs: it deletes
  * /data/victim.txt, plants /data/planted.txt and appends to /data/ticks.log every 50 ms.
  */
-describe(
+integrationSuite(
   'sandboxes that can write are held until a call is allowed, frozen between calls',
-  { timeout: 240_000 },
+  { timeout: 240_000, images: [ensureSneakImage] },
   () => {
-    before(async () => {
-      await ensureSneakImage();
-    });
-    after(async () => {
-      await assertNoLeftovers();
-    });
-
     let n = 0;
     const sneak = (extra: Record<string, unknown>) => {
       const workspace = sandboxFolder();
@@ -62,12 +49,13 @@ describe(
       return (await docker()).docker.getContainer(id!);
     };
 
+    // proves: HELD-UNTIL-CALLED
     it('runs no server code with a writable mount while every call into it is declined', async () => {
       const { workspace, file } = sneak({ trust: 'untrusted' });
       const approve = await hintboxCommand(['approve', file, '--all']);
       assert.equal(approve.code, 0, approve.stderr);
 
-      await using hintbox = await runHintbox(file, {}, 'deny');
+      await using hintbox = await runHintbox(file, { confirmations: 'deny' });
       // The call waits until the server is verified (a cold start from the lock file): by then
       // every planned sandbox is up, the writing one held at its gate.
       const declined = await hintbox.client.callTool({ name: 'slow_write', arguments: { ms: 10 } });
@@ -87,9 +75,10 @@ describe(
       assert.equal(ticksIn(workspace), 0, 'the server never ran with the writable mount');
     });
 
+    // proves: HELD-UNTIL-CALLED
     it('freezes a writing sandbox between calls: its server makes no progress without a call in flight', async () => {
       const { workspace, file } = sneak({ trust: 'trusted' });
-      await using hintbox = await runHintbox(file, {}, 'approve');
+      await using hintbox = await runHintbox(file);
       await delay(500);
       assert.equal(existsSync(path.join(workspace, 'victim.txt')), true, 'held until the first call');
       assert.equal(ticksIn(workspace), 0, 'held until the first call');
@@ -111,7 +100,7 @@ describe(
 
     it("lets a trusted server's writing sandbox run free only when its profile says hold: false", async () => {
       const { workspace, file } = sneak({ trust: 'trusted', hold: false });
-      await using hintbox = await runHintbox(file, {}, 'approve');
+      await using hintbox = await runHintbox(file);
       await eventually(async () => ticksIn(workspace) > 3, 10_000, 'the free server ticking with no call');
       assert.equal(
         existsSync(path.join(workspace, 'victim.txt')),

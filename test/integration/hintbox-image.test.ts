@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { chmodSync, chownSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -139,229 +140,232 @@ async function connect(url: string, token: string): Promise<Client> {
 
 const textOf = (result: unknown): string => (result as { content: { text?: string }[] }).content[0]?.text ?? '';
 
-describe('the hintbox image', { timeout: 600_000 }, () => {
-  const started: Docker.Container[] = [];
-
-  before(async () => {
-    await ensureTestImages();
-    await ensureEverythingImage();
-    const t0 = Date.now();
-    const built = await hintboxCommand(['images', 'build', '--hintbox']);
-    assert.equal(built.code, 0, built.stderr);
-    if (process.env.HINTBOX_TEST_VERBOSE) process.stderr.write(`${HINTBOX_IMAGE} ready in ${Date.now() - t0} ms\n`);
-  });
-
-  after(async () => {
-    const { docker: d } = await docker();
-    for (const container of started) {
-      const sandboxes = await sandboxesOf(container).catch(() => []);
-      await container.remove({ force: true }).catch(() => undefined);
-      // hintbox removes its sandboxes when it stops; these are what a failed test left.
-      for (const s of sandboxes)
-        await d
-          .getContainer(s.Id)
-          .remove({ force: true })
-          .catch(() => undefined);
-    }
-    const left = await d.listContainers({ all: true, filters: { label: [`${LABEL_TEST}=${process.pid}`] } });
-    assert.deepEqual(left, []);
-  });
-
-  it('is hintbox on Node 20 or later, run as a user other than root, with hintbox on PATH', async () => {
-    const { docker: d } = await docker();
-    const info = await d.getImage(HINTBOX_IMAGE).inspect();
-    assert.deepEqual(info.Config.Entrypoint, ['hintbox']);
-    assert.deepEqual(info.Config.Cmd?.slice(0, 2), ['serve', '/etc/hintbox/profiles']);
-    assert.deepEqual(info.Config.Cmd?.slice(-4), ['--allowed-host', '127.0.0.1', '--allowed-host', 'localhost']);
-    assert.equal(info.Config.User, `${IMAGE_UID}:${IMAGE_UID}`);
-    assert.ok(info.Config.Env?.includes('HINTBOX_IN_CONTAINER=1'));
-    const version = JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { version: string };
-    const container = await d.createContainer({
-      Image: HINTBOX_IMAGE,
-      Entrypoint: ['sh', '-c', 'node --version; command -v hintbox; hintbox --version'],
-      Labels: { [LABEL_TEST]: String(process.pid) },
-    });
-    started.push(container);
-    await container.start();
-    assert.equal((await container.wait()).StatusCode, 0);
-    const [node, where, hintbox] = (await logsOf(container)).trim().split('\n');
-    assert.ok(Number(/^v(\d+)\./.exec(node ?? '')?.[1]) >= 20, node);
-    assert.equal(where, '/usr/local/bin/hintbox');
-    assert.equal(hintbox, version.version);
-  });
-
-  describe('serving two servers from the container', () => {
-    let l: Layout;
-    let container: Docker.Container;
-    let url: string;
+integrationSuite(
+  'the hintbox image',
+  { timeout: 600_000, images: [ensureTestImages, ensureEverythingImage] },
+  (suite) => {
+    const started: Docker.Container[] = [];
 
     before(async () => {
-      l = layout('/data');
-      container = await startHintbox(l);
-      started.push(container);
-      const port = (await container.inspect()).NetworkSettings.Ports['8931/tcp']?.[0]?.HostPort;
-      assert.ok(port, 'the port is published');
-      url = `http://127.0.0.1:${port}`;
-      await eventually(
-        async () => {
-          const state = await container.inspect();
-          if (!state.State.Running)
-            throw new Error(`hintbox exited ${state.State.ExitCode}: ${await logsOf(container)}`);
-          return (await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200;
-        },
-        120_000,
-        'serve in the container to be ready',
-      );
+      const t0 = Date.now();
+      const built = await hintboxCommand(['images', 'build', '--hintbox']);
+      assert.equal(built.code, 0, built.stderr);
+      if (process.env.HINTBOX_TEST_VERBOSE) process.stderr.write(`${HINTBOX_IMAGE} ready in ${Date.now() - t0} ms\n`);
     });
 
-    it('lists and calls tools of both servers for a token; a write lands in the host folder; the audit names the token', async () => {
-      const liar = await connect(`${url}/mcp/${LIAR}`, TOKEN);
-      const everything = await connect(`${url}/mcp/${EVERYTHING}`, TOKEN);
-      try {
-        assert.ok((await liar.listTools()).tools.some((t) => t.name === 'unannotated_write'));
-        assert.ok((await everything.listTools()).tools.some((t) => t.name === 'echo'));
-        assert.equal(
-          textOf(await everything.callTool({ name: 'echo', arguments: { message: 'boxed' } })),
-          'Echo: boxed',
-        );
-        const wrote = outcomeOf(
-          await liar.callTool({
-            name: 'unannotated_write',
-            arguments: { path: '/data/out.txt', content: 'from a sibling' },
-          }),
-        );
-        assert.deepEqual(wrote, { ok: true, value: 'written' });
-        assert.ok(readFileSync(path.join(l.workspace, 'out.txt')).equals(Buffer.from('from a sibling')));
-        assert.ok((await sandboxesOf(container)).length > 0, 'sandboxes are siblings on the host engine');
-      } finally {
-        for (const client of [liar, everything]) {
-          await (client.transport as StreamableHTTPClientTransport).terminateSession().catch(() => undefined);
-          await client.close();
-        }
+    suite.defer(async () => {
+      const { docker: d } = await docker();
+      for (const container of started) {
+        const sandboxes = await sandboxesOf(container).catch(() => []);
+        await container.remove({ force: true }).catch(() => undefined);
+        // hintbox removes its sandboxes when it stops; these are what a failed test left.
+        for (const s of sandboxes)
+          await d
+            .getContainer(s.Id)
+            .remove({ force: true })
+            .catch(() => undefined);
       }
-      const audit = await hintboxCommand(['audit', '--server', LIAR, '--json'], { HINTBOX_STATE_DIR: l.state });
-      assert.equal(audit.code, 0, audit.stderr);
-      const [intent] = audit.stdout
-        .split('\n')
-        .filter(Boolean)
-        .map((line) => JSON.parse(line) as { tool: string; caller: string | null });
-      assert.deepEqual(
-        { tool: intent?.tool, caller: intent?.caller },
-        { tool: 'unannotated_write', caller: 'platform-alice' },
-      );
+      const left = await d.listContainers({ all: true, filters: { label: [`${LABEL_TEST}=${process.pid}`] } });
+      assert.deepEqual(left, []);
     });
 
-    it('answers 401 to a call without a token', async () => {
-      const response = await fetch(`${url}/mcp/${EVERYTHING}`, {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'tools/call',
-          params: { name: 'echo', arguments: { message: 'x' } },
-        }),
+    it('is hintbox on Node 20 or later, run as a user other than root, with hintbox on PATH', async () => {
+      const { docker: d } = await docker();
+      const info = await d.getImage(HINTBOX_IMAGE).inspect();
+      assert.deepEqual(info.Config.Entrypoint, ['hintbox']);
+      assert.deepEqual(info.Config.Cmd?.slice(0, 2), ['serve', '/etc/hintbox/profiles']);
+      assert.deepEqual(info.Config.Cmd?.slice(-4), ['--allowed-host', '127.0.0.1', '--allowed-host', 'localhost']);
+      assert.equal(info.Config.User, `${IMAGE_UID}:${IMAGE_UID}`);
+      assert.ok(info.Config.Env?.includes('HINTBOX_IN_CONTAINER=1'));
+      const version = JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { version: string };
+      const container = await d.createContainer({
+        Image: HINTBOX_IMAGE,
+        Entrypoint: ['sh', '-c', 'node --version; command -v hintbox; hintbox --version'],
+        Labels: { [LABEL_TEST]: String(process.pid) },
       });
-      assert.equal(response.status, 401);
+      started.push(container);
+      await container.start();
+      assert.equal((await container.wait()).StatusCode, 0);
+      const [node, where, hintbox] = (await logsOf(container)).trim().split('\n');
+      assert.ok(Number(/^v(\d+)\./.exec(node ?? '')?.[1]) >= 20, node);
+      assert.equal(where, '/usr/local/bin/hintbox');
+      assert.equal(hintbox, version.version);
     });
 
-    it('reloads nothing on SIGHUP when a new profile mounts a path that is not on the host', async () => {
-      // /var/lib/hintbox/tmp is the image's own folder: present inside, not mounted from the host.
-      const stray = {
-        name: 'stray',
-        server: { image: LIAR_IMAGE },
-        mounts: [{ source: '/var/lib/hintbox/tmp', target: '/data' }],
-      };
-      writeFileSync(path.join(l.profiles, 'stray.yaml'), stringify(stray));
-      await container.kill({ signal: 'SIGHUP' });
-      await eventually(
-        async () => /SIGHUP: nothing reloaded/.test(await logsOf(container)),
-        20_000,
-        'the reload refused',
-      );
-      assert.match(
-        await logsOf(container),
-        /serve: stray's mount \/data \/var\/lib\/hintbox\/tmp is in hintbox's container, not on the host/,
-      );
-      const response = await fetch(`${url}/mcp/stray`, {
-        method: 'POST',
-        headers: { Authorization: `Bearer ${TOKEN}` },
+    describe('serving two servers from the container', () => {
+      let l: Layout;
+      let container: Docker.Container;
+      let url: string;
+
+      before(async () => {
+        l = layout('/data');
+        container = await startHintbox(l);
+        started.push(container);
+        const port = (await container.inspect()).NetworkSettings.Ports['8931/tcp']?.[0]?.HostPort;
+        assert.ok(port, 'the port is published');
+        url = `http://127.0.0.1:${port}`;
+        await eventually(
+          async () => {
+            const state = await container.inspect();
+            if (!state.State.Running)
+              throw new Error(`hintbox exited ${state.State.ExitCode}: ${await logsOf(container)}`);
+            return (await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200;
+          },
+          120_000,
+          'serve in the container to be ready',
+        );
       });
-      assert.equal(response.status, 404);
-    });
 
-    it('stops on SIGTERM with exit 0 and leaves no sandbox', async () => {
-      const client = await connect(`${url}/mcp/${EVERYTHING}`, TOKEN);
-      assert.equal(textOf(await client.callTool({ name: 'echo', arguments: { message: 'last' } })), 'Echo: last');
-      assert.ok((await sandboxesOf(container)).length > 0, 'sandboxes run before SIGTERM');
-      await container.kill({ signal: 'SIGTERM' });
-      assert.equal((await container.wait()).StatusCode, 0, await logsOf(container));
-      assert.deepEqual(await sandboxesOf(container), []);
-      await client.close().catch(() => undefined);
-    });
-  });
-
-  it('refuses to start (exit 2) when a mount is at another path inside than on the host, and starts no sandbox', async () => {
-    const l = layout('/data', '/elsewhere');
-    const container = await startHintbox(l, [`${l.workspace}:/elsewhere`]);
-    started.push(container);
-    const { StatusCode } = (await container.wait()) as { StatusCode: number };
-    const logs = await logsOf(container);
-    assert.equal(StatusCode, 2, logs);
-    assert.match(
-      logs,
-      new RegExp(
-        `serve: ${LIAR}'s mount /data /elsewhere is the host's ${l.workspace} \\(mounted at another path\\): .*-v /elsewhere:/elsewhere\\)\\n`,
-      ),
-    );
-    assert.deepEqual(await sandboxesOf(container), []);
-  });
-
-  it('has a compose example wired to the image, its profiles and a Postgres for the audit sink', () => {
-    const compose = parse(readFileSync(path.join(REPO, 'examples', 'compose.yaml'), 'utf8')) as {
-      services: Record<
-        string,
-        {
-          image?: string;
-          environment?: Record<string, string>;
-          volumes?: string[];
-          ports?: string[];
-          depends_on?: unknown;
-          group_add?: unknown[];
+      it('lists and calls tools of both servers for a token; a write lands in the host folder; the audit names the token', async () => {
+        const liar = await connect(`${url}/mcp/${LIAR}`, TOKEN);
+        const everything = await connect(`${url}/mcp/${EVERYTHING}`, TOKEN);
+        try {
+          assert.ok((await liar.listTools()).tools.some((t) => t.name === 'unannotated_write'));
+          assert.ok((await everything.listTools()).tools.some((t) => t.name === 'echo'));
+          assert.equal(
+            textOf(await everything.callTool({ name: 'echo', arguments: { message: 'boxed' } })),
+            'Echo: boxed',
+          );
+          const wrote = outcomeOf(
+            await liar.callTool({
+              name: 'unannotated_write',
+              arguments: { path: '/data/out.txt', content: 'from a sibling' },
+            }),
+          );
+          assert.deepEqual(wrote, { ok: true, value: 'written' });
+          assert.ok(readFileSync(path.join(l.workspace, 'out.txt')).equals(Buffer.from('from a sibling')));
+          assert.ok((await sandboxesOf(container)).length > 0, 'sandboxes are siblings on the host engine');
+        } finally {
+          for (const client of [liar, everything]) {
+            await (client.transport as StreamableHTTPClientTransport).terminateSession().catch(() => undefined);
+            await client.close();
+          }
         }
-      >;
-    };
-    const hintbox = compose.services.hintbox;
-    assert.ok(hintbox && compose.services.postgres, Object.keys(compose.services).join(', '));
-    assert.match(hintbox.image ?? '', /^hintbox\/hintbox:/);
-    assert.match(hintbox.environment?.HINTBOX_DATABASE_URL ?? '', /^postgres(ql)?:\/\/[^@]+@postgres(:5432)?\//);
-    assert.ok(hintbox.volumes?.includes('/var/run/docker.sock:/var/run/docker.sock'));
-    // Every bind but the profiles and tokens (read by hintbox, never bound into a sandbox) is at
-    // the same path inside as on the host, and the state folder and TMPDIR are among them.
-    const binds = (hintbox.volumes ?? []).map((v) => v.split(':'));
-    for (const [source, target] of binds.filter(([, target]) => !target?.startsWith('/etc/hintbox/'))) {
-      assert.equal(source, target);
-    }
-    assert.ok(
-      binds.some(([source]) => source === '/var/lib/hintbox'),
-      'state and TMPDIR (the image defaults)',
-    );
-    assert.deepEqual(
-      binds.filter(([, target]) => target?.startsWith('/etc/hintbox/')).map(([, target, mode]) => [target, mode]),
-      [
-        ['/etc/hintbox/profiles', 'ro'],
-        ['/etc/hintbox/tokens.yaml', 'ro'],
-      ],
-    );
-    const example = parse(readFileSync(path.join(REPO, 'examples', 'profiles', 'files.yaml'), 'utf8')) as {
-      mounts: { source: string }[];
-    };
-    for (const { source } of example.mounts)
-      assert.ok(
-        binds.some(([s]) => s === source),
-        source,
+        const audit = await hintboxCommand(['audit', '--server', LIAR, '--json'], { HINTBOX_STATE_DIR: l.state });
+        assert.equal(audit.code, 0, audit.stderr);
+        const [intent] = audit.stdout
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line) as { tool: string; caller: string | null });
+        assert.deepEqual(
+          { tool: intent?.tool, caller: intent?.caller },
+          { tool: 'unannotated_write', caller: 'platform-alice' },
+        );
+      });
+
+      it('answers 401 to a call without a token', async () => {
+        const response = await fetch(`${url}/mcp/${EVERYTHING}`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'tools/call',
+            params: { name: 'echo', arguments: { message: 'x' } },
+          }),
+        });
+        assert.equal(response.status, 401);
+      });
+
+      it('reloads nothing on SIGHUP when a new profile mounts a path that is not on the host', async () => {
+        // /var/lib/hintbox/tmp is the image's own folder: present inside, not mounted from the host.
+        const stray = {
+          name: 'stray',
+          server: { image: LIAR_IMAGE },
+          mounts: [{ source: '/var/lib/hintbox/tmp', target: '/data' }],
+        };
+        writeFileSync(path.join(l.profiles, 'stray.yaml'), stringify(stray));
+        await container.kill({ signal: 'SIGHUP' });
+        await eventually(
+          async () => /SIGHUP: nothing reloaded/.test(await logsOf(container)),
+          20_000,
+          'the reload refused',
+        );
+        assert.match(
+          await logsOf(container),
+          /serve: stray's mount \/data \/var\/lib\/hintbox\/tmp is in hintbox's container, not on the host/,
+        );
+        const response = await fetch(`${url}/mcp/stray`, {
+          method: 'POST',
+          headers: { Authorization: `Bearer ${TOKEN}` },
+        });
+        assert.equal(response.status, 404);
+      });
+
+      it('stops on SIGTERM with exit 0 and leaves no sandbox', async () => {
+        const client = await connect(`${url}/mcp/${EVERYTHING}`, TOKEN);
+        assert.equal(textOf(await client.callTool({ name: 'echo', arguments: { message: 'last' } })), 'Echo: last');
+        assert.ok((await sandboxesOf(container)).length > 0, 'sandboxes run before SIGTERM');
+        await container.kill({ signal: 'SIGTERM' });
+        assert.equal((await container.wait()).StatusCode, 0, await logsOf(container));
+        assert.deepEqual(await sandboxesOf(container), []);
+        await client.close().catch(() => undefined);
+      });
+    });
+
+    // proves: CONTAINER-SAME-PATH
+    it('refuses to start (exit 2) when a mount is at another path inside than on the host, and starts no sandbox', async () => {
+      const l = layout('/data', '/elsewhere');
+      const container = await startHintbox(l, [`${l.workspace}:/elsewhere`]);
+      started.push(container);
+      const { StatusCode } = (await container.wait()) as { StatusCode: number };
+      const logs = await logsOf(container);
+      assert.equal(StatusCode, 2, logs);
+      assert.match(
+        logs,
+        new RegExp(
+          `serve: ${LIAR}'s mount /data /elsewhere is the host's ${l.workspace} \\(mounted at another path\\): .*-v /elsewhere:/elsewhere\\)\\n`,
+        ),
       );
-    for (const port of hintbox.ports ?? []) assert.match(port, /^127\.0\.0\.1:/);
-    assert.ok(hintbox.group_add?.length, 'the socket group is given');
-  });
-});
+      assert.deepEqual(await sandboxesOf(container), []);
+    });
+
+    it('has a compose example wired to the image, its profiles and a Postgres for the audit sink', () => {
+      const compose = parse(readFileSync(path.join(REPO, 'examples', 'compose.yaml'), 'utf8')) as {
+        services: Record<
+          string,
+          {
+            image?: string;
+            environment?: Record<string, string>;
+            volumes?: string[];
+            ports?: string[];
+            depends_on?: unknown;
+            group_add?: unknown[];
+          }
+        >;
+      };
+      const hintbox = compose.services.hintbox;
+      assert.ok(hintbox && compose.services.postgres, Object.keys(compose.services).join(', '));
+      assert.match(hintbox.image ?? '', /^hintbox\/hintbox:/);
+      assert.match(hintbox.environment?.HINTBOX_DATABASE_URL ?? '', /^postgres(ql)?:\/\/[^@]+@postgres(:5432)?\//);
+      assert.ok(hintbox.volumes?.includes('/var/run/docker.sock:/var/run/docker.sock'));
+      // Every bind but the profiles and tokens (read by hintbox, never bound into a sandbox) is at
+      // the same path inside as on the host, and the state folder and TMPDIR are among them.
+      const binds = (hintbox.volumes ?? []).map((v) => v.split(':'));
+      for (const [source, target] of binds.filter(([, target]) => !target?.startsWith('/etc/hintbox/'))) {
+        assert.equal(source, target);
+      }
+      assert.ok(
+        binds.some(([source]) => source === '/var/lib/hintbox'),
+        'state and TMPDIR (the image defaults)',
+      );
+      assert.deepEqual(
+        binds.filter(([, target]) => target?.startsWith('/etc/hintbox/')).map(([, target, mode]) => [target, mode]),
+        [
+          ['/etc/hintbox/profiles', 'ro'],
+          ['/etc/hintbox/tokens.yaml', 'ro'],
+        ],
+      );
+      const example = parse(readFileSync(path.join(REPO, 'examples', 'profiles', 'files.yaml'), 'utf8')) as {
+        mounts: { source: string }[];
+      };
+      for (const { source } of example.mounts)
+        assert.ok(
+          binds.some(([s]) => s === source),
+          source,
+        );
+      for (const port of hintbox.ports ?? []) assert.match(port, /^127\.0\.0\.1:/);
+      assert.ok(hintbox.group_add?.length, 'the socket group is given');
+    });
+  },
+);

@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { chownSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { assertNoLeftovers, containersOf, docker, ensureTestImages, FIXTURES } from './support/docker.js';
+import { before, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
+import { containersOf, docker, ensureTestImages, FIXTURES } from './support/docker.js';
 import { parse, stringify } from 'yaml';
 import { hintboxCommand, runHintbox } from './support/hintbox-process.js';
 import { scratchFolder } from '../support/scratch-folder.js';
@@ -25,7 +26,7 @@ const SECRETS = {
   SSH_AUTH_SOCK: '/tmp/ssh-operator/agent.1',
 };
 
-describe('hintbox import of a hostile registry entry', { timeout: 600_000 }, () => {
+integrationSuite('hintbox import of a hostile registry entry', { timeout: 600_000, images: [ensureTestImages] }, () => {
   let home: string;
   let bashrc: string;
   let hosts: string;
@@ -36,7 +37,6 @@ describe('hintbox import of a hostile registry entry', { timeout: 600_000 }, () 
   let env: Record<string, string>;
   let reads: string[];
   before(async () => {
-    await ensureTestImages();
     const wheels = scratchFolder('hintbox-wheels-');
     execFileSync('python3', [path.join(FIXTURES, 'pynotes', 'make_wheels.py'), wheels]);
     // The operator's home: a shell start-up file and GitHub CLI's credentials, owned by a user (not root).
@@ -58,8 +58,8 @@ describe('hintbox import of a hostile registry entry', { timeout: 600_000 }, () 
     );
     profile = path.join(folder, 'hintbox', 'weather.yaml');
   });
-  after(assertNoLeftovers);
 
+  // proves: IMPORT-PUBLISHER-NO-HOST
   it('import writes a profile that reads only HINTBOX_WEATHER_… variables, and its notes name exactly those', async () => {
     const imported = await hintboxCommand(['import', path.join(folder, 'server.json')], env);
     assert.equal(imported.code, 0, imported.stderr);
@@ -77,6 +77,7 @@ describe('hintbox import of a hostile registry entry', { timeout: 600_000 }, () 
     assert.deepEqual(printed?.split(', ').sort(), reads, imported.stdout);
   });
 
+  // proves: DENYLIST
   it('plan without the variables is refused, one line naming each to set; with them set to ~/.bashrc and ~/.config/gh, the deny list refuses it', async () => {
     const unset = await hintboxCommand(['plan', profile], env);
     assert.equal(unset.code, 2, unset.stderr);
@@ -105,6 +106,7 @@ describe('hintbox import of a hostile registry entry', { timeout: 600_000 }, () 
     assert.deepEqual(readFileSync(hosts), hostsBefore, 'hosts.yml is byte-identical');
   });
 
+  // proves: DENYLIST
   it('with allowSensitive naming .bashrc and .config/gh, plan takes the mounts and prints the opt-in; the files stay byte-identical', async () => {
     const edited = parse(readFileSync(profile, 'utf8')) as { mounts: Record<string, unknown>[] };
     edited.mounts[0]!.allowSensitive = ['.bashrc'];
@@ -137,6 +139,7 @@ describe('hintbox import of a hostile registry entry', { timeout: 600_000 }, () 
     assert.deepEqual(readFileSync(hosts), hostsBefore, 'hosts.yml is byte-identical');
   });
 
+  // proves: IMPORT-PUBLISHER-NO-HOST
   it('run with the variables set to ordinary files: the sandboxes get what the operator set, never the host secrets the entry named', async () => {
     const workspace = scratchFolder('hintbox-weather-work-');
     writeFileSync(path.join(workspace, 'note.txt'), 'forecast: sunny\n');
@@ -151,7 +154,7 @@ describe('hintbox import of a hostile registry entry', { timeout: 600_000 }, () 
     };
     const approve = await hintboxCommand(['approve', profile, '--all'], set);
     assert.equal(approve.code, 0, approve.stderr);
-    await using run = await runHintbox(profile, set);
+    await using run = await runHintbox(profile, { env: set });
     const note = await run.client.callTool({ name: 'read_note', arguments: {} });
     assert.deepEqual(note.content, [{ type: 'text', text: '[pynotes] forecast: sunny\n' }], JSON.stringify(note));
     const { docker: d } = await docker();

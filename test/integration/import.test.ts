@@ -2,18 +2,11 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import {
-  assertNoLeftovers,
-  containersOf,
-  docker,
-  ensureTestImages,
-  FIXTURES,
-  LIAR_IMAGE,
-  ownHintboxProcess,
-} from './support/docker.js';
+import { containersOf, docker, ensureTestImages, FIXTURES, LIAR_IMAGE, ownHintboxProcess } from './support/docker.js';
 import {
   HINTBOX_BIN,
   hintboxCommand,
@@ -39,13 +32,12 @@ interface Entry {
  * Each imported profile plans, is approved and answers a real call under `hintbox run`; the
  * rewritten config starts hintbox for a real MCP client.
  */
-describe('hintbox import', { timeout: 900_000 }, () => {
+integrationSuite('hintbox import', { timeout: 900_000, images: [ensureTestImages] }, () => {
   let folder: string;
   let configFile: string;
   let original: string;
   let pip: Record<string, string>;
   before(async () => {
-    await ensureTestImages();
     const wheels = scratchFolder('hintbox-wheels-');
     execFileSync('python3', [path.join(FIXTURES, 'pynotes', 'make_wheels.py'), wheels]);
     pip = { PIP_NO_INDEX: '1', PIP_FIND_LINKS: wheels };
@@ -67,7 +59,6 @@ describe('hintbox import', { timeout: 900_000 }, () => {
     original = `${JSON.stringify(config, null, 2)}\n`;
     writeFileSync(configFile, original);
   });
-  after(assertNoLeftovers);
 
   const profileOf = (name: string): string => path.join(folder, 'hintbox', `${name}.yaml`);
 
@@ -93,6 +84,7 @@ describe('hintbox import', { timeout: 900_000 }, () => {
     assert.match(again.stderr, /exist; nothing written \(--force overwrites\)/);
   });
 
+  // proves: IMPORT-UNTRUSTED
   it('each profile plans and answers a real call under hintbox run; the image runs without network', async () => {
     const env = { ...pip, PYNOTES_FILE: '/tmp/note.txt', LIAR_API_KEY: LITERAL_KEY };
     for (const name of ['memory', 'pynotes', 'liar']) {
@@ -103,16 +95,16 @@ describe('hintbox import', { timeout: 900_000 }, () => {
       assert.match(plan.stdout, /^TOOL /m);
     }
 
-    await using memory = await runHintbox(profileOf('memory'), env);
+    await using memory = await runHintbox(profileOf('memory'), { env });
     const graph = await memory.client.callTool({ name: 'read_graph', arguments: {} });
     assert.notEqual(graph.isError, true, JSON.stringify(graph));
     assert.match(JSON.stringify(graph.content), /entities/);
 
-    await using pynotes = await runHintbox(profileOf('pynotes'), env);
+    await using pynotes = await runHintbox(profileOf('pynotes'), { env });
     const written = await pynotes.client.callTool({ name: 'write_note', arguments: { text: 'imported' } });
     assert.deepEqual(written.content, [{ type: 'text', text: '[pynotes] written' }], JSON.stringify(written));
 
-    await using liar = await runHintbox(profileOf('liar'), env);
+    await using liar = await runHintbox(profileOf('liar'), { env });
     const identity = outcomeOf(await liar.client.callTool({ name: 'identity', arguments: {} }));
     assert.equal(identity.ok, true, JSON.stringify(identity));
     const sandboxes = await containersOf(liar.pid, false);
@@ -215,6 +207,7 @@ describe('hintbox import', { timeout: 900_000 }, () => {
     assert.deepEqual(readdirSync(path.join(dir, 'hintbox')), ['memory.yaml'], 'only the picked server');
   });
 
+  // proves: IMAGE-DIGEST
   it('a digest-pinned image that the engine cannot show with that digest is refused, not run', async () => {
     const { docker: d } = await docker();
     const id = (await d.getImage(LIAR_IMAGE).inspect()).Id;

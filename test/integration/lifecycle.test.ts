@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, describe, it, before } from 'node:test';
+import { it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import { LABEL_CLASS } from '../../src/engine/docker/container-spec.js';
-import { containersOf, docker, ensureTestImages, eventually, LIAR_IMAGE, assertNoLeftovers } from './support/docker.js';
+import { containersOf, docker, ensureTestImages, eventually, LIAR_IMAGE } from './support/docker.js';
 import { hintboxCommand, outcomeOf, runHintbox, writeProfile } from './support/hintbox-process.js';
 
 const liarProfile = (suffix: string) =>
@@ -12,10 +13,8 @@ const liarProfile = (suffix: string) =>
     limits: { pids: 64 },
   });
 
-describe('sandbox lifecycle', { timeout: 240_000 }, () => {
-  after(assertNoLeftovers);
-  before(ensureTestImages);
-
+integrationSuite('sandbox lifecycle', { timeout: 240_000, images: [ensureTestImages] }, () => {
+  // proves: CLEANUP
   it('removes every container on SIGTERM', async () => {
     const hintbox = await runHintbox(liarProfile('term'));
     assert.ok((await containersOf(hintbox.pid)).length > 0, 'the run has containers');
@@ -25,6 +24,7 @@ describe('sandbox lifecycle', { timeout: 240_000 }, () => {
     await hintbox.client.close();
   });
 
+  // proves: CLEANUP
   it('sweeps the containers of a run killed with SIGKILL at the next start, and leaves live sessions alone', async () => {
     await using live = await runHintbox(liarProfile('live'));
     const killed = await runHintbox(liarProfile('killed'));

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import { GenericContainer, Wait, type StartedTestContainer } from 'testcontainers';
 import { LABEL_CLASS, LABEL_SERVER, LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
 import {
@@ -12,7 +13,6 @@ import {
   ensureTestImages,
   eventually,
   LIAR_IMAGE,
-  assertNoLeftovers,
 } from './support/docker.js';
 import {
   hintboxCommand,
@@ -33,7 +33,7 @@ const CANARY_SERVER = `require('net').createServer((s) => s.end('canary\\n')).li
  * profile's whole ceiling) show that the same attempts succeed where the sandbox allows them,
  * so the failures are the sandbox's doing.
  */
-describe('a lying server under hintbox run', { timeout: 240_000 }, () => {
+integrationSuite('a lying server under hintbox run', { timeout: 240_000, images: [ensureTestImages] }, (suite) => {
   let canary: StartedTestContainer;
   let canaryIp: string;
   let canaryPort: number;
@@ -43,13 +43,13 @@ describe('a lying server under hintbox run', { timeout: 240_000 }, () => {
   const precious = 'bytes the liar must not change\n';
 
   before(async () => {
-    await ensureTestImages();
     canary = await new GenericContainer(CANARY_IMAGE)
       .withCommand(['node', '-e', CANARY_SERVER])
       .withLabels({ 'hintbox-test': 'canary' })
       .withExposedPorts(CANARY_PORT)
       .withWaitStrategy(Wait.forLogMessage('canary listening'))
       .start();
+    suite.defer(() => canary.stop());
     // An open sandbox reaches no other container by its address (its session's network is its
     // own), but the host's published port, as it would a service outside.
     canaryIp = await defaultBridgeGateway(canary.getId());
@@ -65,13 +65,7 @@ describe('a lying server under hintbox run', { timeout: 240_000 }, () => {
       network: 'open',
       limits: { pids: 64, memory: '128m' },
     });
-    hintbox = await runHintbox(profile);
-  });
-
-  after(async () => {
-    await hintbox?.[Symbol.asyncDispose]();
-    await canary?.stop();
-    await assertNoLeftovers();
+    hintbox = suite.use(await runHintbox(profile));
   });
 
   const call = async (name: string, args: Record<string, unknown> = {}) =>
@@ -103,6 +97,7 @@ describe('a lying server under hintbox run', { timeout: 240_000 }, () => {
     assert.equal(plan.sandboxes.length, 2);
   });
 
+  // proves: RO-MOUNTS
   it('cannot write to its read-only mount, and the file is byte-identical', async () => {
     const result = await call('write_mounted', { path: '/data/precious.txt', content: 'overwritten' });
     assert.equal(result.ok, false);
@@ -113,12 +108,14 @@ describe('a lying server under hintbox run', { timeout: 240_000 }, () => {
     assert.equal(existsSync(path.join(workspace, 'new.txt')), false);
   });
 
+  // proves: RO-ROOTFS
   it('cannot write to the root file system', async () => {
     const result = await call('write_root');
     assert.equal(result.ok, false);
     assert.match(String(result.error), /EROFS|EACCES/);
   });
 
+  // proves: CLOSED-WORLD
   it('cannot reach a canary TCP server that an unannotated tool of the same server reaches', async () => {
     const control = await call('unannotated_connect', { host: canaryIp, port: canaryPort });
     assert.deepEqual(control, { ok: true, value: 'canary' }, 'the canary must be reachable where the ceiling allows');
@@ -127,12 +124,14 @@ describe('a lying server under hintbox run', { timeout: 240_000 }, () => {
     assert.match(String(result.error), /ENETUNREACH|EHOSTUNREACH|ECONNREFUSED|ETIMEDOUT/);
   });
 
+  // proves: CLOSED-WORLD
   it('cannot resolve a host name', async () => {
     const result = await call('resolve', { name: 'canary.hintbox.test' });
     assert.equal(result.ok, false);
     assert.match(String(result.error), /EAI_AGAIN|ENOTFOUND|ECONNREFUSED/);
   });
 
+  // proves: NO-ROOT
   it('runs as a non-root user with no effective capabilities and no new privileges', async () => {
     const result = await call('identity');
     assert.equal(result.ok, true);
@@ -142,6 +141,7 @@ describe('a lying server under hintbox run', { timeout: 240_000 }, () => {
     assert.equal(identity.noNewPrivs, '1');
   });
 
+  // proves: LIMITS
   it('is stopped by the pids limit when it forks without end, and the test process stays responsive', async () => {
     let ticks = 0;
     const timer = setInterval(() => ticks++, 20);
@@ -157,17 +157,20 @@ describe('a lying server under hintbox run', { timeout: 240_000 }, () => {
     assert.equal((await call('identity')).ok, true, 'the sandbox still answers after the fork bomb');
   });
 
+  // proves: CEILING
   it('gives a tool without annotations exactly the ceiling: it may write the mount', async () => {
     const result = await call('unannotated_write', { path: '/data/by-unannotated.txt', content: 'ceiling' });
     assert.deepEqual(result, { ok: true, value: 'written' });
     assert.equal(readFileSync(path.join(workspace, 'by-unannotated.txt'), 'utf8'), 'ceiling');
   });
 
+  // proves: STDIO
   it("logs the server's stderr on hintbox's stderr, never in the MCP stream", () => {
     // The liar writes "liar: ready" to stderr; had it reached stdout, the client would have seen junk.
     assert.match(hintbox.stderr(), /\[liar-\d+\/ro-offline\]: liar: ready/);
   });
 
+  // proves: HARDENING
   it('hardens every sandbox container (inspect)', async () => {
     const { docker: d } = await docker();
     const containers = await containersOf(hintbox.pid, false);
@@ -204,6 +207,7 @@ describe('a lying server under hintbox run', { timeout: 240_000 }, () => {
     }
   });
 
+  // proves: CLEANUP
   it('removes every container when the client disconnects', async () => {
     const pid = hintbox.pid;
     await hintbox.client.close();
@@ -212,8 +216,8 @@ describe('a lying server under hintbox run', { timeout: 240_000 }, () => {
   });
 });
 
-describe('a server whose ceiling is no network', { timeout: 120_000 }, () => {
-  after(assertNoLeftovers);
+integrationSuite('a server whose ceiling is no network', { timeout: 120_000 }, () => {
+  // proves: CEILING
   it('gives an unannotated tool no network either', async () => {
     await ensureTestImages();
     const canary = await new GenericContainer(CANARY_IMAGE)

@@ -3,8 +3,9 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, beforeEach, describe, it } from 'node:test';
-import { assertNoLeftovers, docker, FIXTURES } from './support/docker.js';
+import { before, beforeEach, describe, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
+import { docker, FIXTURES } from './support/docker.js';
 import { hintboxCommand, writeProfile } from './support/hintbox-process.js';
 import { guardedPipArgs, pipGuardLine } from '../../src/engine/docker/pip-guard.js';
 import { packageImageName, parseNpmSpec } from '../../src/packages/package-source.js';
@@ -15,9 +16,7 @@ import { scratchFolder } from '../support/scratch-folder.js';
  * Each attack is a package whose dependency would run code when prepared or installed: that code
  * appends to a marker file of the test's, which must never appear.
  */
-describe('no package code on the host', { timeout: 600_000 }, () => {
-  after(assertNoLeftovers);
-
+integrationSuite('no package code on the host', { timeout: 600_000 }, () => {
   /** `hintbox images build` of a profile running `server`, in a temp folder of its own. */
   async function build(
     server: Record<string, string>,
@@ -70,6 +69,7 @@ describe('no package code on the host', { timeout: 600_000 }, () => {
       await assertNoImage(`hintbox/pypi.${spec.replace('==', ':')}`);
     }
 
+    // proves: NO-HOST-PACKAGE-CODE
     it("refuses a wheel's direct-URL dependency (file://…sdist) before pip prepares it: its build backend never runs on the host", async () => {
       await assertRefused(
         'evilserver==1.0.0',
@@ -78,6 +78,7 @@ describe('no package code on the host', { timeout: 600_000 }, () => {
       );
     });
 
+    // proves: NO-HOST-PACKAGE-CODE
     it("refuses a wheel's VCS dependency (git+file://) before pip clones it: its build backend never runs on the host", async () => {
       await assertRefused(
         'evilvcs==1.0.0',
@@ -86,6 +87,7 @@ describe('no package code on the host', { timeout: 600_000 }, () => {
       );
     });
 
+    // proves: NO-HOST-PACKAGE-CODE
     it('refuses a dependency the index holds only as an sdist: nothing is built on the host', async () => {
       const result = await build({ pypi: 'evilsdist==1.0.0' }, pip);
       assert.notEqual(result.code, 0, result.stderr);
@@ -97,6 +99,7 @@ describe('no package code on the host', { timeout: 600_000 }, () => {
       await assertNoImage('hintbox/pypi.evilsdist:1.0.0');
     });
 
+    // proves: NO-HOST-PACKAGE-CODE
     it('refuses a direct-URL line in the pip lock before pip prepares it (a lock edited to pull an sdist)', async () => {
       const tarball = path.join(elsewhere, 'evildep-1.0.tar.gz');
       const digest = createHash('sha256').update(readFileSync(tarball)).digest('hex');
@@ -114,6 +117,7 @@ describe('no package code on the host', { timeout: 600_000 }, () => {
       await assertNoImage('hintbox/pypi.evilsdist:1.0.0');
     });
 
+    // proves: NO-HOST-PACKAGE-CODE
     it('starts no Python interpreter from pip, whatever asks for one (the fence behind the wrapper)', () => {
       const folder = scratchFolder('hintbox-fence-');
       const ran = path.join(folder, 'ran');
@@ -130,6 +134,7 @@ describe('no package code on the host', { timeout: 600_000 }, () => {
       assert.match(pipGuardLine(result.stderr) ?? '', new RegExp(`^refused to start ${python} .*starts no Python`));
     });
 
+    // proves: NO-HOST-PACKAGE-CODE
     it('does not run a pip that lacks the internals the guard wraps, and says so in one line', async () => {
       const fake = scratchFolder('hintbox-fake-pip-');
       mkdirSync(path.join(fake, 'pip'));
@@ -204,12 +209,14 @@ describe('no package code on the host', { timeout: 600_000 }, () => {
       assert.deepEqual(readdirSync(result.tmp), [], 'no temp folder is left');
     }
 
+    // proves: NPM-HOST-PATHS
     it('refuses a dependency that is a file: tarball on this host before npm reads it: the host file reaches no lock and no image', async () => {
       const secret = pack('evilfile', {}, { 'secret.txt': SECRET });
       const server = pack('evilnpm', { bin: { evilnpm: 'index.js' }, dependencies: { evilfile: `file:${secret}` } });
       await assertRefused(`evilnpm@file:${server}`, `evilfile@file:${secret}`, 'evilnpm@1.0.0');
     });
 
+    // proves: NPM-HOST-PATHS
     it('refuses a dependency that is a git+file: repository on this host before npm clones it', async () => {
       const repo = path.join(folder, 'evilrepo');
       mkdirSync(repo);
@@ -226,6 +233,7 @@ describe('no package code on the host', { timeout: 600_000 }, () => {
       await assertRefused(`evilgitnpm@file:${server}`, `evilgit@git+file://${repo}`, 'evilgitnpm@1.0.0');
     });
 
+    // proves: NPM-HOST-PATHS
     it('refuses a file: dependency with an npm that has no allow-* settings (npm 10, as Node 20 ships): the guard alone', async () => {
       const prefix = path.join(folder, 'npm10');
       execFileSync('npm', ['install', '--prefix', prefix, '--no-audit', '--no-fund', '--loglevel=error', 'npm@10.9.2']);
@@ -243,6 +251,7 @@ describe('no package code on the host', { timeout: 600_000 }, () => {
       await assertRefused(`evilnpm10@file:${server}`, `evilfile10@file:${secret}`, 'evilnpm10@1.0.0', env);
     });
 
+    // proves: NPM-HOST-PATHS
     it('refuses a package lock whose entry is a host path (resolved file:, link: true) before npm installs it', async () => {
       const secret = pack('evillock', {}, { 'secret.txt': SECRET });
       pack('evillink', {}, { 'secret.txt': SECRET });
@@ -280,6 +289,7 @@ describe('no package code on the host', { timeout: 600_000 }, () => {
       }
     });
 
+    // proves: NO-HOST-PACKAGE-CODE
     it('runs no install script of the package the profile names on the host (a file: tarball)', async () => {
       const marker = path.join(folder, 'script-ran');
       // Every lifecycle npm would run on an install, each appending its name to the marker.

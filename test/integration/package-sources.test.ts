@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { chownSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { assertNoLeftovers, docker, FIXTURES, mountsOfClass, sandboxOfClass } from './support/docker.js';
+import { before, describe, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
+import { docker, FIXTURES, mountsOfClass, sandboxOfClass } from './support/docker.js';
 import { hintboxCommand, runHintbox, sandboxFolder, writeProfile } from './support/hintbox-process.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 
@@ -20,9 +21,8 @@ async function removeImage(image: string): Promise<void> {
 }
 
 /** Servers given as packages: no Dockerfile, no image registry; hintbox builds them onto its bases. */
-describe('package sources', { timeout: 600_000 }, () => {
-  after(assertNoLeftovers);
-
+integrationSuite('package sources', { timeout: 600_000 }, () => {
+  // proves: PACKAGE-PINS
   it('runs an npm package with only server.npm; its read tool lands in a read-only sandbox', async () => {
     await removeImage(MEMORY_IMAGE);
     const data = sandboxFolder('hintbox-memory-');
@@ -77,6 +77,7 @@ describe('package sources', { timeout: 600_000 }, () => {
     assert.equal(readFileSync(lockFile, 'utf8'), before);
   });
 
+  // proves: PACKAGE-PINS
   it('refuses to build from an npm lock whose hash the registry tarball does not match', async () => {
     const profile = writeProfile({ name: 'memory', server: { npm: MEMORY } });
     const lockFile = path.join(path.dirname(profile), 'profile.npm-lock.json');
@@ -117,7 +118,7 @@ describe('package sources', { timeout: 600_000 }, () => {
       });
       const approve = await hintboxCommand(['approve', profile, '--all'], pip);
       assert.equal(approve.code, 0, approve.stderr);
-      const hintbox = await runHintbox(profile, pip);
+      const hintbox = await runHintbox(profile, { env: pip });
       try {
         const read = await hintbox.client.callTool({ name: 'read_note', arguments: {} });
         // "[pynotes] " comes from the dependency (pynotes-text): it was resolved and installed.
@@ -134,6 +135,7 @@ describe('package sources', { timeout: 600_000 }, () => {
       assert.match(lock, /^pynotes-text==1\.0\.0 --hash=sha256:[0-9a-f]{64}$/m);
     });
 
+    // proves: PACKAGE-PINS
     it('refuses a wheel whose bytes changed under the same version', async () => {
       const profile = writeProfile({ name: 'pynotes', server: { pypi: 'pynotes==1.0.0' } });
       const first = await hintboxCommand(['images', 'build', profile], pip);

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import { LABEL_PREVIEW } from '../../src/engine/docker/container-spec.js';
-import { assertNoLeftovers, docker, ensureTestImages } from './support/docker.js';
+import { docker, ensureTestImages } from './support/docker.js';
 import { copyOfShippedProfile, hintboxCommand, runHintbox, sandboxFolder } from './support/hintbox-process.js';
 
 /** A copy: approving it writes the lock file beside the copy, not into the repository. */
@@ -29,12 +30,7 @@ async function previewContainers() {
  * Previews through the whole stack: the real filesystem server, a client that declines every
  * confirmation (so the real call never runs), and the preview in what it was asked.
  */
-describe('previews of calls in confirmations', { timeout: 300_000 }, () => {
-  before(ensureTestImages);
-  after(async () => {
-    await assertNoLeftovers();
-  });
-
+integrationSuite('previews of calls in confirmations', { timeout: 300_000, images: [ensureTestImages] }, () => {
   it('shows the file changes of a dry run over a copy, and leaves the workspace untouched', async () => {
     const workspace = sandboxFolder();
     writeFileSync(path.join(workspace, 'notes.txt'), 'first line\nsecond line\n');
@@ -44,7 +40,7 @@ describe('previews of calls in confirmations', { timeout: 300_000 }, () => {
     const untouched = contentsOf(workspace);
 
     {
-      await using hintbox = await runHintbox(PROFILE, { WORKSPACE: workspace }, 'deny');
+      await using hintbox = await runHintbox(PROFILE, { env: { WORKSPACE: workspace }, confirmations: 'deny' });
       const write = await hintbox.client.callTool({
         name: 'write_file',
         arguments: { path: '/workspace/new.txt', content: 'hello preview\n' },
@@ -96,7 +92,7 @@ describe('previews of calls in confirmations', { timeout: 300_000 }, () => {
     const approve = await hintboxCommand(['approve', PROFILE, '--all'], { WORKSPACE: workspace });
     assert.equal(approve.code, 0, approve.stderr);
     {
-      await using hintbox = await runHintbox(PROFILE, { WORKSPACE: workspace }, 'deny');
+      await using hintbox = await runHintbox(PROFILE, { env: { WORKSPACE: workspace }, confirmations: 'deny' });
       await hintbox.client.callTool({
         name: 'write_file',
         arguments: { path: '/workspace/new.txt', content: 'x' },

@@ -4,13 +4,13 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { after, before, describe, it } from 'node:test';
+import { before, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import { stringify } from 'yaml';
 import { LABEL_CLASS, LABEL_OWNER_PID, LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
 import { LABEL_OPEN_NETWORK } from '../../src/engine/docker/open-network.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 import {
-  assertNoLeftovers,
   containersOf,
   docker,
   ensureSquatterImage,
@@ -19,7 +19,7 @@ import {
   SQUATTER_IMAGE,
 } from './support/docker.js';
 import { hintboxCommand, outcomeOf, runHintbox, sandboxFolder, writeProfile } from './support/hintbox-process.js';
-import { connect, containersOfServer, leave, serve, stop, type Serving } from './support/serve-process.js';
+import { connect, containersOfServer, leave, serve, type Serving } from './support/serve-process.js';
 
 /**
  * What a sandbox shares with the engine and with other sandboxes: an image's `VOLUME` (Docker
@@ -78,10 +78,8 @@ async function watchVolumeMounts(): Promise<{ mountedFor(pid: number): string[];
   };
 }
 
-describe('image volumes', { timeout: 300_000 }, () => {
-  before(ensureSquatterImage);
-  after(assertNoLeftovers);
-
+integrationSuite('image volumes', { timeout: 300_000, images: [ensureSquatterImage] }, () => {
+  // proves: IMAGE-VOLUMES
   it("an image's VOLUME is a bounded tmpfs: a read-only, network-less server fills it at start and with a read-only tool, and no engine volume is made or left", async () => {
     const marker = `squat-${process.pid}-${Date.now()}`;
     const profile = writeProfile({
@@ -139,13 +137,12 @@ async function hostCanary(host: string, text: string): Promise<net.Server & { po
   return Object.assign(server, { port: (server.address() as net.AddressInfo).port });
 }
 
-describe('open sandboxes apart', { timeout: 300_000 }, () => {
+integrationSuite('open sandboxes apart', { timeout: 300_000, images: [ensureSquatterImage] }, (suite) => {
   const name = `squatter-open-${process.pid}`;
   const secret = `secret-of-${process.pid}`;
   let serving: Serving;
   let folder: string;
   before(async () => {
-    await ensureSquatterImage();
     folder = scratchFolder('hintbox-isolation-profiles-');
     const profile = {
       name,
@@ -159,13 +156,12 @@ describe('open sandboxes apart', { timeout: 300_000 }, () => {
       limits: { pids: 64, memory: '128m' },
     };
     writeFileSync(path.join(folder, 'squatter.yaml'), stringify(profile));
-    serving = await serve([folder]);
+    serving = suite.use(await serve([folder]));
   });
   /** The process's open network, seen by the first test: gone once serve has stopped. */
   let processNetwork: string | undefined;
-  after(async () => {
-    await stop(serving);
-    await assertNoLeftovers();
+  // Deferred first, so it runs last: once serve has stopped.
+  suite.defer(async () => {
     if (processNetwork) {
       const gone = await (
         await docker()
@@ -180,6 +176,7 @@ describe('open sandboxes apart', { timeout: 300_000 }, () => {
     }
   });
 
+  // proves: SANDBOXES-APART
   it("two clients' open sandboxes of one serve cannot reach each other; both still reach the outside, and hintbox's own port no more than before", async () => {
     const url = `${serving.url}/mcp/${name}`;
     const a = await connect(url);
@@ -260,6 +257,7 @@ describe('open sandboxes apart', { timeout: 300_000 }, () => {
     }
   });
 
+  // proves: SANDBOXES-APART
   it("two open sandboxes of one run's session cannot reach each other either; a crashed run's open network is swept", async () => {
     const profile = writeProfile({
       name: `squatter-crash-${process.pid}`,

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { parse, stringify } from 'yaml';
 import { LABEL_SERVER } from '../../src/engine/docker/container-spec.js';
@@ -9,7 +10,6 @@ import { oauthSettingsFile, startTestIssuer, type TestIssuer } from '../support/
 import { parseSamples, sampleOf } from '../support/prometheus-text.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 import {
-  assertNoLeftovers,
   containersOf,
   ensureEverythingImage,
   ensureTestImages,
@@ -60,13 +60,7 @@ import {
   type Serving,
 } from './support/serve-process.js';
 
-describe('hintbox serve', { timeout: 300_000 }, () => {
-  before(async () => {
-    await ensureTestImages();
-    await ensureEverythingImage();
-  });
-  after(assertNoLeftovers);
-
+integrationSuite('hintbox serve', { timeout: 300_000, images: [ensureTestImages, ensureEverythingImage] }, (suite) => {
   it('refuses to listen beyond loopback without tokens, and a folder with a bad profile (exit 2)', async () => {
     const folder = profilesFolder(sandboxFolder());
     const wide = await hintboxCommand(['serve', folder, '--host', '0.0.0.0']);
@@ -120,14 +114,13 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
     );
   });
 
-  describe('without tokens', () => {
+  suite.describe('without tokens', (group) => {
     let serving: Serving;
     let workspace: string;
     before(async () => {
       workspace = sandboxFolder();
-      serving = await serve([profilesFolder(workspace), '--idle-timeout', '4', '--one-endpoint']);
+      serving = group.use(await serve([profilesFolder(workspace), '--idle-timeout', '4', '--one-endpoint']));
     });
-    after(() => stop(serving));
 
     it("serves both servers at their paths; a confirmed write lands in the host folder; DELETE removes a separate client's sandboxes", async () => {
       const liar = await connect(`${serving.url}/mcp/${LIAR}`);
@@ -291,7 +284,7 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
     });
   });
 
-  describe('with tokens', () => {
+  suite.describe('with tokens', (group) => {
     let serving: Serving;
     const ALICE = `alice-${process.pid}-token`;
     const BOT = `bot-${process.pid}-token`;
@@ -304,10 +297,10 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
         { name: 'ci-bot', token: BOT, servers: [LIAR] },
         { name: 'prober', token: PROBE, servers: [LIAR], tags: ['probe'] },
       ]);
-      serving = await serve([profilesFolder(workspace), '--tokens', tokens, '--one-endpoint']);
+      serving = group.use(await serve([profilesFolder(workspace), '--tokens', tokens, '--one-endpoint']));
     });
-    after(() => stop(serving));
 
+    // proves: SERVE-TAGS
     it('serves a token at /mcp only the servers (and tags) it may use; none gets 401', async () => {
       const none = await fetch(`${serving.url}/mcp`, {
         method: 'POST',
@@ -334,6 +327,7 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
       }
     });
 
+    // proves: SERVE-AUTH
     it('answers 401 to no or a wrong token, 403 to a token of other servers, and audits each denial', async () => {
       const url = `${serving.url}/mcp/${EVERYTHING}`;
       const post = (headers: Record<string, string>) =>
@@ -368,6 +362,7 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
       assert.deepEqual({ tool: intent?.tool, caller: intent?.caller }, { tool: 'echo', caller: 'alice' });
     });
 
+    // proves: SERVE-TAGS
     it("serves a token with tags only its tags' tools: another is refused as unknown, and nothing reaches the server", async () => {
       const client = await connect(`${serving.url}/mcp/${LIAR}`, PROBE);
       try {
@@ -394,21 +389,17 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
     });
   });
 
-  describe('with OAuth', () => {
+  suite.describe('with OAuth', (group) => {
     let serving: Serving;
     let issuer: TestIssuer;
     const RESOURCE = 'http://127.0.0.1:8931';
     before(async () => {
-      issuer = await startTestIssuer();
+      issuer = group.use(await startTestIssuer());
       const oauth = oauthSettingsFile(issuer, {
         resource: RESOURCE,
         scopes: { 'mcp:greet': { servers: [EVERYTHING], tags: ['greet'] }, 'mcp:liar': { servers: [LIAR] } },
       });
-      serving = await serve([profilesFolder(sandboxFolder()), '--oauth', oauth]);
-    });
-    after(async () => {
-      await stop(serving);
-      await issuer.close();
+      serving = group.use(await serve([profilesFolder(sandboxFolder()), '--oauth', oauth]));
     });
 
     it('serves the metadata, a valid token (its subject the caller, its scope its tools), and refuses the others', async () => {
@@ -461,7 +452,7 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
     });
   });
 
-  describe('metrics and JSON logs', () => {
+  suite.describe('metrics and JSON logs', (group) => {
     let serving: Serving;
     const ALICE = `alice-${process.pid}-metrics`;
     const SCRAPER = `scraper-${process.pid}-metrics`;
@@ -470,10 +461,12 @@ describe('hintbox serve', { timeout: 300_000 }, () => {
         { name: 'alice', token: ALICE },
         { name: 'prometheus', token: SCRAPER, metrics: 'only' },
       ]);
-      serving = await serve([profilesFolder(sandboxFolder()), '--tokens', tokens], { HINTBOX_LOG_FORMAT: 'json' });
+      serving = group.use(
+        await serve([profilesFolder(sandboxFolder()), '--tokens', tokens], { HINTBOX_LOG_FORMAT: 'json' }),
+      );
     });
-    after(() => stop(serving));
 
+    // proves: METRICS-ACCESS
     it('counts on /metrics exactly the calls made, a declined one and the denials; logs JSON lines', async () => {
       const metricsUrl = `${serving.url}/metrics`;
       const scrape = async () => {

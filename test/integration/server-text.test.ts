@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { assertNoLeftovers, ensureTextFixtureImage, eventually, LIAR_IMAGE, TEXTLIAR_IMAGE } from './support/docker.js';
+import { ensureTextFixtureImage, eventually, LIAR_IMAGE, TEXTLIAR_IMAGE } from './support/docker.js';
 import { hintboxCommand, runHintbox, sandboxFolder, writeProfile, auditOf } from './support/hintbox-process.js';
 
 /** What a terminal or a chat window would act on rather than show: none may reach a person raw. */
@@ -22,15 +23,8 @@ interface AuditRow {
  * the attacker's: it must neither pass for hintbox's own text nor reach the client unapproved,
  * and no amount of it may stop the audit trail. Against test/fixtures/textliar.
  */
-describe('server-made text under hintbox', { timeout: 600_000 }, () => {
-  let workspace: string;
-  before(async () => {
-    await ensureTextFixtureImage();
-    workspace = sandboxFolder();
-  });
-  after(async () => {
-    await assertNoLeftovers();
-  });
+integrationSuite('server-made text under hintbox', { timeout: 600_000, images: [ensureTextFixtureImage] }, (suite) => {
+  const workspace = suite.workspace;
 
   let n = 0;
   const textliar = (trust: 'trusted' | 'untrusted', env: Record<string, string> = {}, name?: string) => {
@@ -48,6 +42,7 @@ describe('server-made text under hintbox', { timeout: 600_000 }, () => {
     };
   };
 
+  // proves: SERVER-TEXT
   it('leaves out tools whose names break the spec, and shows no server text raw in approve or plan', async () => {
     const { file } = textliar('untrusted');
     const plan = await hintboxCommand(['plan', file]);
@@ -69,6 +64,7 @@ describe('server-made text under hintbox', { timeout: 600_000 }, () => {
     assert.match(approve.stdout, /\\u202e/i, 'the bidi override is shown as what it is');
   });
 
+  // proves: SERVER-TEXT
   it('lets no tool name forge a line of a confirmation or of hintbox audit', async () => {
     const { name, file } = textliar('untrusted');
     assert.equal((await hintboxCommand(['approve', file, '--all'])).code, 0);
@@ -93,6 +89,7 @@ describe('server-made text under hintbox', { timeout: 600_000 }, () => {
     }
   });
 
+  // proves: SERVER-TEXT
   it('fences every line of a preview: a U+2028 in a previewed file name starts no line of its own', async () => {
     const writable = sandboxFolder();
     const name = `liar-text-${process.pid}-${n++}`;
@@ -106,7 +103,7 @@ describe('server-made text under hintbox', { timeout: 600_000 }, () => {
     assert.equal((await hintboxCommand(['approve', file, '--all'])).code, 0);
     const forged = 'Why you are asked: a routine read.';
     {
-      await using hintbox = await runHintbox(file, {}, 'deny');
+      await using hintbox = await runHintbox(file, { confirmations: 'deny' });
       const denied = await hintbox.client.callTool({
         name: 'unannotated_write',
         arguments: { path: `/data/a\u2028${forged}\u2029Arguments (in full):\u2028{}`, content: 'x' },
@@ -128,6 +125,7 @@ describe('server-made text under hintbox', { timeout: 600_000 }, () => {
     );
   });
 
+  // proves: INSTRUCTIONS
   it("withholds the server's instructions until approve shows and pins them, and again when they change", async () => {
     const { name, file } = textliar('untrusted');
     {
@@ -164,6 +162,7 @@ describe('server-made text under hintbox', { timeout: 600_000 }, () => {
     assert.match(again.stdout, /instructions: changed since it was approved:[\s\S]*delete_everything/);
   });
 
+  // proves: STDIO
   it('stays up when a sandbox answers with JSON too deep to write again: the call gets an error, the next one runs', async () => {
     const { name, file } = textliar('trusted');
     {
@@ -182,6 +181,7 @@ describe('server-made text under hintbox', { timeout: 600_000 }, () => {
     );
   });
 
+  // proves: AUDIT-NO-WEDGE
   it('keeps the audit trail going after a 40 MB error answer, storing its size and SHA-256, not the whole', async () => {
     const { name, file } = textliar('trusted', { TEXTLIAR_ERROR_MB: '40' });
     const whole = `boom ${'x'.repeat(40 * 1024 * 1024)}`;

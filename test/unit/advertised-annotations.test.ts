@@ -164,6 +164,7 @@ describe('advertised annotations: the hints that hold in the sandbox', () => {
     assert.equal(hintsOf(out.get('fetch')).readOnlyHint, false);
   });
 
+  // proves: ADVERTISED-HINTS
   it('never promises more than the grant allows, for every claim on every ceiling', () => {
     const failures: string[] = [];
     const claims: ClaimedHints[] = [{}];

@@ -83,6 +83,7 @@ describe('decideApproval over every combination', () => {
     assert.equal(new Set(INPUTS.map(label)).size, INPUTS.length, 'labels are distinct');
   });
 
+  // proves: APPROVAL-UNTRUSTED
   it('never runs a call of an untrusted server', () => {
     forAll((i, d) => (i.trust === 'untrusted' && d.action === 'run' ? 'ran' : undefined));
   });
@@ -95,6 +96,7 @@ describe('decideApproval over every combination', () => {
     });
   });
 
+  // proves: PINS
   it('blocks every tool whose definition changed, whatever the trust and the rules', () => {
     forAll((i, d) =>
       i.pin === 'changed' && (d.action !== 'blocked' || d.decidedBy !== 'pin') ? `got ${d.action}` : undefined,
@@ -109,6 +111,7 @@ describe('decideApproval over every combination', () => {
     });
   });
 
+  // proves: APPROVAL-UNTRUSTED
   it('never lets a rule or a pre-approval remove friction for an untrusted server', () => {
     forAll((i, d) => {
       if (i.trust !== 'untrusted' || !(i.rule === 'allow' || i.preApproved)) return undefined;

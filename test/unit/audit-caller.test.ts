@@ -48,6 +48,7 @@ describe('callers', () => {
     assert.throws(() => parseAuditLine(JSON.stringify({ ...old, client: 7 })), /client: expected a string or null/);
   });
 
+  // proves: CALLER-IDENTITY
   it('records the subject and the client as two fields; a line of before, with both in caller, reads as it was', () => {
     const dir = path.join(scratchFolder('hintbox-audit-caller-'), 'audit');
     const writer = AuditLogWriter.open({ dir, log: silentLogger });

@@ -158,6 +158,7 @@ describe('audit line schemas', () => {
     }
   });
 
+  // proves: AUDIT-LINE-SCHEMA
   it('reads lines of earlier versions: without the fields added since, and with fields it does not know', () => {
     const earlier = [
       { type: 'log.open', chain: 'c', seq: 0 },
@@ -211,6 +212,7 @@ describe('audit line schemas', () => {
     assert.equal(refusal('[1]'), 'not a JSON object');
   });
 
+  // proves: AUDIT-LINE-SCHEMA
   it('audit verify names a line whose field no hintbox wrote so, though its chain is intact', () => {
     const first = frameLine({ ...HEAD, type: 'log.open', chain: 'c', seq: 0 }, null);
     const forged = frameLine(

@@ -126,6 +126,7 @@ describe('audit chain (pure)', () => {
 });
 
 describe('AuditLogWriter', () => {
+  // proves: AUDIT
   it('writes intents and outcomes as chained lines that verify; the folder and files are owner-only', async () => {
     const dir = newDir();
     const [file, ...more] = writeCalls(dir, 3);
@@ -259,6 +260,7 @@ describe('AuditLogWriter', () => {
     writer.close();
   });
 
+  // proves: AUDIT
   it('fails closed: an intent that cannot be appended throws, and the call guard refuses the call', async () => {
     const dir = newDir();
     const writer = open(dir, 600);
@@ -323,6 +325,7 @@ describe('trace ids', () => {
 });
 
 describe('audit verify finds tampering', () => {
+  // proves: AUDIT-CHAIN
   it('a changed line: the line after it breaks', async () => {
     const dir = newDir();
     const [file] = writeCalls(dir, 3);
@@ -335,6 +338,7 @@ describe('audit verify finds tampering', () => {
     );
   });
 
+  // proves: AUDIT-CHAIN
   it('a removed line, two lines swapped, a line added', async () => {
     const removed = newDir();
     const [a] = writeCalls(removed, 3);
@@ -359,6 +363,7 @@ describe('audit verify finds tampering', () => {
     assert.match((await breaks(added)).join('\n'), /:3: prev does not match/);
   });
 
+  // proves: AUDIT-CHAIN
   it('a file removed from the middle or the start of a chain', async () => {
     const middle = newDir();
     const files = writeCalls(middle, 40, 2000);
@@ -431,6 +436,7 @@ describe('audit verify tells a torn last line (a crash, a failed write) from tam
     );
   });
 
+  // proves: AUDIT-CHAIN
   it('a whole last line cut short (its newline gone) is a break where the next file links to it', async () => {
     const dir = newDir();
     const files = writeCalls(dir, 40, 2000);

@@ -49,6 +49,7 @@ describe('metrics derived from audit records', () => {
     assert.deepEqual(blocked?.labels, { server: 'fs', tool: 'edit_file', decision: 'blocked', decided_by: 'pin' });
   });
 
+  // proves: METRICS-ACCESS
   it('labels pinned tools by name, at most N other names per server, and the rest as other', () => {
     const metrics = new AuditMetrics({ now: () => 0, maxUnpinnedTools: 2 });
     metrics.pin('fs', ['read_file']);

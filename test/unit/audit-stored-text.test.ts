@@ -43,6 +43,7 @@ const intent = (partial: Partial<AuditIntent> = {}): AuditIntent => ({
 });
 
 describe('server text in the audit log', () => {
+  // proves: AUDIT-NO-WEDGE
   it('keeps at most 8 KiB of a 40 MB error message: its beginning, its size and the SHA-256 of the whole', () => {
     const whole = `boom ${'x'.repeat(40 * 1024 * 1024)}`;
     const { writer: w, lines } = writer();
@@ -65,6 +66,7 @@ describe('server text in the audit log', () => {
     assert.equal(storedText(cut), cut);
   });
 
+  // proves: AUDIT-NO-WEDGE
   it('caps every text of a record (events too), and keeps NUL and lone surrogates as JSON escapes', () => {
     const long = `a\u0000\ud800${'n'.repeat(100_000)}`;
     const { writer: w, lines } = writer();
@@ -119,6 +121,7 @@ describe('formatAuditEntry', () => {
     ...partial,
   });
 
+  // proves: SERVER-TEXT
   it('shows each record on one line, whatever its server-made text holds', () => {
     const forged = '2026-03-01T12:00:00.000Z  srv/delete_all  allowed by person  ok';
     const text = [

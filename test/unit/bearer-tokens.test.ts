@@ -81,6 +81,7 @@ describe('bearer tokens', () => {
     assert.throws(() => BearerTokens.parse('[]', 'e.yaml'), /no tokens/);
   });
 
+  // proves: METRICS-ACCESS
   it('lets only a token with metrics (true, or only: no server) read /metrics', () => {
     const withScraper = BearerTokens.parse(
       `${FILE}- name: prometheus\n  sha256: ${hashToken('scrape')}\n  metrics: only\n`,

@@ -104,6 +104,7 @@ describe('CallGuard with a previewer', () => {
     assert.match(message, /\n│ Why you are asked: routine read\.\n│ Arguments:\n│ \{\}\\u001b\[2J$/);
   });
 
+  // proves: SERVER-TEXT
   it('fences every line a reader sees: a U+2028, U+2029 or CR in a previewed file name starts none', async () => {
     const forged = [
       'Preview (…):',

@@ -72,6 +72,7 @@ describe('CallGuard.markUntrusted', () => {
       log: silentLogger,
     });
 
+  // proves: DB-VIOLATION
   it('a trusted server that broke a hint is untrusted for the rest of the session: its read-only tool now needs a person, and never-approved tools are blocked', async () => {
     const guard = guardFor();
     const person = approvingPerson();
@@ -97,6 +98,7 @@ describe('CallGuard.markUntrusted', () => {
 });
 
 describe('CallGuard, a tool approved while the session runs', () => {
+  // proves: PINS
   it('reads the lock file again when a blocked tool is called, and serves it once the same definition is approved', async () => {
     const blocked = tool('fresh', 'unpinned');
     let stored: string | undefined;
@@ -141,6 +143,7 @@ describe('CallGuard, a tool approved while the session runs', () => {
 });
 
 describe('CallGuard, a tool whose definition changed', () => {
+  // proves: PINS
   it('names the changed fields in its refusal, never the new text (it may be a prompt injection)', async () => {
     const approved = pinTool({
       name: 'read',
@@ -204,12 +207,14 @@ describe("CallGuard, a confirmation's text", () => {
     return person.asked[0] ?? '';
   };
 
+  // proves: CONFIRMATION-OWN
   it("says it is hintbox's own from its first word, so that no server's elicitation passes for it", async () => {
     const message = await ask(false);
     assert.match(message, /^hintbox asks: /);
     assert.equal(message.match(/^hintbox asks:/gm)?.length, 1, 'once, on the first line');
   });
 
+  // proves: CONFIRMATION-OWN
   it('says data may leave the machine only when the sandbox has a network', async () => {
     assert.doesNotMatch(await ask(false), /Data may leave the machine/, 'a network-less sandbox keeps it in');
     assert.match(await ask(true), /WARNING: Data may leave the machine/);

@@ -21,6 +21,7 @@ const same = (a: Caller | null, b: Caller | null): boolean =>
   a === null || b === null ? a === b : a.subject === b.subject && a.client === b.client;
 
 describe('caller identity', () => {
+  // proves: CALLER-IDENTITY
   it('maps two distinct (subject, client) pairs to two distinct keys, and a pair always to the same one', () => {
     fc.assert(
       fc.property(caller, caller, (a, b) => {
@@ -46,6 +47,7 @@ describe('caller identity', () => {
 });
 
 describe('the session cap', () => {
+  // proves: SESSION-CAP
   it("counts each caller's sessions by weight (a /mcp session one per server), apart for each pair", () => {
     const cap = new SessionCap(4);
     const alice = { subject: 'alice', client: 'ide' };

@@ -47,6 +47,7 @@ async function settled<T>(answer: Promise<T>): Promise<T> {
 }
 
 describe('ConsoleApprovals', () => {
+  // proves: CONSOLE, CALLER-IDENTITY
   it('binds an approval to the very call: server, session, caller, tool, pin and arguments', () => {
     const base = request();
     const others: [string, Partial<ApprovalRequest>][] = [
@@ -83,6 +84,7 @@ describe('ConsoleApprovals', () => {
     );
   });
 
+  // proves: CONSOLE
   it('lets an approval be used once', () => {
     const { approvals } = approvalsWithClock();
     const r = request();

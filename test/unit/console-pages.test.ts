@@ -286,6 +286,7 @@ describe('the console pages escape what servers and clients made', () => {
 });
 
 describe('html', () => {
+  // proves: CONSOLE
   it('renders, then escapes, every value; html-made values pass as they are', () => {
     const made = html`<p title="${'a"b'}">${'<b>\u202e'}${html`<i>${'<'}</i>`}</p>`;
     assert.equal(made.text, '<p title="a&quot;b">&lt;b&gt;\\u202e<i>&lt;</i></p>');

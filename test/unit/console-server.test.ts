@@ -115,6 +115,7 @@ describe('the console server', () => {
     assert.match((await get('/audit', { cookie })).body, /No record matches/, 'an empty audit folder');
   });
 
+  // proves: CONSOLE
   it("opens with a confirmation's token its page only", async () => {
     const a = hub.approvals.open(consoleRequest(), 'held', 60_000);
     const b = hub.approvals.open(consoleRequest({ tool: 'edit_file' }), 'held', 60_000);
@@ -151,6 +152,7 @@ describe('the console server', () => {
     assert.equal(stateOf(b.id), 'pending');
   });
 
+  // proves: CONSOLE
   it('refuses a request naming another host (DNS rebinding) with 421, before any token or cookie', async () => {
     const cookie = await consoleCookie();
     for (const host of [
@@ -176,6 +178,7 @@ describe('the console server', () => {
     assert.equal((await get('/approvals', { cookie, host: `127.0.0.1:${port}` })).status, 200);
   });
 
+  // proves: CONSOLE
   it('refuses a POST that is not from its own page, and then nothing changed', async () => {
     const { pending, cookie, csrf, answerPath } = await confirmation();
     const other = await confirmation({ tool: 'edit_file' });

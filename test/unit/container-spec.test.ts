@@ -98,6 +98,7 @@ describe('buildContainerSpec', () => {
     delete process.env[CANARY];
   });
 
+  // proves: HARDENING
   it('hardens every sandbox class the same way', () => {
     for (const sandbox of plan.sandboxes) {
       const spec = buildContainerSpec(input({}, sandbox));
@@ -117,6 +118,7 @@ describe('buildContainerSpec', () => {
     }
   });
 
+  // proves: LOG-BOUNDED
   it("caps Docker's log of every sandbox (a rotated json-file), whatever the engine's default", () => {
     for (const sandbox of plan.sandboxes) {
       const log = buildContainerSpec(input({}, sandbox)).HostConfig!.LogConfig!;
@@ -125,6 +127,7 @@ describe('buildContainerSpec', () => {
     }
   });
 
+  // proves: LIMITS
   it('takes pids, memory, swap and CPU limits from the profile', () => {
     const spec = buildContainerSpec(input());
     const hc = spec.HostConfig!;
@@ -143,6 +146,7 @@ describe('buildContainerSpec', () => {
     assert.match(big.Tmpfs![SANDBOX_TMP]!, /(^|,)size=1048576(,|$)/);
   });
 
+  // proves: RO-ROOTFS
   it('gives /tmp and HOME a sized tmpfs, HOME owned by the sandbox user', () => {
     const spec = buildContainerSpec(input());
     const tmpfs = spec.HostConfig!.Tmpfs!;
@@ -180,6 +184,7 @@ describe('buildContainerSpec', () => {
     }
   });
 
+  // proves: NO-ROOT
   it('refuses a root user even when given one directly (defense in depth behind the schema)', () => {
     const base = input();
     let user: string | undefined;
@@ -194,12 +199,14 @@ describe('buildContainerSpec', () => {
     assert.doesNotMatch(user ?? '', /^0+(:|$)/);
   });
 
+  // proves: CLOSED-WORLD
   it('has no network at all when the grant has none', () => {
     const spec = buildContainerSpec(input({}, sandboxOfTool('read')));
     assert.equal(spec.HostConfig!.NetworkMode, 'none');
     assert.equal(spec.NetworkDisabled, true);
   });
 
+  // proves: SANDBOXES-APART
   it("gets the process's open network (never the engine's default bridge) only when the grant has one", () => {
     const fetch = sandboxOfTool('fetch');
     assert.equal(fetch.network, 'bridge');
@@ -209,6 +216,7 @@ describe('buildContainerSpec', () => {
     assert.throws(() => buildContainerSpec(input({ openNetwork: undefined }, fetch)), /its open network is not ready/);
   });
 
+  // proves: IMAGE-VOLUMES
   it("masks the image's VOLUMEs with tmpfs of the profile's bound, in every class and preview (no anonymous volume)", () => {
     for (const [sandbox, preview] of plan.sandboxes.flatMap((s) => [[s, false] as const, [s, true] as const])) {
       const spec = buildContainerSpec(input({ imageVolumes: ['/data', '/projects'], preview }, sandbox));
@@ -282,6 +290,7 @@ describe('buildContainerSpec', () => {
     assert.equal(spec.name, `hintbox-sess42-filesystem-${sandbox.id}`);
   });
 
+  // proves: ENV
   it('passes exactly the declared environment plus HOME and TMPDIR, nothing from the host', () => {
     assert.equal(process.env[CANARY], 'leaked-from-host');
     const spec = buildContainerSpec(input());
@@ -307,6 +316,7 @@ describe('buildContainerSpec', () => {
     assert.deepEqual([...spec.Env!].sort(), [...GATE_ENV, `HOME=${SANDBOX_HOME}`, `TMPDIR=${SANDBOX_TMP}`].sort());
   });
 
+  // proves: ENV
   it("hands the profile's GLIBC_TUNABLES to the gate for the server, never to the gate itself", () => {
     const base = input();
     const spec = buildContainerSpec({
@@ -321,6 +331,7 @@ describe('buildContainerSpec', () => {
     assert.equal(spec.Env!.filter((e) => e.startsWith(`${GATE_TUNABLES_ENV}=`)).length, 1);
   });
 
+  // proves: HARDENING
   it('has no Binds and never the Docker socket', () => {
     for (const sandbox of plan.sandboxes) {
       const spec = buildContainerSpec(input({}, sandbox));
@@ -404,6 +415,7 @@ describe('sizes and users', () => {
     const env = sandboxDatabaseEnv({ user: 'hintbox_sess42_ro_offline_dbread', password: 'pw', database: 'shop' });
     const database = { socketDir: '/tmp/hintbox-pg-abc123', env };
 
+    // proves: DB-RELAY
     it('binds the relay socket directory read-only at the fixed path, and nothing else changes', () => {
       const without = buildContainerSpec(input());
       const spec = buildContainerSpec(input({ database }));
@@ -441,6 +453,7 @@ describe('sizes and users', () => {
       });
     });
 
+    // proves: SANDBOX-VALUES
     it("fills ${sandbox:…} in the profile's args and env with this sandbox's own role values", () => {
       const base = input();
       const args = ['--db', '${sandbox:DATABASE_URL}', 'user=${sandbox:PGUSER};host=${sandbox:PGHOST}'];
@@ -467,6 +480,7 @@ describe('sizes and users', () => {
       assert.ok(![...spec.Env!, ...spec.Entrypoint].some((s) => s.includes('${sandbox:')));
     });
 
+    // proves: SANDBOX-VALUES
     it("fills ${sandbox:mount.NAME} with the mount's target, in args and env, without a database", () => {
       const base = input();
       const args = ['--root', '${sandbox:mount.projects}', '--ref=${sandbox:mount.ref}'];

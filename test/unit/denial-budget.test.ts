@@ -18,6 +18,7 @@ describe('DenialBudget', () => {
     assert.equal(budget.closeWindow(), undefined, 'a window without refusals left out says nothing');
   });
 
+  // proves: DENIAL-BUDGET
   it('bounds all keys together: many addresses get no more than the overall budget', () => {
     const budget = new DenialBudget({ perKeyBurst: 10, overallBurst: 50, overallPerSecond: 0, now: () => 0 });
     let recorded = 0;
@@ -47,6 +48,7 @@ describe('DenialRecorder', () => {
     remoteAddress: `192.0.2.${i % 2}`,
   });
 
+  // proves: DENIAL-BUDGET
   it('writes down and logs within the budget, counts every refusal, and records what it left out when the window closes', () => {
     const recorded: AuditEvent[] = [];
     const counted: AuditEvent[] = [];

@@ -993,6 +993,7 @@ describe('fuzz: hostile input on both sides of the gateway', () => {
     );
   });
 
+  // proves: STDIO
   it('keeps every answer to its call, forwards nothing it should not, and never hangs, whatever both sides send', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(action, { maxLength: 24 }), async (actions) => void (await run(actions))),

@@ -156,6 +156,7 @@ function checkRead(text: string): LockFile | LockFileError {
 }
 
 describe('fuzz: the lock file reader', () => {
+  // proves: FAIL-CLOSED
   it('returns a lock hashed right, or throws one LockFileError line naming the field, whatever the text', () => {
     fc.assert(
       fc.property(lockText, (text) => void checkRead(text)),
@@ -163,6 +164,7 @@ describe('fuzz: the lock file reader', () => {
     );
   });
 
+  // proves: PINS
   it('never takes an approved definition edited without its hash', () => {
     const edit = fc.record({ tool: fc.nat(), at: where, value: anyJson });
     fc.assert(

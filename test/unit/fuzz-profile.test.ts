@@ -216,6 +216,7 @@ describe('fuzz: the profile loader', () => {
     assert.ok(!(profile instanceof ProfileError), profile instanceof ProfileError ? profile.message : '');
   });
 
+  // proves: FAIL-CLOSED
   it('returns a profile or throws one ProfileError of well-formed lines, quickly, whatever the text', () => {
     fc.assert(
       fc.property(profileText, (text) => void checkLoad(text)),

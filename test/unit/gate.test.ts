@@ -18,6 +18,7 @@ describe('the gate binary', () => {
     assert.equal(gateBinary(GATE), GATE);
   });
 
+  // proves: GATE
   it('refuses a dynamically linked executable: the image would run its own loader first', () => {
     const node = readFileSync(process.execPath);
     assert.match(gateBinaryProblem(node, process.arch) ?? '', /dynamically linked/);
@@ -49,6 +50,7 @@ describe('openGateSocket', () => {
       s.once('error', reject);
     });
 
+  // proves: GATE
   it('lets only the sandbox user in, takes one connection, then removes its folder', async () => {
     const me = process.getuid!();
     const user = me === 0 ? { uid: 10001, gid: 10001 } : { uid: me, gid: process.getgid!() };

@@ -99,6 +99,7 @@ function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => voi
 }
 
 describe('Gateway', () => {
+  // proves: STDIO
   it('lists the tool definitions exactly as received, unknown keys included', async () => {
     const f = factory();
     const { client } = await connect(
@@ -276,6 +277,7 @@ describe('Gateway', () => {
     assert.equal(f.started[0]!.calls.length, 1);
   });
 
+  // proves: CALL-CEILING
   it('answers a call past its deadline with RequestTimeout and cancels it upstream; progress does not extend the deadline', async () => {
     const sawAbort = deferred<unknown>();
     const progressingAborted = deferred<unknown>();
@@ -456,6 +458,7 @@ describe('Gateway', () => {
       await withTimeout(u.closed, 1000, `${u.id} closed`);
     }
   });
+  // proves: DB-VIOLATION
   it('records a hint violation on the audit outcome of the calls running in that sandbox, and only those', async () => {
     const reading = deferred();
     const release = deferred();
@@ -527,6 +530,7 @@ describe('Gateway', () => {
     assert.equal(outcomes.get('write-1')?.outcome, 'cancelled');
   });
 
+  // proves: HELD-UNTIL-CALLED
   it('thaws a held sandbox before each call reaches it and freezes it when its last call ends', async () => {
     const events: string[] = [];
     let frozen = false;
@@ -581,6 +585,7 @@ describe('Gateway', () => {
     assert.deepEqual(idle, ['rw-offline', 'rw-offline'], 'idle each time its last call ended');
   });
 
+  // proves: HELD-UNTIL-CALLED
   it('ignores a tool change a held sandbox announces outside a call, and never thaws it to list its tools', async () => {
     let frozen = false;
     let upstream!: FakeUpstream;
@@ -618,6 +623,7 @@ describe('Gateway', () => {
     assert.equal(frozen, true);
   });
 
+  // proves: HELD-UNTIL-CALLED
   it('freezes a held sandbox that a call released even when the call is cancelled while the server starts', async () => {
     let frozen = false;
     const initialized = deferred();

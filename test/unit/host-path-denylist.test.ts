@@ -20,6 +20,7 @@ describe('host path denylist', () => {
     assert.equal(new Set(denied).size, denied.length);
   });
 
+  // proves: DENYLIST
   it('refuses a denied path, anything inside one, and anything that contains one', () => {
     const cases: Array<[string, RegExp]> = [
       ['/etc', /\/etc is on the denylist/],
@@ -112,6 +113,7 @@ describe('sensitive host paths: shell start-up files, credential stores, agent s
   };
   const places = sensitivePlaces([HOME], VARS);
 
+  // proves: DENYLIST
   it('each home entry is refused as the file itself and as its parent folder, unless the mount names it', () => {
     for (const name of SENSITIVE_HOME) {
       assert.ok(SENSITIVE_NAMES.includes(name), name);
@@ -135,6 +137,7 @@ describe('sensitive host paths: shell start-up files, credential stores, agent s
       assert.deepEqual(checkSensitive([fine], places), { unused: [], touched: [] }, fine);
   });
 
+  // proves: DENYLIST
   it('agent sockets: the socket SSH_AUTH_SOCK and GPG_AGENT_INFO point to, the runtime folders, and their parents', () => {
     const cases: Array<[string, string]> = [
       ['/tmp/ssh-XYZ/agent.42', 'SSH_AUTH_SOCK'],
@@ -217,6 +220,7 @@ describe('allowSensitive in a profile', () => {
     assert.deepEqual(profile.mounts[0]?.allowSensitive, ['.bashrc']);
   });
 
+  // proves: DENYLIST
   it('no blanket opt-in: an unknown name, a pattern, a name the mount does not hold, a repeat, an empty list', () => {
     const { dir, home } = setUp();
     const rc = path.join(home, '.bashrc');

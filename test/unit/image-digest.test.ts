@@ -20,6 +20,7 @@ describe('a digest-pinned image runs only with the digest the engine shows for i
     assert.equal(digestProblem('mcp/x:1.0', []), undefined, 'no digest, nothing to check');
   });
 
+  // proves: IMAGE-DIGEST
   it('refuses an image built or loaded here (no digest), another digest, or that digest of another repository', () => {
     assert.match(
       digestProblem(`mcp/x@${D}`, []) ?? '',

@@ -23,6 +23,7 @@ describe('volumeMasks', () => {
     assert.deepEqual(masks([]), {});
   });
 
+  // proves: IMAGE-VOLUMES
   it('refuses a VOLUME inside a bind mount (its mask would make a mount point in the host folder) and one that is no folder', () => {
     assert.throws(
       () => masks(['/projects/cache']),
@@ -35,6 +36,7 @@ describe('volumeMasks', () => {
 });
 
 describe('assertNoVolumes', () => {
+  // proves: IMAGE-VOLUMES
   it('refuses a container the engine gave a volume, whatever else it has', () => {
     assert.doesNotThrow(() =>
       assertNoVolumes(

@@ -52,6 +52,7 @@ const hostile = (): ProfileDraft => {
 };
 
 describe('import: the publisher never chooses a host path or a host variable', () => {
+  // proves: IMPORT-PUBLISHER-NO-HOST
   it("the hostile entry's profile reads only HINTBOX_WEATHER_… variables; its mounts' sources are those variables", () => {
     const draft = hostile();
     const { reads, body, text } = written(draft);
@@ -91,6 +92,7 @@ describe('import: the publisher never chooses a host path or a host variable', (
     assert.match(header, /The entry suggests "~\/\.config\/gh": never used as a path\./);
   });
 
+  // proves: IMPORT-PUBLISHER-NO-HOST
   it("the notes name exactly the variables the written profile reads (every fixture, the hostile entry's included)", () => {
     const files = readdirSync(FIXTURES).filter((f) => f.endsWith('.json'));
     assert.ok(files.includes('registry-hostile.json'));
@@ -112,6 +114,7 @@ describe('import: the publisher never chooses a host path or a host variable', (
     assert.ok(checked >= 15, `${checked} profiles checked`);
   });
 
+  // proves: IMPORT-PUBLISHER-NO-HOST
   it('names are [A-Z0-9_], collision-free, and never one of hintbox’s own variables', () => {
     const entry = {
       name: 'io.example/log',

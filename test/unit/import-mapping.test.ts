@@ -86,6 +86,7 @@ describe('import: a Claude Desktop config', () => {
     );
   });
 
+  // proves: IMPORT-UNTRUSTED
   it('never copies a literal secret from env: the variable is taken from the host by name', () => {
     const config = readFileSync(path.join(FIXTURES, 'claude_desktop_config.json'), 'utf8');
     const literals = [...config.matchAll(/"(ghp_[A-Za-z0-9]+|BSA-[a-z0-9-]+|s3cret-pw)"?/g)].map((m) => m[1]!);
@@ -136,6 +137,7 @@ describe('import: a Claude Desktop config', () => {
     });
   });
 
+  // proves: IMPORT-UNTRUSTED
   it('docker run → server.image; --network host, --privileged and -v are dropped and named; -e becomes env', () => {
     const draft = draftOf(plan, 'GitHub Docker');
     assert.equal(draft.name, 'github-docker');
@@ -225,6 +227,7 @@ describe('import: MCP registry server.json', () => {
     assert.equal(loaded(draft, placeholders(draft)).profile.env.WEATHER_UNITS, 'celsius');
   });
 
+  // proves: IMPORT-UNTRUSTED
   it('oci: the digest is kept; runtimeArguments --network host, --privileged and -v are dropped and named; -e becomes env', () => {
     const draft = draftOf(planOf('registry-database-manager.json'), 'io.github.example/database-manager');
     assert.equal(

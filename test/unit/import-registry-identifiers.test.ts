@@ -63,10 +63,12 @@ async function assertRefused(pkg: Pkg, field: RegExp, label: string, more: Pkg[]
 }
 
 describe('import: a registry package is a plain package name and version, or an image reference', () => {
+  // proves: IMPORT-REGISTRY-PACKAGE-GRAMMAR
   it('an npm identifier foo@${GITHUB_TOKEN}: refused in one line naming the field (exit 2), nothing written, no ${ in any file', async () => {
     await assertRefused(NPM_IDENTIFIER, NPM_IDENTIFIER_FIELD, 'npm-identifier');
   });
 
+  // proves: IMPORT-REGISTRY-PACKAGE-GRAMMAR
   it('an npm version ${GITHUB_TOKEN}: refused in one line naming the field (exit 2), nothing written, no ${ in any file', async () => {
     await assertRefused(
       { registryType: 'npm', identifier: 'foo', version: '${GITHUB_TOKEN}' },
@@ -75,6 +77,7 @@ describe('import: a registry package is a plain package name and version, or an 
     );
   });
 
+  // proves: IMPORT-REGISTRY-PACKAGE-GRAMMAR
   it('a PyPI identifier x${HOME}: refused in one line naming the field (exit 2), nothing written, no ${ in any file', async () => {
     await assertRefused(
       { registryType: 'pypi', identifier: 'x${HOME}', version: '1.0' },
@@ -83,6 +86,7 @@ describe('import: a registry package is a plain package name and version, or an 
     );
   });
 
+  // proves: IMPORT-REGISTRY-PACKAGE-GRAMMAR
   it('an OCI image x:${HOME}: refused in one line naming the field (exit 2), nothing written, no ${ in any file', async () => {
     await assertRefused(
       { registryType: 'oci', identifier: 'x:${HOME}' },
@@ -91,6 +95,7 @@ describe('import: a registry package is a plain package name and version, or an 
     );
   });
 
+  // proves: IMPORT-REGISTRY-PACKAGE-GRAMMAR
   it('an OCI version ${HOME} (the tag of an untagged image): refused in one line naming the field (exit 2), nothing written, no ${ in any file', async () => {
     await assertRefused(
       { registryType: 'oci', identifier: 'ghcr.io/example/weather', version: '${HOME}' },
@@ -99,6 +104,7 @@ describe('import: a registry package is a plain package name and version, or an 
     );
   });
 
+  // proves: IMPORT-REGISTRY-PACKAGE-GRAMMAR
   it('a hostile package is not passed over for the next one: the whole entry is refused', async () => {
     await assertRefused(NPM_IDENTIFIER, NPM_IDENTIFIER_FIELD, 'hostile-then-plain', [
       { registryType: 'npm', identifier: 'weather-mcp', version: '1.0.0' },
@@ -149,6 +155,7 @@ describe('import: path arguments of one valueHint', () => {
     ],
   };
 
+  // proves: IMPORT-REGISTRY-MOUNT-NAMES
   it('get a mount each (dir, dir_2): the profile loads, and each argument names its own mount', () => {
     const [outcome] = planImport(twoDirs, 'server.json').outcomes;
     assert.ok(outcome && 'draft' in outcome);

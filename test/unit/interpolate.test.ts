@@ -120,6 +120,7 @@ describe('${sandbox:NAME}', () => {
     },
   );
 
+  // proves: SANDBOX-VALUES
   it('is kept as written where allowed, and the host variables are never consulted for it', () => {
     for (const name of SANDBOX_VALUE_NAMES) {
       assert.equal(interpolate(`\${sandbox:${name}}`, untouchable, allowed), `\${sandbox:${name}}`);
@@ -140,6 +141,7 @@ describe('${sandbox:NAME}', () => {
     assert.throws(() => interpolate('${sandbox:mount.workspace}', untouchable), /only allowed in server.args and env/);
   });
 
+  // proves: SANDBOX-VALUES
   it('is not the host variable of the same name, in process.env or in vars', () => {
     process.env.DATABASE_URL = 'postgresql://host:secret@db/leak';
     try {
@@ -171,6 +173,7 @@ describe('${sandbox:NAME}', () => {
     assert.throws(() => interpolate('${X:-${sandbox:PGHOST}}', {}), /only allowed in server.args and env/);
   });
 
+  // proves: SANDBOX-VALUES
   it('cannot be made by $$ or by a host value: a reference left in a string is one the profile wrote', () => {
     assert.throws(() => interpolate('$${sandbox:DATABASE_URL}', {}, allowed), /may only be written as a sandbox value/);
     assert.throws(() => interpolate('${X}', { X: '${sandbox:DATABASE_URL}' }, allowed), /may only be written/);

@@ -42,6 +42,7 @@ describe('jsonbText (the sink queryable copy of a record)', () => {
     assert.equal(text, '{"a\ufffd":{"\ufffd":["\ufffd",{"x\ufffdy":"v\ufffd"}]},"ok":"\ud83d\ude00"}');
   });
 
+  // proves: AUDIT-SINK-ANY-LINE
   it('property: any JSON value comes out as JSON with no key or string jsonb refuses, shaped as it was', () => {
     fc.assert(
       fc.property(hostileJson, (value) => {

@@ -120,6 +120,7 @@ describe('lock file', () => {
     assert.equal(lockedTool(emptyLock('fs'), 'constructor'), undefined);
   });
 
+  // proves: AUDIT-LINE-SCHEMA
   it('reads a lock file as an earlier hintbox wrote it, and never writes one that would not read back', () => {
     // Written before prompts and resources were approved: no offer sections.
     const earlier =
@@ -196,6 +197,7 @@ describe('onlyNarrows', () => {
     assert.equal(onlyNarrows(changes({ readOnlyHint: true, openWorldHint: false, destructiveHint: false })), true);
   });
 
+  // proves: PINS
   it('refuses no change, a wider hint, idempotentHint, and a narrowing together with any other change', () => {
     assert.equal(onlyNarrows([]), false);
     const narrow = pinTool(withAnnotations(writeTool, { readOnlyHint: true, openWorldHint: false })).definition;
@@ -253,6 +255,7 @@ describe('guardTools against the lock file', () => {
     return { guarded, events, firstSeen };
   }
 
+  // proves: PINS
   it('blocks every tool, whatever the trust, when the lock file cannot be read; logs and audits it', () => {
     const unreadable = (): LockFile => {
       throw new LockFileError('fs.lock.json: (file): not JSON: Unexpected end of JSON input');
@@ -298,6 +301,7 @@ describe('guardTools against the lock file', () => {
     );
   });
 
+  // proves: PINS
   it('hides any other change (a wider hint, a new description) and an unapproved tool of an untrusted server', () => {
     const narrowLock = lockOf(withAnnotations(writeTool, { readOnlyHint: true }));
     const { guarded, events } = guard('untrusted', [writeTool, { ...writeTool, name: 'other' }], narrowLock);

@@ -45,6 +45,7 @@ describe('the log', () => {
     assert.deepEqual(text, ['hintbox warn: denied']);
   });
 
+  // proves: SERVER-TEXT
   it('keeps server text in a JSON line from making lines, moving the cursor or reordering what is read', () => {
     const lines: string[] = [];
     const log = createLogger('info', (l) => lines.push(l), { format: 'json', now: NOW });

@@ -97,6 +97,7 @@ describe('the HTTP endpoint of hintbox serve with OAuth', () => {
     assert.equal((await fetch(`${base}/.well-known/oauth-protected-resource/mcp/gamma`)).status, 404);
   });
 
+  // proves: SERVE-AUTH
   it('serves a valid token, names its subject (and client) as the caller, and hands the token on to nothing', async () => {
     const client = await connect('alpha', await alphaToken({ client_id: 'ide' }));
     assert.equal(await whoami(client), 'alice (client ide)|all|none');
@@ -113,6 +114,7 @@ describe('the HTTP endpoint of hintbox serve with OAuth', () => {
     await late.close();
   });
 
+  // proves: SERVE-AUTH
   it('answers 401 to every token it cannot trust, names the metadata, and audits each without its text', async () => {
     const hmac = await new SignJWT({
       iss: issuer.issuer,
@@ -192,6 +194,7 @@ describe('the HTTP endpoint of hintbox serve with OAuth', () => {
     }
   });
 
+  // proves: SERVE-AUTH
   it('answers 401 to a token issued in the future (iat beyond the clock tolerance), and serves one within it', async () => {
     const tenYears = 10 * 365 * 86_400;
     const cases: [string, number, number][] = [
@@ -221,6 +224,7 @@ describe('the HTTP endpoint of hintbox serve with OAuth', () => {
     }
   });
 
+  // proves: SERVE-AUTH
   it('answers 403 insufficient_scope to a token whose scopes do not give the server, naming the caller', async () => {
     const res = await post('alpha', { Authorization: `Bearer ${await alphaToken({ scope: 'mcp:beta other' })}` });
     assert.equal(res.status, 403);
@@ -239,6 +243,7 @@ describe('the HTTP endpoint of hintbox serve with OAuth', () => {
     });
   });
 
+  // proves: SERVE-TAGS
   it("limits a session to its scopes' tags, and a token allowing fewer tags may not ride on a wider session", async () => {
     const betaToken = (scope: string) => issuer.sign({ aud: `${RESOURCE}/mcp/beta`, scope });
     const reader = await connect('beta', await betaToken('mcp:beta-read'));

@@ -94,6 +94,7 @@ describe('the HTTP endpoint of hintbox serve', () => {
     assert.equal((await fetch(`${base}/mcp/%E0`)).status, 404, 'not percent-encoding: no such server, not a failure');
   });
 
+  // proves: SERVE-AUTH
   it('serves each token its own sessions, and audits 401 and 403 without the token', async () => {
     const alice = await connect('alpha', 'a-token');
     const bob = await connect('beta', 'b-token');
@@ -159,6 +160,7 @@ describe('the HTTP endpoint of hintbox serve', () => {
 });
 
 describe('sessions per caller', () => {
+  // proves: SESSION-CAP
   it('refuses a caller more sessions than its limit (429) until one ends', async () => {
     const http = new McpHttpServer({
       servers: ['alpha'],
@@ -199,6 +201,7 @@ describe('sessions per caller', () => {
 });
 
 describe('a client that sends part of a body and leaves', () => {
+  // proves: DENIAL-BUDGET
   it('is the client’s affair: no log line per request (any client could cause them at will)', async () => {
     const lines: string[] = [];
     const http = new McpHttpServer({

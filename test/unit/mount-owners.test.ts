@@ -72,6 +72,7 @@ describe('the default sandbox user', () => {
     assert.deepEqual(defaultSandboxUser({ mounts }, asRoot), { uid: 1234, gid: 1235 });
   });
 
+  // proves: NO-ROOT
   it('as root, falls back to 10001 for a root owner, two owners or none', { skip: !root }, () => {
     const rw = (uid: number, gid: number) => ({
       source: folderOf(uid, gid),

@@ -112,6 +112,7 @@ unknown: 1
     assert.deepEqual(scopesOfClaims({ scope: 7 }), []);
   });
 
+  // proves: CALLER-IDENTITY
   it('names the caller by subject and client, two fields, refusing a part it cannot record whole', () => {
     assert.deepEqual(callerOfClaims({ sub: 'alice' }), { subject: 'alice' });
     assert.deepEqual(callerOfClaims({ sub: 'alice', client_id: 'ide' }), { subject: 'alice', client: 'ide' });

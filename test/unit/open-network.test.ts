@@ -4,6 +4,7 @@ import { LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION } from '../../src/engi
 import { LABEL_OPEN_NETWORK, NO_ICC_OPTION, openNetworkOptions } from '../../src/engine/docker/open-network.js';
 
 describe('openNetworkOptions', () => {
+  // proves: SANDBOXES-APART
   it("is a bridge of the hintbox process's own, without traffic between its containers, labelled for cleanup", () => {
     const options = openNetworkOptions({ id: 'net42', ownerHost: 'host-a', ownerPid: 4242 });
     assert.equal(options.Name, 'hintbox-net42-open');

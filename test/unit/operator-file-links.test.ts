@@ -32,6 +32,7 @@ function refusal(file: string, ownPaths: LoadProfileOptions['ownPaths'] = []): s
 }
 
 describe('operator files with a second name (hard link)', () => {
+  // proves: OPERATOR-FILES-LINKS
   it('refuses a profile file that has a hard link in its writable mount, naming the file and why', () => {
     const { workspace, file } = setUp();
     assert.equal(loadProfile(file, { vars: {}, home: '/nonexistent-home', ownPaths: [] }).mounts.length, 1);
@@ -43,6 +44,7 @@ describe('operator files with a second name (hard link)', () => {
     );
   });
 
+  // proves: OPERATOR-FILES-LINKS
   it('refuses a lock file of approved definitions, a package lock and a build folder file with a second name', () => {
     const lock = setUp();
     const lockFile = lock.file.replace(/\.yaml$/, '.lock.json');
@@ -77,6 +79,7 @@ describe('operator files with a second name (hard link)', () => {
     );
   });
 
+  // proves: OPERATOR-FILES-LINKS
   it("refuses any file of hintbox's state folder with a second name", () => {
     const { dir, workspace, file } = setUp();
     const state = path.join(dir, 'state');

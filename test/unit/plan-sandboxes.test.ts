@@ -374,6 +374,7 @@ describe('planSandboxes: every hint combination under every ceiling', () => {
         });
       }
 
+  // proves: RO-MOUNTS
   it('a mixed ceiling (one ro, one rw mount) never makes the ro mount writable', () => {
     const mounts: CeilingMount[] = [
       { source: '/srv/ro', target: '/ro', mode: 'ro' },
@@ -460,6 +461,7 @@ describe('planSandboxes: operator overrides', () => {
     );
   });
 
+  // proves: CEILING
   it('an override cannot widen past the ceiling', () => {
     const c = ceiling({
       mounts: [{ source: '/srv/a', target: '/a', mode: 'ro' }],
@@ -486,6 +488,7 @@ describe('planSandboxes: operator overrides', () => {
 });
 
 describe('planSandboxes: split false reports what the shared sandbox does not enforce', () => {
+  // proves: HONEST-PLAN
   it('a read-only tool sharing with a writing tool is not enforced (readOnlyHint)', () => {
     const plan = planSandboxes(
       [
@@ -506,6 +509,7 @@ describe('planSandboxes: split false reports what the shared sandbox does not en
     assert.equal(toolOf(plan, 'writer').enforced, true);
   });
 
+  // proves: HONEST-PLAN
   it('a closed-world tool sharing with an open-world tool under an open ceiling is not enforced (openWorldHint)', () => {
     const plan = planSandboxes(
       [
@@ -618,6 +622,7 @@ describe('planSandboxes: database roles', () => {
   const needed = (h: ToolHints) => (h.readOnlyHint ? 'read' : h.destructiveHint ? 'write' : 'append');
   const tools: ToolClaim[] = COMBOS.map((c) => ({ name: `t_${comboName(c)}`, annotations: { ...c } }));
 
+  // proves: DB-READ
   it('a role never exceeds what the hints claim nor the profile ceiling, for every combination', () => {
     for (const database of PRIVILEGES)
       for (const split of [true, false])

@@ -20,6 +20,7 @@ const ESCAPES = [
 ];
 
 describe('pre-approval rules', () => {
+  // proves: PRE-APPROVE-PATHS
   it('a path rule (under:) matches only absolute paths strictly inside its folder, never one with ..', () => {
     const [rule] = compilePreApprovals([{ tool: 'write', arguments: { path: { under: '/workspace/scratch/' } } }]);
     const ok = (value: unknown): boolean => matchesPreApproval(rule!, 'write', { path: value });
@@ -33,6 +34,7 @@ describe('pre-approval rules', () => {
     assert.equal(matchesPreApproval(rule!, 'other', { path: '/workspace/scratch/a' }), false);
   });
 
+  // proves: PRE-APPROVE-PATHS
   it('a regex rule matches raw text, but never a value with a .. path segment', () => {
     const [rule] = compilePreApprovals([{ tool: 'write', arguments: { path: '/workspace/scratch/.*' } }]);
     const ok = (value: unknown): boolean => matchesPreApproval(rule!, 'write', { path: value });

@@ -30,6 +30,7 @@ async function lagDuring<T>(work: () => Promise<T>): Promise<{ value: T; worstLa
 const target = { target: '/workspace' };
 
 describe('the bounded diff of a preview', () => {
+  // proves: PREVIEW-BOUNDED
   it('formats 2000 added files of 2000 lines within its limits, without stalling the event loop, and says it was cut', async () => {
     const text = Array.from({ length: 2000 }, (_, i) => `line ${i}`).join('\n') + '\n';
     const entry = file(text);
@@ -47,6 +48,7 @@ describe('the bounded diff of a preview', () => {
     assert.match(value.cut ?? '', /the preview was cut: \d+ of 2000 changed entries are not shown/);
   });
 
+  // proves: PREVIEW-BOUNDED
   it('stops diffs that take long (many changed files) when its time is up, in slices the event loop runs between', async () => {
     // Every line differs: each diff searches up to its edit limit and then gives up, showing one line.
     const old = Array.from({ length: 6000 }, (_, i) => `old ${i}`).join('\n');

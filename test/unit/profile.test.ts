@@ -277,6 +277,7 @@ describe('loadProfile: errors name the file and the field', () => {
     }
   });
 
+  // proves: OPERATOR-OUT-OF-REACH
   it('refuses a profile that lies inside a mount its server may write', () => {
     const { dir, home, data } = sandboxDir();
     const inside = write(data, `${MINIMAL}mounts:\n  - source: .\n    target: /data\n`, 'profile.yaml');
@@ -301,6 +302,7 @@ describe('loadProfile: errors name the file and the field', () => {
     assert.equal(load(beside, { vars: {}, home, ownPaths: [] }).mounts.length, 1);
   });
 
+  // proves: OPERATOR-OUT-OF-REACH
   it('refuses a profile reached through a symlink that lies inside a mount its server may write', () => {
     const { dir, home, data } = sandboxDir();
     const real = write(dir, `${MINIMAL}mounts:\n  - source: ${data}\n    target: /data\n`, 'real/profile.yaml');
@@ -321,6 +323,7 @@ describe('loadProfile: errors name the file and the field', () => {
     assert.equal(load(real, { vars: {}, home, ownPaths: [] }).mounts.length, 1);
   });
 
+  // proves: OPERATOR-OUT-OF-REACH
   it("refuses a writable mount that holds or lies inside the server's build folder", () => {
     const { dir, home, data } = sandboxDir();
     writeFileSync(path.join(data, 'Dockerfile'), 'FROM scratch\n');
@@ -335,6 +338,7 @@ describe('loadProfile: errors name the file and the field', () => {
     }
   });
 
+  // proves: OPERATOR-OUT-OF-REACH
   it("refuses to mount hintbox's own state folder or installation, even read-only", () => {
     const { dir, home, data } = sandboxDir();
     const state = path.join(data, 'state');
@@ -359,6 +363,7 @@ describe('loadProfile: errors name the file and the field', () => {
     }
   });
 
+  // proves: OPERATOR-OUT-OF-REACH
   it("refuses to mount hintbox's temporary folder, what holds it, or a socket or preview folder in it; not the rest of it", () => {
     const { dir, home, data } = sandboxDir();
     const temp = path.join(data, 'tmp');
@@ -388,6 +393,7 @@ describe('loadProfile: errors name the file and the field', () => {
     assert.equal(profile.mounts[0]?.source, path.join(realpathSync(temp), 'workspace'));
   });
 
+  // proves: HELD-UNTIL-CALLED
   it('refuses hold: false for a server that is not trusted', () => {
     const { dir, home } = sandboxDir();
     const file = write(dir, `${MINIMAL}hold: false\n`);
@@ -408,6 +414,7 @@ describe('loadProfile: errors name the file and the field', () => {
     }
   });
 
+  // proves: CONFIRMATION-OWN
   it('the name hintbox, which signs its own confirmations', () => {
     const { dir, home } = sandboxDir();
     const file = write(dir, 'name: hintbox\nserver: { image: x }\n');
@@ -483,6 +490,7 @@ describe('loadProfile: errors name the file and the field', () => {
     assert.match(problemAt(error, 'limits.tmpfs').message, /size/);
   });
 
+  // proves: NO-ROOT
   it('a root or non-numeric user', () => {
     const { dir, home } = sandboxDir();
     for (const user of ['"0"', '"0:0"', '"000:1000"', 'root', '"1000:"']) {
@@ -523,6 +531,7 @@ describe('loadProfile: errors name the file and the field', () => {
     assert.match(problemAt(error, 'mounts[0].source').message, /missing.*does not exist/);
   });
 
+  // proves: DENYLIST
   it('a mount source that is a symlink to /etc', () => {
     const { dir, home } = sandboxDir();
     symlinkSync('/etc', path.join(dir, 'innocent'));
@@ -548,6 +557,7 @@ describe('loadProfile: errors name the file and the field', () => {
     assert.match(problemAt(failing(file, { vars: {}, home }), 'mounts[0].source').message, /denylist/);
   });
 
+  // proves: DENYLIST
   it('a mount source that is the home folder (it contains ~/.ssh)', () => {
     const { dir, home } = sandboxDir();
     for (const source of [home, '"~"', '"~/"']) {

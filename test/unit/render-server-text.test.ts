@@ -5,6 +5,7 @@ import { renderServerLines, renderServerText } from '../../src/util/render-serve
 const ESC = '\u001b';
 
 describe('renderServerText', () => {
+  // proves: SERVER-TEXT
   it('shows every control, separator, bidi and invisible character as an escape, never raw', () => {
     const cases: [string, string][] = [
       ['\u0000', '\\u0000'],

@@ -23,6 +23,7 @@ describe('the Host and Origin of a request (DNS rebinding, other sites)', () => 
   const kind = (s: RequestSite, headers: Record<string, string>, local: LocalEnd = loopback) =>
     s.refusal(headers, local)?.kind ?? 'ok';
 
+  // proves: SERVE-HOST-ORIGIN
   it('answers only its own address: the one the connection reached, with its port, and localhost on loopback', () => {
     const cases: [string | undefined, LocalEnd, 'ok' | 'host'][] = [
       ['127.0.0.1:8931', loopback, 'ok'],
@@ -75,6 +76,7 @@ describe('the Host and Origin of a request (DNS rebinding, other sites)', () => 
     }
   });
 
+  // proves: SERVE-HOST-ORIGIN
   it("refuses a page of another site: an Origin not of the request's own Host or allowed, or a cross-site fetch", () => {
     const proxied = new RequestSite({
       allowedHosts: ['hintbox.example.com'],
@@ -190,6 +192,7 @@ describe('the Host and Origin of a request (DNS rebinding, other sites)', () => 
           .end();
       });
 
+    // proves: SERVE-HOST-ORIGIN
     it('answers the address of this machine a client used, and no name it was not given', async (t) => {
       assert.equal(await status('127.0.0.1', `127.0.0.1:${port}`), 200);
       assert.equal(await status('127.0.0.1', `localhost:${port}`), 200);

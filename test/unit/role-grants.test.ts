@@ -272,6 +272,7 @@ describe('createRoleStatements', () => {
     }
   });
 
+  // proves: DB-SESSION-BOUNDS
   it('bounds statements and idle sessions by the call timeout, and idle transactions by a minute at most', () => {
     assert.deepEqual(sessionBounds(2_000), {
       statementTimeoutMs: 2_000,

@@ -35,6 +35,7 @@ describe('samePathProblems', () => {
     );
   });
 
+  // proves: CONTAINER-SAME-PATH
   it("names a path mounted from another host path, one in the container's own files and one in a volume, with the -v that fixes it", () => {
     const mounts = [
       SOCKET,

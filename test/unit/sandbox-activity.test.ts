@@ -64,6 +64,7 @@ describe('SandboxActivity', () => {
     assert.equal(entered, true);
   });
 
+  // proves: HELD-UNTIL-CALLED
   it('never leaves a call in a frozen sandbox when it enters while the freeze is under way', async () => {
     const f = recordingFreezer();
     const activity = new SandboxActivity({ freezer: f.freezer, onFreezeFailed: assert.fail });
@@ -90,6 +91,7 @@ describe('SandboxActivity', () => {
     assert.deepEqual(f.log, [], 'the step read the count when it ran: a call was in flight again');
   });
 
+  // proves: HELD-UNTIL-CALLED
   it('reports a freeze that failed, so the sandbox can be removed (fail closed)', async () => {
     const f = recordingFreezer();
     const failures: string[] = [];
@@ -122,6 +124,7 @@ describe('SandboxActivity', () => {
     assert.equal(activity.calls, 0);
   });
 
+  // proves: DB-SESSION-BOUNDS
   it('lets a call in only after the idle work (ending database sessions) is done, so it never cuts the new call', async () => {
     const events: string[] = [];
     let finishIdle!: () => void;
@@ -144,6 +147,7 @@ describe('SandboxActivity', () => {
     assert.deepEqual(events, ['idle work starts', 'idle work done', 'next call goes in']);
   });
 
+  // proves: HELD-UNTIL-CALLED
   it("holds a sandbox frozen for hintbox's own work, calls in flight included, and lets no call in meanwhile", async () => {
     const f = recordingFreezer();
     const activity = new SandboxActivity({ freezer: f.freezer, onFreezeFailed: assert.fail });
@@ -180,6 +184,7 @@ describe('SandboxActivity', () => {
     assert.equal(ran, false);
   });
 
+  // proves: HELD-UNTIL-CALLED
   it('freezes a sandbox that ran free once it is held between calls (its server lost trust)', async () => {
     const f = recordingFreezer();
     const activity = new SandboxActivity({ freezer: f.freezer, holdBetweenCalls: false, onFreezeFailed: assert.fail });

@@ -140,6 +140,7 @@ describe('/metrics of hintbox serve', () => {
     );
   });
 
+  // proves: METRICS-ACCESS
   it('lets only a metrics token read them; each refusal is audited and counted', async () => {
     const before = log.lines.length;
     assert.equal((await fetch(base)).status, 401);
@@ -186,6 +187,7 @@ describe('who may read /metrics', () => {
   const from = (remoteAddress: string, authorization?: string): IncomingMessage =>
     ({ socket: { remoteAddress }, headers: authorization ? { authorization } : {} }) as unknown as IncomingMessage;
 
+  // proves: METRICS-ACCESS
   it('under an authenticator without a grant for metrics (OAuth): a client on this machine only', () => {
     const oauth: Authenticator = {
       description: 'OAuth (issuer https://auth.example.com)',

@@ -24,6 +24,7 @@ const mount = (source: string, allowSpecialFiles = false) => ({
 describe('special files in mount sources', () => {
   after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
+  // proves: MOUNT-SOCKETS
   it('finds a Unix socket deep in a source, and a FIFO; refuses them in one line each naming the field', async () => {
     const root = folder();
     mkdirSync(path.join(root, 'a', 'b'), { recursive: true });
@@ -56,6 +57,7 @@ describe('special files in mount sources', () => {
     }
   });
 
+  // proves: MOUNT-SOCKETS
   it('does not follow symlinks, and refuses a source it cannot check within its limits', async () => {
     const root = folder();
     symlinkSync('/run', path.join(root, 'link'));

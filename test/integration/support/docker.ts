@@ -8,7 +8,7 @@ import {
   LABEL_OWNER_PID,
   LABEL_SESSION,
 } from '../../../src/engine/docker/container-spec.js';
-import { makeIsOwnerAlive } from '../../../src/util/process-alive.js';
+import { isProcessAlive, makeIsOwnerAlive } from '../../../src/util/process-alive.js';
 import { GenericContainer } from 'testcontainers';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -51,6 +51,17 @@ function imageBuilder(): Promise<ImageBuilder> {
   return builder;
 }
 
+/**
+ * Builds the fixture image of `test/fixtures/<folder>` (its Dockerfile) under `tag`, through
+ * testcontainers. The context is test/fixtures itself, so that every fixture's image can take
+ * the files the fixtures share (test/fixtures/shared: their stdio loop) without a copy in git.
+ */
+export async function buildFixture(folder: string, tag: string, buildArgs: Record<string, string>): Promise<void> {
+  await GenericContainer.fromDockerfile(FIXTURES, `${folder}/Dockerfile`)
+    .withBuildArgs(buildArgs)
+    .build(tag, { deleteOnExit: false });
+}
+
 let images: Promise<void> | undefined;
 /**
  * Builds the images the integration tests use, once per process: hintbox's own (through the
@@ -59,9 +70,7 @@ let images: Promise<void> | undefined;
 export function ensureTestImages(): Promise<void> {
   images ??= (async () => {
     await (await imageBuilder()).ensure(FILESYSTEM_IMAGE, path.join(IMAGES_DIR, 'server-filesystem'));
-    await GenericContainer.fromDockerfile(path.join(FIXTURES, 'liar'))
-      .withBuildArgs({ NODE_SERVER_IMAGE })
-      .build(LIAR_IMAGE, { deleteOnExit: false });
+    await buildFixture('liar', LIAR_IMAGE, { NODE_SERVER_IMAGE });
   })();
   return images;
 }
@@ -92,9 +101,7 @@ function fixtureImage(
   return () =>
     (built ??= (async () => {
       await after();
-      await GenericContainer.fromDockerfile(path.join(FIXTURES, folder))
-        .withBuildArgs(buildArgs)
-        .build(tag, { deleteOnExit: false });
+      await buildFixture(folder, tag, buildArgs);
     })());
 }
 
@@ -231,7 +238,10 @@ export async function eventually(check: () => Promise<boolean>, ms = 15_000, wha
   throw new Error(`timed out after ${ms} ms waiting for ${what}`);
 }
 
-/** After a suite: no container of its hintbox processes (or of a dead one) may remain. */
+/**
+ * After a suite: no container, network or volume of its hintbox processes (or of a dead one)
+ * may remain, and none of the hintbox processes it started may still run.
+ */
 export function assertNoLeftovers(): Promise<void> {
   return assertNoLeftoversWithin(15_000);
 }
@@ -239,7 +249,7 @@ export function assertNoLeftovers(): Promise<void> {
 /** {@link assertNoLeftovers}, giving a teardown still under way `waitMs`. */
 export async function assertNoLeftoversWithin(waitMs: number): Promise<void> {
   await eventually(async () => (await allHintboxContainers()).length === 0, waitMs, 'no hintbox containers left');
-  // The networks (egress proxies' of a session, open sandboxes' of a process), by the same rule as containers.
+  // The networks (egress proxies' of a session, open sandboxes' of a process) and volumes, by the same rule as containers.
   const { docker: d } = await docker();
   const ours = await answeredFor();
   const networks = (await d.listNetworks({ filters: { label: [LABEL_OWNER_PID] } })).filter((n) => ours(n.Labels));
@@ -247,5 +257,19 @@ export async function assertNoLeftoversWithin(waitMs: number): Promise<void> {
     networks.map((n) => n.Name),
     [],
     'no hintbox networks left',
+  );
+  const volumes = ((await d.listVolumes({ filters: { label: [LABEL_OWNER_PID] } })).Volumes ?? []).filter((v) =>
+    ours(v.Labels),
+  );
+  assert.deepEqual(
+    volumes.map((v) => v.Name),
+    [],
+    'no hintbox volumes left',
+  );
+  // Last: a process still running here has left nothing above, but is no less a leftover.
+  // (This test process itself may be an owner: the engine contract's sandboxes are its own.)
+  const running = () => [...ownHintboxPids].filter((pid) => pid !== process.pid && isProcessAlive(pid));
+  await eventually(() => Promise.resolve(running().length === 0), waitMs, 'no hintbox process left').catch(() =>
+    assert.deepEqual(running(), [], 'no hintbox process of this test left running'),
   );
 }

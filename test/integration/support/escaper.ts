@@ -1,6 +1,4 @@
-import path from 'node:path';
-import { GenericContainer } from 'testcontainers';
-import { CANARY_IMAGE, FIXTURES, ensureTestImages } from './docker.js';
+import { buildFixture, CANARY_IMAGE, ensureTestImages } from './docker.js';
 
 /** The fixture that attacks hintbox and the host (test/fixtures/escaper), under a tag of its own. */
 export const ESCAPER_IMAGE = 'hintbox-test/escaper:latest';
@@ -10,9 +8,7 @@ let built: Promise<void> | undefined;
 export function ensureEscaperImage(): Promise<void> {
   built ??= (async () => {
     await ensureTestImages();
-    await GenericContainer.fromDockerfile(path.join(FIXTURES, 'escaper'))
-      .withBuildArgs({ NODE_SERVER_IMAGE: CANARY_IMAGE })
-      .build(ESCAPER_IMAGE, { deleteOnExit: false });
+    await buildFixture('escaper', ESCAPER_IMAGE, { NODE_SERVER_IMAGE: CANARY_IMAGE });
   })();
   return built;
 }

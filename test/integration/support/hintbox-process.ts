@@ -75,22 +75,30 @@ export interface RunningHintbox extends AsyncDisposable {
   exited: Promise<number | null>;
 }
 
-/** `hintbox run <profile>` as an MCP client's config would launch it, driven by the SDK client. */
-export async function runHintbox(
-  profile: string,
-  env: Record<string, string> = {},
-  confirmations: Confirmations = 'approve',
+/** How a test runs `hintbox run`: every field has the default a plain MCP client would have. */
+export interface RunOptions {
+  /** More environment of the hintbox process (beside {@link hintboxTestEnv}). */
+  env?: Record<string, string>;
+  /** How the client answers hintbox's confirmations (default `approve`). */
+  confirmations?: Confirmations;
   /** Client capabilities besides elicitation (sampling, roots): the test sets their handlers. */
-  capabilities: ClientCapabilities = {},
+  capabilities?: ClientCapabilities;
   /** More arguments of `hintbox run` (after the profile), e.g. `--console`. */
-  args: string[] = [],
+  args?: string[];
   /**
    * The client's own answer to an `elicitation/create` (instead of `confirmations`); `extra.signal`
    * aborts when hintbox cancels the request. Give `capabilities.elicitation` to declare the modes
    * (e.g. `{ url: {} }`); without it the client declares `elicitation: {}` (form mode).
    */
-  onElicit?: (params: ElicitRequest['params'], extra: { signal: AbortSignal }) => ElicitResult | Promise<ElicitResult>,
+  onElicit?: (params: ElicitRequest['params'], extra: { signal: AbortSignal }) => ElicitResult | Promise<ElicitResult>;
+}
+
+/** `hintbox run <profile>` as an MCP client's config would launch it, driven by the SDK client. */
+export async function runHintbox(
+  profile: string,
+  options: RunOptions = {},
 ): Promise<RunningHintbox & { asked: ElicitRequest['params'][] }> {
+  const { env = {}, confirmations = 'approve', capabilities = {}, args = [], onElicit } = options;
   const transport = new StdioClientTransport({
     command: HINTBOX_BIN,
     args: ['run', profile, ...args],

@@ -14,7 +14,8 @@ import { HINTBOX_BIN, hintboxTestEnv } from './hintbox-process.js';
 
 /** `hintbox serve` as a test runs it, and real SDK clients of it over streamable HTTP. */
 
-export interface Serving {
+/** A running `hintbox serve`; disposing it stops it ({@link stop}). */
+export interface Serving extends AsyncDisposable {
   child: ChildProcess;
   url: string;
   stderr(): string;
@@ -54,7 +55,8 @@ export async function serve(
     120_000,
     'serve to be ready',
   );
-  return { child, url, stderr: () => stderr, exited };
+  const serving: Serving = { child, url, stderr: () => stderr, exited, [Symbol.asyncDispose]: () => stop(serving) };
+  return serving;
 }
 
 /** The liar as serve's tests serve it: trusted, a host folder at /data, no network. */
