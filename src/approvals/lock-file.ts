@@ -2,14 +2,14 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
-  OFFER_FIELD,
-  offerHash,
-  OFFER_KEY_FIELD,
-  OFFER_KINDS,
-  offerKey,
-  type OfferKind,
-  type OfferPin,
-} from '../policy/offer-pin.js';
+  LIST_FIELD as OFFER_FIELD,
+  promptOrResourceHash as offerHash,
+  KEY_FIELD as OFFER_KEY_FIELD,
+  PROMPT_RESOURCE_KINDS as OFFER_KINDS,
+  keyOf as offerKey,
+  type PromptOrResourceKind as OfferKind,
+  type PromptOrResourcePin as OfferPin,
+} from '../policy/prompt-resource-pin.js';
 import { pinHash, toJsonValue, type JsonValue, type PinnedDefinition, type ToolPin } from '../policy/tool-pin.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { withExclusiveLock, type ExclusiveLockOptions } from '../util/exclusive-lock.js';

@@ -1,27 +1,15 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import {
-  ListPromptsRequestSchema,
-  ListResourcesRequestSchema,
-  ListResourceTemplatesRequestSchema,
-  ListToolsRequestSchema,
-  type JSONRPCMessage,
-  type RequestId,
-  type Root,
-  type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, RequestId, Root } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { SplitTransport } from '../mcp/split-transport.js';
-import { ENFORCED_META_KEY } from '../policy/advertised-annotations.js';
-import { pinOffer } from '../policy/offer-pin.js';
-import { pinTool } from '../policy/tool-pin.js';
 import type { Logger } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import type { ClientChannel, Gatekeeper } from './call-guard.js';
 import { CallRelay, type RelayClient } from './call-relay.js';
-import { NO_OFFERS, type ServerOffers } from './discover-offers.js';
+import { ClientCatalog, type RoutedTool } from '../catalog/client-catalog.js';
+import type { PromptsAndResources } from '../catalog/discover-prompts-and-resources.js';
 import { FORWARDED_ID_PREFIX } from './forwarded-call.js';
-import { DEFAULT_PAGE_SIZE, pageOf } from './list-pages.js';
 import { RequestRelay, type RequestAuditEvent } from './request-relay.js';
 import type { Upstream, UpstreamFactory } from './sandbox-pool.js';
 import type { ServerRequestPolicy } from './server-requests.js';
@@ -46,11 +34,7 @@ export type { ServerRequestPolicy } from './server-requests.js';
  * several clients share (`hintbox serve`); it leaves it when it closes.
  */
 
-export interface RoutedTool {
-  /** The definition the client is given (`tools/list`); pins and approvals are of the server's own. */
-  definition: Tool;
-  sandbox: string;
-}
+export type { RoutedTool } from '../catalog/client-catalog.js';
 
 export interface GatewayOptions {
   serverName: string;
@@ -89,18 +73,18 @@ export interface GatewayOptions {
    */
   verified?: Promise<void>;
   /** The prompts, resources and templates the client may see (approved). Default none. */
-  offers?: ServerOffers;
+  promptsAndResources?: PromptsAndResources;
   /** The strictest sandbox: where reads of resources, prompts and completions run. */
   readSandbox: string;
   /** What the server may ask of the client now. Default: nothing. */
   serverRequests?: () => ServerRequestPolicy;
   /** The roots a server is told (its sandboxes' mount targets). */
   roots?: () => Root[];
-  /** A server said its prompts or resources changed: the session lists them and calls `updateOffers`. */
+  /** A server said its prompts or resources changed: the session lists them and calls `updatePromptsAndResources`. */
   onOffersChanged?: (from: Upstream) => Promise<void>;
   /** Reads and the server's requests, for the audit trail. */
   recordRequest?: (event: RequestAuditEvent) => void;
-  /** Items per page of every list served. Default {@link DEFAULT_PAGE_SIZE}. */
+  /** Items per page of every list served. Default: `DEFAULT_PAGE_SIZE` (`catalog/list-pages.ts`). */
   pageSize?: number;
 }
 
@@ -111,10 +95,8 @@ export class Gateway {
   private readonly leaveShared: () => void;
   private readonly relay: CallRelay;
   private readonly requests: RequestRelay;
-  /** The routes served now; replaced when the server's tools change. */
-  private tools: Map<string, RoutedTool>;
-  /** The prompts, resources and templates served now. */
-  private offers: ServerOffers;
+  /** What the client is shown (tools, prompts, resources, templates) and the routes; replaced on a re-listing. */
+  private readonly catalog: ClientCatalog;
   private client?: SplitTransport;
   private closing = false;
 
@@ -160,7 +142,7 @@ export class Gateway {
       idPrefix: `${FORWARDED_ID_PREFIX}${tag}:`,
       log: options.log,
       callTimeoutMs: options.callTimeoutMs,
-      routeOf: (tool) => this.tools.get(tool),
+      routeOf: (tool) => this.catalog.route(tool),
       client,
       onCallSettled: (clientId) => this.requests.callEnded(clientId),
       ...(options.gatekeeper ? { gatekeeper: options.gatekeeper } : {}),
@@ -188,10 +170,8 @@ export class Gateway {
       timeoutMs: options.callTimeoutMs,
       readSandbox: options.readSandbox,
       shown: {
-        prompt: (name) => this.offers.prompts.some((p) => p.name === name),
-        resourceRef: (uri) =>
-          this.offers.resourceTemplates.some((t) => t.uriTemplate === uri) ||
-          this.offers.resources.some((r) => r.uri === uri),
+        prompt: (name) => this.catalog.showsPrompt(name),
+        resourceRef: (uri) => this.catalog.showsResourceRef(uri),
       },
       callsIn: (upstream) => this.relay.callsIn(upstream),
       policy:
@@ -203,27 +183,13 @@ export class Gateway {
     });
     this.leaveShared = this.shared.join(listener);
     for (const [id, upstream] of options.started ?? []) this.shared.adopt(id, upstream);
-    this.tools = new Map(options.tools);
-    this.offers = withoutHintboxMeta(options.offers ?? NO_OFFERS);
-    const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
-    const paged = <T>(items: readonly T[], request: { params?: { cursor?: unknown } }) =>
-      pageOf(items, request.params?.cursor, pageSize);
-    this.server.setRequestHandler(ListToolsRequestSchema, (request) => {
-      const { page, nextCursor } = paged(this.visibleDefinitions(), request);
-      return { tools: page, ...(nextCursor ? { nextCursor } : {}) };
+    this.catalog = new ClientCatalog({
+      tools: options.tools,
+      ...(options.promptsAndResources ? { promptsAndResources: options.promptsAndResources } : {}),
+      ...(options.gatekeeper ? { visible: (name: string) => options.gatekeeper?.visible(name) ?? true } : {}),
+      ...(options.pageSize ? { pageSize: options.pageSize } : {}),
     });
-    this.server.setRequestHandler(ListPromptsRequestSchema, (request) => {
-      const { page, nextCursor } = paged(this.offers.prompts, request);
-      return { prompts: page, ...(nextCursor ? { nextCursor } : {}) };
-    });
-    this.server.setRequestHandler(ListResourcesRequestSchema, (request) => {
-      const { page, nextCursor } = paged(this.offers.resources, request);
-      return { resources: page, ...(nextCursor ? { nextCursor } : {}) };
-    });
-    this.server.setRequestHandler(ListResourceTemplatesRequestSchema, (request) => {
-      const { page, nextCursor } = paged(this.offers.resourceTemplates, request);
-      return { resourceTemplates: page, ...(nextCursor ? { nextCursor } : {}) };
-    });
+    this.catalog.serveOn(this.server);
   }
 
   /** Serves the client on `transport`. */
@@ -258,28 +224,22 @@ export class Gateway {
    * it lists again (`notifications/tools/list_changed`).
    */
   async updateTools(tools: ReadonlyMap<string, RoutedTool>, updateGatekeeper?: () => void): Promise<void> {
-    const before = this.visiblePins();
-    updateGatekeeper?.(); // what is visible also depends on the gatekeeper's pins
-    this.tools = new Map(tools);
-    if (before !== this.visiblePins()) await this.announceToolListChanged();
+    // What is visible also depends on the gatekeeper's pins: updated before the comparison.
+    if (this.catalog.replaceTools(tools, updateGatekeeper).tools) await this.announceToolListChanged();
   }
 
   /**
    * Serves new prompts, resources and templates (after a re-listing): tells the client of each
    * list whose content (by pins, in no order) changed.
    */
-  async updateOffers(offers: ServerOffers): Promise<void> {
-    const before = this.offers;
-    this.offers = withoutHintboxMeta(offers);
-    const changed = (a: readonly object[], b: readonly object[]): boolean => offerPins(a) !== offerPins(b);
+  async updatePromptsAndResources(next: PromptsAndResources): Promise<void> {
+    const changed = this.catalog.replacePromptsAndResources(next);
     const tell = (what: string, send: () => Promise<void>): Promise<void> =>
       send().catch((error: Error) =>
         this.options.log.warn(`could not tell the client its ${what} changed: ${error.message}`),
       );
-    if (changed(before.prompts, offers.prompts)) await tell('prompts', () => this.server.sendPromptListChanged());
-    if (changed(before.resources, offers.resources) || changed(before.resourceTemplates, offers.resourceTemplates)) {
-      await tell('resources', () => this.server.sendResourceListChanged());
-    }
+    if (changed.prompts) await tell('prompts', () => this.server.sendPromptListChanged());
+    if (changed.resources) await tell('resources', () => this.server.sendResourceListChanged());
   }
 
   /** The server lost trust: its requests the narrower policy refuses are withdrawn from the client. */
@@ -350,49 +310,6 @@ export class Gateway {
       },
     };
   }
-
-  private visibleDefinitions(): Tool[] {
-    return [...this.tools.entries()]
-      .filter(([name]) => this.options.gatekeeper?.visible(name) ?? true)
-      .map(([, t]) => t.definition);
-  }
-
-  /**
-   * What the client sees, as pins (the canonical form), in no order: the same tools sent in
-   * another order or form (keys in another order, a hint left at its default) are no change.
-   */
-  private visiblePins(): string {
-    return this.visibleDefinitions()
-      .map((definition) => pinTool(definition).hash)
-      .sort()
-      .join(',');
-  }
-}
-
-/** Offers as pins, in no order: the same offers in another order or key order are no change. */
-function offerPins(offers: readonly object[]): string {
-  return offers
-    .map((offer) => pinOffer(offer).hash)
-    .sort()
-    .join(',');
-}
-
-/**
- * Offers as served: a server's own `_meta["io.hintbox/enforced"]` on a prompt, resource or
- * template is dropped — that key is hintbox's account of a tool, and a server must not forge one.
- */
-function withoutHintboxMeta(offers: ServerOffers): ServerOffers {
-  const clean = <T extends { _meta?: Record<string, unknown> }>(item: T): T => {
-    if (!item._meta || !Object.hasOwn(item._meta, ENFORCED_META_KEY)) return item;
-    const meta = { ...item._meta };
-    delete meta[ENFORCED_META_KEY];
-    return { ...item, _meta: meta };
-  };
-  return {
-    prompts: offers.prompts.map(clean),
-    resources: offers.resources.map(clean),
-    resourceTemplates: offers.resourceTemplates.map(clean),
-  };
 }
 
 /** A gateway's own sandboxes (`hintbox run`, tests): from its options' factory and hooks. */

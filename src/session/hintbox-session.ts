@@ -1,6 +1,6 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { Gateway, SharedSandboxes, type Upstream } from '../gateway/gateway.js';
-import type { RejectedTool } from '../gateway/discover-tools.js';
+import type { RejectedTool } from '../catalog/discover-tools.js';
 import {
   grantCanChange,
   planSandboxes,
@@ -33,7 +33,7 @@ import type { GatewaySettings, SessionOptions } from './session-options.js';
 import { newSessionId, sessionIdentity } from '../util/session-identity.js';
 import { listValidTools, startEarly, startPlanned, type EarlyStart } from './start-sandboxes.js';
 import { databaseCallHooks, reportDatabaseViolation } from './database-violation.js';
-import { SessionOffers } from './session-offers.js';
+import { SessionPromptsAndResources } from './session-prompts-and-resources.js';
 import { routesOf, type ToolRoutes } from './tool-routes.js';
 
 export type { GatewaySettings, SessionOptions } from './session-options.js';
@@ -62,8 +62,8 @@ export class HintboxSession implements AsyncDisposable {
   /** The server's trust in this session: one owner, shared with the call guard. */
   private readonly trust: ServerTrustState;
   private readonly sandboxes: SessionSandboxes;
-  /** Its prompts, resources and templates (`offerList.offers`: as the server listed them last). */
-  readonly offerList: SessionOffers;
+  /** Its prompts, resources and templates (`promptsAndResources.offers`: as the server listed them last). */
+  readonly promptsAndResources: SessionPromptsAndResources;
   private disposed = false;
   /** The running sandboxes, shared by the gateways; the session lists again when they say so. */
   private readonly shared: SharedSandboxes;
@@ -91,7 +91,7 @@ export class HintboxSession implements AsyncDisposable {
     this.identity = sessionIdentity(this.sessionId);
     this.trust = new ServerTrustState(options.profile.trust);
     this.trust.onLost((reason) => this.distrust(reason));
-    this.offerList = new SessionOffers({
+    this.promptsAndResources = new SessionPromptsAndResources({
       profile: options.profile,
       session: this.sessionId,
       trust: this.trust,
@@ -115,8 +115,9 @@ export class HintboxSession implements AsyncDisposable {
       // Looked up at each call: a cold start opens the database after the gateway is made.
       onSandboxIdle: databaseCallHooks(() => this.sandboxes.database, options.log).onSandboxIdle,
       onToolsListChanged: (from) => this.relist(from),
-      onOffersChanged: (from) => this.offerList.relist(from),
-      onUnboundRequest: (sandbox, method, more) => this.offerList.refusedUnbound(options.audit, sandbox, method, more),
+      onOffersChanged: (from) => this.promptsAndResources.relist(from),
+      onUnboundRequest: (sandbox, method, more) =>
+        this.promptsAndResources.refusedUnbound(options.audit, sandbox, method, more),
     });
   }
 
@@ -149,7 +150,7 @@ export class HintboxSession implements AsyncDisposable {
     const session = new HintboxSession(options);
     session.instructions = options.lock.instructions.text ?? undefined;
     session.adoptTools(lockedDefinitions(options.lock));
-    session.offerList.adoptLocked(options.lock);
+    session.promptsAndResources.adoptLocked(options.lock);
     const verifying = session.discoverAndPlan(true, true);
     // The gateway's calls and the run hear of a failure; `dispose` waits for it to settle.
     session.sandboxes.track(verifying);
@@ -219,7 +220,7 @@ export class HintboxSession implements AsyncDisposable {
     const gateway: Gateway = new Gateway({
       ...(verified ? { verified } : {}),
       serverName: this.profile.name,
-      ...this.offerList.gatewayOptions(settings),
+      ...this.promptsAndResources.gatewayOptions(settings),
       tools: routed,
       shared: this.shared,
       log,
@@ -286,7 +287,7 @@ export class HintboxSession implements AsyncDisposable {
 
   /** Lists again when the server announced a change before it was served (calls wait for it). */
   private async listAgainIfChanged(): Promise<void> {
-    await this.offerList.listAgainIfChanged();
+    await this.promptsAndResources.listAgainIfChanged();
     const from = this.changedBeforeServed;
     this.changedBeforeServed = undefined;
     // As a re-listing the relay asks for: one that fails is logged, and the last listing stands.
@@ -316,7 +317,7 @@ export class HintboxSession implements AsyncDisposable {
     const { log } = this.options;
     for (const [id, upstream] of this.sandboxes.takeStarted()) this.shared.adopt(id, upstream);
     const routed = await this.updateGatewayRoutes(gateway);
-    await gateway.updateOffers(this.offerList.visible(settings.approvals));
+    await gateway.updatePromptsAndResources(this.promptsAndResources.visible(settings.approvals));
     await this.listAgainIfChanged();
     warnIfInstructionsDiffer({ profile: this.profile, instructions: this.instructions, lock: settings.approvals, log });
     log.info(`verified ${this.profile.name} against its lock file: ${routed} tool(s) routed`);
@@ -391,13 +392,13 @@ export class HintboxSession implements AsyncDisposable {
     sandboxes.keepStarted(discoveryId, discovery);
     // A change the server announces before the gateway listens to it: listed again before serving.
     discovery.forwarded.take = (m) =>
-      this.offerList.changedEarly(m, discovery) ||
+      this.promptsAndResources.changedEarly(m, discovery) ||
       ((m as { method?: string }).method === 'notifications/tools/list_changed' &&
         Boolean((this.changedBeforeServed = discovery)));
 
     const { tools, rejected } = await listValidTools(discovery, profile.timeouts.start * 1000, log);
     this.rejected = rejected;
-    await this.offerList.list(discovery);
+    await this.promptsAndResources.list(discovery);
     this.instructions = discovery.client.getInstructions();
     this.adoptTools(tools);
     void this.options.knownTools
@@ -405,7 +406,7 @@ export class HintboxSession implements AsyncDisposable {
       .catch((error: Error) => log.debug(`could not keep the tools of ${profile.name}: ${error.message}`));
 
     // Kept when it serves reads of prompts and resources, though no tool is planned there.
-    if (!this.plan.sandboxes.some((s) => s.id === discoveryId) && !SessionOffers.servedBy(discovery)) {
+    if (!this.plan.sandboxes.some((s) => s.id === discoveryId) && !SessionPromptsAndResources.servedBy(discovery)) {
       await sandboxes.dropStarted(discoveryId);
     }
     if (!startAll) return;
@@ -517,7 +518,7 @@ export class HintboxSession implements AsyncDisposable {
    * something are frozen between calls from now on (held ones already are).
    */
   private distrust(_reason: string): void {
-    this.offerList.trustLost(); // never throws: it logs
+    this.promptsAndResources.trustLost(); // never throws: it logs
     if (this.profile.hold) return;
     const writers = [...this.sandboxes.grants].filter(([, grant]) => grantCanChange(grant)).map(([id]) => id);
     void this.shared.pool

@@ -1,9 +1,9 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { describeRejected, listToolsRaw, validateTools, type RejectedTool } from '../gateway/discover-tools.js';
+import { describeRejected, listTools, type RejectedTool } from '../catalog/discover-tools.js';
 import type { Upstream } from '../gateway/gateway.js';
 import { grantKey, planSandboxes, type Ceiling, type SandboxPlan } from '../policy/plan-sandboxes.js';
 import type { Logger } from '../util/logger.js';
-import type { KnownTools } from './known-tools.js';
+import type { KnownTools } from '../catalog/known-tools.js';
 import type { HeldUpstream, SessionSandboxes } from './session-sandboxes.js';
 
 /**
@@ -18,7 +18,7 @@ export async function listValidTools(
   timeoutMs: number,
   log: Logger,
 ): Promise<{ tools: Tool[]; rejected: RejectedTool[] }> {
-  const { tools, rejected } = validateTools(await listToolsRaw(from.client, timeoutMs));
+  const { tools, rejected } = await listTools(from.client, timeoutMs);
   for (const r of rejected) log.warn(describeRejected(r));
   return { tools, rejected };
 }

@@ -23,6 +23,7 @@ export const LAYERS = [
   'engine',
   'sandbox',
   'console',
+  'catalog',
   'gateway',
   'session',
   'serve',
