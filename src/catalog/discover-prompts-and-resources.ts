@@ -9,7 +9,7 @@ import {
   type Resource,
   type ResourceTemplate,
 } from '@modelcontextprotocol/sdk/types.js';
-import { z } from 'zod';
+import type { z } from 'zod';
 import {
   LIST_FIELD,
   KEY_FIELD,

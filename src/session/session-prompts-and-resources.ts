@@ -20,7 +20,7 @@ import { callerFields, type Caller } from '../util/caller-identity.js';
 
 /**
  * A session's prompts, resources and resource templates: listed at discovery and again when
- * the server says they changed, shown to the client as approved (`guarded-offers.ts`), served
+ * the server says they changed, shown to the client as approved (`catalog/guarded-prompts-and-resources.ts`), served
  * by the strictest sandbox. Their reads and the server's requests of the client are recorded
  * in the audit trail with the session's id.
  */
@@ -30,8 +30,6 @@ export class SessionPromptsAndResources {
   rejected: RejectedItem[] = [];
   /** A trusted server without a lock file: its offers as first listed in this run (trust on first use). */
   private readonly firstSeen = new Map<string, string>();
-  /** The discovery sandbox announced a change before the gateway listened to it. */
-  private changedBeforeServed?: Upstream;
 
   constructor(
     private readonly options: {
@@ -84,22 +82,8 @@ export class SessionPromptsAndResources {
     });
   }
 
-  /**
-   * Before the gateway listens to the discovery sandbox: notes its announcement that its prompts
-   * or resources changed (true: taken), so that they are listed again before they are served.
-   */
-  changedEarly(message: object, from: Upstream): boolean {
-    const { method } = message as { method?: unknown };
-    const changed =
-      method === 'notifications/prompts/list_changed' || method === 'notifications/resources/list_changed';
-    if (changed) this.changedBeforeServed = from;
-    return changed;
-  }
-
-  /** Lists again when the server announced a change before they were served (see `changedEarly`). */
-  async listAgainIfChanged(): Promise<void> {
-    const from = this.changedBeforeServed;
-    this.changedBeforeServed = undefined;
+  /** Lists again from the sandbox that announced a change before they were served (if one did). */
+  async listAgainIfChanged(from: Upstream | undefined): Promise<void> {
     if (!from?.forwarded.connected) return;
     try {
       await this.relist(from);
