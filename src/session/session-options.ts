@@ -23,6 +23,8 @@ export interface SessionOptions {
   databaseAdminUrl?: string;
   /** Where sandbox starts and stops and hint violations are recorded (the run's audit log). */
   audit?: Pick<AuditLog, 'recordEvent'>;
+  /** Stops the start: what it made is removed, and the open rejects (`hintbox run` on a signal). */
+  signal?: AbortSignal;
 }
 
 export interface GatewaySettings {
