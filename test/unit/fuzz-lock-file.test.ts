@@ -148,7 +148,8 @@ function checkRead(text: string): LockFile | LockFileError {
     assert.equal(pinHash(entry.definition), entry.sha256, `tools.${name} hashed right`);
   }
   for (const section of ['prompts', 'resources', 'resourceTemplates'] as const) {
-    for (const entry of Object.values(lock[section])) assert.equal(promptOrResourceHash(entry.definition), entry.sha256);
+    for (const entry of Object.values(lock[section]))
+      assert.equal(promptOrResourceHash(entry.definition), entry.sha256);
   }
   assert.equal(lock.instructions.sha256, instructionsHash(lock.instructions.text));
   assert.deepEqual(parseLockFile(serializeLockFile(lock), FILE, SERVER), lock, 'reads back the same once written');

@@ -277,7 +277,10 @@ describe('lock file: prompts, resources and resource templates', () => {
   });
 
   it("refuses an entry whose key is not its definition's key, and malformed sections", () => {
-    const entry = (definition: { [key: string]: JsonValue }) => ({ sha256: promptOrResourceHash(definition), definition });
+    const entry = (definition: { [key: string]: JsonValue }) => ({
+      sha256: promptOrResourceHash(definition),
+      definition,
+    });
     const body = (section: string, value: unknown): string =>
       JSON.stringify({ ...(JSON.parse(serializeLockFile(emptyLock('fs'))) as object), [section]: value });
     refuse(body('prompts', { a: entry({ name: 'b' }) }), 'fs.lock.json: prompts.a.definition: is of "b"');
