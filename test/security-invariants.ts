@@ -1534,4 +1534,23 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'CATALOG-LIST-CAP',
+    statement:
+      'Every list hintbox reads from a server (tools, prompts, resources, resource templates) is capped at 10,000 items and 100 pages: a server that lists more fails the start, naming the list, and no page after the one past the cap is asked for.',
+    tests: [
+      {
+        file: 'integration/list-flood.test.ts',
+        title: 'lists no more than 10,000 of its tools: the start fails naming tools/list, after two pages',
+      },
+      {
+        file: 'integration/list-flood.test.ts',
+        title: 'lists no more than 10,000 resource templates either: one rule for every kind',
+      },
+      {
+        file: 'unit/list-all.test.ts',
+        title: 'one page of a million items fails too (and does not overflow the stack on the way)',
+      },
+    ],
+  },
 ];

@@ -1,6 +1,11 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { OFFER_FIELD, offerHash, OFFER_KEY_FIELD, type OfferKind } from '../policy/offer-pin.js';
+import {
+  LIST_FIELD as OFFER_FIELD,
+  promptOrResourceHash as offerHash,
+  KEY_FIELD as OFFER_KEY_FIELD,
+  type PromptOrResourceKind as OfferKind,
+} from '../policy/prompt-resource-pin.js';
 import { pinHash, type JsonValue, type PinnedDefinition } from '../policy/tool-pin.js';
 
 /**

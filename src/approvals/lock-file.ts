@@ -1,6 +1,12 @@
 import { readFileSync } from 'node:fs';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { OFFER_FIELD, OFFER_KINDS, offerKey, type OfferKind, type OfferPin } from '../policy/offer-pin.js';
+import {
+  LIST_FIELD as OFFER_FIELD,
+  PROMPT_RESOURCE_KINDS as OFFER_KINDS,
+  keyOf as offerKey,
+  type PromptOrResourceKind as OfferKind,
+  type PromptOrResourcePin as OfferPin,
+} from '../policy/prompt-resource-pin.js';
 import { toJsonValue, type JsonValue, type ToolPin } from '../policy/tool-pin.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { withExclusiveLock, type ExclusiveLockOptions } from '../util/exclusive-lock.js';
@@ -31,7 +37,7 @@ export {
  * whole approved definition (every field of the tool, annotations with their defaults filled
  * in) and its SHA-256 (`policy/tool-pin.ts`), the server's `instructions` with theirs, and
  * per prompt, resource and resource template its definition as listed and its SHA-256
- * (`policy/offer-pin.ts`; sections left out while empty, so older lock files read the same).
+ * (`policy/prompt-resource-pin.ts`; sections left out while empty, so older lock files read the same).
  * `hintbox run` reads it and never writes it. Its format is a zod schema (`lock-file-schema.ts`):
  * every read goes through it, and so does every write (a lock that would not read back is not
  * written).

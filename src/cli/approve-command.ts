@@ -13,9 +13,16 @@ import {
   OFFER_SECTION,
   type LockFile,
 } from '../approvals/lock-file.js';
-import { OFFER_KINDS, OFFER_LABEL, offerChanges, offerKey, pinOffer, type OfferKind } from '../policy/offer-pin.js';
+import {
+  PROMPT_RESOURCE_KINDS,
+  KIND_LABEL,
+  promptOrResourceChanges,
+  keyOf,
+  pinPromptOrResource,
+  type PromptOrResourceKind,
+} from '../policy/prompt-resource-pin.js';
 import { diffPins, formatPinChanges, pinTool } from '../policy/tool-pin.js';
-import type { ServerOffers } from '../gateway/discover-offers.js';
+import type { PromptsAndResources } from '../catalog/discover-prompts-and-resources.js';
 import { HintboxSession } from '../session/hintbox-session.js';
 import { renderServerLines, renderServerText } from '../util/render-server-text.js';
 import { cliLog, engineReady, profileArg } from './common.js';
@@ -115,32 +122,32 @@ export const approveCommand: CommandSpec = {
       const diff = () => (approved ? formatPinChanges(diffPins(approved.definition, pin.definition)) : []);
       approveOne(name, pin, approved, diff, (l) => lockTool(l, pin));
     }
-    const offered = offersByKey(session.offerList.offers);
-    const wanted: [OfferKind, string][] = [
-      ...prompts.map((name): [OfferKind, string] => ['prompt', name]),
-      ...resources.map((uri): [OfferKind, string] =>
+    const offered = itemsByKey(session.promptsAndResources.listed);
+    const wanted: [PromptOrResourceKind, string][] = [
+      ...prompts.map((name): [PromptOrResourceKind, string] => ['prompt', name]),
+      ...resources.map((uri): [PromptOrResourceKind, string] =>
         offered.resourceTemplate.has(uri) && !offered.resource.has(uri) ? ['resourceTemplate', uri] : ['resource', uri],
       ),
     ];
     const missing = wanted.filter(([kind, key]) => !offered[kind].has(key));
     if (missing.length) {
       throw new UsageError(
-        `approve: ${profile.name} lists no ${missing.map(([kind, key]) => `${OFFER_LABEL[kind]} ${renderServerText(key)}`).join(', ')}`,
+        `approve: ${profile.name} lists no ${missing.map(([kind, key]) => `${KIND_LABEL[kind]} ${renderServerText(key)}`).join(', ')}`,
       );
     }
-    for (const kind of OFFER_KINDS) {
+    for (const kind of PROMPT_RESOURCE_KINDS) {
       if (values.all) {
         for (const gone of Object.keys(lockSection(lock, kind)).filter((k) => !offered[kind].has(k))) {
-          out(`${OFFER_LABEL[kind]} ${renderServerText(gone)}: no longer listed by the server: removed from the lock`);
+          out(`${KIND_LABEL[kind]} ${renderServerText(gone)}: no longer listed by the server: removed from the lock`);
         }
         change((l) => keepOffers(l, kind, (key) => offered[kind].has(key)));
       }
       const keys = values.all ? [...offered[kind].keys()] : wanted.filter(([k]) => k === kind).map(([, key]) => key);
       for (const key of keys) {
-        const pin = pinOffer(offered[kind].get(key)!);
-        const label = `${OFFER_LABEL[kind]} ${renderServerText(key)}`;
+        const pin = pinPromptOrResource(offered[kind].get(key)!);
+        const label = `${KIND_LABEL[kind]} ${renderServerText(key)}`;
         const approved = lockedOffer(lock, kind, key);
-        const diff = () => (approved ? offerChanges(approved.definition, pin.definition) : []);
+        const diff = () => (approved ? promptOrResourceChanges(approved.definition, pin.definition) : []);
         approveOne(label, pin, approved, diff, (l) => lockOffer(l, kind, pin));
       }
     }
@@ -188,17 +195,17 @@ function instructionLines(text: string | null): string[] {
   return renderServerLines(text).map((line) => `│ ${line}`);
 }
 
-/** The server's offers of each kind by their key. */
-function offersByKey(offers: ServerOffers): Record<OfferKind, Map<string, object>> {
-  const byKey = (kind: OfferKind, list: readonly object[]): Map<string, object> =>
-    new Map(list.map((offer) => [offerKey(kind, offer), offer]));
+/** The server's prompts, resources and templates, of each kind by their key. */
+function itemsByKey(listed: PromptsAndResources): Record<PromptOrResourceKind, Map<string, object>> {
+  const byKey = (kind: PromptOrResourceKind, list: readonly object[]): Map<string, object> =>
+    new Map(list.map((item) => [keyOf(kind, item), item]));
   return {
-    prompt: byKey('prompt', offers.prompts),
-    resource: byKey('resource', offers.resources),
-    resourceTemplate: byKey('resourceTemplate', offers.resourceTemplates),
+    prompt: byKey('prompt', listed.prompts),
+    resource: byKey('resource', listed.resources),
+    resourceTemplate: byKey('resourceTemplate', listed.resourceTemplates),
   };
 }
 
-function lockSection(lock: LockFile, kind: OfferKind): Record<string, unknown> {
+function lockSection(lock: LockFile, kind: PromptOrResourceKind): Record<string, unknown> {
   return lock[OFFER_SECTION[kind]];
 }

@@ -1,7 +1,7 @@
 import { hintsThatHold, type AnnotationsMode } from '../policy/advertised-annotations.js';
 import { HINT_NAMES, type ClaimedHints, type ToolHints } from '../policy/hints.js';
 import { grantCanChange, type PlannedSandbox, type PlannedTool, type SandboxPlan } from '../policy/plan-sandboxes.js';
-import type { RejectedTool } from '../gateway/discover-tools.js';
+import type { RejectedTool } from '../catalog/discover-tools.js';
 import { renderServerText } from '../util/render-server-text.js';
 import type { ResolvedMount } from '../profile/load-profile.js';
 import { sensitiveWhat } from '../profile/sensitive-paths.js';

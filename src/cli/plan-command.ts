@@ -34,12 +34,12 @@ export const planCommand: CommandSpec = {
       startAll: false,
       ...(values.rebuild ? { rebuildImages: true } : {}),
     });
-    const { offers } = session.offerList;
+    const { listed } = session.promptsAndResources;
     const reads = {
       sandbox: sandboxId(strictestGrant(ceilingOf(profile))),
-      prompts: offers.prompts.length,
-      resources: offers.resources.length,
-      resourceTemplates: offers.resourceTemplates.length,
+      prompts: listed.prompts.length,
+      resources: listed.resources.length,
+      resourceTemplates: listed.resourceTemplates.length,
     };
     const args = [profile.name, session.plan, session.rejected, profile.hold, profile.annotations] as const;
     const sensitive = sensitiveMounts(profile.mounts);

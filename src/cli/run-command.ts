@@ -1,4 +1,3 @@
-import type { Gateway } from '../gateway/gateway.js';
 import { NdjsonTransport } from '../mcp/ndjson-transport.js';
 import { parseTagFilter, TagFilterError } from '../policy/tool-tags.js';
 import { UsageError } from '../util/hintbox-error.js';
@@ -7,7 +6,6 @@ import { approvalsOf, knownTools, openAuditTrail, openSession } from '../session
 import { newSessionId } from '../util/session-identity.js';
 import { cliLog, closeEngine, consolePortArg, engineReady, profileArg, startConsole } from './common.js';
 import type { CommandSpec } from './command-spec.js';
-import { delay } from '../util/delay.js';
 import type { HintboxConsole } from '../console/console-server.js';
 
 const HELP = `Usage: hintbox run <profile> [--tags a,b] [--rebuild] [--console [--console-port PORT]]
@@ -111,8 +109,8 @@ export const runCommand: CommandSpec = {
         throw error;
       }
       const sessionId = newSessionId();
-      // Filled in as the session comes up; a signal may arrive at any point before.
-      const live: { session?: HintboxSession; gateway?: Gateway } = {};
+      // A signal may arrive at any point of the start: it stops the start, which removes what it made.
+      const starting = new AbortController();
       let stopping: Promise<void> | undefined;
 
       const opening = openSession({
@@ -123,19 +121,16 @@ export const runCommand: CommandSpec = {
         audit,
         knownTools: knownTools(),
         locked: approvals.locked,
+        signal: starting.signal,
         ...(values.rebuild ? { rebuildImages: true } : {}),
       });
       const stop = (why: string): Promise<void> =>
         (stopping ??= (async () => {
           log.info(`stopping session ${sessionId} (${why}): removing its containers`);
-          if (live.gateway) await live.session?.closeGateway(live.gateway);
-          await live.session?.dispose();
-          await engine.removeSession(sessionId).catch(() => undefined);
-          // A start still under way may create containers after the first removal.
-          const late = await Promise.race([opening.catch(() => undefined), delay(15_000)]);
-          // A session that came up after the signal: its relays and database roles go too.
-          if (late && late !== live.session) await late.dispose();
-          await engine.removeSession(sessionId).catch(() => undefined);
+          starting.abort(new Error(`hintbox is stopping (${why})`));
+          // A start cut short has removed what it made when it rejects; a session that is up
+          // goes by its one teardown (its gateway, sandboxes, relays and database roles).
+          await (await opening.catch(() => undefined))?.dispose();
           await closeEngine(engine, log);
           await hub?.close();
           await trail.close();
@@ -154,20 +149,22 @@ export const runCommand: CommandSpec = {
       let why = 'client disconnected';
       let session: HintboxSession;
       try {
-        session = live.session = await opening;
+        session = await opening;
       } catch (error) {
+        // Stopped while it started (a signal): the stop ends the run.
+        if (stopping) return stopping.then(() => 0);
         await hub?.close();
         await trail.close();
         throw error;
       }
       try {
-        const gateway = (live.gateway = await session.createGateway({
+        const gateway = await session.createGateway({
           approvals: approvals.read,
           audit,
           caller: null,
           ...(tagFilter ? { tagFilter } : {}),
           ...(hub ? { console: hub.approvals } : {}),
-        }));
+        });
         hub?.addDefinitions(session.definitionSource());
         const disconnected = new Promise<void>((resolve) => {
           process.stdin.once('end', resolve);

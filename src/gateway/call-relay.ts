@@ -5,7 +5,7 @@ import { METHOD } from '../mcp/methods.js';
 import type { CallGuard } from './call-guard.js';
 import { addViolation, diedText, PendingCalls, traceIdOf, type PendingCall } from './forwarded-call.js';
 import { cancelUpstream, RequestLifecycle, type RequestLifecycleOptions } from './forwarded-request.js';
-import type { Routes } from './routes.js';
+import type { ClientCatalog } from '../catalog/client-catalog.js';
 import type { ServerRequestBroker } from './server-request-broker.js';
 import { VerificationGate } from './verification-gate.js';
 
@@ -27,7 +27,7 @@ export type RelayGuard = Pick<CallGuard, 'visible' | 'admit' | 'finish'> & Parti
 export interface CallRelayOptions extends RequestLifecycleOptions {
   serverName: string;
   /** The routes served now (they change when the server's tools do). */
-  routes: Routes;
+  routes: Pick<ClientCatalog, 'route'>;
   /** Approval and audit per call; without one every routed call is forwarded (tests of routing). */
   guard?: RelayGuard;
   /** The server's requests of the client, bound to calls: they end with their call. */
@@ -104,7 +104,7 @@ export class CallRelay extends RequestLifecycle<PendingCall> {
       if (cancelled()) return;
       if (unverified) return this.reply(this.failure(clientId, unverified));
       // Looked up once the server is verified: its routes may differ from the lock file's.
-      const routed = this.options.routes.get(name);
+      const routed = this.options.routes.route(name);
       if (!routed) return this.reply(errorAnswer(clientId, ErrorCode.InvalidParams, `Unknown tool: ${name}`));
       let retriesLeft = 0;
       if (guard) {

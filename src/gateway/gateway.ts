@@ -1,32 +1,21 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import {
-  ListPromptsRequestSchema,
-  ListResourcesRequestSchema,
-  ListResourceTemplatesRequestSchema,
-  ListToolsRequestSchema,
-  type Root,
-  type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { Root } from '@modelcontextprotocol/sdk/types.js';
+import { ClientCatalog, type RoutedTool } from '../catalog/client-catalog.js';
+import type { PromptsAndResources } from '../catalog/discover-prompts-and-resources.js';
 import type { JsonRpcObject } from '../mcp/json-rpc.js';
 import { NOTIFICATION } from '../mcp/methods.js';
-import { ENFORCED_META_KEY } from '../policy/advertised-annotations.js';
-import { pinOffer } from '../policy/offer-pin.js';
-import { pinTool } from '../policy/tool-pin.js';
 import type { Logger } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import { CallRelay, type RelayGuard } from './call-relay.js';
 import { ClientConnection } from './client-connection.js';
-import { NO_OFFERS, type ServerOffers } from './discover-offers.js';
-import { DEFAULT_PAGE_SIZE, pageOf } from './list-pages.js';
 import { RequestRelay, type RequestAuditEvent } from './request-relay.js';
-import { Routes, type RoutedTool } from './routes.js';
 import { ServerRequestBroker } from './server-request-broker.js';
 import type { ServerRequestPolicy } from './server-requests.js';
 import { listenerTag, type SharedSandboxes } from './shared-sandboxes.js';
 
 export { MAX_RETRIES, traceIdOf, type RelayGuard } from './call-relay.js';
-export type { RoutedTool } from './routes.js';
+export type { RoutedTool } from '../catalog/client-catalog.js';
 export type { Upstream, UpstreamFactory } from './sandbox-pool.js';
 export type { RequestAuditEvent } from './request-relay.js';
 export { SharedSandboxes } from './shared-sandboxes.js';
@@ -70,7 +59,7 @@ export interface GatewayOptions {
    */
   verified?: Promise<void>;
   /** The prompts, resources and templates the client may see (approved). Default none. */
-  offers?: ServerOffers;
+  promptsAndResources?: PromptsAndResources;
   /** The strictest sandbox: where reads of resources, prompts and completions run. */
   readSandbox: string;
   /** What the server may ask of the client now. Default: nothing. */
@@ -79,7 +68,7 @@ export interface GatewayOptions {
   roots?: () => Root[];
   /** Reads and the server's requests, for the audit trail. */
   recordRequest?: (event: RequestAuditEvent) => void;
-  /** Items per page of every list served. Default {@link DEFAULT_PAGE_SIZE}. */
+  /** Items per page of every list served. Default: `DEFAULT_PAGE_SIZE` (`catalog/list-pages.ts`). */
   pageSize?: number;
 }
 
@@ -90,10 +79,8 @@ export class Gateway {
   private readonly requests: RequestRelay;
   private readonly serverRequests: ServerRequestBroker;
   private readonly leaveShared: () => void;
-  /** The routes served now; replaced when the server's tools change. */
-  private readonly tools: Routes;
-  /** The prompts, resources and templates served now. */
-  private offers: ServerOffers;
+  /** What the client is shown (tools, prompts, resources, templates) and the routes; replaced on a re-listing. */
+  private readonly catalog: ClientCatalog;
 
   constructor(private readonly options: GatewayOptions) {
     this.server = new Server(
@@ -114,7 +101,12 @@ export class Gateway {
     const { serverName, shared, log, callTimeoutMs } = options;
     const { pool } = shared;
     const client = (this.client = new ClientConnection(this.server, log));
-    this.tools = new Routes(options.tools);
+    this.catalog = new ClientCatalog({
+      tools: options.tools,
+      ...(options.promptsAndResources ? { promptsAndResources: options.promptsAndResources } : {}),
+      ...(options.guard ? { visible: (name: string) => options.guard?.visible(name) ?? true } : {}),
+      ...(options.pageSize ? { pageSize: options.pageSize } : {}),
+    });
     // Each gateway forwards under ids (and progress tokens) of its own: `hintbox…:<tag>:`.
     const tag = listenerTag();
     const lifecycle = { pool, client, log, ceilingMs: callTimeoutMs };
@@ -133,7 +125,7 @@ export class Gateway {
       ...lifecycle,
       idPrefix: `${FORWARDED_ID_PREFIX}${tag}:`,
       serverName,
-      routes: this.tools,
+      routes: this.catalog,
       serverRequests: this.serverRequests,
       ...(options.guard ? { guard: options.guard } : {}),
       ...(options.onDeadline ? { onDeadline: options.onDeadline } : {}),
@@ -147,36 +139,12 @@ export class Gateway {
       calls: this.calls,
       serverRequests: this.serverRequests,
       readSandbox: options.readSandbox,
-      shown: {
-        prompt: (name) => this.offers.prompts.some((p) => p.name === name),
-        resourceRef: (uri) =>
-          this.offers.resourceTemplates.some((t) => t.uriTemplate === uri) ||
-          this.offers.resources.some((r) => r.uri === uri),
-      },
+      shown: this.catalog,
       ...(options.recordRequest ? { record: options.recordRequest } : {}),
       ...(options.verified ? { verified: options.verified } : {}),
     });
     this.leaveShared = shared.join(this.requests);
-    this.offers = withoutHintboxMeta(options.offers ?? NO_OFFERS);
-    const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
-    const paged = <T>(items: readonly T[], request: { params?: { cursor?: unknown } }) =>
-      pageOf(items, request.params?.cursor, pageSize);
-    this.server.setRequestHandler(ListToolsRequestSchema, (request) => {
-      const { page, nextCursor } = paged(this.visibleDefinitions(), request);
-      return { tools: page, ...(nextCursor ? { nextCursor } : {}) };
-    });
-    this.server.setRequestHandler(ListPromptsRequestSchema, (request) => {
-      const { page, nextCursor } = paged(this.offers.prompts, request);
-      return { prompts: page, ...(nextCursor ? { nextCursor } : {}) };
-    });
-    this.server.setRequestHandler(ListResourcesRequestSchema, (request) => {
-      const { page, nextCursor } = paged(this.offers.resources, request);
-      return { resources: page, ...(nextCursor ? { nextCursor } : {}) };
-    });
-    this.server.setRequestHandler(ListResourceTemplatesRequestSchema, (request) => {
-      const { page, nextCursor } = paged(this.offers.resourceTemplates, request);
-      return { resourceTemplates: page, ...(nextCursor ? { nextCursor } : {}) };
-    });
+    this.catalog.serveOn(this.server);
   }
 
   /** Serves the client on `transport`: the relays take their messages first. */
@@ -206,28 +174,22 @@ export class Gateway {
    * it lists again (`notifications/tools/list_changed`).
    */
   async updateTools(tools: ReadonlyMap<string, RoutedTool>, updateGuard?: () => void): Promise<void> {
-    const before = this.visiblePins();
-    updateGuard?.(); // what is visible also depends on the guard's pins
-    this.tools.replace(tools);
-    if (before !== this.visiblePins()) await this.announceToolListChanged();
+    // What is visible also depends on the guard's pins: updated before the comparison.
+    if (this.catalog.replaceTools(tools, updateGuard).tools) await this.announceToolListChanged();
   }
 
   /**
    * Serves new prompts, resources and templates (after a re-listing): tells the client of each
    * list whose content (by pins, in no order) changed.
    */
-  async updateOffers(offers: ServerOffers): Promise<void> {
-    const before = this.offers;
-    this.offers = withoutHintboxMeta(offers);
-    const changed = (a: readonly object[], b: readonly object[]): boolean => offerPins(a) !== offerPins(b);
+  async updatePromptsAndResources(next: PromptsAndResources): Promise<void> {
+    const changed = this.catalog.replacePromptsAndResources(next);
     const tell = (what: string, send: () => Promise<void>): Promise<void> =>
       send().catch((error: Error) =>
         this.options.log.warn(`could not tell the client its ${what} changed: ${error.message}`),
       );
-    if (changed(before.prompts, offers.prompts)) await tell('prompts', () => this.server.sendPromptListChanged());
-    if (changed(before.resources, offers.resources) || changed(before.resourceTemplates, offers.resourceTemplates)) {
-      await tell('resources', () => this.server.sendResourceListChanged());
-    }
+    if (changed.prompts) await tell('prompts', () => this.server.sendPromptListChanged());
+    if (changed.resources) await tell('resources', () => this.server.sendResourceListChanged());
   }
 
   /** The server lost trust: its requests the narrower policy refuses are withdrawn from the client. */
@@ -261,47 +223,4 @@ export class Gateway {
     }
     return this.calls.fromClient(m) || this.requests.fromClient(m);
   }
-
-  private visibleDefinitions(): Tool[] {
-    return [...this.tools.entries()]
-      .filter(([name]) => this.options.guard?.visible(name) ?? true)
-      .map(([, t]) => t.definition);
-  }
-
-  /**
-   * What the client sees, as pins (the canonical form), in no order: the same tools sent in
-   * another order or form (keys in another order, a hint left at its default) are no change.
-   */
-  private visiblePins(): string {
-    return this.visibleDefinitions()
-      .map((definition) => pinTool(definition).hash)
-      .sort()
-      .join(',');
-  }
-}
-
-/** Offers as pins, in no order: the same offers in another order or key order are no change. */
-function offerPins(offers: readonly object[]): string {
-  return offers
-    .map((offer) => pinOffer(offer).hash)
-    .sort()
-    .join(',');
-}
-
-/**
- * Offers as served: a server's own `_meta["io.hintbox/enforced"]` on a prompt, resource or
- * template is dropped — that key is hintbox's account of a tool, and a server must not forge one.
- */
-function withoutHintboxMeta(offers: ServerOffers): ServerOffers {
-  const clean = <T extends { _meta?: Record<string, unknown> }>(item: T): T => {
-    if (!item._meta || !Object.hasOwn(item._meta, ENFORCED_META_KEY)) return item;
-    const meta = { ...item._meta };
-    delete meta[ENFORCED_META_KEY];
-    return { ...item, _meta: meta };
-  };
-  return {
-    prompts: offers.prompts.map(clean),
-    resources: offers.resources.map(clean),
-    resourceTemplates: offers.resourceTemplates.map(clean),
-  };
 }

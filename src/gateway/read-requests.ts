@@ -17,26 +17,26 @@ export const READS: ReadonlySet<string> = new Set([
 ]);
 
 /** What the client may see now: the approved, listed prompts and resources. */
-export interface ShownOffers {
-  prompt(name: string): boolean;
+export interface ShownItems {
+  showsPrompt(name: string): boolean;
   /** A template's URI template, or a resource's URI (a completion's `ref/resource` may be either). */
-  resourceRef(uri: string): boolean;
+  showsResourceRef(uri: string): boolean;
 }
 
 /** Why a read is not forwarded (malformed, or about a prompt or template that is not shown), or undefined. */
-export function readRefusal(method: string, params: Record<string, unknown>, shown: ShownOffers): string | undefined {
+export function readRefusal(method: string, params: Record<string, unknown>, shown: ShownItems): string | undefined {
   if (method === METHOD.promptsGet) {
     const name = params.name;
     if (typeof name !== 'string') return 'Invalid prompts/get request: expected params.name (string)';
-    if (!shown.prompt(name)) return `Unknown prompt (or not approved): ${name}`;
+    if (!shown.showsPrompt(name)) return `Unknown prompt (or not approved): ${name}`;
   }
   if (method === METHOD.complete) {
     const ref = params.ref;
     if (!isObject(ref)) return 'Invalid completion/complete request: expected params.ref';
     if (ref.type === 'ref/prompt') {
-      if (typeof ref.name !== 'string' || !shown.prompt(ref.name)) return 'Unknown prompt (or not approved)';
+      if (typeof ref.name !== 'string' || !shown.showsPrompt(ref.name)) return 'Unknown prompt (or not approved)';
     } else if (ref.type === 'ref/resource') {
-      if (typeof ref.uri !== 'string' || !shown.resourceRef(ref.uri)) {
+      if (typeof ref.uri !== 'string' || !shown.showsResourceRef(ref.uri)) {
         return 'Unknown resource template (or not approved)';
       }
       // Any other reference would pass no check of what is shown: MCP has only these two.

@@ -11,7 +11,7 @@ import { METHOD, NOTIFICATION } from '../mcp/methods.js';
 import type { CallRelay } from './call-relay.js';
 import { RequestLifecycle, type RequestLifecycleOptions } from './forwarded-request.js';
 import { PendingRequests, type ForwardedRequest } from './pending-requests.js';
-import { readRefusal, READS, subjectOf, type ShownOffers } from './read-requests.js';
+import { readRefusal, READS, subjectOf, type ShownItems } from './read-requests.js';
 import type { Upstream } from './sandbox-pool.js';
 import type { ServerRequestBroker } from './server-request-broker.js';
 import { isServerRequest, type RequestAuditEvent } from './server-requests.js';
@@ -48,7 +48,7 @@ export interface RequestRelayOptions extends RequestLifecycleOptions {
   /** The strictest sandbox: where reads run. */
   readSandbox: string;
   /** What the client may see now. */
-  shown: ShownOffers;
+  shown: ShownItems;
   record?: (event: RequestAuditEvent) => void;
   /** Reads wait for it (a cold start: the server is being verified against its lock file). */
   verified?: Promise<void>;

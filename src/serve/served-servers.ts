@@ -247,37 +247,31 @@ export class ServedServers {
   private async open(entry: ServedProfile): Promise<HintboxSession> {
     if (this.closed) throw new Error('hintbox is stopping');
     const { engine, log, audit } = this.options;
-    const sessionId = newSessionId();
-    try {
-      const session = await openSession({
-        profile: entry.profile,
-        engine,
-        log,
-        sessionId,
-        audit,
-        knownTools: knownTools(),
-        locked: entry.approvals.read(),
-      });
-      this.sessions.add(session);
-      const off = this.options.console?.addDefinitions(session.definitionSource());
-      if (off) this.offConsole.set(session, off);
-      if (!this.closed) return session;
-      await this.remove(session);
-      throw new Error('hintbox is stopping');
-    } catch (error) {
-      await engine.removeSession(sessionId).catch(() => undefined);
-      throw error;
-    }
+    // A start that fails removes what it made (the session's one teardown) before it rejects.
+    const session = await openSession({
+      profile: entry.profile,
+      engine,
+      log,
+      sessionId: newSessionId(),
+      audit,
+      knownTools: knownTools(),
+      locked: entry.approvals.read(),
+    });
+    this.sessions.add(session);
+    const off = this.options.console?.addDefinitions(session.definitionSource());
+    if (off) this.offConsole.set(session, off);
+    if (!this.closed) return session;
+    await this.remove(session);
+    throw new Error('hintbox is stopping');
   }
 
-  /** Removes a session: its gateways, sandboxes, database roles, and any container of its id. */
+  /** Removes a session by its one teardown: its gateways, sandboxes, database roles, and any container of its id. */
   private async remove(session: HintboxSession): Promise<void> {
     this.sessions.delete(session);
     this.offConsole.get(session)?.();
     this.offConsole.delete(session);
     const removing = (async () => {
       await session.dispose().catch((error: Error) => this.options.log.error(`serve: ${error.message}`));
-      await this.options.engine.removeSession(session.sessionId).catch(() => undefined);
     })();
     this.removing.add(removing);
     await removing.finally(() => this.removing.delete(removing));

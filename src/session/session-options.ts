@@ -4,7 +4,7 @@ import type { AuditLog } from '../audit/audit-record.js';
 import type { SandboxEngine } from '../engine/sandbox-engine.js';
 import type { Profile } from '../profile/load-profile.js';
 import type { Logger } from '../util/logger.js';
-import type { KnownTools } from './known-tools.js';
+import type { KnownTools } from '../catalog/known-tools.js';
 import type { Caller } from '../util/caller-identity.js';
 
 /** What a session is opened with, and what its gateway is made with. */
@@ -23,6 +23,8 @@ export interface SessionOptions {
   databaseAdminUrl?: string;
   /** Where sandbox starts and stops and hint violations are recorded (the run's audit log). */
   audit?: Pick<AuditLog, 'recordEvent'>;
+  /** Stops the start: what it made is removed, and the open rejects (`hintbox run` on a signal). */
+  signal?: AbortSignal;
 }
 
 export interface GatewaySettings {

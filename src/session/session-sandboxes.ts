@@ -1,5 +1,6 @@
 import type { AuditLog } from '../audit/audit-record.js';
-import type { SessionDatabase } from '../database/session-database.js';
+import { databaseAdminUrl } from '../database/database-env.js';
+import { SessionDatabase, type SessionDatabaseOptions } from '../database/session-database.js';
 import {
   sandboxUserIds,
   type EgressRequest,
@@ -17,6 +18,8 @@ import { grantCanChange, type SandboxGrant } from '../policy/plan-sandboxes.js';
 import type { ServerTrustState } from '../policy/server-trust.js';
 import type { Profile } from '../profile/load-profile.js';
 import { delay } from '../util/delay.js';
+import { assertNoNestedMounts } from '../sandbox/nested-mounts.js';
+import { assertNoSpecialFiles } from '../sandbox/special-files.js';
 import { Previewer } from '../sandbox/preview.js';
 import type { Logger } from '../util/logger.js';
 
@@ -80,8 +83,36 @@ export class SessionSandboxes {
     if (this.closed) throw new Error(`session ${this.options.identity.sessionId} is closed`);
   }
 
-  useImage(image: PreparedImage): void {
-    this.image = image;
+  /**
+   * What comes before any sandbox: the mounts checked (nested mount points, special files), the
+   * profile's database opened if it has one (roles and socket relays: one that cannot be reached
+   * or is not prepared stops the start; its admin URL by default read from the variable the
+   * profile names), and the image prepared, which every sandbox then runs.
+   */
+  async prepare(options: {
+    rebuildImage: boolean;
+    databaseAdminUrl: string | undefined;
+    onDatabaseViolation: SessionDatabaseOptions['onViolation'];
+  }): Promise<PreparedImage> {
+    const { profile, identity, log, engine } = this.options;
+    assertNoNestedMounts(profile, engine);
+    await assertNoSpecialFiles(profile);
+    if (profile.database) {
+      const database = await SessionDatabase.open({
+        adminUrl: options.databaseAdminUrl ?? databaseAdminUrl({ file: profile.file, database: profile.database }),
+        section: profile.database,
+        callTimeoutMs: profile.timeouts.call * 1000,
+        identity,
+        log,
+        onViolation: options.onDatabaseViolation,
+      });
+      // A cold start's session may be disposed while this ran: its relays and roles go now.
+      if (this.closed) await database.close();
+      this.assertOpen();
+      this.database = database;
+    }
+    this.image = await engine.prepareImage(profile, { rebuild: options.rebuildImage });
+    return this.image;
   }
 
   /** `close` waits for this (bounded by the start timeout). */

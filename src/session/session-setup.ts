@@ -7,7 +7,7 @@ import type { Profile } from '../profile/load-profile.js';
 import type { Logger } from '../util/logger.js';
 import { redactUrl } from '../util/redact-url.js';
 import { HintboxSession } from './hintbox-session.js';
-import { knownToolsIn } from './known-tools.js';
+import { knownToolsIn } from '../catalog/known-tools.js';
 import type { SessionOptions } from './session-options.js';
 
 /**

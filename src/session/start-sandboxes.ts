@@ -1,9 +1,16 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { describeRejected, listToolsRaw, validateTools, type RejectedTool } from '../gateway/discover-tools.js';
+import { describeRejected, listTools, type RejectedTool } from '../catalog/discover-tools.js';
 import type { Upstream } from '../gateway/gateway.js';
-import { grantKey, planSandboxes, type Ceiling, type SandboxPlan } from '../policy/plan-sandboxes.js';
+import {
+  grantKey,
+  planSandboxes,
+  sandboxId,
+  strictestGrant,
+  type Ceiling,
+  type SandboxPlan,
+} from '../policy/plan-sandboxes.js';
 import type { Logger } from '../util/logger.js';
-import type { KnownTools } from './known-tools.js';
+import type { KnownTools } from '../catalog/known-tools.js';
 import type { HeldUpstream, SessionSandboxes } from './session-sandboxes.js';
 
 /**
@@ -18,7 +25,7 @@ export async function listValidTools(
   timeoutMs: number,
   log: Logger,
 ): Promise<{ tools: Tool[]; rejected: RejectedTool[] }> {
-  const { tools, rejected } = validateTools(await listToolsRaw(from.client, timeoutMs));
+  const { tools, rejected } = await listTools(from.client, timeoutMs);
   for (const r of rejected) log.warn(describeRejected(r));
   return { tools, rejected };
 }
@@ -120,4 +127,58 @@ export async function startPlanned(options: {
   if (waiting.length) {
     log.info(`${waiting.join(', ')}: held at the gate until a call is allowed into it (frozen between calls)`);
   }
+}
+
+/**
+ * Starts every planned sandbox: awaited, or (`background`: a cold start, verified once discovery
+ * has answered) left to run, a failure logged — a call waits for its own sandbox only (its start
+ * under way, or a new one if this one failed). What comes up after the session closed goes too.
+ */
+export async function startPlannedSandboxes(options: {
+  sandboxes: SessionSandboxes;
+  plan: SandboxPlan;
+  early: Map<string, EarlyStart>;
+  log: Logger;
+  server: string;
+  background: boolean;
+}): Promise<void> {
+  const { sandboxes, log } = options;
+  const planned = startPlanned(options).then(async () => {
+    // Closed meanwhile (a cold start's run that ended): what came up after goes too.
+    if (sandboxes.isClosed) await sandboxes.closeKept();
+  });
+  if (!options.background) {
+    await planned;
+    sandboxes.assertOpen();
+    return;
+  }
+  sandboxes.track(planned);
+  planned.catch((error: Error) =>
+    log.error(`a planned sandbox of ${options.server} did not start: ${error.message}; a call into it starts it again`),
+  );
+  sandboxes.assertOpen();
+}
+
+/**
+ * Starts discovery in the strictest sandbox of the ceiling (read-only mounts, no network), and
+ * with `startAll` (every planned sandbox is started next) the classes `startEarly` guesses, held.
+ */
+export async function startDiscovery(options: {
+  startAll: boolean;
+  sandboxes: SessionSandboxes;
+  knownTools: KnownTools | undefined;
+  server: string;
+  imageId: string;
+  ceiling: Ceiling;
+  log: Logger;
+}): Promise<{ discoveryId: string; discovery: Upstream; early: Map<string, EarlyStart> }> {
+  const { sandboxes, log } = options;
+  const strictest = strictestGrant(options.ceiling);
+  const discoveryId = sandboxId(strictest);
+  sandboxes.grants.set(discoveryId, strictest);
+  const early = options.startAll ? await startEarly({ ...options, discoveryId }) : new Map<string, EarlyStart>();
+  log.info(`discovering tools in the strictest sandbox (${discoveryId}: read-only mounts, no network)`);
+  const discovery = await sandboxes.start(discoveryId);
+  sandboxes.keepStarted(discoveryId, discovery);
+  return { discoveryId, discovery, early };
 }

@@ -5,7 +5,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { listToolsRaw, validateTools } from '../../src/gateway/discover-tools.js';
+import { validateTools } from '../../src/catalog/discover-tools.js';
+import { listAll } from '../../src/catalog/list-all.js';
 
 const fixture = JSON.parse(readFileSync(new URL('../fixtures/filesystem-tools.json', import.meta.url), 'utf8')) as {
   tools: unknown[];
@@ -162,7 +163,7 @@ describe('validateTools', () => {
   });
 });
 
-describe('listToolsRaw', () => {
+describe("listAll('tool')", () => {
   it('follows pagination and keeps each tool as the server sent it', async () => {
     const pages: unknown[][] = [
       [good('a', { 'x-vendor': 1 }), { name: 'broken' }],
@@ -183,7 +184,7 @@ describe('listToolsRaw', () => {
     await server.connect(serverSide);
     await client.connect(clientSide);
     try {
-      const all = await listToolsRaw(client, 5000);
+      const all = await listAll(client, 'tool', 5000);
       assert.deepEqual(all, pages.flat());
       assert.deepEqual(cursors, [undefined, '1', '2']);
     } finally {

@@ -388,7 +388,7 @@ class GatewayUnderFire {
       log,
       callTimeoutMs: 60_000,
       readSandbox: READ_SANDBOX,
-      offers: OFFERS,
+      promptsAndResources: OFFERS,
     });
     this.gateway.server.onerror = (error) => this.sdkError("the gateway's server", error);
     this.fromGateway.on('data', (chunk: Buffer) => {

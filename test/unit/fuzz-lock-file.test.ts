@@ -15,7 +15,7 @@ import {
   serializeLockFile,
   type LockFile,
 } from '../../src/approvals/lock-file.js';
-import { offerHash, pinOffer } from '../../src/policy/offer-pin.js';
+import { promptOrResourceHash, pinPromptOrResource } from '../../src/policy/prompt-resource-pin.js';
 import { pinHash, pinTool } from '../../src/policy/tool-pin.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 import { anyJson, fuzzParameters, hostileText, nestingDepth } from './support/fuzz.js';
@@ -43,9 +43,9 @@ function writtenLock(names: readonly string[], description: string): LockFile {
     };
     lock = lockTool(lock, pinTool(tool));
   }
-  lock = lockOffer(lock, 'prompt', pinOffer({ name: 'p', description }));
-  lock = lockOffer(lock, 'resource', pinOffer({ uri: 'note://1', name: 'one' }));
-  lock = lockOffer(lock, 'resourceTemplate', pinOffer({ uriTemplate: 'note://{id}', name: 'notes' }));
+  lock = lockOffer(lock, 'prompt', pinPromptOrResource({ name: 'p', description }));
+  lock = lockOffer(lock, 'resource', pinPromptOrResource({ uri: 'note://1', name: 'one' }));
+  lock = lockOffer(lock, 'resourceTemplate', pinPromptOrResource({ uriTemplate: 'note://{id}', name: 'notes' }));
   return { ...lock, instructions: { text: description, sha256: instructionsHash(description) } };
 }
 
@@ -148,7 +148,8 @@ function checkRead(text: string): LockFile | LockFileError {
     assert.equal(pinHash(entry.definition), entry.sha256, `tools.${name} hashed right`);
   }
   for (const section of ['prompts', 'resources', 'resourceTemplates'] as const) {
-    for (const entry of Object.values(lock[section])) assert.equal(offerHash(entry.definition), entry.sha256);
+    for (const entry of Object.values(lock[section]))
+      assert.equal(promptOrResourceHash(entry.definition), entry.sha256);
   }
   assert.equal(lock.instructions.sha256, instructionsHash(lock.instructions.text));
   assert.deepEqual(parseLockFile(serializeLockFile(lock), FILE, SERVER), lock, 'reads back the same once written');

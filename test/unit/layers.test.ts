@@ -24,6 +24,7 @@ export const LAYERS = [
   'sandbox',
   'console',
   'confirmation',
+  'catalog',
   'gateway',
   'session',
   'serve',

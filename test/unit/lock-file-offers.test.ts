@@ -11,7 +11,7 @@ import {
   serializeLockFile,
   type LockFile,
 } from '../../src/approvals/lock-file.js';
-import { offerHash, pinOffer } from '../../src/policy/offer-pin.js';
+import { promptOrResourceHash, pinPromptOrResource } from '../../src/policy/prompt-resource-pin.js';
 import type { JsonValue } from '../../src/policy/tool-pin.js';
 import { lockOf, writeTool } from './support/lock-fixtures.js';
 
@@ -27,9 +27,9 @@ describe('lock file: prompts, resources and resource templates', () => {
 
   function withOffers(): LockFile {
     let lock = lockOf(writeTool);
-    lock = lockOffer(lock, 'prompt', pinOffer(prompt));
-    lock = lockOffer(lock, 'resource', pinOffer(resource));
-    return lockOffer(lock, 'resourceTemplate', pinOffer(template));
+    lock = lockOffer(lock, 'prompt', pinPromptOrResource(prompt));
+    lock = lockOffer(lock, 'resource', pinPromptOrResource(resource));
+    return lockOffer(lock, 'resourceTemplate', pinPromptOrResource(template));
   }
 
   const refuse = (body: string, message: string): void =>
@@ -81,7 +81,7 @@ describe('lock file: prompts, resources and resource templates', () => {
     assert.deepEqual(read, lock);
     assert.equal(serializeLockFile(read), text, 'the same bytes again');
     assert.deepEqual(lockedOffer(read, 'prompt', 'summarize'), {
-      sha256: pinOffer(prompt).hash,
+      sha256: pinPromptOrResource(prompt).hash,
       definition: prompt,
     });
     assert.deepEqual(lockedOffer(read, 'resource', 'file:///data/readme.md')?.definition, resource);
@@ -92,11 +92,11 @@ describe('lock file: prompts, resources and resource templates', () => {
   });
 
   it('lockOffer replaces an entry; keepOffers removes the others; lockedOffers lists in key order', () => {
-    let lock = lockOffer(emptyLock('fs'), 'prompt', pinOffer({ name: 'b', description: 'old' }));
-    lock = lockOffer(lock, 'prompt', pinOffer({ name: 'a' }));
-    lock = lockOffer(lock, 'prompt', pinOffer({ name: 'c' }));
+    let lock = lockOffer(emptyLock('fs'), 'prompt', pinPromptOrResource({ name: 'b', description: 'old' }));
+    lock = lockOffer(lock, 'prompt', pinPromptOrResource({ name: 'a' }));
+    lock = lockOffer(lock, 'prompt', pinPromptOrResource({ name: 'c' }));
     const before = lock;
-    lock = lockOffer(lock, 'prompt', pinOffer({ name: 'b', description: 'new' }));
+    lock = lockOffer(lock, 'prompt', pinPromptOrResource({ name: 'b', description: 'new' }));
     assert.deepEqual(lockedOffers(lock, 'prompt'), [{ name: 'a' }, { name: 'b', description: 'new' }, { name: 'c' }]);
     assert.deepEqual(lockedOffer(before, 'prompt', 'b')?.definition, { name: 'b', description: 'old' }, 'not changed');
     const kept = keepOffers(lock, 'prompt', (key) => key !== 'a');
@@ -128,7 +128,7 @@ describe('lock file: prompts, resources and resource templates', () => {
 
   it('a key with a newline or ESC is named escaped: the error stays one line', () => {
     const evil = 'p\nfs.lock.json: ok\u001b[2K';
-    const text = serializeLockFile(lockOffer(emptyLock('fs'), 'prompt', pinOffer({ name: evil })));
+    const text = serializeLockFile(lockOffer(emptyLock('fs'), 'prompt', pinPromptOrResource({ name: evil })));
     assert.deepEqual(parseLockFile(text, 'fs.lock.json', 'fs').prompts[evil]?.definition, { name: evil });
     const edited = JSON.parse(text) as { prompts: Record<string, { definition: Record<string, unknown> }> };
     edited.prompts[evil]!.definition.description = 'added';
@@ -139,7 +139,10 @@ describe('lock file: prompts, resources and resource templates', () => {
   });
 
   it("refuses an entry whose key is not its definition's key, and malformed sections", () => {
-    const entry = (definition: { [key: string]: JsonValue }) => ({ sha256: offerHash(definition), definition });
+    const entry = (definition: { [key: string]: JsonValue }) => ({
+      sha256: promptOrResourceHash(definition),
+      definition,
+    });
     const body = (section: string, value: unknown): string =>
       JSON.stringify({ ...(JSON.parse(serializeLockFile(emptyLock('fs'))) as object), [section]: value });
     refuse(body('prompts', { a: entry({ name: 'b' }) }), 'fs.lock.json: prompts.a.definition: is of "b"');
@@ -172,7 +175,7 @@ describe('lock file: prompts, resources and resource templates', () => {
   it('keeps prompts named __proto__ and constructor as own entries, and pollutes no prototype', () => {
     let lock = emptyLock('fs');
     for (const name of ['__proto__', 'constructor'])
-      lock = lockOffer(lock, 'prompt', pinOffer({ name, description: name }));
+      lock = lockOffer(lock, 'prompt', pinPromptOrResource({ name, description: name }));
     assert.ok(Object.hasOwn(lock.prompts, '__proto__'), 'an own entry');
     assert.equal(Object.getPrototypeOf(lock.prompts), Object.prototype);
     const text = serializeLockFile(lock);

@@ -15,17 +15,16 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { emptyLock, lockOffer, LockFileError, type LockFile } from '../../src/approvals/lock-file.js';
 import {
-  describeRejectedOffer,
-  listAllRaw,
-  listOffers,
-  MAX_LIST_PAGES,
-  validateOffers,
-  type ServerOffers,
-} from '../../src/gateway/discover-offers.js';
-import { DEFAULT_PAGE_SIZE, pageOf } from '../../src/gateway/list-pages.js';
-import { offerChanges, pinOffer } from '../../src/policy/offer-pin.js';
+  describeRejectedItem,
+  listPromptsAndResources,
+  validatePromptsOrResources,
+  type PromptsAndResources,
+} from '../../src/catalog/discover-prompts-and-resources.js';
+import { DEFAULT_PAGE_SIZE, pageOf } from '../../src/catalog/list-pages.js';
+import { listAll, MAX_LIST_PAGES } from '../../src/catalog/list-all.js';
+import { promptOrResourceChanges, pinPromptOrResource } from '../../src/policy/prompt-resource-pin.js';
 import { loadProfile } from '../../src/profile/load-profile.js';
-import { guardOffers } from '../../src/session/guarded-offers.js';
+import { guardPromptsAndResources } from '../../src/catalog/guarded-prompts-and-resources.js';
 import type { Logger } from '../../src/util/logger.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 
@@ -105,7 +104,7 @@ describe('pageOf', () => {
   });
 });
 
-describe('validateOffers', () => {
+describe('validatePromptsOrResources', () => {
   const prompt = (name: unknown, extra: Record<string, unknown> = {}): Record<string, unknown> => ({ name, ...extra });
   const resource = (uri: unknown, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
     uri,
@@ -127,7 +126,7 @@ describe('validateOffers', () => {
     const before = JSON.stringify(kept);
     const other = prompt('greet');
     const input = [kept, prompt(42), null, 'prompt', prompt('bad_args', { arguments: 'nope' }), other];
-    const { offers, rejected } = validateOffers('prompt', input);
+    const { valid: offers, rejected } = validatePromptsOrResources('prompt', input);
     assert.equal(offers.length, 2);
     assert.equal(offers[0], kept, 'the same object');
     assert.equal(offers[1], other);
@@ -149,7 +148,7 @@ describe('validateOffers', () => {
   it('resources by uri: a missing uri or name, and a non-string uri, are rejected; the rest pass untouched', () => {
     const good = resource('file:///a.txt', { mimeType: 'text/plain', 'x-size-hint': 12 });
     const input = [good, { name: 'no uri' }, { uri: 'file:///b' }, resource(7), resource('file:///c')];
-    const { offers, rejected } = validateOffers('resource', input);
+    const { valid: offers, rejected } = validatePromptsOrResources('resource', input);
     assert.deepEqual(offers, [good, input[4]]);
     assert.equal(offers[0], good);
     assert.deepEqual(
@@ -164,7 +163,7 @@ describe('validateOffers', () => {
 
   it('resource templates by uriTemplate', () => {
     const good = template('file:///{path}', { description: 'any file' });
-    const { offers, rejected } = validateOffers('resourceTemplate', [
+    const { valid: offers, rejected } = validatePromptsOrResources('resourceTemplate', [
       { name: 'no template' },
       good,
       template(['x']),
@@ -193,7 +192,11 @@ describe('validateOffers', () => {
     ];
     for (const [kind, make] of cases) {
       const first = make('dup', { description: 'first' });
-      const { offers, rejected } = validateOffers(kind, [first, make('other'), make('dup', { description: 'second' })]);
+      const { valid: offers, rejected } = validatePromptsOrResources(kind, [
+        first,
+        make('other'),
+        make('dup', { description: 'second' }),
+      ]);
       assert.equal(offers.length, 2, kind);
       assert.equal(offers[0], first, kind);
       assert.deepEqual(
@@ -205,7 +208,10 @@ describe('validateOffers', () => {
   });
 
   it('an invalid first offer does not reserve its key', () => {
-    const { offers, rejected } = validateOffers('prompt', [prompt('x', { arguments: 1 }), prompt('x')]);
+    const { valid: offers, rejected } = validatePromptsOrResources('prompt', [
+      prompt('x', { arguments: 1 }),
+      prompt('x'),
+    ]);
     assert.equal(offers.length, 1);
     assert.deepEqual(
       rejected.map((r) => r.index),
@@ -215,7 +221,11 @@ describe('validateOffers', () => {
 
   it('rejects an empty key and one longer than 2048 characters, and keeps one of exactly 2048', () => {
     const edge = 'p'.repeat(2048);
-    const { offers, rejected } = validateOffers('prompt', [prompt(''), prompt('p'.repeat(2049)), prompt(edge)]);
+    const { valid: offers, rejected } = validatePromptsOrResources('prompt', [
+      prompt(''),
+      prompt('p'.repeat(2049)),
+      prompt(edge),
+    ]);
     assert.deepEqual(
       offers.map((o) => (o as { name: string }).name),
       [edge],
@@ -227,7 +237,7 @@ describe('validateOffers', () => {
         [1, 'name: empty or longer than 2048'],
       ],
     );
-    const uri = validateOffers('resource', [resource('')]);
+    const uri = validatePromptsOrResources('resource', [resource('')]);
     assert.deepEqual(
       uri.rejected.map((r) => r.reason),
       ['uri: empty or longer than 2048'],
@@ -235,11 +245,11 @@ describe('validateOffers', () => {
   });
 
   it('an empty list is fine', () => {
-    assert.deepEqual(validateOffers('resource', []), { offers: [], rejected: [] });
+    assert.deepEqual(validatePromptsOrResources('resource', []), { valid: [], rejected: [] });
   });
 
-  it('describeRejectedOffer renders control characters of the key and reason as escapes', () => {
-    const line = describeRejectedOffer({
+  it('describeRejectedItem renders control characters of the key and reason as escapes', () => {
+    const line = describeRejectedItem({
       kind: 'prompt',
       index: 3,
       key: 'evil\nhintbox: approved\u001b[2K',
@@ -251,7 +261,7 @@ describe('validateOffers', () => {
     );
     assert.doesNotMatch(line, /[\n\u001b\u0007]/, 'no raw control character'); // eslint-disable-line no-control-regex
     assert.equal(
-      describeRejectedOffer({ kind: 'resource', index: 0, reason: 'uri: Required' }),
+      describeRejectedItem({ kind: 'resource', index: 0, reason: 'uri: Required' }),
       'resource #0 left out: uri: Required',
     );
   });
@@ -295,7 +305,7 @@ function paged<F extends string>(field: F, pages: unknown[][], cursors: Array<st
   };
 }
 
-describe('listOffers and listAllRaw against an SDK server', () => {
+describe('listPromptsAndResources and listAll against an SDK server', () => {
   it('follows nextCursor across pages of every kind, validating each offer', async () => {
     const promptCursors: Array<string | undefined> = [];
     const resourceCursors: Array<string | undefined> = [];
@@ -316,11 +326,11 @@ describe('listOffers and listAllRaw against an SDK server', () => {
       );
     });
     try {
-      const raw = await listAllRaw(client, 'prompts/list', 'prompts', 5000);
+      const raw = await listAll(client, 'prompt', 5000);
       assert.deepEqual(raw, promptPages.flat(), 'each item as received');
       assert.deepEqual(promptCursors, [undefined, '1', '2']);
       promptCursors.length = 0;
-      const { offers, rejected } = await listOffers(client, 5000);
+      const { listed: offers, rejected } = await listPromptsAndResources(client, 5000);
       assert.deepEqual(offers, {
         prompts: [{ name: 'a', 'x-vendor': true }, { name: 'b' }, { name: 'c' }],
         resources: resourcePages.flat(),
@@ -348,7 +358,7 @@ describe('listOffers and listAllRaw against an SDK server', () => {
       server.setRequestHandler(ListPromptsRequestSchema, () => ({ prompts: [{ name: 'only' }] }));
     });
     try {
-      const { offers, rejected } = await listOffers(client, 5000);
+      const { listed: offers, rejected } = await listPromptsAndResources(client, 5000);
       assert.deepEqual(offers, { prompts: [{ name: 'only' }], resources: [], resourceTemplates: [] });
       assert.deepEqual(rejected, []);
       assert.deepEqual(methods, [], 'resources/list and resources/templates/list were not asked');
@@ -357,8 +367,8 @@ describe('listOffers and listAllRaw against an SDK server', () => {
     }
     const none = await connected({ tools: {} }, () => {});
     try {
-      assert.deepEqual(await listOffers(none.client, 5000), {
-        offers: { prompts: [], resources: [], resourceTemplates: [] },
+      assert.deepEqual(await listPromptsAndResources(none.client, 5000), {
+        listed: { prompts: [], resources: [], resourceTemplates: [] },
         rejected: [],
       });
       assert.deepEqual(none.methods, []);
@@ -372,7 +382,7 @@ describe('listOffers and listAllRaw against an SDK server', () => {
       server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: [{ uri: 'mem://x', name: 'x' }] }));
     });
     try {
-      const { offers } = await listOffers(client, 5000);
+      const { listed: offers } = await listPromptsAndResources(client, 5000);
       assert.deepEqual(offers, { prompts: [], resources: [{ uri: 'mem://x', name: 'x' }], resourceTemplates: [] });
       assert.deepEqual(methods, ['resources/templates/list'], 'it was asked, and answered Method not found');
     } finally {
@@ -401,7 +411,7 @@ describe('listOffers and listAllRaw against an SDK server', () => {
         server.setRequestHandler(ListResourceTemplatesRequestSchema, fail);
       });
       try {
-        await assert.rejects(listOffers(client, 5000), (e: unknown) => e instanceof McpError, label);
+        await assert.rejects(listPromptsAndResources(client, 5000), (e: unknown) => e instanceof McpError, label);
       } finally {
         await close();
       }
@@ -410,7 +420,7 @@ describe('listOffers and listAllRaw against an SDK server', () => {
     const { client, close } = await connected({ prompts: {} }, () => {});
     try {
       await assert.rejects(
-        listOffers(client, 5000),
+        listPromptsAndResources(client, 5000),
         (e: unknown) => e instanceof McpError && e.code === ErrorCode.MethodNotFound,
       );
     } finally {
@@ -427,7 +437,7 @@ describe('listOffers and listAllRaw against an SDK server', () => {
       });
     });
     try {
-      await assert.rejects(listOffers(client, 5000), {
+      await assert.rejects(listPromptsAndResources(client, 5000), {
         message: `prompts/list returned more than ${MAX_LIST_PAGES} pages`,
       });
       assert.equal(asked, MAX_LIST_PAGES);
@@ -437,7 +447,7 @@ describe('listOffers and listAllRaw against an SDK server', () => {
   });
 });
 
-describe('pinOffer and offerChanges', () => {
+describe('pinPromptOrResource and promptOrResourceChanges', () => {
   const prompt = { name: 'summarize', description: 'Summarize a text', arguments: [{ name: 'text', required: true }] };
 
   it('pins the same definition to the same hash whatever the key order', () => {
@@ -446,44 +456,44 @@ describe('pinOffer and offerChanges', () => {
       description: 'Summarize a text',
       name: 'summarize',
     };
-    const pin = pinOffer(prompt);
+    const pin = pinPromptOrResource(prompt);
     assert.match(pin.hash, /^[0-9a-f]{64}$/);
-    assert.equal(pinOffer(reordered).hash, pin.hash);
+    assert.equal(pinPromptOrResource(reordered).hash, pin.hash);
     assert.deepEqual(pin.definition, prompt);
   });
 
   it('pins a changed description, a changed argument and an added key to other hashes', () => {
-    const hash = pinOffer(prompt).hash;
+    const hash = pinPromptOrResource(prompt).hash;
     const changed = [
       { ...prompt, description: 'Summarize a text.' },
       { ...prompt, arguments: [{ name: 'text', required: false }] },
       { ...prompt, title: 'Summary' },
       { ...prompt, arguments: [...prompt.arguments].reverse().concat({ name: 'extra', required: true }) },
     ];
-    const hashes = changed.map((c) => pinOffer(c).hash);
+    const hashes = changed.map((c) => pinPromptOrResource(c).hash);
     for (const h of hashes) assert.notEqual(h, hash);
     assert.equal(new Set(hashes).size, hashes.length);
   });
 
-  it('offerChanges names each changed pointer with JSON values; a newline shows as \\n', () => {
-    const before = pinOffer(prompt).definition;
-    const after = pinOffer({
+  it('promptOrResourceChanges names each changed pointer with JSON values; a newline shows as \\n', () => {
+    const before = pinPromptOrResource(prompt).definition;
+    const after = pinPromptOrResource({
       ...prompt,
       description: 'Summarize\nhintbox: approved\u001b[2K',
       arguments: [{ name: 'text' }],
       title: 'New',
     }).definition;
-    assert.deepEqual(offerChanges(before, after), [
+    assert.deepEqual(promptOrResourceChanges(before, after), [
       'arguments/0/required: true → (absent)',
       'description: "Summarize a text" → "Summarize\\nhintbox: approved\\u001b[2K"',
       'title: (absent) → "New"',
     ]);
-    assert.deepEqual(offerChanges(before, before), []);
-    assert.deepEqual(offerChanges('a', 'b'), ['(definition): "a" → "b"']);
+    assert.deepEqual(promptOrResourceChanges(before, before), []);
+    assert.deepEqual(promptOrResourceChanges('a', 'b'), ['(definition): "a" → "b"']);
   });
 });
 
-describe('guardOffers', () => {
+describe('guardPromptsAndResources', () => {
   function profileOf(trust: 'trusted' | 'untrusted') {
     const dir = scratchFolder('hintbox-guard-offers-');
     mkdirSync(path.join(dir, 'data'));
@@ -512,24 +522,24 @@ describe('guardOffers', () => {
   const prompt = { name: 'summarize', description: 'Summarize a text' };
   const resource = { uri: 'file:///data/a.txt', name: 'a', description: 'A file' };
   const template = { uriTemplate: 'file:///data/{path}', name: 'any file' };
-  const offers: ServerOffers = { prompts: [prompt], resources: [resource], resourceTemplates: [template] };
+  const offers: PromptsAndResources = { prompts: [prompt], resources: [resource], resourceTemplates: [template] };
 
   function lockOf(...pins: Array<['prompt' | 'resource' | 'resourceTemplate', object]>): LockFile {
     let lock = emptyLock('fs');
-    for (const [kind, offer] of pins) lock = lockOffer(lock, kind, pinOffer(offer));
+    for (const [kind, offer] of pins) lock = lockOffer(lock, kind, pinPromptOrResource(offer));
     return lock;
   }
 
   function guard(
     trust: 'trusted' | 'untrusted',
-    shown: ServerOffers,
+    shown: PromptsAndResources,
     lock: LockFile | undefined | (() => LockFile | undefined),
     firstSeen = new Map<string, string>(),
   ) {
     const log = collectingLogger();
-    const visible = guardOffers({
+    const visible = guardPromptsAndResources({
       profile: profileOf(trust),
-      offers: shown,
+      listed: shown,
       readLock: typeof lock === 'function' ? lock : () => lock,
       firstSeen,
       log,
@@ -549,7 +559,7 @@ describe('guardOffers', () => {
   });
 
   it('hides a changed offer, whatever the trust, and logs its key only, never its text', () => {
-    const changed: ServerOffers = {
+    const changed: PromptsAndResources = {
       prompts: [{ ...prompt, description: SECRET }],
       resources: [resource],
       resourceTemplates: [{ ...template, description: SECRET }],

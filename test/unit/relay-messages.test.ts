@@ -51,7 +51,7 @@ describe('what a server sends on reaches the client rebuilt', () => {
 });
 
 describe('the checks of a read', () => {
-  const shown = { prompt: (n: string) => n === 'shown', resourceRef: (u: string) => u === 'note://{id}' };
+  const shown = { showsPrompt: (n: string) => n === 'shown', showsResourceRef: (u: string) => u === 'note://{id}' };
 
   it('refuses what is not shown, and any completion reference MCP does not have', () => {
     assert.equal(readRefusal('prompts/get', { name: 'shown' }, shown), undefined);

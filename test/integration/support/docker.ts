@@ -29,6 +29,7 @@ export const EGRESS_IMAGE = 'hintbox-test/egress:latest';
 export const FAULTY_IMAGE = 'hintbox-test/faulty:latest';
 export const KEEPER_IMAGE = 'hintbox-test/keeper:latest';
 export const SQUATTER_IMAGE = 'hintbox-test/squatter:latest';
+export const FLOOD_IMAGE = 'hintbox-test/flood:latest';
 export const CANARY_IMAGE = NODE_SERVER_IMAGE;
 
 export const HOSTNAME = os.hostname();
@@ -136,6 +137,9 @@ export const ensureKeeperImage = fixtureImage('keeper', KEEPER_IMAGE, { NODE_SER
 
 /** The fixture with a writable image VOLUME that listens for and connects to neighbours (test/fixtures/squatter). */
 export const ensureSquatterImage = fixtureImage('squatter', SQUATTER_IMAGE, { NODE_SERVER_IMAGE }, ensureTestImages);
+
+/** The fixture whose lists hold a million items, made page by page (test/fixtures/flood). */
+export const ensureFloodImage = fixtureImage('flood', FLOOD_IMAGE, { NODE_SERVER_IMAGE }, ensureTestImages);
 
 /**
  * The host's address on the engine's default bridge, as a container there sees it. A canary

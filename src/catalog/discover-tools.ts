@@ -1,8 +1,8 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ToolSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { z } from 'zod';
 import { pinTool } from '../policy/tool-pin.js';
 import { renderServerText } from '../util/render-server-text.js';
+import { listAll } from './list-all.js';
 
 /** A tool the server listed that cannot be used, and why. */
 export interface RejectedTool {
@@ -24,11 +24,6 @@ export interface DiscoveredTools {
  * pass for another tool (invisible or look-alike characters).
  */
 export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
-
-const RawListResult = z.looseObject({
-  tools: z.array(z.unknown()),
-  nextCursor: z.string().optional(),
-});
 
 /**
  * Validates each listed tool on its own: one malformed tool is reported and left out, the
@@ -85,17 +80,7 @@ export function describeRejected(r: RejectedTool): string {
   return `tool #${r.index}${name} left out: ${renderServerText(r.reason)}`;
 }
 
-/** `tools/list` with pagination, keeping each tool as received. */
-export async function listToolsRaw(client: Client, timeoutMs: number): Promise<unknown[]> {
-  const all: unknown[] = [];
-  let cursor: string | undefined;
-  for (let page = 0; page < 100; page++) {
-    const result = await client.request({ method: 'tools/list', params: cursor ? { cursor } : {} }, RawListResult, {
-      timeout: timeoutMs,
-    });
-    all.push(...result.tools);
-    cursor = result.nextCursor;
-    if (!cursor) return all;
-  }
-  throw new Error('tools/list returned more than 100 pages');
+/** A server's tools (`tools/list`, every page, capped as every list is: `listAll`), each validated on its own. */
+export async function listTools(client: Client, timeoutMs: number): Promise<DiscoveredTools> {
+  return validateTools(await listAll(client, 'tool', timeoutMs));
 }

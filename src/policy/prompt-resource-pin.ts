@@ -10,12 +10,12 @@ import { canonicalJson, jsonDifferences, toJsonValue, type JsonValue } from './t
  */
 
 /** The kinds of offers: a prompt is known by its `name`, a resource by its `uri`, a template by its `uriTemplate`. */
-export type OfferKind = 'prompt' | 'resource' | 'resourceTemplate';
+export type PromptOrResourceKind = 'prompt' | 'resource' | 'resourceTemplate';
 
-export const OFFER_KINDS: readonly OfferKind[] = ['prompt', 'resource', 'resourceTemplate'];
+export const PROMPT_RESOURCE_KINDS: readonly PromptOrResourceKind[] = ['prompt', 'resource', 'resourceTemplate'];
 
 /** The field each kind is known by. */
-export const OFFER_KEY_FIELD: Readonly<Record<OfferKind, string>> = Object.freeze({
+export const KEY_FIELD: Readonly<Record<PromptOrResourceKind, string>> = Object.freeze({
   prompt: 'name',
   resource: 'uri',
   resourceTemplate: 'uriTemplate',
@@ -25,39 +25,39 @@ export const OFFER_KEY_FIELD: Readonly<Record<OfferKind, string>> = Object.freez
  * The field of each kind: in a server's list answer (`prompts/list` → `prompts`), in hintbox's
  * listing of them, and the lock file's section.
  */
-export const OFFER_FIELD = Object.freeze({
+export const LIST_FIELD = Object.freeze({
   prompt: 'prompts',
   resource: 'resources',
   resourceTemplate: 'resourceTemplates',
 } as const);
 
 /** How people and the lock file name each kind. */
-export const OFFER_LABEL: Readonly<Record<OfferKind, string>> = Object.freeze({
+export const KIND_LABEL: Readonly<Record<PromptOrResourceKind, string>> = Object.freeze({
   prompt: 'prompt',
   resource: 'resource',
   resourceTemplate: 'resource template',
 });
 
 /** The key an offer is known by. */
-export function offerKey(kind: OfferKind, offer: object): string {
-  return String((offer as Record<string, unknown>)[OFFER_KEY_FIELD[kind]]);
+export function keyOf(kind: PromptOrResourceKind, offer: object): string {
+  return String((offer as Record<string, unknown>)[KEY_FIELD[kind]]);
 }
 
 /** A pinned offer: its definition in the JSON data model, and its hash. */
-export interface OfferPin {
+export interface PromptOrResourcePin {
   /** Lower-case hex SHA-256 of the canonical JSON of `definition`. */
   hash: string;
   definition: { [key: string]: JsonValue };
 }
 
 /** The pin of an offer's whole definition as listed. */
-export function pinOffer(offer: object): OfferPin {
+export function pinPromptOrResource(offer: object): PromptOrResourcePin {
   const definition = toJsonValue(offer) as { [key: string]: JsonValue };
-  return { hash: offerHash(definition), definition };
+  return { hash: promptOrResourceHash(definition), definition };
 }
 
 /** SHA-256 (hex) of a definition's canonical JSON. */
-export function offerHash(definition: JsonValue): string {
+export function promptOrResourceHash(definition: JsonValue): string {
   return createHash('sha256').update(canonicalJson(definition), 'utf8').digest('hex');
 }
 
@@ -65,7 +65,7 @@ export function offerHash(definition: JsonValue): string {
  * Lines for `hintbox approve`: where an offer's approved and current definitions differ, with
  * values as JSON (control characters a server put in show as escapes).
  */
-export function offerChanges(approved: JsonValue, current: JsonValue): string[] {
+export function promptOrResourceChanges(approved: JsonValue, current: JsonValue): string[] {
   const show = (value: JsonValue | undefined): string => (value === undefined ? '(absent)' : JSON.stringify(value));
   return jsonDifferences(approved, current).map(
     (d) => `${d.pointer.slice(1) || '(definition)'}: ${show(d.before)} → ${show(d.after)}`,

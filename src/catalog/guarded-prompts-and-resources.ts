@@ -1,7 +1,14 @@
 import type { LockFile } from '../approvals/lock-file.js';
 import { lockedOffer } from '../approvals/lock-file.js';
-import type { ServerOffers } from '../gateway/discover-offers.js';
-import { OFFER_FIELD, OFFER_KINDS, OFFER_LABEL, offerKey, pinOffer, type OfferKind } from '../policy/offer-pin.js';
+import type { PromptsAndResources } from './discover-prompts-and-resources.js';
+import {
+  LIST_FIELD,
+  PROMPT_RESOURCE_KINDS,
+  KIND_LABEL,
+  keyOf,
+  pinPromptOrResource,
+  type PromptOrResourceKind,
+} from '../policy/prompt-resource-pin.js';
 import type { Profile } from '../profile/load-profile.js';
 import type { Logger } from '../util/logger.js';
 import { renderServerText } from '../util/render-server-text.js';
@@ -18,23 +25,23 @@ import { renderServerText } from '../util/render-server-text.js';
  * - a lock file that cannot be read: every one is hidden (fail closed).
  * Returns what is shown; what is hidden is logged by key (never its text).
  */
-export function guardOffers(options: {
+export function guardPromptsAndResources(options: {
   profile: Profile;
   /** Whether the server is trusted now (the profile's trust, until it breaks a hint). Default: the profile's. */
   trusted?: boolean;
-  offers: ServerOffers;
+  listed: PromptsAndResources;
   /** Reads the lock file now: undefined when there is none; throws when it cannot be read. */
   readLock: () => LockFile | undefined;
   /** A trusted server's offers as first listed in this run, by kind and key: their hashes. */
   firstSeen: Map<string, string>;
   log: Logger;
-}): ServerOffers {
-  const { profile, offers, firstSeen, log } = options;
+}): PromptsAndResources {
+  const { profile, listed, firstSeen, log } = options;
   let lock: LockFile | undefined;
   try {
     lock = options.readLock();
   } catch (error) {
-    const count = OFFER_KINDS.reduce((n, kind) => n + offers[OFFER_FIELD[kind]].length, 0);
+    const count = PROMPT_RESOURCE_KINDS.reduce((n, kind) => n + listed[LIST_FIELD[kind]].length, 0);
     if (count) log.error(`cannot read the lock file: ${(error as Error).message}; every prompt and resource is hidden`);
     return { prompts: [], resources: [], resourceTemplates: [] };
   }
@@ -42,24 +49,24 @@ export function guardOffers(options: {
   const trusted = options.trusted ?? profile.trust === 'trusted';
   const trustOnFirstUse = trusted && lock === undefined;
   const hidden: string[] = [];
-  const shown = (kind: OfferKind, offer: object): boolean => {
-    const key = offerKey(kind, offer);
-    const { hash } = pinOffer(offer);
+  const shown = (kind: PromptOrResourceKind, offer: object): boolean => {
+    const key = keyOf(kind, offer);
+    const { hash } = pinPromptOrResource(offer);
     const seenKey = `${kind}\u0000${key}`;
     if (trustOnFirstUse && !firstSeen.has(seenKey)) firstSeen.set(seenKey, hash);
     const approved = trustOnFirstUse ? firstSeen.get(seenKey) : lock ? lockedOffer(lock, kind, key)?.sha256 : undefined;
     const visible = approved === undefined ? trusted : approved === hash;
     if (!visible) {
       hidden.push(
-        `${OFFER_LABEL[kind]} ${renderServerText(key)} (${approved === undefined ? 'not approved' : 'changed since approved'})`,
+        `${KIND_LABEL[kind]} ${renderServerText(key)} (${approved === undefined ? 'not approved' : 'changed since approved'})`,
       );
     }
     return visible;
   };
-  const visible: ServerOffers = {
-    prompts: offers.prompts.filter((p) => shown('prompt', p)),
-    resources: offers.resources.filter((r) => shown('resource', r)),
-    resourceTemplates: offers.resourceTemplates.filter((t) => shown('resourceTemplate', t)),
+  const visible: PromptsAndResources = {
+    prompts: listed.prompts.filter((p) => shown('prompt', p)),
+    resources: listed.resources.filter((r) => shown('resource', r)),
+    resourceTemplates: listed.resourceTemplates.filter((t) => shown('resourceTemplate', t)),
   };
   if (hidden.length) {
     const shownHidden = hidden.length > 10 ? [...hidden.slice(0, 10), `and ${hidden.length - 10} more`] : hidden;

@@ -9,9 +9,16 @@ import {
   type Resource,
   type ResourceTemplate,
 } from '@modelcontextprotocol/sdk/types.js';
-import { z } from 'zod';
-import { OFFER_FIELD, OFFER_KEY_FIELD, OFFER_KINDS, pinOffer, type OfferKind } from '../policy/offer-pin.js';
+import type { z } from 'zod';
+import {
+  LIST_FIELD,
+  KEY_FIELD,
+  PROMPT_RESOURCE_KINDS,
+  pinPromptOrResource,
+  type PromptOrResourceKind,
+} from '../policy/prompt-resource-pin.js';
 import { renderServerText } from '../util/render-server-text.js';
+import { listAll } from './list-all.js';
 
 /**
  * What a server offers besides tools: prompts, resources and resource templates, listed at
@@ -20,26 +27,30 @@ import { renderServerText } from '../util/render-server-text.js';
  * tools' (`policy/offer-pin.ts`); what a resource holds is data and is not.
  */
 
-export type { OfferKind } from '../policy/offer-pin.js';
+export type { PromptOrResourceKind } from '../policy/prompt-resource-pin.js';
 
-export interface ServerOffers {
+export interface PromptsAndResources {
   prompts: Prompt[];
   resources: Resource[];
   resourceTemplates: ResourceTemplate[];
 }
 
-export const NO_OFFERS: ServerOffers = Object.freeze({ prompts: [], resources: [], resourceTemplates: [] });
+export const NO_PROMPTS_OR_RESOURCES: PromptsAndResources = Object.freeze({
+  prompts: [],
+  resources: [],
+  resourceTemplates: [],
+});
 
-/** How each kind is listed and validated (its answer's field: `OFFER_FIELD`; its key: `OFFER_KEY_FIELD`). */
-export const OFFER_LISTS = {
-  prompt: { method: 'prompts/list', schema: PromptSchema },
-  resource: { method: 'resources/list', schema: ResourceSchema },
-  resourceTemplate: { method: 'resources/templates/list', schema: ResourceTemplateSchema },
-} as const satisfies Record<OfferKind, { method: string; schema: z.ZodType }>;
+/** How each kind is validated (listed by `listAll`; its answer's field: `LIST_FIELD`; its key: `KEY_FIELD`). */
+const SCHEMAS = {
+  prompt: PromptSchema,
+  resource: ResourceSchema,
+  resourceTemplate: ResourceTemplateSchema,
+} as const satisfies Record<PromptOrResourceKind, z.ZodType>;
 
 /** An offer the server listed that cannot be used, and why. */
-export interface RejectedOffer {
-  kind: OfferKind;
+export interface RejectedItem {
+  kind: PromptOrResourceKind;
   index: number;
   key?: string;
   reason: string;
@@ -53,14 +64,14 @@ const MAX_KEY_LENGTH = 2048;
  * not know): a malformed one, one with an empty or overlong key, or a duplicate key is
  * reported and left out; the others pass untouched. Pure.
  */
-export function validateOffers<K extends OfferKind>(
+export function validatePromptsOrResources<K extends PromptOrResourceKind>(
   kind: K,
   raw: readonly unknown[],
-): { offers: object[]; rejected: RejectedOffer[] } {
-  const { schema } = OFFER_LISTS[kind];
-  const keyField = OFFER_KEY_FIELD[kind];
-  const offers: object[] = [];
-  const rejected: RejectedOffer[] = [];
+): { valid: object[]; rejected: RejectedItem[] } {
+  const schema = SCHEMAS[kind];
+  const keyField = KEY_FIELD[kind];
+  const valid: object[] = [];
+  const rejected: RejectedItem[] = [];
   const seen = new Set<string>();
   raw.forEach((candidate, index) => {
     const parsed = (schema as z.ZodType).safeParse(candidate);
@@ -80,15 +91,15 @@ export function validateOffers<K extends OfferKind>(
       rejected.push({ kind, index, key, reason: 'its definition cannot be pinned (nested too deep)' });
     } else {
       seen.add(key);
-      offers.push(candidate as object);
+      valid.push(candidate as object);
     }
   });
-  return { offers, rejected };
+  return { valid, rejected };
 }
 
 function pinnable(offer: object): boolean {
   try {
-    pinOffer(offer);
+    pinPromptOrResource(offer);
     return true;
   } catch {
     return false;
@@ -96,34 +107,9 @@ function pinnable(offer: object): boolean {
 }
 
 /** `prompt #3 (name) left out: reason`, for the log: the server's text rendered for a person. */
-export function describeRejectedOffer(r: RejectedOffer): string {
+export function describeRejectedItem(r: RejectedItem): string {
   const key = r.key !== undefined ? ` (${renderServerText(r.key)})` : '';
   return `${r.kind} #${r.index}${key} left out: ${renderServerText(r.reason)}`;
-}
-
-/** At most this many pages of one list are read from a server. */
-export const MAX_LIST_PAGES = 100;
-/** At most this many items of one kind: each is pinned and compared at every listing. */
-export const MAX_LISTED_ITEMS = 10_000;
-
-/**
- * A list request followed through its pages (`nextCursor`), each item as received. A server
- * that pages without end (or repeats a cursor) is stopped at {@link MAX_LIST_PAGES}.
- */
-export async function listAllRaw(client: Client, method: string, field: string, timeoutMs: number): Promise<unknown[]> {
-  const page = z.looseObject({ [field]: z.array(z.unknown()), nextCursor: z.string().optional() });
-  const all: unknown[] = [];
-  let cursor: string | undefined;
-  for (let n = 0; n < MAX_LIST_PAGES; n++) {
-    const result = (await client.request({ method, params: cursor ? { cursor } : {} }, page, {
-      timeout: timeoutMs,
-    })) as Record<string, unknown> & { nextCursor?: string };
-    all.push(...(result[field] as unknown[]));
-    if (all.length > MAX_LISTED_ITEMS) throw new Error(`${method} listed more than ${MAX_LISTED_ITEMS} items`);
-    cursor = result.nextCursor;
-    if (!cursor) return all;
-  }
-  throw new Error(`${method} returned more than ${MAX_LIST_PAGES} pages`);
 }
 
 /**
@@ -131,28 +117,27 @@ export async function listAllRaw(client: Client, method: string, field: string, 
  * kind it did not declare is empty. A kind whose listing fails is an error: the server said it
  * offers it.
  */
-export async function listOffers(
+export async function listPromptsAndResources(
   client: Client,
   timeoutMs: number,
-): Promise<{ offers: ServerOffers; rejected: RejectedOffer[] }> {
+): Promise<{ listed: PromptsAndResources; rejected: RejectedItem[] }> {
   const capabilities = client.getServerCapabilities() ?? {};
-  const offers: ServerOffers = { prompts: [], resources: [], resourceTemplates: [] };
-  const rejected: RejectedOffer[] = [];
-  for (const kind of OFFER_KINDS) {
+  const listed: PromptsAndResources = { prompts: [], resources: [], resourceTemplates: [] };
+  const rejected: RejectedItem[] = [];
+  for (const kind of PROMPT_RESOURCE_KINDS) {
     const declared = kind === 'prompt' ? capabilities.prompts : capabilities.resources;
     if (!declared) continue;
-    const list = OFFER_LISTS[kind];
     let raw: unknown[];
     try {
-      raw = await listAllRaw(client, list.method, OFFER_FIELD[kind], timeoutMs);
+      raw = await listAll(client, kind, timeoutMs);
     } catch (error) {
       // Templates are optional even for a server with resources (a server may not know the method).
       if (kind === 'resourceTemplate' && error instanceof McpError && error.code === ErrorCode.MethodNotFound) continue;
       throw error;
     }
-    const valid = validateOffers(kind, raw);
-    (offers[OFFER_FIELD[kind]] as object[]) = valid.offers;
+    const valid = validatePromptsOrResources(kind, raw);
+    (listed[LIST_FIELD[kind]] as object[]) = valid.valid;
     rejected.push(...valid.rejected);
   }
-  return { offers, rejected };
+  return { listed, rejected };
 }

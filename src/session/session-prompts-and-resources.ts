@@ -1,12 +1,12 @@
 import { lockedOffers, type LockFile } from '../approvals/lock-file.js';
 import type { AuditLog } from '../audit/audit-record.js';
 import {
-  describeRejectedOffer,
-  listOffers,
-  NO_OFFERS,
-  type RejectedOffer,
-  type ServerOffers,
-} from '../gateway/discover-offers.js';
+  describeRejectedItem,
+  listPromptsAndResources,
+  NO_PROMPTS_OR_RESOURCES,
+  type RejectedItem,
+  type PromptsAndResources,
+} from '../catalog/discover-prompts-and-resources.js';
 import type { Gateway, GatewayOptions, RequestAuditEvent, Upstream } from '../gateway/gateway.js';
 import { sandboxRoots } from '../gateway/server-requests.js';
 import { sandboxId, strictestGrant } from '../policy/plan-sandboxes.js';
@@ -15,23 +15,21 @@ import type { GatewaySettings } from './session-options.js';
 import type { Profile } from '../profile/load-profile.js';
 import type { ServerTrustState } from '../policy/server-trust.js';
 import type { Logger } from '../util/logger.js';
-import { guardOffers } from './guarded-offers.js';
+import { guardPromptsAndResources } from '../catalog/guarded-prompts-and-resources.js';
 import { callerFields, type Caller } from '../util/caller-identity.js';
 
 /**
  * A session's prompts, resources and resource templates: listed at discovery and again when
- * the server says they changed, shown to the client as approved (`guarded-offers.ts`), served
+ * the server says they changed, shown to the client as approved (`catalog/guarded-prompts-and-resources.ts`), served
  * by the strictest sandbox. Their reads and the server's requests of the client are recorded
  * in the audit trail with the session's id.
  */
-export class SessionOffers {
+export class SessionPromptsAndResources {
   /** As the server listed them last (valid ones). */
-  offers: ServerOffers = NO_OFFERS;
-  rejected: RejectedOffer[] = [];
+  listed: PromptsAndResources = NO_PROMPTS_OR_RESOURCES;
+  rejected: RejectedItem[] = [];
   /** A trusted server without a lock file: its offers as first listed in this run (trust on first use). */
   private readonly firstSeen = new Map<string, string>();
-  /** The discovery sandbox announced a change before the gateway listened to it. */
-  private changedBeforeServed?: Upstream;
 
   constructor(
     private readonly options: {
@@ -48,20 +46,20 @@ export class SessionOffers {
 
   /** What a cold start serves until the server is verified: the locked ones. */
   adoptLocked(lock: LockFile): void {
-    this.offers = {
-      prompts: lockedOffers(lock, 'prompt') as ServerOffers['prompts'],
-      resources: lockedOffers(lock, 'resource') as ServerOffers['resources'],
-      resourceTemplates: lockedOffers(lock, 'resourceTemplate') as ServerOffers['resourceTemplates'],
+    this.listed = {
+      prompts: lockedOffers(lock, 'prompt') as PromptsAndResources['prompts'],
+      resources: lockedOffers(lock, 'resource') as PromptsAndResources['resources'],
+      resourceTemplates: lockedOffers(lock, 'resourceTemplate') as PromptsAndResources['resourceTemplates'],
     };
   }
 
   /** Lists what the server offers (the kinds it declared), validated; a malformed one is logged and left out. */
   async list(from: Upstream): Promise<void> {
-    const { offers, rejected } = await listOffers(from.client, this.options.timeoutMs());
+    const { listed, rejected } = await listPromptsAndResources(from.client, this.options.timeoutMs());
     // At most 10 lines, however many the server made malformed.
-    for (const r of rejected.slice(0, 10)) this.options.log.warn(describeRejectedOffer(r));
+    for (const r of rejected.slice(0, 10)) this.options.log.warn(describeRejectedItem(r));
     if (rejected.length > 10) this.options.log.warn(`and ${rejected.length - 10} more prompts or resources left out`);
-    this.offers = offers;
+    this.listed = listed;
     this.rejected = rejected;
   }
 
@@ -72,34 +70,20 @@ export class SessionOffers {
   }
 
   /** What the client may see: approved ones only, with approvals; all of them without (tests of routing). */
-  visible(approvals: (() => LockFile | undefined) | undefined): ServerOffers {
-    if (!approvals) return this.offers;
-    return guardOffers({
+  visible(approvals: (() => LockFile | undefined) | undefined): PromptsAndResources {
+    if (!approvals) return this.listed;
+    return guardPromptsAndResources({
       profile: this.options.profile,
       trusted: this.options.trust.current === 'trusted',
-      offers: this.offers,
+      listed: this.listed,
       readLock: approvals,
       firstSeen: this.firstSeen,
       log: this.options.log,
     });
   }
 
-  /**
-   * Before the gateway listens to the discovery sandbox: notes its announcement that its prompts
-   * or resources changed (true: taken), so that they are listed again before they are served.
-   */
-  changedEarly(message: object, from: Upstream): boolean {
-    const { method } = message as { method?: unknown };
-    const changed =
-      method === 'notifications/prompts/list_changed' || method === 'notifications/resources/list_changed';
-    if (changed) this.changedBeforeServed = from;
-    return changed;
-  }
-
-  /** Lists again when the server announced a change before they were served (see `changedEarly`). */
-  async listAgainIfChanged(): Promise<void> {
-    const from = this.changedBeforeServed;
-    this.changedBeforeServed = undefined;
+  /** Lists again from the sandbox that announced a change before they were served (if one did). */
+  async listAgainIfChanged(from: Upstream | undefined): Promise<void> {
     if (!from?.forwarded.connected) return;
     try {
       await this.relist(from);
@@ -112,7 +96,7 @@ export class SessionOffers {
   async relist(from: Upstream): Promise<void> {
     await this.list(from);
     for (const { gateway, approvals } of [...this.options.served()])
-      await gateway.updateOffers(this.visible(approvals));
+      await gateway.updatePromptsAndResources(this.visible(approvals));
   }
 
   /** The server lost trust: what it shows is what a person approved, from now on. */
@@ -121,7 +105,7 @@ export class SessionOffers {
       for (const { gateway, approvals } of this.options.served()) {
         // What it may no longer ask (sampling, links) is withdrawn from the client too.
         gateway.withdrawRefusedServerRequests();
-        void gateway.updateOffers(this.visible(approvals));
+        void gateway.updatePromptsAndResources(this.visible(approvals));
       }
     } catch (error) {
       this.options.log.error(
@@ -133,11 +117,11 @@ export class SessionOffers {
   /** What the gateway needs of them: what is shown, where reads run, what the server may ask, the audit. */
   gatewayOptions(
     settings: GatewaySettings,
-  ): Pick<GatewayOptions, 'offers' | 'readSandbox' | 'serverRequests' | 'roots' | 'recordRequest'> {
+  ): Pick<GatewayOptions, 'promptsAndResources' | 'readSandbox' | 'serverRequests' | 'roots' | 'recordRequest'> {
     const { profile } = this.options;
     const recordRequest = this.recorder(settings.audit, settings.caller);
     return {
-      offers: this.visible(settings.approvals),
+      promptsAndResources: this.visible(settings.approvals),
       // Reads change nothing by definition: the strictest sandbox serves them, whatever the server claims.
       readSandbox: sandboxId(strictestGrant(ceilingOf(profile))),
       // Sampling and links for the person as the profile says, and never once the server broke a hint.
