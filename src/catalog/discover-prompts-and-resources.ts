@@ -24,7 +24,7 @@ import { listAll } from './list-all.js';
  * What a server offers besides tools: prompts, resources and resource templates, listed at
  * discovery (and again when the server says they changed), each validated on its own and kept
  * exactly as received, like tools (`discover-tools.ts`). Their definitions are pinned like
- * tools' (`policy/offer-pin.ts`); what a resource holds is data and is not.
+ * tools' (`policy/prompt-resource-pin.ts`); what a resource holds is data and is not.
  */
 
 export type { PromptOrResourceKind } from '../policy/prompt-resource-pin.js';

@@ -210,7 +210,7 @@ export class HintboxSession implements AsyncDisposable {
   createGateway(settings: GatewaySettings = {}): Promise<Gateway> {
     const { log } = this.options;
     const { routed, guarded } = this.routes(settings);
-    const gatekeeper = sessionGuardOf({
+    const guard = sessionGuardOf({
       profile: this.profile,
       session: this.sessionId,
       trust: this.trust,
@@ -243,10 +243,10 @@ export class HintboxSession implements AsyncDisposable {
       log,
       callTimeoutMs: this.profile.timeouts.call * 1000,
       ...(instructions ? { instructions } : {}),
-      ...(gatekeeper ? { guard: gatekeeper } : {}),
+      ...(guard ? { guard } : {}),
       onDeadline: databaseCallHooks(() => this.sandboxes.database, log).onDeadline,
     });
-    this.gateways.set(gateway, { settings, ...(gatekeeper ? { guard: gatekeeper } : {}) });
+    this.gateways.set(gateway, { settings, ...(guard ? { guard } : {}) });
     return (verified ? Promise.resolve() : this.listAgainIfChanged()).then(() => gateway);
   }
 

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { assertNoLeftovers, ensureFloodImage, FLOOD_IMAGE } from './support/docker.js';
+import { it } from 'node:test';
+import { ensureFloodImage, FLOOD_IMAGE } from './support/docker.js';
 import { hintboxCommand, runHintbox, writeProfile } from './support/hintbox-process.js';
+import { integrationSuite } from './support/suite.js';
 
 /** The cap of every list hintbox reads from a server (tools, prompts, resources, templates). */
 const CAP = 10_000;
@@ -13,10 +14,7 @@ const CAP = 10_000;
  * Before the cap covered tools, `hintbox plan` read all 100 pages (1,000,000 tools, 1.2 GB
  * resident, 78 s) and then died of "Maximum call stack size exceeded".
  */
-describe('a server that lists a million items', { timeout: 300_000 }, () => {
-  before(ensureFloodImage);
-  after(assertNoLeftovers);
-
+integrationSuite('a server that lists a million items', { timeout: 300_000, images: [ensureFloodImage] }, () => {
   const profile = (lists: string): string =>
     writeProfile({
       name: `flood-${process.pid}-${lists.replace(/\W/g, '')}`,
@@ -26,6 +24,7 @@ describe('a server that lists a million items', { timeout: 300_000 }, () => {
       timeouts: { start: 60 },
     });
 
+  // proves: CATALOG-LIST-CAP
   it('lists no more than 10,000 of its tools: the start fails naming tools/list, after two pages', async () => {
     const started = Date.now();
     const { code, stderr } = await hintboxCommand(['plan', profile('tools')]);
@@ -39,6 +38,7 @@ describe('a server that lists a million items', { timeout: 300_000 }, () => {
     assert.ok(seconds < 60, `took ${seconds} s`);
   });
 
+  // proves: CATALOG-LIST-CAP
   it('lists no more than 10,000 resource templates either: one rule for every kind', async () => {
     await assert.rejects(
       runHintbox(profile('templates')),

@@ -59,6 +59,7 @@ describe('listAll: one cap for tools, prompts, resources and templates', () => {
     });
   }
 
+  // proves: CATALOG-LIST-CAP
   it('one page of a million items fails too (and does not overflow the stack on the way)', async () => {
     const flood = await flooding('tool', 1_000_000, 1_000_000);
     try {
