@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import {
-  LIST_FIELD as OFFER_FIELD,
-  promptOrResourceHash as offerHash,
-  KEY_FIELD as OFFER_KEY_FIELD,
-  type PromptOrResourceKind as OfferKind,
+  LIST_FIELD,
+  promptOrResourceHash,
+  KEY_FIELD,
+  type PromptOrResourceKind,
 } from '../policy/prompt-resource-pin.js';
 import { pinHash, type JsonValue, type PinnedDefinition } from '../policy/tool-pin.js';
 
@@ -73,7 +73,7 @@ const ENTRY = 'expected { sha256, definition }';
 export const LockedToolSchema = z.object({ sha256, definition: definitionOf<PinnedDefinition>() }, { error: ENTRY });
 
 /** An approved prompt, resource or resource template. */
-export const LockedOfferSchema = z.object(
+export const LockedPromptOrResourceSchema = z.object(
   { sha256, definition: definitionOf<{ [key: string]: JsonValue }>() },
   { error: ENTRY },
 );
@@ -87,21 +87,21 @@ const checkTool: EntryCheck<z.output<typeof LockedToolSchema>> = (name, { sha256
   return undefined;
 };
 
-const checkOffer =
-  (kind: OfferKind): EntryCheck<z.output<typeof LockedOfferSchema>> =>
+const checkPromptOrResource =
+  (kind: PromptOrResourceKind): EntryCheck<z.output<typeof LockedPromptOrResourceSchema>> =>
   (key, { sha256, definition }) => {
-    // The field itself, not `offerKey` (which is `String(…)`: a name 123 or none would pass as "123" or "undefined").
-    const own = definition[OFFER_KEY_FIELD[kind]];
+    // The field itself, not `keyOf` (which is `String(…)`: a name 123 or none would pass as "123" or "undefined").
+    const own = definition[KEY_FIELD[kind]];
     if (own !== key) return { at: 'definition', message: `is of ${String(JSON.stringify(own))}` };
-    if (offerHash(definition) !== sha256) {
+    if (promptOrResourceHash(definition) !== sha256) {
       return { at: 'sha256', message: 'is not the SHA-256 of its definition (edited by hand?): approve it again' };
     }
     return undefined;
   };
 
-/** A section of offers: absent while empty, so older lock files read the same. */
-const offers = (kind: OfferKind) =>
-  section(LockedOfferSchema, checkOffer(kind))
+/** A section of prompts, resources or templates: absent while empty, so older lock files read the same. */
+const listedSection = (kind: PromptOrResourceKind) =>
+  section(LockedPromptOrResourceSchema, checkPromptOrResource(kind))
     .optional()
     .transform((entries) => entries ?? {});
 
@@ -133,16 +133,16 @@ export const LockFileSchema = z.object({
   /** By tool name. */
   tools: section(LockedToolSchema, checkTool),
   /** By prompt name; sections of offers are left out while empty, so older lock files read the same. */
-  [OFFER_FIELD.prompt]: offers('prompt'),
+  [LIST_FIELD.prompt]: listedSection('prompt'),
   /** By URI. */
-  [OFFER_FIELD.resource]: offers('resource'),
+  [LIST_FIELD.resource]: listedSection('resource'),
   /** By URI template. */
-  [OFFER_FIELD.resourceTemplate]: offers('resourceTemplate'),
+  [LIST_FIELD.resourceTemplate]: listedSection('resourceTemplate'),
 });
 
 export type LockFile = z.output<typeof LockFileSchema>;
 export type LockedTool = z.output<typeof LockedToolSchema>;
-export type LockedOffer = z.output<typeof LockedOfferSchema>;
+export type LockedPromptOrResource = z.output<typeof LockedPromptOrResourceSchema>;
 
 /** The schema of the lock of one server: another server's lock is refused, naming both. */
 export function lockFileSchemaOf(server: string) {

@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
-  LIST_FIELD as OFFER_FIELD,
-  PROMPT_RESOURCE_KINDS as OFFER_KINDS,
-  keyOf as offerKey,
-  type PromptOrResourceKind as OfferKind,
-  type PromptOrResourcePin as OfferPin,
+  LIST_FIELD,
+  PROMPT_RESOURCE_KINDS,
+  keyOf,
+  type PromptOrResourceKind,
+  type PromptOrResourcePin,
 } from '../policy/prompt-resource-pin.js';
 import { toJsonValue, type JsonValue, type ToolPin } from '../policy/tool-pin.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
@@ -17,7 +17,7 @@ import {
   isObject,
   LOCK_FILE_VERSION,
   lockFileSchemaOf,
-  type LockedOffer,
+  type LockedPromptOrResource,
   type LockedTool,
   type LockFile,
 } from './lock-file-schema.js';
@@ -26,7 +26,7 @@ export {
   instructionsHash,
   LOCK_FILE_VERSION,
   LockFileSchema,
-  type LockedOffer,
+  type LockedPromptOrResource,
   type LockedTool,
   type LockFile,
 } from './lock-file-schema.js';
@@ -44,7 +44,7 @@ export {
  */
 
 /** The lock file's section of each kind of offer. */
-export const OFFER_SECTION = OFFER_FIELD satisfies Record<OfferKind, keyof LockFile>;
+export const PROMPT_RESOURCE_SECTION = LIST_FIELD satisfies Record<PromptOrResourceKind, keyof LockFile>;
 
 /** A lock file that cannot be read as one: names the file and what is wrong, in one line. */
 export class LockFileError extends HintboxError {
@@ -65,29 +65,37 @@ export function lockedTool(lock: LockFile, name: string): LockedTool | undefined
 }
 
 /** The locked offer of this kind and key, if any (own entries only, as for tools). */
-export function lockedOffer(lock: LockFile, kind: OfferKind, key: string): LockedOffer | undefined {
-  const section = lock[OFFER_SECTION[kind]];
+export function lockedPromptOrResource(
+  lock: LockFile,
+  kind: PromptOrResourceKind,
+  key: string,
+): LockedPromptOrResource | undefined {
+  const section = lock[PROMPT_RESOURCE_SECTION[kind]];
   return Object.hasOwn(section, key) ? section[key] : undefined;
 }
 
 /** The lock with one offer's pin set. */
-export function lockOffer(lock: LockFile, kind: OfferKind, pin: OfferPin): LockFile {
-  const section = OFFER_SECTION[kind];
-  const entry: LockedOffer = { sha256: pin.hash, definition: pin.definition };
-  return { ...lock, [section]: withEntry(lock[section], offerKey(kind, pin.definition), entry) };
+export function lockPromptOrResource(lock: LockFile, kind: PromptOrResourceKind, pin: PromptOrResourcePin): LockFile {
+  const section = PROMPT_RESOURCE_SECTION[kind];
+  const entry: LockedPromptOrResource = { sha256: pin.hash, definition: pin.definition };
+  return { ...lock, [section]: withEntry(lock[section], keyOf(kind, pin.definition), entry) };
 }
 
 /** The lock with every entry of a kind whose key is not kept removed. */
-export function keepOffers(lock: LockFile, kind: OfferKind, keep: (key: string) => boolean): LockFile {
-  const section = OFFER_SECTION[kind];
-  const kept: Record<string, LockedOffer> = {};
+export function keepPromptsOrResources(
+  lock: LockFile,
+  kind: PromptOrResourceKind,
+  keep: (key: string) => boolean,
+): LockFile {
+  const section = PROMPT_RESOURCE_SECTION[kind];
+  const kept: Record<string, LockedPromptOrResource> = {};
   for (const [key, entry] of Object.entries(lock[section])) if (keep(key)) defineEntry(kept, key, entry);
   return { ...lock, [section]: kept };
 }
 
 /** The locked offers of a kind as a server would list them, in key order (a cold start serves them). */
-export function lockedOffers(lock: LockFile, kind: OfferKind): object[] {
-  const section = lock[OFFER_SECTION[kind]];
+export function lockedPromptsOrResources(lock: LockFile, kind: PromptOrResourceKind): object[] {
+  const section = lock[PROMPT_RESOURCE_SECTION[kind]];
   return Object.keys(section)
     .sort()
     .map((key) => section[key]!.definition);
@@ -141,8 +149,8 @@ export function lockTool(lock: LockFile, pin: ToolPin): LockFile {
 export function serializeLockFile(lock: LockFile): string {
   // Sections of offers only when they hold some: a lock of a server with tools only stays as it was.
   const written: Record<string, unknown> = { ...lock };
-  for (const kind of OFFER_KINDS) {
-    const section = OFFER_SECTION[kind];
+  for (const kind of PROMPT_RESOURCE_KINDS) {
+    const section = PROMPT_RESOURCE_SECTION[kind];
     if (Object.keys(lock[section] ?? {}).length === 0) delete written[section];
   }
   // Server text that would reorder or hide what a reviewer reads is written escaped.

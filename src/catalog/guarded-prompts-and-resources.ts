@@ -1,5 +1,5 @@
 import type { LockFile } from '../approvals/lock-file.js';
-import { lockedOffer } from '../approvals/lock-file.js';
+import { lockedPromptOrResource } from '../approvals/lock-file.js';
 import type { PromptsAndResources } from './discover-prompts-and-resources.js';
 import {
   LIST_FIELD,
@@ -54,7 +54,11 @@ export function guardPromptsAndResources(options: {
     const { hash } = pinPromptOrResource(offer);
     const seenKey = `${kind}\u0000${key}`;
     if (trustOnFirstUse && !firstSeen.has(seenKey)) firstSeen.set(seenKey, hash);
-    const approved = trustOnFirstUse ? firstSeen.get(seenKey) : lock ? lockedOffer(lock, kind, key)?.sha256 : undefined;
+    const approved = trustOnFirstUse
+      ? firstSeen.get(seenKey)
+      : lock
+        ? lockedPromptOrResource(lock, kind, key)?.sha256
+        : undefined;
     const visible = approved === undefined ? trusted : approved === hash;
     if (!visible) {
       hidden.push(

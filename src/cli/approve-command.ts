@@ -1,16 +1,16 @@
 import {
   emptyLock,
   instructionsHash,
-  keepOffers,
-  lockedOffer,
-  lockOffer,
+  keepPromptsOrResources,
+  lockedPromptOrResource,
+  lockPromptOrResource,
   lockFilePath,
   lockedTool,
   lockTool,
   readLockFile,
   serializeLockFile,
   updateLockFile,
-  OFFER_SECTION,
+  PROMPT_RESOURCE_SECTION,
   type LockFile,
 } from '../approvals/lock-file.js';
 import {
@@ -140,15 +140,15 @@ export const approveCommand: CommandSpec = {
         for (const gone of Object.keys(lockSection(lock, kind)).filter((k) => !offered[kind].has(k))) {
           out(`${KIND_LABEL[kind]} ${renderServerText(gone)}: no longer listed by the server: removed from the lock`);
         }
-        change((l) => keepOffers(l, kind, (key) => offered[kind].has(key)));
+        change((l) => keepPromptsOrResources(l, kind, (key) => offered[kind].has(key)));
       }
       const keys = values.all ? [...offered[kind].keys()] : wanted.filter(([k]) => k === kind).map(([, key]) => key);
       for (const key of keys) {
         const pin = pinPromptOrResource(offered[kind].get(key)!);
         const label = `${KIND_LABEL[kind]} ${renderServerText(key)}`;
-        const approved = lockedOffer(lock, kind, key);
+        const approved = lockedPromptOrResource(lock, kind, key);
         const diff = () => (approved ? promptOrResourceChanges(approved.definition, pin.definition) : []);
-        approveOne(label, pin, approved, diff, (l) => lockOffer(l, kind, pin));
+        approveOne(label, pin, approved, diff, (l) => lockPromptOrResource(l, kind, pin));
       }
     }
     const text = session.instructions ?? null;
@@ -207,5 +207,5 @@ function itemsByKey(listed: PromptsAndResources): Record<PromptOrResourceKind, M
 }
 
 function lockSection(lock: LockFile, kind: PromptOrResourceKind): Record<string, unknown> {
-  return lock[OFFER_SECTION[kind]];
+  return lock[PROMPT_RESOURCE_SECTION[kind]];
 }

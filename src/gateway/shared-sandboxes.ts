@@ -54,7 +54,7 @@ export interface SharedSandboxesOptions {
   /** A server said its tools changed: the session lists them again (one listing at a time). */
   onToolsListChanged?: (from: Upstream) => Promise<void>;
   /** A server said its prompts or resources changed. */
-  onOffersChanged?: (from: Upstream) => Promise<void>;
+  onPromptsOrResourcesChanged?: (from: Upstream) => Promise<void>;
   /**
    * A server's request refused because calls of several clients were in flight in its sandbox
    * (at most one a second; `more`: those refused since the last, unrecorded): for the audit trail.
@@ -80,7 +80,7 @@ export class SharedSandboxes {
   /** Every upstream served now (each is told the logging level). */
   private readonly upstreams = new Set<Upstream>();
   private readonly toolsRelisting: Relisting;
-  private readonly offersRelisting: Relisting;
+  private readonly promptsAndResourcesRelisting: Relisting;
   private closing = false;
   private lastRefusalLog = 0;
   private refusedUnrecorded = 0;
@@ -102,7 +102,7 @@ export class SharedSandboxes {
     const relisting = (what: string, list?: (from: Upstream) => Promise<void>) =>
       new Relisting(what, (from) => list?.(from) ?? Promise.resolve(), options.log, stopped);
     this.toolsRelisting = relisting('tools', options.onToolsListChanged);
-    this.offersRelisting = relisting('prompts and resources', options.onOffersChanged);
+    this.promptsAndResourcesRelisting = relisting('prompts and resources', options.onPromptsOrResourcesChanged);
   }
 
   /** A gateway joins: the messages of every upstream that are its reach it from now on. Returns how it leaves. */
@@ -221,7 +221,7 @@ export class SharedSandboxes {
         this.options.log.debug(`a held sandbox announced a list change outside a call: ignored`);
         return true;
       }
-      const relisting = method === NOTIFICATION.toolsChanged ? this.toolsRelisting : this.offersRelisting;
+      const relisting = method === NOTIFICATION.toolsChanged ? this.toolsRelisting : this.promptsAndResourcesRelisting;
       relisting.announced(upstream);
       return true;
     }

@@ -127,7 +127,7 @@ export class HintboxSession implements AsyncDisposable {
       // Looked up at each call: a cold start opens the database after the gateway is made.
       onSandboxIdle: databaseCallHooks(() => this.sandboxes.database, options.log).onSandboxIdle,
       onToolsListChanged: (from) => this.relist(from),
-      onOffersChanged: (from) => this.promptsAndResources.relist(from),
+      onPromptsOrResourcesChanged: (from) => this.promptsAndResources.relist(from),
       onUnboundRequest: (sandbox, method, more) =>
         this.promptsAndResources.refusedUnbound(options.audit, sandbox, method, more),
     });

@@ -1,4 +1,4 @@
-import { lockedOffers, type LockFile } from '../approvals/lock-file.js';
+import { lockedPromptsOrResources, type LockFile } from '../approvals/lock-file.js';
 import type { AuditLog } from '../audit/audit-record.js';
 import {
   describeRejectedItem,
@@ -47,9 +47,9 @@ export class SessionPromptsAndResources {
   /** What a cold start serves until the server is verified: the locked ones. */
   adoptLocked(lock: LockFile): void {
     this.listed = {
-      prompts: lockedOffers(lock, 'prompt') as PromptsAndResources['prompts'],
-      resources: lockedOffers(lock, 'resource') as PromptsAndResources['resources'],
-      resourceTemplates: lockedOffers(lock, 'resourceTemplate') as PromptsAndResources['resourceTemplates'],
+      prompts: lockedPromptsOrResources(lock, 'prompt') as PromptsAndResources['prompts'],
+      resources: lockedPromptsOrResources(lock, 'resource') as PromptsAndResources['resources'],
+      resourceTemplates: lockedPromptsOrResources(lock, 'resourceTemplate') as PromptsAndResources['resourceTemplates'],
     };
   }
 

@@ -8,7 +8,7 @@ import {
   emptyLock,
   instructionsHash,
   LockFileError,
-  lockOffer,
+  lockPromptOrResource,
   lockTool,
   parseLockFile,
   readLockFile,
@@ -43,9 +43,13 @@ function writtenLock(names: readonly string[], description: string): LockFile {
     };
     lock = lockTool(lock, pinTool(tool));
   }
-  lock = lockOffer(lock, 'prompt', pinPromptOrResource({ name: 'p', description }));
-  lock = lockOffer(lock, 'resource', pinPromptOrResource({ uri: 'note://1', name: 'one' }));
-  lock = lockOffer(lock, 'resourceTemplate', pinPromptOrResource({ uriTemplate: 'note://{id}', name: 'notes' }));
+  lock = lockPromptOrResource(lock, 'prompt', pinPromptOrResource({ name: 'p', description }));
+  lock = lockPromptOrResource(lock, 'resource', pinPromptOrResource({ uri: 'note://1', name: 'one' }));
+  lock = lockPromptOrResource(
+    lock,
+    'resourceTemplate',
+    pinPromptOrResource({ uriTemplate: 'note://{id}', name: 'notes' }),
+  );
   return { ...lock, instructions: { text: description, sha256: instructionsHash(description) } };
 }
 

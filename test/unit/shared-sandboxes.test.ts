@@ -66,7 +66,7 @@ function shared(listChanged: string[] = [], unbound: string[] = []): SharedSandb
     upstreams: () => Promise.reject(new Error('not in this test')),
     log: silentLogger,
     onToolsListChanged: async () => void listChanged.push('tools'),
-    onOffersChanged: async () => void listChanged.push('offers'),
+    onPromptsOrResourcesChanged: async () => void listChanged.push('offers'),
   });
 }
 

@@ -13,7 +13,7 @@ import {
   McpError,
   type ServerCapabilities,
 } from '@modelcontextprotocol/sdk/types.js';
-import { emptyLock, lockOffer, LockFileError, type LockFile } from '../../src/approvals/lock-file.js';
+import { emptyLock, lockPromptOrResource, LockFileError, type LockFile } from '../../src/approvals/lock-file.js';
 import {
   describeRejectedItem,
   listPromptsAndResources,
@@ -526,7 +526,7 @@ describe('guardPromptsAndResources', () => {
 
   function lockOf(...pins: Array<['prompt' | 'resource' | 'resourceTemplate', object]>): LockFile {
     let lock = emptyLock('fs');
-    for (const [kind, offer] of pins) lock = lockOffer(lock, kind, pinPromptOrResource(offer));
+    for (const [kind, offer] of pins) lock = lockPromptOrResource(lock, kind, pinPromptOrResource(offer));
     return lock;
   }
 

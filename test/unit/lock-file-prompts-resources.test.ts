@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
   emptyLock,
-  keepOffers,
+  keepPromptsOrResources,
   LockFileError,
-  lockedOffer,
-  lockedOffers,
-  lockOffer,
+  lockedPromptOrResource,
+  lockedPromptsOrResources,
+  lockPromptOrResource,
   parseLockFile,
   serializeLockFile,
   type LockFile,
@@ -27,9 +27,9 @@ describe('lock file: prompts, resources and resource templates', () => {
 
   function withOffers(): LockFile {
     let lock = lockOf(writeTool);
-    lock = lockOffer(lock, 'prompt', pinPromptOrResource(prompt));
-    lock = lockOffer(lock, 'resource', pinPromptOrResource(resource));
-    return lockOffer(lock, 'resourceTemplate', pinPromptOrResource(template));
+    lock = lockPromptOrResource(lock, 'prompt', pinPromptOrResource(prompt));
+    lock = lockPromptOrResource(lock, 'resource', pinPromptOrResource(resource));
+    return lockPromptOrResource(lock, 'resourceTemplate', pinPromptOrResource(template));
   }
 
   const refuse = (body: string, message: string): void =>
@@ -61,7 +61,7 @@ describe('lock file: prompts, resources and resource templates', () => {
     // Offers approved and then all removed leave no trace either.
     let emptied = withOffers();
     for (const kind of ['prompt', 'resource', 'resourceTemplate'] as const)
-      emptied = keepOffers(emptied, kind, () => false);
+      emptied = keepPromptsOrResources(emptied, kind, () => false);
     assert.equal(serializeLockFile(emptied), toolsOnly);
   });
 
@@ -80,26 +80,34 @@ describe('lock file: prompts, resources and resource templates', () => {
     const read = parseLockFile(text, 'fs.lock.json', 'fs');
     assert.deepEqual(read, lock);
     assert.equal(serializeLockFile(read), text, 'the same bytes again');
-    assert.deepEqual(lockedOffer(read, 'prompt', 'summarize'), {
+    assert.deepEqual(lockedPromptOrResource(read, 'prompt', 'summarize'), {
       sha256: pinPromptOrResource(prompt).hash,
       definition: prompt,
     });
-    assert.deepEqual(lockedOffer(read, 'resource', 'file:///data/readme.md')?.definition, resource);
-    assert.deepEqual(lockedOffer(read, 'resourceTemplate', 'file:///data/{path}')?.definition, template);
-    assert.equal(lockedOffer(read, 'resource', 'summarize'), undefined, 'kinds do not mix');
-    assert.equal(lockedOffer(read, 'prompt', 'toString'), undefined, 'an Object member is no entry');
-    assert.deepEqual(lockedOffers(read, 'prompt'), [prompt]);
+    assert.deepEqual(lockedPromptOrResource(read, 'resource', 'file:///data/readme.md')?.definition, resource);
+    assert.deepEqual(lockedPromptOrResource(read, 'resourceTemplate', 'file:///data/{path}')?.definition, template);
+    assert.equal(lockedPromptOrResource(read, 'resource', 'summarize'), undefined, 'kinds do not mix');
+    assert.equal(lockedPromptOrResource(read, 'prompt', 'toString'), undefined, 'an Object member is no entry');
+    assert.deepEqual(lockedPromptsOrResources(read, 'prompt'), [prompt]);
   });
 
-  it('lockOffer replaces an entry; keepOffers removes the others; lockedOffers lists in key order', () => {
-    let lock = lockOffer(emptyLock('fs'), 'prompt', pinPromptOrResource({ name: 'b', description: 'old' }));
-    lock = lockOffer(lock, 'prompt', pinPromptOrResource({ name: 'a' }));
-    lock = lockOffer(lock, 'prompt', pinPromptOrResource({ name: 'c' }));
+  it('lockPromptOrResource replaces an entry; keepPromptsOrResources removes the others; lockedPromptsOrResources lists in key order', () => {
+    let lock = lockPromptOrResource(emptyLock('fs'), 'prompt', pinPromptOrResource({ name: 'b', description: 'old' }));
+    lock = lockPromptOrResource(lock, 'prompt', pinPromptOrResource({ name: 'a' }));
+    lock = lockPromptOrResource(lock, 'prompt', pinPromptOrResource({ name: 'c' }));
     const before = lock;
-    lock = lockOffer(lock, 'prompt', pinPromptOrResource({ name: 'b', description: 'new' }));
-    assert.deepEqual(lockedOffers(lock, 'prompt'), [{ name: 'a' }, { name: 'b', description: 'new' }, { name: 'c' }]);
-    assert.deepEqual(lockedOffer(before, 'prompt', 'b')?.definition, { name: 'b', description: 'old' }, 'not changed');
-    const kept = keepOffers(lock, 'prompt', (key) => key !== 'a');
+    lock = lockPromptOrResource(lock, 'prompt', pinPromptOrResource({ name: 'b', description: 'new' }));
+    assert.deepEqual(lockedPromptsOrResources(lock, 'prompt'), [
+      { name: 'a' },
+      { name: 'b', description: 'new' },
+      { name: 'c' },
+    ]);
+    assert.deepEqual(
+      lockedPromptOrResource(before, 'prompt', 'b')?.definition,
+      { name: 'b', description: 'old' },
+      'not changed',
+    );
+    const kept = keepPromptsOrResources(lock, 'prompt', (key) => key !== 'a');
     assert.deepEqual(Object.keys(kept.prompts), ['b', 'c']);
     assert.deepEqual(Object.keys(lock.prompts), ['b', 'a', 'c'], 'the lock given is not changed');
   });
@@ -128,7 +136,9 @@ describe('lock file: prompts, resources and resource templates', () => {
 
   it('a key with a newline or ESC is named escaped: the error stays one line', () => {
     const evil = 'p\nfs.lock.json: ok\u001b[2K';
-    const text = serializeLockFile(lockOffer(emptyLock('fs'), 'prompt', pinPromptOrResource({ name: evil })));
+    const text = serializeLockFile(
+      lockPromptOrResource(emptyLock('fs'), 'prompt', pinPromptOrResource({ name: evil })),
+    );
     assert.deepEqual(parseLockFile(text, 'fs.lock.json', 'fs').prompts[evil]?.definition, { name: evil });
     const edited = JSON.parse(text) as { prompts: Record<string, { definition: Record<string, unknown> }> };
     edited.prompts[evil]!.definition.description = 'added';
@@ -175,7 +185,7 @@ describe('lock file: prompts, resources and resource templates', () => {
   it('keeps prompts named __proto__ and constructor as own entries, and pollutes no prototype', () => {
     let lock = emptyLock('fs');
     for (const name of ['__proto__', 'constructor'])
-      lock = lockOffer(lock, 'prompt', pinPromptOrResource({ name, description: name }));
+      lock = lockPromptOrResource(lock, 'prompt', pinPromptOrResource({ name, description: name }));
     assert.ok(Object.hasOwn(lock.prompts, '__proto__'), 'an own entry');
     assert.equal(Object.getPrototypeOf(lock.prompts), Object.prototype);
     const text = serializeLockFile(lock);
@@ -183,22 +193,24 @@ describe('lock file: prompts, resources and resource templates', () => {
     const read = parseLockFile(text, 'fs.lock.json', 'fs');
     assert.deepEqual(Object.keys(read.prompts), ['__proto__', 'constructor']);
     assert.equal(Object.getPrototypeOf(read.prompts), Object.prototype, 'the prototype of the section is untouched');
-    assert.deepEqual(lockedOffer(read, 'prompt', '__proto__')?.definition, {
+    assert.deepEqual(lockedPromptOrResource(read, 'prompt', '__proto__')?.definition, {
       name: '__proto__',
       description: '__proto__',
     });
-    assert.deepEqual(lockedOffer(read, 'prompt', 'constructor')?.definition, {
+    assert.deepEqual(lockedPromptOrResource(read, 'prompt', 'constructor')?.definition, {
       name: 'constructor',
       description: 'constructor',
     });
-    assert.deepEqual(lockedOffers(read, 'prompt'), [
+    assert.deepEqual(lockedPromptsOrResources(read, 'prompt'), [
       { name: '__proto__', description: '__proto__' },
       { name: 'constructor', description: 'constructor' },
     ]);
-    assert.deepEqual(Object.keys(keepOffers(read, 'prompt', (k) => k === '__proto__').prompts), ['__proto__']);
+    assert.deepEqual(Object.keys(keepPromptsOrResources(read, 'prompt', (k) => k === '__proto__').prompts), [
+      '__proto__',
+    ]);
     assert.equal(({} as Record<string, unknown>).sha256, undefined, 'Object.prototype is not polluted');
     assert.equal(({} as Record<string, unknown>).definition, undefined);
-    assert.equal(lockedOffer(emptyLock('fs'), 'prompt', 'constructor'), undefined);
-    assert.equal(lockedOffer(emptyLock('fs'), 'prompt', '__proto__'), undefined);
+    assert.equal(lockedPromptOrResource(emptyLock('fs'), 'prompt', 'constructor'), undefined);
+    assert.equal(lockedPromptOrResource(emptyLock('fs'), 'prompt', '__proto__'), undefined);
   });
 });
