@@ -48,7 +48,7 @@ const SCHEMAS = {
   resourceTemplate: ResourceTemplateSchema,
 } as const satisfies Record<PromptOrResourceKind, z.ZodType>;
 
-/** An offer the server listed that cannot be used, and why. */
+/** An item the server listed that cannot be used, and why. */
 export interface RejectedItem {
   kind: PromptOrResourceKind;
   index: number;
@@ -60,7 +60,7 @@ export interface RejectedItem {
 const MAX_KEY_LENGTH = 2048;
 
 /**
- * Validates each listed offer of a kind on its own (the SDK's schema would strip keys it does
+ * Validates each listed item of a kind on its own (the SDK's schema would strip keys it does
  * not know): a malformed one, one with an empty or overlong key, or a duplicate key is
  * reported and left out; the others pass untouched. Pure.
  */
@@ -97,9 +97,9 @@ export function validatePromptsOrResources<K extends PromptOrResourceKind>(
   return { valid, rejected };
 }
 
-function pinnable(offer: object): boolean {
+function pinnable(item: object): boolean {
   try {
-    pinPromptOrResource(offer);
+    pinPromptOrResource(item);
     return true;
   } catch {
     return false;
@@ -115,7 +115,7 @@ export function describeRejectedItem(r: RejectedItem): string {
 /**
  * Lists every kind the server declared in `initialize` (`prompts`, `resources`), validated; a
  * kind it did not declare is empty. A kind whose listing fails is an error: the server said it
- * offers it.
+ * lists it.
  */
 export async function listPromptsAndResources(
   client: Client,

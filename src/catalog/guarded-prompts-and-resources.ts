@@ -32,7 +32,7 @@ export function guardPromptsAndResources(options: {
   listed: PromptsAndResources;
   /** Reads the lock file now: undefined when there is none; throws when it cannot be read. */
   readLock: () => LockFile | undefined;
-  /** A trusted server's offers as first listed in this run, by kind and key: their hashes. */
+  /** A trusted server's prompts, resources and templates as first listed in this run, by kind and key: their hashes. */
   firstSeen: Map<string, string>;
   log: Logger;
 }): PromptsAndResources {
@@ -49,9 +49,9 @@ export function guardPromptsAndResources(options: {
   const trusted = options.trusted ?? profile.trust === 'trusted';
   const trustOnFirstUse = trusted && lock === undefined;
   const hidden: string[] = [];
-  const shown = (kind: PromptOrResourceKind, offer: object): boolean => {
-    const key = keyOf(kind, offer);
-    const { hash } = pinPromptOrResource(offer);
+  const shown = (kind: PromptOrResourceKind, item: object): boolean => {
+    const key = keyOf(kind, item);
+    const { hash } = pinPromptOrResource(item);
     const seenKey = `${kind}\u0000${key}`;
     if (trustOnFirstUse && !firstSeen.has(seenKey)) firstSeen.set(seenKey, hash);
     const approved = trustOnFirstUse

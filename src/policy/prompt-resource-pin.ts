@@ -9,7 +9,7 @@ import { canonicalJson, jsonDifferences, toJsonValue, type JsonValue } from './t
  * is data and is not pinned. Pure: no I/O.
  */
 
-/** The kinds of offers: a prompt is known by its `name`, a resource by its `uri`, a template by its `uriTemplate`. */
+/** The kinds: a prompt is known by its `name`, a resource by its `uri`, a template by its `uriTemplate`. */
 export type PromptOrResourceKind = 'prompt' | 'resource' | 'resourceTemplate';
 
 export const PROMPT_RESOURCE_KINDS: readonly PromptOrResourceKind[] = ['prompt', 'resource', 'resourceTemplate'];
@@ -38,21 +38,21 @@ export const KIND_LABEL: Readonly<Record<PromptOrResourceKind, string>> = Object
   resourceTemplate: 'resource template',
 });
 
-/** The key an offer is known by. */
-export function keyOf(kind: PromptOrResourceKind, offer: object): string {
-  return String((offer as Record<string, unknown>)[KEY_FIELD[kind]]);
+/** The key an item is known by. */
+export function keyOf(kind: PromptOrResourceKind, item: object): string {
+  return String((item as Record<string, unknown>)[KEY_FIELD[kind]]);
 }
 
-/** A pinned offer: its definition in the JSON data model, and its hash. */
+/** A pinned item: its definition in the JSON data model, and its hash. */
 export interface PromptOrResourcePin {
   /** Lower-case hex SHA-256 of the canonical JSON of `definition`. */
   hash: string;
   definition: { [key: string]: JsonValue };
 }
 
-/** The pin of an offer's whole definition as listed. */
-export function pinPromptOrResource(offer: object): PromptOrResourcePin {
-  const definition = toJsonValue(offer) as { [key: string]: JsonValue };
+/** The pin of an item's whole definition as listed. */
+export function pinPromptOrResource(item: object): PromptOrResourcePin {
+  const definition = toJsonValue(item) as { [key: string]: JsonValue };
   return { hash: promptOrResourceHash(definition), definition };
 }
 
@@ -62,7 +62,7 @@ export function promptOrResourceHash(definition: JsonValue): string {
 }
 
 /**
- * Lines for `hintbox approve`: where an offer's approved and current definitions differ, with
+ * Lines for `hintbox approve`: where an item's approved and current definitions differ, with
  * values as JSON (control characters a server put in show as escapes).
  */
 export function promptOrResourceChanges(approved: JsonValue, current: JsonValue): string[] {
