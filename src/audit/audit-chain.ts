@@ -92,6 +92,11 @@ export interface ChainSummary {
   breaks: ChainBreak[];
   /** Torn last lines and empty files: where a crash or a failed write stopped a file; not breaks. */
   torn: ChainBreak[];
+  /**
+   * With checkpoints checked: the records after the chain's last checkpoint of an open chain
+   * (the crash window), from `file:line` on; not breaks, and not proven either.
+   */
+  uncovered?: { file: string; line: number; records: number };
 }
 
 /**
@@ -112,6 +117,11 @@ export class ChainVerifier {
   private readonly torn: ChainBreak[] = [];
 
   constructor(readonly chain: string) {}
+
+  /** The hash of the last line read and how many lines were read: what a checkpoint states. */
+  get position(): { head: string | null; records: number } {
+    return { head: this.prev, records: this.lines };
+  }
 
   startFile(file: string, seq: number): void {
     this.endFile(false);

@@ -1,6 +1,12 @@
 import { HINT_NAMES } from '../policy/hints.js';
 import { normalizeTag } from '../policy/tool-tags.js';
-import { AuditRecordError, storedText, type AuditEvent, type AuditIntent } from './audit-record.js';
+import {
+  AUDIT_SCHEMA_VERSION,
+  AuditRecordError,
+  storedText,
+  type AuditEvent,
+  type AuditIntent,
+} from './audit-record.js';
 
 /**
  * The pieces of an audit line written as JSON text (the writer builds each line as text, not as
@@ -9,6 +15,11 @@ import { AuditRecordError, storedText, type AuditEvent, type AuditIntent } from 
 
 /** Tag names remembered as stored, at most: a server's claimed tags are its own. */
 const MAX_CACHED_TAGS = 1000;
+
+/** The fields every line starts with, as JSON text without the closing brace. */
+export function lineHead(id: string, time: Date, type: string): string {
+  return `{"v":${AUDIT_SCHEMA_VERSION},"id":${JSON.stringify(id)},"time":"${time.toISOString()}","type":${JSON.stringify(type)}`;
+}
 
 export function asError(error: unknown): Error {
   return error instanceof Error ? error : new Error(String(error));

@@ -7,13 +7,11 @@ import { VERSION } from '../version.js';
 import { auditFileName, chainName, frameBody, lineHash } from './audit-chain.js';
 import { currentUser, ensureOwnerOnlyFolder } from './audit-folder.js';
 import { KeptOutcomes } from './kept-outcomes.js';
-import { asError, field, fieldsText, hintsText, oneOf, StoredTags, withoutType } from './audit-line-text.js';
-
-export { ensureOwnerOnlyFolder } from './audit-folder.js';
+import { CheckpointWriter, type CheckpointOptions } from './checkpoint-writer.js';
+import { asError, field, fieldsText, hintsText, lineHead, oneOf, StoredTags, withoutType } from './audit-line-text.js';
 import {
   AUDIT_DECISIONS,
   AUDIT_OUTCOMES,
-  AUDIT_SCHEMA_VERSION,
   AuditRecordError,
   DECIDERS_OF,
   outcomeFitsDecision,
@@ -55,6 +53,8 @@ export interface AuditLogWriterOptions {
   ids?: IdGenerator;
   /** A file that would grow past this many bytes is followed by a new one. Default 16 MiB. */
   maxFileBytes?: number;
+  /** Signed checkpoints of the chain (`checkpoint-writer.ts`); none without. */
+  checkpoints?: CheckpointOptions;
 }
 
 export const DEFAULT_MAX_AUDIT_FILE_BYTES = 16 * 1024 * 1024;
@@ -88,13 +88,15 @@ export class AuditLogWriter implements AuditLog, Disposable {
   private prev: string | null = null;
   /** The hash of the last line written whole: what the chain goes on from after a failed write. */
   private lastWritten: string | null = null;
+  /** Whole lines written in the chain. */
+  private records = 0;
+  private readonly checkpoints: CheckpointWriter | undefined;
   private queue: QueuedLine[] = [];
   private queuedBytes = 0;
   private flushQueued = false;
   private needsNewFile = true;
   private closed = false;
   private readonly open = new Map<string, OpenCall>();
-  /** Outcomes whose write failed, oldest first (their fields as text): written before the next record. */
   /** Outcomes that could not be written, kept and written later. */
   private readonly kept: KeptOutcomes;
   private readonly subject: string;
@@ -112,6 +114,9 @@ export class AuditLogWriter implements AuditLog, Disposable {
       queue: (body, settle) => this.appendLine(body, settle),
       flush: () => this.flush(),
     });
+    const state = () => ({ files: this.seq + 1, records: this.records, head: this.lastWritten });
+    const where = { dir: options.dir, log: options.log, chain: this.chain, clock: this.clock, state };
+    this.checkpoints = options.checkpoints && new CheckpointWriter(options.checkpoints, where);
   }
 
   /** Creates the audit folder (owner-only) if needed and the chain's first file. Throws when it cannot. */
@@ -166,7 +171,7 @@ export class AuditLogWriter implements AuditLog, Disposable {
     const failed = (error: Error): void =>
       this.options.log.error(`could not record ${event.type} in the audit log: ${error.message}`);
     try {
-      this.append(this.head(this.ids(), this.clock.now(), event.type) + fieldsText(withoutType(event)), (error) => {
+      this.append(lineHead(this.ids(), this.clock.now(), event.type) + fieldsText(withoutType(event)), (error) => {
         if (error) failed(error);
       });
     } catch (error) {
@@ -214,6 +219,8 @@ export class AuditLogWriter implements AuditLog, Disposable {
       failure = new Error(`cannot append to ${this.currentFile}: ${failure.message}`);
     }
     if (whole > 0) this.lastWritten = lines[whole - 1]!.hash;
+    this.records += whole;
+    this.checkpoints?.written(this.records);
     if (failure) this.prev = this.lastWritten;
     for (let i = 0; i < lines.length; i++) lines[i]!.settle?.(i < whole ? undefined : failure);
   }
@@ -226,7 +233,7 @@ export class AuditLogWriter implements AuditLog, Disposable {
     const now = this.clock.now();
     // The fields of CallIntentLine, in its order, as JSON.stringify writes them.
     const body =
-      this.head(id, now, 'call.intent') +
+      lineHead(id, now, 'call.intent') +
       field('session', intent.session) +
       field('server', storedText(intent.server)) +
       field('tool', storedText(intent.tool)) +
@@ -256,7 +263,7 @@ export class AuditLogWriter implements AuditLog, Disposable {
     if (!Number.isInteger(attempts) || attempts < 1) throw new AuditRecordError('attempts: expected an integer ≥ 1');
     const now = this.clock.now();
     const body =
-      this.head(this.ids(), now, 'call.outcome') +
+      lineHead(this.ids(), now, 'call.outcome') +
       field('callId', id) +
       `,"outcome":"${outcome}"` +
       field('detail', storedText(report.detail ?? null)) +
@@ -290,11 +297,12 @@ export class AuditLogWriter implements AuditLog, Disposable {
     if (this.closed) return;
     this.kept.stop();
     try {
-      this.writeNow((settle) => this.append(this.head(this.ids(), this.clock.now(), 'log.close'), settle));
+      this.writeNow((settle) => this.append(lineHead(this.ids(), this.clock.now(), 'log.close'), settle));
     } catch (error) {
       this.options.log.error(`could not close the audit log: ${(error as Error).message}`);
     }
     this.closed = true; // before the kept outcomes are dropped: no retry is scheduled any more
+    this.checkpoints?.close(); // covers log.close: a closed chain is covered whole
     this.kept.stop();
     for (const { callId, body } of this.kept.drop()) {
       this.options.log.error(
@@ -307,11 +315,6 @@ export class AuditLogWriter implements AuditLog, Disposable {
 
   [Symbol.dispose](): void {
     this.close();
-  }
-
-  /** The fields every line starts with, as JSON text without the closing brace. */
-  private head(id: string, time: Date, type: string): string {
-    return `{"v":${AUDIT_SCHEMA_VERSION},"id":${JSON.stringify(id)},"time":"${time.toISOString()}","type":${JSON.stringify(type)}`;
   }
 
   private startFile(): void {
@@ -335,7 +338,7 @@ export class AuditLogWriter implements AuditLog, Disposable {
     this.size = 0;
     this.needsNewFile = false;
     const open =
-      this.head(this.ids(), this.clock.now(), 'log.open') +
+      lineHead(this.ids(), this.clock.now(), 'log.open') +
       fieldsText({
         chain: this.chain,
         seq: this.seq,
@@ -345,6 +348,9 @@ export class AuditLogWriter implements AuditLog, Disposable {
         hintbox: VERSION,
       });
     this.writeNow((settle) => this.enqueue(this.framed(open, settle)));
+    // A chain that cannot be checkpointed at its start does not start (fail closed).
+    if (this.seq === 0) this.checkpoints?.first();
+    else this.checkpoints?.tryCheckpoint('rotate');
   }
 
   /**

@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import { createReadStream, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { normalizeTag } from '../policy/tool-tags.js';
@@ -12,6 +13,8 @@ import {
   type CallOutcomeLine,
 } from './audit-record.js';
 import { LineSplitter } from './line-splitter.js';
+import { CHECKPOINTS_FILE } from './audit-checkpoint.js';
+import { CheckpointCheck } from './checkpoint-check.js';
 
 /**
  * Reading the audit folder: its chains (`audit-chain.ts`), each file streamed line by line, so
@@ -65,19 +68,54 @@ export async function* fileLines(file: string): AsyncGenerator<{ text: string; t
   }
 }
 
-/** Every chain of the folder checked: where each breaks, and its head. */
-export async function verifyAuditLog(dir: string): Promise<ChainSummary[]> {
+/** What {@link verifyAuditLog} checks besides the hash chains. */
+export interface VerifyOptions {
+  /**
+   * Check every chain against its signed checkpoints, with these public keys (`audit-key.ts`):
+   * a chain without one, cut, rewritten or forged is a break; an open chain's records after its
+   * last checkpoint are `uncovered`. Without: the hash chains alone.
+   */
+  publicKeys?: readonly KeyObject[];
+}
+
+/**
+ * Every chain of the folder checked: where each breaks, and its head. With checkpoints checked,
+ * problems of the checkpoints file that belong to no chain read are a last summary of their own
+ * (chain `checkpoints.jsonl`).
+ */
+export async function verifyAuditLog(dir: string, options: VerifyOptions = {}): Promise<ChainSummary[]> {
+  const checkpoints = options.publicKeys ? await CheckpointCheck.read(dir, options.publicKeys, fileLines) : undefined;
   const summaries: ChainSummary[] = [];
   for (const chain of listAuditChains(dir)) {
     const verifier = new ChainVerifier(chain.chain);
+    const covered = checkpoints?.chain(chain.chain);
     for (const { file, seq } of chain.files) {
       verifier.startFile(file, seq);
+      let line = 0;
       for await (const { text, torn } of fileLines(file)) {
-        if (torn === undefined) verifier.line(text);
-        else verifier.tornLine(torn);
+        line++;
+        if (torn !== undefined) verifier.tornLine(torn);
+        else {
+          verifier.line(text);
+          covered?.at(verifier.position, file, line);
+        }
       }
     }
-    summaries.push(verifier.end());
+    const summary = verifier.end();
+    covered?.end(summary);
+    summaries.push(summary);
+  }
+  const orphans = checkpoints?.orphans() ?? [];
+  if (orphans.length) {
+    summaries.push({
+      chain: CHECKPOINTS_FILE,
+      files: 1,
+      lines: 0,
+      head: null,
+      closed: false,
+      breaks: orphans,
+      torn: [],
+    });
   }
   return summaries;
 }

@@ -1,11 +1,4 @@
-import { existsSync } from 'node:fs';
-import {
-  newestAuditEntries,
-  scanAuditLog,
-  verifyAuditLog,
-  type AuditEntry,
-  type AuditFilter,
-} from '../audit/audit-reader.js';
+import { newestAuditEntries, scanAuditLog, type AuditEntry, type AuditFilter } from '../audit/audit-reader.js';
 import { AUDIT_DECISIONS, AUDIT_OUTCOMES, type AuditDecision, type AuditOutcome } from '../audit/audit-record.js';
 import { PostgresAuditSink } from '../audit/postgres-sink.js';
 import { hintboxEnvironment } from '../config/environment.js';
@@ -14,9 +7,12 @@ import { renderServerText } from '../util/render-server-text.js';
 import { cliLog } from './common.js';
 import type { CommandSpec } from './command-spec.js';
 import { UsageError } from '../util/hintbox-error.js';
+import { printPublicKey, verifyAuditFolder } from './audit-verify-command.js';
+import { LineOutput } from './line-output.js';
 
 const HELP = `Usage: hintbox audit [filters] [--limit N | --all] [--events] [--json]
-       hintbox audit verify
+       hintbox audit verify [--public-key FILE]...
+       hintbox audit key --public
        hintbox audit ship
 
 Lists recorded calls from the audit log, newest first: time, server/tool, decision and who
@@ -39,10 +35,19 @@ Filters:
   --json          one JSON object per line (full arguments)
 
 verify checks every hash chain of the log and prints where one breaks (a line changed,
-removed, inserted or moved; a file missing): exit 1 if any does. A last line without its
-newline (a write cut off by a crash or a full disk) is printed as torn, not as a break, when
-nothing links to it. It prints each chain's head (the SHA-256 of its last whole line): a
-cut-off tail is only found against a head kept elsewhere.
+removed, inserted or moved; a file missing), then holds each chain against its signed
+checkpoints (checkpoints.jsonl in the folder): a chain without one, its tail cut, its newest
+files deleted, rewritten with fresh hashes, forged, or a checkpoint altered, removed or put
+back from an old copy, is reported with file and line: exit 1 if anything is. Records after
+an open chain's last checkpoint (hintbox killed, or still running) are printed as NOT YET
+COVERED, not as valid, and do not fail. A last line without its newline (a write cut off by a
+crash or a full disk) is printed as torn, not as a break, when nothing links to it.
+  --public-key FILE  check the checkpoints with this public key (PEM; repeat it for the
+                     keys before a rotation): an auditor needs nothing else. Default:
+                     hintbox's own key (HINTBOX_AUDIT_KEY, or audit-key.pem in the state folder)
+
+key --public prints the public key of hintbox's audit signing key (made at first use), for an
+auditor to verify a copy of the folder with.
 
 ship copies what the Postgres at HINTBOX_DATABASE_URL does not have yet of the log into it
 (tables hintbox.audit_log and hintbox.audit_shipped; idempotent), as "hintbox run" does in the
@@ -68,12 +73,18 @@ export const auditCommand: CommandSpec = {
     all: { type: 'boolean' },
     events: { type: 'boolean' },
     json: { type: 'boolean' },
+    'public-key': { type: 'string', multiple: true },
+    public: { type: 'boolean' },
   },
   async run({ positionals, values }) {
     const dir = hintboxEnvironment().auditDir;
     if (positionals[0] === 'verify') {
       if (positionals.length > 1) throw new UsageError(`audit verify: unexpected argument ${positionals[1]}`);
-      return verify(dir);
+      return verifyAuditFolder(dir, (values['public-key'] as string[] | undefined) ?? []);
+    }
+    if (positionals[0] === 'key') {
+      if (positionals.length > 1) throw new UsageError(`audit key: unexpected argument ${positionals[1]}`);
+      return printPublicKey(values);
     }
     if (positionals[0] === 'ship') {
       if (positionals.length > 1) throw new UsageError(`audit ship: unexpected argument ${positionals[1]}`);
@@ -92,7 +103,7 @@ export const auditCommand: CommandSpec = {
         await sink.close();
       }
     }
-    if (positionals.length) throw new UsageError(`audit: unexpected argument ${positionals[0]} (verify, ship?)`);
+    if (positionals.length) throw new UsageError(`audit: unexpected argument ${positionals[0]} (verify, key, ship?)`);
     const filter = auditFilter(values);
     const format = values.json ? (e: AuditEntry) => JSON.stringify(e) : formatAuditEntry;
     const out = new LineOutput();
@@ -117,68 +128,6 @@ export const auditCommand: CommandSpec = {
     return 0;
   },
 };
-
-async function verify(dir: string): Promise<number> {
-  // A log that is not there is not a log that holds: a mistyped or removed folder fails.
-  if (!existsSync(dir)) {
-    cliLog.error(`audit log ${dir} does not exist: nothing to verify (HINTBOX_AUDIT_DIR?)`);
-    return 1;
-  }
-  const chains = await verifyAuditLog(dir);
-  let broken = 0;
-  let lines = 0;
-  let torn = 0;
-  const out = new LineOutput();
-  const place = (p: { file: string; line: number }): string => `${p.file}${p.line ? `:${p.line}` : ''}`;
-  for (const chain of chains) {
-    lines += chain.lines;
-    torn += chain.torn.length;
-    for (const b of chain.breaks) await out.write(`${place(b)}: ${b.message}`);
-    for (const t of chain.torn) await out.write(`${place(t)}: torn, not a break: ${t.message}`);
-    if (chain.breaks.length) broken++;
-    await out.write(
-      `chain ${chain.chain}: ${chain.lines} line(s) in ${chain.files} file(s), ${chain.breaks.length ? `BROKEN (${chain.breaks.length})` : 'ok'}, ` +
-        `${chain.torn.length ? `${chain.torn.length} torn, ` : ''}` +
-        `${chain.closed ? 'closed' : 'not closed (its process runs, or was killed)'}, head ${chain.head ?? '-'}`,
-    );
-  }
-  const tornNote = torn ? ` (${torn} torn by a crash or a failed write, see above)` : '';
-  await out.write(
-    broken
-      ? `audit log ${dir}: ${broken} of ${chains.length} chain(s) broken`
-      : chains.length
-        ? `audit log ${dir}: ${chains.length} chain(s), ${lines} line(s), every chain holds${tornNote}`
-        : `audit log ${dir}: no chain yet (no record was written here)`,
-  );
-  await out.end();
-  return broken ? 1 : 0;
-}
-
-/** stdout with backpressure: a million lines must not pile up in memory. */
-class LineOutput {
-  private buffer = '';
-  private waiting: Promise<void> | undefined;
-
-  /** Returns a promise when stdout wants to drain first: the caller awaits it before the next line. */
-  write(line: string): Promise<void> | undefined {
-    this.buffer += line + '\n';
-    return this.buffer.length >= 1 << 16 ? this.flush() : undefined;
-  }
-
-  private flush(): Promise<void> | undefined {
-    if (this.buffer === '') return undefined;
-    const drained = process.stdout.write(this.buffer);
-    this.buffer = '';
-    if (drained) return undefined;
-    this.waiting = new Promise((resolve) => process.stdout.once('drain', () => resolve()));
-    return this.waiting;
-  }
-
-  async end(): Promise<void> {
-    await this.flush();
-    await this.waiting;
-  }
-}
 
 /** Builds the filter from the flags; bad values are usage errors. Pure apart from the clock. */
 export function auditFilter(values: Record<string, unknown>, now = new Date()): AuditFilter {

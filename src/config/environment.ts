@@ -43,6 +43,11 @@ export const ENVIRONMENT_VARIABLES: readonly EnvironmentVariable[] = [
   },
   { name: 'HINTBOX_AUDIT_DIR', meaning: "the audit log's folder", default: 'audit/ in the state folder' },
   {
+    name: 'HINTBOX_AUDIT_KEY',
+    meaning: "the Ed25519 key (PEM, owner-only) that signs the audit log's checkpoints; outside the audit folder",
+    default: 'audit-key.pem in the state folder, made at first use',
+  },
+  {
     name: 'HINTBOX_DATABASE_URL',
     meaning: 'a Postgres that hintbox run copies the audit log into (a sink)',
     default: 'none',
@@ -89,6 +94,8 @@ export interface HintboxEnvironment {
   stateDir: string;
   /** Absolute. `HINTBOX_AUDIT_DIR`, else `audit/` in the state folder. */
   auditDir: string;
+  /** Absolute. `HINTBOX_AUDIT_KEY`, else `audit-key.pem` in the state folder. */
+  auditKeyFile: string;
   /** `HINTBOX_DATABASE_URL`: the Postgres the audit log is shipped to; undefined: none. */
   databaseUrl: string | undefined;
   /** `HINTBOX_BASE_IMAGE`; undefined: debian:trixie-slim (or its seed). */
@@ -142,6 +149,7 @@ export function readEnvironment(variables: Variables): { environment: HintboxEnv
   const stateBase = get('XDG_STATE_HOME') ?? path.join(os.homedir(), '.local', 'state');
   const stateDir = path.resolve(get('HINTBOX_STATE_DIR') ?? path.join(stateBase, 'hintbox'));
   const auditDir = path.resolve(get('HINTBOX_AUDIT_DIR') ?? path.join(stateDir, 'audit'));
+  const auditKeyFile = path.resolve(get('HINTBOX_AUDIT_KEY') ?? path.join(stateDir, 'audit-key.pem'));
 
   const databaseUrl = get('HINTBOX_DATABASE_URL');
   if (databaseUrl !== undefined && !hasProtocol(databaseUrl, ['postgres:', 'postgresql:'])) {
@@ -179,6 +187,7 @@ export function readEnvironment(variables: Variables): { environment: HintboxEnv
       logFormat,
       stateDir,
       auditDir,
+      auditKeyFile,
       databaseUrl: problems.some((p) => p.startsWith('HINTBOX_DATABASE_URL')) ? undefined : databaseUrl,
       baseImage: get('HINTBOX_BASE_IMAGE'),
       debianMirror,

@@ -20,11 +20,16 @@ export interface OwnPath {
 /** hintbox's folders in the temporary folder: the gates' and relays' sockets, the previews' copies. */
 export const OWN_TEMP_PREFIXES = ['hintbox-io-', 'hintbox-pg-', 'hintbox-preview-'] as const;
 
-/** hintbox's state folder, its audit log and its installation (the package it runs from). */
+/** hintbox's state folder, its audit log and key, and its installation (the package it runs from). */
 export function hintboxOwnPaths(
-  env: Pick<HintboxEnvironment, 'stateDir' | 'auditDir'> = hintboxEnvironment(),
+  env: Pick<HintboxEnvironment, 'stateDir' | 'auditDir'> &
+    Partial<Pick<HintboxEnvironment, 'auditKeyFile'>> = hintboxEnvironment(),
 ): OwnPath[] {
   return [
+    // The audit signing key, when HINTBOX_AUDIT_KEY puts it outside the state folder.
+    ...(env.auditKeyFile && !env.auditKeyFile.startsWith(`${env.stateDir}/`)
+      ? [{ path: env.auditKeyFile, what: "hintbox's audit signing key (HINTBOX_AUDIT_KEY)" }]
+      : []),
     { path: env.stateDir, what: "hintbox's state folder (audit log, known tools)", oneNameEach: true },
     ...(env.auditDir !== path.join(env.stateDir, 'audit')
       ? [{ path: env.auditDir, what: "hintbox's audit log", oneNameEach: true }]

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { lockFilePath, readLockFile, type LockFile } from '../approvals/lock-file.js';
 import { AuditLogWriter } from '../audit/audit-log-writer.js';
 import { PostgresAuditSink } from '../audit/postgres-sink.js';
+import { openAuditKey } from '../audit/audit-key.js';
 import { hintboxEnvironment } from '../config/environment.js';
 import type { Profile } from '../profile/load-profile.js';
 import type { Logger } from '../util/logger.js';
@@ -29,10 +30,11 @@ export interface AuditTrail {
 
 /** Opens the audit trail; a process that cannot record its calls does not start. */
 export function openAuditTrail(log: Logger): AuditTrail {
-  const dir = hintboxEnvironment().auditDir;
+  const { auditDir: dir, auditKeyFile } = hintboxEnvironment();
   let audit: AuditLogWriter;
   try {
-    audit = AuditLogWriter.open({ dir, log });
+    const { privateKey } = openAuditKey(auditKeyFile, { auditDir: dir, create: true });
+    audit = AuditLogWriter.open({ dir, log, checkpoints: { key: privateKey } });
   } catch (error) {
     throw new Error(`cannot open the audit log in ${dir}: ${(error as Error).message}`);
   }

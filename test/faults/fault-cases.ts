@@ -119,6 +119,7 @@ export async function crashAnywhere(
 ): Promise<CaseResult> {
   const random = seeded(seed);
   const result = emptyResult(caseName, runs);
+  const killed: number[] = [];
   for (let i = 0; i < runs; i++) {
     const phase = phases[i % phases.length]!;
     const workspace = sandboxFolder('hintbox-faults-');
@@ -132,6 +133,7 @@ export async function crashAnywhere(
     try {
       const seen = new Set<string>();
       pid = await killDuring(phase, profile, env, random, tmp, seen);
+      killed.push(pid);
       if (phase === 'preview') {
         const key = seen.has('preview sandbox up') ? 'killed with its sandbox up' : 'killed before its sandbox ran';
         result.figures[key] = (result.figures[key] ?? 0) + 1;
@@ -162,6 +164,18 @@ export async function crashAnywhere(
   if (verify.code !== 0) {
     result.failures++;
     result.problems.push(`audit verify exited ${verify.code}: ${verify.stdout.slice(-500)}`);
+  }
+  // A killed run's records after its last signed checkpoint are reported as not yet covered (and
+  // verify passes up to it): at least one kill must leave such a window, or this proves nothing.
+  const windows = killed.filter((pid) =>
+    new RegExp(`-${pid}-[0-9a-f]{8}\\.\\d{6}\\.jsonl:\\d+: \\d+ record\\(s\\) from here on .*NOT YET COVERED`).test(
+      verify.stdout,
+    ),
+  );
+  result.figures['killed runs with records after their last checkpoint'] = windows.length;
+  if (killed.length > 0 && windows.length === 0) {
+    result.failures++;
+    result.problems.push(`no killed run was reported with records not yet covered: ${verify.stdout.slice(-500)}`);
   }
   return result;
 }

@@ -17,6 +17,7 @@ describe('readEnvironment', () => {
       logFormat: 'text',
       stateDir: state,
       auditDir: path.join(state, 'audit'),
+      auditKeyFile: path.join(state, 'audit-key.pem'),
       databaseUrl: undefined,
       baseImage: undefined,
       debianMirror: 'http://deb.debian.org/debian',
