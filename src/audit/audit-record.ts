@@ -108,6 +108,8 @@ export interface AuditIntent {
   pinHash: string | null;
   /** The W3C trace id of the call (from `_meta.traceparent`), when the client sent one. */
   traceId?: string;
+  /** The client's whole `traceparent`: the parent of the call's span (not written to the log). */
+  traceparent?: string;
   /**
    * Who called under `hintbox serve`: the subject its credentials named (a bearer token's name, a
    * JWT's `sub`) and the client, written as the fields `caller` and `client`; null when nobody was

@@ -48,6 +48,12 @@ export const ENVIRONMENT_VARIABLES: readonly EnvironmentVariable[] = [
     default: 'audit-key.pem in the state folder, made at first use',
   },
   {
+    name: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+    meaning:
+      'an OTLP/HTTP collector: each call becomes a span sent there (or set OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; the other OTEL_EXPORTER_OTLP_* variables apply)',
+    default: 'none: no traces',
+  },
+  {
     name: 'HINTBOX_DATABASE_URL',
     meaning: 'a Postgres that hintbox run copies the audit log into (a sink)',
     default: 'none',
@@ -96,6 +102,8 @@ export interface HintboxEnvironment {
   auditDir: string;
   /** Absolute. `HINTBOX_AUDIT_KEY`, else `audit-key.pem` in the state folder. */
   auditKeyFile: string;
+  /** Calls are traced: `OTEL_EXPORTER_OTLP_ENDPOINT` or `…_TRACES_ENDPOINT` set, and `OTEL_SDK_DISABLED` not `true`. */
+  tracing: boolean;
   /** `HINTBOX_DATABASE_URL`: the Postgres the audit log is shipped to; undefined: none. */
   databaseUrl: string | undefined;
   /** `HINTBOX_BASE_IMAGE`; undefined: debian:trixie-slim (or its seed). */
@@ -188,6 +196,9 @@ export function readEnvironment(variables: Variables): { environment: HintboxEnv
       stateDir,
       auditDir,
       auditKeyFile,
+      tracing:
+        (get('OTEL_EXPORTER_OTLP_ENDPOINT') ?? get('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT')) !== undefined &&
+        get('OTEL_SDK_DISABLED') !== 'true',
       databaseUrl: problems.some((p) => p.startsWith('HINTBOX_DATABASE_URL')) ? undefined : databaseUrl,
       baseImage: get('HINTBOX_BASE_IMAGE'),
       debianMirror,

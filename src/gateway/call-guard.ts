@@ -193,17 +193,17 @@ export class CallGuard {
   }
 
   /**
-   * Whether the call may be forwarded, its intent recorded first. `traceId`: the call's W3C
-   * trace id (from its `_meta.traceparent`), recorded with its intent.
+   * Whether the call may be forwarded, its intent recorded first. `trace`: the call's W3C
+   * trace id (from its `_meta.traceparent`), recorded with its intent, and the traceparent
+   * (the parent of the call's span, when tracing is on).
    */
   async admit(
     name: string,
     args: Record<string, unknown> | undefined,
     client: ClientChannel,
-    traceId?: string,
+    trace: { traceId?: string; traceparent?: string } = {},
   ): Promise<Admission> {
     const { options } = this;
-    const trace = traceId === undefined ? {} : { traceId };
     const tool = this.tools.get(name);
     if (!tool) return { allowed: false, result: errorResult(`hintbox has no record of tool ${name}`) };
     const preApproved = options.preApprovals.some((rule) => matchesPreApproval(rule, name, args));
@@ -219,7 +219,7 @@ export class CallGuard {
     });
 
     if (decision.action === 'blocked') {
-      if (this.approvedMeanwhile(tool)) return this.admit(name, args, client, traceId);
+      if (this.approvedMeanwhile(tool)) return this.admit(name, args, client, trace);
       // The client reads which fields changed, never the new text (see hintbox approve for it).
       const changes = tool.approvedDefinition
         ? changedFields(diffPins(tool.approvedDefinition, tool.pin.definition)).map((c) => `- ${c}`)

@@ -3,7 +3,7 @@ import type { AuditOutcomeReport } from '../audit/audit-record.js';
 import { errorAnswer, errorResult, isObject, isRequestId, type JsonRpcObject } from '../mcp/json-rpc.js';
 import { METHOD } from '../mcp/methods.js';
 import type { CallGuard } from './call-guard.js';
-import { addViolation, diedText, PendingCalls, traceIdOf, type PendingCall } from './forwarded-call.js';
+import { addViolation, diedText, PendingCalls, traceOf, type PendingCall } from './forwarded-call.js';
 import { cancelUpstream, RequestLifecycle, type RequestLifecycleOptions } from './forwarded-request.js';
 import type { ClientCatalog } from '../catalog/client-catalog.js';
 import type { ServerRequestBroker } from './server-request-broker.js';
@@ -109,7 +109,7 @@ export class CallRelay extends RequestLifecycle<PendingCall> {
       let retriesLeft = 0;
       if (guard) {
         const channel = this.options.client.channelFor(clientId);
-        const admission = await guard.admit(name, params.arguments, channel, traceIdOf(params._meta));
+        const admission = await guard.admit(name, params.arguments, channel, traceOf(params._meta));
         if (!admission.allowed) return cancelled() ? undefined : this.reply(this.failure(clientId, admission.result));
         auditId = admission.auditId;
         if (admission.decision.retryOnTimeout) retriesLeft = MAX_RETRIES;

@@ -16,10 +16,15 @@ export interface PendingCall extends ForwardedRequest {
 
 /** The trace id of a W3C `traceparent` in a request's `_meta` (`00-<trace id>-<span id>-<flags>`), if any. */
 export function traceIdOf(meta: unknown): string | undefined {
+  return traceOf(meta).traceId;
+}
+
+/** The trace id and the whole, valid `traceparent` of a request's `_meta`; empty without one. */
+export function traceOf(meta: unknown): { traceId?: string; traceparent?: string } {
   const parent = isObject(meta) ? meta.traceparent : undefined;
-  if (typeof parent !== 'string') return undefined;
+  if (typeof parent !== 'string') return {};
   const match = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(parent);
-  return match && !/^0+$/.test(match[1]!) ? match[1] : undefined;
+  return match && !/^0+$/.test(match[1]!) ? { traceId: match[1]!, traceparent: parent } : {};
 }
 
 /** The answer to a call whose sandbox died under it, quoting the server's last words. */

@@ -3,6 +3,8 @@ import { lockFilePath, readLockFile, type LockFile } from '../approvals/lock-fil
 import { AuditLogWriter } from '../audit/audit-log-writer.js';
 import { PostgresAuditSink } from '../audit/postgres-sink.js';
 import { openAuditKey } from '../audit/audit-key.js';
+import type { AuditEvent, AuditLog } from '../audit/audit-record.js';
+import { loadOtlpCallSpans, TracedAuditLog } from '../audit/call-tracing.js';
 import { hintboxEnvironment } from '../config/environment.js';
 import type { Profile } from '../profile/load-profile.js';
 import type { Logger } from '../util/logger.js';
@@ -19,7 +21,8 @@ import type { SessionOptions } from './session-options.js';
 
 /** The process's audit log and, with HINTBOX_DATABASE_URL, its copy into Postgres. */
 export interface AuditTrail {
-  audit: AuditLogWriter;
+  /** The log, and each call a span beside it when tracing is on (`call-tracing.ts`). */
+  audit: AuditLog & { recordEvent(event: AuditEvent): void };
   /** Outcomes of ended calls the log could not write yet. */
   unwrittenOutcomes(): number;
   /** Seconds the Postgres sink may be behind the log (since it last caught up); undefined without one. */
@@ -45,15 +48,18 @@ export function openAuditTrail(log: Logger): AuditTrail {
     log.info(`audit log shipped to ${redactUrl(sinkUrl)}`);
     sink.start();
   }
+  const { tracing } = hintboxEnvironment();
+  const traced = tracing ? new TracedAuditLog(audit, loadOtlpCallSpans(), log) : undefined;
+  if (traced) log.info('each call is traced (OTEL_EXPORTER_OTLP_*)');
   let closed: Promise<void> | undefined;
   return {
-    audit,
+    audit: traced ?? audit,
     unwrittenOutcomes: () => audit.unwrittenOutcomes,
     sinkLagSeconds: () => sink?.lagSeconds(),
     close: () =>
       (closed ??= (async () => {
         audit.close();
-        await sink?.stop();
+        await Promise.all([sink?.stop(), traced?.shutdown()]);
       })()),
   };
 }

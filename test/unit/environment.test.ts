@@ -18,6 +18,7 @@ describe('readEnvironment', () => {
       stateDir: state,
       auditDir: path.join(state, 'audit'),
       auditKeyFile: path.join(state, 'audit-key.pem'),
+      tracing: false,
       databaseUrl: undefined,
       baseImage: undefined,
       debianMirror: 'http://deb.debian.org/debian',
