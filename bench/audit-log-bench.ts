@@ -11,6 +11,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import type { KeyObject } from 'node:crypto';
+import { openAuditKey } from '../src/audit/audit-key.js';
 import { AuditLogWriter } from '../src/audit/audit-log-writer.js';
 import type { AuditIntent } from '../src/audit/audit-record.js';
 import { effectiveHints } from '../src/policy/hints.js';
@@ -23,13 +25,15 @@ export interface AuditLogFigures {
   records: number;
   bytes: number;
   files: number;
-  /** Mean cost of one record appended (intent or outcome), in the calling process. */
+  /** Mean cost of one record appended (intent or outcome), in the calling process, checkpoints signed. */
   appendUs: number;
+  /** The same without checkpoints (no key): what signing costs is the difference. */
+  appendUnsignedUs: number;
   /** `hintbox audit` (the newest 100 calls) over the whole log. */
   audit: { ms: number; peakMb: number };
   /** `hintbox audit --all --json > /dev/null`: every record streamed out. */
   auditAll: { ms: number; peakMb: number };
-  /** `hintbox audit verify`. */
+  /** `hintbox audit verify` (hash chains and signed checkpoints). */
   verify: { ms: number; peakMb: number };
 }
 
@@ -74,23 +78,36 @@ function timed(args: string[], env: Record<string, string>): Promise<{ ms: numbe
   });
 }
 
+/** Appends `records` records (N/2 calls) to a new log in `dir`; returns µs per record. */
+function appendRecords(dir: string, records: number, key?: KeyObject): number {
+  const writer = AuditLogWriter.open({ dir, log: silentLogger, ...(key ? { checkpoints: { key } } : {}) });
+  const started = performance.now();
+  for (let i = 0; i < records / 2; i++) writer.appendOutcome(writer.appendIntent(intent(i)), { outcome: 'ok' });
+  const us = ((performance.now() - started) * 1000) / records;
+  writer.close();
+  return us;
+}
+
 export async function measureAuditLog(records: number): Promise<AuditLogFigures> {
   const root = mkdtempSync(path.join(os.tmpdir(), 'hintbox-bench-audit-'));
   const dir = path.join(root, 'audit');
   try {
-    const writer = AuditLogWriter.open({ dir, log: silentLogger });
-    const started = performance.now();
-    for (let i = 0; i < records / 2; i++) writer.appendOutcome(writer.appendIntent(intent(i)), { outcome: 'ok' });
-    const appendUs = ((performance.now() - started) * 1000) / records;
-    writer.close();
+    const keyFile = path.join(root, 'audit-key.pem');
+    const { privateKey } = openAuditKey(keyFile, { auditDir: dir, create: true });
+    // Unsigned first, in a folder of its own (removed), then the signed log that is read below.
+    const unsignedDir = path.join(root, 'unsigned');
+    const appendUnsignedUs = appendRecords(unsignedDir, records);
+    rmSync(unsignedDir, { recursive: true, force: true });
+    const appendUs = appendRecords(dir, records, privateKey);
     const files = readdirSync(dir);
     const bytes = files.reduce((n, f) => n + statSync(path.join(dir, f)).size, 0);
-    const env = { HINTBOX_AUDIT_DIR: dir, HINTBOX_LOG_LEVEL: 'warn' };
+    const env = { HINTBOX_AUDIT_DIR: dir, HINTBOX_AUDIT_KEY: keyFile, HINTBOX_LOG_LEVEL: 'warn' };
     return {
       records,
       bytes,
       files: files.length,
       appendUs,
+      appendUnsignedUs,
       audit: await timed(['audit'], env),
       auditAll: await timed(['audit', '--all', '--json'], env),
       verify: await timed(['audit', 'verify'], env),
@@ -103,7 +120,7 @@ export async function measureAuditLog(records: number): Promise<AuditLogFigures>
 export function formatAuditLogFigures(f: AuditLogFigures): string[] {
   const s = (x: { ms: number; peakMb: number }) => `${(x.ms / 1000).toFixed(2)} s, peak ${x.peakMb.toFixed(0)} MB`;
   return [
-    `audit log: ${f.records} records (${(f.bytes / 2 ** 20).toFixed(0)} MB in ${f.files} files); append ${f.appendUs.toFixed(2)} µs per record`,
+    `audit log: ${f.records} records (${(f.bytes / 2 ** 20).toFixed(0)} MB in ${f.files} files); append ${f.appendUs.toFixed(2)} µs per record with signed checkpoints, ${f.appendUnsignedUs.toFixed(2)} µs without`,
     `  hintbox audit (newest 100)        ${s(f.audit)}`,
     `  hintbox audit --all --json        ${s(f.auditAll)}`,
     `  hintbox audit verify              ${s(f.verify)}`,

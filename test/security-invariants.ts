@@ -1553,4 +1553,63 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'AUDIT-CHECKPOINTS',
+    statement:
+      "A person who can write the audit folder but does not hold hintbox's key cannot cut a chain's tail (1 or 1,000 records), delete its newest file, rewrite it with fresh hashes, add a forged chain, delete the checkpoints file, or put an old one back without `hintbox audit verify` failing, naming the file and line; records after an open chain's last checkpoint (a crash) are reported as not yet covered, and everything before verifies.",
+    tests: [
+      { file: 'unit/audit-checkpoints.test.ts', title: 'the last record of a closed log cut off' },
+      { file: 'unit/audit-checkpoints.test.ts', title: 'the last 1,000 records cut off' },
+      { file: 'unit/audit-checkpoints.test.ts', title: 'the newest file of a chain deleted' },
+      { file: 'unit/audit-checkpoints.test.ts', title: 'a whole chain rewritten with its hashes recomputed' },
+      {
+        file: 'unit/audit-checkpoints.test.ts',
+        title: 'a forged chain added (with checkpoints signed by a key of its own)',
+      },
+      { file: 'unit/audit-checkpoints.test.ts', title: 'the checkpoints file deleted' },
+      { file: 'unit/audit-checkpoints.test.ts', title: 'an old checkpoints file put back (replayed)' },
+      {
+        file: 'unit/audit-checkpoints.test.ts',
+        title: 'a checkpoint line edited (its count raised to cover a cut), or removed from the middle',
+      },
+      {
+        file: 'unit/audit-checkpoints.test.ts',
+        title: 'are reported as not covered, and everything up to the last checkpoint verifies',
+      },
+      {
+        file: 'integration/audit-crash.test.ts',
+        title:
+          "an auditor with only the public key verifies a copy of the folder; the killed run's records after its last checkpoint are reported not yet covered",
+      },
+    ],
+  },
+  {
+    id: 'AUDIT-KEY',
+    statement:
+      'The audit signing key is made owner-only (0600) outside the audit folder, and hintbox refuses a key file others can read, one inside the audit folder, or a symlink; an auditor verifies with the public key alone.',
+    tests: [
+      {
+        file: 'unit/audit-checkpoints.test.ts',
+        title:
+          'is made owner-only at first use, and refused when others can read it, inside the audit folder, or a symlink',
+      },
+      {
+        file: 'integration/audit-crash.test.ts',
+        title:
+          "an auditor with only the public key verifies a copy of the folder; the killed run's records after its last checkpoint are reported not yet covered",
+      },
+    ],
+  },
+  {
+    id: 'CALL-TRACES',
+    statement:
+      "With an OTLP endpoint set, each call is one span, a child of the client's traceparent when it sent one, carrying the decision, who decided, the sandbox and the outcome, and never the call's arguments.",
+    tests: [
+      {
+        file: 'integration/call-traces.test.ts',
+        title:
+          'sends one span per call to the OTLP collector, a child of the client traceparent, with the decision and outcome but not the arguments',
+      },
+    ],
+  },
 ];

@@ -81,6 +81,33 @@ integrationSuite(
       assert.match(stdout, /not closed \(its process runs, or was killed\)/, 'the killed run left its chain open');
     });
 
+    // proves: AUDIT-CHECKPOINTS, AUDIT-KEY
+    it("an auditor with only the public key verifies a copy of the folder; the killed run's records after its last checkpoint are reported not yet covered", async () => {
+      const key = await hintboxCommand(['audit', 'key', '--public']);
+      assert.equal(key.code, 0, key.stderr);
+      const auditor = scratchFolder('hintbox-auditor-');
+      writeFileSync(path.join(auditor, 'hintbox.pub'), key.stdout);
+      const copy = path.join(auditor, 'audit');
+      cpSync(path.join(STATE_DIR, 'audit'), copy, { recursive: true });
+      // The auditor's machine has no private key: a state folder of its own, empty.
+      const env = { HINTBOX_AUDIT_DIR: copy, HINTBOX_STATE_DIR: path.join(auditor, 'state') };
+      const withoutKey = await hintboxCommand(['audit', 'verify'], env);
+      assert.equal(withoutKey.code, 1, 'no key, no proof');
+      assert.match(withoutKey.stderr, /audit key .*: no such file/);
+      const { code, stdout } = await hintboxCommand(
+        ['audit', 'verify', '--public-key', path.join(auditor, 'hintbox.pub')],
+        env,
+      );
+      assert.equal(code, 0, stdout);
+      assert.match(stdout, /every chain holds and matches its checkpoints signed by sha256:/);
+      assert.match(
+        stdout,
+        new RegExp(
+          `-${killedPid}-[0-9a-f]{8}\\.\\d{6}\\.jsonl:\\d+: \\d+ record\\(s\\) from here on .*NOT YET COVERED`,
+        ),
+      );
+    });
+
     it('audit verify prints a torn last line of the killed run apart, not as a break, and exits 0', async () => {
       const copy = path.join(scratchFolder('hintbox-audit-torn-'), 'audit');
       cpSync(path.join(STATE_DIR, 'audit'), copy, { recursive: true });

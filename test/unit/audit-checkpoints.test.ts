@@ -1,9 +1,21 @@
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
-import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { frameLine, lineHash } from '../../src/audit/audit-chain.js';
+import { openAuditKey } from '../../src/audit/audit-key.js';
 import { AuditLogWriter } from '../../src/audit/audit-log-writer.js';
 import { verifyAuditLog } from '../../src/audit/audit-reader.js';
 import type { AuditIntent, Clock } from '../../src/audit/audit-record.js';
@@ -214,6 +226,7 @@ describe('signed checkpoints: what a person who can write the audit folder, with
 });
 
 describe('a crash window: records after the last checkpoint', () => {
+  // proves: AUDIT-CHECKPOINTS
   it('are reported as not covered, and everything up to the last checkpoint verifies', async () => {
     const dir = path.join(scratchFolder('hintbox-cp-'), 'audit');
     const writer = openLog(dir, { every: 100_000 });
@@ -223,5 +236,35 @@ describe('a crash window: records after the last checkpoint', () => {
     assert.equal(chain!.uncovered?.records, 10);
     assert.equal(chain!.uncovered?.line, 2);
     writer.close();
+  });
+});
+
+describe('the audit signing key', () => {
+  // proves: AUDIT-KEY
+  it('is made owner-only at first use, and refused when others can read it, inside the audit folder, or a symlink', () => {
+    const state = scratchFolder('hintbox-key-');
+    const auditDir = path.join(state, 'audit');
+    const file = path.join(state, 'audit-key.pem');
+    const made = openAuditKey(file, { auditDir, create: true });
+    assert.equal(statSync(file).mode & 0o777, 0o600);
+    assert.equal(openAuditKey(file, { auditDir, create: false }).id, made.id, 'the same key read back');
+    const before = readFileSync(file);
+
+    chmodSync(file, 0o640);
+    assert.throws(() => openAuditKey(file, { auditDir, create: true }), /can be read by others \(mode 0640\)/);
+    assert.deepEqual(readFileSync(file), before, 'the key was not replaced');
+    chmodSync(file, 0o600);
+
+    mkdirSync(auditDir, { recursive: true });
+    assert.throws(
+      () => openAuditKey(path.join(auditDir, 'k.pem'), { auditDir, create: true }),
+      /inside the audit folder/,
+    );
+    assert.ok(!existsSync(path.join(auditDir, 'k.pem')), 'no key made there');
+
+    const link = path.join(state, 'link.pem');
+    symlinkSync(file, link);
+    assert.throws(() => openAuditKey(link, { auditDir, create: true }), /symbolic link/);
+    assert.throws(() => openAuditKey(path.join(state, 'none.pem'), { auditDir, create: false }), /no such file/);
   });
 });
