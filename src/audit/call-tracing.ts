@@ -1,5 +1,6 @@
 import type { Logger } from '../util/logger.js';
 import type { AuditEvent, AuditIntent, AuditLog, AuditOutcomeReport } from './audit-record.js';
+import type { CallSpan, CallSpans } from './call-spans.js';
 
 /**
  * Each call as an OpenTelemetry span, for the platform's observability (the audit log stays the
@@ -7,18 +8,6 @@ import type { AuditEvent, AuditIntent, AuditLog, AuditOutcomeReport } from './au
  * call's intent and ends it at its outcome. The OpenTelemetry SDK is imported only when tracing
  * is on (`otlp-call-spans.ts`), so a hintbox without it starts as fast as before.
  */
-
-/** One call's span, as the SDK side gives it. */
-export interface CallSpan {
-  end(report: AuditOutcomeReport): void;
-}
-
-/** Starts call spans and flushes them (`otlp-call-spans.ts`). */
-export interface CallSpans {
-  start(id: string, intent: AuditIntent, startMs: number): CallSpan;
-  /** Sends what is still batched and stops. */
-  shutdown(): Promise<void>;
-}
 
 /** The spans exported over OTLP/HTTP, configured by the standard `OTEL_EXPORTER_OTLP_*` variables. */
 export async function loadOtlpCallSpans(): Promise<CallSpans> {

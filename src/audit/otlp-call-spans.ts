@@ -5,7 +5,7 @@ import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trac
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import { VERSION } from '../version.js';
 import type { AuditIntent } from './audit-record.js';
-import type { CallSpans } from './call-tracing.js';
+import type { CallSpans } from './call-spans.js';
 
 /**
  * The OpenTelemetry side of call tracing, loaded only when it is on: a tracer provider with a

@@ -5,10 +5,10 @@ import path from 'node:path';
 import { before, it } from 'node:test';
 import { integrationSuite } from './support/suite.js';
 import { scratchFolder } from '../support/scratch-folder.js';
+import { writeIntent } from '../support/audit-intent.js';
 import { AuditLogWriter } from '../../src/audit/audit-log-writer.js';
 import { scanAuditLog, verifyAuditLog, type AuditCallRecord } from '../../src/audit/audit-reader.js';
 import type { AuditIntent } from '../../src/audit/audit-record.js';
-import { effectiveHints } from '../../src/policy/hints.js';
 import type { Logger } from '../../src/util/logger.js';
 import { fillFileSystem } from '../support/fill-disk.js';
 
@@ -25,19 +25,7 @@ integrationSuite('an outcome that meets a full disk', { skip: process.getuid?.()
     suite.defer(() => execFileSync('umount', [mount]));
   });
 
-  const intent = (i: number): AuditIntent => ({
-    session: 's1',
-    server: 'fs',
-    tool: 'write_file',
-    tags: [],
-    claimedHints: {},
-    effectiveHints: effectiveHints({}),
-    sandbox: 'rw-offline',
-    decision: 'allowed',
-    decidedBy: 'person',
-    arguments: { path: `/w/${i}` },
-    pinHash: null,
-  });
+  const intent = (i: number): AuditIntent => writeIntent(i, { decidedBy: 'person', pinHash: null });
   const calls = async (dir: string): Promise<AuditCallRecord[]> => {
     const found: AuditCallRecord[] = [];
     await scanAuditLog(dir, {}, (e) => void (e.kind === 'call' && found.push(e)));

@@ -19,9 +19,9 @@ import { openAuditKey } from '../../src/audit/audit-key.js';
 import { AuditLogWriter } from '../../src/audit/audit-log-writer.js';
 import { verifyAuditLog } from '../../src/audit/audit-reader.js';
 import type { AuditIntent, Clock } from '../../src/audit/audit-record.js';
-import { effectiveHints } from '../../src/policy/hints.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { scratchFolder } from '../support/scratch-folder.js';
+import { writeIntent } from '../support/audit-intent.js';
 
 /**
  * The attacks of someone who can write the audit folder but does not hold hintbox's key: each
@@ -37,19 +37,7 @@ function steppingClock(start = Date.parse('2026-03-01T12:00:00.000Z')): Clock {
   return { now: () => new Date((t += 1000)) };
 }
 
-const intent = (i: number): AuditIntent => ({
-  session: 's1',
-  server: 'fs',
-  tool: 'write_file',
-  tags: [],
-  claimedHints: {},
-  effectiveHints: effectiveHints({}),
-  sandbox: 'rw-offline',
-  decision: 'allowed',
-  decidedBy: 'auto',
-  arguments: { path: `/w/${i}` },
-  pinHash: 'a'.repeat(64),
-});
+const intent = (i: number): AuditIntent => writeIntent(i);
 
 interface LogOptions {
   maxFileBytes?: number;
