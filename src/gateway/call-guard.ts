@@ -203,6 +203,21 @@ export class CallGuard {
   }
 
   /**
+   * Why the client sees fewer tools than the server lists, for the client's `instructions`: a
+   * client that gets an empty list is told what the person must do, not only hintbox's log.
+   * Undefined when every tool is served.
+   */
+  hiddenToolsNote(): string | undefined {
+    const hidden = [...this.tools.keys()].filter((name) => !this.visible(name));
+    if (hidden.length === 0) return undefined;
+    const shown = hidden.slice(0, 10).map(renderServerText).join(', ') + (hidden.length > 10 ? ', …' : '');
+    return (
+      `hintbox: ${hidden.length} of ${this.tools.size} tool(s) of ${this.options.server} are hidden until a person approves their definitions (${shown}). ` +
+      `Tell the user to review and approve them in a terminal: hintbox approve ${this.options.profileFile} --all`
+    );
+  }
+
+  /**
    * Whether the call may be forwarded, its intent recorded first. `traceId`: the call's W3C
    * trace id (from its `_meta.traceparent`), recorded with its intent.
    */
