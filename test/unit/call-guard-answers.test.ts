@@ -151,6 +151,7 @@ describe('CallGuard: standing answers', () => {
     );
   });
 
+  // proves: STANDING-ANSWERS
   it('never stands in for a profile rule that demands confirmation, nor after the server broke a hint, nor for a tool that is not approved', async () => {
     const ruled = writeTool('writes a note', 'confirm');
     const person = decliningPerson();
