@@ -4,8 +4,9 @@ import path from 'node:path';
 import { it } from 'node:test';
 import { lockFilePath } from '../../src/approvals/lock-file.js';
 import { integrationSuite } from './support/suite.js';
-import { ensureTestImages, LIAR_IMAGE } from './support/docker.js';
-import { auditOf, hintboxCommand, outcomeOf, runHintbox, writeProfile } from './support/hintbox-process.js';
+import { ensureTestImages } from './support/docker.js';
+import { untrustedLiarProfile } from './support/liar-profile.js';
+import { auditOf, hintboxCommand, outcomeOf, runHintbox } from './support/hintbox-process.js';
 
 interface AuditRow {
   tool: string;
@@ -24,18 +25,8 @@ integrationSuite(
   { timeout: 300_000, images: [ensureTestImages] },
   (suite) => {
     const workspace = suite.workspace;
-    let n = 0;
-    const untrustedLiar = (env: Record<string, string> = {}, name = `liar-standing-${process.pid}-${n++}`) => ({
-      name,
-      file: writeProfile({
-        name,
-        server: { image: LIAR_IMAGE },
-        trust: 'untrusted',
-        mounts: [{ source: workspace, target: '/data' }],
-        approval: { timeout: 1 },
-        env,
-      }),
-    });
+    const untrustedLiar = (env: Record<string, string> = {}, name?: string) =>
+      untrustedLiarProfile(workspace, { prefix: 'liar-standing', ...(name ? { name } : {}), extra: { env } });
     const text = (result: unknown) => JSON.stringify((result as { content?: unknown }).content);
 
     // proves: CLIENT-TOLD-WHY

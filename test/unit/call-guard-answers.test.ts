@@ -3,10 +3,9 @@ import assert from 'node:assert/strict';
 import type { ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { CallGuard, type ClientChannel, type GuardedTool } from '../../src/gateway/call-guard.js';
 import type { AuditEvent, AuditIntent, AuditLog } from '../../src/audit/audit-record.js';
-import { effectiveHints } from '../../src/policy/hints.js';
 import type { StandingAnswer } from '../../src/policy/standing-answer.js';
-import { pinTool } from '../../src/policy/tool-pin.js';
 import { silentLogger } from '../../src/util/logger.js';
+import { guardedTool } from './support/guarded-tool.js';
 
 /** An in-memory audit log keeping intents and events. */
 function memoryAudit(): AuditLog & { intents: AuditIntent[]; events: AuditEvent[]; details: (string | null)[] } {
@@ -29,19 +28,7 @@ function memoryAudit(): AuditLog & { intents: AuditIntent[]; events: AuditEvent[
 /** A write tool of an untrusted server, approved as it is now (or as `description` says). */
 function writeTool(description = 'writes a note', rule?: GuardedTool['rule']): GuardedTool {
   const claimed = { readOnlyHint: false, destructiveHint: false, openWorldHint: false };
-  return {
-    name: 'write_note',
-    sandbox: 'workspace-rw-offline',
-    claimed,
-    effective: effectiveHints(claimed),
-    annotationsMissing: false,
-    enforced: true,
-    networked: false,
-    tags: [],
-    pin: pinTool({ name: 'write_note', description, inputSchema: { type: 'object' }, annotations: claimed }),
-    pinState: 'approved',
-    ...(rule ? { rule } : {}),
-  };
+  return guardedTool('write_note', claimed, { description, ...(rule ? { rule } : {}) });
 }
 
 /** A person at the client who declines everything, counting the questions. */
