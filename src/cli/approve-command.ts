@@ -28,6 +28,7 @@ import type { PromptsAndResources } from '../catalog/discover-prompts-and-resour
 import { HintboxSession } from '../session/hintbox-session.js';
 import { renderServerLines, renderServerText } from '../util/render-server-text.js';
 import { cliLog, engineReady, profileArg } from './common.js';
+import { approvalSummary } from './approval-summary.js';
 import { runStanding, standingLines, wantsStanding, type StandingRequest } from './approve-standing.js';
 import type { CommandSpec } from './command-spec.js';
 import { UsageError } from '../util/hintbox-error.js';
@@ -37,8 +38,9 @@ const HELP = `Usage: hintbox approve <profile> (<tool>... | --prompt <name> | --
        hintbox approve <profile> --revoke <tool>
 
 Starts the server once in the strictest sandbox to list its tools, shows for each named tool
-what differs from its approved definition in the lock file (or the whole definition when it
-was never approved), and writes the current definitions to the lock file beside the profile
+what it claims (hintbox's defaults for the hints it did not send marked as such), where it will
+run and what its sandbox does not enforce, then what differs from its approved definition in
+the lock file (or the whole definition when it was never approved), and writes the current definitions to the lock file beside the profile
 (<profile>.lock.json: per tool its whole definition and SHA-256, and the server's
 instructions), atomically. Review and commit it like any lock file. "hintbox run" reads it
 and never writes it; it serves and routes approved tools, and plans changed annotations again.
@@ -123,6 +125,8 @@ export const approveCommand: CommandSpec = {
       }
       change((l) => ({ ...l, tools: Object.fromEntries(Object.entries(l.tools).filter(([n]) => listed.has(n))) }));
     }
+    // Tools only: what it claims, where it runs, what is not enforced (prompts and resources have no plan).
+    const summary = (label: string): string[] => (listed.has(label) ? approvalSummary(session.plan, label) : []);
     /** One definition: shown against its approved one (or whole, when never approved), and locked. */
     const approveOne = (
       label: string,
@@ -137,6 +141,7 @@ export const approveCommand: CommandSpec = {
         return;
       }
       out(approved ? `${label}: changed since it was approved:` : `${label}: never approved; its definition:`);
+      for (const line of summary(label)) out(`  ${line}`);
       // JSON escapes C0 controls; the rest (C1, U+2028, bidi, …) is rendered.
       const lines = approved
         ? changedLines().map(renderServerText)
