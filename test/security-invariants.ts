@@ -26,7 +26,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'APPROVAL-UNTRUSTED',
     statement:
-      "An untrusted server's calls always need a person's confirmation; no annotation, rule or pre-approval removes it, and a call nobody approves does not run.",
+      "An untrusted server's calls always need a person's confirmation (asked per call, or the person's own standing answer for that exact definition, STANDING-ANSWERS); no annotation, rule or pre-approval removes it, and a call nobody approves does not run.",
     tests: [
       { file: 'unit/approval-decision.test.ts', title: 'never runs a call of an untrusted server' },
       {
@@ -1609,6 +1609,91 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         file: 'integration/call-traces.test.ts',
         title:
           'sends one span per call to the OTLP collector, a child of the client traceparent, with the decision and outcome but not the arguments',
+      },
+    ],
+  },
+  {
+    id: 'TRUST-KEYS-HAVE-EFFECT',
+    statement:
+      'A profile key that can have no effect for its trust level (a tool rule `approval: allow` or a `preApprove` entry on an untrusted profile) is refused at load with one line naming the field and why, instead of being ignored in silence.',
+    tests: [
+      {
+        file: 'unit/trust-key-effects.test.ts',
+        title: 'refuses approval: allow and pre-approvals on an untrusted profile, and nothing on a trusted one',
+      },
+      {
+        file: 'unit/profile.test.ts',
+        title: 'refuses at load a tool rule approval: allow on an untrusted profile, in one line saying why',
+      },
+    ],
+  },
+  {
+    id: 'STANDING-ANSWERS',
+    statement:
+      'A standing answer ("allow always" for a tool and argument patterns) is created only by a person with `hintbox approve --always`, never from a form or anything a client or server sends; it lives in the lock file (outside every writable mount), applies only to the definition approved when it was given and only to arguments inside its patterns, never overrides a profile `confirm` rule or a server that broke a hint, is read at every call (revocation holds at once), is voided by a definition change (audited), and each call it lets run is audited as decided by it.',
+    tests: [
+      {
+        file: 'unit/standing-answer.test.ts',
+        title:
+          'asks again for arguments outside the patterns: a missing argument, a walk out of the folder, a partial regex match',
+      },
+      {
+        file: 'unit/call-guard-answers.test.ts',
+        title:
+          "runs an untrusted server's call on the person's standing answer without a question, audited as decided by it and naming it",
+      },
+      {
+        file: 'unit/call-guard-answers.test.ts',
+        title: 'asks the person again for arguments outside the standing answer, and for every call once it is revoked',
+      },
+      {
+        file: 'unit/call-guard-answers.test.ts',
+        title:
+          'voids a standing answer given for another definition of the tool: asks the person, audits the voiding once',
+      },
+      {
+        file: 'unit/call-guard-answers.test.ts',
+        title:
+          'never stands in for a profile rule that demands confirmation, nor after the server broke a hint, nor for a tool that is not approved',
+      },
+      {
+        file: 'integration/standing-answers.test.ts',
+        title:
+          'runs calls on a standing answer given with approve --always, only inside its pattern; never creates one from a form; revoked at once; voided by a definition change',
+      },
+    ],
+  },
+  {
+    id: 'FORM-ANSWER-SAID',
+    statement:
+      'Only a ticked "approve" in the confirmation form runs the call: a form submitted without it is a denial, and the client\'s answer and the audit record say why.',
+    tests: [
+      {
+        file: 'unit/call-guard-answers.test.ts',
+        title: 'records a form accepted without ticking approve as declined, and says why in the answer and the audit',
+      },
+    ],
+  },
+  {
+    id: 'CLIENT-TOLD-WHY',
+    statement:
+      "A client shown fewer tools than the server lists is told why in initialize's instructions (hintbox's own note naming `hintbox approve <profile> --all`, never the server's unapproved text), and a refused call's answer names what the person must do.",
+    tests: [
+      {
+        file: 'integration/standing-answers.test.ts',
+        title: 'tells a client that sees no tools why, in the initialize instructions, naming hintbox approve',
+      },
+    ],
+  },
+  {
+    id: 'PLAN-SAYS-WHY',
+    statement:
+      "`hintbox plan` warns when a tool that says it is open-world will have no network, and says per tool why each hint a client is told differs from the server's claim.",
+    tests: [
+      {
+        file: 'unit/plan-warnings.test.ts',
+        title:
+          'warns when an open-world tool will have no network, and says why each advertised hint differs from the claim',
       },
     ],
   },

@@ -120,6 +120,42 @@ const InstructionsSchema = z
     }
   });
 
+/**
+ * A person's standing answer for one tool (`hintbox approve --always`): calls of the tool whose
+ * arguments match run without asking, while the tool's definition is the one it was given for
+ * (`sha256`, the approved pin's hash). Patterns as in a pre-approval: a regular expression
+ * matching the whole value, or `{ under: <folder> }`; none: every call of the tool.
+ */
+export const StandingAnswerSchema = z.strictObject(
+  {
+    sha256: z
+      .string({ error: 'expected a SHA-256 (hex)' })
+      .regex(/^[0-9a-f]{64}$/, { error: 'expected a SHA-256 (hex)' }),
+    arguments: z.record(
+      z.string(),
+      z.union([z.string(), z.strictObject({ under: z.string().regex(/^\/[^\0]*$/) })], {
+        error: 'expected a regular expression or { under: <absolute folder> }',
+      }),
+      { error: 'expected an object' },
+    ),
+    by: z.string({ error: 'expected a string' }),
+    at: z.string({ error: 'expected a string' }),
+  },
+  { error: 'expected { sha256, arguments, by, at }' },
+);
+
+const checkStanding: EntryCheck<z.output<typeof StandingAnswerSchema>> = (_tool, { arguments: patterns }) => {
+  for (const [name, pattern] of Object.entries(patterns)) {
+    if (typeof pattern !== 'string') continue;
+    try {
+      new RegExp(pattern, 'u');
+    } catch (error) {
+      return { at: `arguments.${name}`, message: `not a regular expression: ${(error as Error).message}` };
+    }
+  }
+  return undefined;
+};
+
 const version = z.literal(LOCK_FILE_VERSION, {
   error: (issue) => `${JSON.stringify(issue.input)} is not a version this hintbox reads (${LOCK_FILE_VERSION})`,
 });
@@ -138,11 +174,16 @@ export const LockFileSchema = z.object({
   [LIST_FIELD.resource]: listedSection('resource'),
   /** By URI template. */
   [LIST_FIELD.resourceTemplate]: listedSection('resourceTemplate'),
+  /** Standing answers by tool name; left out while empty, so older lock files read the same. */
+  standing: section(StandingAnswerSchema, checkStanding)
+    .optional()
+    .transform((entries) => entries ?? {}),
 });
 
 export type LockFile = z.output<typeof LockFileSchema>;
 export type LockedTool = z.output<typeof LockedToolSchema>;
 export type LockedPromptOrResource = z.output<typeof LockedPromptOrResourceSchema>;
+export type LockedStandingAnswer = z.output<typeof StandingAnswerSchema>;
 
 /** The schema of the lock of one server: another server's lock is refused, naming both. */
 export function lockFileSchemaOf(server: string) {

@@ -18,6 +18,7 @@ import {
   LOCK_FILE_VERSION,
   lockFileSchemaOf,
   type LockedPromptOrResource,
+  type LockedStandingAnswer,
   type LockedTool,
   type LockFile,
 } from './lock-file-schema.js';
@@ -27,6 +28,7 @@ export {
   LOCK_FILE_VERSION,
   LockFileSchema,
   type LockedPromptOrResource,
+  type LockedStandingAnswer,
   type LockedTool,
   type LockFile,
 } from './lock-file-schema.js';
@@ -126,6 +128,7 @@ export function emptyLock(server: string): LockFile {
     prompts: {},
     resources: {},
     resourceTemplates: {},
+    standing: {},
   };
 }
 
@@ -135,6 +138,19 @@ function withEntry<T>(section: Record<string, T>, key: string, value: T): Record
   for (const [k, v] of Object.entries(section)) defineEntry(copy, k, v);
   defineEntry(copy, key, value);
   return copy;
+}
+
+/** The standing answer for this tool, if any (own entries only, as for tools). */
+export function standingAnswerOf(lock: LockFile, tool: string): LockedStandingAnswer | undefined {
+  return Object.hasOwn(lock.standing, tool) ? lock.standing[tool] : undefined;
+}
+
+/** The lock with a tool's standing answer set (`answer`) or revoked (undefined). */
+export function withStandingAnswer(lock: LockFile, tool: string, answer: LockedStandingAnswer | undefined): LockFile {
+  const standing: Record<string, LockedStandingAnswer> = {};
+  for (const [k, v] of Object.entries(lock.standing)) if (k !== tool) defineEntry(standing, k, v);
+  if (answer) defineEntry(standing, tool, answer);
+  return { ...lock, standing };
 }
 
 /** The lock with one tool's pin set. */
@@ -153,6 +169,7 @@ export function serializeLockFile(lock: LockFile): string {
     const section = PROMPT_RESOURCE_SECTION[kind];
     if (Object.keys(lock[section] ?? {}).length === 0) delete written[section];
   }
+  if (Object.keys(lock.standing ?? {}).length === 0) delete written['standing'];
   // Server text that would reorder or hide what a reviewer reads is written escaped.
   return escapeInvisibleInJson(JSON.stringify(sortKeys(toJsonValue(written)), null, 2)) + '\n';
 }

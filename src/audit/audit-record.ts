@@ -54,7 +54,8 @@ export type AuditDecision = z.infer<typeof AuditDecisionSchema>;
 /**
  * Who or what decided:
  * - allowed by `auto` (the policy), `rule` (an operator allow rule), `pre-approval` (a matching
- *   pre-approval rule), `person` (a confirmation through the client) or `console` (a person's
+ *   pre-approval rule), `standing` (the person's standing answer in the lock file, `hintbox approve
+ *   --always`; a `standing.used` event names it), `person` (a confirmation through the client) or `console` (a person's
  *   answer on hintbox's console page);
  * - denied by `rule` (a deny rule), `person`, `console`, `timeout` (no answer in time) or
  *   `no-elicitation` (the client cannot be asked);
@@ -64,7 +65,7 @@ export type AuditDecider = z.infer<typeof AuditDeciderSchema>;
 
 /** Which deciders may give which decision. */
 export const DECIDERS_OF: Readonly<Record<AuditDecision, readonly AuditDecider[]>> = Object.freeze({
-  allowed: ['auto', 'rule', 'pre-approval', 'person', 'console'],
+  allowed: ['auto', 'rule', 'pre-approval', 'standing', 'person', 'console'],
   denied: ['rule', 'person', 'console', 'timeout', 'no-elicitation'],
   blocked: ['pin'],
 });

@@ -9,7 +9,9 @@ import {
   lockTool,
   readLockFile,
   serializeLockFile,
+  standingAnswerOf,
   updateLockFile,
+  withStandingAnswer,
   PROMPT_RESOURCE_SECTION,
   type LockFile,
 } from '../approvals/lock-file.js';
@@ -26,14 +28,19 @@ import type { PromptsAndResources } from '../catalog/discover-prompts-and-resour
 import { HintboxSession } from '../session/hintbox-session.js';
 import { renderServerLines, renderServerText } from '../util/render-server-text.js';
 import { cliLog, engineReady, profileArg } from './common.js';
+import { approvalSummary } from './approval-summary.js';
+import { runStanding, standingLines, wantsStanding, type StandingRequest } from './approve-standing.js';
 import type { CommandSpec } from './command-spec.js';
 import { UsageError } from '../util/hintbox-error.js';
 
 const HELP = `Usage: hintbox approve <profile> (<tool>... | --prompt <name> | --resource <uri> | --instructions | --all)
+       hintbox approve <profile> --always <tool> [--arg NAME=REGEX]... [--under NAME=/FOLDER]...
+       hintbox approve <profile> --revoke <tool>
 
 Starts the server once in the strictest sandbox to list its tools, shows for each named tool
-what differs from its approved definition in the lock file (or the whole definition when it
-was never approved), and writes the current definitions to the lock file beside the profile
+what it claims (hintbox's defaults for the hints it did not send marked as such), where it will
+run and what its sandbox does not enforce, then what differs from its approved definition in
+the lock file (or the whole definition when it was never approved), and writes the current definitions to the lock file beside the profile
 (<profile>.lock.json: per tool its whole definition and SHA-256, and the server's
 instructions), atomically. Review and commit it like any lock file. "hintbox run" reads it
 and never writes it; it serves and routes approved tools, and plans changed annotations again.
@@ -51,6 +58,12 @@ Options:
   --resource URI  approve a resource, or a resource template by its URI template (repeatable)
   --all           approve every tool, prompt, resource and template the server lists now
                   (what it no longer lists leaves the lock), and its instructions
+  --always TOOL   your standing answer "allow always" for an approved tool: its calls run
+                  without asking you while its definition is the one approved (a change voids
+                  it), each audited as decided by this answer; kept in the lock file
+  --arg N=REGEX   with --always: only calls whose argument N matches REGEX (the whole value)
+  --under N=DIR   with --always: only calls whose argument N is a path inside DIR
+  --revoke TOOL   take a standing answer back: every call of the tool is asked again
   -h, --help      this help`;
 
 export const approveCommand: CommandSpec = {
@@ -60,12 +73,31 @@ export const approveCommand: CommandSpec = {
     instructions: { type: 'boolean' },
     prompt: { type: 'string', multiple: true },
     resource: { type: 'string', multiple: true },
+    always: { type: 'string' },
+    revoke: { type: 'string', multiple: true },
+    arg: { type: 'string', multiple: true },
+    under: { type: 'string', multiple: true },
   },
   async run({ positionals, values }) {
     const [file, ...names] = positionals;
     const profile = profileArg('approve', file === undefined ? [] : [file]);
     const prompts = (values.prompt ?? []) as string[];
     const resources = (values.resource ?? []) as string[];
+    const standing: StandingRequest = {
+      always: values.always as string | undefined,
+      revoke: (values.revoke ?? []) as string[],
+      arg: (values.arg ?? []) as string[],
+      under: (values.under ?? []) as string[],
+    };
+    const out = (line: string): void => void process.stdout.write(line + '\n');
+    if (wantsStanding(standing) || standing.arg.length + standing.under.length > 0) {
+      if (values.all || values.instructions || names.length + prompts.length + resources.length > 0) {
+        throw new UsageError(
+          'approve: --always and --revoke go alone (approve the definitions first, then give the answer)',
+        );
+      }
+      return runStanding(profile, standing, out);
+    }
     if (!values.all && !values.instructions && names.length === 0 && prompts.length + resources.length === 0) {
       throw new UsageError('approve: name the tools to approve, or --prompt, --resource, --instructions, or --all');
     }
@@ -79,7 +111,6 @@ export const approveCommand: CommandSpec = {
       throw new UsageError(
         `approve: ${profile.name} lists no tool ${unknown.map(renderServerText).join(', ')} (it lists ${[...listed.keys()].join(', ')})`,
       );
-    const out = (line: string): void => void process.stdout.write(line + '\n');
     // What is shown is against the lock as read before listing; what is written is these
     // changes applied to the lock as it is when written (another approve may have run meanwhile).
     const changes: ((lock: LockFile) => LockFile)[] = [];
@@ -94,6 +125,8 @@ export const approveCommand: CommandSpec = {
       }
       change((l) => ({ ...l, tools: Object.fromEntries(Object.entries(l.tools).filter(([n]) => listed.has(n))) }));
     }
+    // Tools only: what it claims, where it runs, what is not enforced (prompts and resources have no plan).
+    const summary = (label: string): string[] => (listed.has(label) ? approvalSummary(session.plan, label) : []);
     /** One definition: shown against its approved one (or whole, when never approved), and locked. */
     const approveOne = (
       label: string,
@@ -108,6 +141,7 @@ export const approveCommand: CommandSpec = {
         return;
       }
       out(approved ? `${label}: changed since it was approved:` : `${label}: never approved; its definition:`);
+      for (const line of summary(label)) out(`  ${line}`);
       // JSON escapes C0 controls; the rest (C1, U+2028, bidi, …) is rendered.
       const lines = approved
         ? changedLines().map(renderServerText)
@@ -121,6 +155,12 @@ export const approveCommand: CommandSpec = {
       const approved = lockedTool(lock, name);
       const diff = () => (approved ? formatPinChanges(diffPins(approved.definition, pin.definition)) : []);
       approveOne(name, pin, approved, diff, (l) => lockTool(l, pin));
+      const given = standingAnswerOf(lock, name);
+      if (given && given.sha256 !== pin.hash) {
+        // It was given for the definition approved before: a new one is a new question.
+        out(`${renderServerText(name)}: its standing answer was given for the definition before: voided (removed)`);
+        change((l) => withStandingAnswer(l, name, undefined));
+      }
     }
     const offered = itemsByKey(session.promptsAndResources.listed);
     const wanted: [PromptOrResourceKind, string][] = [
@@ -178,6 +218,7 @@ export const approveCommand: CommandSpec = {
         `instructions: ${lock.instructions.sha256 ? 'changed since approved' : 'not approved'}; withheld from clients until "hintbox approve ${profile.file} --instructions"`,
       );
     }
+    for (const line of standingLines(lock)) out(line);
     const { current, written } = await updateLockFile(lockFile, profile.name, (l) =>
       changes.reduce((acc, edit) => edit(acc), l),
     );

@@ -5,6 +5,7 @@ import type { RejectedTool } from '../catalog/discover-tools.js';
 import { renderServerText } from '../util/render-server-text.js';
 import type { ResolvedMount } from '../profile/load-profile.js';
 import { sensitiveWhat } from '../profile/sensitive-paths.js';
+import { planWarnings } from './plan-warnings.js';
 
 /** The mounts the profile lets hold sensitive places (`allowSensitive`), for `plan`'s JSON and text. */
 export function sensitiveMounts(mounts: readonly ResolvedMount[]) {
@@ -72,6 +73,7 @@ export function planToJson(
       runs: sandboxRuns(s, hold),
     })),
     rejected,
+    warnings: planWarnings(plan, annotations),
   };
 }
 
@@ -159,6 +161,7 @@ export function formatPlanTable(
       `sandbox ${s.id}: network ${networkText(s)}; ${mounts}${database}; ${runs}; tools: ${s.tools.map(renderServerText).join(', ')}`,
     );
   }
+  out.push(...planWarnings(plan, annotations));
   for (const r of rejected) {
     out.push(
       `left out: tool #${r.index}${r.name !== undefined ? ` (${renderServerText(r.name)})` : ''}: ${renderServerText(r.reason)}`,

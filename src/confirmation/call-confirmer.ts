@@ -55,7 +55,12 @@ export interface CallConfirmerOptions {
 interface Answer {
   answer: ConsoleAnswer;
   by: 'client' | 'console';
+  /** Why a declined answer is one, when the person may not know (a form accepted unticked). */
+  why?: string;
 }
+
+/** A form the person accepted without ticking approve: a denial, and they are told so. */
+const ACCEPTED_UNTICKED = 'the form was submitted without "approve" ticked (submitting is not approving)';
 
 export class CallConfirmer {
   constructor(private readonly options: CallConfirmerOptions) {}
@@ -90,7 +95,7 @@ export class CallConfirmer {
       reasons: call.decision.reasons,
       ...(pending ? { approval: pending.id } : {}),
     });
-    const { answer, by } = await this.ask(call, client, preview, pending);
+    const { answer, by, why } = await this.ask(call, client, preview, pending);
     options.audit.recordEvent?.({
       type: 'approval.answered',
       ...event,
@@ -105,7 +110,7 @@ export class CallConfirmer {
       text:
         answer === 'timeout'
           ? `hintbox denied ${call.tool}: nobody answered the confirmation within ${Math.round(options.approvalTimeoutMs / 1000)} s`
-          : `hintbox denied ${call.tool}: the confirmation was declined${by === 'console' ? " on hintbox's console" : ''}`,
+          : `hintbox denied ${call.tool}: ${why ?? `the confirmation was declined${by === 'console' ? " on hintbox's console" : ''}`}`,
     };
   }
 
@@ -209,11 +214,10 @@ export class CallConfirmer {
     pending: PendingApproval | undefined,
   ): Promise<Answer> {
     const withdraw = new AbortController();
-    const fromClient = (
+    const fromClient: Promise<Answer> =
       pending && client.canElicitUrl?.() && client.elicitUrl
-        ? this.askByLink(call, client, pending, withdraw.signal)
-        : this.askByForm(call, client, preview, pending, withdraw.signal)
-    ).then((answer): Answer => ({ answer, by: 'client' }));
+        ? this.askByLink(call, client, pending, withdraw.signal).then((answer) => ({ answer, by: 'client' }))
+        : this.askByForm(call, client, preview, pending, withdraw.signal);
     const onPage = pending
       ? pending.answer.then((answer): Answer | Promise<never> =>
           answer === 'approved' || answer === 'declined'
@@ -259,7 +263,7 @@ export class CallConfirmer {
     preview: CallPreview,
     pending: PendingApproval | undefined,
     signal: AbortSignal,
-  ): Promise<ConsoleAnswer> {
+  ): Promise<Answer> {
     const { options } = this;
     const form = confirmationForm(call, {
       server: options.server,
@@ -269,9 +273,12 @@ export class CallConfirmer {
     });
     try {
       const result = await client.elicit(form, options.approvalTimeoutMs, signal);
-      return result.action === 'accept' && result.content?.approve === true ? 'approved' : 'declined';
+      if (result.action !== 'accept') return { answer: 'declined', by: 'client' };
+      // Only a ticked box is a yes: a form accepted as it was shown denies the call, saying why.
+      if (result.content?.approve !== true) return { answer: 'declined', by: 'client', why: ACCEPTED_UNTICKED };
+      return { answer: 'approved', by: 'client' };
     } catch (error) {
-      return this.failedAnswer(call, error as Error, signal);
+      return { answer: await this.failedAnswer(call, error as Error, signal), by: 'client' };
     }
   }
 

@@ -14,6 +14,11 @@ export interface CallToConfirm {
   /** The hash of the tool's pinned definition (an answer on the console is bound to it). */
   pinHash: string;
   arguments: Record<string, unknown> | undefined;
+  /**
+   * The command with which the person may give a standing answer for this tool, when it can
+   * have one (an approved definition): offered in the question, never taken from an answer.
+   */
+  standingCommand?: string;
   /** Why a person is asked, and what they must be warned of. */
   decision: ApprovalDecision;
 }

@@ -44,6 +44,9 @@ export function confirmationForm(call: CallToConfirm, context: FormContext): Eli
       : []),
     `Why you are asked: ${decision.reasons.join('; ')}.`,
     ...(context.link ? [`The call and its preview, on a page where you may answer too: ${context.link}`] : []),
+    ...(call.standingCommand
+      ? [`Asked too often? Only you can allow this tool always, in a terminal: ${call.standingCommand}`]
+      : []),
     `Arguments${decision.showFullArguments ? ' (in full)' : ' (long values cut)'}:`,
     ...renderServerLines(shown),
     // Last, and fenced: the preview is the server's own output (file names, contents, errors),
@@ -58,7 +61,7 @@ export function confirmationForm(call: CallToConfirm, context: FormContext): Eli
         approve: {
           type: 'boolean',
           title: `Run ${renderServerText(call.tool)}?`,
-          description: 'true runs the call; false denies it',
+          description: 'tick to run the call; unticked (or declined) denies it',
         },
       },
       required: ['approve'],

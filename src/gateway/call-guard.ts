@@ -13,6 +13,7 @@ import {
 import type { ClaimedHints, ToolHints } from '../policy/hints.js';
 import { matchesPreApproval, type PreApproval } from '../policy/pre-approvals.js';
 import { ServerTrustState } from '../policy/server-trust.js';
+import { standingVerdict, type StandingAnswer } from '../policy/standing-answer.js';
 import { changedFields, diffPins, type PinnedDefinition, type ToolPin } from '../policy/tool-pin.js';
 import type { ToolTag } from '../policy/tool-tags.js';
 import { renderServerText } from '../util/render-server-text.js';
@@ -71,6 +72,12 @@ export interface CallGuardOptions extends Omit<CallConfirmerOptions, 'trust' | '
    * its definition is still the one approved. May throw (an unreadable lock file).
    */
   approvedHash?: (tool: string) => string | undefined;
+  /**
+   * The person's standing answer for a tool, read from the lock file when a call would be
+   * confirmed (so a revocation holds from the next call). May throw (an unreadable lock file:
+   * the person is asked).
+   */
+  standingAnswer?: (tool: string) => StandingAnswer | undefined;
   /** A blocked tool became approved (its visibility changed): tell the client its list changed. */
   onApproved?: (tool: string) => void;
   /** The server lost trust for the rest of the session (once): e.g. stop letting its sandboxes run free. */
@@ -82,6 +89,9 @@ export class CallGuard {
   private readonly trustState: ServerTrustState;
 
   private tools: ReadonlyMap<string, GuardedTool>;
+
+  /** Tools whose voided standing answer was audited in this session (once each). */
+  private readonly voidedStanding = new Set<string>();
 
   /** Asks a person when the decision says so (the client's elicitation, the console). */
   private readonly confirmer: CallConfirmer;
@@ -193,6 +203,21 @@ export class CallGuard {
   }
 
   /**
+   * Why the client sees fewer tools than the server lists, for the client's `instructions`: a
+   * client that gets an empty list is told what the person must do, not only hintbox's log.
+   * Undefined when every tool is served.
+   */
+  hiddenToolsNote(): string | undefined {
+    const hidden = [...this.tools.keys()].filter((name) => !this.visible(name));
+    if (hidden.length === 0) return undefined;
+    const shown = hidden.slice(0, 10).map(renderServerText).join(', ') + (hidden.length > 10 ? ', …' : '');
+    return (
+      `hintbox: ${hidden.length} of ${this.tools.size} tool(s) of ${this.options.server} are hidden until a person approves their definitions (${shown}). ` +
+      `Tell the user to review and approve them in a terminal: hintbox approve ${this.options.profileFile} --all`
+    );
+  }
+
+  /**
    * Whether the call may be forwarded, its intent recorded first. `trace`: the call's W3C
    * trace id (from its `_meta.traceparent`), recorded with its intent, and the traceparent
    * (the parent of the call's span, when tracing is on).
@@ -236,7 +261,9 @@ export class CallGuard {
     }
 
     let decidedBy: AuditDecider = decision.decidedBy === 'pin' ? 'auto' : decision.decidedBy;
-    if (decision.action === 'confirm') {
+    const standing = decision.action === 'confirm' ? this.standingFor(tool, args) : undefined;
+    if (standing) decidedBy = 'standing';
+    else if (decision.action === 'confirm') {
       const call = {
         tool: name,
         sandbox: tool.sandbox,
@@ -245,6 +272,9 @@ export class CallGuard {
         pinHash: tool.pin.hash,
         arguments: args,
         decision,
+        ...(tool.pinState === 'approved' && options.standingAnswer
+          ? { standingCommand: `hintbox approve ${options.profileFile} --always ${name} [--under <arg>=<folder>]` }
+          : {}),
       };
       const confirmed = await this.confirmer.confirm(call, client);
       if (!confirmed.allowed) return this.refuse(tool, args, trace, 'denied', confirmed.decidedBy, confirmed.text);
@@ -254,6 +284,19 @@ export class CallGuard {
     try {
       const auditId = await this.record(tool, args, trace, 'allowed', decidedBy);
       if (decidedBy === 'pre-approval') options.log.info(`${name}: run under a pre-approval rule (audit ${auditId})`);
+      if (standing) {
+        options.log.info(`${name}: run on the standing answer given by ${standing.by} (audit ${auditId})`);
+        options.audit.recordEvent?.({
+          type: 'standing.used',
+          session: options.session,
+          server: options.server,
+          tool: name,
+          callId: auditId,
+          pin: standing.sha256,
+          givenBy: standing.by,
+          givenAt: standing.at,
+        });
+      }
       return { allowed: true, auditId, decision };
     } catch (error) {
       options.log.error(`audit trail unavailable, refusing ${name}: ${(error as Error).message}`);
@@ -262,6 +305,40 @@ export class CallGuard {
         result: errorResult(`hintbox refused ${name}: the audit trail cannot record it (${(error as Error).message})`),
       };
     }
+  }
+
+  /**
+   * The person's standing answer that answers this call, if any. Only for a tool approved as it
+   * is, without a profile rule that demands confirmation, of a server that broke no hint in this
+   * session: a standing answer stands in for the person's yes, never for the operator's rule or
+   * for what the session saw. One given for another definition is audited (once) and not used.
+   */
+  private standingFor(tool: GuardedTool, args: Record<string, unknown> | undefined): StandingAnswer | undefined {
+    const { options } = this;
+    if (!options.standingAnswer || tool.pinState !== 'approved' || tool.rule === 'confirm') return undefined;
+    if (this.trustState.reason !== undefined) return undefined;
+    let answer: StandingAnswer | undefined;
+    try {
+      answer = options.standingAnswer(tool.name);
+    } catch (error) {
+      options.log.warn(`could not read the standing answer of ${tool.name}: ${(error as Error).message}`);
+      return undefined;
+    }
+    if (!answer) return undefined;
+    const verdict = standingVerdict(answer, tool.pin.hash, args);
+    if (verdict === 'voided' && !this.voidedStanding.has(tool.name)) {
+      this.voidedStanding.add(tool.name);
+      options.log.warn(`${tool.name}: its standing answer was given for another definition: a person is asked again`);
+      options.audit.recordEvent?.({
+        type: 'standing.voided',
+        session: options.session,
+        server: options.server,
+        tool: tool.name,
+        pin: tool.pin.hash,
+        givenFor: answer.sha256,
+      });
+    }
+    return verdict === 'applies' ? answer : undefined;
   }
 
   /** Records a call's outcome; never throws (failures are logged). */

@@ -15,6 +15,7 @@ import { interpolateTree, type Variables } from './interpolate.js';
 import { isSandboxValueField, mountValueName, sandboxValueUses } from './sandbox-values.js';
 import { normalizeContainerPath, ProfileSchema, type ParsedProfile } from './profile-schema.js';
 import { HintboxError } from '../util/hintbox-error.js';
+import { ineffectiveKeys } from './trust-key-effects.js';
 import { renderServerText } from '../util/render-server-text.js';
 
 /** A resolved mount: `source` is an existing, real (symlink-free), allowed host path. */
@@ -198,6 +199,9 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
       path: 'hold',
       message: 'false is allowed only for a trusted server (trust: trusted): an untrusted server is always held',
     });
+  }
+  for (const key of ineffectiveKeys(parsed.data)) {
+    problems.push({ file: absFile, path: formatFieldPath(key.at), message: key.message });
   }
   for (const use of sandboxValueUses(parsed.data.server.args ?? [], parsed.data.env)) {
     const at = formatFieldPath(use.path);

@@ -1,5 +1,6 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { instructionsHash, lockedTool, type LockFile } from '../approvals/lock-file.js';
+import { instructionsHash, lockedTool, standingAnswerOf, type LockFile } from '../approvals/lock-file.js';
+import type { StandingAnswer } from '../policy/standing-answer.js';
 import type { AuditLog } from '../audit/audit-record.js';
 import type { PinState } from '../policy/approval-decision.js';
 import type { PlannedTool } from '../policy/plan-sandboxes.js';
@@ -191,6 +192,14 @@ export function approvedHashIn(approvals: () => LockFile | undefined): (tool: st
   return (tool) => {
     const lock = approvals();
     return lock ? lockedTool(lock, tool)?.sha256 : undefined;
+  };
+}
+
+/** The standing answer of a tool in the lock file as it is now (`hintbox approve --always`). */
+export function standingAnswerIn(approvals: () => LockFile | undefined): (tool: string) => StandingAnswer | undefined {
+  return (tool) => {
+    const lock = approvals();
+    return lock ? standingAnswerOf(lock, tool) : undefined;
   };
 }
 

@@ -223,9 +223,11 @@ export class HintboxSession implements AsyncDisposable {
     });
     // Instructions reach the client only as approved (the lock file), like tools; without
     // approvals (tests of routing), never.
-    const instructions = settings.approvals
+    const approved = settings.approvals
       ? approvedInstructions({ profile: this.profile, instructions: this.instructions, lock: settings.approvals, log })
       : undefined;
+    // A client shown fewer tools than the server lists is told why, and what the person must do.
+    const instructions = [approved, guard?.hiddenToolsNote()].filter((t) => t !== undefined).join('\n\n') || undefined;
     // A cold start: the running server's tools replace the locked ones once discovery has
     // answered, and its sandboxes are served; this gateway's calls wait for both. A gateway
     // made later (another client) is served the verified server at once.

@@ -3,7 +3,7 @@ import { CallGuard, compilePreApprovals, type GuardedTool } from '../gateway/cal
 import type { ServerTrustState } from '../policy/server-trust.js';
 import type { Profile } from '../profile/load-profile.js';
 import type { Logger } from '../util/logger.js';
-import { approvedHashIn } from './guarded-tools.js';
+import { approvedHashIn, standingAnswerIn } from './guarded-tools.js';
 import type { GatewaySettings } from './session-options.js';
 import type { SessionSandboxes } from './session-sandboxes.js';
 
@@ -40,7 +40,9 @@ export function sessionGuardOf(options: {
     log: options.log,
     // Writers of a copied folder are frozen while it is copied, through their calls' line.
     previewer: sandboxes.previewer(options.holdFrozenDuring),
-    ...(settings.approvals ? { approvedHash: approvedHashIn(settings.approvals) } : {}),
+    ...(settings.approvals
+      ? { approvedHash: approvedHashIn(settings.approvals), standingAnswer: standingAnswerIn(settings.approvals) }
+      : {}),
     onApproved: options.onApproved,
     ...(settings.console
       ? {

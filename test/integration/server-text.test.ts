@@ -130,7 +130,10 @@ integrationSuite('server-made text under hintbox', { timeout: 600_000, images: [
     const { name, file } = textliar('untrusted');
     {
       await using hintbox = await runHintbox(file);
-      assert.equal(hintbox.client.getInstructions(), undefined, 'instructions never approved reach no client');
+      // Only hintbox's own note on the hidden tools: never the server's text.
+      const given = hintbox.client.getInstructions() ?? '';
+      assert.match(given, /^hintbox: 3 of 3 tool\(s\) of .* are hidden until a person approves/);
+      assert.doesNotMatch(given, /Use echo to repeat text/, 'instructions never approved reach no client');
     }
     const approve = await hintboxCommand(['approve', file, '--all']);
     assert.equal(approve.code, 0, approve.stderr);

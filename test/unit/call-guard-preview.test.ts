@@ -4,31 +4,17 @@ import type { ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { CallGuard, type ClientChannel, type GuardedTool } from '../../src/gateway/call-guard.js';
 import type { ServerTrust } from '../../src/policy/approval-decision.js';
 import type { ClaimedHints } from '../../src/policy/hints.js';
-import { effectiveHints } from '../../src/policy/hints.js';
-import { pinTool } from '../../src/policy/tool-pin.js';
 import type { CallPreview, CallPreviewer } from '../../src/sandbox/preview.js';
 import type { AuditLog } from '../../src/audit/audit-record.js';
 import { silentLogger } from '../../src/util/logger.js';
+import { guardedTool } from './support/guarded-tool.js';
 
 const audit: AuditLog = {
   recordIntent: () => Promise.resolve('a1'),
   recordOutcome: () => Promise.resolve(),
 };
 
-function tool(name: string, claimed: ClaimedHints): GuardedTool {
-  return {
-    name,
-    sandbox: 'rw-offline',
-    claimed,
-    effective: effectiveHints(claimed),
-    annotationsMissing: false,
-    enforced: true,
-    networked: false,
-    tags: [],
-    pin: pinTool({ name, inputSchema: { type: 'object' }, annotations: claimed }),
-    pinState: 'approved',
-  };
-}
+const tool = (name: string, claimed: ClaimedHints): GuardedTool => guardedTool(name, claimed);
 
 function person(approve: boolean): ClientChannel & { asked: string[] } {
   const asked: string[] = [];

@@ -6,6 +6,7 @@ import { effectiveHints } from '../../src/policy/hints.js';
 import { pinTool } from '../../src/policy/tool-pin.js';
 import type { AuditIntent, AuditLog, AuditOutcomeReport } from '../../src/audit/audit-record.js';
 import { silentLogger } from '../../src/util/logger.js';
+import { guardedTool } from './support/guarded-tool.js';
 
 /** An in-memory audit log: intents and outcomes by id. */
 function memoryAudit(): AuditLog & { intents: Map<string, AuditIntent>; outcomes: Map<string, AuditOutcomeReport> } {
@@ -27,19 +28,11 @@ function memoryAudit(): AuditLog & { intents: Map<string, AuditIntent>; outcomes
 }
 
 function tool(name: string, pinState: GuardedTool['pinState']): GuardedTool {
-  const claimed = { readOnlyHint: true, openWorldHint: false };
-  return {
+  return guardedTool(
     name,
-    sandbox: 'nomounts-offline-dbread',
-    claimed,
-    effective: effectiveHints(claimed),
-    annotationsMissing: false,
-    enforced: true,
-    networked: false,
-    tags: [],
-    pin: pinTool({ name, inputSchema: { type: 'object' }, annotations: claimed }),
-    pinState,
-  };
+    { readOnlyHint: true, openWorldHint: false },
+    { sandbox: 'nomounts-offline-dbread', pinState },
+  );
 }
 
 /** A person who approves everything, counting the questions. */

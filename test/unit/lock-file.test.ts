@@ -56,6 +56,7 @@ describe('lock file', () => {
       prompts: {},
       resources: {},
       resourceTemplates: {},
+      standing: {},
     });
     const definition = (JSON.parse(text) as LockFile).tools.write_file!.definition;
     assert.deepEqual(Object.keys(definition), [...Object.keys(definition)].sort());

@@ -404,6 +404,20 @@ describe('loadProfile: errors name the file and the field', () => {
     assert.equal(load(trusted, { vars: {}, home }).hold, false);
   });
 
+  // proves: TRUST-KEYS-HAVE-EFFECT
+  it('refuses at load a tool rule approval: allow on an untrusted profile, in one line saying why', () => {
+    const { dir, home } = sandboxDir();
+    const file = write(dir, `${MINIMAL}tools:\n  read_file: { approval: allow }\n`);
+    const error = failing(file, { vars: {}, home });
+    assert.equal(error.problems.length, 1);
+    assert.match(
+      problemAt(error, 'tools.read_file.approval').message,
+      /^allow has no effect here: every call of an untrusted server is confirmed by a person/,
+    );
+    const trusted = write(dir, `${MINIMAL}trust: trusted\ntools:\n  read_file: { approval: allow }\n`, 't.yaml');
+    assert.equal(load(trusted, { vars: {}, home }).tools['read_file']?.approval, 'allow');
+  });
+
   it('a bad name', () => {
     const { dir, home } = sandboxDir();
     for (const name of ['My Server', '-lead', 'a'.repeat(64), '"a/b"', '""']) {
