@@ -11,6 +11,7 @@ import { packageImageName, packageLockPath, packageSource } from '../packages/pa
 import { processVariables } from '../config/environment.js';
 import { hintboxOwnPaths, type OwnPath } from '../config/hintbox-paths.js';
 import { isStrictlyInside } from '../util/paths.js';
+import { packagePath } from '../util/package-root.js';
 import { interpolateTree, type Variables } from './interpolate.js';
 import { isSandboxValueField, mountValueName, sandboxValueUses } from './sandbox-values.js';
 import { normalizeContainerPath, ProfileSchema, type ParsedProfile } from './profile-schema.js';
@@ -75,8 +76,22 @@ export function formatFieldPath(parts: readonly PropertyKey[]): string {
   return out;
 }
 
+/**
+ * The variables hintbox gives every profile itself, over the environment's of the same name:
+ * `CWD`, the folder hintbox was started in, and `HINTBOX_IMAGES`, the images folder of this
+ * hintbox's installation (so a copy of a gallery profile finds its build folder from anywhere).
+ */
+export function builtinVariables(): Record<'CWD' | 'HINTBOX_IMAGES', string> {
+  return { CWD: process.cwd(), HINTBOX_IMAGES: packagePath('images') };
+}
+
+/** The variables a profile is loaded with: the process environment, then {@link builtinVariables}. */
+export function profileVariables(): Variables {
+  return { ...processVariables(), ...builtinVariables() };
+}
+
 export interface LoadProfileOptions {
-  /** Variables for `${…}`; default: the process environment plus CWD. */
+  /** Variables for `${…}`; default: {@link profileVariables}. */
   vars?: Variables;
   /** Home directory for the denylist; default: os.homedir(). */
   home?: string;
@@ -124,7 +139,7 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
     return fail(`invalid YAML: ${(error as Error).message.split('\n')[0]}`);
   }
 
-  const vars = options.vars ?? { ...processVariables(), CWD: process.cwd() };
+  const vars = options.vars ?? profileVariables();
   const problems: ProfileProblem[] = [];
   const interpolated = interpolateTree(
     raw,
