@@ -8,7 +8,7 @@ import {
 } from '../audit/audit-reader.js';
 import { AUDIT_DECISIONS, AUDIT_OUTCOMES, type AuditDecision, type AuditOutcome } from '../audit/audit-record.js';
 import { PostgresAuditSink } from '../audit/postgres-sink.js';
-import { hintboxEnvironment } from '../config/environment.js';
+import { hintboxEnvironment, processVariables } from '../config/environment.js';
 import { redactUrl } from '../util/redact-url.js';
 import { renderServerText } from '../util/render-server-text.js';
 import { cliLog } from './common.js';
@@ -73,7 +73,7 @@ export const auditCommand: CommandSpec = {
     const dir = hintboxEnvironment().auditDir;
     if (positionals[0] === 'verify') {
       if (positionals.length > 1) throw new UsageError(`audit verify: unexpected argument ${positionals[1]}`);
-      return verify(dir);
+      return verify(dir, processVariables().HINTBOX_AUDIT_DIR !== undefined);
     }
     if (positionals[0] === 'ship') {
       if (positionals.length > 1) throw new UsageError(`audit ship: unexpected argument ${positionals[1]}`);
@@ -118,11 +118,16 @@ export const auditCommand: CommandSpec = {
   },
 };
 
-async function verify(dir: string): Promise<number> {
-  // A log that is not there is not a log that holds: a mistyped or removed folder fails.
+async function verify(dir: string, named: boolean): Promise<number> {
+  // A folder the operator named that is not there is a mistyped one: it fails. The default
+  // folder is made at the first recorded call: before that, there is nothing to verify.
   if (!existsSync(dir)) {
-    cliLog.error(`audit log ${dir} does not exist: nothing to verify (HINTBOX_AUDIT_DIR?)`);
-    return 1;
+    if (named) {
+      cliLog.error(`audit log ${dir} does not exist: nothing to verify (HINTBOX_AUDIT_DIR?)`);
+      return 1;
+    }
+    process.stdout.write(`audit log ${dir}: nothing recorded yet (no call has been recorded here)\n`);
+    return 0;
   }
   const chains = await verifyAuditLog(dir);
   let broken = 0;
@@ -148,7 +153,7 @@ async function verify(dir: string): Promise<number> {
       ? `audit log ${dir}: ${broken} of ${chains.length} chain(s) broken`
       : chains.length
         ? `audit log ${dir}: ${chains.length} chain(s), ${lines} line(s), every chain holds${tornNote}`
-        : `audit log ${dir}: no chain yet (no record was written here)`,
+        : `audit log ${dir}: nothing recorded yet (no chain in it)`,
   );
   await out.end();
   return broken ? 1 : 0;
