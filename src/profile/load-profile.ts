@@ -71,7 +71,7 @@ export function formatProblem(p: ProfileProblem): string {
 function unreadable(error: NodeJS.ErrnoException): string {
   switch (error.code) {
     case 'ENOENT':
-      return 'no such file (give the path of a profile: a .yaml file, such as one of the gallery\'s profiles/)';
+      return "no such file (give the path of a profile: a .yaml file, such as one of the gallery's profiles/)";
     case 'EACCES':
       return 'not allowed to read this file (permission denied)';
     case 'EISDIR':
