@@ -2,7 +2,7 @@
 // A 1 MB young generation and V8's optimize-for-size mode keep hintbox's resident memory low (BENCHMARKS.md),
 // and so does one malloc arena (glibc): without it each of Node's threads (V8's compiler and GC
 // workers) keeps freed memory in an arena of its own. `env -S` sets it for the bin as a client
-// launches it (`npx hintbox`, dist/hintbox.mjs); other C libraries ignore it.
+// launches it (the installed bin, dist/hintbox.mjs); other C libraries ignore it.
 import { ENVIRONMENT_VARIABLES, hintboxEnvironment } from '../config/environment.js';
 import { VERSION } from '../version.js';
 import { cliLog as log, cliLogFormat, verboseLog } from './common.js';
@@ -29,7 +29,8 @@ Usage: hintbox <command> [options]
 Commands:
   run <profile>           serve the profile's MCP server on stdio, each tool in its sandbox
   serve <folder>          serve every profile of a folder over streamable HTTP (/mcp/<name>)
-  install <profile>       build what the profile needs and list its tools once, so run starts in seconds
+  install <profile>       build what the profile needs, list its tools once (so run starts in
+                          seconds), and print the entry for an MCP client's config
   plan <profile>          show which sandbox each tool gets, and what is enforced
   approve <profile> ...   approve tool definitions into the lock file: named tools, or --all
   audit [verify|ship]     list recorded calls (filters: --server --tool --tag --decision …),
