@@ -9,12 +9,12 @@ export function didYouMean(given: string, candidates: readonly string[]): string
   return match === undefined ? '' : ` (did you mean ${match}?)`;
 }
 
-/** The closest of `candidates` to `given` (edit distance at most a third of its length, and 3), for "did you mean". */
+/** The closest of `candidates` to `given` (at most a third of its length in edits, and 3: a one-letter flag is never guessed), for "did you mean". */
 export function closest(given: string, candidates: readonly string[]): string | undefined {
   let best: { name: string; distance: number } | undefined;
   for (const name of candidates) {
     const distance = editDistance(given.toLowerCase(), name.toLowerCase());
-    if (distance <= Math.min(3, Math.max(1, Math.floor(name.length / 3))) && (!best || distance < best.distance)) {
+    if (distance <= Math.min(3, Math.floor(name.length / 3)) && (!best || distance < best.distance)) {
       best = { name, distance };
     }
   }
