@@ -1697,4 +1697,15 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'CLIENT-ENTRY-SECRETS',
+    statement:
+      'The client entry hintbox install prints never holds the value of a variable whose name looks like a secret (TOKEN, SECRET, KEY, PASSWORD, AUTH, CREDENTIAL, or ending in _URL, such as HINTBOX_DATABASE_URL): a placeholder stands in, and the name is reported so the person fills it in.',
+    tests: [
+      {
+        file: 'unit/client-entry.test.ts',
+        title: 'never prints the value of a secret-looking variable: a placeholder, and the name is reported',
+      },
+    ],
+  },
 ];

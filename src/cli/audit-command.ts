@@ -1,7 +1,7 @@
 import { newestAuditEntries, scanAuditLog, type AuditEntry, type AuditFilter } from '../audit/audit-reader.js';
 import { AUDIT_DECISIONS, AUDIT_OUTCOMES, type AuditDecision, type AuditOutcome } from '../audit/audit-record.js';
 import { PostgresAuditSink } from '../audit/postgres-sink.js';
-import { hintboxEnvironment } from '../config/environment.js';
+import { hintboxEnvironment, processVariables } from '../config/environment.js';
 import { redactUrl } from '../util/redact-url.js';
 import { renderServerText } from '../util/render-server-text.js';
 import { cliLog } from './common.js';
@@ -80,7 +80,11 @@ export const auditCommand: CommandSpec = {
     const dir = hintboxEnvironment().auditDir;
     if (positionals[0] === 'verify') {
       if (positionals.length > 1) throw new UsageError(`audit verify: unexpected argument ${positionals[1]}`);
-      return verifyAuditFolder(dir, (values['public-key'] as string[] | undefined) ?? []);
+      return verifyAuditFolder(
+        dir,
+        (values['public-key'] as string[] | undefined) ?? [],
+        processVariables().HINTBOX_AUDIT_DIR !== undefined,
+      );
     }
     if (positionals[0] === 'key') {
       if (positionals.length > 1) throw new UsageError(`audit key: unexpected argument ${positionals[1]}`);

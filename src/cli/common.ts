@@ -11,7 +11,19 @@ import { UsageError } from '../util/hintbox-error.js';
 /** The CLI's log. A level or format it cannot use counts as the default here; main refuses it before any command runs. */
 const { logLevel, logFormat } = readEnvironment(processVariables()).environment;
 export const cliLogFormat = logFormat;
-export const cliLog: Logger = createLogger(logLevel, undefined, { format: logFormat });
+let current: Logger = createLogger(logLevel, undefined, { format: logFormat });
+export const cliLog: Logger = {
+  debug: (message, fields) => current.debug(message, fields),
+  info: (message, fields) => current.info(message, fields),
+  warn: (message, fields) => current.warn(message, fields),
+  error: (message, fields) => current.error(message, fields),
+  child: (prefix) => current.child(prefix),
+};
+
+/** `--verbose`: the CLI's log takes debug lines too (every line of a build, among others), from now on. */
+export function verboseLog(): void {
+  current = createLogger('debug', undefined, { format: logFormat });
+}
 
 /** The one profile argument of run, plan and images build. */
 export function profileArg(command: string, positionals: string[]): Profile {

@@ -2,11 +2,12 @@
 // A 1 MB young generation and V8's optimize-for-size mode keep hintbox's resident memory low (BENCHMARKS.md),
 // and so does one malloc arena (glibc): without it each of Node's threads (V8's compiler and GC
 // workers) keeps freed memory in an arena of its own. `env -S` sets it for the bin as a client
-// launches it (`npx hintbox`, dist/hintbox.mjs); other C libraries ignore it.
-import { parseArgs } from 'node:util';
+// launches it (the installed bin, dist/hintbox.mjs); other C libraries ignore it.
 import { ENVIRONMENT_VARIABLES, hintboxEnvironment } from '../config/environment.js';
 import { VERSION } from '../version.js';
-import { cliLog as log, cliLogFormat } from './common.js';
+import { cliLog as log, cliLogFormat, verboseLog } from './common.js';
+import { parseCommandArgs } from './parse-command-args.js';
+import { didYouMean } from '../util/did-you-mean.js';
 import type { CommandSpec } from './command-spec.js';
 import { approveCommand } from './approve-command.js';
 import { auditCommand } from './audit-command.js';
@@ -28,7 +29,8 @@ Usage: hintbox <command> [options]
 Commands:
   run <profile>           serve the profile's MCP server on stdio, each tool in its sandbox
   serve <folder>          serve every profile of a folder over streamable HTTP (/mcp/<name>)
-  install <profile>       build what the profile needs and list its tools once, so run starts in seconds
+  install <profile>       build what the profile needs, list its tools once (so run starts in
+                          seconds), and print the entry for an MCP client's config
   plan <profile>          show which sandbox each tool gets, and what is enforced
   approve <profile> ...   approve tool definitions into the lock file: named tools, or --all
   audit [verify|ship]     list recorded calls (filters: --server --tool --tag --decision …),
@@ -45,6 +47,8 @@ Commands:
 Options:
   -h, --help              help for a command: hintbox <command> --help
   -v, --version           print the version
+  --verbose               with any command: the debug log too (every line of an image build;
+                          without it, a build shows its steps only)
 
 Environment:
 ${ENVIRONMENT_VARIABLES.map((v) => `  ${v.name.padEnd(24)}${v.meaning}\n${' '.repeat(26)}default: ${v.default}`).join('\n')}
@@ -76,18 +80,11 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const command = COMMANDS[name];
-  if (!command) throw new UsageError(`unknown command "${name}" (see hintbox --help)`);
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: rest,
-      options: { ...command.options, help: { type: 'boolean', short: 'h' } },
-      allowPositionals: true,
-      strict: true,
-    });
-  } catch (error) {
-    throw new UsageError(`${name}: ${(error as Error).message}`);
+  if (!command) {
+    throw new UsageError(`unknown command "${name}"${didYouMean(name, Object.keys(COMMANDS))} (see hintbox --help)`);
   }
+  const parsed = parseCommandArgs(name, command, rest);
+  if (parsed.values.verbose === true) verboseLog();
   if (parsed.values.help) {
     process.stdout.write(command.help + '\n');
     return 0;

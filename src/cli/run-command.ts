@@ -29,8 +29,9 @@ When the client disconnects (stdin closes), or on SIGINT/SIGTERM/SIGHUP, every c
 the session is removed. Containers of a run killed with SIGKILL are removed by the next
 hintbox start.
 
-In an MCP client's config:
-  {"command": "npx", "args": ["hintbox", "run", "profiles/filesystem.yaml"]}
+In an MCP client's config: the entry "hintbox install <profile>" prints for your client
+(--client claude-desktop, claude-code, vscode or cursor): this hintbox's bin and the profile by
+absolute paths, and the variables the profile reads with their values at install.
 
 Each call is decided before it is forwarded: an untrusted server's calls, and calls that may
 write, need a person's confirmation (MCP elicitation); a trusted server's read-only tools that

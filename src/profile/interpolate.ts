@@ -22,6 +22,8 @@ export class InterpolationError extends Error {
 export interface InterpolateOptions {
   /** `${sandbox:NAME}` may appear here (and is kept). Default false. */
   sandboxValues?: boolean;
+  /** Told of each `${NAME:-default}` whose default was used, with the default's value. */
+  onDefault?: (name: string, value: string) => void;
 }
 
 export function interpolate(input: string, vars: Variables, options: InterpolateOptions = {}): string {
@@ -72,8 +74,12 @@ function expand(body: string, vars: Variables, options: InterpolateOptions, kept
   const [, name, fallback] = match as unknown as [string, string, string | undefined];
   const value = vars[name];
   // As in the shell: `${VAR}` is '' when VAR is set but empty; `${VAR:-d}` treats empty as unset.
-  if (fallback !== undefined)
-    return value !== undefined && value !== '' ? value : interpolateIn(fallback, vars, options, kept);
+  if (fallback !== undefined) {
+    if (value !== undefined && value !== '') return value;
+    const used = interpolateIn(fallback, vars, options, kept);
+    options.onDefault?.(name, used);
+    return used;
+  }
   if (value !== undefined) return value;
   throw new InterpolationError(`environment variable ${name} is not set and has no default`);
 }

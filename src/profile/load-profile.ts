@@ -11,12 +11,14 @@ import { packageImageName, packageLockPath, packageSource } from '../packages/pa
 import { processVariables } from '../config/environment.js';
 import { hintboxOwnPaths, type OwnPath } from '../config/hintbox-paths.js';
 import { isStrictlyInside } from '../util/paths.js';
+import { packagePath } from '../util/package-root.js';
 import { interpolateTree, type Variables } from './interpolate.js';
 import { isSandboxValueField, mountValueName, sandboxValueUses } from './sandbox-values.js';
 import { normalizeContainerPath, ProfileSchema, type ParsedProfile } from './profile-schema.js';
 import { HintboxError } from '../util/hintbox-error.js';
 import { ineffectiveKeys } from './trust-key-effects.js';
 import { renderServerText } from '../util/render-server-text.js';
+import { didYouMean } from '../util/did-you-mean.js';
 
 /** A resolved mount: `source` is an existing, real (symlink-free), allowed host path. */
 export interface ResolvedMount {
@@ -66,6 +68,20 @@ export function formatProblem(p: ProfileProblem): string {
   return at ? `${file}: ${at}: ${message}` : `${file}: ${message}`;
 }
 
+/** Why a profile file cannot be read, in plain words (not `ENOENT`). */
+function unreadable(error: NodeJS.ErrnoException): string {
+  switch (error.code) {
+    case 'ENOENT':
+      return "no such file (give the path of a profile: a .yaml file, such as one of the gallery's profiles/)";
+    case 'EACCES':
+      return 'not allowed to read this file (permission denied)';
+    case 'EISDIR':
+      return 'a folder, not a profile file (give the .yaml file in it)';
+    default:
+      return `cannot read profile: ${error.message}`;
+  }
+}
+
 /** `mounts[0].source` from `['mounts', 0, 'source']`. */
 export function formatFieldPath(parts: readonly PropertyKey[]): string {
   let out = '';
@@ -76,8 +92,22 @@ export function formatFieldPath(parts: readonly PropertyKey[]): string {
   return out;
 }
 
+/**
+ * The variables hintbox gives every profile itself, over the environment's of the same name:
+ * `CWD`, the folder hintbox was started in, and `HINTBOX_IMAGES`, the images folder of this
+ * hintbox's installation (so a copy of a gallery profile finds its build folder from anywhere).
+ */
+export function builtinVariables(): Record<'CWD' | 'HINTBOX_IMAGES', string> {
+  return { CWD: process.cwd(), HINTBOX_IMAGES: packagePath('images') };
+}
+
+/** The variables a profile is loaded with: the process environment, then {@link builtinVariables}. */
+export function profileVariables(): Variables {
+  return { ...processVariables(), ...builtinVariables() };
+}
+
 export interface LoadProfileOptions {
-  /** Variables for `${…}`; default: the process environment plus CWD. */
+  /** Variables for `${…}`; default: {@link profileVariables}. */
   vars?: Variables;
   /** Home directory for the denylist; default: os.homedir(). */
   home?: string;
@@ -104,7 +134,7 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
   try {
     text = options.text ?? readFileSync(absFile, 'utf8');
   } catch (error) {
-    return fail(`cannot read profile: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    return fail(unreadable(error as NodeJS.ErrnoException));
   }
 
   const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
@@ -125,7 +155,7 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
     return fail(`invalid YAML: ${(error as Error).message.split('\n')[0]}`);
   }
 
-  const vars = options.vars ?? { ...processVariables(), CWD: process.cwd() };
+  const vars = options.vars ?? profileVariables();
   const problems: ProfileProblem[] = [];
   const interpolated = interpolateTree(
     raw,
@@ -330,9 +360,46 @@ function realOrResolved(p: string): string {
 function zodProblems(file: string, issue: z.core.$ZodIssue): ProfileProblem[] {
   if (issue.code === 'unrecognized_keys') {
     // One line per key, named by its own path: `limits.swap: unknown key`.
-    return issue.keys.map((key) => ({ file, path: formatFieldPath([...issue.path, key]), message: 'unknown key' }));
+    const known = keysAt(ProfileSchema, issue.path);
+    return issue.keys.map((key) => ({
+      file,
+      path: formatFieldPath([...issue.path, key]),
+      message: `unknown key${didYouMean(key, known)}`,
+    }));
   }
   return [{ file, path: formatFieldPath(issue.path), message: issue.message }];
+}
+
+/** The keys the schema knows at a field path (an object's), for "did you mean". */
+function keysAt(schema: unknown, at: readonly PropertyKey[]): string[] {
+  const def = (schema as { _zod?: { def?: Record<string, unknown> } } | undefined)?._zod?.def;
+  if (!def) return [];
+  const [head, ...rest] = at;
+  switch (def.type) {
+    case 'optional':
+    case 'default':
+    case 'prefault':
+    case 'nullable':
+    case 'readonly':
+    case 'catch':
+      return keysAt(def.innerType, at);
+    case 'pipe':
+      return keysAt(def.in, at);
+    case 'union':
+      return [...new Set((def.options as unknown[]).flatMap((option) => keysAt(option, at)))];
+    case 'intersection':
+      return [...keysAt(def.left, at), ...keysAt(def.right, at)];
+    case 'object': {
+      const shape = def.shape as Record<string, unknown>;
+      return head === undefined ? Object.keys(shape) : keysAt(shape[String(head)], rest);
+    }
+    case 'array':
+      return typeof head === 'number' ? keysAt(def.element, rest) : [];
+    case 'record':
+      return head === undefined ? [] : keysAt(def.valueType, rest);
+    default:
+      return [];
+  }
 }
 
 function resolveHostPath(

@@ -9,6 +9,8 @@ import path from 'node:path';
 export function relocatedProfileText(file: string): string {
   return readFileSync(file, 'utf8').replace(
     /^(\s*build:\s*)(\S+)\s*$/m,
-    (_, key: string, build: string) => `${key}${JSON.stringify(path.resolve(path.dirname(file), build))}`,
+    // A `${…}` path (the gallery's `${HINTBOX_IMAGES}/…`) resolves the same from any folder.
+    (whole: string, key: string, build: string) =>
+      build.startsWith('$') ? whole : `${key}${JSON.stringify(path.resolve(path.dirname(file), build))}`,
   );
 }

@@ -80,6 +80,11 @@ export interface PreviewerOptions {
    * and no call going into them; rejects when one cannot be frozen. Default: just runs it.
    */
   holdWriters?: <T>(sources: readonly string[], work: () => Promise<T>) => Promise<T>;
+  /**
+   * What the session does with each of its started sandboxes before a call goes in (answer
+   * `roots/list`): a dry run's server is told what the real one is, and asks nothing unanswered.
+   */
+  onStarted?: (sandbox: StartedSandbox) => void;
 }
 
 /** A preview refused for a reason a person should read (too large, …). */
@@ -153,6 +158,7 @@ export class Previewer implements CallPreviewer {
         startTimeoutMs: options.startTimeoutMs,
       });
       started = await held.release();
+      options.onStarted?.(started);
       let outcome = '';
       try {
         const result = await started.client.callTool({ name: tool, arguments: args ?? {} }, undefined, {

@@ -9,4 +9,6 @@ export interface ClientSession {
   /** Serves the client on its transport; `onClosed` once that connection closes. */
   connect(transport: Transport, onClosed: () => void): Promise<void>;
   close(): Promise<void>;
+  /** What closing it does, for the log line of its end. Default: "closing its gateways". */
+  ending?: string;
 }

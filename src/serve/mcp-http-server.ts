@@ -357,7 +357,9 @@ export class McpHttpServer {
     return (client.closing ??= (async () => {
       this.clients.delete(client.id);
       client.release();
-      this.options.log.info(`serve: ${client.server}: session ${client.id} ends (${why}): removing its sandboxes`);
+      this.options.log.info(
+        `serve: ${client.server}: session ${client.id} ends (${why}): ${client.session.ending ?? 'closing its gateways'}`,
+      );
       await client.session
         .close()
         .catch((error: Error) => this.options.log.error(`serve: closing ${client.id}: ${error.message}`));

@@ -149,7 +149,11 @@ export class ServedServers {
     const opening = this.sharedSession(name);
     const session = await opening;
     const gateway = await session.createGateway(this.gatewaySettings(entry, access));
-    const client = clientOf(gateway, () => session.closeGateway(gateway));
+    const client = clientOf(
+      gateway,
+      () => session.closeGateway(gateway),
+      'closing its gateway; the shared sandboxes stay up for the next client',
+    );
     // Reloaded meanwhile (SIGHUP): this session is retired; the client connects again.
     if (this.shared.get(name) !== opening) {
       await client.close();
@@ -230,7 +234,7 @@ export class ServedServers {
         throw new Error(`${entry.profile.name} was reloaded while the session opened: connect again`);
       }
       const gateway = await session.createGateway(this.gatewaySettings(entry, access));
-      const client = clientOf(gateway, () => this.remove(session));
+      const client = clientOf(gateway, () => this.remove(session), 'removing its sandboxes');
       // A cold start whose server cannot be verified: that client's session ends.
       session.verified?.catch((error: Error) => {
         this.options.log.error(`serve: ${entry.profile.name}: the server could not be verified: ${error.message}`);
@@ -279,9 +283,10 @@ export class ServedServers {
 }
 
 /** A client's side of a gateway: served on its transport, closed once (however many ask). */
-function clientOf(gateway: Gateway, close: () => Promise<void>): ClientSession {
+function clientOf(gateway: Gateway, close: () => Promise<void>, ending: string): ClientSession {
   let closing: Promise<void> | undefined;
   return {
+    ending,
     close: () => (closing ??= close()),
     connect: async (transport, onClosed) => {
       await gateway.connect(transport);

@@ -282,10 +282,7 @@ export class SessionSandboxes {
           this.assertOpen();
         }
         const sandbox: StartedSandbox = await held.release();
-        // Before the gateway listens to it (a server may ask at once): the sandbox's folders.
-        if (profile.serverRequests.roots) {
-          sandbox.client.setRequestHandler(ListRootsRequestSchema, () => ({ roots: sandboxRoots(profile.mounts) }));
-        }
+        this.answerRoots(sandbox);
         const audit = this.options.audit;
         if (audit?.recordEvent) {
           const event = {
@@ -310,6 +307,14 @@ export class SessionSandboxes {
     };
   }
 
+  /** Before the gateway listens to a started sandbox (a server may ask at once): its folders, when asked. */
+  private answerRoots(sandbox: StartedSandbox): void {
+    const { profile } = this.options;
+    if (profile.serverRequests.roots) {
+      sandbox.client.setRequestHandler(ListRootsRequestSchema, () => ({ roots: sandboxRoots(profile.mounts) }));
+    }
+  }
+
   /**
    * Dry runs of calls, in throwaway sandboxes of this session over copies of the writable mounts
    * (no network). The session's sandboxes that can write a copied folder are frozen while it is
@@ -322,6 +327,7 @@ export class SessionSandboxes {
       log,
       grantOf: (id) => this.grants.get(id),
       specFor: (id, grant) => ({ ...this.spec(id, grant), preview: true }),
+      onStarted: (sandbox) => this.answerRoots(sandbox),
       startTimeoutMs: profile.timeouts.start * 1000,
       holdWriters: (sources, work) => {
         const writers = [...this.grants]

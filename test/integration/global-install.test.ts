@@ -1,19 +1,13 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { chownSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { before, it } from 'node:test';
 import { integrationSuite } from './support/suite.js';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { stringify } from 'yaml';
-import { ensureTestImages, FILESYSTEM_IMAGE, ownHintboxProcess, REPO } from './support/docker.js';
+import { ensureTestImages, FILESYSTEM_IMAGE } from './support/docker.js';
 import { hintboxCommand, hintboxTestEnv } from './support/hintbox-process.js';
+import { clientOfEntry, installGlobally, type EntryAsPrinted } from './support/global-install.js';
 import { scratchFolder } from '../support/scratch-folder.js';
-
-const run = promisify(execFile);
 
 /**
  * hintbox as a user installs it: packed, installed globally into a prefix of its own, and run by
@@ -23,20 +17,7 @@ const run = promisify(execFile);
 integrationSuite('a global install', { timeout: 600_000, images: [ensureTestImages] }, () => {
   let bin: string;
   before(async () => {
-    // `npm test` built dist/ first; the tarball is what `npm publish` would upload.
-    const packed = scratchFolder('hintbox-pack-');
-    await run('npm', ['pack', '--ignore-scripts', '--pack-destination', packed], { cwd: REPO });
-    const tarball = path.join(
-      packed,
-      readdirSync(packed).find((f) => f.endsWith('.tgz'))!,
-    );
-    const prefix = scratchFolder('hintbox-global-');
-    await run(
-      'npm',
-      ['install', '--global', '--prefix', prefix, '--prefer-offline', '--no-audit', '--no-fund', tarball],
-      { cwd: packed },
-    );
-    bin = path.join(prefix, 'bin', 'hintbox');
+    bin = await installGlobally();
   });
 
   it('runs a profile by its absolute path from any folder; its paths resolve against the profile', async () => {
@@ -58,35 +39,21 @@ integrationSuite('a global install', { timeout: 600_000, images: [ensureTestImag
     );
     const elsewhere = scratchFolder('hintbox-elsewhere-');
 
-    const install = await hintboxCommand(['install', profile], {}, { bin, cwd: elsewhere });
+    const install = await hintboxCommand(['install', profile, '--client', 'cursor'], {}, { bin, cwd: elsewhere });
     assert.equal(install.code, 0, install.stderr);
-    assert.match(install.stdout, /files: \d+ tool\(s\) listed: 0 approved/);
-    assert.match(install.stdout, new RegExp(`next: hintbox approve ${profile} --all`));
-    const entry = JSON.parse(/^MCP client config: (.*)$/m.exec(install.stdout)?.[1] ?? 'null') as {
-      command: string;
-      args: string[];
-    };
+    assert.match(install.stderr, /files: \d+ tool\(s\) listed: 0 approved/);
+    assert.match(install.stderr, new RegExp(`next: hintbox approve ${profile} --all`));
+    const entry = (JSON.parse(install.stdout) as { mcpServers: Record<string, EntryAsPrinted> }).mcpServers.files!;
     assert.ok(entry.command.startsWith(path.dirname(path.dirname(bin))), `the installed hintbox: ${entry.command}`);
     assert.deepEqual(entry.args, ['run', profile]);
 
     const approve = await hintboxCommand(['approve', profile, '--all'], {}, { bin, cwd: elsewhere });
     assert.equal(approve.code, 0, approve.stderr);
 
-    // A client that starts the entry as printed, in another folder.
-    const transport = new StdioClientTransport({ ...entry, env: hintboxTestEnv(), cwd: elsewhere, stderr: 'pipe' });
-    let stderr = '';
-    transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    const client = new Client({ name: 'hintbox-test', version: '1.0.0' }, { capabilities: { elicitation: {} } });
-    client.setRequestHandler(ElicitRequestSchema, () => ({ action: 'accept', content: { approve: true } }));
-    await client.connect(transport).catch((error: Error) => {
-      throw new Error(`${error.message}\n${stderr}`);
-    });
-    ownHintboxProcess(transport.pid ?? undefined);
-    try {
-      const read = await client.callTool({ name: 'read_text_file', arguments: { path: '/workspace/hello.txt' } });
-      assert.deepEqual(read.content, [{ type: 'text', text: 'from the project\n' }], stderr);
-    } finally {
-      await client.close();
-    }
+    // A client that starts the entry as printed, in another folder (the test's state folder is in its env).
+    assert.equal(entry.env?.HINTBOX_STATE_DIR, hintboxTestEnv().HINTBOX_STATE_DIR);
+    await using started = await clientOfEntry(entry, elsewhere);
+    const read = await started.client.callTool({ name: 'read_text_file', arguments: { path: '/workspace/hello.txt' } });
+    assert.deepEqual(read.content, [{ type: 'text', text: 'from the project\n' }], started.stderr());
   });
 });

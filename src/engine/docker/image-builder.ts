@@ -1,4 +1,4 @@
-import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type Docker from 'dockerode';
@@ -199,7 +199,7 @@ export class ImageBuilder {
       log.info(`building image ${image} from ${context}`);
       const stream = await docker.buildImage(pack(staged) as unknown as NodeJS.ReadableStream, {
         t: image,
-        buildargs,
+        buildargs: declaredArgs(buildargs, readFileSync(path.join(staged, 'Dockerfile'), 'utf8')),
         labels: { [LABEL_CONTEXT_HASH]: hash },
         rm: true,
         forcerm: true,
@@ -317,6 +317,18 @@ export class ImageBuilder {
   }
 }
 
+/**
+ * The build args a Dockerfile declares (`ARG NAME`), of those hintbox has: Docker warns of
+ * each arg given that no ARG consumes ("One or more build-args … were not consumed").
+ */
+export function declaredArgs(args: Readonly<Record<string, string>>, dockerfile: string): Record<string, string> {
+  const declared = new Set([...dockerfile.matchAll(/^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)/gim)].map((m) => m[1]));
+  return Object.fromEntries(Object.entries(args).filter(([name]) => declared.has(name)));
+}
+
+/** The heading of a build step in Docker's classic builder's output: `Step 3/9 : RUN …`. */
+const BUILD_STEP = /^Step \d+\/\d+ : /;
+
 function followBuild(docker: Docker, stream: NodeJS.ReadableStream, log: Logger): Promise<void> {
   return new Promise((resolve, reject) => {
     docker.modem.followProgress(
@@ -324,8 +336,11 @@ function followBuild(docker: Docker, stream: NodeJS.ReadableStream, log: Logger)
       (error) => (error ? reject(error) : resolve()),
       (event: { stream?: string; error?: string; errorDetail?: { message?: string } }) => {
         if (event.error) reject(new Error(event.errorDetail?.message ?? event.error));
-        const text = event.stream?.trimEnd();
-        if (text) log.info(text);
+        // A step's heading is progress; what the step prints (apt, npm) goes to the debug log (--verbose).
+        for (const line of event.stream?.trimEnd().split('\n') ?? []) {
+          if (BUILD_STEP.test(line)) log.info(line);
+          else if (line.trim() !== '') log.debug(line);
+        }
       },
     );
   });
