@@ -1576,4 +1576,16 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'EGRESS-GALLERY-FETCH',
+    statement:
+      "The gallery's fetch server, as published, reaches only the hosts its profile lists, through the egress proxy; an unlisted host is never reached.",
+    tests: [
+      {
+        file: 'integration/gallery.test.ts',
+        title:
+          "fetch: a listed canary's page comes back through the egress proxy, the server unchanged; an unlisted host is refused",
+      },
+    ],
+  },
 ];
