@@ -115,4 +115,15 @@ export default tseslint.config(
     },
   },
   { files: ['eslint.config.js', 'scripts/**/*.mjs'], ...tseslint.configs.disableTypeChecked },
+  // The Node base's egress preload: plain CommonJS that runs inside the sandboxes' Node.
+  {
+    files: ['images/**/*.cjs'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      sourceType: 'commonjs',
+      globals: { require: 'readonly', process: 'readonly', Buffer: 'readonly', URL: 'readonly' },
+    },
+    rules: { ...tseslint.configs.disableTypeChecked.rules, '@typescript-eslint/no-require-imports': 'off' },
+  },
 );

@@ -1708,4 +1708,39 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'EGRESS-CLIENTS',
+    statement:
+      "A server's HTTP clients reach its listed hosts through the egress proxy as they are written (Node's fetch, undici, got, http/https, axios over HTTP, curl, Python's requests, httpx and urllib, Go's net/http; HTTPS in a CONNECT tunnel), and an unlisted host is refused to each of them.",
+    tests: [
+      {
+        file: 'integration/egress-clients.test.ts',
+        title:
+          'each client, unchanged, reaches a listed host over HTTP and HTTPS through the proxy, and is refused an unlisted one',
+      },
+    ],
+  },
+  {
+    id: 'EGRESS-ONLY-PROXY',
+    statement:
+      "The Node base's egress preload is a convenience, not the fence: a server that goes around the proxy (a socket of its own, a fetch dispatcher of its own) reaches no host, listed or not, by address or by name.",
+    tests: [
+      {
+        file: 'integration/egress-clients.test.ts',
+        title: 'a server that goes around the proxy, by a socket of its own or a dispatcher of its own, has no route',
+      },
+    ],
+  },
+  {
+    id: 'EGRESS-GALLERY-FETCH',
+    statement:
+      "The gallery's fetch server, as published, reaches only the hosts its profile lists, through the egress proxy; an unlisted host is never reached.",
+    tests: [
+      {
+        file: 'integration/gallery.test.ts',
+        title:
+          "fetch: a listed canary's page comes back through the egress proxy, the server unchanged; an unlisted host is refused",
+      },
+    ],
+  },
 ];

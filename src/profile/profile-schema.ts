@@ -169,6 +169,14 @@ export const ServerSchema = z
       .string()
       .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'expected a command name')
       .optional(),
+    /**
+     * Debian packages the image of an npm package needs besides Node (e.g. `chromium` for a
+     * browser server), installed from Debian's archive inside the build, as root, before the
+     * server's files are copied in. Only with `npm`. Default: none.
+     */
+    debian: z
+      .array(z.string().regex(/^[a-z0-9][a-z0-9+.-]+$/, 'expected a Debian package name such as chromium'))
+      .optional(),
     /** Entrypoint override. Default: the image's. */
     command: z.array(z.string()).optional(),
     /** Arguments (the container's CMD). Default: the image's. */
@@ -198,6 +206,9 @@ export const ServerSchema = z
         path: ['image'],
         message: 'expected an image, or a package to run (npm or pypi)',
       });
+    }
+    if (server.debian !== undefined && server.npm === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['debian'], message: 'only with npm (else: a Dockerfile of your own)' });
     }
     if (sources.length === 0 && server.bin !== undefined) {
       ctx.addIssue({ code: 'custom', path: ['bin'], message: 'only with npm or pypi (else: command)' });

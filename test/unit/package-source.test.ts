@@ -68,11 +68,13 @@ describe('package sources', () => {
     assert.throws(() => chooseCommand(source, { a: 'a.js' }, 'constructor'), /no command constructor/);
   });
 
+  /** The schema's problems with a `server` section, as `path: message`. */
+  const problems = (server: unknown): string[] => {
+    const result = ServerSchema.safeParse(server);
+    return result.success ? [] : result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+  };
+
   it('takes exactly one source', () => {
-    const problems = (server: unknown): string[] => {
-      const result = ServerSchema.safeParse(server);
-      return result.success ? [] : result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
-    };
     assert.deepEqual(problems({ npm: 'a@1' }), []);
     assert.deepEqual(problems({ pypi: 'a==1', image: 'mine/a:1' }), []);
     assert.deepEqual(problems({ npm: 'a@1', pypi: 'a==1' }), ['pypi: expected one of npm or pypi, not both']);
@@ -81,5 +83,19 @@ describe('package sources', () => {
     assert.deepEqual(problems({ image: 'a', bin: 'x' }), ['bin: only with npm or pypi (else: command)']);
     assert.match(problems({ npm: 'a b' }).join(), /expected an npm package/);
     assert.match(problems({ pypi: 'a; rm -rf /' }).join(), /expected a PyPI requirement/);
+  });
+
+  it('takes Debian packages for an npm package only, by plain name', () => {
+    assert.deepEqual(problems({ npm: 'a@1', debian: ['chromium', 'fonts-liberation', 'libstdc++6'] }), []);
+    assert.deepEqual(problems({ image: 'a', debian: ['git'] }), [
+      'debian: only with npm (else: a Dockerfile of your own)',
+    ]);
+    assert.deepEqual(problems({ pypi: 'a==1', debian: ['git'] }), [
+      'debian: only with npm (else: a Dockerfile of your own)',
+    ]);
+    // Nothing that apt-get would read as an option or a second word, nor a version or a release.
+    for (const name of ['-oAPT::x=1', 'git curl', 'git;id', 'git=1:2.39', 'git/trixie', 'Git', '']) {
+      assert.match(problems({ npm: 'a@1', debian: [name] }).join(), /debian\.0: expected a Debian package name/, name);
+    }
   });
 });

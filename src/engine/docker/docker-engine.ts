@@ -95,9 +95,13 @@ export class DockerEngine implements SandboxEngine {
     if (typeof network === 'object') await ensureEgressProxyImage(builder);
     const source = packageSource(server);
     if (source) {
-      const ensurePackage = source.kind === 'npm' ? ensureNpmImage : ensurePypiImage;
       const lockFile = packageLockPath(file, source.kind);
-      await ensurePackage(builder, server.image, source, { lockFile, bin: server.bin, log: this.options.log });
+      const packageOptions = { lockFile, bin: server.bin, log: this.options.log };
+      if (source.kind === 'npm') {
+        await ensureNpmImage(builder, server.image, source, { ...packageOptions, debian: server.debian ?? [] });
+      } else {
+        await ensurePypiImage(builder, server.image, source, packageOptions);
+      }
     } else {
       await builder.ensure(server.image, server.build);
     }

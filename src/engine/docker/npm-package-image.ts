@@ -108,12 +108,27 @@ function readLock(lockFile: string): NpmLock | undefined {
   }
 }
 
+/**
+ * The build steps that add the profile's Debian packages (`server.debian`, names checked by the
+ * profile's schema) from Debian's archive, as root, then back to the sandbox user: none without.
+ */
+function debianPackagesLines(packages: readonly string[]): string[] {
+  if (packages.length === 0) return [];
+  return [
+    'USER 0:0',
+    'RUN apt-get update \\',
+    ` && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${packages.join(' ')} \\`,
+    ' && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /usr/share/doc/* /usr/share/man/*',
+    'USER 10001:10001',
+  ];
+}
+
 /** Builds (or keeps, while its lock is unchanged) the image of an npm package. */
 export async function ensureNpmImage(
   builder: ImageBuilder,
   image: string,
   source: PackageSource,
-  options: { lockFile: string; bin?: string | undefined; log: Logger },
+  options: { lockFile: string; bin?: string | undefined; log: Logger; debian?: readonly string[] },
 ): Promise<void> {
   const lock = await npmLock(source, options.lockFile, options.log);
   const entry = lock.packages?.[`node_modules/${source.name}`];
@@ -134,6 +149,7 @@ export async function ensureNpmImage(
         `# ${source.spec}, built by hintbox from the package lock (npm ci on the host, no install scripts).`,
         'ARG NODE_SERVER_IMAGE',
         'FROM ${NODE_SERVER_IMAGE}',
+        ...debianPackagesLines(options.debian ?? []),
         'COPY --chown=0:0 node_modules /app/node_modules',
         `ENTRYPOINT ${JSON.stringify(entrypoint)}`,
         '',
