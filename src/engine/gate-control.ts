@@ -42,7 +42,9 @@ export class GateControl {
     const end = (why: string) => () => this.fail(new GateControlError(`the sandbox's gate ${why}`));
     socket.once('close', end('closed its control connection'));
     socket.once('end', end('closed its control connection'));
-    socket.on('error', (error: Error) => this.fail(new GateControlError(`the gate's connection failed: ${error.message}`)));
+    socket.on('error', (error: Error) =>
+      this.fail(new GateControlError(`the gate's connection failed: ${error.message}`)),
+    );
     socket.resume();
   }
 

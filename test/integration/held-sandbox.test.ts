@@ -95,7 +95,11 @@ integrationSuite(
       const second = outcomeOf(await hintbox.client.callTool({ name: 'slow_write', arguments: { ms: 400 } }));
       assert.equal(second.ok, true, 'the frozen sandbox was thawed for the next call');
       assert.ok(ticksIn(workspace) > atFreeze, 'and its server ran again during it');
-      await eventually(async () => (await sandboxFrozen(writer)) === true, 10_000, 'frozen again after the second call');
+      await eventually(
+        async () => (await sandboxFrozen(writer)) === true,
+        10_000,
+        'frozen again after the second call',
+      );
     });
 
     // proves: HELD-UNTIL-CALLED

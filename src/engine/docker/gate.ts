@@ -10,10 +10,12 @@ import { HintboxError } from '../../util/hintbox-error.js';
 
 /**
  * hintbox's sandbox gate (native/hintbox-gate.c): a static binary bound read-only into every
- * sandbox as its first program. It connects to a Unix socket of hintbox's, waits to be
- * released, and then runs the server with that connection as its stdin and stdout. So a
- * sandbox can be created and started before hintbox knows it will need it (nothing of the
- * image runs until the release), and MCP traffic bypasses Docker's attach path.
+ * sandbox as its first program (PID 1). It connects twice to a Unix socket of hintbox's, waits
+ * to be released, and then runs the server with the first connection as its stdin and stdout,
+ * staying to freeze and thaw it on commands over the second (gate-control.ts). So a sandbox
+ * can be created and started before hintbox knows it will need it (nothing of the image runs
+ * until the release), MCP traffic bypasses Docker's attach path, and a freeze costs no engine
+ * round trip.
  */
 
 /** Where the gate binary is bound in every sandbox. */

@@ -47,12 +47,13 @@ export function docker(): Promise<DockerConnection> {
  * the container no longer runs.
  */
 export async function sandboxFrozen(container: Docker.Container): Promise<boolean | undefined> {
-  const top = await container.top({ ps_args: '-e -o pid,stat,args' }).catch(() => undefined);
+  const top = (await container.top({ ps_args: '-e -o pid,stat,args' }).catch(() => undefined)) as
+    { Titles: string[]; Processes: string[][] } | undefined;
   if (!top) return undefined;
   const stat = top.Titles.indexOf('STAT');
   const args = top.Titles.indexOf('COMMAND');
-  const others = top.Processes.filter((p: string[]) => !p[args]?.startsWith('/run/hintbox/gate'));
-  return others.length > 0 && others.every((p: string[]) => p[stat]?.startsWith('T') || p[stat]?.startsWith('Z'));
+  const others = top.Processes.filter((p) => !p[args]?.startsWith('/run/hintbox/gate'));
+  return others.length > 0 && others.every((p) => p[stat]?.startsWith('T') || p[stat]?.startsWith('Z'));
 }
 
 let builder: Promise<ImageBuilder> | undefined;
