@@ -4,11 +4,30 @@
  *   HINTBOX_GATE_SOCKET=/run/hintbox/io/NAME.sock HINTBOX_GATE_TOKEN=HEX \
  *   GLIBC_TUNABLES= HINTBOX_GATE_TUNABLES=[=VALUE] hintbox-gate PROGRAM [ARG...]
  *
- * It connects to the Unix socket hintbox listens on (bound into the container read-only),
- * sends the token (hintbox takes no other connection as the gate's), waits for hintbox to
- * release it (one byte, 'G'), makes that connection the server's stdin and stdout, and
- * executes the server. Until the release nothing of the image runs; if hintbox closes the
- * connection instead, the gate exits and the server never starts.
+ * It connects twice to the Unix socket hintbox listens on (bound into the container
+ * read-only): the server's connection (the token and a newline) and its own control
+ * connection (the token, '+' and a newline); hintbox takes no other connection as the gate's.
+ * It waits for hintbox to release it (one byte, 'G', on the server's connection), starts the
+ * server with that connection as its stdin and stdout, and stays, as the sandbox's first
+ * process (PID 1 of its PID namespace), to freeze and thaw it on hintbox's command:
+ *
+ *   'S' stop: every other process of the namespace is stopped (SIGSTOP, which cannot be caught
+ *       or ignored), until two passes over /proc in a row see every task stopped, the same
+ *       tasks, none of them scheduled in between (its context-switch counts unchanged): so at
+ *       one instant between the passes all were stopped, and a stopped task cannot wake
+ *       another. Answers 'S', or 'F' when that could not be reached in FREEZE_LIMIT_MS.
+ *   'C' continue: SIGCONT to every other process. Answers 'C'.
+ *
+ * Why PID 1: the kernel drops signals that other processes of the namespace send to its init
+ * unless init handles them, and SIGSTOP and SIGKILL are never handled, so the server cannot
+ * stop or kill its own gate; kill(-1, ...) from PID 1 reaches every other process of the
+ * namespace, whatever its session or process group. It also reaps orphans, forwards the
+ * signals an engine sends (TERM, INT, HUP, QUIT, USR1, USR2) to the server, and exits with the
+ * server's status (128 + the signal when it was killed). When hintbox closes the control
+ * connection (it is gone), the gate kills every process of the sandbox and exits.
+ *
+ * Until the release nothing of the image runs; if hintbox closes the connection instead, the
+ * gate exits and the server never starts.
  *
  * Why a static binary of hintbox's own, bound in from the host: the image is untrusted. Its
  * /bin/sh, its dynamic loader and its libc are the image's to replace, so a gate built on any
@@ -19,14 +38,26 @@
  * server and hintbox, instead of through containerd's shim, FIFOs and dockerd's attach stream.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { GATE_FAILED = 111, EXEC_FAILED = 127 };
+/* How long a stop may take before the gate answers 'F' (hintbox then pauses and removes the sandbox). */
+enum { FREEZE_LIMIT_MS = 2000 };
+/* The most tasks one pass records: more than any pids limit hintbox sets. */
+enum { MAX_TASKS = 16384 };
 
 static void say(const char *what, const char *detail) {
   const char *parts[] = {"hintbox-gate: ", what, detail ? ": " : "", detail ? detail : "", "\n"};
@@ -59,6 +90,182 @@ static int restore_tunables(void) {
   return rc != 0 ? rc : unsetenv("HINTBOX_GATE_TUNABLES");
 }
 
+/* Connects to hintbox's socket and proves itself with `token` and `suffix`. -1 on failure (said). */
+static int connect_gate(const char *path, const char *token, const char *suffix, int flags) {
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  if (strlen(path) >= sizeof addr.sun_path) {
+    say("socket path too long", path);
+    return -1;
+  }
+  strcpy(addr.sun_path, path);
+  int fd = socket(AF_UNIX, SOCK_STREAM | flags, 0);
+  int rc;
+  do rc = fd < 0 ? -1 : connect(fd, (struct sockaddr *)&addr, sizeof addr);
+  while (rc != 0 && errno == EINTR);
+  if (rc != 0) {
+    say("cannot connect to hintbox", strerror(errno));
+    return -1;
+  }
+  if (write_all(fd, token, strlen(token)) != 0 || write_all(fd, suffix, strlen(suffix)) != 0) {
+    say("cannot send the token to hintbox", strerror(errno));
+    return -1;
+  }
+  return fd;
+}
+
+/* Reads a small file whole (NUL-terminated). Its length, or -1 (a task that is gone: ENOENT, ESRCH). */
+static ssize_t read_small(const char *path, char *buf, size_t size) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  size_t len = 0;
+  for (;;) {
+    ssize_t n = read(fd, buf + len, size - 1 - len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    len += (size_t)n;
+    if (len == size - 1) break;
+  }
+  close(fd);
+  buf[len] = 0;
+  return (ssize_t)len;
+}
+
+struct task {
+  long tid;
+  unsigned long long switches;
+};
+static struct task passes[2][MAX_TASKS];
+
+/* The number after `key` in a /proc status text, or 0. */
+static unsigned long long field(const char *text, const char *key) {
+  const char *at = strstr(text, key);
+  return at ? strtoull(at + strlen(key), NULL, 10) : 0;
+}
+
+/*
+ * One pass over every task of the namespace but the gate's own: 1 when each is stopped (or
+ * dead), with their ids and context-switch counts in `out`; 0 when one is not; -1 on error.
+ */
+static int scan(struct task *out, int *count) {
+  const long self = (long)getpid();
+  DIR *proc = opendir("/proc");
+  if (proc == NULL) return -1;
+  int n = 0, all = 1;
+  char path[96], text[4096];
+  struct dirent *p;
+  while (all == 1 && (p = readdir(proc)) != NULL) {
+    long pid = strtol(p->d_name, NULL, 10);
+    if (pid <= 1 || pid == self) continue; /* not a process, the gate, or the engine's init */
+    snprintf(path, sizeof path, "/proc/%ld/task", pid);
+    DIR *tasks = opendir(path);
+    if (tasks == NULL) continue; /* gone since the listing */
+    struct dirent *t;
+    while (all == 1 && (t = readdir(tasks)) != NULL) {
+      long tid = strtol(t->d_name, NULL, 10);
+      if (tid <= 0) continue;
+      snprintf(path, sizeof path, "/proc/%ld/task/%ld/stat", pid, tid);
+      if (read_small(path, text, sizeof text) < 0) continue; /* gone */
+      const char *close_paren = strrchr(text, ')');
+      char state = close_paren && close_paren[1] == ' ' ? close_paren[2] : '?';
+      if (strchr("TtZX", state) == NULL) {
+        all = 0;
+        break;
+      }
+      snprintf(path, sizeof path, "/proc/%ld/task/%ld/status", pid, tid);
+      if (read_small(path, text, sizeof text) < 0) continue;
+      if (n == MAX_TASKS) {
+        all = -1;
+        break;
+      }
+      out[n].tid = tid;
+      out[n].switches = field(text, "\nvoluntary_ctxt_switches:") + field(text, "\nnonvoluntary_ctxt_switches:");
+      n++;
+    }
+    closedir(tasks);
+  }
+  closedir(proc);
+  *count = n;
+  return all;
+}
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Stops every other process of the namespace and makes sure of it (see the top). 0, or -1. */
+static int stop_all(void) {
+  long long deadline = now_ms() + FREEZE_LIMIT_MS;
+  for (int round = 0; now_ms() < deadline; round++) {
+    if (kill(-1, SIGSTOP) != 0 && errno != ESRCH) return -1;
+    int first, second;
+    int a = scan(passes[0], &first);
+    if (a < 0) return -1;
+    if (a == 1) {
+      int b = scan(passes[1], &second);
+      if (b < 0) return -1;
+      if (b == 1 && first == second && memcmp(passes[0], passes[1], sizeof(struct task) * (size_t)first) == 0) return 0;
+    }
+    /* A task that has not stopped yet is on its way (or in an uninterruptible wait): let it. */
+    if (round > 2) {
+      struct timespec pause = {0, 200000};
+      nanosleep(&pause, NULL);
+    }
+  }
+  return -1;
+}
+
+/* The status the gate exits with for the server's wait status. */
+static int exit_code(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : GATE_FAILED;
+}
+
+/* After the release: the first process of the sandbox, until the server exits. */
+static int supervise(pid_t server, int control, int signals) {
+  for (;;) {
+    struct pollfd fds[2] = {{.fd = signals, .events = POLLIN}, {.fd = control, .events = POLLIN}};
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      say("poll", strerror(errno));
+      kill(-1, SIGKILL);
+      return GATE_FAILED;
+    }
+    if (fds[0].revents & POLLIN) {
+      struct signalfd_siginfo info;
+      if (read(signals, &info, sizeof info) == (ssize_t)sizeof info) {
+        if (info.ssi_signo == SIGCHLD) {
+          int status;
+          pid_t pid;
+          while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+            if (pid == server) return exit_code(status);
+          }
+        } else {
+          kill(server, (int)info.ssi_signo);
+        }
+      }
+    }
+    if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+      char command = 0;
+      ssize_t n;
+      do n = read(control, &command, 1);
+      while (n < 0 && errno == EINTR);
+      if (n != 1) {
+        /* hintbox is gone: nothing of the sandbox may run on without it. */
+        kill(-1, SIGKILL);
+        return GATE_FAILED;
+      }
+      char answer = '?';
+      if (command == 'S') answer = stop_all() == 0 ? 'S' : 'F';
+      if (command == 'C') answer = kill(-1, SIGCONT) == 0 || errno == ESRCH ? 'C' : 'F';
+      if (send(control, &answer, 1, MSG_NOSIGNAL) != 1) {
+        kill(-1, SIGKILL);
+        return GATE_FAILED;
+      }
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   const char *path = getenv("HINTBOX_GATE_SOCKET");
   const char *token = getenv("HINTBOX_GATE_TOKEN");
@@ -66,25 +273,11 @@ int main(int argc, char **argv) {
     say("usage", "HINTBOX_GATE_SOCKET=PATH HINTBOX_GATE_TOKEN=HEX hintbox-gate PROGRAM [ARG...]");
     return GATE_FAILED;
   }
-  struct sockaddr_un addr = {.sun_family = AF_UNIX};
-  if (strlen(path) >= sizeof addr.sun_path) {
-    say("socket path too long", path);
-    return GATE_FAILED;
-  }
-  strcpy(addr.sun_path, path);
   /* Not close-on-exec: the descriptor becomes the server's stdin and stdout. */
-  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  int rc;
-  do rc = fd < 0 ? -1 : connect(fd, (struct sockaddr *)&addr, sizeof addr);
-  while (rc != 0 && errno == EINTR);
-  if (rc != 0) {
-    say("cannot connect to hintbox", strerror(errno));
-    return GATE_FAILED;
-  }
-  if (write_all(fd, token, strlen(token)) != 0 || write_all(fd, "\n", 1) != 0) {
-    say("cannot send the token to hintbox", strerror(errno));
-    return GATE_FAILED;
-  }
+  int fd = connect_gate(path, token, "\n", 0);
+  if (fd < 0) return GATE_FAILED;
+  int control = connect_gate(path, token, "+\n", SOCK_CLOEXEC);
+  if (control < 0) return GATE_FAILED;
   /* hintbox's, not the server's: it does not inherit them. */
   unsetenv("HINTBOX_GATE_SOCKET");
   unsetenv("HINTBOX_GATE_TOKEN");
@@ -99,13 +292,37 @@ int main(int argc, char **argv) {
   while (n < 0 && errno == EINTR);
   if (n != 1 || release != 'G') return GATE_FAILED; /* not released: the server never runs */
 
+  /* Blocked before the fork, so that none is lost; the server gets the mask it would have had. */
+  sigset_t handled, before;
+  sigemptyset(&handled);
+  int forwarded[] = {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+  for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++) sigaddset(&handled, forwarded[i]);
+  if (sigprocmask(SIG_BLOCK, &handled, &before) != 0) {
+    say("cannot block signals", strerror(errno));
+    return GATE_FAILED;
+  }
+  int signals = signalfd(-1, &handled, SFD_CLOEXEC);
+  if (signals < 0) {
+    say("cannot open a signalfd", strerror(errno));
+    return GATE_FAILED;
+  }
+  pid_t server = fork();
+  if (server < 0) {
+    say("cannot start the server", strerror(errno));
+    return GATE_FAILED;
+  }
+  if (server > 0) {
+    close(fd);
+    return supervise(server, control, signals);
+  }
+  sigprocmask(SIG_SETMASK, &before, NULL);
   if ((fd != STDIN_FILENO && dup2(fd, STDIN_FILENO) < 0) || (fd != STDOUT_FILENO && dup2(fd, STDOUT_FILENO) < 0)) {
     say("cannot hand the connection to the server", strerror(errno));
-    return GATE_FAILED;
+    _exit(GATE_FAILED);
   }
   if (fd > STDERR_FILENO) close(fd);
   execvp(argv[1], argv + 1);
   say("cannot run the server", strerror(errno));
   say("command", argv[1]);
-  return EXEC_FAILED;
+  _exit(EXEC_FAILED);
 }

@@ -657,7 +657,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
       {
         file: 'unit/gate.test.ts',
-        title: 'lets only the sandbox user in, takes one connection, then removes its folder',
+        title: "lets only the sandbox user in, takes the gate's two connections, then removes its folder",
       },
     ],
   },
@@ -685,6 +685,11 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       {
         file: 'integration/held-sandbox.test.ts',
         title: 'freezes a writing sandbox between calls: its server makes no progress without a call in flight',
+      },
+      {
+        file: 'integration/held-sandbox.test.ts',
+        title:
+          'freezes every process a writing server started, in sessions of their own, forking, and waking the others',
       },
       {
         file: 'unit/sandbox-activity.test.ts',

@@ -12,11 +12,11 @@
  * (`holdFrozenDuring`: the preview copying the folders the sandbox can write): the sandbox stays
  * frozen for it, calls in flight included, and no call goes in until it is over.
  *
- * Pure of Docker: the freezer is passed in (the engine's pause and unpause), so the logic is
+ * Pure of Docker: the freezer is passed in (the sandbox's gate, src/engine/gate-control.ts), so the logic is
  * tested with a fake.
  */
 
-/** Freezes and thaws one sandbox's processes (Docker: the cgroup freezer behind pause). */
+/** Freezes and thaws one sandbox's processes (its gate stops and continues them). */
 export interface SandboxFreezer {
   freeze(): Promise<void>;
   thaw(): Promise<void>;

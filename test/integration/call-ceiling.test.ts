@@ -6,7 +6,7 @@ import { integrationSuite } from './support/suite.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { LABEL_CLASS } from '../../src/engine/docker/container-spec.js';
 import { delay } from '../../src/util/delay.js';
-import { containersOf, docker, ensureKeeperImage, eventually, KEEPER_IMAGE } from './support/docker.js';
+import { containersOf, docker, ensureKeeperImage, eventually, KEEPER_IMAGE, sandboxFrozen } from './support/docker.js';
 import { auditOf, runHintbox, sandboxFolder, writeProfile } from './support/hintbox-process.js';
 
 const CEILING_S = 2;
@@ -70,7 +70,7 @@ integrationSuite(
         );
       };
       const state = await writerState();
-      const shown = state ? `Running ${state.Running}, Paused ${state.Paused}` : 'removed';
+      const shown = state ? `Running ${state.Running}` : 'removed';
       assert.ok(
         ended,
         `the call was still running ${Date.now() - asked} ms after it was made (timeouts.call: ${CEILING_S} s), ` +
@@ -93,7 +93,8 @@ integrationSuite(
       await eventually(
         async () => {
           const now = await writerState();
-          return !now || now.Paused || !now.Running;
+          if (!now?.Running) return true;
+          return (await sandboxFrozen((await docker()).docker.getContainer(writer!.Id))) !== false;
         },
         10_000,
         'the writing sandbox frozen or stopped',

@@ -5,7 +5,7 @@ import { it } from 'node:test';
 import { integrationSuite } from './support/suite.js';
 import { LABEL_CLASS } from '../../src/engine/docker/container-spec.js';
 import { delay } from '../../src/util/delay.js';
-import { containersOf, docker, ensureSneakImage, eventually, SNEAK_IMAGE } from './support/docker.js';
+import { containersOf, docker, ensureSneakImage, eventually, sandboxFrozen, SNEAK_IMAGE } from './support/docker.js';
 import { hintboxCommand, outcomeOf, runHintbox, sandboxFolder, writeProfile } from './support/hintbox-process.js';
 
 /**
@@ -87,7 +87,7 @@ integrationSuite(
       assert.equal(first.ok, true);
       assert.ok(Number(first.value) > 0, 'the server ran during the call');
       const writer = await sandboxOf(hintbox.pid, 'rw-offline');
-      await eventually(async () => (await writer.inspect()).State.Paused, 10_000, 'the sandbox frozen after its call');
+      await eventually(async () => (await sandboxFrozen(writer)) === true, 10_000, 'the sandbox frozen after its call');
       const atFreeze = ticksIn(workspace);
       await delay(1500);
       assert.equal(ticksIn(workspace), atFreeze, 'not one tick while no call was in flight');
@@ -95,7 +95,43 @@ integrationSuite(
       const second = outcomeOf(await hintbox.client.callTool({ name: 'slow_write', arguments: { ms: 400 } }));
       assert.equal(second.ok, true, 'the frozen sandbox was thawed for the next call');
       assert.ok(ticksIn(workspace) > atFreeze, 'and its server ran again during it');
-      await eventually(async () => (await writer.inspect()).State.Paused, 10_000, 'frozen again after the second call');
+      await eventually(
+        async () => (await sandboxFrozen(writer)) === true,
+        10_000,
+        'frozen again after the second call',
+      );
+    });
+
+    // proves: HELD-UNTIL-CALLED
+    it('freezes every process a writing server started, in sessions of their own, forking, and waking the others', async () => {
+      const { workspace, file } = sneak({ trust: 'trusted' });
+      await using hintbox = await runHintbox(file);
+      const lines = (name: string): number => {
+        const log = path.join(workspace, name);
+        return existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean).length : 0;
+      };
+      const counts = () => ({ ticks: ticksIn(workspace), escapee: lines('escapee.log'), forks: lines('forks.log') });
+      assert.equal(outcomeOf(await hintbox.client.callTool({ name: 'scatter', arguments: {} })).ok, true);
+      // Calls, until all of them are up and at work (they run only during calls).
+      await eventually(
+        async () => {
+          await hintbox.client.callTool({ name: 'slow_write', arguments: { ms: 500 } });
+          return counts().escapee > 0 && counts().forks > 0;
+        },
+        30_000,
+        'the scattered processes at work during calls',
+      );
+
+      const writer = await sandboxOf(hintbox.pid, 'rw-offline');
+      for (const round of [1, 2]) {
+        await eventually(async () => (await sandboxFrozen(writer)) === true, 10_000, `frozen after call ${round}`);
+        const atFreeze = counts();
+        await delay(1500);
+        assert.deepEqual(counts(), atFreeze, `not one line from any of them while no call was in flight (${round})`);
+        assert.equal((await writer.inspect()).State.Running, true, 'the sandbox is still there, its gate alive');
+        const next = outcomeOf(await hintbox.client.callTool({ name: 'slow_write', arguments: { ms: 300 } }));
+        assert.equal(next.ok, true, 'thawed for the next call');
+      }
     });
 
     it("lets a trusted server's writing sandbox run free only when its profile says hold: false", async () => {

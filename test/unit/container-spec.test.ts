@@ -108,7 +108,8 @@ describe('buildContainerSpec', () => {
       assert.ok(hc.SecurityOpt?.includes('no-new-privileges:true'), sandbox.id);
       assert.equal(hc.ReadonlyRootfs, true);
       assert.equal(hc.Privileged, false);
-      assert.equal(hc.Init, true);
+      // No engine init: the gate is PID 1, so that the server cannot stop or kill it (it freezes the sandbox).
+      assert.equal(hc.Init, false);
       assert.ok(!hc.PidMode || hc.PidMode === '', 'no host pid namespace');
       assert.notEqual(hc.IpcMode, 'host');
       assert.notEqual(hc.UsernsMode, 'host');

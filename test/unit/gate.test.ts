@@ -51,7 +51,7 @@ describe('openGateSocket', () => {
     });
 
   // proves: GATE
-  it('lets only the sandbox user in, takes one connection, then removes its folder', async () => {
+  it("lets only the sandbox user in, takes the gate's two connections, then removes its folder", async () => {
     const me = process.getuid!();
     const user = me === 0 ? { uid: 10001, gid: 10001 } : { uid: me, gid: process.getgid!() };
     const gate = await openGateSocket({ sandboxUser: user, baseDir: base });
@@ -73,7 +73,14 @@ describe('openGateSocket', () => {
 
       const first = await connect(hostSocket);
       first.write(`${gate.token}\n`);
-      const accepted = await gate.connection;
+      // The server's proof again is not the control connection's: dropped.
+      const twice = await connect(hostSocket);
+      const twiceClosed = new Promise((resolve) => twice.once('close', resolve));
+      twice.write(`${gate.token}\n`);
+      await twiceClosed;
+      const second = await connect(hostSocket);
+      second.write(`${gate.token}+\n`);
+      const { stdio: accepted, control } = await gate.connection;
       accepted.resume();
       first.write('hello');
       const got = await new Promise<string>((resolve) => accepted.once('data', (b: Buffer) => resolve(b.toString())));
@@ -84,7 +91,9 @@ describe('openGateSocket', () => {
       await assert.rejects(connect(hostSocket), /ENOENT|ECONNREFUSED/);
       await new Promise((resolve) => (silent.destroyed ? resolve(undefined) : silent.once('close', resolve)));
       first.destroy();
+      second.destroy();
       accepted.destroy();
+      control.destroy();
     } finally {
       await gate.close();
     }

@@ -261,7 +261,8 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
       CapAdd: [],
       SecurityOpt: ['no-new-privileges:true'],
       Privileged: false,
-      Init: true,
+      // The gate is the first process (PID 1): it freezes the sandbox, and the server cannot signal it.
+      Init: false,
       PidsLimit: profile.limits.pids,
       Memory: memory,
       MemorySwap: memory,

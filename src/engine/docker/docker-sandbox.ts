@@ -10,6 +10,7 @@ import { NdjsonTransport } from '../../mcp/ndjson-transport.js';
 import { SplitTransport } from '../../mcp/split-transport.js';
 import type { GateMounts } from './container-spec.js';
 import { gateBinary, openGateSocket, releaseGate } from './gate.js';
+import { GateControl } from '../gate-control.js';
 import { assertNoVolumes } from './image-volumes.js';
 import { delay } from '../../util/delay.js';
 import { SandboxStartError, type HeldSandbox, type StartedSandbox } from '../sandbox-engine.js';
@@ -61,10 +62,12 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
   });
   let container: Docker.Container | undefined;
   let socket: Socket | undefined;
+  let control: GateControl | undefined;
   let removed: Promise<void> | undefined;
   const remove = (): Promise<void> =>
     (removed ??= (async () => {
       socket?.destroy();
+      control?.close();
       await gate.close();
       await container?.remove({ force: true, v: true }).then(
         () => undefined,
@@ -119,9 +122,9 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
     collectStderr(stderr, tail, log, budget);
 
     await container.start();
-    socket = await waitFor(gate.connection, exited, startTimeoutMs).catch(async (error: Error) => {
+    const connected = await waitFor(gate.connection, exited, startTimeoutMs).catch(async (error: Error) => {
       void gate.connection.then(
-        (late) => late.destroy(),
+        (late) => (late.stdio.destroy(), late.control.destroy()),
         () => undefined,
       );
       await Promise.race([exited, delay(300)]);
@@ -131,6 +134,8 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
         : '';
       throw new SandboxStartError(`sandbox ${id}: the gate did not connect (${error.message})${why}${stderrSays()}`);
     });
+    socket = connected.stdio;
+    const gateControl = (control = new GateControl(connected.control));
     const held = socket;
     // Until the transport takes it over; a reset connection then shows as a closed sandbox.
     held.on('error', (error) => log.debug(`sandbox ${id}: connection error: ${error.message}`));
@@ -151,8 +156,14 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
             remove,
             stderrSays,
             exited,
-            freeze: () => setPaused(engine, true, log),
-            thaw: () => setPaused(engine, false, log),
+            // The gate stops the sandbox's processes; should it fail, the engine's pause holds
+            // them while the caller removes the sandbox (a failed freeze is fatal to it).
+            freeze: () =>
+              gateControl.freeze().catch(async (error: Error) => {
+                await setPaused(engine, true, log).catch(() => undefined);
+                throw error;
+              }),
+            thaw: () => gateControl.thaw(),
           });
         } catch (error) {
           await remove().catch((e: Error) => log.warn(`could not remove container ${containerId}: ${e.message}`));

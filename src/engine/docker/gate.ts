@@ -10,10 +10,12 @@ import { HintboxError } from '../../util/hintbox-error.js';
 
 /**
  * hintbox's sandbox gate (native/hintbox-gate.c): a static binary bound read-only into every
- * sandbox as its first program. It connects to a Unix socket of hintbox's, waits to be
- * released, and then runs the server with that connection as its stdin and stdout. So a
- * sandbox can be created and started before hintbox knows it will need it (nothing of the
- * image runs until the release), and MCP traffic bypasses Docker's attach path.
+ * sandbox as its first program (PID 1). It connects twice to a Unix socket of hintbox's, waits
+ * to be released, and then runs the server with the first connection as its stdin and stdout,
+ * staying to freeze and thaw it on commands over the second (gate-control.ts). So a sandbox
+ * can be created and started before hintbox knows it will need it (nothing of the image runs
+ * until the release), MCP traffic bypasses Docker's attach path, and a freeze costs no engine
+ * round trip.
  */
 
 /** Where the gate binary is bound in every sandbox. */
@@ -85,6 +87,14 @@ export function gateBinary(file = packagePath('dist', 'hintbox-gate')): string {
   return file;
 }
 
+/** The gate's two connections: the server's stdio, and the gate's own for freezing and thawing. */
+export interface GateConnection {
+  /** Becomes the server's stdin and stdout at the release. */
+  stdio: net.Socket;
+  /** The gate's commands (see gate-control.ts). */
+  control: net.Socket;
+}
+
 /** The socket one sandbox's gate connects to, in a fresh folder of its own on the host. */
 export interface GateSocket {
   /** Host folder, bound read-only at SANDBOX_IO_DIR. */
@@ -93,20 +103,21 @@ export interface GateSocket {
   readonly sandboxPath: string;
   /** What the gate must send first (its HINTBOX_GATE_TOKEN). */
   readonly token: string;
-  /** The gate's connection; only the first is taken, then the folder is removed. */
-  readonly connection: Promise<net.Socket>;
+  /** The gate's connections; only the first of each is taken, then the folder is removed. */
+  readonly connection: Promise<GateConnection>;
   /** Stops listening and removes the folder (idempotent); a pending `connection` rejects. */
   close(): Promise<void>;
 }
 
 /**
  * Listens for one sandbox's gate. The gate proves itself with a random token it got in its
- * environment (readable only by its own user and root, never on a command line); a connection
- * that does not send it within a few seconds is dropped and the socket keeps listening, so
- * neither another local user (socket paths are public in /proc/net/unix) nor another sandbox
- * can take the sandbox's place. The folder is also closed to others where hintbox can arrange
- * it: private when hintbox runs as the sandbox user, given to that user when hintbox is root,
- * else others may only traverse it.
+ * environment (readable only by its own user and root, never on a command line): the token
+ * and a newline for the server's connection, the token, `+` and a newline for its control
+ * connection. A connection that does not send one of them within a few seconds is dropped and
+ * the socket keeps listening, so neither another local user (socket paths are public in
+ * /proc/net/unix) nor another sandbox can take the sandbox's place. The folder is also closed
+ * to others where hintbox can arrange it: private when hintbox runs as the sandbox user, given
+ * to that user when hintbox is root, else others may only traverse it.
  */
 export async function openGateSocket(options: {
   sandboxUser: { uid: number; gid: number };
@@ -116,12 +127,14 @@ export async function openGateSocket(options: {
   const hostDir = await mkdtemp(path.join(options.baseDir ?? os.tmpdir(), `${IO_DIR_PREFIX}${process.pid}-`));
   const name = `${randomBytes(16).toString('hex')}.sock`;
   const token = randomBytes(32).toString('hex');
-  const expected = Buffer.from(`${token}\n`);
+  const proofs = { stdio: Buffer.from(`${token}\n`), control: Buffer.from(`${token}+\n`) };
+  const longest = proofs.control.length;
   const socketPath = path.join(hostDir, name);
   const server = net.createServer();
-  let settle: { resolve: (s: net.Socket) => void; reject: (e: Error) => void } | undefined;
-  const connection = new Promise<net.Socket>((resolve, reject) => (settle = { resolve, reject }));
+  let settle: { resolve: (c: GateConnection) => void; reject: (e: Error) => void } | undefined;
+  const connection = new Promise<GateConnection>((resolve, reject) => (settle = { resolve, reject }));
   connection.catch(() => undefined);
+  const taken: Partial<GateConnection> = {};
   const candidates = new Set<net.Socket>();
   let closed: Promise<void> | undefined;
   const close = (): Promise<void> =>
@@ -129,10 +142,20 @@ export async function openGateSocket(options: {
       settle?.reject(new GateError('the sandbox gate never connected'));
       settle = undefined;
       for (const candidate of candidates) candidate.destroy();
+      // Taken but not handed over (the other connection never came).
+      if (!taken.stdio || !taken.control) for (const socket of Object.values(taken)) socket.destroy();
       // Stops listening at once; the callback would wait for the gate's connection to end.
       server.close();
       await rm(hostDir, { recursive: true, force: true }).catch(() => undefined);
     })());
+  /** Which of the gate's connections `line` proves, if any (compared in constant time). */
+  const roleOf = (line: Buffer): keyof GateConnection | undefined => {
+    for (const role of ['stdio', 'control'] as const) {
+      const proof = proofs[role];
+      if (line.length === proof.length && timingSafeEqual(line, proof) && !taken[role]) return role;
+    }
+    return undefined;
+  };
   server.on('error', () => void close());
   server.on('connection', (socket) => {
     if (!settle) {
@@ -149,20 +172,24 @@ export async function openGateSocket(options: {
     socket.on('error', drop);
     const onData = (chunk: Buffer): void => {
       received = Buffer.concat([received, chunk]);
-      if (received.length < expected.length) return;
+      const end = received.indexOf(0x0a);
+      if (end < 0 && received.length < longest) return;
       clearTimeout(timer);
       socket.off('data', onData);
       candidates.delete(socket);
-      const proof = received.subarray(0, expected.length);
-      if (!settle || !timingSafeEqual(proof, expected) || received.length > expected.length) {
-        socket.destroy(); // not the gate (the gate sends nothing more before its release)
+      // Not the gate: no proof, or more than one (the gate sends nothing else before its release).
+      const role = end >= 0 && end + 1 === received.length ? roleOf(received) : undefined;
+      if (!settle || !role) {
+        socket.destroy();
         return;
       }
       socket.off('error', drop);
       socket.pause(); // until the transport reads it (see release in docker-sandbox.ts)
+      taken[role] = socket;
+      if (!taken.stdio || !taken.control) return;
       const { resolve } = settle;
       settle = undefined;
-      resolve(socket);
+      resolve({ stdio: taken.stdio, control: taken.control });
       void close();
     };
     socket.on('data', onData);

@@ -1,4 +1,5 @@
 import os from 'node:os';
+import type Docker from 'dockerode';
 import { connectDocker, type DockerConnection } from '../../../src/engine/docker/docker-connection.js';
 import { ImageBuilder, IMAGES_DIR, NODE_SERVER_IMAGE } from '../../../src/engine/docker/image-builder.js';
 import { createLogger } from '../../../src/util/logger.js';
@@ -38,6 +39,21 @@ let connection: Promise<DockerConnection> | undefined;
 export function docker(): Promise<DockerConnection> {
   connection ??= connectDocker();
   return connection;
+}
+
+/**
+ * Whether every process of a sandbox but its gate is stopped (state T, from the host's ps
+ * through the engine: what the gate's freeze promises), false when one is not; undefined when
+ * the container no longer runs.
+ */
+export async function sandboxFrozen(container: Docker.Container): Promise<boolean | undefined> {
+  const top = (await container.top({ ps_args: '-e -o pid,stat,args' }).catch(() => undefined)) as
+    { Titles: string[]; Processes: string[][] } | undefined;
+  if (!top) return undefined;
+  const stat = top.Titles.indexOf('STAT');
+  const args = top.Titles.indexOf('COMMAND');
+  const others = top.Processes.filter((p) => !p[args]?.startsWith('/run/hintbox/gate'));
+  return others.length > 0 && others.every((p) => p[stat]?.startsWith('T') || p[stat]?.startsWith('Z'));
 }
 
 let builder: Promise<ImageBuilder> | undefined;
