@@ -1553,4 +1553,25 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'SOCKET-PATH-LENGTH',
+    statement:
+      "The sockets hintbox makes for a sandbox (its gate, its database relay) work with a $TMPDIR of any length: when the longest socket path would not fit a Unix socket (103 bytes), they go in an owner-only folder of /tmp instead, which the sweep, the own-path check and serve's bind check know too; a path that still does not fit is refused naming the limit and the path.",
+    tests: [
+      {
+        file: 'integration/pooled-database.test.ts',
+        title:
+          'runs a database session with TMPDIR a 90-character folder: the gate and relay sockets are made in a short, owner-only folder and removed after',
+      },
+      {
+        file: 'unit/unix-socket.test.ts',
+        title: 'keeps a short TMPDIR and falls back to /tmp for a long one, so the longest socket path fits',
+      },
+      {
+        file: 'unit/unix-socket.test.ts',
+        title:
+          'makes the folder owner-only, and a path that still does not fit is refused naming the limit and the path',
+      },
+    ],
+  },
 ];

@@ -1,8 +1,6 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
-import { listenFor, type SocketAccess } from '../util/unix-socket.js';
+import { listenFor, makeSocketFolder, type SocketAccess } from '../util/unix-socket.js';
 import {
   BackendMessageScanner,
   INSUFFICIENT_PRIVILEGE,
@@ -49,9 +47,7 @@ const DEFAULT_MAX_CONNECTIONS = 10;
 
 /** Starts a relay in a fresh directory under `baseDir`. */
 export async function startSocketRelay(options: SocketRelayOptions): Promise<SocketRelay> {
-  // Named with this process's id: the sweep of the next start removes it at once if this run is killed.
-  const dir = await mkdtemp(path.join(options.baseDir ?? os.tmpdir(), `hintbox-pg-${process.pid}-`));
-  const socketPath = path.join(dir, PG_SOCKET_FILE);
+  const { dir, socketPath } = await makeSocketFolder('hintbox-pg-', PG_SOCKET_FILE, options.baseDir);
   try {
     const relay = new PgSocketRelay(options, dir, socketPath);
     await relay.listen();
