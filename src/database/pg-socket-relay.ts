@@ -12,7 +12,13 @@ import {
 } from './pg-wire.js';
 import type { SessionBounds } from './role-grants.js';
 import { SessionActivity, boundsCheckInterval } from './session-activity.js';
-import { PG_SOCKET_FILE, type RefusedConnection, type SocketRelay, type SocketRelayOptions } from './socket-relay.js';
+import {
+  PG_SOCKET_FILE,
+  type RefusedConnection,
+  type RelaySession,
+  type SocketRelay,
+  type SocketRelayOptions,
+} from './socket-relay.js';
 import { monotonicMs } from '../util/clock.js';
 
 /**
@@ -105,9 +111,31 @@ export class PgSocketRelay implements SocketRelay {
     );
   }
 
+  openSessions(): RelaySession[] {
+    return [...this.connections.values()].map((conn) => {
+      const holds = conn.activity.holdsSomething();
+      return {
+        connectionId: conn.id,
+        ...(conn.keyData ? { pid: conn.keyData.readInt32BE(0) } : {}),
+        ...(holds ? { holds } : {}),
+      };
+    });
+  }
+
+  async settled(timeoutMs: number): Promise<void> {
+    const deadline = monotonicMs() + timeoutMs;
+    while ([...this.connections.values()].some((c) => c.activity.busy) && monotonicMs() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
   async cutAll(): Promise<number> {
-    const cut = [...this.connections.values()];
-    this.connections.clear();
+    return this.cutSessions([...this.connections.keys()]);
+  }
+
+  async cutSessions(ids: readonly number[]): Promise<number> {
+    const cut = ids.flatMap((id) => this.connections.get(id) ?? []);
+    for (const conn of cut) this.connections.delete(conn.id);
     for (const conn of cut) {
       clearTimeout(conn.startupTimer);
       conn.client.destroy();
@@ -234,7 +262,7 @@ export class PgSocketRelay implements SocketRelay {
       if (!client.destroyed) client.end();
     });
 
-    const scanner = new BackendMessageScanner({ capture: ['E', 'K', 'Z'] });
+    const scanner = new BackendMessageScanner({ capture: ['E', 'K', 'Z', 'C'] });
     client.on('data', (chunk: Buffer) => conn.activity.clientSent(chunk, monotonicMs()));
     upstream.on('data', (chunk: Buffer) => {
       answered = true;
@@ -249,8 +277,15 @@ export class PgSocketRelay implements SocketRelay {
   }
 
   private watch(conn: RelayConnection, scanner: BackendMessageScanner, chunk: Buffer): void {
-    for (const message of scanner.push(chunk)) {
+    const messages = scanner.push(chunk);
+    // Past this point the relay cannot tell what the session holds: it ends at the call's end.
+    if (scanner.stoppedBecause) conn.activity.mark(`the relay stopped following it (${scanner.stoppedBecause})`);
+    for (const message of messages) {
       if (message.type === 'K' && message.body) conn.keyData = message.body;
+      if (message.type === 'C' && message.body) conn.activity.commandComplete(commandTag(message.body));
+      // A notification: the session listens. A function call's result: the fast path, which runs any function.
+      if (message.type === 'A') conn.activity.mark('it listens (a notification came)');
+      if (message.type === 'V') conn.activity.mark('it called a function by the fast path');
       if (message.type === 'Z') {
         clearTimeout(conn.startupTimer);
         conn.activity.readyForQuery(message.body?.toString('latin1', 0, 1) ?? 'I', monotonicMs());
@@ -350,6 +385,12 @@ export class PgSocketRelay implements SocketRelay {
       socket.end(encodeCancelRequest(keyData));
     });
   }
+}
+
+/** A CommandComplete's tag (its body, NUL-terminated). */
+function commandTag(body: Buffer): string {
+  const end = body.indexOf(0);
+  return body.toString('utf8', 0, end < 0 ? body.length : end);
 }
 
 /** How much later than Postgres's own bounds the relay ends a session. */

@@ -59,6 +59,55 @@ integrationSuite('a pooled database server, as published', { timeout: 600_000 },
     assert.equal(prepared.code, 0, prepared.stderr);
   });
 
+  // proves: DB-POOL-KEPT
+  it('server-postgres 0.6.2 as shipped, without a preload, answers 20 calls mixing reads and refused escapes: none dies, each escape is audited as a hint violation', async () => {
+    const profile = copyOfShippedProfile('postgres');
+    assert.doesNotMatch(readFileSync(profile, 'utf8'), /NODE_OPTIONS/, 'the profile patches nothing of the server');
+    const approved = await hintboxCommand(['approve', profile, '--all'], env);
+    assert.equal(approved.code, 0, approved.stderr);
+    await using hintbox = await runHintbox(profile, { env });
+    // The server's READ ONLY transaction ends at the COMMIT, and the SET turns off the role's
+    // read-only default: the read role's lack of privilege refuses the write.
+    const escapes = [
+      'SET default_transaction_read_only = off; COMMIT; DELETE FROM items',
+      "SET default_transaction_read_only = off; COMMIT; INSERT INTO items (name) VALUES ('plum')",
+      "SET default_transaction_read_only = off; COMMIT; UPDATE items SET name = 'fig'",
+    ];
+    let refused = 0;
+    for (let i = 0; i < 20; i++) {
+      if (i % 3 === 1) {
+        const sql = escapes[refused % escapes.length]!;
+        const answer = await hintbox.client
+          .callTool({ name: 'query', arguments: { sql } })
+          .then(textOf, (error: Error) => error.message);
+        assert.match(answer, /permission denied for table items/, `call ${i}: ${answer}`);
+        refused++;
+      } else {
+        const read = await hintbox.client.callTool({
+          name: 'query',
+          arguments: { sql: 'SELECT count(*)::int AS n FROM items' },
+        });
+        assert.deepEqual(JSON.parse(textOf(read)), [{ n: 2 }], `call ${i}: ${textOf(read)}`);
+      }
+    }
+    assert.equal(await count(), 2, 'no row was written');
+    // In call order: every call audited, none found its sandbox dead, each escape a hint violation.
+    const calls = (await auditOf<{ tool: string; outcome: string | null; hintViolation: string | null }>('postgres'))
+      .filter((r) => r.tool === 'query')
+      .reverse();
+    assert.equal(calls.length, 20, 'every call is audited');
+    assert.deepEqual(
+      calls.filter((r) => r.outcome === 'sandbox-died'),
+      [],
+      'no call found a dead sandbox',
+    );
+    calls.forEach((r, i) => {
+      if (i % 3 === 1) assert.match(r.hintViolation ?? '', /^readOnlyHint: Postgres refused .*42501/, `call ${i}`);
+      else assert.equal(r.hintViolation, null, `call ${i}`);
+    });
+    assert.doesNotMatch(hintbox.stderr(), /sandbox \S+ (died|exited)/);
+  });
+
   // proves: SOCKET-PATH-LENGTH
   it('runs a database session with TMPDIR a 90-character folder: the gate and relay sockets are made in a short, owner-only folder and removed after', async () => {
     const base = scratchFolder('hintbox-long-tmp-');
