@@ -7,6 +7,7 @@ import {
   READ_ONLY_SQL_TRANSACTION,
   encodeCancelRequest,
   encodeErrorResponse,
+  parseCommandTag,
   parseErrorFields,
   readStartupPacket,
 } from './pg-wire.js';
@@ -129,7 +130,7 @@ export class PgSocketRelay implements SocketRelay {
     }
   }
 
-  async cutAll(): Promise<number> {
+  cutAll(): Promise<number> {
     return this.cutSessions([...this.connections.keys()]);
   }
 
@@ -282,10 +283,9 @@ export class PgSocketRelay implements SocketRelay {
     if (scanner.stoppedBecause) conn.activity.mark(`the relay stopped following it (${scanner.stoppedBecause})`);
     for (const message of messages) {
       if (message.type === 'K' && message.body) conn.keyData = message.body;
-      if (message.type === 'C' && message.body) conn.activity.commandComplete(commandTag(message.body));
-      // A notification: the session listens. A function call's result: the fast path, which runs any function.
+      if (message.type === 'C' && message.body) conn.activity.commandComplete(parseCommandTag(message.body));
       if (message.type === 'A') conn.activity.mark('it listens (a notification came)');
-      if (message.type === 'V') conn.activity.mark('it called a function by the fast path');
+      if (message.type === 'V') conn.activity.mark('it called a function by the fast path (any function)');
       if (message.type === 'Z') {
         clearTimeout(conn.startupTimer);
         conn.activity.readyForQuery(message.body?.toString('latin1', 0, 1) ?? 'I', monotonicMs());
@@ -385,12 +385,6 @@ export class PgSocketRelay implements SocketRelay {
       socket.end(encodeCancelRequest(keyData));
     });
   }
-}
-
-/** A CommandComplete's tag (its body, NUL-terminated). */
-function commandTag(body: Buffer): string {
-  const end = body.indexOf(0);
-  return body.toString('utf8', 0, end < 0 ? body.length : end);
 }
 
 /** How much later than Postgres's own bounds the relay ends a session. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import os from 'node:os';
 import { before, it } from 'node:test';
-import { Client } from 'pg';
+import type { Client } from 'pg';
 import { integrationSuite } from './support/suite.js';
 import { withDatabase } from '../../src/database/admin-url.js';
 import type { DatabaseSection } from '../../src/profile/database-profile-schema.js';
@@ -10,7 +10,7 @@ import { SessionDatabase } from '../../src/database/session-database.js';
 import { FALLBACK_SANDBOX_USER } from '../../src/profile/profile-schema.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { eventually } from './support/docker.js';
-import { adminAltersItems, throughRelay } from './support/database.js';
+import { adminAltersItems, adminOfNewDatabase, throughRelay } from './support/database.js';
 import { startPostgres, type StartedPostgres } from './support/postgres.js';
 
 /**
@@ -55,12 +55,7 @@ integrationSuite('a call ends the database sessions that hold something', { time
   before(async () => {
     pg = await startPostgres();
     suite.use(pg);
-    const setup = new Client({ connectionString: pg.adminUrl });
-    await setup.connect();
-    await setup.query(`CREATE DATABASE ${DATABASE}`);
-    await setup.end();
-    admin = new Client({ connectionString: withDatabase(pg.adminUrl, DATABASE) });
-    await admin.connect();
+    admin = await adminOfNewDatabase(pg.adminUrl, DATABASE);
     suite.defer(() => admin.end().catch(() => undefined));
     await admin.query(`CREATE SCHEMA shop; CREATE TABLE shop.items (id int PRIMARY KEY, name text NOT NULL);
       INSERT INTO shop.items VALUES (1, 'lamp'), (2, 'desk');`);

@@ -2,11 +2,12 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { before, it } from 'node:test';
-import pg from 'pg';
+import type pg from 'pg';
 import { integrationSuite } from './support/suite.js';
 import { ROLE_PREFIX } from '../../src/database/role-grants.js';
 import { auditOf, copyOfShippedProfile, hintboxCommand, runHintbox } from './support/hintbox-process.js';
 import { startPostgres, type StartedPostgres } from './support/postgres.js';
+import { adminOfNewDatabase } from './support/database.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 
 /**
@@ -36,12 +37,7 @@ integrationSuite('a pooled database server, as published', { timeout: 600_000 },
   before(async () => {
     postgres = await startPostgres();
     suite.use(postgres);
-    const setup = new pg.Client({ connectionString: postgres.adminUrl });
-    await setup.connect();
-    await setup.query(`CREATE DATABASE ${DATABASE}`);
-    await setup.end();
-    admin = new pg.Client({ connectionString: postgres.adminUrl.replace(/\/postgres$/, `/${DATABASE}`) });
-    await admin.connect();
+    admin = await adminOfNewDatabase(postgres.adminUrl, DATABASE);
     suite.defer(() => admin.end().catch(() => undefined));
     suite.defer(async () => {
       const { rows } = await admin.query(`SELECT rolname FROM pg_roles WHERE left(rolname, length($1)) = $1`, [

@@ -1,4 +1,5 @@
 import { Client } from 'pg';
+import { withDatabase } from '../../../src/database/admin-url.js';
 
 /** A pg client through a sandbox's relay socket directory, as its role (the PG* variables it was given). */
 export async function throughRelay(socketDir: string, env: Record<string, string>): Promise<Client> {
@@ -30,4 +31,18 @@ export async function adminAltersItems(url: string, column: string): Promise<tru
   } finally {
     await client.end();
   }
+}
+
+/** Creates database `name` (as the admin of `adminUrl`) and returns the admin connected to it. */
+export async function adminOfNewDatabase(adminUrl: string, name: string): Promise<Client> {
+  const setup = new Client({ connectionString: adminUrl });
+  await setup.connect();
+  try {
+    await setup.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await setup.end();
+  }
+  const admin = new Client({ connectionString: withDatabase(adminUrl, name) });
+  await admin.connect();
+  return admin;
 }
