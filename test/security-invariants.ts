@@ -885,7 +885,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'DB-SESSION-BOUNDS',
     statement:
-      "A sandbox's database sessions end with its calls: when endCallSessions returns their transactions, table and advisory locks are gone, and the relay cuts any statement, idle transaction or idle session past the call's bounds, whatever the session SETs.",
+      "A sandbox's database sessions end with its calls as far as they hold something: when endCallSessions returns their transactions, table and advisory locks are gone, and the relay cuts any statement, idle transaction or idle session past the call's bounds, whatever the session SETs.",
     tests: [
       {
         file: 'integration/database-attacks.test.ts',
@@ -1745,6 +1745,66 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         file: 'integration/gallery.test.ts',
         title:
           "fetch: a listed canary's page comes back through the egress proxy, the server unchanged; an unlisted host is refused",
+      },
+    ],
+  },
+  {
+    id: 'SOCKET-PATH-LENGTH',
+    statement:
+      "The sockets hintbox makes for a sandbox (its gate, its database relay) work with a $TMPDIR of any length: when the longest socket path would not fit a Unix socket (103 bytes), they go in an owner-only folder of /tmp instead, which the sweep, the own-path check and serve's bind check know too; a path that still does not fit is refused naming the limit and the path.",
+    tests: [
+      {
+        file: 'integration/pooled-database.test.ts',
+        title:
+          'runs a database session with TMPDIR a 90-character folder: the gate and relay sockets are made in a short, owner-only folder and removed after',
+      },
+      {
+        file: 'unit/unix-socket.test.ts',
+        title: 'keeps a short TMPDIR and falls back to /tmp for a long one, so the longest socket path fits',
+      },
+      {
+        file: 'unit/unix-socket.test.ts',
+        title:
+          'makes the folder owner-only, and a path that still does not fit is refused naming the limit and the path',
+      },
+    ],
+  },
+  {
+    id: 'DB-CALL-END',
+    statement:
+      "At a call's end hintbox ends every database session of the sandbox that could still act — running a statement, in a transaction, holding any lock (an advisory lock of an idle session included, found in pg_locks), or having run a statement not known to leave nothing behind (LISTEN, a DO block, …), or that it cannot account for — and keeps only a clean idle connection, which it judges again at the next call's end.",
+    tests: [
+      {
+        file: 'integration/database-call-end.test.ts',
+        title:
+          'ends the sessions idle in a transaction, holding an advisory lock while idle, listening (by LISTEN or inside a DO block) or running a query, and keeps the clean idle one',
+      },
+      {
+        file: 'integration/database-call-end.test.ts',
+        title:
+          'judges a kept connection again at the next call: the advisory lock and the LISTEN it took since end with that call',
+      },
+      {
+        file: 'unit/call-end-sessions.test.ts',
+        title:
+          "joins the relay's view and Postgres's: either one ends a session, and what neither accounts for ends too",
+      },
+      {
+        file: 'unit/call-end-sessions.test.ts',
+        title:
+          'marks a session by the tags of what it ran: reads, writes and transaction control leave nothing; LISTEN, DO, CALL, DECLARE and unknown tags do',
+      },
+    ],
+  },
+  {
+    id: 'DB-POOL-KEPT',
+    statement:
+      "A database server's pool survives hintbox's call ends: the published server-postgres 0.6.2, unpatched, answers 20 calls mixing reads and refused writes without a sandbox dying, and each refused write is audited as a hint violation of its call.",
+    tests: [
+      {
+        file: 'integration/pooled-database.test.ts',
+        title:
+          'server-postgres 0.6.2 as shipped, without a preload, answers 20 calls mixing reads and refused escapes: none dies, each escape is audited as a hint violation',
       },
     ],
   },

@@ -1,6 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { PACKAGE_ROOT } from '../util/package-root.js';
+import { socketBaseDirs } from '../util/unix-socket.js';
 import { hintboxEnvironment, type HintboxEnvironment } from './environment.js';
 
 /** A folder of hintbox's own that no sandbox may see: what the operator decides lives there. */
@@ -37,5 +38,9 @@ export function hintboxOwnPaths(
     { path: PACKAGE_ROOT, what: "hintbox's installation" },
     // Its sandboxes' gate and database sockets and other servers' preview copies live there.
     { path: os.tmpdir(), what: "hintbox's temporary folder", onlyOwn: OWN_TEMP_PREFIXES },
+    // Where the sockets go instead when $TMPDIR is too long for a socket path.
+    ...socketBaseDirs()
+      .filter((dir) => dir !== path.resolve(os.tmpdir()))
+      .map((dir) => ({ path: dir, what: "hintbox's socket folder", onlyOwn: OWN_TEMP_PREFIXES })),
   ];
 }

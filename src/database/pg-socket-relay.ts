@@ -1,20 +1,25 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
-import { listenFor, type SocketAccess } from '../util/unix-socket.js';
+import { listenFor, makeSocketFolder, type SocketAccess } from '../util/unix-socket.js';
 import {
   BackendMessageScanner,
   INSUFFICIENT_PRIVILEGE,
   READ_ONLY_SQL_TRANSACTION,
   encodeCancelRequest,
   encodeErrorResponse,
+  parseCommandTag,
   parseErrorFields,
   readStartupPacket,
 } from './pg-wire.js';
 import type { SessionBounds } from './role-grants.js';
 import { SessionActivity, boundsCheckInterval } from './session-activity.js';
-import { PG_SOCKET_FILE, type RefusedConnection, type SocketRelay, type SocketRelayOptions } from './socket-relay.js';
+import {
+  PG_SOCKET_FILE,
+  type RefusedConnection,
+  type RelaySession,
+  type SocketRelay,
+  type SocketRelayOptions,
+} from './socket-relay.js';
 import { monotonicMs } from '../util/clock.js';
 
 /**
@@ -49,9 +54,7 @@ const DEFAULT_MAX_CONNECTIONS = 10;
 
 /** Starts a relay in a fresh directory under `baseDir`. */
 export async function startSocketRelay(options: SocketRelayOptions): Promise<SocketRelay> {
-  // Named with this process's id: the sweep of the next start removes it at once if this run is killed.
-  const dir = await mkdtemp(path.join(options.baseDir ?? os.tmpdir(), `hintbox-pg-${process.pid}-`));
-  const socketPath = path.join(dir, PG_SOCKET_FILE);
+  const { dir, socketPath } = await makeSocketFolder('hintbox-pg-', PG_SOCKET_FILE, options.baseDir);
   try {
     const relay = new PgSocketRelay(options, dir, socketPath);
     await relay.listen();
@@ -109,9 +112,31 @@ export class PgSocketRelay implements SocketRelay {
     );
   }
 
-  async cutAll(): Promise<number> {
-    const cut = [...this.connections.values()];
-    this.connections.clear();
+  openSessions(): RelaySession[] {
+    return [...this.connections.values()].map((conn) => {
+      const holds = conn.activity.holdsSomething();
+      return {
+        connectionId: conn.id,
+        ...(conn.keyData ? { pid: conn.keyData.readInt32BE(0) } : {}),
+        ...(holds ? { holds } : {}),
+      };
+    });
+  }
+
+  async settled(timeoutMs: number): Promise<void> {
+    const deadline = monotonicMs() + timeoutMs;
+    while ([...this.connections.values()].some((c) => c.activity.busy) && monotonicMs() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  cutAll(): Promise<number> {
+    return this.cutSessions([...this.connections.keys()]);
+  }
+
+  async cutSessions(ids: readonly number[]): Promise<number> {
+    const cut = ids.flatMap((id) => this.connections.get(id) ?? []);
+    for (const conn of cut) this.connections.delete(conn.id);
     for (const conn of cut) {
       clearTimeout(conn.startupTimer);
       conn.client.destroy();
@@ -238,7 +263,7 @@ export class PgSocketRelay implements SocketRelay {
       if (!client.destroyed) client.end();
     });
 
-    const scanner = new BackendMessageScanner({ capture: ['E', 'K', 'Z'] });
+    const scanner = new BackendMessageScanner({ capture: ['E', 'K', 'Z', 'C'] });
     client.on('data', (chunk: Buffer) => conn.activity.clientSent(chunk, monotonicMs()));
     upstream.on('data', (chunk: Buffer) => {
       answered = true;
@@ -253,8 +278,14 @@ export class PgSocketRelay implements SocketRelay {
   }
 
   private watch(conn: RelayConnection, scanner: BackendMessageScanner, chunk: Buffer): void {
-    for (const message of scanner.push(chunk)) {
+    const messages = scanner.push(chunk);
+    // Past this point the relay cannot tell what the session holds: it ends at the call's end.
+    if (scanner.stoppedBecause) conn.activity.mark(`the relay stopped following it (${scanner.stoppedBecause})`);
+    for (const message of messages) {
       if (message.type === 'K' && message.body) conn.keyData = message.body;
+      if (message.type === 'C' && message.body) conn.activity.commandComplete(parseCommandTag(message.body));
+      if (message.type === 'A') conn.activity.mark('it listens (a notification came)');
+      if (message.type === 'V') conn.activity.mark('it called a function by the fast path (any function)');
       if (message.type === 'Z') {
         clearTimeout(conn.startupTimer);
         conn.activity.readyForQuery(message.body?.toString('latin1', 0, 1) ?? 'I', monotonicMs());

@@ -65,6 +65,12 @@ function parseStartupParameters(body: Buffer): Record<string, string> | undefine
   }
 }
 
+/** A CommandComplete's tag ('SELECT 2', 'LISTEN', …): its body, NUL-terminated. */
+export function parseCommandTag(body: Buffer): string {
+  const end = body.indexOf(0);
+  return body.toString('utf8', 0, end < 0 ? body.length : end);
+}
+
 /** One message of the server's stream. `body` only for captured types. */
 export interface BackendMessage {
   /** The type byte as a character ('E', 'K', 'Z', …); for an encryption answer 'S', 'N' or 'G'. */

@@ -7,6 +7,7 @@ import { assertCanCreateRoles, connectAdmin, inTransaction } from './admin-conne
 import type { DatabasePrivilege, DatabaseSection } from '../profile/database-profile-schema.js';
 import { DatabaseNotPreparedError, checkGrants, type DatabaseProblem } from './grant-checks.js';
 import { readGrantObjects } from './grant-objects.js';
+import type { BackendState } from './call-end-sessions.js';
 import {
   ROLE_PREFIX,
   DEFAULT_CALL_TIMEOUT_MS,
@@ -203,14 +204,19 @@ export class RoleProvisioner implements AsyncDisposable {
     return rowCount ?? 0;
   }
 
-  /** The backends of a role now (for endSessions). */
-  async sessionPids(name: string): Promise<number[]> {
+  /**
+   * The backends of a role now, each with its state, whether a transaction is open and how
+   * many locks it holds or waits for (pg_locks: advisory locks of an idle session included).
+   */
+  async sessionStates(name: string): Promise<BackendState[]> {
     assertHintboxRole(name);
-    const { rows } = await this.client.query<{ pid: number }>(
-      'SELECT pid FROM pg_stat_activity WHERE usename = $1 AND pid <> pg_backend_pid() ORDER BY pid',
+    const { rows } = await this.client.query<BackendState>(
+      `SELECT a.pid, a.state, a.xact_start IS NOT NULL AS "inTransaction",
+         (SELECT count(*) FROM pg_locks l WHERE l.pid = a.pid)::int AS locks
+       FROM pg_stat_activity a WHERE a.usename = $1 AND a.pid <> pg_backend_pid() ORDER BY a.pid`,
       [name],
     );
-    return rows.map((r) => r.pid);
+    return rows;
   }
 
   /**

@@ -12,6 +12,11 @@ export class SessionActivity {
   idleSince: number;
   /** When the client sent something after the last ReadyForQuery: a statement is running. */
   busySince?: number;
+  /**
+   * Why the session may hold something past its statements (a LISTEN, a cursor, a statement the
+   * relay does not know to leave nothing behind): set by the first such sign, never cleared.
+   */
+  leftSomething?: string;
 
   constructor(now: number) {
     this.idleSince = now;
@@ -41,6 +46,32 @@ export class SessionActivity {
     this.busySince = undefined;
   }
 
+  /**
+   * A CommandComplete's tag: a statement that is not known to leave nothing in the session (a
+   * LISTEN, a DO block that may have run one, a cursor WITH HOLD, …) marks it (see {@link leftBehindBy}).
+   */
+  commandComplete(tag: string): void {
+    this.leftSomething ??= leftBehindBy(tag);
+  }
+
+  /** A sign from the stream itself: a notification came (it listens), or the relay lost track of the messages. */
+  mark(reason: string): void {
+    this.leftSomething ??= reason;
+  }
+
+  /**
+   * Why the session must end when the sandbox's call ends, from what the relay saw, or undefined
+   * when it is a clean idle connection (a pool's) that may stay: not through its startup, a
+   * statement running, a transaction open (or failed), or something left behind.
+   */
+  holdsSomething(): string | undefined {
+    if (!this.started) return 'it is not through its startup';
+    if (this.busy) return 'a statement is running';
+    if (this.txStatus === 'T') return 'it is idle in a transaction';
+    if (this.txStatus !== 'I') return 'it is in a failed transaction';
+    return this.leftSomething;
+  }
+
   /** Why the session must be cut now (a statement or an idle time past its bound), or undefined. */
   crossedBound(bounds: SessionBounds, now: number): string | undefined {
     if (!this.started) return undefined;
@@ -58,6 +89,47 @@ export class SessionActivity {
       ? `a transaction was idle longer than ${bounds.idleInTransactionTimeoutMs} ms`
       : undefined;
   }
+}
+
+/**
+ * Statements that leave nothing in a session once their transaction is over (a read, a write,
+ * a transaction's control, a setting, a prepared statement of the protocol's): a CommandComplete
+ * tag's words before its counts. Everything else — LISTEN, DO and CALL (which may run one),
+ * DECLARE (a cursor WITH HOLD), CREATE TEMP …, a tag of a later Postgres — counts as leaving
+ * something: fail closed.
+ */
+const LEAVES_NOTHING = new Set([
+  'SELECT',
+  'INSERT',
+  'UPDATE',
+  'DELETE',
+  'MERGE',
+  'COPY',
+  'FETCH',
+  'MOVE',
+  'BEGIN',
+  'START TRANSACTION',
+  'COMMIT',
+  'ROLLBACK',
+  'SAVEPOINT',
+  'RELEASE',
+  'SHOW',
+  'SET',
+  'RESET',
+  'DISCARD ALL',
+  'CLOSE CURSOR',
+  'CLOSE CURSOR ALL',
+  'DEALLOCATE',
+  'DEALLOCATE ALL',
+  'PREPARE',
+]);
+
+/** Why a statement with this CommandComplete tag may leave something in its session, or undefined. Pure. */
+export function leftBehindBy(tag: string): string | undefined {
+  const words = tag.replace(/( \d+)+$/, '');
+  return LEAVES_NOTHING.has(words)
+    ? undefined
+    : `it ran ${words || 'an empty statement'}, which may leave something in the session`;
 }
 
 /**

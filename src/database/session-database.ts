@@ -8,6 +8,7 @@ import { DatabaseNotPreparedError } from './grant-checks.js';
 import { RoleProvisioner, type CreatedRole } from './role-provisioner.js';
 import { DEFAULT_CALL_TIMEOUT_MS, sessionBounds } from './role-grants.js';
 import { startSocketRelay } from './pg-socket-relay.js';
+import { sessionsToEnd } from './call-end-sessions.js';
 import { sandboxDatabaseEnv, type PrivilegeViolation, type SocketRelay } from './socket-relay.js';
 
 /**
@@ -16,6 +17,9 @@ import { sandboxDatabaseEnv, type PrivilegeViolation, type SocketRelay } from '.
  * sweeps the roles of dead sessions and refuses a database whose grants would undo the roles'
  * limits, before any container starts.
  */
+
+/** How long a call's end waits for a statement still running to finish before it judges the sessions. */
+const CALL_END_SETTLE_MS = 500;
 
 export interface SessionDatabaseOptions {
   /** The admin URL (from the variable the profile names); never logged. */
@@ -116,21 +120,25 @@ export class SessionDatabase {
   }
 
   /**
-   * Ends every database session of a sandbox, and resolves once Postgres has ended their
-   * backends: their transactions rolled back, their locks (table and advisory) released, their
-   * LISTENs gone. For the end of a sandbox's last call in flight, and for a call past its
-   * deadline. The relay cuts its connections (cancelling running queries); a backend whose
-   * client went away while its query ran on is terminated. Sessions the sandbox opens later
-   * are not touched: the role stays. Returns how many sessions there were (relay connections
-   * or backends, whichever is more); throws when a backend is still there after 10 s.
+   * Ends those of a sandbox's database sessions that could still act once its call is over,
+   * and resolves once Postgres has ended their backends: every session running a statement, in
+   * a transaction, holding a lock (table or advisory), or that may listen (see
+   * call-end-sessions.ts). A clean idle connection of the server's pool stays, to be judged
+   * again at the next call's end. For the end of a sandbox's last call in flight (a held
+   * sandbox is frozen first, so nothing changes meanwhile), and for a call past its deadline.
+   * A statement sent as the call answered (a pool's ROLLBACK) is given a moment to finish
+   * first. Returns how many sessions were ended; throws when a backend is still there after 10 s.
    */
   async endCallSessions(sandboxId: string): Promise<number> {
     const slot = await this.sandboxes.get(sandboxId)?.catch(() => undefined);
     if (!slot) return 0;
-    const backends = await this.serial(() => this.provisioner.sessionPids(slot.role.name));
-    const cut = await slot.relay.cutAll();
-    await this.serial(() => this.provisioner.endSessions(slot.role.name, backends));
-    return Math.max(cut, backends.length);
+    await slot.relay.settled(CALL_END_SETTLE_MS);
+    const backends = await this.serial(() => this.provisioner.sessionStates(slot.role.name));
+    const end = sessionsToEnd(slot.relay.openSessions(), backends);
+    const cut = await slot.relay.cutSessions(end.cut);
+    await this.serial(() => this.provisioner.endSessions(slot.role.name, end.terminate));
+    for (const reason of end.reasons) this.options.log.debug(`sandbox ${sandboxId}: ended database ${reason}`);
+    return Math.max(cut, end.terminate.length);
   }
 
   /**

@@ -78,6 +78,15 @@ export interface SocketRelayOptions {
   now?: () => Date;
 }
 
+/** A session the relay carries, as a call's end judges it (see SessionDatabase.endCallSessions). */
+export interface RelaySession {
+  connectionId: number;
+  /** Its backend's process id, from the server's BackendKeyData; unset before it came. */
+  pid?: number;
+  /** Why it must end when the call ends, from what the relay saw; unset for a clean idle session. */
+  holds?: string;
+}
+
 /** A running relay. Disposing it closes it. */
 export interface SocketRelay extends AsyncDisposable {
   /**
@@ -96,6 +105,12 @@ export interface SocketRelay extends AsyncDisposable {
    * Returns how many connections were cut. New connections are still accepted.
    */
   cutAll(): Promise<number>;
+  /** Ends these sessions (by `connectionId`) as cutAll does; returns how many were still open. */
+  cutSessions(ids: readonly number[]): Promise<number>;
+  /** The sessions open now, each with why it must end at a call's end, if it must. */
+  openSessions(): RelaySession[];
+  /** Resolves once no session runs a statement, or after `timeoutMs`: a call's last statement (a ROLLBACK sent as it answered) may still be on its way. */
+  settled(timeoutMs: number): Promise<void>;
   /** Stops accepting, cuts every session, removes the socket and its directory. */
   close(): Promise<void>;
 }

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { HintboxEnvironment } from '../config/environment.js';
 import type { BindSource } from '../engine/sandbox-engine.js';
 import type { Profile } from '../profile/load-profile.js';
+import { socketBaseDirs } from '../util/unix-socket.js';
 
 /**
  * Every host path serve binds into sandboxes, or keeps for the operator on the host, for the
@@ -31,6 +32,10 @@ export function sandboxBindSources(
   }
   sources.push(
     { path: path.resolve(tmpDir), what: 'the temporary folder ($TMPDIR: gate and relay sockets, previews)' },
+    // $TMPDIR too long for a socket path: the sockets' folders are in the short one instead.
+    ...socketBaseDirs(tmpDir)
+      .filter((dir) => dir !== path.resolve(tmpDir))
+      .map((dir) => ({ path: dir, what: 'the socket folder (gate and relay sockets; $TMPDIR is too long for them)' })),
     { path: env.stateDir, what: "hintbox's state folder (HINTBOX_STATE_DIR)" },
   );
   if (!env.auditDir.startsWith(`${env.stateDir}/`)) {

@@ -1,7 +1,7 @@
 import { lstatSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { isProcessAlive } from './process-alive.js';
+import { socketBaseDirs } from './unix-socket.js';
 
 /** Paths of the Unix sockets listening on this host, from a `/proc/net/unix` text. Pure. */
 export function listeningSocketPaths(procNetUnix: string): Set<string> {
@@ -22,18 +22,20 @@ const MIN_AGE_MS = 60_000;
 const OWNER_PID = /^hintbox-(?:pg|io)-(\d+)-/;
 
 /**
- * Removes socket folders (`hintbox-pg-*`, `hintbox-io-*` under `baseDir`) in which nobody
+ * Removes socket folders (`hintbox-pg-*`, `hintbox-io-*` under `baseDir`, by default under each of socketBaseDirs()) in which nobody
  * listens and whose process is gone (the pid in the name) or, for a name without one, that are
  * older than a minute: what a run killed with SIGKILL left. A live relay's or a starting
  * sandbox's socket is listening, or its process alive, so its folder is kept. Returns the
  * removed folders. Linux only (reads /proc/net/unix); elsewhere it does nothing.
  */
 export function sweepSocketDirs(
-  baseDir = os.tmpdir(),
+  baseDir?: string,
   procNetUnix = '/proc/net/unix',
   now = Date.now(),
   isAlive: (pid: number) => boolean = isProcessAlive,
 ): string[] {
+  // By default both places a run may have made them: $TMPDIR, and the short folder when $TMPDIR is too long.
+  if (baseDir === undefined) return socketBaseDirs().flatMap((dir) => sweepSocketDirs(dir, procNetUnix, now, isAlive));
   let listening: string[];
   try {
     listening = [...listeningSocketPaths(readFileSync(procNetUnix, 'utf8'))];

@@ -18,6 +18,7 @@ import { FALLBACK_SANDBOX_USER } from '../../src/profile/profile-schema.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { docker, eventually } from './support/docker.js';
 import { startPostgres, type StartedPostgres } from './support/postgres.js';
+import { adminAltersItems, throughRelay } from './support/database.js';
 
 /**
  * Issue 11, items 3 to 5: a server with only a read role and no network attacks through its
@@ -58,20 +59,6 @@ function openSession(options: { callTimeoutMs?: number } = {}): Promise<SessionD
     isOwnerAlive: () => true,
     ...options,
   });
-}
-
-/** A pg client through a sandbox's relay socket directory, as its role. */
-async function throughRelay(socketDir: string, env: Record<string, string>): Promise<Client> {
-  const client = new Client({
-    host: socketDir,
-    port: 5432,
-    user: env.PGUSER,
-    password: env.PGPASSWORD,
-    database: env.PGDATABASE,
-  });
-  client.on('error', () => undefined);
-  await client.connect();
-  return client;
 }
 
 /**
@@ -141,18 +128,8 @@ async function locksOf(role: string): Promise<{ role: number; advisory: number }
 }
 
 /** The admin's ALTER TABLE, waiting at most a second for its lock: true when it went through. */
-async function adminAlters(column: string): Promise<true | string> {
-  const client = new Client({ connectionString: withDatabase(pg.adminUrl, SHOP) });
-  await client.connect();
-  try {
-    await client.query("SET lock_timeout = '1s'");
-    await client.query(`ALTER TABLE shop.items ADD COLUMN ${column} int`);
-    return true;
-  } catch (error) {
-    return (error as DatabaseError).code ?? (error as Error).message;
-  } finally {
-    await client.end();
-  }
+function adminAlters(column: string): Promise<true | string> {
+  return adminAltersItems(withDatabase(pg.adminUrl, SHOP), column);
 }
 
 async function hintboxRoles(): Promise<string[]> {

@@ -1,11 +1,10 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { packagePath } from '../../util/package-root.js';
-import { listenFor } from '../../util/unix-socket.js';
+import { listenFor, makeSocketFolder } from '../../util/unix-socket.js';
 import { HintboxError } from '../../util/hintbox-error.js';
 
 /**
@@ -37,6 +36,8 @@ const TOKEN_DEADLINE_MS = 5000;
 const RELEASE = 'G';
 /** Host folders of gate sockets are named so: a sweep finds those of killed runs. */
 export const IO_DIR_PREFIX = 'hintbox-io-';
+/** The gate's socket in its folder: short, so that a long $TMPDIR still fits (see makeSocketFolder). */
+const GATE_SOCKET_FILE = 'gate.sock';
 
 export class GateError extends HintboxError {
   constructor(message: string) {
@@ -123,13 +124,14 @@ export async function openGateSocket(options: {
   sandboxUser: { uid: number; gid: number };
   baseDir?: string;
 }): Promise<GateSocket> {
-  // Named with this process's id: the sweep of the next start removes it at once if this run is killed.
-  const hostDir = await mkdtemp(path.join(options.baseDir ?? os.tmpdir(), `${IO_DIR_PREFIX}${process.pid}-`));
-  const name = `${randomBytes(16).toString('hex')}.sock`;
+  // The folder's name is random and the gate proves itself with the token: the socket's need not be.
+  const name = GATE_SOCKET_FILE;
+  const folder = await makeSocketFolder(IO_DIR_PREFIX, name, options.baseDir);
+  const hostDir = folder.dir;
   const token = randomBytes(32).toString('hex');
   const proofs = { stdio: Buffer.from(`${token}\n`), control: Buffer.from(`${token}+\n`) };
   const longest = proofs.control.length;
-  const socketPath = path.join(hostDir, name);
+  const socketPath = folder.socketPath;
   const server = net.createServer();
   let settle: { resolve: (c: GateConnection) => void; reject: (e: Error) => void } | undefined;
   const connection = new Promise<GateConnection>((resolve, reject) => (settle = { resolve, reject }));
