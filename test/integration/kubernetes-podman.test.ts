@@ -7,6 +7,9 @@ import { integrationSuite } from './support/suite.js';
 import { podman, podmanGateImage, podmanImageFromDocker, podmanMissing } from './support/podman.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 import { docker } from './support/docker.js';
+import { copyOfShippedProfile, hintboxCommand, sandboxFolder } from './support/hintbox-process.js';
+import { schemaProblems } from '../unit/support/kubernetes-schema.js';
+import { restrictedViolations } from '../../src/engine/kubernetes/pod-security.js';
 import { planSandboxes } from '../../src/policy/plan-sandboxes.js';
 import { serverCommand } from '../../src/engine/docker/container-spec.js';
 import { gateBinary, openGateSocket, releaseGate } from '../../src/engine/docker/gate.js';
@@ -126,3 +129,29 @@ integrationSuite(
     });
   },
 );
+
+integrationSuite('hintbox plan --engine kubernetes', { timeout: 120_000 }, () => {
+  // proves: K8S-SCHEMA
+  it("prints the filesystem server's Pods and NetworkPolicies as one List that passes the API schemas and the restricted level", async () => {
+    const profile = copyOfShippedProfile('filesystem');
+    const env = { WORKSPACE: sandboxFolder('hintbox-k8s-plan-ws-') };
+    const { code, stdout, stderr } = await hintboxCommand(['plan', profile, '--engine', 'kubernetes', '--json'], env);
+    assert.equal(code, 0, stderr);
+    const list = JSON.parse(stdout) as {
+      kind: string;
+      items: { kind: string; metadata: { name: string }; spec: Record<string, unknown> }[];
+    };
+    assert.equal(list.kind, 'List');
+    assert.deepEqual(
+      list.items.map((o) => o.kind),
+      ['Pod', 'NetworkPolicy', 'Pod', 'NetworkPolicy'],
+    );
+    for (const object of list.items) {
+      assert.deepEqual(schemaProblems(object as never), [], object.metadata.name);
+      if (object.kind === 'Pod') assert.deepEqual(restrictedViolations(object.spec), [], object.metadata.name);
+    }
+    const wrong = await hintboxCommand(['plan', profile, '--engine', 'nomad'], env);
+    assert.equal(wrong.code, 2);
+    assert.match(wrong.stderr, /--engine nomad: expected docker or kubernetes/);
+  });
+});
