@@ -43,7 +43,7 @@ export const planCommand: CommandSpec = {
   async run({ positionals, values }) {
     const profile = profileArg('plan', positionals);
     if (values.engine !== undefined && values.engine !== 'kubernetes' && values.engine !== 'docker') {
-      throw new UsageError(`plan: --engine ${String(values.engine)}: expected docker or kubernetes`);
+      throw new UsageError(`plan: --engine ${values.engine as string}: expected docker or kubernetes`);
     }
     const engine = await engineReady();
     await using session = await HintboxSession.open({
