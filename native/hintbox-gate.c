@@ -66,22 +66,31 @@ int main(int argc, char **argv) {
     say("usage", "HINTBOX_GATE_SOCKET=PATH HINTBOX_GATE_TOKEN=HEX hintbox-gate PROGRAM [ARG...]");
     return GATE_FAILED;
   }
-  struct sockaddr_un addr = {.sun_family = AF_UNIX};
-  if (strlen(path) >= sizeof addr.sun_path) {
-    say("socket path too long", path);
-    return GATE_FAILED;
+  /*
+   * "-": the channel is the gate's own stdin and stdout (on Kubernetes, the API's attach to the
+   * Pod: no host folder to bind a socket from). The token then only says the gate is up.
+   */
+  int stdio = strcmp(path, "-") == 0;
+  int fd = STDIN_FILENO, out = STDOUT_FILENO;
+  if (!stdio) {
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof addr.sun_path) {
+      say("socket path too long", path);
+      return GATE_FAILED;
+    }
+    strcpy(addr.sun_path, path);
+    /* Not close-on-exec: the descriptor becomes the server's stdin and stdout. */
+    fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    int rc;
+    do rc = fd < 0 ? -1 : connect(fd, (struct sockaddr *)&addr, sizeof addr);
+    while (rc != 0 && errno == EINTR);
+    if (rc != 0) {
+      say("cannot connect to hintbox", strerror(errno));
+      return GATE_FAILED;
+    }
+    out = fd;
   }
-  strcpy(addr.sun_path, path);
-  /* Not close-on-exec: the descriptor becomes the server's stdin and stdout. */
-  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  int rc;
-  do rc = fd < 0 ? -1 : connect(fd, (struct sockaddr *)&addr, sizeof addr);
-  while (rc != 0 && errno == EINTR);
-  if (rc != 0) {
-    say("cannot connect to hintbox", strerror(errno));
-    return GATE_FAILED;
-  }
-  if (write_all(fd, token, strlen(token)) != 0 || write_all(fd, "\n", 1) != 0) {
+  if (write_all(out, token, strlen(token)) != 0 || write_all(out, "\n", 1) != 0) {
     say("cannot send the token to hintbox", strerror(errno));
     return GATE_FAILED;
   }
@@ -99,7 +108,7 @@ int main(int argc, char **argv) {
   while (n < 0 && errno == EINTR);
   if (n != 1 || release != 'G') return GATE_FAILED; /* not released: the server never runs */
 
-  if ((fd != STDIN_FILENO && dup2(fd, STDIN_FILENO) < 0) || (fd != STDOUT_FILENO && dup2(fd, STDOUT_FILENO) < 0)) {
+  if (!stdio && ((fd != STDIN_FILENO && dup2(fd, STDIN_FILENO) < 0) || (fd != STDOUT_FILENO && dup2(fd, STDOUT_FILENO) < 0))) {
     say("cannot hand the connection to the server", strerror(errno));
     return GATE_FAILED;
   }

@@ -1637,4 +1637,16 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'K8S-ATTACH',
+    statement:
+      "On Kubernetes hintbox reaches a sandbox's gate over the API's attach (never the pod network): the gate answers with its token and runs nothing of the image until hintbox's release; an attach closed before the release never runs the server.",
+    tests: [
+      {
+        file: 'unit/kubernetes-attach.test.ts',
+        title: 'holds the server at the gate until release, then speaks MCP over the attach channels',
+      },
+      { file: 'unit/kubernetes-attach.test.ts', title: 'a held gate closed without release never runs the server' },
+    ],
+  },
 ];

@@ -8,6 +8,7 @@ import {
   LABEL_EGRESS_PROXY,
   LABEL_POD,
   ownedMeta,
+  ownedPod,
   restrictedContext,
   sessionLabels,
   type KubernetesTarget,
@@ -39,21 +40,12 @@ export function renderEgressProxy(
   // rules (no private, loopback or link-local address; see squid-config.ts) still apply.
   const config = squidConfig({ hosts: parseEgressHosts(hosts), clients: ['0.0.0.0/0', '::/0'], hostAddresses: [] });
   const limits = { cpu: '500m', memory: `${128 * 1024 ** 2}` };
-  const pod: KubeObject = {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: ownedMeta(name, target, labels),
-    spec: {
-      restartPolicy: 'Never',
-      automountServiceAccountToken: false,
-      enableServiceLinks: false,
-      ...(target.userNamespaces === false ? {} : { hostUsers: false }),
-      securityContext: {
-        runAsNonRoot: true,
-        runAsUser: PROXY_UID,
-        runAsGroup: PROXY_UID,
-        seccompProfile: { type: 'RuntimeDefault' },
-      },
+  const pod = ownedPod(
+    name,
+    target,
+    labels,
+    { uid: PROXY_UID, gid: PROXY_UID },
+    {
       containers: [
         {
           name: 'squid',
@@ -68,7 +60,7 @@ export function renderEgressProxy(
       ],
       volumes: [{ name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: '16Mi' } }],
     },
-  };
+  );
   const service: KubeObject = {
     apiVersion: 'v1',
     kind: 'Service',

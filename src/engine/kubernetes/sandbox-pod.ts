@@ -99,6 +99,41 @@ export function restrictedContext(uid: number, gid: number): Record<string, unkn
   };
 }
 
+/**
+ * The fields every Pod hintbox makes shares: run once (never restarted), no service-account
+ * token, no service links, its own user namespace unless the target says the cluster has none,
+ * and the Pod-level restricted context for `uid`:`gid`.
+ */
+export function ownedPod(
+  name: string,
+  target: KubernetesTarget,
+  labels: Record<string, string>,
+  user: { uid: number; gid: number },
+  spec: Record<string, unknown>,
+): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: ownedMeta(name, target, labels),
+    spec: { ...podBasics(target, user), ...spec },
+  };
+}
+
+function podBasics(target: KubernetesTarget, { uid, gid }: { uid: number; gid: number }): Record<string, unknown> {
+  return {
+    restartPolicy: 'Never',
+    automountServiceAccountToken: false,
+    enableServiceLinks: false,
+    ...(target.userNamespaces === false ? {} : { hostUsers: false }),
+    securityContext: {
+      runAsNonRoot: true,
+      runAsUser: uid,
+      runAsGroup: gid,
+      seccompProfile: { type: 'RuntimeDefault' },
+    },
+  };
+}
+
 /** The Pod of one sandbox, and the NetworkPolicy that leaves it no network but what its grant has. */
 export function renderSandboxPod(input: SandboxPodInput): KubeObject[] {
   const { profile, target, sandboxId } = input;
@@ -181,25 +216,16 @@ export function renderSandboxPod(input: SandboxPodInput): KubeObject[] {
     GLIBC_TUNABLES: '',
     [GATE_TUNABLES_ENV]: profileEnv.GLIBC_TUNABLES === undefined ? '' : `=${profileEnv.GLIBC_TUNABLES}`,
   };
-  const pod: KubeObject = {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: ownedMeta(name, target, labels),
-    spec: {
-      restartPolicy: 'Never',
-      automountServiceAccountToken: false,
-      enableServiceLinks: false,
-      ...(target.userNamespaces === false ? {} : { hostUsers: false }),
+  const pod = ownedPod(
+    name,
+    target,
+    labels,
+    { uid, gid },
+    {
       hostNetwork: false,
       hostPID: false,
       hostIPC: false,
       shareProcessNamespace: false,
-      securityContext: {
-        runAsNonRoot: true,
-        runAsUser: uid,
-        runAsGroup: gid,
-        seccompProfile: { type: 'RuntimeDefault' },
-      },
       initContainers: [
         {
           name: 'gate',
@@ -232,7 +258,7 @@ export function renderSandboxPod(input: SandboxPodInput): KubeObject[] {
       ],
       volumes,
     },
-  };
+  );
   return [pod, sandboxNetworkPolicy(name, labels, target, network === 'egress')];
 }
 
