@@ -273,11 +273,25 @@ int main(int argc, char **argv) {
     say("usage", "HINTBOX_GATE_SOCKET=PATH HINTBOX_GATE_TOKEN=HEX hintbox-gate PROGRAM [ARG...]");
     return GATE_FAILED;
   }
-  /* Not close-on-exec: the descriptor becomes the server's stdin and stdout. */
-  int fd = connect_gate(path, token, "\n", 0);
-  if (fd < 0) return GATE_FAILED;
-  int control = connect_gate(path, token, "+\n", SOCK_CLOEXEC);
-  if (control < 0) return GATE_FAILED;
+  /*
+   * "-": the channel is the gate's own stdin and stdout (on Kubernetes, the API's attach to the
+   * Pod: no host folder to bind a socket from). The token then only says the gate is up, and
+   * there is no control connection: such a gate cannot freeze its sandbox (it just runs the server).
+   */
+  int stdio = strcmp(path, "-") == 0;
+  int fd = STDIN_FILENO, control = -1;
+  if (stdio) {
+    if (write_all(STDOUT_FILENO, token, strlen(token)) != 0 || write_all(STDOUT_FILENO, "\n", 1) != 0) {
+      say("cannot send the token to hintbox", strerror(errno));
+      return GATE_FAILED;
+    }
+  } else {
+    /* Not close-on-exec: the descriptor becomes the server's stdin and stdout. */
+    fd = connect_gate(path, token, "\n", 0);
+    if (fd < 0) return GATE_FAILED;
+    control = connect_gate(path, token, "+\n", SOCK_CLOEXEC);
+    if (control < 0) return GATE_FAILED;
+  }
   /* hintbox's, not the server's: it does not inherit them. */
   unsetenv("HINTBOX_GATE_SOCKET");
   unsetenv("HINTBOX_GATE_TOKEN");
@@ -292,6 +306,11 @@ int main(int argc, char **argv) {
   while (n < 0 && errno == EINTR);
   if (n != 1 || release != 'G') return GATE_FAILED; /* not released: the server never runs */
 
+  if (stdio) {
+    execvp(argv[1], argv + 1);
+    say("cannot run the server", strerror(errno));
+    return EXEC_FAILED;
+  }
   /* Blocked before the fork, so that none is lost; the server gets the mask it would have had. */
   sigset_t handled, before;
   sigemptyset(&handled);

@@ -1808,4 +1808,100 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'K8S-SCHEMA',
+    statement:
+      'Every Kubernetes object hintbox renders (sandbox Pods, NetworkPolicies, egress proxies) and ships (deploy/base) passes the API schemas with no field they do not know, so no setting is silently dropped by the API server.',
+    tests: [
+      {
+        file: 'unit/kubernetes-render.test.ts',
+        title: 'renders only objects the Kubernetes API schemas accept, with no field they do not know',
+      },
+      {
+        file: 'unit/kubernetes-render.test.ts',
+        title: 'the strict schema walk refuses a misspelt field that the schema validators alone accept',
+      },
+      {
+        file: 'unit/kubernetes-deploy.test.ts',
+        title: 'lists every manifest, and each passes the API schemas with no unknown field',
+      },
+      {
+        file: 'integration/kubernetes-podman.test.ts',
+        title:
+          "prints the filesystem server's Pods and NetworkPolicies as one List that passes the API schemas and the restricted level",
+      },
+    ],
+  },
+  {
+    id: 'K8S-RESTRICTED',
+    statement:
+      "Every sandbox Pod, egress proxy Pod and hintbox's own Deployment meets the restricted Pod Security level (non-root, no privilege escalation, all capabilities dropped, seccomp RuntimeDefault, only PVC, emptyDir, ConfigMap and Secret volumes), and a sandbox Pod has no service-account token, no service links, its own user namespace, a read-only root and requests equal to limits.",
+    tests: [
+      {
+        file: 'unit/kubernetes-render.test.ts',
+        title: 'every rendered Pod meets the restricted Pod Security level, and a breach of each control is named',
+      },
+      {
+        file: 'unit/kubernetes-render.test.ts',
+        title:
+          'hardens every sandbox Pod: no token, no service links, own user namespace, requests equal limits, memory scratch with a size',
+      },
+      {
+        file: 'unit/kubernetes-deploy.test.ts',
+        title: 'runs hintbox serve under the restricted Pod Security level, probed on /healthz and /readyz',
+      },
+    ],
+  },
+  {
+    id: 'K8S-READONLY-MOUNTS',
+    statement:
+      "On Kubernetes a read-only class's data mounts are readOnly with recursiveReadOnly: Enabled; run for real (podman kube play), the filesystem server's write tool gets EROFS there and the file is unchanged.",
+    tests: [
+      {
+        file: 'unit/kubernetes-render.test.ts',
+        title:
+          'mounts the data read-only and recursively so in read-only classes, read-write only where the grant says',
+      },
+      {
+        file: 'integration/kubernetes-podman.test.ts',
+        title:
+          "runs the filesystem server's read-only class: the read tool answers, the write tool gets EROFS, the file is unchanged",
+      },
+    ],
+  },
+  {
+    id: 'K8S-NETWORK',
+    statement:
+      "Every sandbox Pod gets a deny-all NetworkPolicy (ingress and egress); an egress class may reach only its session's egress proxy Pod on the proxy port (enforced only by a network plugin that enforces NetworkPolicy).",
+    tests: [
+      {
+        file: 'unit/kubernetes-render.test.ts',
+        title:
+          'gives every sandbox a deny-all NetworkPolicy; an egress class may reach only its proxy Pod, on the proxy port',
+      },
+    ],
+  },
+  {
+    id: 'K8S-RBAC',
+    statement:
+      "hintbox's shipped Role grants only pods, pods/attach, pods/log, services and networkpolicies in its own namespace: no Secrets, no exec, no cluster-wide rights.",
+    tests: [
+      {
+        file: 'unit/kubernetes-deploy.test.ts',
+        title: 'grants hintbox only pods, pods/attach, pods/log, services and networkpolicies in its namespace',
+      },
+    ],
+  },
+  {
+    id: 'K8S-ATTACH',
+    statement:
+      "On Kubernetes hintbox reaches a sandbox's gate over the API's attach (never the pod network): the gate answers with its token and runs nothing of the image until hintbox's release; an attach closed before the release never runs the server.",
+    tests: [
+      {
+        file: 'unit/kubernetes-attach.test.ts',
+        title: 'holds the server at the gate until release, then speaks MCP over the attach channels',
+      },
+      { file: 'unit/kubernetes-attach.test.ts', title: 'a held gate closed without release never runs the server' },
+    ],
+  },
 ];

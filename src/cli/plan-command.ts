@@ -4,8 +4,11 @@ import { HintboxSession } from '../session/hintbox-session.js';
 import { cliLog, engineReady, profileArg } from './common.js';
 import { formatPlanTable, formatSensitiveMounts, planToJson, sensitiveMounts } from './format-plan.js';
 import type { CommandSpec } from './command-spec.js';
+import { kubernetesPlan } from './kubernetes-plan.js';
+import { UsageError } from '../util/hintbox-error.js';
+import { VERSION } from '../version.js';
 
-const HELP = `Usage: hintbox plan <profile> [--json]
+const HELP = `Usage: hintbox plan <profile> [--json] [--engine kubernetes [--namespace NS]]
 
 Starts the server once in the strictest sandbox (read-only mounts, no network) to list its
 tools, then prints the plan: per tool its claimed and effective hints, the hints clients are
@@ -19,13 +22,29 @@ The discovery container is removed before the command returns.
 Options:
   --json      print the plan as JSON (tools[], sandboxes[], rejected[], reads, sensitive[])
   --rebuild   rebuild the server's image even when it looks current
+  --engine kubernetes
+              print instead the Kubernetes objects a session would create (per sandbox a
+              Pod and a deny-all NetworkPolicy; per egress class a proxy Pod, Service and
+              NetworkPolicy), as YAML (--json: one List); the tools are still discovered with
+              the local engine. Mounts become PersistentVolumeClaims hintbox-<mount name>.
+              Database and open-network grants are refused (not rendered yet).
+  --namespace NS
+              the namespace of those objects (default: hintbox)
   -h, --help  this help`;
 
 export const planCommand: CommandSpec = {
   help: HELP,
-  options: { json: { type: 'boolean' }, rebuild: { type: 'boolean' } },
+  options: {
+    json: { type: 'boolean' },
+    rebuild: { type: 'boolean' },
+    engine: { type: 'string' },
+    namespace: { type: 'string' },
+  },
   async run({ positionals, values }) {
     const profile = profileArg('plan', positionals);
+    if (values.engine !== undefined && values.engine !== 'kubernetes' && values.engine !== 'docker') {
+      throw new UsageError(`plan: --engine ${values.engine as string}: expected docker or kubernetes`);
+    }
     const engine = await engineReady();
     await using session = await HintboxSession.open({
       profile,
@@ -34,6 +53,20 @@ export const planCommand: CommandSpec = {
       startAll: false,
       ...(values.rebuild ? { rebuildImages: true } : {}),
     });
+    if (values.engine === 'kubernetes') {
+      const { out, restricted } = kubernetesPlan({
+        profile,
+        plan: session.plan,
+        identity: session.identity,
+        image: await engine.prepareImage(profile),
+        namespace: typeof values.namespace === 'string' ? values.namespace : 'hintbox',
+        gateImage: `hintbox/hintbox:${VERSION}`,
+        json: values.json === true,
+      });
+      for (const line of restricted) cliLog.warn(`not restricted Pod Security: ${line}`);
+      process.stdout.write(out + '\n');
+      return 0;
+    }
     const { listed } = session.promptsAndResources;
     const reads = {
       sandbox: sandboxId(strictestGrant(ceilingOf(profile))),

@@ -286,7 +286,7 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
  * The proxy variables of a sandbox with egress, in both spellings clients read. Clients that
  * ignore them have no route at all: the proxy is the only way out.
  */
-function proxyEnv(proxyUrl: string): Record<string, string> {
+export function proxyEnv(proxyUrl: string): Record<string, string> {
   const noProxy = 'localhost,127.0.0.1,::1';
   return {
     HTTP_PROXY: proxyUrl,

@@ -1,0 +1,152 @@
+import { timingSafeEqual } from 'node:crypto';
+import { PassThrough, Writable } from 'node:stream';
+import type { KubeConfig } from '@kubernetes/client-node';
+// Not re-exported by the package's index; the attach channels' one implementation there.
+import { WebSocketHandler } from '@kubernetes/client-node/dist/web-socket-handler.js';
+import { NdjsonTransport } from '../../mcp/ndjson-transport.js';
+import { HintboxError } from '../../util/hintbox-error.js';
+
+/**
+ * hintbox's channel to a sandbox Pod's gate over the API's attach (a WebSocket, the
+ * `channel.k8s.io` subprotocols: one byte of stream number, then the bytes; 0 stdin, 1 stdout,
+ * 2 stderr, 3 the API's status). The gate, run with `HINTBOX_GATE_SOCKET=-`, writes its token
+ * line on stdout and waits for one byte, `G`, on stdin before it executes the server: the same
+ * hold/release handshake as over the Docker engine's socket, with no pod network involved.
+ */
+
+export class AttachError extends HintboxError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'AttachError';
+  }
+}
+
+/** A sandbox Pod whose gate answered: nothing of the image has run yet. */
+export interface AttachedGate {
+  /** Lets the server run; its stdio becomes an MCP transport (NDJSON). */
+  release(): NdjsonTransport;
+  /** Closes the attach: a held gate then exits and the server never runs. */
+  close(): void;
+  /** Resolves when the attach ends, with the API's status message when it sent one. */
+  readonly ended: Promise<string | undefined>;
+}
+
+export interface AttachOptions {
+  kubeConfig: KubeConfig;
+  namespace: string;
+  pod: string;
+  container?: string;
+  /** What the gate must print first (its HINTBOX_GATE_TOKEN). */
+  token: string;
+  timeoutMs: number;
+  /** Each chunk the server (or the gate) writes to stderr. */
+  onStderr?: (text: string) => void;
+}
+
+const STDIN = 0;
+
+/** Attaches to the Pod's gate and waits for its token; on any failure the attach is closed. */
+export async function attachToGate(options: AttachOptions): Promise<AttachedGate> {
+  const where = `pod ${options.namespace}/${options.pod}`;
+  const stdout = new PassThrough();
+  let status: string | undefined;
+  let ws: Awaited<ReturnType<WebSocketHandler['connect']>>;
+  try {
+    const path =
+      `/api/v1/namespaces/${encodeURIComponent(options.namespace)}/pods/${encodeURIComponent(options.pod)}/attach` +
+      `?container=${encodeURIComponent(options.container ?? 'server')}&stdin=true&stdout=true&stderr=true&tty=false`;
+    ws = await new WebSocketHandler(options.kubeConfig).connect(path, null, (stream: number, data: Buffer) => {
+      if (stream === WebSocketHandler.StdoutStream) stdout.write(data);
+      else if (stream === WebSocketHandler.StderrStream) options.onStderr?.(data.toString('utf8'));
+      else if (stream === WebSocketHandler.StatusStream) status = statusMessage(data);
+      return true;
+    });
+  } catch (error) {
+    throw new AttachError(`cannot attach to ${where}: ${(error as Error).message}`);
+  }
+  const ended = new Promise<string | undefined>((resolve) =>
+    ws.addEventListener('close', () => {
+      stdout.end();
+      resolve(status);
+    }),
+  );
+  const close = (): void => ws.close();
+  try {
+    await expectToken(stdout, options.token, options.timeoutMs, ended, where);
+  } catch (error) {
+    close();
+    throw error;
+  }
+  const stdin = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      ws.send(Buffer.concat([Buffer.from([STDIN]), chunk]), done);
+    },
+  });
+  return {
+    release() {
+      stdin.write('G');
+      const transport = new NdjsonTransport(stdout, stdin);
+      // Paused since the token: the server says nothing before the client's first message.
+      stdout.resume();
+      return transport;
+    },
+    close,
+    ended,
+  };
+}
+
+/** Reads the gate's first line and checks it is the token; the bytes after it stay unread. */
+async function expectToken(
+  stdout: PassThrough,
+  token: string,
+  timeoutMs: number,
+  ended: Promise<string | undefined>,
+  where: string,
+): Promise<void> {
+  const expected = Buffer.from(`${token}\n`);
+  let received = Buffer.alloc(0);
+  let timer: NodeJS.Timeout | undefined;
+  let onData: ((chunk: Buffer) => void) | undefined;
+  try {
+    await Promise.race([
+      new Promise<void>((resolve, reject) => {
+        onData = (chunk: Buffer): void => {
+          received = Buffer.concat([received, chunk]);
+          if (received.length < expected.length) return;
+          stdout.pause();
+          const proof = received.subarray(0, expected.length);
+          if (!timingSafeEqual(proof, expected)) {
+            reject(new AttachError(`${where}: what answered the attach is not hintbox's gate`));
+            return;
+          }
+          const rest = received.subarray(expected.length);
+          if (rest.length > 0) stdout.unshift(rest);
+          resolve();
+        };
+        stdout.on('data', onData);
+      }),
+      ended.then((status) => {
+        throw new AttachError(`${where}: the attach ended before the gate answered${status ? ` (${status})` : ''}`);
+      }),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new AttachError(`${where}: the gate did not answer within ${timeoutMs} ms`)),
+          timeoutMs,
+        );
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+    if (onData) stdout.off('data', onData);
+  }
+}
+
+/** The message of the API's `Status` object on the status channel (`Failure`: why), else undefined. */
+function statusMessage(data: Buffer): string | undefined {
+  try {
+    const status = JSON.parse(data.toString('utf8')) as { status?: string; message?: string };
+    return status.status === 'Success' ? undefined : (status.message ?? status.status ?? 'failure');
+  } catch (error) {
+    return `an unreadable status (${(error as Error).message})`;
+  }
+}
