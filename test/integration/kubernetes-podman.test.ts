@@ -97,7 +97,8 @@ integrationSuite(
       });
       await podman('kube', 'play', '--quiet', manifest);
 
-      const socket = await gate.connection;
+      const { stdio: socket, control } = await gate.connection;
+      suite.defer(() => void control.destroy());
       const transport = new NdjsonTransport(socket, socket);
       const client = new Client({ name: 'hintbox-k8s-test', version: '1' });
       releaseGate(socket);
