@@ -1,5 +1,6 @@
 /** hintbox's public API: load a profile, plan sandboxes, open a session, serve a gateway. */
-export { loadProfile, ProfileError, type Profile, type ProfileProblem } from './profile/load-profile.js';
+export { loadProfile, type Profile } from './profile/load-profile.js';
+export { ProfileError, type ProfileProblem } from './profile/profile-problems.js';
 export { ProfileSchema, type ParsedProfile } from './profile/profile-schema.js';
 export { effectiveHints, claimedHints, HINT_DEFAULTS, type ToolHints, type ClaimedHints } from './policy/hints.js';
 export {

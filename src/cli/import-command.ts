@@ -15,7 +15,8 @@ import { planImport, ImportSourceError, SOURCE_LABEL, type ImportPlan } from '..
 import { renderProfile, type ProfileDraft } from '../import/profile-draft.js';
 import { configText, rewriteClientConfig, RewriteError, type HintboxLaunch } from '../import/rewrite-config.js';
 import { referencedVariables } from '../profile/interpolate.js';
-import { loadProfile, ProfileError, type ProfileProblem } from '../profile/load-profile.js';
+import { loadProfile } from '../profile/load-profile.js';
+import { ProfileError, type ProfileProblem } from '../profile/profile-problems.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { HintboxError, UsageError } from '../util/hintbox-error.js';
 import type { CommandSpec } from './command-spec.js';

@@ -1,5 +1,5 @@
 import { processVariables, type Variables } from '../config/environment.js';
-import { ProfileError } from '../profile/load-profile.js';
+import { ProfileError } from '../profile/profile-problems.js';
 import type { DatabaseSection } from '../profile/database-profile-schema.js';
 
 /**

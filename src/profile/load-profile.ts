@@ -2,7 +2,6 @@ import { readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseDocument } from 'yaml';
-import type { z } from 'zod';
 import { denyReason, sharedFolderReason } from './host-path-denylist.js';
 import { lockFilePath } from './profile-paths.js';
 import { operatorFileLinkProblems, type OperatorFile } from './operator-file-links.js';
@@ -15,10 +14,8 @@ import { packagePath } from '../util/package-root.js';
 import { interpolateTree, type Variables } from './interpolate.js';
 import { isSandboxValueField, mountValueName, sandboxValueUses } from './sandbox-values.js';
 import { normalizeContainerPath, ProfileSchema, type ParsedProfile } from './profile-schema.js';
-import { HintboxError } from '../util/hintbox-error.js';
 import { ineffectiveKeys } from './trust-key-effects.js';
-import { renderServerText } from '../util/render-server-text.js';
-import { didYouMean } from '../util/did-you-mean.js';
+import { formatFieldPath, ProfileError, schemaProblems, type ProfileProblem } from './profile-problems.js';
 
 /** A resolved mount: `source` is an existing, real (symlink-free), allowed host path. */
 export interface ResolvedMount {
@@ -46,28 +43,6 @@ export interface Profile extends Omit<ParsedProfile, 'mounts' | 'serverRequests'
 }
 
 /** One problem in a profile: file, field path and what was expected. */
-export interface ProfileProblem {
-  file: string;
-  path: string;
-  message: string;
-}
-
-/** A profile that cannot be used. `message` has one line per problem. */
-export class ProfileError extends HintboxError {
-  readonly problems: ProfileProblem[];
-  constructor(problems: ProfileProblem[]) {
-    super(problems.map(formatProblem).join('\n'), { exitCode: 2 });
-    this.name = 'ProfileError';
-    this.problems = problems;
-  }
-}
-
-/** One line: a key or a value of the profile quoted in it (a line feed, an escape sequence) is rendered. */
-export function formatProblem(p: ProfileProblem): string {
-  const [file, at, message] = [p.file, p.path, p.message].map(renderServerText);
-  return at ? `${file}: ${at}: ${message}` : `${file}: ${message}`;
-}
-
 /** Why a profile file cannot be read, in plain words (not `ENOENT`). */
 function unreadable(error: NodeJS.ErrnoException): string {
   switch (error.code) {
@@ -80,16 +55,6 @@ function unreadable(error: NodeJS.ErrnoException): string {
     default:
       return `cannot read profile: ${error.message}`;
   }
-}
-
-/** `mounts[0].source` from `['mounts', 0, 'source']`. */
-export function formatFieldPath(parts: readonly PropertyKey[]): string {
-  let out = '';
-  for (const part of parts) {
-    if (typeof part === 'number') out += `[${part}]`;
-    else out += out ? `.${String(part)}` : String(part);
-  }
-  return out;
 }
 
 /**
@@ -167,7 +132,7 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
   const parsed = ProfileSchema.safeParse(interpolated);
   if (!parsed.success) {
     const seen = new Set(problems.map((p) => p.path));
-    problems.push(...parsed.error.issues.flatMap((i) => zodProblems(absFile, i)).filter((p) => !seen.has(p.path)));
+    problems.push(...parsed.error.issues.flatMap((i) => schemaProblems(absFile, i)).filter((p) => !seen.has(p.path)));
   }
   const home = options.home ?? os.homedir();
   const ownPaths = (options.ownPaths ?? hintboxOwnPaths()).map((own) => ({ ...own, path: realOrResolved(own.path) }));
@@ -354,51 +319,6 @@ function realOrResolved(p: string): string {
   } catch {
     const parent = path.dirname(absolute);
     return parent === absolute ? absolute : path.join(realOrResolved(parent), path.basename(absolute));
-  }
-}
-
-function zodProblems(file: string, issue: z.core.$ZodIssue): ProfileProblem[] {
-  if (issue.code === 'unrecognized_keys') {
-    // One line per key, named by its own path: `limits.swap: unknown key`.
-    const known = keysAt(ProfileSchema, issue.path);
-    return issue.keys.map((key) => ({
-      file,
-      path: formatFieldPath([...issue.path, key]),
-      message: `unknown key${didYouMean(key, known)}`,
-    }));
-  }
-  return [{ file, path: formatFieldPath(issue.path), message: issue.message }];
-}
-
-/** The keys the schema knows at a field path (an object's), for "did you mean". */
-function keysAt(schema: unknown, at: readonly PropertyKey[]): string[] {
-  const def = (schema as { _zod?: { def?: Record<string, unknown> } } | undefined)?._zod?.def;
-  if (!def) return [];
-  const [head, ...rest] = at;
-  switch (def.type) {
-    case 'optional':
-    case 'default':
-    case 'prefault':
-    case 'nullable':
-    case 'readonly':
-    case 'catch':
-      return keysAt(def.innerType, at);
-    case 'pipe':
-      return keysAt(def.in, at);
-    case 'union':
-      return [...new Set((def.options as unknown[]).flatMap((option) => keysAt(option, at)))];
-    case 'intersection':
-      return [...keysAt(def.left, at), ...keysAt(def.right, at)];
-    case 'object': {
-      const shape = def.shape as Record<string, unknown>;
-      return head === undefined ? Object.keys(shape) : keysAt(shape[String(head)], rest);
-    }
-    case 'array':
-      return typeof head === 'number' ? keysAt(def.element, rest) : [];
-    case 'record':
-      return head === undefined ? [] : keysAt(def.valueType, rest);
-    default:
-      return [];
   }
 }
 

@@ -1,5 +1,6 @@
 import { statSync } from 'node:fs';
-import { ProfileError, type Profile, type ProfileProblem } from '../profile/load-profile.js';
+import { type Profile } from '../profile/load-profile.js';
+import { ProfileError, type ProfileProblem } from '../profile/profile-problems.js';
 
 /**
  * Who a sandbox runs as, and whether that user can write the folders a profile mounts read-write.

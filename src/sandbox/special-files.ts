@@ -1,7 +1,8 @@
 import type { Dirent } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { ProfileError, type Profile, type ProfileProblem } from '../profile/load-profile.js';
+import { type Profile } from '../profile/load-profile.js';
+import { ProfileError, type ProfileProblem } from '../profile/profile-problems.js';
 
 /**
  * Sockets, FIFOs and device nodes inside a mount source. Neither a read-only bind mount nor

@@ -1,6 +1,7 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
-import { loadProfile, ProfileError, type Profile } from '../profile/load-profile.js';
+import { loadProfile, type Profile } from '../profile/load-profile.js';
+import { ProfileError } from '../profile/profile-problems.js';
 import { approvalsOf, type Approvals } from '../session/session-setup.js';
 import { HintboxError, UsageError } from '../util/hintbox-error.js';
 import type { Logger } from '../util/logger.js';

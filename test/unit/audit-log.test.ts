@@ -25,9 +25,9 @@ import { CallGuard, type ClientChannel } from '../../src/gateway/call-guard.js';
 import { auditFilter } from '../../src/cli/audit-command.js';
 import { traceIdOf } from '../../src/gateway/gateway.js';
 import { effectiveHints } from '../../src/policy/hints.js';
-import { pinTool } from '../../src/policy/tool-pin.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { scratchFolder } from '../support/scratch-folder.js';
+import { guardedTool } from './support/guarded-tool.js';
 
 function newDir(): string {
   return path.join(scratchFolder('hintbox-audit-test-'), 'audit');
@@ -273,23 +273,7 @@ describe('AuditLogWriter', () => {
       server: 'fs',
       session: 's1',
       trust: 'trusted',
-      tools: new Map([
-        [
-          'read_file',
-          {
-            name: 'read_file',
-            sandbox: 'ro-offline',
-            claimed,
-            effective: effectiveHints(claimed),
-            annotationsMissing: false,
-            enforced: true,
-            networked: false,
-            tags: [],
-            pin: pinTool({ name: 'read_file', annotations: claimed }),
-            pinState: 'approved',
-          },
-        ],
-      ]),
+      tools: new Map([['read_file', guardedTool('read_file', claimed, { sandbox: 'ro-offline' })]]),
       preApprovals: [],
       audit: writer,
       approvalTimeoutMs: 1000,

@@ -4,7 +4,8 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { stringify } from 'yaml';
-import { formatProblem, loadProfile, ProfileError, type Profile } from '../../src/profile/load-profile.js';
+import { loadProfile, type Profile } from '../../src/profile/load-profile.js';
+import { formatProblem, ProfileError } from '../../src/profile/profile-problems.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 import { anyJson, fuzzParameters, hostileText, nestingDepth } from './support/fuzz.js';
 

@@ -4,7 +4,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { deniedHostPaths, denyReason } from '../../src/profile/host-path-denylist.js';
-import { loadProfile, ProfileError } from '../../src/profile/load-profile.js';
+import { loadProfile } from '../../src/profile/load-profile.js';
+import { ProfileError } from '../../src/profile/profile-problems.js';
 import { checkSensitive, SENSITIVE_NAMES, sensitivePlaces } from '../../src/profile/sensitive-paths.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 

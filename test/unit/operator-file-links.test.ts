@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { linkSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { loadProfile, ProfileError, type LoadProfileOptions } from '../../src/profile/load-profile.js';
+import { loadProfile, type LoadProfileOptions } from '../../src/profile/load-profile.js';
+import { ProfileError } from '../../src/profile/profile-problems.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 
 /** A profile in a folder of its own, its workspace beside it (not a mount of the profile's folder). */

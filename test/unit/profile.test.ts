@@ -2,13 +2,8 @@ import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  ProfileError,
-  formatFieldPath,
-  loadProfile,
-  type LoadProfileOptions,
-  type Profile,
-} from '../../src/profile/load-profile.js';
+import { loadProfile, type LoadProfileOptions, type Profile } from '../../src/profile/load-profile.js';
+import { ProfileError, formatFieldPath } from '../../src/profile/profile-problems.js';
 import { databaseAdminUrl } from '../../src/database/database-env.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 

@@ -5,7 +5,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { ProfileError } from '../../src/profile/load-profile.js';
+import { ProfileError } from '../../src/profile/profile-problems.js';
 import { assertNoSpecialFiles, findSpecialFile } from '../../src/sandbox/special-files.js';
 
 const dirs: string[] = [];
