@@ -80,7 +80,8 @@ export const demoCommand: CommandSpec = {
         say(`   ┌ confirmation asked through MCP elicitation`);
         for (const line of shown) say(`   │ ${line}`);
         say(`   [the demo ${approve ? 'approves' : 'declines'}]`);
-        return { action: 'accept', content: { approve } };
+        // A person who declines says so (a form submitted unticked is a denial too, but a silent one).
+        return approve ? { action: 'accept', content: { approve } } : { action: 'decline' };
       });
       try {
         say(`2. hintbox run ${path.relative(process.cwd(), PROFILE)} with WORKSPACE=${workspace}`);

@@ -60,7 +60,8 @@ interface Answer {
 }
 
 /** A form the person accepted without ticking approve: a denial, and they are told so. */
-const ACCEPTED_UNTICKED = 'the form was submitted without "approve" ticked (submitting is not approving)';
+const ACCEPTED_UNTICKED =
+  'the confirmation was declined: the form was submitted without "approve" ticked (submitting is not approving)';
 
 export class CallConfirmer {
   constructor(private readonly options: CallConfirmerOptions) {}

@@ -182,7 +182,10 @@ describe("CallGuard: the person's answer through the form", () => {
     const admitted = await guard.admit('write_note', {}, unticked);
     assert.equal(admitted.allowed, false);
     const text = admitted.allowed ? '' : JSON.stringify(admitted.result.content);
-    assert.match(text, /hintbox denied write_note: the form was submitted without \\"approve\\" ticked/);
+    assert.match(
+      text,
+      /hintbox denied write_note: the confirmation was declined: the form was submitted without \\"approve\\" ticked/,
+    );
     assert.deepEqual([audit.intents[0]?.decision, audit.intents[0]?.decidedBy], ['denied', 'person']);
     assert.match(audit.details[0] ?? '', /without "approve" ticked \(submitting is not approving\)/);
     // The standing answer is offered as a command for the person, not as a field of the form.
