@@ -182,7 +182,10 @@ integrationSuite('a lying server under hintbox run', { timeout: 240_000, images:
       assert.ok(host.SecurityOpt?.includes('no-new-privileges:true'), 'no-new-privileges');
       assert.equal(host.ReadonlyRootfs, true);
       assert.equal(host.Privileged, false);
-      assert.equal(host.Init, true);
+      // No engine init: the gate is the sandbox's first process (PID 1), which the server cannot signal.
+      assert.equal(host.Init ?? false, false);
+      const first = readFileSync(`/proc/${info.State.Pid}/cmdline`, 'latin1').split('\0')[0];
+      assert.equal(first, '/run/hintbox/gate', "the container's first process is hintbox's gate");
       assert.equal(host.PidsLimit, 64);
       assert.equal(host.Memory, 128 * 1024 * 1024);
       assert.equal(host.MemorySwap, host.Memory);
