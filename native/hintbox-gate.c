@@ -46,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -56,8 +57,8 @@
 enum { GATE_FAILED = 111, EXEC_FAILED = 127 };
 /* How long a stop may take before the gate answers 'F' (hintbox then pauses and removes the sandbox). */
 enum { FREEZE_LIMIT_MS = 2000 };
-/* The most tasks one pass records: more than any pids limit hintbox sets. */
-enum { MAX_TASKS = 16384 };
+/* The most tasks one pass records: the highest pids limit a profile may set. */
+enum { MAX_TASKS = 65536 };
 
 static void say(const char *what, const char *detail) {
   const char *parts[] = {"hintbox-gate: ", what, detail ? ": " : "", detail ? detail : "", "\n"};
@@ -151,7 +152,7 @@ static int scan(struct task *out, int *count) {
   DIR *proc = opendir("/proc");
   if (proc == NULL) return -1;
   int n = 0, all = 1;
-  char path[96], text[4096];
+  char path[96], text[16384];
   struct dirent *p;
   while (all == 1 && (p = readdir(proc)) != NULL) {
     long pid = strtol(p->d_name, NULL, 10);
@@ -174,6 +175,11 @@ static int scan(struct task *out, int *count) {
       snprintf(path, sizeof path, "/proc/%ld/task/%ld/status", pid, tid);
       if (read_small(path, text, sizeof text) < 0) continue;
       if (n == MAX_TASKS) {
+        all = -1;
+        break;
+      }
+      /* Without both counts (a cut or odd status) the check would be blind: give up (fail closed). */
+      if (strstr(text, "\nvoluntary_ctxt_switches:") == NULL || strstr(text, "\nnonvoluntary_ctxt_switches:") == NULL) {
         all = -1;
         break;
       }
@@ -267,6 +273,15 @@ static int supervise(pid_t server, int control, int signals) {
 }
 
 int main(int argc, char **argv) {
+  /*
+   * Not dumpable: the server runs as the gate's user, and without this it could ptrace the gate,
+   * write its memory through /proc/1/mem, or take its control connection with pidfd_getfd, and
+   * answer a freeze itself (where Yama does not stop it). exec resets this for the server only.
+   */
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    say("cannot make the gate undumpable", strerror(errno));
+    return GATE_FAILED;
+  }
   const char *path = getenv("HINTBOX_GATE_SOCKET");
   const char *token = getenv("HINTBOX_GATE_TOKEN");
   if (path == NULL || token == NULL || argc < 2) {

@@ -125,7 +125,7 @@ export class PgSocketRelay implements SocketRelay {
 
   async settled(timeoutMs: number): Promise<void> {
     const deadline = monotonicMs() + timeoutMs;
-    while ([...this.connections.values()].some((c) => c.activity.busy) && monotonicMs() < deadline) {
+    while ([...this.connections.values()].some((c) => c.activity.unsettled) && monotonicMs() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
   }

@@ -32,6 +32,15 @@ export class SessionActivity {
     return this.busySince !== undefined;
   }
 
+  /**
+   * Work is under way that the client may be about to finish: a statement running, or a
+   * transaction open (a pool's ROLLBACK, sent as its call answered, can reach hintbox after the
+   * answer does).
+   */
+  get unsettled(): boolean {
+    return this.busy || this.txStatus === 'T' || this.txStatus === 'E';
+  }
+
   /** Bytes from the client. Before the startup is done they are authentication, not a statement. */
   clientSent(chunk: Buffer, now: number): void {
     // A Terminate ('X', length 4) is the end of an idle session, not a statement.

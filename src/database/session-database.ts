@@ -18,7 +18,7 @@ import { sandboxDatabaseEnv, type PrivilegeViolation, type SocketRelay } from '.
  * limits, before any container starts.
  */
 
-/** How long a call's end waits for a statement still running to finish before it judges the sessions. */
+/** How long a call's end waits for a statement still running or a transaction still open to finish before it judges the sessions. */
 const CALL_END_SETTLE_MS = 500;
 
 export interface SessionDatabaseOptions {
@@ -126,8 +126,8 @@ export class SessionDatabase {
    * call-end-sessions.ts). A clean idle connection of the server's pool stays, to be judged
    * again at the next call's end. For the end of a sandbox's last call in flight (a held
    * sandbox is frozen first, so nothing changes meanwhile), and for a call past its deadline.
-   * A statement sent as the call answered (a pool's ROLLBACK) is given a moment to finish
-   * first. Returns how many sessions were ended; throws when a backend is still there after 10 s.
+   * A statement running or a transaction open is given a moment to finish first: a pool's
+   * ROLLBACK, sent as the call answered, may reach hintbox after the answer. Returns how many sessions were ended; throws when a backend is still there after 10 s.
    */
   async endCallSessions(sandboxId: string): Promise<number> {
     const slot = await this.sandboxes.get(sandboxId)?.catch(() => undefined);

@@ -109,7 +109,7 @@ export interface SocketRelay extends AsyncDisposable {
   cutSessions(ids: readonly number[]): Promise<number>;
   /** The sessions open now, each with why it must end at a call's end, if it must. */
   openSessions(): RelaySession[];
-  /** Resolves once no session runs a statement, or after `timeoutMs`: a call's last statement (a ROLLBACK sent as it answered) may still be on its way. */
+  /** Resolves once no session runs a statement or has a transaction open, or after `timeoutMs`: a call's last statement (a pool's ROLLBACK sent as it answered) may still be on its way. */
   settled(timeoutMs: number): Promise<void>;
   /** Stops accepting, cuts every session, removes the socket and its directory. */
   close(): Promise<void>;

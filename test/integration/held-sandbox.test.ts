@@ -112,6 +112,8 @@ integrationSuite(
       };
       const counts = () => ({ ticks: ticksIn(workspace), escapee: lines('escapee.log'), forks: lines('forks.log') });
       assert.equal(outcomeOf(await hintbox.client.callTool({ name: 'scatter', arguments: {} })).ok, true);
+      const mem = readFileSync(path.join(workspace, 'gate-mem.txt'), 'utf8');
+      assert.notEqual(mem, 'opened', "the server cannot open its gate's memory (/proc/1/mem) to write it");
       // Calls, until all of them are up and at work (they run only during calls).
       await eventually(
         async () => {
