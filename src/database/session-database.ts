@@ -19,7 +19,7 @@ import { sandboxDatabaseEnv, type PrivilegeViolation, type SocketRelay } from '.
  */
 
 /** How long a call's end waits for a statement still running or a transaction still open to finish before it judges the sessions. */
-const CALL_END_SETTLE_MS = 500;
+const CALL_END_SETTLE_MS = 1000;
 
 export interface SessionDatabaseOptions {
   /** The admin URL (from the variable the profile names); never logged. */
@@ -132,9 +132,18 @@ export class SessionDatabase {
   async endCallSessions(sandboxId: string): Promise<number> {
     const slot = await this.sandboxes.get(sandboxId)?.catch(() => undefined);
     if (!slot) return 0;
-    await slot.relay.settled(CALL_END_SETTLE_MS);
-    const backends = await this.serial(() => this.provisioner.sessionStates(slot.role.name));
-    const end = sessionsToEnd(slot.relay.openSessions(), backends);
+    // A statement that started as the call ended (a listing or a read hintbox forwarded, which
+    // is not a call) is let finish within the same moment: judged again while only running ones
+    // would end. What still runs at the moment's end is ended.
+    const until = Date.now() + CALL_END_SETTLE_MS;
+    let end: ReturnType<typeof sessionsToEnd>;
+    for (;;) {
+      await slot.relay.settled(Math.max(0, until - Date.now()));
+      const backends = await this.serial(() => this.provisioner.sessionStates(slot.role.name));
+      end = sessionsToEnd(slot.relay.openSessions(), backends);
+      const onlyRunning = end.reasons.length > 0 && end.reasons.every((r) => r.endsWith('a statement is running'));
+      if (!onlyRunning || Date.now() >= until) break;
+    }
     const cut = await slot.relay.cutSessions(end.cut);
     await this.serial(() => this.provisioner.endSessions(slot.role.name, end.terminate));
     for (const reason of end.reasons) this.options.log.debug(`sandbox ${sandboxId}: ended database ${reason}`);
