@@ -1,3 +1,4 @@
+import { monotonicMs } from '../util/clock.js';
 import os from 'node:os';
 import type { SessionIdentity } from '../util/session-identity.js';
 import { makeIsOwnerAlive, type IsOwnerAlive } from '../util/process-alive.js';
@@ -135,14 +136,14 @@ export class SessionDatabase {
     // A statement that started as the call ended (a listing or a read hintbox forwarded, which
     // is not a call) is let finish within the same moment: judged again while only running ones
     // would end. What still runs at the moment's end is ended.
-    const until = Date.now() + CALL_END_SETTLE_MS;
+    const until = monotonicMs() + CALL_END_SETTLE_MS;
     let end: ReturnType<typeof sessionsToEnd>;
     for (;;) {
-      await slot.relay.settled(Math.max(0, until - Date.now()));
+      await slot.relay.settled(Math.max(0, until - monotonicMs()));
       const backends = await this.serial(() => this.provisioner.sessionStates(slot.role.name));
       end = sessionsToEnd(slot.relay.openSessions(), backends);
       const onlyRunning = end.reasons.length > 0 && end.reasons.every((r) => r.endsWith('a statement is running'));
-      if (!onlyRunning || Date.now() >= until) break;
+      if (!onlyRunning || monotonicMs() >= until) break;
     }
     const cut = await slot.relay.cutSessions(end.cut);
     await this.serial(() => this.provisioner.endSessions(slot.role.name, end.terminate));
