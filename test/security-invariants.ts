@@ -1904,4 +1904,21 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       { file: 'unit/kubernetes-attach.test.ts', title: 'a held gate closed without release never runs the server' },
     ],
   },
+  {
+    id: 'DB-CALL-END-LISTING',
+    statement:
+      'A request hintbox itself sends to a sandbox (a listing after a list_changed) counts as a call in flight there: a held sandbox is thawed for it, and the end of a call never judges, and so never ends, the database sessions the listing uses.',
+    tests: [
+      {
+        file: 'integration/database-stack.test.ts',
+        title:
+          "never ends the database session of hintbox's own listing as a call ends: a tools/list that reads the database for 3 s, asked as the announcing call answers, completes",
+      },
+      {
+        file: 'unit/sandbox-pool.test.ts',
+        title:
+          'thaws a held sandbox for a listing, freezes it after, and runs the idle work (ending database sessions) only once the listing is over',
+      },
+    ],
+  },
 ];

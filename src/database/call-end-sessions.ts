@@ -43,13 +43,19 @@ export interface SessionsToEnd {
   reasons: string[];
   /** Clean idle sessions that stay. */
   kept: number;
+  /**
+   * Every session to end is running a statement, and no backend is without a relay session:
+   * the call's end may let them finish a moment and judge again (what they hold then still
+   * ends them).
+   */
+  onlyRunning: boolean;
 }
 
 /** Joins the relay's sessions and the role's backends and decides (see the file's header). */
 export function sessionsToEnd(relay: readonly RelaySession[], backends: readonly BackendState[]): SessionsToEnd {
   const byPid = new Map(backends.map((b) => [b.pid, b]));
   const keptPids = new Set<number>();
-  const result: SessionsToEnd = { cut: [], terminate: [], reasons: [], kept: 0 };
+  const result: SessionsToEnd = { cut: [], terminate: [], reasons: [], kept: 0, onlyRunning: true };
   for (const session of relay) {
     const backend = session.pid === undefined ? undefined : byPid.get(session.pid);
     const why =
@@ -62,6 +68,7 @@ export function sessionsToEnd(relay: readonly RelaySession[], backends: readonly
       continue;
     }
     result.cut.push(session.connectionId);
+    if (!session.running) result.onlyRunning = false;
     result.reasons.push(
       `session ${session.connectionId}${session.pid === undefined ? '' : ` (pid ${session.pid})`}: ${why}`,
     );
@@ -69,8 +76,11 @@ export function sessionsToEnd(relay: readonly RelaySession[], backends: readonly
   for (const backend of backends) {
     if (keptPids.has(backend.pid)) continue;
     result.terminate.push(backend.pid);
-    if (!relay.some((s) => s.pid === backend.pid))
+    if (!relay.some((s) => s.pid === backend.pid)) {
       result.reasons.push(`backend pid ${backend.pid}: no session of the relay owns it`);
+      result.onlyRunning = false;
+    }
   }
+  result.onlyRunning &&= result.cut.length > 0;
   return result;
 }

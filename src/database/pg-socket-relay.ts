@@ -119,6 +119,7 @@ export class PgSocketRelay implements SocketRelay {
         connectionId: conn.id,
         ...(conn.keyData ? { pid: conn.keyData.readInt32BE(0) } : {}),
         ...(holds ? { holds } : {}),
+        ...(conn.activity.busy ? { running: true } : {}),
       };
     });
   }

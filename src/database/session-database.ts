@@ -133,17 +133,17 @@ export class SessionDatabase {
   async endCallSessions(sandboxId: string): Promise<number> {
     const slot = await this.sandboxes.get(sandboxId)?.catch(() => undefined);
     if (!slot) return 0;
-    // A statement that started as the call ended (a listing or a read hintbox forwarded, which
-    // is not a call) is let finish within the same moment: judged again while only running ones
-    // would end. What still runs at the moment's end is ended.
+    // What the call left running or open as it answered (a pool's ROLLBACK, sent with the
+    // answer, can reach the relay after it) is given a moment to finish, and judged again while
+    // only running statements would end. hintbox's own requests to the sandbox (listings) are
+    // not among them: they count as calls in flight (SandboxPool.serving), so none runs now.
     const until = monotonicMs() + CALL_END_SETTLE_MS;
     let end: ReturnType<typeof sessionsToEnd>;
     for (;;) {
       await slot.relay.settled(Math.max(0, until - monotonicMs()));
       const backends = await this.serial(() => this.provisioner.sessionStates(slot.role.name));
       end = sessionsToEnd(slot.relay.openSessions(), backends);
-      const onlyRunning = end.reasons.length > 0 && end.reasons.every((r) => r.endsWith('a statement is running'));
-      if (!onlyRunning || monotonicMs() >= until) break;
+      if (!end.onlyRunning || monotonicMs() >= until) break;
     }
     const cut = await slot.relay.cutSessions(end.cut);
     await this.serial(() => this.provisioner.endSessions(slot.role.name, end.terminate));

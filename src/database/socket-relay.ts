@@ -85,6 +85,8 @@ export interface RelaySession {
   pid?: number;
   /** Why it must end when the call ends, from what the relay saw; unset for a clean idle session. */
   holds?: string;
+  /** A statement of it is running (the client sent something since the last ReadyForQuery). */
+  running?: boolean;
 }
 
 /** A running relay. Disposing it closes it. */

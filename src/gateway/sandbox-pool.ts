@@ -52,6 +52,8 @@ export class SandboxPool {
   private readonly slots = new Map<string, UpstreamSlot>();
   /** Calls in flight per upstream (a restarted sandbox is a new upstream with a count of its own). */
   private readonly activities = new WeakMap<Upstream, SandboxActivity>();
+  /** The sandbox each adopted upstream serves. */
+  private readonly sandboxOf = new WeakMap<Upstream, string>();
   /** Sandboxes frozen between calls from now on, whatever their upstream says (the server lost trust). */
   private readonly heldFromNow = new Set<string>();
   private closing = false;
@@ -68,6 +70,7 @@ export class SandboxPool {
     const slot = this.slot(sandboxId);
     const current = Promise.resolve(upstream);
     slot.current = current;
+    this.sandboxOf.set(upstream, sandboxId);
     this.options.onUpstream?.(sandboxId, upstream);
     void upstream.closed.then(() => {
       if (slot.current !== current) return;
@@ -127,6 +130,25 @@ export class SandboxPool {
   /** Whether a sandbox is held: frozen whenever no call is in flight in it. */
   isHeld(upstream: Upstream, sandboxId: string): boolean {
     return this.activityOf(upstream, sandboxId).held;
+  }
+
+  /**
+   * Runs a request of hintbox's own to a sandbox it serves (a listing) as one of the sandbox's
+   * calls in flight: a held sandbox is thawed for it, and the work done once the sandbox is idle
+   * (ending its database sessions) waits until it is over, so that the end of a call never cuts
+   * what the listing runs. An upstream the pool does not serve runs `work` as it is.
+   */
+  async serving<T>(upstream: Upstream, work: () => Promise<T>): Promise<T> {
+    const sandboxId = this.sandboxOf.get(upstream);
+    if (sandboxId === undefined) return work();
+    const activity = this.activityOf(upstream, sandboxId);
+    const thawed = activity.enter();
+    try {
+      await thawed;
+      return await work();
+    } finally {
+      activity.leave();
+    }
   }
 
   /** The count of calls in flight in this upstream, made when it is first used. */

@@ -99,8 +99,14 @@ export class SharedSandboxes {
       ...(options.onSandboxIdle ? { onSandboxIdle: options.onSandboxIdle } : {}),
     });
     const stopped = (): boolean => this.closing;
+    // A listing counts as a call in flight in its sandbox (`SandboxPool.serving`).
     const relisting = (what: string, list?: (from: Upstream) => Promise<void>) =>
-      new Relisting(what, (from) => list?.(from) ?? Promise.resolve(), options.log, stopped);
+      new Relisting(
+        what,
+        (from) => this.pool.serving(from, () => list?.(from) ?? Promise.resolve()),
+        options.log,
+        stopped,
+      );
     this.toolsRelisting = relisting('tools', options.onToolsListChanged);
     this.promptsAndResourcesRelisting = relisting('prompts and resources', options.onPromptsOrResourcesChanged);
   }

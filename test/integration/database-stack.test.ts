@@ -326,6 +326,27 @@ integrationSuite('a database server under hintbox run', { timeout: 600_000 }, (s
     await admin.query('ALTER TABLE shop.items ADD COLUMN lingered int; ALTER TABLE shop.items DROP COLUMN lingered');
   });
 
+  // proves: DB-CALL-END-LISTING
+  it("never ends the database session of hintbox's own listing as a call ends: a tools/list that reads the database for 3 s, asked as the announcing call answers, completes", async () => {
+    await ensureDblingerImage();
+    const lingerer = writeProfile({
+      name: `dblinger-list-${process.pid}`,
+      server: { image: DBLINGER_IMAGE },
+      trust: 'trusted',
+      network: 'none',
+      database: { adminUrlEnv: ADMIN_ENV, database: DATABASE, schemas: ['shop'], privilege: 'read' },
+      limits: { pids: 64, memory: '128m' },
+    });
+    await using hintbox = await runHintbox(lingerer, { env });
+    assert.deepEqual(await call(hintbox, 'announce_tools'), { ok: true, value: 'announced' });
+    // The listing's statement began before the call's end judged the sandbox's sessions: a
+    // listing counted as nothing in flight had its session ended there, and failed.
+    const listedAgain = /changed its tools: listed again|listing the tools again failed/;
+    await eventually(async () => listedAgain.test(hintbox.stderr()), 20_000, 'the listing to end');
+    assert.match(hintbox.stderr(), /changed its tools: listed again/);
+    assert.doesNotMatch(hintbox.stderr(), /listing the tools again failed|lost its database session/);
+  });
+
   // proves: DB-TEARDOWN
   it('after a run killed with SIGKILL, the next start drops its roles: none remains and the password no longer logs in', async () => {
     const killed = await runHintbox(profile, { env });

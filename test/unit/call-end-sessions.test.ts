@@ -39,6 +39,29 @@ describe('which sessions end at a call end', () => {
     assert.match(result.reasons.at(-1)!, /pid 99: no session of the relay owns it/);
   });
 
+  it('lets the call end wait only while every session to end is running a statement: anything else it holds, or a backend no relay session owns, ends them now', () => {
+    const running = { holds: 'a statement is running', running: true };
+    assert.equal(
+      sessionsToEnd([{ connectionId: 1, pid: 11, ...running }], [idle(11, { state: 'active' })]).onlyRunning,
+      true,
+    );
+    assert.equal(
+      sessionsToEnd(
+        [
+          { connectionId: 1, pid: 11, ...running },
+          { connectionId: 2, pid: 12, holds: 'it is idle in a transaction' },
+        ],
+        [idle(11, { state: 'active' }), idle(12, { inTransaction: true })],
+      ).onlyRunning,
+      false,
+    );
+    assert.equal(
+      sessionsToEnd([{ connectionId: 1, pid: 11, ...running }], [idle(11, { state: 'active' }), idle(99)]).onlyRunning,
+      false,
+    );
+    assert.equal(sessionsToEnd([{ connectionId: 1, pid: 11 }], [idle(11)]).onlyRunning, false, 'nothing to end');
+  });
+
   // proves: DB-CALL-END
   it('marks a session by the tags of what it ran: reads, writes and transaction control leave nothing; LISTEN, DO, CALL, DECLARE and unknown tags do', () => {
     for (const tag of ['SELECT 2', 'INSERT 0 1', 'UPDATE 3', 'BEGIN', 'COMMIT', 'ROLLBACK', 'SET', 'SHOW', 'FETCH 5']) {
