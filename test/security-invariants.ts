@@ -697,6 +697,16 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
       {
         file: 'unit/sandbox-activity.test.ts',
+        title:
+          'removes a sandbox whose freeze failed even when a call entered meanwhile, and refuses that call and every later one instead of sending them into a stopped sandbox',
+      },
+      {
+        file: 'unit/sandbox-pool.test.ts',
+        title:
+          'never thaws a held sandbox for a listing, nor keeps it thawed: a call ending during the listing freezes it',
+      },
+      {
+        file: 'unit/sandbox-activity.test.ts',
         title: 'reports a freeze that failed, so the sandbox can be removed (fail closed)',
       },
       { file: 'unit/profile.test.ts', title: 'refuses hold: false for a server that is not trusted' },
@@ -1917,7 +1927,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       {
         file: 'unit/sandbox-pool.test.ts',
         title:
-          'thaws a held sandbox for a listing, freezes it after, and runs the idle work (ending database sessions) only once the listing is over',
+          'counts a listing in a sandbox that runs free as a call in flight: the idle work (ending database sessions) waits until it is over',
       },
     ],
   },

@@ -30,7 +30,10 @@ export interface SandboxActivityOptions {
    * run free between calls (read-only and offline, or `hold: false`) until `holdBetweenCalls`.
    */
   holdBetweenCalls?: boolean;
-  /** A freeze between calls failed: the sandbox may be running with nobody's call in flight (remove it). */
+  /**
+   * A freeze failed (between calls, or for hintbox's own hold): what the sandbox runs is not
+   * known, so remove it. Called once; every call after it is refused.
+   */
   onFreezeFailed(error: Error): void;
   /**
    * The last call left and the sandbox is frozen (or runs freely): e.g. end its database
@@ -47,6 +50,11 @@ export class SandboxActivity {
   private steps: Promise<unknown> = Promise.resolve();
   /** Steps queued and not finished: while there are none, a call into a free, running sandbox need not queue one. */
   private queued = 0;
+  /**
+   * A freeze failed: what the sandbox runs is not known (some processes stopped, or the engine's
+   * pause holding all of them), so it is removed, and no call goes into it from then on.
+   */
+  private broken?: Error;
 
   constructor(private readonly options: SandboxActivityOptions) {
     this.betweenCalls = options.freezer !== undefined && options.holdBetweenCalls !== false;
@@ -76,19 +84,14 @@ export class SandboxActivity {
     if (this.inFlight === 0) return;
     this.inFlight--;
     if (this.inFlight > 0) return;
-    void this.settle().catch((error: Error) => {
-      // A call that entered since needs it running anyway: only an idle sandbox must be frozen.
-      if (this.inFlight === 0) this.options.onFreezeFailed(error);
-    });
+    void this.settle().catch(() => undefined); // a failed freeze is reported where it fails
   }
 
   /** From now on the sandbox is frozen between calls (its server lost the trust that let it run free). */
   holdBetweenCalls(): Promise<void> {
     if (!this.options.freezer || this.betweenCalls) return Promise.resolve();
     this.betweenCalls = true;
-    return this.settle().catch((error: Error) => {
-      if (this.inFlight === 0) this.options.onFreezeFailed(error);
-    });
+    return this.settle().catch(() => undefined); // a failed freeze is reported where it fails
   }
 
   /**
@@ -100,8 +103,9 @@ export class SandboxActivity {
     const freezer = this.options.freezer;
     if (!freezer) return work();
     return this.queue(async () => {
+      if (this.broken) throw this.broken;
       if (!this.frozen) {
-        await freezer.freeze();
+        await this.freeze(freezer);
         this.frozen = true;
       }
       try {
@@ -122,18 +126,37 @@ export class SandboxActivity {
   /** Brings the sandbox to the state the count asks for, after the steps before it. */
   private settle(): Promise<void> {
     const { freezer } = this.options;
+    if (this.broken) return Promise.reject(this.broken);
     if (!freezer && !this.options.onIdle) return Promise.resolve();
     // The hot path of a free sandbox: running, nothing to change, nothing queued before it.
     const idleWork = this.inFlight === 0 && this.options.onIdle !== undefined;
     if (this.queued === 0 && !this.frozen && !this.wantFrozen() && !idleWork) return Promise.resolve();
     return this.queue(async () => {
+      if (this.broken) throw this.broken;
       const want = this.wantFrozen();
       if (freezer && want !== this.frozen) {
-        await (want ? freezer.freeze() : freezer.thaw());
+        await (want ? this.freeze(freezer) : freezer.thaw());
         this.frozen = want;
       }
       if (this.inFlight === 0) await Promise.resolve(this.options.onIdle?.()).catch(() => undefined);
     });
+  }
+
+  /**
+   * Freezes the sandbox; a failure breaks the activity for good, whatever the count: a call
+   * that entered meanwhile would otherwise go into a sandbox the failed freeze left stopped
+   * (or paused by the engine as a fallback) and wait there until its deadline.
+   */
+  private async freeze(freezer: SandboxFreezer): Promise<void> {
+    try {
+      await freezer.freeze();
+    } catch (error) {
+      if (!this.broken) {
+        this.broken = new Error(`its freeze failed (${(error as Error).message}); it is being removed`);
+        this.options.onFreezeFailed(error as Error);
+      }
+      throw this.broken;
+    }
   }
 
   /** Runs `work` after the steps queued before it. A failed step does not stop the ones after it. */

@@ -133,18 +133,21 @@ export class SandboxPool {
   }
 
   /**
-   * Runs a request of hintbox's own to a sandbox it serves (a listing) as one of the sandbox's
-   * calls in flight: a held sandbox is thawed for it, and the work done once the sandbox is idle
-   * (ending its database sessions) waits until it is over, so that the end of a call never cuts
-   * what the listing runs. An upstream the pool does not serve runs `work` as it is.
+   * Runs a request of hintbox's own to a sandbox it serves (a listing). In a sandbox that runs
+   * free between calls it counts as a call in flight: the work done once the sandbox is idle
+   * (ending its database sessions) waits until it is over, so that the end of a call never
+   * cuts what the listing runs. A held sandbox is never thawed (nor kept thawed) for it: its
+   * server runs only inside calls, so such a listing is answered only while a call runs there.
+   * An upstream the pool does not serve runs `work` as it is.
    */
   async serving<T>(upstream: Upstream, work: () => Promise<T>): Promise<T> {
     const sandboxId = this.sandboxOf.get(upstream);
     if (sandboxId === undefined) return work();
     const activity = this.activityOf(upstream, sandboxId);
-    const thawed = activity.enter();
+    if (activity.held) return work();
+    const entered = activity.enter();
     try {
-      await thawed;
+      await entered;
       return await work();
     } finally {
       activity.leave();

@@ -200,17 +200,25 @@ describe('SandboxActivity', () => {
     assert.equal(activity.held, true);
   });
 
-  it('does not remove a sandbox whose freeze failed once a new call has entered it', async () => {
+  // proves: HELD-UNTIL-CALLED
+  it('removes a sandbox whose freeze failed even when a call entered meanwhile, and refuses that call and every later one instead of sending them into a stopped sandbox', async () => {
     const f = recordingFreezer();
     const failures: string[] = [];
     const activity = new SandboxActivity({ freezer: f.freezer, onFreezeFailed: (e) => failures.push(e.message) });
     await activity.enter();
-    f.failNextStep(new Error('engine busy'));
-    activity.leave(); // freeze asked
+    f.failNextStep(new Error('the gate answered F'));
+    activity.leave();
+    await settled(); // the freeze is under way
     const next = activity.enter(); // and a call comes in before it fails
     await f.finish();
-    await next;
-    assert.deepEqual(failures, [], 'the sandbox is needed running anyway');
+    await assert.rejects(next, /freeze failed \(the gate answered F\); it is being removed/);
+    assert.deepEqual(failures, ['the gate answered F'], 'reported once, though a call is in flight');
+    activity.leave();
+    await assert.rejects(activity.enter(), /being removed/);
+    activity.leave();
+    await settled();
+    assert.deepEqual(f.log, ['freeze'], 'no thaw of a broken sandbox, no second freeze');
+    assert.deepEqual(failures, ['the gate answered F']);
   });
 
   it('runs a free sandbox without a freezer and still reports idle', async () => {
