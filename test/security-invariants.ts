@@ -1904,4 +1904,20 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       { file: 'unit/kubernetes-attach.test.ts', title: 'a held gate closed without release never runs the server' },
     ],
   },
+  {
+    id: 'AUDIT-SINK-ANCHOR',
+    statement:
+      "With the Postgres sink configured, the audit folder's signed checkpoints are copied there, and `hintbox audit verify --sink` holds the folder against them: a chain deleted together with its checkpoint lines, or the folder rolled back to an older copy (files and checkpoints), fails verify though the folder alone verifies, and nothing the folder's writer does changes the rows that show it.",
+    tests: [
+      {
+        file: 'integration/audit-sink-checkpoints.test.ts',
+        title:
+          'the newest chain deleted together with its checkpoint lines: the folder verifies, the sink names the chain (attack)',
+      },
+      {
+        file: 'integration/audit-sink-checkpoints.test.ts',
+        title: 'the folder rolled back to an older copy, files and checkpoints: the sink finds the tail cut (attack)',
+      },
+    ],
+  },
 ];

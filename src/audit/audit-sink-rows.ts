@@ -2,7 +2,7 @@ import type pg from 'pg';
 
 /** The Postgres sink's tables and how a batch of rows goes in (see `postgres-sink.ts`). */
 
-/** The sink's tables (idempotent). */
+/** The sink's tables (idempotent): the log's lines, and the folder's signed checkpoints (`checkpoint-shipper.ts`). */
 export const AUDIT_SINK_SCHEMA = `
 CREATE SCHEMA IF NOT EXISTS hintbox;
 CREATE TABLE IF NOT EXISTS hintbox.audit_log (
@@ -26,7 +26,22 @@ CREATE TABLE IF NOT EXISTS hintbox.audit_shipped (
   head text,
   closed boolean NOT NULL DEFAULT false
 );
-ALTER TABLE hintbox.audit_shipped ADD COLUMN IF NOT EXISTS bytes bigint;`;
+ALTER TABLE hintbox.audit_shipped ADD COLUMN IF NOT EXISTS bytes bigint;
+CREATE TABLE IF NOT EXISTS hintbox.audit_checkpoints (
+  hash text PRIMARY KEY,
+  folder text NOT NULL,
+  chain text,
+  n int,
+  text text NOT NULL,
+  shipped timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX IF NOT EXISTS audit_checkpoints_folder ON hintbox.audit_checkpoints (folder, chain, n);
+CREATE TABLE IF NOT EXISTS hintbox.audit_checkpoints_shipped (
+  folder text PRIMARY KEY,
+  bytes bigint NOT NULL,
+  last_start bigint NOT NULL,
+  last text
+);`;
 
 /**
  * Where a chain got to: the last line shipped (seq and 1-based line; line 0: none of that
