@@ -1918,6 +1918,11 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         file: 'integration/audit-sink-checkpoints.test.ts',
         title: 'the folder rolled back to an older copy, files and checkpoints: the sink finds the tail cut (attack)',
       },
+      {
+        file: 'integration/audit-sink-checkpoints.test.ts',
+        title:
+          "a line planted ahead of the chain's next checkpoint does not keep the real one out of the sink (attack)",
+      },
     ],
   },
 ];

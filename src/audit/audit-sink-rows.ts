@@ -76,8 +76,7 @@ export interface Row {
 export async function insertRows(client: pg.PoolClient, rows: readonly Row[]): Promise<void> {
   const column = <K extends keyof Row>(key: K): Row[K][] => rows.map((r) => r[key]);
   const { chain, end } = rows.at(-1) as Row;
-  try {
-    await client.query('BEGIN');
+  await inTransaction(client, async () => {
     await client.query(
       `INSERT INTO hintbox.audit_log (chain, seq, line, hash, prev, id, time, type, text, record)
        SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::text[], $6::text[],
@@ -104,6 +103,14 @@ export async function insertRows(client: pg.PoolClient, rows: readonly Row[]): P
        WHERE (EXCLUDED.seq, EXCLUDED.line) > (s.seq, s.line)`,
       [chain, end.seq, end.line, end.offset, end.head, end.closed],
     );
+  });
+}
+
+/** Runs `body` in one transaction on `client` (rolled back when it throws); releases the client however it ends. */
+export async function inTransaction(client: pg.PoolClient, body: () => Promise<void>): Promise<void> {
+  try {
+    await client.query('BEGIN');
+    await body();
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);

@@ -4,6 +4,7 @@ import path from 'node:path';
 import type pg from 'pg';
 import { lineHash } from './audit-chain.js';
 import { CHECKPOINTS_FILE } from './audit-checkpoint.js';
+import { inTransaction } from './audit-sink-rows.js';
 import { completeLines } from './complete-lines.js';
 
 /**
@@ -151,8 +152,7 @@ async function insertCheckpoints(
   lines: readonly (AnchoredLine & { chain: string | null; n: number | null })[],
   at: ShippedTo,
 ): Promise<void> {
-  try {
-    await client.query('BEGIN');
+  await inTransaction(client, async () => {
     await client.query(
       `INSERT INTO hintbox.audit_checkpoints (hash, folder, chain, n, text)
        SELECT h, $1, c, n, t FROM unnest($2::text[], $3::text[], $4::int[], $5::text[]) AS u(h, c, n, t)
@@ -165,13 +165,7 @@ async function insertCheckpoints(
        ON CONFLICT (folder) DO UPDATE SET bytes = EXCLUDED.bytes, last_start = EXCLUDED.last_start, last = EXCLUDED.last`,
       [folder, at.bytes, at.lastStart, at.last],
     );
-    await client.query('COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /** The chain and number a line names, for the sink's index; null where it names none (not a checkpoint). */

@@ -121,11 +121,45 @@ integrationSuite('signed checkpoints anchored in the Postgres sink', { timeout: 
     cpSync(copy, dir, { recursive: true }); // ... and put back later
     const folderOnly = await verify(dir);
     assert.equal(folderOnly.code, 0, `the folder alone cannot tell: ${folderOnly.stdout}${folderOnly.stderr}`);
+    await ship(dir); // the shorter file is read again from its start: nothing lost, nothing added
 
     const anchored = await verify(dir, '--sink');
     assert.equal(anchored.code, 1, anchored.stdout + anchored.stderr);
     assert.match(anchored.stdout, /covers \d+ records in 1 file\(s\), the chain has \d+ in 1: its tail was cut/);
     assert.deepEqual(await sinkRows(), rowsBefore, 'the rows that prove it did not change');
+  });
+
+  // proves: AUDIT-SINK-ANCHOR
+  it("a line planted ahead of the chain's next checkpoint does not keep the real one out of the sink (attack)", async () => {
+    const dir = path.join(scratchFolder('hintbox-anchor-'), 'audit');
+    const writer = openLog(dir);
+    calls(writer, 0, 3);
+    const file = path.join(dir, 'checkpoints.jsonl');
+    // The intruder writes the chain's next checkpoint first: same chain, the next n, no valid signature.
+    const last = JSON.parse(checkpointLines(dir).at(-1)!) as Record<string, unknown>;
+    writeFileSync(file, `${JSON.stringify({ ...last, n: Number(last.n) + 1, records: 999, sig: 'AAAA' })}\n`, {
+      flag: 'a',
+    });
+    await ship(dir);
+    calls(writer, 3, 20);
+    writer.close(); // the real checkpoint n+1 (and the closing one) follow the planted line
+    await ship(dir);
+    const rows = await sinkRows();
+    for (const line of checkpointLines(dir)) assert.ok(rows.includes(line), `in the sink: ${line.slice(0, 80)}`);
+    // Then the tail cut, and the planted line removed again to hide it: both are found.
+    const [chainFile] = readdirSync(dir).filter((f) => f.startsWith(writer.chain));
+    const lines = readFileSync(path.join(dir, chainFile!), 'utf8').split('\n').filter(Boolean);
+    writeFileSync(path.join(dir, chainFile!), `${lines.slice(0, -10).join('\n')}\n`);
+    writeFileSync(
+      file,
+      checkpointLines(dir)
+        .filter((line) => !line.includes('"sig":"AAAA"'))
+        .join('\n') + '\n',
+    );
+    const anchored = await verify(dir, '--sink');
+    assert.equal(anchored.code, 1, anchored.stdout);
+    assert.match(anchored.stdout, /its tail was cut/);
+    assert.match(anchored.stdout, /the sink \(hintbox\.audit_checkpoints\): not a checkpoint|signature does not match/);
   });
 
   it('an untouched folder verifies against the sink, with checkpoints not shipped yet taken from the file', async () => {
