@@ -1931,4 +1931,25 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'AUDIT-SINK-ANCHOR',
+    statement:
+      "With the Postgres sink configured, the audit folder's signed checkpoints are copied there, and `hintbox audit verify --sink` holds the folder against them: a chain deleted together with its checkpoint lines, or the folder rolled back to an older copy (files and checkpoints), fails verify though the folder alone verifies, and nothing the folder's writer does changes the rows that show it.",
+    tests: [
+      {
+        file: 'integration/audit-sink-checkpoints.test.ts',
+        title:
+          'the newest chain deleted together with its checkpoint lines: the folder verifies, the sink names the chain (attack)',
+      },
+      {
+        file: 'integration/audit-sink-checkpoints.test.ts',
+        title: 'the folder rolled back to an older copy, files and checkpoints: the sink finds the tail cut (attack)',
+      },
+      {
+        file: 'integration/audit-sink-checkpoints.test.ts',
+        title:
+          "a line planted ahead of the chain's next checkpoint does not keep the real one out of the sink (attack)",
+      },
+    ],
+  },
 ];

@@ -95,10 +95,11 @@ export function readCheckpoint(text: string, keys: ReadonlyMap<string, KeyObject
   return { ok: true, checkpoint: c, hash: lineHash(text) };
 }
 
-/** A place in the checkpoints file. */
+/** A checkpoint and where it was read: a line of the checkpoints file, or the sink. */
 export interface CheckpointAt {
   checkpoint: Checkpoint;
-  /** 1-based line in the checkpoints file. */
+  file: string;
+  /** 1-based line in `file`; 0 where it has no lines (the sink). */
   line: number;
 }
 
@@ -108,13 +109,13 @@ export interface CheckpointAt {
  */
 export class CheckpointSequence {
   readonly valid: CheckpointAt[] = [];
-  readonly problems: { line: number; message: string }[] = [];
+  readonly problems: { file: string; line: number; message: string }[] = [];
   private lastHash: string | null = null;
 
   add(at: CheckpointAt, hash: string): void {
     const c = at.checkpoint;
     const last = this.valid.at(-1)?.checkpoint;
-    const fail = (message: string): void => void this.problems.push({ line: at.line, message });
+    const fail = (message: string): void => void this.problems.push({ file: at.file, line: at.line, message });
     if (c.prev !== this.lastHash)
       fail('prev does not match the checkpoint before it (a checkpoint removed or put back)');
     else if (c.n !== (last ? last.n + 1 : 0)) fail(`checkpoint ${c.n} follows ${last ? last.n : 'none'}`);

@@ -14,7 +14,7 @@ import {
 } from './audit-record.js';
 import { LineSplitter } from './line-splitter.js';
 import { CHECKPOINTS_FILE } from './audit-checkpoint.js';
-import { CheckpointCheck } from './checkpoint-check.js';
+import { CheckpointCheck, type CheckpointAnchor } from './checkpoint-check.js';
 
 /**
  * Reading the audit folder: its chains (`audit-chain.ts`), each file streamed line by line, so
@@ -76,6 +76,8 @@ export interface VerifyOptions {
    * last checkpoint are `uncovered`. Without: the hash chains alone.
    */
   publicKeys?: readonly KeyObject[];
+  /** With `publicKeys`: checkpoints held elsewhere (the sink's), taken before the folder's file. */
+  anchor?: CheckpointAnchor;
 }
 
 /**
@@ -84,7 +86,9 @@ export interface VerifyOptions {
  * (chain `checkpoints.jsonl`).
  */
 export async function verifyAuditLog(dir: string, options: VerifyOptions = {}): Promise<ChainSummary[]> {
-  const checkpoints = options.publicKeys ? await CheckpointCheck.read(dir, options.publicKeys, fileLines) : undefined;
+  const checkpoints = options.publicKeys
+    ? await CheckpointCheck.read(dir, options.publicKeys, fileLines, options.anchor)
+    : undefined;
   const summaries: ChainSummary[] = [];
   for (const chain of listAuditChains(dir)) {
     const verifier = new ChainVerifier(chain.chain);

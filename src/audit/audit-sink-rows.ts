@@ -2,7 +2,7 @@ import type pg from 'pg';
 
 /** The Postgres sink's tables and how a batch of rows goes in (see `postgres-sink.ts`). */
 
-/** The sink's tables (idempotent). */
+/** The sink's tables (idempotent): the log's lines, and the folder's signed checkpoints (`checkpoint-shipper.ts`). */
 export const AUDIT_SINK_SCHEMA = `
 CREATE SCHEMA IF NOT EXISTS hintbox;
 CREATE TABLE IF NOT EXISTS hintbox.audit_log (
@@ -26,7 +26,22 @@ CREATE TABLE IF NOT EXISTS hintbox.audit_shipped (
   head text,
   closed boolean NOT NULL DEFAULT false
 );
-ALTER TABLE hintbox.audit_shipped ADD COLUMN IF NOT EXISTS bytes bigint;`;
+ALTER TABLE hintbox.audit_shipped ADD COLUMN IF NOT EXISTS bytes bigint;
+CREATE TABLE IF NOT EXISTS hintbox.audit_checkpoints (
+  hash text PRIMARY KEY,
+  folder text NOT NULL,
+  chain text,
+  n int,
+  text text NOT NULL,
+  shipped timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX IF NOT EXISTS audit_checkpoints_folder ON hintbox.audit_checkpoints (folder, chain, n);
+CREATE TABLE IF NOT EXISTS hintbox.audit_checkpoints_shipped (
+  folder text PRIMARY KEY,
+  bytes bigint NOT NULL,
+  last_start bigint NOT NULL,
+  last text
+);`;
 
 /**
  * Where a chain got to: the last line shipped (seq and 1-based line; line 0: none of that
@@ -61,8 +76,7 @@ export interface Row {
 export async function insertRows(client: pg.PoolClient, rows: readonly Row[]): Promise<void> {
   const column = <K extends keyof Row>(key: K): Row[K][] => rows.map((r) => r[key]);
   const { chain, end } = rows.at(-1) as Row;
-  try {
-    await client.query('BEGIN');
+  await inTransaction(client, async () => {
     await client.query(
       `INSERT INTO hintbox.audit_log (chain, seq, line, hash, prev, id, time, type, text, record)
        SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::text[], $6::text[],
@@ -89,6 +103,14 @@ export async function insertRows(client: pg.PoolClient, rows: readonly Row[]): P
        WHERE (EXCLUDED.seq, EXCLUDED.line) > (s.seq, s.line)`,
       [chain, end.seq, end.line, end.offset, end.head, end.closed],
     );
+  });
+}
+
+/** Runs `body` in one transaction on `client` (rolled back when it throws); releases the client however it ends. */
+export async function inTransaction(client: pg.PoolClient, body: () => Promise<void>): Promise<void> {
+  try {
+    await client.query('BEGIN');
+    await body();
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);

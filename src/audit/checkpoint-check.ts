@@ -1,9 +1,10 @@
 import type { KeyObject } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import type { ChainBreak, ChainSummary } from './audit-chain.js';
+import { lineHash, type ChainBreak, type ChainSummary } from './audit-chain.js';
 import { CHECKPOINTS_FILE, CheckpointSequence, readCheckpoint, type CheckpointAt } from './audit-checkpoint.js';
 import { auditKeyId } from './audit-key.js';
+import type { AnchoredLine } from './checkpoint-shipper.js';
 
 /**
  * Holds an audit folder's chains against their signed checkpoints (`audit-checkpoint.ts`):
@@ -11,7 +12,19 @@ import { auditKeyId } from './audit-key.js';
  * it must reach its last checkpoint; a closed chain must be covered whole. Fed the chain's
  * position after each line by the reader; the checkpoints file is read first, whole (one short
  * line per checkpoint).
+ *
+ * With an anchor (the checkpoints the Postgres sink holds of this folder), the anchor's come
+ * first and the file adds only what the sink does not have yet (not shipped yet): a chain
+ * deleted with its checkpoint lines, or a folder rolled back, is then held against checkpoints
+ * its writer could not touch; checkpoints the sink holds that the file lacks are reported.
  */
+
+/** Checkpoint lines held outside the folder, and what to call that place in a report. */
+export interface CheckpointAnchor {
+  place: string;
+  lines: readonly AnchoredLine[];
+}
+
 export class CheckpointCheck {
   private readonly byChain = new Map<string, CheckpointSequence>();
   /** Problems of checkpoint lines that name no chain. */
@@ -25,28 +38,62 @@ export class CheckpointCheck {
     this.missingFile = !existsSync(this.file);
   }
 
-  /** Reads and checks the checkpoints file of `dir` with `publicKeys`. */
+  /** Reads and checks the checkpoints of `dir` (the anchor's, then its file's) with `publicKeys`. */
   static async read(
     dir: string,
     publicKeys: readonly KeyObject[],
     lines: (file: string) => AsyncIterable<{ text: string; torn?: number }>,
+    anchor?: CheckpointAnchor,
   ): Promise<CheckpointCheck> {
     const check = new CheckpointCheck(dir);
-    if (check.missingFile) return check;
     const keys = new Map(publicKeys.map((k) => [auditKeyId(k), k]));
-    let line = 0;
-    for await (const { text, torn } of lines(check.file)) {
-      line++;
-      // A checkpoint cut short by a crash is not one; the chain is uncovered from the one before.
-      if (torn !== undefined) continue;
-      const read = readCheckpoint(text, keys);
-      const chain = read.ok ? read.checkpoint.chain : chainNamed(text);
-      const sequence = chain === undefined ? undefined : check.sequence(chain);
-      if (read.ok) sequence!.add({ checkpoint: read.checkpoint, line }, read.hash);
-      else if (sequence) sequence.problems.push({ line, message: read.message });
-      else check.stray.push({ file: check.file, line, message: read.message });
+    /** The anchor's lines by hash, with the chain each names, until the file shows them. */
+    const notInFile = new Map<string, string | undefined>();
+    for (const { hash, text } of anchor?.lines ?? []) {
+      notInFile.set(hash, check.take(text, { file: anchor!.place, line: 0 }, keys));
     }
+    if (!check.missingFile) {
+      let line = 0;
+      for await (const { text, torn } of lines(check.file)) {
+        line++;
+        // A checkpoint cut short by a crash is not one; the chain is uncovered from the one before.
+        if (torn !== undefined) continue;
+        if (anchor && notInFile.delete(lineHash(text))) continue; // taken from the anchor
+        check.take(text, { file: check.file, line }, keys);
+      }
+    }
+    check.reportNotInFile(notInFile);
     return check;
+  }
+
+  /** Checks one checkpoint line and adds it to its chain's sequence; returns the chain it names. */
+  private take(
+    text: string,
+    at: { file: string; line: number },
+    keys: ReadonlyMap<string, KeyObject>,
+  ): string | undefined {
+    const read = readCheckpoint(text, keys);
+    const chain = read.ok ? read.checkpoint.chain : chainNamed(text);
+    const sequence = chain === undefined ? undefined : this.sequence(chain);
+    if (read.ok) sequence!.add({ checkpoint: read.checkpoint, ...at }, read.hash);
+    else if (sequence) sequence.problems.push({ ...at, message: read.message });
+    else this.stray.push({ ...at, message: read.message });
+    return chain;
+  }
+
+  /** The anchor's lines the file lacks: one problem per chain (the file's writers removed them). */
+  private reportNotInFile(notInFile: ReadonlyMap<string, string | undefined>): void {
+    const byChain = new Map<string | undefined, number>();
+    for (const chain of notInFile.values()) byChain.set(chain, (byChain.get(chain) ?? 0) + 1);
+    for (const [chain, count] of byChain) {
+      const problem = {
+        file: this.file,
+        line: 0,
+        message: `${count} checkpoint line(s)${chain === undefined ? '' : ` of chain ${chain}`} that the sink holds are not in ${CHECKPOINTS_FILE}: removed from it, or the folder rolled back`,
+      };
+      if (chain === undefined) this.stray.push(problem);
+      else this.sequence(chain).problems.push(problem);
+    }
   }
 
   /** Follows one chain: `at` is called after each of its lines, `end` with its summary. */
@@ -55,7 +102,7 @@ export class CheckpointCheck {
     const sequence = this.byChain.get(chain);
     const valid = sequence?.valid ?? [];
     const byRecords = new Map<number, CheckpointAt>(valid.map((c) => [c.checkpoint.records, c]));
-    const breaks: ChainBreak[] = (sequence?.problems ?? []).map((p) => ({ file: this.file, ...p }));
+    const breaks: ChainBreak[] = [...(sequence?.problems ?? [])];
     const covered = valid.at(-1)?.checkpoint.records ?? 0;
     let last = { file: '', line: 0 };
     let firstUncovered = last;
@@ -85,9 +132,9 @@ export class CheckpointCheck {
       if (this.seen.has(chain)) continue;
       const first = sequence.valid[0] ?? sequence.problems[0];
       if (first && 'checkpoint' in first) {
-        breaks.push({ file: this.file, line: first.line, message: `chain ${chain} has no files left: deleted` });
+        breaks.push({ file: first.file, line: first.line, message: `chain ${chain} has no files left: deleted` });
       }
-      breaks.push(...sequence.problems.map((p) => ({ file: this.file, ...p })));
+      breaks.push(...sequence.problems);
     }
     return breaks;
   }
@@ -133,7 +180,8 @@ export class CheckpointCheck {
   }
 
   private where(at: CheckpointAt): string {
-    return `${at.checkpoint.n} (${CHECKPOINTS_FILE}:${at.line}, ${at.checkpoint.time})`;
+    const place = at.line ? `${CHECKPOINTS_FILE}:${at.line}` : at.file;
+    return `${at.checkpoint.n} (${place}, ${at.checkpoint.time})`;
   }
 
   private sequence(chain: string): CheckpointSequence {

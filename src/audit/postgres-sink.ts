@@ -6,6 +6,7 @@ import { auditFileName, lineHash } from './audit-chain.js';
 import { listAuditChains, type AuditChainFiles } from './audit-reader.js';
 import { AuditRecordError, parseAuditLine } from './audit-record.js';
 import { AUDIT_SINK_SCHEMA, insertRows, type Progress, type Row } from './audit-sink-rows.js';
+import { CheckpointShipper } from './checkpoint-shipper.js';
 import { completeLines } from './complete-lines.js';
 import { jsonbString, jsonbText } from './jsonb-text.js';
 import { monotonicMs } from '../util/clock.js';
@@ -37,6 +38,9 @@ import { monotonicMs } from '../util/clock.js';
  * database still refuses (a damaged file: a raw NUL byte) holds back its chain only: the lines
  * before it are shipped, it is reported with its file and line, and its chain is tried again
  * after `retryHeldMs` (doubling), while the other chains ship on.
+ *
+ * Every pass also ships the folder's signed checkpoints (`checkpoint-shipper.ts`), after the
+ * lines they cover: the anchor that `hintbox audit verify --sink` holds the folder against.
  */
 
 export interface PostgresAuditSinkOptions {
@@ -81,8 +85,10 @@ export class PostgresAuditSink {
   private caughtUpAt: number | undefined;
   /** Chains held at a line the database refused, until when (monotonic ms) and for how long next. */
   private readonly held = new Map<string, HeldLine & { until: number; waitMs: number }>();
+  private readonly checkpoints: CheckpointShipper;
 
   constructor(private readonly options: PostgresAuditSinkOptions) {
+    this.checkpoints = new CheckpointShipper(options.dir);
     this.pool = import('pg').then(({ default: pg }) => {
       const pool = new pg.Pool({
         connectionString: options.url,
@@ -101,9 +107,10 @@ export class PostgresAuditSink {
   /**
    * One pass: the lines not in the database yet of this process's chain, or (in a sweep, or
    * without `chain`) of every chain of the folder. Throws when the database fails; a line it
-   * refuses holds back its own chain only (`held`: those held now, each reported once).
+   * refuses holds back its own chain only (`held`: those held now, each reported once). Then
+   * the checkpoint lines the database does not have yet (`checkpoints`).
    */
-  async shipOnce(options: { sweep?: boolean } = {}): Promise<{ lines: number; held: HeldLine[] }> {
+  async shipOnce(options: { sweep?: boolean } = {}): Promise<{ lines: number; checkpoints: number; held: HeldLine[] }> {
     if (!this.schemaReady) {
       await (await this.pool).query(AUDIT_SINK_SCHEMA);
       this.schemaReady = true;
@@ -140,8 +147,10 @@ export class PostgresAuditSink {
       else this.held.delete(chain.chain);
     }
     if (sweep) this.nextSweep = monotonicMs() + (this.options.sweepEveryMs ?? 600_000);
+    const checkpoints = await this.checkpoints.ship(await this.pool, this.options.batchLines ?? 2000);
     return {
       lines,
+      checkpoints,
       held: [...this.held.values()].map(({ chain, file, line, error }) => ({ chain, file, line, error })),
     };
   }

@@ -7,11 +7,11 @@ import { renderServerText } from '../util/render-server-text.js';
 import { cliLog } from './common.js';
 import type { CommandSpec } from './command-spec.js';
 import { UsageError } from '../util/hintbox-error.js';
-import { printPublicKey, verifyAuditFolder } from './audit-verify-command.js';
+import { printPublicKey, verifyAuditFolder, verifySink } from './audit-verify-command.js';
 import { LineOutput } from './line-output.js';
 
 const HELP = `Usage: hintbox audit [filters] [--limit N | --all] [--events] [--json]
-       hintbox audit verify [--public-key FILE]...
+       hintbox audit verify [--public-key FILE]... [--sink [--sink-folder ID]]
        hintbox audit key --public
        hintbox audit ship
 
@@ -45,13 +45,20 @@ crash or a full disk) is printed as torn, not as a break, when nothing links to 
   --public-key FILE  check the checkpoints with this public key (PEM; repeat it for the
                      keys before a rotation): an auditor needs nothing else. Default:
                      hintbox's own key (HINTBOX_AUDIT_KEY, or audit-key.pem in the state folder)
+  --sink             hold the folder against the checkpoints the Postgres at
+                     HINTBOX_DATABASE_URL holds of it (shipped by "hintbox run" and
+                     "hintbox audit ship"), then those of its file not shipped yet: a chain
+                     deleted together with its checkpoint lines, or the folder rolled back
+                     to an older copy, is reported too
+  --sink-folder ID   the folder's name in the sink (default: this host and the folder's
+                     real path, HOST:/PATH, as verify prints it): to verify a copy elsewhere
 
 key --public prints the public key of hintbox's audit signing key (made at first use), for an
 auditor to verify a copy of the folder with.
 
 ship copies what the Postgres at HINTBOX_DATABASE_URL does not have yet of the log into it
-(tables hintbox.audit_log and hintbox.audit_shipped; idempotent), as "hintbox run" does in the
-background: for a log written while the database was down, or by runs without the variable.
+(tables hintbox.audit_log and hintbox.audit_shipped, and the signed checkpoints in
+hintbox.audit_checkpoints; idempotent), as "hintbox run" does in the background: for a log written while the database was down, or by runs without the variable.
 A line the database refuses (a damaged file) is named with its file and line; its chain waits
 there, the others are shipped; exit 1.
 
@@ -75,6 +82,8 @@ export const auditCommand: CommandSpec = {
     json: { type: 'boolean' },
     'public-key': { type: 'string', multiple: true },
     public: { type: 'boolean' },
+    sink: { type: 'boolean' },
+    'sink-folder': { type: 'string' },
   },
   async run({ positionals, values }) {
     const dir = hintboxEnvironment().auditDir;
@@ -84,6 +93,7 @@ export const auditCommand: CommandSpec = {
         dir,
         (values['public-key'] as string[] | undefined) ?? [],
         processVariables().HINTBOX_AUDIT_DIR !== undefined,
+        verifySink(values),
       );
     }
     if (positionals[0] === 'key') {
@@ -96,8 +106,10 @@ export const auditCommand: CommandSpec = {
       if (!url) throw new UsageError('audit ship: set HINTBOX_DATABASE_URL to the Postgres to ship to');
       const sink = new PostgresAuditSink({ url, dir, log: cliLog });
       try {
-        const { lines, held } = await sink.shipOnce();
-        process.stdout.write(`${lines} line(s) of ${dir} shipped to ${redactUrl(url)}\n`);
+        const { lines, checkpoints, held } = await sink.shipOnce();
+        process.stdout.write(
+          `${lines} line(s) and ${checkpoints} checkpoint(s) of ${dir} shipped to ${redactUrl(url)}\n`,
+        );
         // Each was logged with its file and line; the other chains are shipped all the same.
         if (held.length > 0) cliLog.error(`audit ship: ${held.length} chain(s) wait at a line the database refused`);
         return held.length > 0 ? 1 : 0;

@@ -2,16 +2,53 @@ import type { KeyObject } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { auditKeyId, openAuditKey, publicKeyPem, readPublicKey } from '../audit/audit-key.js';
 import { verifyAuditLog } from '../audit/audit-reader.js';
+import type { CheckpointAnchor } from '../audit/checkpoint-check.js';
+import { anchoredCheckpoints, auditFolderId } from '../audit/checkpoint-shipper.js';
 import { hintboxEnvironment } from '../config/environment.js';
 import { UsageError } from '../util/hintbox-error.js';
+import { redactUrl } from '../util/redact-url.js';
 import { cliLog } from './common.js';
 import { LineOutput } from './line-output.js';
 
 /**
  * `hintbox audit verify [--public-key FILE]…` and `hintbox audit key --public`: the log's hash
  * chains checked, and each chain held against its signed checkpoints, with the public keys
- * given, else with hintbox's own key (the state folder's, or HINTBOX_AUDIT_KEY).
+ * given, else with hintbox's own key (the state folder's, or HINTBOX_AUDIT_KEY); with `--sink`,
+ * against the checkpoints the Postgres sink holds of the folder first.
  */
+
+/** Where `--sink` reads the folder's anchored checkpoints: the database, and the folder's name there. */
+export interface VerifySink {
+  url: string;
+  /** Default: this host and the folder's real path ({@link auditFolderId}). */
+  folder?: string;
+}
+
+/** `--sink` and `--sink-folder` read: the sink to verify against, or none. Usage errors for a half-given one. */
+export function verifySink(values: Record<string, unknown>): VerifySink | undefined {
+  const folder = values['sink-folder'] as string | undefined;
+  if (values.sink !== true) {
+    if (folder !== undefined) throw new UsageError('audit verify: --sink-folder goes with --sink');
+    return undefined;
+  }
+  const url = hintboxEnvironment().databaseUrl;
+  if (!url) throw new UsageError('audit verify --sink: set HINTBOX_DATABASE_URL to the Postgres the log is shipped to');
+  if (folder === '') throw new UsageError('audit verify: --sink-folder must name a folder (HOST:/PATH)');
+  return { url, ...(folder === undefined ? {} : { folder }) };
+}
+
+/** The checkpoints the sink holds of `dir`, as an anchor; says on stdout how many, of which folder. */
+async function sinkAnchor(dir: string, sink: VerifySink, out: LineOutput): Promise<CheckpointAnchor> {
+  const folder = sink.folder ?? auditFolderId(dir);
+  let lines;
+  try {
+    lines = await anchoredCheckpoints(sink.url, folder);
+  } catch (error) {
+    throw new Error(`audit verify --sink: ${redactUrl(sink.url)}: ${(error as Error).message}`);
+  }
+  await out.write(`the sink holds ${lines.length} checkpoint(s) of this folder (${folder}) at ${redactUrl(sink.url)}`);
+  return { place: 'the sink (hintbox.audit_checkpoints)', lines };
+}
 
 /** The public keys to check checkpoints with: the files given, else hintbox's own key's. */
 function verifyingKeys(files: string[]): KeyObject[] {
@@ -30,10 +67,26 @@ export function printPublicKey(values: Record<string, unknown>): number {
   return 0;
 }
 
-export async function verifyAuditFolder(dir: string, publicKeyFiles: string[], named = true): Promise<number> {
+export async function verifyAuditFolder(
+  dir: string,
+  publicKeyFiles: string[],
+  named = true,
+  sink?: VerifySink,
+): Promise<number> {
+  const out = new LineOutput();
+  const anchor = sink && (await sinkAnchor(dir, sink, out));
   // A folder the operator named that is not there is a mistyped (or removed) one: it fails. The
-  // default folder is made at the first recorded call: before that, there is nothing to verify.
+  // default folder is made at the first recorded call: before that, there is nothing to verify
+  // (unless the sink holds checkpoints of it: then it was deleted).
+  if (anchor?.lines.length && !existsSync(dir)) {
+    await out.end();
+    cliLog.error(
+      `audit log ${dir} does not exist, but the sink holds ${anchor.lines.length} checkpoint(s) of it: deleted`,
+    );
+    return 1;
+  }
   if (!existsSync(dir)) {
+    await out.end();
     if (named) {
       cliLog.error(`audit log ${dir} does not exist: nothing to verify (HINTBOX_AUDIT_DIR?)`);
       return 1;
@@ -42,12 +95,11 @@ export async function verifyAuditFolder(dir: string, publicKeyFiles: string[], n
     return 0;
   }
   const publicKeys = verifyingKeys(publicKeyFiles);
-  const chains = await verifyAuditLog(dir, { publicKeys });
+  const chains = await verifyAuditLog(dir, { publicKeys, ...(anchor ? { anchor } : {}) });
   let broken = 0;
   let lines = 0;
   let torn = 0;
   let uncovered = 0;
-  const out = new LineOutput();
   const place = (p: { file: string; line: number }): string => `${p.file}${p.line ? `:${p.line}` : ''}`;
   for (const chain of chains) {
     lines += chain.lines;
@@ -74,7 +126,7 @@ export async function verifyAuditFolder(dir: string, publicKeyFiles: string[], n
     broken
       ? `audit log ${dir}: ${broken} of ${chains.length} chain(s) broken`
       : chains.length
-        ? `audit log ${dir}: ${chains.length} chain(s), ${lines} line(s), every chain holds and matches its checkpoints signed by ${keys}${tornNote}${uncoveredNote}`
+        ? `audit log ${dir}: ${chains.length} chain(s), ${lines} line(s), every chain holds and matches its checkpoints${anchor ? " (the sink's, then the file's)" : ''} signed by ${keys}${tornNote}${uncoveredNote}`
         : `audit log ${dir}: no chain yet (no record was written here)`,
   );
   await out.end();

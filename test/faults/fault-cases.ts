@@ -649,21 +649,22 @@ export async function load(calls: number): Promise<CaseResult> {
  * operator's database goes down, and started again on the same port). Calls must go on being
  * answered while it is down (the log, not the sink, is the record), and once it is back every
  * line of the local audit log must reach the sink: first while serve runs (its loop catches up,
- * whatever its backoff), then after serve stopped.
+ * whatever its backoff), then after serve stopped; so must every signed checkpoint line, and
+ * `hintbox audit verify --sink` must hold the folder against them.
  */
 export async function sinkDownUnderLoad(downSeconds: number): Promise<CaseResult> {
   const result = emptyResult(`Postgres audit sink down ${downSeconds} s under load, 4 clients`, 1);
   await using postgres = await startPostgres({ hostPort: await freePort() });
   const { docker: d } = await docker();
   const container = d.getContainer(postgres.container.getId());
-  /** The sink's rows, by their text; a new connection each time (the database goes away). */
-  const shipped = async (): Promise<Set<string>> => {
+  /** The texts of a sink table's rows; a new connection each time (the database goes away). */
+  const shipped = async (table: 'audit_log' | 'audit_checkpoints' = 'audit_log'): Promise<Set<string>> => {
     const db = new pg.Client({ connectionString: postgres.adminUrl, connectionTimeoutMillis: 5000 });
     await db.connect();
     try {
-      const exists = await db.query(`SELECT to_regclass('hintbox.audit_log') AS t`);
+      const exists = await db.query(`SELECT to_regclass('hintbox.${table}') AS t`);
       if ((exists.rows[0] as { t: string | null }).t === null) return new Set();
-      return new Set((await db.query<{ text: string }>('SELECT text FROM hintbox.audit_log')).rows.map((r) => r.text));
+      return new Set((await db.query<{ text: string }>(`SELECT text FROM hintbox.${table}`)).rows.map((r) => r.text));
     } finally {
       await db.end().catch(() => undefined);
     }
@@ -672,6 +673,13 @@ export async function sinkDownUnderLoad(downSeconds: number): Promise<CaseResult
   const missing = async (): Promise<string[]> => {
     const rows = await shipped();
     return localAuditLines(auditDir).filter((line) => !rows.has(line));
+  };
+  /** The folder's signed checkpoint lines not in the sink. */
+  const missingCheckpoints = async (): Promise<string[]> => {
+    const rows = await shipped('audit_checkpoints');
+    return readFileSync(path.join(auditDir, CHECKPOINTS_FILE), 'utf8')
+      .split('\n')
+      .filter((line) => line !== '' && !rows.has(line));
   };
   const folder = scratchFolder('hintbox-faults-serve-');
   const servers = [`faulty-sink-a-${process.pid}`, `faulty-sink-b-${process.pid}`];
@@ -726,9 +734,16 @@ export async function sinkDownUnderLoad(downSeconds: number): Promise<CaseResult
     stopping = true;
     await Promise.all(workers);
     let left: string[] = [];
+    let leftCheckpoints: string[] = [];
     // The sink's backoff reaches 30 s: it must catch up within one more step of it and its shipping.
-    await eventually(async () => (left = await missing()).length === 0, 90_000, 'the sink to catch up').catch(() => {
-      result.problems.push(`${left.length} lines of the local log not in the sink 90 s after it returned`);
+    await eventually(
+      async () => (left = await missing()).length === 0 && (leftCheckpoints = await missingCheckpoints()).length === 0,
+      90_000,
+      'the sink to catch up',
+    ).catch(() => {
+      result.problems.push(
+        `${left.length} lines of the local log and ${leftCheckpoints.length} of its checkpoints not in the sink 90 s after it returned`,
+      );
     });
     result.figures = {
       'calls answered while down': whileDown,
@@ -746,6 +761,17 @@ export async function sinkDownUnderLoad(downSeconds: number): Promise<CaseResult
   const lost = await missing();
   result.recordsLost = lost.length;
   if (lost.length > 0) result.problems.push(`${lost.length} lines of the local log never reached the sink`);
+  const checkpointsLost = await missingCheckpoints();
+  if (checkpointsLost.length > 0) {
+    result.problems.push(`${checkpointsLost.length} signed checkpoint lines never reached the sink`);
+  }
+  result.figures['checkpoints shipped'] = (await shipped('audit_checkpoints')).size;
+  const verify = await hintboxCommand(['audit', 'verify', '--sink'], {
+    HINTBOX_AUDIT_DIR: auditDir,
+    HINTBOX_DATABASE_URL: postgres.adminUrl,
+  });
+  if (verify.code !== 0)
+    result.problems.push(`audit verify --sink exited ${verify.code}: ${verify.stdout.slice(-500)}`);
   if (failed.length > 0) result.problems.push(`${failed.length} calls failed: ${failed.slice(0, 3).join('; ')}`);
   const leftover = await leftoversOf(serving.child.pid!, scratchFolder('hintbox-faults-empty-'));
   result.leftovers = leftover.length;

@@ -402,7 +402,10 @@ integrationSuite('the audit log shipped to Postgres', { timeout: 240_000 }, (sui
     const env = { HINTBOX_AUDIT_DIR: dir, HINTBOX_DATABASE_URL: postgres.adminUrl };
     const first = await hintboxCommand(['audit', 'ship'], env);
     assert.equal(first.code, 0, first.stderr);
-    assert.match(first.stdout, new RegExp(`^${linesOnDisk(dir).length} line\\(s\\) of .* shipped to postgres://`));
+    assert.match(
+      first.stdout,
+      new RegExp(`^${linesOnDisk(dir).length} line\\(s\\) and 0 checkpoint\\(s\\) of .* shipped to postgres://`),
+    );
     assert.doesNotMatch(first.stdout + first.stderr, /hintbox-test-admin/, 'never the password');
     assert.match((await hintboxCommand(['audit', 'ship'], env)).stdout, /^0 line\(s\)/);
   });
