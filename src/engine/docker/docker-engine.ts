@@ -80,7 +80,8 @@ export class DockerEngine implements SandboxEngine {
   }
 
   get description(): string {
-    return `Docker at ${this.connection.endpoint}, API ${this.connection.apiVersion}`;
+    const name = this.connection.kind === 'podman' ? 'Podman (Docker-compatible API)' : 'Docker';
+    return `${name} at ${this.connection.endpoint}, API ${this.connection.apiVersion}`;
   }
 
   get recursiveReadOnly(): boolean {
@@ -154,7 +155,7 @@ export class DockerEngine implements SandboxEngine {
       spec: (gate) =>
         buildContainerSpec({
           ...spec,
-          engine: { recursiveReadOnly: this.recursiveReadOnly },
+          engine: { recursiveReadOnly: this.recursiveReadOnly, kind: this.connection.kind },
           gate,
           imageVolumes,
           ...(egress ? { egress } : {}),
