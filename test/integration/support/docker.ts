@@ -1,8 +1,9 @@
 import os from 'node:os';
 import type Docker from 'dockerode';
 import { connectDocker, type DockerConnection } from '../../../src/engine/docker/docker-connection.js';
-import { ImageBuilder, IMAGES_DIR, NODE_SERVER_IMAGE } from '../../../src/engine/docker/image-builder.js';
-import { createLogger } from '../../../src/util/logger.js';
+import { IMAGES_DIR, NODE_SERVER_IMAGE } from '../../../src/engine/docker/image-builder.js';
+import { buildFromFolder, onTestEngine } from './engine-images.js';
+import { EGRESS_PROXY_IMAGE, ensureEgressProxyImage } from '../../../src/engine/docker/egress-proxy.js';
 import {
   LABEL_CLASS,
   LABEL_OWNER_HOST,
@@ -10,7 +11,6 @@ import {
   LABEL_SESSION,
 } from '../../../src/engine/docker/container-spec.js';
 import { isProcessAlive, makeIsOwnerAlive } from '../../../src/util/process-alive.js';
-import { GenericContainer } from 'testcontainers';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -56,27 +56,15 @@ export async function sandboxFrozen(container: Docker.Container): Promise<boolea
   return others.length > 0 && others.every((p) => p[stat]?.startsWith('T') || p[stat]?.startsWith('Z'));
 }
 
-let builder: Promise<ImageBuilder> | undefined;
-/** The image builder the CLI uses, one per process (it builds each image once). */
-function imageBuilder(): Promise<ImageBuilder> {
-  builder ??= (async () => {
-    const { docker: d } = await docker();
-    // Image builds show their progress on stderr, as the CLI's do (quiet when nothing is built).
-    const log = createLogger(process.env.HINTBOX_TEST_VERBOSE ? 'debug' : 'info');
-    return new ImageBuilder({ docker: d, log });
-  })();
-  return builder;
-}
-
 /**
- * Builds the fixture image of `test/fixtures/<folder>` (its Dockerfile) under `tag`, through
- * testcontainers. The context is test/fixtures itself, so that every fixture's image can take
+ * Builds the fixture image of `test/fixtures/<folder>` (its Dockerfile) under `tag`. The context is test/fixtures itself, so that every fixture's image can take
  * the files the fixtures share (test/fixtures/shared: their stdio loop) without a copy in git.
  */
 export async function buildFixture(folder: string, tag: string, buildArgs: Record<string, string>): Promise<void> {
-  await GenericContainer.fromDockerfile(FIXTURES, `${folder}/Dockerfile`)
-    .withBuildArgs(buildArgs)
-    .build(tag, { deleteOnExit: false });
+  // Built where the tests' images are (Docker's store; on Podman, copied over after).
+  await onTestEngine(await docker(), [tag], (_, store) =>
+    buildFromFolder(store, FIXTURES, `${folder}/Dockerfile`, tag, buildArgs),
+  );
 }
 
 let images: Promise<void> | undefined;
@@ -86,7 +74,9 @@ let images: Promise<void> | undefined;
  */
 export function ensureTestImages(): Promise<void> {
   images ??= (async () => {
-    await (await imageBuilder()).ensure(FILESYSTEM_IMAGE, path.join(IMAGES_DIR, 'server-filesystem'));
+    await onTestEngine(await docker(), [NODE_SERVER_IMAGE, FILESYSTEM_IMAGE], (builder) =>
+      builder.ensure(FILESYSTEM_IMAGE, path.join(IMAGES_DIR, 'server-filesystem')),
+    );
     await buildFixture('liar', LIAR_IMAGE, { NODE_SERVER_IMAGE });
   })();
   return images;
@@ -99,7 +89,9 @@ let everything: Promise<void> | undefined;
  */
 export function ensureEverythingImage(): Promise<void> {
   everything ??= (async () => {
-    await (await imageBuilder()).ensure(EVERYTHING_IMAGE, path.join(IMAGES_DIR, 'server-everything'));
+    await onTestEngine(await docker(), [EVERYTHING_IMAGE], (builder) =>
+      builder.ensure(EVERYTHING_IMAGE, path.join(IMAGES_DIR, 'server-everything')),
+    );
   })();
   return everything;
 }
@@ -143,7 +135,11 @@ export const ensureTextFixtureImage = fixtureImage('textliar', TEXTLIAR_IMAGE, {
 export const ensureAskerImage = fixtureImage('asker', ASKER_IMAGE, { NODE_SERVER_IMAGE }, ensureTestImages);
 
 /** The fixture that reaches hosts through the egress proxy and around it (test/fixtures/egress). */
-export const ensureEgressImage = fixtureImage('egress', EGRESS_IMAGE, { NODE_SERVER_IMAGE }, ensureTestImages);
+export const ensureEgressImage = fixtureImage('egress', EGRESS_IMAGE, { NODE_SERVER_IMAGE }, async () => {
+  await ensureTestImages();
+  // hintbox would build the proxy's image itself; on Podman it is copied from Docker's store instead.
+  await onTestEngine(await docker(), [EGRESS_PROXY_IMAGE], (builder) => ensureEgressProxyImage(builder));
+});
 
 /** The fixture that fails as servers do: out of memory, stops reading, and answers load (test/fixtures/faulty). */
 export const ensureFaultyImage = fixtureImage('faulty', FAULTY_IMAGE, { NODE_SERVER_IMAGE }, ensureTestImages);
