@@ -5,15 +5,7 @@ import os from 'node:os';
 import { before, it } from 'node:test';
 import type Docker from 'dockerode';
 import { integrationSuite } from './support/suite.js';
-import {
-  CANARY_IMAGE,
-  containersOf,
-  docker,
-  EGRESS_IMAGE,
-  ensureEgressImage,
-  eventually,
-  sandboxOfClass,
-} from './support/docker.js';
+import { CANARY_IMAGE, docker, EGRESS_IMAGE, ensureEgressImage, eventually, sandboxOfClass } from './support/docker.js';
 import { outcomeOf, runHintbox, writeProfile } from './support/hintbox-process.js';
 
 /**

@@ -75,8 +75,14 @@ export async function connectDocker(
   try {
     const version = await withTimeout(docker.version(), 10_000);
     const apiVersion = String(version.ApiVersion);
-    const kind = engineKind(version as { Components?: { Name?: string }[] });
-    return { docker, apiVersion, endpoint, kind, recursiveReadOnly: kind === 'docker' && apiAtLeast(apiVersion, '1.44') };
+    const kind = engineKind(version);
+    return {
+      docker,
+      apiVersion,
+      endpoint,
+      kind,
+      recursiveReadOnly: kind === 'docker' && apiAtLeast(apiVersion, '1.44'),
+    };
   } catch (error) {
     const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
     throw new DockerUnavailableError(

@@ -161,7 +161,9 @@ export const ensureFloodImage = fixtureImage('flood', FLOOD_IMAGE, { NODE_SERVER
  */
 export async function defaultBridgeGateway(containerId: string): Promise<string> {
   const { docker: d } = await docker();
-  const gateway = (await d.getContainer(containerId).inspect()).NetworkSettings.Networks.bridge?.Gateway;
+  // Podman's compatible API names its default network `podman`.
+  const networks = (await d.getContainer(containerId).inspect()).NetworkSettings.Networks;
+  const gateway = (networks.bridge ?? networks.podman)?.Gateway;
   assert.ok(gateway, 'the container is on the default bridge');
   return gateway;
 }
