@@ -47,10 +47,12 @@ export function docker(): Promise<DockerConnection> {
  * the container no longer runs.
  */
 export async function sandboxFrozen(container: Docker.Container): Promise<boolean | undefined> {
-  const top = (await container.top({ ps_args: '-e -o pid,stat,args' }).catch(() => undefined)) as
-    { Titles: string[]; Processes: string[][] } | undefined;
-  if (!top) return undefined;
-  const stat = top.Titles.indexOf('STAT');
+  type Top = { Titles?: string[]; Processes?: string[][] } | undefined;
+  // Docker passes ps's own options; Podman takes its format descriptors (its title is STATE).
+  let top = (await container.top({ ps_args: '-e -o pid,stat,args' }).catch(() => undefined)) as Top;
+  if (!top?.Titles) top = (await container.top({ ps_args: 'pid,state,args' }).catch(() => undefined)) as Top;
+  if (!top?.Titles || !top.Processes) return undefined;
+  const stat = Math.max(top.Titles.indexOf('STAT'), top.Titles.indexOf('STATE'));
   const args = top.Titles.indexOf('COMMAND');
   const others = top.Processes.filter((p) => !p[args]?.startsWith('/run/hintbox/gate'));
   return others.length > 0 && others.every((p) => p[stat]?.startsWith('T') || p[stat]?.startsWith('Z'));
