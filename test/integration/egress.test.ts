@@ -6,7 +6,15 @@ import { integrationSuite } from './support/suite.js';
 import type Docker from 'dockerode';
 import { LABEL_EGRESS } from '../../src/engine/docker/egress-proxy.js';
 import { LABEL_OWNER_PID, LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
-import { CANARY_IMAGE, containersOf, docker, EGRESS_IMAGE, ensureEgressImage, eventually } from './support/docker.js';
+import {
+  CANARY_IMAGE,
+  containersOf,
+  docker,
+  EGRESS_IMAGE,
+  ensureEgressImage,
+  eventually,
+  skipWithoutNetworks,
+} from './support/docker.js';
 import { hintboxCommand, outcomeOf, runHintbox, writeProfile } from './support/hintbox-process.js';
 
 /**
@@ -55,7 +63,7 @@ interface Canary {
 
 integrationSuite(
   'network by host name: the egress proxy',
-  { timeout: 600_000, images: [ensureEgressImage] },
+  { timeout: 600_000, images: [ensureEgressImage], skip: await skipWithoutNetworks() },
   (suite) => {
     const made: { containers: Docker.Container[]; networks: Docker.Network[] } = { containers: [], networks: [] };
     const ips = new Map<string, string>();
