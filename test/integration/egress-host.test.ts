@@ -5,6 +5,7 @@ import os from 'node:os';
 import { before, it } from 'node:test';
 import type Docker from 'dockerode';
 import { integrationSuite } from './support/suite.js';
+import { httpText } from './support/http-text.js';
 import { CANARY_IMAGE, docker, EGRESS_IMAGE, ensureEgressImage, eventually, sandboxOfClass } from './support/docker.js';
 import { outcomeOf, runHintbox, writeProfile } from './support/hintbox-process.js';
 
@@ -64,7 +65,7 @@ integrationSuite(
       const reachable = hostAddresses.filter((a) => !a.startsWith('127.'));
       assert.ok(reachable.length > 0);
       for (const address of reachable)
-        assert.equal(await fetchText(`http://${address}:${hostPort}/`), 'the host itself');
+        assert.equal(await httpText(`http://${address}:${hostPort}/`), 'the host itself');
       const before = hits;
 
       if ((await docker()).kind === 'podman') {
@@ -119,16 +120,4 @@ async function firstAddresses(networks: readonly string[]): Promise<string[]> {
     }
   }
   return out;
-}
-
-function fetchText(url: string): Promise<string> {
-  return new Promise((resolve) => {
-    const request = http.get(url, { timeout: 3000 }, (response) => {
-      let body = '';
-      response.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-      response.on('end', () => resolve(body));
-    });
-    request.on('timeout', () => request.destroy());
-    request.on('error', (error) => resolve(`error ${error.message}`));
-  });
 }

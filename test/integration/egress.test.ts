@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { before, it } from 'node:test';
 import { integrationSuite } from './support/suite.js';
+import { httpText as get } from './support/http-text.js';
 import type Docker from 'dockerode';
 import { LABEL_EGRESS } from '../../src/engine/docker/egress-proxy.js';
 import { LABEL_OWNER_PID, LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
@@ -408,18 +409,6 @@ integrationSuite(
     });
   },
 );
-
-function get(url: string): Promise<string> {
-  return new Promise((resolve) => {
-    const request = http.get(url, { timeout: 3000 }, (response) => {
-      let body = '';
-      response.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-      response.on('end', () => resolve(body));
-    });
-    request.on('timeout', () => request.destroy());
-    request.on('error', (error) => resolve(`error ${error.message}`));
-  });
-}
 
 /** The audit trail's events of a server (`hintbox audit --events --json`), newest first. */
 async function eventsOf(server: string): Promise<{ type: string; fields: Record<string, unknown> }[]> {
