@@ -1952,4 +1952,30 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'EGRESS-NO-HOST',
+    statement:
+      "A sandbox with egress by host name gets nothing from a service listening on the engine's host, at any of the host's addresses, the gateway of its network, or the host's names in the engine (host.docker.internal, host.containers.internal): on Docker its network is internal with no host address, and on Podman (whose internal networks reach the host) such a sandbox is not started.",
+    tests: [
+      {
+        file: 'integration/egress-host.test.ts',
+        title: "an open-world sandbox gets nothing from a service on the engine's host, at any of its addresses",
+      },
+    ],
+  },
+  {
+    id: 'PODMAN-NETWORKS',
+    statement:
+      "On Podman (detected from the engine's /version) hintbox starts only network-less sandboxes: a class with egress or an open network is refused at its start with a one-line error, before any network, proxy or container is made.",
+    tests: [
+      {
+        file: 'unit/podman-engine.test.ts',
+        title: 'starts only network-less sandboxes on Podman; Docker keeps every network',
+      },
+      {
+        file: 'integration/egress-host.test.ts',
+        title: "an open-world sandbox gets nothing from a service on the engine's host, at any of its addresses",
+      },
+    ],
+  },
 ];

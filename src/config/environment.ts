@@ -22,7 +22,8 @@ export interface EnvironmentVariable {
 export const ENVIRONMENT_VARIABLES: readonly EnvironmentVariable[] = [
   {
     name: 'DOCKER_HOST',
-    meaning: 'the Docker engine: a Unix socket on this host (unix://…)',
+    meaning:
+      "the Docker engine, or Podman's Docker-compatible API (unix:///run/podman/podman.sock): a Unix socket on this host",
     default: 'unix:///var/run/docker.sock',
   },
   { name: 'HINTBOX_LOG_LEVEL', meaning: 'debug, info, warn or error (the log goes to stderr)', default: 'info' },

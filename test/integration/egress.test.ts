@@ -3,10 +3,19 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { before, it } from 'node:test';
 import { integrationSuite } from './support/suite.js';
+import { httpText as get } from './support/http-text.js';
 import type Docker from 'dockerode';
 import { LABEL_EGRESS } from '../../src/engine/docker/egress-proxy.js';
 import { LABEL_OWNER_PID, LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
-import { CANARY_IMAGE, containersOf, docker, EGRESS_IMAGE, ensureEgressImage, eventually } from './support/docker.js';
+import {
+  CANARY_IMAGE,
+  containersOf,
+  docker,
+  EGRESS_IMAGE,
+  ensureEgressImage,
+  eventually,
+  skipWithoutNetworks,
+} from './support/docker.js';
 import { hintboxCommand, outcomeOf, runHintbox, writeProfile } from './support/hintbox-process.js';
 
 /**
@@ -55,7 +64,7 @@ interface Canary {
 
 integrationSuite(
   'network by host name: the egress proxy',
-  { timeout: 600_000, images: [ensureEgressImage] },
+  { timeout: 600_000, images: [ensureEgressImage], skip: await skipWithoutNetworks() },
   (suite) => {
     const made: { containers: Docker.Container[]; networks: Docker.Network[] } = { containers: [], networks: [] };
     const ips = new Map<string, string>();
@@ -400,18 +409,6 @@ integrationSuite(
     });
   },
 );
-
-function get(url: string): Promise<string> {
-  return new Promise((resolve) => {
-    const request = http.get(url, { timeout: 3000 }, (response) => {
-      let body = '';
-      response.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-      response.on('end', () => resolve(body));
-    });
-    request.on('timeout', () => request.destroy());
-    request.on('error', (error) => resolve(`error ${error.message}`));
-  });
-}
 
 /** The audit trail's events of a server (`hintbox audit --events --json`), newest first. */
 async function eventsOf(server: string): Promise<{ type: string; fields: Record<string, unknown> }[]> {

@@ -98,6 +98,18 @@ describe('buildContainerSpec', () => {
     delete process.env[CANARY];
   });
 
+  it("on Podman, owns the home and VOLUME tmpfs with 'U' (it refuses uid=/gid=) and keeps every other option", () => {
+    const docker = buildContainerSpec(input({ imageVolumes: ['/data'] })).HostConfig!.Tmpfs!;
+    const podman = buildContainerSpec(
+      input({ imageVolumes: ['/data'], engine: { recursiveReadOnly: false, kind: 'podman' } }),
+    ).HostConfig!.Tmpfs!;
+    assert.deepEqual(Object.keys(podman), Object.keys(docker));
+    for (const [target, options] of Object.entries(docker)) {
+      assert.equal(podman[target], options.replace('uid=1000,gid=1000', 'U'), target);
+      assert.doesNotMatch(podman[target], /uid=|gid=/);
+    }
+  });
+
   // proves: HARDENING
   it('hardens every sandbox class the same way', () => {
     for (const sandbox of plan.sandboxes) {

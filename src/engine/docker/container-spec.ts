@@ -7,6 +7,7 @@ import { SANDBOX_PG_SOCKET_DIR } from '../../database/socket-relay.js';
 import { mountValues, substituteSandboxValues } from '../../profile/sandbox-values.js';
 import { GATE_SOCKET_ENV, GATE_TOKEN_ENV, GATE_TUNABLES_ENV, SANDBOX_GATE_PATH, SANDBOX_IO_DIR } from './gate.js';
 import { volumeMasks } from './image-volumes.js';
+import type { EngineKind } from './docker-connection.js';
 
 /** Kept here too for the database's role comments (owner host and pid): see the engine port. */
 export type { SessionIdentity };
@@ -38,6 +39,16 @@ export const SANDBOX_TMP = '/tmp';
 export interface EngineFeatures {
   /** Engine API ≥ 1.44: bind mounts can be made read-only recursively. */
   recursiveReadOnly: boolean;
+  /** Which engine creates the container (default Docker): Podman spells a tmpfs's owner otherwise. */
+  kind?: EngineKind;
+}
+
+/**
+ * A tmpfs owned by the sandbox user: Docker takes `uid=`/`gid=`; Podman refuses them (HTTP 500
+ * `unknown mount option "uid=…"`) and takes `U` (owned by the container's user) instead. Pure.
+ */
+export function tmpfsOwner(kind: EngineKind | undefined, uid: number, gid: number): string {
+  return kind === 'podman' ? 'U' : `uid=${uid},gid=${gid}`;
 }
 
 /** A sandbox's spec as the Docker engine creates it: with its gate and what the engine can do. */
@@ -206,9 +217,10 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
     [GATE_TUNABLES_ENV]: profileEnv.GLIBC_TUNABLES === undefined ? '' : `=${profileEnv.GLIBC_TUNABLES}`,
   }).map(([k, v]) => `${k}=${v}`);
 
+  const owner = tmpfsOwner(engine.kind, uid, gid);
   const tmpfs = {
     [SANDBOX_TMP]: `rw,nosuid,nodev,noexec,size=${tmpfsSize},mode=1777`,
-    [SANDBOX_HOME]: `rw,nosuid,nodev,noexec,size=${tmpfsSize},uid=${uid},gid=${gid},mode=0700`,
+    [SANDBOX_HOME]: `rw,nosuid,nodev,noexec,size=${tmpfsSize},${owner},mode=0700`,
   };
   // The image's VOLUMEs: Docker would make each an unbounded, disk-backed folder (in read-only
   // classes too); each is a tmpfs of the same bound instead, whose pages count against the
@@ -217,7 +229,7 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
     imageVolumes: input.imageVolumes,
     binds: mounts.map((m) => m.Target),
     tmpfs: Object.keys(tmpfs),
-    options: `rw,nosuid,nodev,noexec,size=${tmpfsSize},uid=${uid},gid=${gid},mode=0755`,
+    options: `rw,nosuid,nodev,noexec,size=${tmpfsSize},${owner},mode=0755`,
     what: `sandbox ${sandboxId}`,
   });
 

@@ -9,8 +9,24 @@ export interface DockerConnection {
   apiVersion: string;
   /** Where the engine was found, for messages: `unix:///var/run/docker.sock`. */
   endpoint: string;
-  /** Engine API ≥ 1.44: read-only bind mounts can be made recursive. */
+  /**
+   * Engine API ≥ 1.44: read-only bind mounts can be made recursive. Never on Podman, whatever API
+   * version it reports: its compatible API does not make read-only binds recursive.
+   */
   recursiveReadOnly: boolean;
+  /** Which engine answers the Docker API: Docker, or Podman through its compatible service (see engineKind). */
+  kind: EngineKind;
+}
+
+/** The engines that speak the Docker API and that hintbox tells apart (they differ in a few options). */
+export type EngineKind = 'docker' | 'podman';
+
+/**
+ * Which engine a `/version` answer comes from: Podman names its component "Podman Engine"
+ * (Docker's is "Engine"). Pure.
+ */
+export function engineKind(version: { Components?: readonly { Name?: string }[] | null }): EngineKind {
+  return (version.Components ?? []).some((c) => c.Name === 'Podman Engine') ? 'podman' : 'docker';
 }
 
 export class DockerUnavailableError extends HintboxError {
@@ -59,7 +75,14 @@ export async function connectDocker(
   try {
     const version = await withTimeout(docker.version(), 10_000);
     const apiVersion = String(version.ApiVersion);
-    return { docker, apiVersion, endpoint, recursiveReadOnly: apiAtLeast(apiVersion, '1.44') };
+    const kind = engineKind(version);
+    return {
+      docker,
+      apiVersion,
+      endpoint,
+      kind,
+      recursiveReadOnly: kind === 'docker' && apiAtLeast(apiVersion, '1.44'),
+    };
   } catch (error) {
     const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
     throw new DockerUnavailableError(

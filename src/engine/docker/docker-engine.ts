@@ -5,6 +5,7 @@ import type { Profile } from '../../profile/load-profile.js';
 import type { Logger } from '../../util/logger.js';
 import {
   sandboxUserIds,
+  SandboxStartError,
   type HeldSandbox,
   type HoldOptions,
   type PreparedImage,
@@ -26,6 +27,7 @@ import { ensureEgressProxyImage, startEgress, type StartedEgress } from './egres
 import { makeIsOwnerAlive, removeSession, sweepOrphans } from './sweep.js';
 import { createOpenNetwork, removeOpenNetwork } from './open-network.js';
 import { imageVolumePaths } from './image-volumes.js';
+import { networkRefusal } from './engine-networks.js';
 import { hintboxEnvironment, type HintboxEnvironment } from '../../config/environment.js';
 import { newSessionId } from '../../util/session-identity.js';
 
@@ -80,7 +82,8 @@ export class DockerEngine implements SandboxEngine {
   }
 
   get description(): string {
-    return `Docker at ${this.connection.endpoint}, API ${this.connection.apiVersion}`;
+    const name = this.connection.kind === 'podman' ? 'Podman (Docker-compatible API)' : 'Docker';
+    return `${name} at ${this.connection.endpoint}, API ${this.connection.apiVersion}`;
   }
 
   get recursiveReadOnly(): boolean {
@@ -144,6 +147,9 @@ export class DockerEngine implements SandboxEngine {
   }
 
   async hold(spec: SandboxSpec, options: HoldOptions): Promise<HeldSandbox> {
+    // Before anything is made for it: no proxy, no network, no container (a preview has no network).
+    const refused = spec.preview ? undefined : networkRefusal(this.connection.kind, spec.grant.network, spec.sandboxId);
+    if (refused) throw new SandboxStartError(refused);
     const egress = spec.grant.network === 'egress' && !spec.preview ? await this.egressOf(spec, options) : undefined;
     const openNetwork = spec.grant.network === 'bridge' && !spec.preview ? await this.openNetworkOf() : undefined;
     const imageVolumes = await this.volumesOf(spec.imageId ?? spec.profile.server.image);
@@ -154,7 +160,7 @@ export class DockerEngine implements SandboxEngine {
       spec: (gate) =>
         buildContainerSpec({
           ...spec,
-          engine: { recursiveReadOnly: this.recursiveReadOnly },
+          engine: { recursiveReadOnly: this.recursiveReadOnly, kind: this.connection.kind },
           gate,
           imageVolumes,
           ...(egress ? { egress } : {}),

@@ -14,6 +14,7 @@ import { GateControl } from '../gate-control.js';
 import { assertNoVolumes } from './image-volumes.js';
 import { delay } from '../../util/delay.js';
 import { SandboxStartError, type HeldSandbox, type StartedSandbox } from '../sandbox-engine.js';
+import { removeContainer } from './remove-container.js';
 
 export { SandboxStartError, type HeldSandbox, type StartedSandbox } from '../sandbox-engine.js';
 
@@ -69,13 +70,7 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
       socket?.destroy();
       control?.close();
       await gate.close();
-      await container?.remove({ force: true, v: true }).then(
-        () => undefined,
-        (error: { statusCode?: number }) => {
-          // 404: already gone; 409: removal already in progress.
-          if (error.statusCode !== 404 && error.statusCode !== 409) throw error;
-        },
-      );
+      if (container) await removeContainer(container);
     })().catch((error: unknown) => {
       removed = undefined; // a later call tries again
       throw error;

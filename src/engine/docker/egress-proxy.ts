@@ -17,6 +17,7 @@ import {
 import { IMAGES_DIR, SERVER_SUITE, type ImageBuilder } from './image-builder.js';
 import { parseSquidLogLine, SQUID_PORT, squidConfig } from './squid-config.js';
 import { assertNoVolumes, imageVolumePaths, volumeMasks } from './image-volumes.js';
+import { removeContainer } from './remove-container.js';
 
 /**
  * The egress of one sandbox class with hosts by name (profile `network: { allow, backend }`):
@@ -84,7 +85,7 @@ export async function startEgress(options: EgressOptions): Promise<StartedEgress
   let state: 'starting' | 'up' | 'removed' = 'starting';
   const remove = async (): Promise<void> => {
     state = 'removed';
-    await proxy?.remove({ force: true, v: true }).catch(ignoreGone);
+    if (proxy) await removeContainer(proxy);
     await network?.remove().catch(ignoreGone);
   };
   try {

@@ -308,6 +308,8 @@ export class ImageBuilder {
       await new Promise<void>((resolve, reject) =>
         docker.modem.followProgress(stream, (error) => (error ? reject(error) : resolve())),
       );
+      // Podman's compatible API can end a failed pull without an error event: the image must be there.
+      if (!(await this.exists(image))) throw new Error('the engine reported no error, but has no such image');
       log.info(`pulled ${image}`);
       return true;
     } catch (error) {

@@ -1,5 +1,6 @@
 import type Docker from 'dockerode';
 import { LABEL_CLASS, LABEL_OWNER_HOST, LABEL_OWNER_PID } from './container-spec.js';
+import { removeContainer } from './remove-container.js';
 
 /**
  * The network of open sandboxes (`network: open`, the grant's `bridge`). Not the engine's
@@ -82,11 +83,7 @@ export async function removeOpenNetwork(docker: Docker, name: string): Promise<v
   for (;;) {
     const info = (await network.inspect().catch(gone)) as { Containers?: Record<string, unknown> } | undefined;
     if (!info) return;
-    await Promise.all(
-      Object.keys(info.Containers ?? {}).map((id) =>
-        docker.getContainer(id).remove({ force: true, v: true }).catch(gone),
-      ),
-    );
+    await Promise.all(Object.keys(info.Containers ?? {}).map((id) => removeContainer(docker.getContainer(id))));
     try {
       await network.remove();
       return;

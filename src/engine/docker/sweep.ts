@@ -2,6 +2,7 @@ import type Docker from 'dockerode';
 import type { Logger } from '../../util/logger.js';
 import type { IsOwnerAlive } from '../../util/process-alive.js';
 import { LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION } from './container-spec.js';
+import { removeContainer } from './remove-container.js';
 
 export { makeIsOwnerAlive, type IsOwnerAlive } from '../../util/process-alive.js';
 
@@ -17,14 +18,10 @@ export async function sweepOrphans(docker: Docker, isOwnerAlive: IsOwnerAlive, l
   );
   await Promise.all(
     orphans.map(async (c) => {
-      try {
-        await docker.getContainer(c.Id).remove({ force: true, v: true });
-        log.info(
-          `swept ${c.Names[0]?.replace(/^\//, '') ?? c.Id} (session ${c.Labels[LABEL_SESSION]} is no longer running)`,
-        );
-      } catch (error) {
-        if ((error as { statusCode?: number }).statusCode !== 404) throw error;
-      }
+      await removeContainer(docker.getContainer(c.Id));
+      log.info(
+        `swept ${c.Names[0]?.replace(/^\//, '') ?? c.Id} (session ${c.Labels[LABEL_SESSION]} is no longer running)`,
+      );
     }),
   );
   // The networks (egress proxies' of a session, the open sandboxes' of a process), once their containers are gone.
@@ -46,16 +43,7 @@ export async function sweepOrphans(docker: Docker, isOwnerAlive: IsOwnerAlive, l
 /** Removes every container of one session, then its networks (shutdown). */
 export async function removeSession(docker: Docker, sessionId: string): Promise<number> {
   const containers = await docker.listContainers({ all: true, filters: { label: [`${LABEL_SESSION}=${sessionId}`] } });
-  await Promise.all(
-    containers.map((c) =>
-      docker
-        .getContainer(c.Id)
-        .remove({ force: true, v: true })
-        .catch((error: { statusCode?: number }) => {
-          if (error.statusCode !== 404 && error.statusCode !== 409) throw error;
-        }),
-    ),
-  );
+  await Promise.all(containers.map((c) => removeContainer(docker.getContainer(c.Id))));
   const networks = await docker.listNetworks({ filters: { label: [`${LABEL_SESSION}=${sessionId}`] } });
   await Promise.all(networks.map((n) => removeNetwork(docker, n.Id)));
   return containers.length;

@@ -1,8 +1,9 @@
 import os from 'node:os';
 import type Docker from 'dockerode';
 import { connectDocker, type DockerConnection } from '../../../src/engine/docker/docker-connection.js';
-import { ImageBuilder, IMAGES_DIR, NODE_SERVER_IMAGE } from '../../../src/engine/docker/image-builder.js';
-import { createLogger } from '../../../src/util/logger.js';
+import { IMAGES_DIR, NODE_SERVER_IMAGE } from '../../../src/engine/docker/image-builder.js';
+import { buildFromFolder, onTestEngine } from './engine-images.js';
+import { EGRESS_PROXY_IMAGE, ensureEgressProxyImage } from '../../../src/engine/docker/egress-proxy.js';
 import {
   LABEL_CLASS,
   LABEL_OWNER_HOST,
@@ -10,7 +11,6 @@ import {
   LABEL_SESSION,
 } from '../../../src/engine/docker/container-spec.js';
 import { isProcessAlive, makeIsOwnerAlive } from '../../../src/util/process-alive.js';
-import { GenericContainer } from 'testcontainers';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,6 +35,16 @@ export const CANARY_IMAGE = NODE_SERVER_IMAGE;
 
 export const HOSTNAME = os.hostname();
 
+/**
+ * The skip reason of a suite whose sandboxes need a network, when the tests' engine is Podman
+ * (hintbox refuses those there: engine-networks.ts; egress-host.test.ts proves the refusal), else false.
+ */
+export async function skipWithoutNetworks(): Promise<string | false> {
+  return (await docker()).kind === 'podman'
+    ? 'Podman: hintbox refuses sandboxes with a network there (egress-host.test.ts shows the refusal)'
+    : false;
+}
+
 let connection: Promise<DockerConnection> | undefined;
 export function docker(): Promise<DockerConnection> {
   connection ??= connectDocker();
@@ -47,36 +57,26 @@ export function docker(): Promise<DockerConnection> {
  * the container no longer runs.
  */
 export async function sandboxFrozen(container: Docker.Container): Promise<boolean | undefined> {
-  const top = (await container.top({ ps_args: '-e -o pid,stat,args' }).catch(() => undefined)) as
-    { Titles: string[]; Processes: string[][] } | undefined;
-  if (!top) return undefined;
-  const stat = top.Titles.indexOf('STAT');
+  type Top = { Titles?: string[]; Processes?: string[][] } | undefined;
+  // Docker passes ps's own options; Podman takes its format descriptors (its title is STATE).
+  let top = (await container.top({ ps_args: '-e -o pid,stat,args' }).catch(() => undefined)) as Top;
+  if (!top?.Titles) top = (await container.top({ ps_args: 'pid,state,args' }).catch(() => undefined)) as Top;
+  if (!top?.Titles || !top.Processes) return undefined;
+  const stat = Math.max(top.Titles.indexOf('STAT'), top.Titles.indexOf('STATE'));
   const args = top.Titles.indexOf('COMMAND');
   const others = top.Processes.filter((p) => !p[args]?.startsWith('/run/hintbox/gate'));
   return others.length > 0 && others.every((p) => p[stat]?.startsWith('T') || p[stat]?.startsWith('Z'));
 }
 
-let builder: Promise<ImageBuilder> | undefined;
-/** The image builder the CLI uses, one per process (it builds each image once). */
-function imageBuilder(): Promise<ImageBuilder> {
-  builder ??= (async () => {
-    const { docker: d } = await docker();
-    // Image builds show their progress on stderr, as the CLI's do (quiet when nothing is built).
-    const log = createLogger(process.env.HINTBOX_TEST_VERBOSE ? 'debug' : 'info');
-    return new ImageBuilder({ docker: d, log });
-  })();
-  return builder;
-}
-
 /**
- * Builds the fixture image of `test/fixtures/<folder>` (its Dockerfile) under `tag`, through
- * testcontainers. The context is test/fixtures itself, so that every fixture's image can take
+ * Builds the fixture image of `test/fixtures/<folder>` (its Dockerfile) under `tag`. The context is test/fixtures itself, so that every fixture's image can take
  * the files the fixtures share (test/fixtures/shared: their stdio loop) without a copy in git.
  */
 export async function buildFixture(folder: string, tag: string, buildArgs: Record<string, string>): Promise<void> {
-  await GenericContainer.fromDockerfile(FIXTURES, `${folder}/Dockerfile`)
-    .withBuildArgs(buildArgs)
-    .build(tag, { deleteOnExit: false });
+  // Built where the tests' images are (Docker's store; on Podman, copied over after).
+  await onTestEngine(await docker(), [tag], (_, store) =>
+    buildFromFolder(store, FIXTURES, `${folder}/Dockerfile`, tag, buildArgs),
+  );
 }
 
 let images: Promise<void> | undefined;
@@ -86,7 +86,9 @@ let images: Promise<void> | undefined;
  */
 export function ensureTestImages(): Promise<void> {
   images ??= (async () => {
-    await (await imageBuilder()).ensure(FILESYSTEM_IMAGE, path.join(IMAGES_DIR, 'server-filesystem'));
+    await onTestEngine(await docker(), [NODE_SERVER_IMAGE, FILESYSTEM_IMAGE], (builder) =>
+      builder.ensure(FILESYSTEM_IMAGE, path.join(IMAGES_DIR, 'server-filesystem')),
+    );
     await buildFixture('liar', LIAR_IMAGE, { NODE_SERVER_IMAGE });
   })();
   return images;
@@ -99,7 +101,9 @@ let everything: Promise<void> | undefined;
  */
 export function ensureEverythingImage(): Promise<void> {
   everything ??= (async () => {
-    await (await imageBuilder()).ensure(EVERYTHING_IMAGE, path.join(IMAGES_DIR, 'server-everything'));
+    await onTestEngine(await docker(), [EVERYTHING_IMAGE], (builder) =>
+      builder.ensure(EVERYTHING_IMAGE, path.join(IMAGES_DIR, 'server-everything')),
+    );
   })();
   return everything;
 }
@@ -143,7 +147,11 @@ export const ensureTextFixtureImage = fixtureImage('textliar', TEXTLIAR_IMAGE, {
 export const ensureAskerImage = fixtureImage('asker', ASKER_IMAGE, { NODE_SERVER_IMAGE }, ensureTestImages);
 
 /** The fixture that reaches hosts through the egress proxy and around it (test/fixtures/egress). */
-export const ensureEgressImage = fixtureImage('egress', EGRESS_IMAGE, { NODE_SERVER_IMAGE }, ensureTestImages);
+export const ensureEgressImage = fixtureImage('egress', EGRESS_IMAGE, { NODE_SERVER_IMAGE }, async () => {
+  await ensureTestImages();
+  // hintbox would build the proxy's image itself; on Podman it is copied from Docker's store instead.
+  await onTestEngine(await docker(), [EGRESS_PROXY_IMAGE], (builder) => ensureEgressProxyImage(builder));
+});
 
 /** The fixture that fails as servers do: out of memory, stops reading, and answers load (test/fixtures/faulty). */
 export const ensureFaultyImage = fixtureImage('faulty', FAULTY_IMAGE, { NODE_SERVER_IMAGE }, ensureTestImages);
@@ -165,7 +173,9 @@ export const ensureFloodImage = fixtureImage('flood', FLOOD_IMAGE, { NODE_SERVER
  */
 export async function defaultBridgeGateway(containerId: string): Promise<string> {
   const { docker: d } = await docker();
-  const gateway = (await d.getContainer(containerId).inspect()).NetworkSettings.Networks.bridge?.Gateway;
+  // Podman's compatible API names its default network `podman`.
+  const networks = (await d.getContainer(containerId).inspect()).NetworkSettings.Networks;
+  const gateway = (networks.bridge ?? networks.podman)?.Gateway;
   assert.ok(gateway, 'the container is on the default bridge');
   return gateway;
 }

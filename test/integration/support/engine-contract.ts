@@ -34,7 +34,12 @@ import { integrationSuite } from './suite.js';
  * tools are asked to); every promise is shown by an attempt that fails and a state that did not
  * change, beside a control that the same attempt works where it is granted.
  */
-export function engineContract(name: string, makeEngine: () => Promise<SandboxEngine>): void {
+export function engineContract(
+  name: string,
+  makeEngine: () => Promise<SandboxEngine>,
+  /** `refused`: the engine refuses every sandbox with a network (Podman: see engine-networks.ts) instead of starting it. */
+  networks: 'kept' | 'refused' = 'kept',
+): void {
   const log = createLogger(process.env.HINTBOX_TEST_VERBOSE ? 'debug' : 'warn');
   const options = { log, startTimeoutMs: 60_000 };
   const profile = () =>
@@ -166,12 +171,16 @@ export function engineContract(name: string, makeEngine: () => Promise<SandboxEn
             .start();
           // Its published port on the host, as a service outside would be.
           const at = { host: await defaultBridgeGateway(canary.getId()), port: canary.getMappedPort(CANARY_PORT) };
-          await using open = await start(spec(session(), 'ro-open', { network: 'bridge', mounts: [] }));
-          assert.deepEqual(
-            await call(open, 'connect', at),
-            { ok: true, value: 'canary' },
-            'control: an open sandbox reaches it',
-          );
+          if (networks === 'refused') {
+            await assert.rejects(engine.hold(spec(session(), 'ro-open', { network: 'bridge', mounts: [] }), options));
+          } else {
+            await using open = await start(spec(session(), 'ro-open', { network: 'bridge', mounts: [] }));
+            assert.deepEqual(
+              await call(open, 'connect', at),
+              { ok: true, value: 'canary' },
+              'control: an open sandbox reaches it',
+            );
+          }
           await using sandbox = await start(spec(session(), 'ro-offline', offline()));
           const reached = await call(sandbox, 'connect', at);
           assert.equal(reached.ok, false, `the sandbox reached the canary: ${JSON.stringify(reached)}`);
@@ -230,8 +239,10 @@ export function engineContract(name: string, makeEngine: () => Promise<SandboxEn
 
       it('close() removes what the engine kept for all sessions and refuses a later sandbox that needs it; twice is fine', async () => {
         const identity = session();
-        await using open = await start(spec(identity, 'ro-open', { network: 'bridge', mounts: [] }));
-        assert.equal((await call(open, 'identity')).ok, true);
+        if (networks === 'kept') {
+          await using open = await start(spec(identity, 'ro-open', { network: 'bridge', mounts: [] }));
+          assert.equal((await call(open, 'identity')).ok, true);
+        }
         await engine.removeSession(identity.sessionId);
         await engine.close();
         await engine.close();

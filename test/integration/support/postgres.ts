@@ -1,8 +1,8 @@
 import path from 'node:path';
 import { GenericContainer, Wait, type StartedTestContainer } from 'testcontainers';
-import { ImageBuilder, IMAGES_DIR } from '../../../src/engine/docker/image-builder.js';
-import { createLogger } from '../../../src/util/logger.js';
+import { IMAGES_DIR } from '../../../src/engine/docker/image-builder.js';
 import { docker } from './docker.js';
+import { onTestEngine } from './engine-images.js';
 
 export const POSTGRES_IMAGE = 'hintbox-test/postgres:15';
 export const POSTGRES_ADMIN_PASSWORD = 'hintbox-test-admin';
@@ -24,12 +24,9 @@ export async function startPostgres(
   /** `hostPort`: a fixed port on the host, kept when the container is stopped and started again (else a free one). */
   options: { hostPort?: number } = {},
 ): Promise<StartedPostgres> {
-  const { docker: d } = await docker();
   // Debian bookworm's Postgres 15: the release the database tests were written against.
-  await new ImageBuilder({ docker: d, log: createLogger('info') }).buildOn(
-    'bookworm',
-    POSTGRES_IMAGE,
-    path.join(IMAGES_DIR, 'postgres'),
+  await onTestEngine(await docker(), [POSTGRES_IMAGE], (builder) =>
+    builder.buildOn('bookworm', POSTGRES_IMAGE, path.join(IMAGES_DIR, 'postgres')),
   );
   const container = await new GenericContainer(POSTGRES_IMAGE)
     .withExposedPorts(options.hostPort ? { container: 5432, host: options.hostPort } : 5432)

@@ -1,0 +1,123 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import { before, it } from 'node:test';
+import type Docker from 'dockerode';
+import { integrationSuite } from './support/suite.js';
+import { httpText } from './support/http-text.js';
+import { CANARY_IMAGE, docker, EGRESS_IMAGE, ensureEgressImage, eventually, sandboxOfClass } from './support/docker.js';
+import { outcomeOf, runHintbox, writeProfile } from './support/hintbox-process.js';
+
+/**
+ * An open-world sandbox (egress by host name) against the engine's host, on whichever engine
+ * DOCKER_HOST names: a canary HTTP server of this test listens on every address of the host, and
+ * the sandbox's server tries it straight (ignoring its proxy) at every address the host has and
+ * at the gateway of every network the engine put the sandbox on. Podman's internal networks are
+ * not isolated from the host (their gateway is the host's, `inhibit_ipv4` is ignored), so a
+ * sandbox on one got the canary's 200; a sandbox on no network at all reaches nothing.
+ */
+const PORT = 8080;
+
+integrationSuite(
+  "egress: an open-world sandbox does not reach the engine's host",
+  { timeout: 300_000, images: [ensureEgressImage] },
+  (suite) => {
+    let hostCanary: http.Server;
+    let hostPort: number;
+    let hits = 0;
+    let listed: Docker.Container;
+    let listedIp: string;
+
+    before(async () => {
+      hostCanary = http.createServer((_, r) => (hits++, r.end('the host itself')));
+      await new Promise<void>((resolve) => hostCanary.listen(0, '0.0.0.0', resolve));
+      hostPort = (hostCanary.address() as AddressInfo).port;
+      suite.defer(() => hostCanary.close());
+      // A listed host for the control: a canary container on the engine's default network.
+      const { docker: d } = await docker();
+      listed = await d.createContainer({
+        Image: CANARY_IMAGE,
+        name: `hintbox-test-egress-host-${process.pid}`,
+        Entrypoint: ['node', '-e', `require('http').createServer((q, r) => r.end('listed')).listen(${PORT})`],
+        Labels: { 'hintbox-test': 'egress-host' },
+      });
+      suite.defer(() => listed.remove({ force: true }));
+      await listed.start();
+      const networks = (await listed.inspect()).NetworkSettings.Networks;
+      listedIp = Object.values(networks).find((n) => n.IPAddress)?.IPAddress ?? '';
+      assert.ok(listedIp, JSON.stringify(networks));
+    });
+
+    // proves: EGRESS-NO-HOST, PODMAN-NETWORKS
+    it("an open-world sandbox gets nothing from a service on the engine's host, at any of its addresses", async () => {
+      const profile = writeProfile({
+        name: `egress-host-${process.pid}`,
+        server: { image: EGRESS_IMAGE },
+        trust: 'trusted',
+        network: { allow: [`${listedIp}:${PORT}`] },
+      });
+      const hostAddresses = Object.values(os.networkInterfaces())
+        .flatMap((list) => list ?? [])
+        .filter((a) => a.family === 'IPv4')
+        .map((a) => a.address);
+      // Control: from the host, the canary answers at its non-loopback addresses.
+      const reachable = hostAddresses.filter((a) => !a.startsWith('127.'));
+      assert.ok(reachable.length > 0);
+      for (const address of reachable)
+        assert.equal(await httpText(`http://${address}:${hostPort}/`), 'the host itself');
+      const before = hits;
+
+      if ((await docker()).kind === 'podman') {
+        // Podman's networks do not keep a sandbox from the host: the run is refused at its start, before anything is made.
+        await assert.rejects(runHintbox(profile), /egress \(network by host name\) is refused on Podman/);
+        assert.equal(hits, before, 'the host canary saw no request');
+        return;
+      }
+      await using hintbox = await runHintbox(profile);
+      const call = async (name: string, args: Record<string, unknown>) =>
+        outcomeOf(await hintbox.client.callTool({ name, arguments: args }));
+
+      // Control: the listed host answers through the proxy, so the sandbox runs and has its way out.
+      let last: unknown;
+      await eventually(
+        async () => {
+          last = await hintbox.client.callTool({ name: 'fetch', arguments: { url: `http://${listedIp}:${PORT}/` } });
+          return JSON.stringify(last).includes('listed');
+        },
+        20_000,
+        'the listed canary through the proxy',
+      ).catch((error: Error) => assert.fail(`${error.message}: ${JSON.stringify(last)}`));
+
+      // Every address of the host's, and the gateway of each network the sandbox is on (the host's, on a bridge).
+      const info = await sandboxOfClass(hintbox.pid, 'nomounts-egress');
+      const gateways = Object.values(info.NetworkSettings.Networks ?? {}).flatMap((n) =>
+        n.Gateway ? [n.Gateway] : [],
+      );
+      const subnetFirst = await firstAddresses(Object.keys(info.NetworkSettings.Networks ?? {}));
+      const targets = [...new Set([...hostAddresses, ...gateways, ...subnetFirst])];
+      for (const address of targets) {
+        const direct = await call('get', { url: `http://${address}:${hostPort}/` });
+        assert.equal(direct.ok, false, `the host at ${address}: ${JSON.stringify(direct)}`);
+      }
+      for (const name of ['host.containers.internal', 'host.docker.internal']) {
+        const byName = await call('get', { url: `http://${name}:${hostPort}/` });
+        assert.equal(byName.ok, false, `the host as ${name}: ${JSON.stringify(byName)}`);
+      }
+      assert.equal(hits, before, 'the host canary saw no request from the sandbox');
+    });
+  },
+);
+/** The first address of each network's subnets: where a bridge puts the host when the engine does not say. */
+async function firstAddresses(networks: readonly string[]): Promise<string[]> {
+  const { docker: d } = await docker();
+  const out: string[] = [];
+  for (const name of networks) {
+    const info = (await d.getNetwork(name).inspect()) as { IPAM?: { Config?: { Subnet?: string }[] } };
+    for (const c of info.IPAM?.Config ?? []) {
+      const v4 = /^(\d+\.\d+\.\d+)\.0\/(\d+)$/.exec(c.Subnet ?? '');
+      if (v4) out.push(`${v4[1]}.1`);
+    }
+  }
+  return out;
+}
