@@ -300,7 +300,8 @@ function waitFor<T>(promise: Promise<T>, exited: Promise<void>, ms: number): Pro
   });
 }
 
-function collectStderr(stderr: PassThrough, tail: string[], log: Logger, budget: { left: number }): void {
+/** Logs a sandbox's stderr line by line (within `budget` bytes) and keeps its last lines in `tail`; any engine's. */
+export function collectStderr(stderr: PassThrough, tail: string[], log: Logger, budget: { left: number }): void {
   let partial = '';
   stderr.setEncoding('utf8');
   stderr.on('data', (chunk: string) => {
