@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import { HintboxError } from '../../util/hintbox-error.js';
 import type { KubeObject } from './kubernetes-objects.js';
 

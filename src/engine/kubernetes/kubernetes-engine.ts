@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import { KubeConfig } from '@kubernetes/client-node';
+// The config module alone: the package's index would bring every generated API model into the bundle.
+import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import type { Profile } from '../../profile/load-profile.js';
 import { UsageError } from '../../util/hintbox-error.js';
 import type { Logger } from '../../util/logger.js';
@@ -22,10 +23,7 @@ import { KubeApi, type Kind } from './kube-api.js';
 import type { KubeObject } from './kubernetes-objects.js';
 import { holdPod, waitRunning } from './kubernetes-sandbox.js';
 import { removeKubernetesSession, sweepKubernetesOrphans } from './kubernetes-sweep.js';
-import { renderSandboxPod, type KubernetesTarget } from './sandbox-pod.js';
-
-/** Where hintbox's own image keeps the static gate (images/hintbox): the sandbox Pods' initContainer copies it. */
-export const HINTBOX_IMAGE_GATE_PATH = '/usr/lib/hintbox/dist/hintbox-gate';
+import { HINTBOX_IMAGE_GATE_PATH, renderSandboxPod, type KubernetesTarget } from './sandbox-pod.js';
 
 export interface KubernetesEngineOptions {
   kubeConfig: KubeConfig;

@@ -1,5 +1,5 @@
 import { PassThrough } from 'node:stream';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { SplitTransport } from '../../mcp/split-transport.js';

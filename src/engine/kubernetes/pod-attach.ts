@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import { PassThrough, Writable } from 'node:stream';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 // Not re-exported by the package's index; the attach channels' one implementation there.
 import { WebSocketHandler } from '@kubernetes/client-node/dist/web-socket-handler.js';
 import { NdjsonTransport } from '../../mcp/ndjson-transport.js';
