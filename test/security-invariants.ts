@@ -1955,6 +1955,11 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         title:
           'sweep removes the objects of dead hintbox processes (this host) and of owner Pods that are gone, and nothing else',
       },
+      {
+        file: 'integration/kubernetes-run.test.ts',
+        title:
+          "serves the server's tools from sandbox Pods; the Pods a killed hintbox left are swept by the next start",
+      },
     ],
   },
 ];
