@@ -1,14 +1,13 @@
 import { PassThrough } from 'node:stream';
 import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { SplitTransport } from '../../mcp/split-transport.js';
 import { monotonicMs } from '../../util/clock.js';
 import { delay } from '../../util/delay.js';
 import type { Logger } from '../../util/logger.js';
-import { VERSION } from '../../version.js';
 import { collectStderr, STDERR_LOG_MAX_BYTES } from '../docker/docker-sandbox.js';
 import { SandboxStartError, type HeldSandbox, type StartedSandbox } from '../sandbox-engine.js';
+import { connectReleased } from '../started-sandbox.js';
 import type { Kind, KubeApi } from './kube-api.js';
 import type { KubeObject } from './kubernetes-objects.js';
 import { attachToGate, type AttachedGate } from './pod-attach.js';
@@ -117,35 +116,20 @@ async function release(
   gate: AttachedGate,
   ctx: HoldPodOptions & { name: string; tail: string[]; remove: () => Promise<void> },
 ): Promise<StartedSandbox> {
-  const stderrSays = (): string =>
-    ctx.tail.length ? `; its stderr ends with:\n${ctx.tail.join('\n')}` : '; it wrote nothing to stderr';
-  const closed = gate.ended.then(() => undefined);
-  const forwarded = new SplitTransport(gate.release());
-  const client = new Client({ name: 'hintbox', version: VERSION }, { capabilities: ctx.clientCapabilities ?? {} });
-  try {
-    await client.connect(forwarded.sdk, { timeout: ctx.startTimeoutMs });
-  } catch (error) {
-    await Promise.race([closed, delay(300)]);
-    throw new SandboxStartError(
-      `sandbox ${ctx.id}: the server failed to initialize (${(error as Error).message})${stderrSays()}`,
-    );
-  }
-  const remove = async (): Promise<void> => {
-    await client.close().catch(() => undefined);
-    await ctx.remove();
-  };
-  return {
+  return connectReleased({
     id: ctx.id,
     containerId: ctx.name,
-    client,
-    forwarded,
-    closed,
+    forwarded: new SplitTransport(gate.release()),
+    closed: gate.ended.then(() => undefined),
+    startTimeoutMs: ctx.startTimeoutMs,
+    capabilities: ctx.clientCapabilities ?? {},
+    stderrSays: () =>
+      ctx.tail.length ? `; its stderr ends with:\n${ctx.tail.join('\n')}` : '; it wrote nothing to stderr',
     stderrTail: () => ctx.tail.slice(-STDERR_TAIL_LINES).join('\n'),
-    remove,
+    remove: ctx.remove,
     freeze: () => Promise.reject(new Error(NO_FREEZE)),
     thaw: () => Promise.resolve(),
-    [Symbol.asyncDispose]: remove,
-  };
+  });
 }
 
 /** The Pod once its container `container` runs; rejects at once when it never will, or when time runs out. */
