@@ -1907,7 +1907,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'K8S-ENGINE',
     statement:
-      "hintbox's Kubernetes engine makes a sandbox's deny-all NetworkPolicy before its Pod, runs nothing of the image until the release (the gate, asked over the attach, answers with its token), and fails closed in one line when the image cannot be pulled, the API refuses an object, or the grant needs a database or an open network, leaving no Pod and no NetworkPolicy.",
+      "hintbox's Kubernetes engine makes a sandbox's deny-all NetworkPolicy before its Pod, runs nothing of the image until the release (the gate, asked over the attach, answers with its token), and fails closed in one line when the image cannot be pulled, the API refuses an object, or the grant needs a database or an open network, leaving no Pod and no NetworkPolicy; outside a Pod it takes no Pod for its own (owner, gate image).",
     tests: [
       {
         file: 'unit/kubernetes-engine.test.ts',
@@ -1926,6 +1926,10 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       {
         file: 'unit/kubernetes-engine.test.ts',
         title: 'a database grant or an open network is refused before anything is sent to the cluster',
+      },
+      {
+        file: 'unit/kubernetes-engine.test.ts',
+        title: 'refuses to start, in one line, without a cluster or, outside a Pod, without a gate image',
       },
       {
         file: 'unit/kubernetes-engine.test.ts',

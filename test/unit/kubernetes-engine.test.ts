@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readlinkSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import { KubernetesEngine } from '../../src/engine/kubernetes/kubernetes-engine.js';
 import { NO_FREEZE } from '../../src/engine/kubernetes/kubernetes-sandbox.js';
 import type { KubeObject } from '../../src/engine/kubernetes/kubernetes-objects.js';
@@ -193,6 +194,27 @@ describe(
       await held.remove();
       assert.equal(await engine.removeSession('k8sf1'), 1, 'the proxy Pod was left for the session');
       assert.deepEqual([...standIn.objects.keys()], []);
+    });
+
+    // proves: K8S-ENGINE
+    it('refuses to start, in one line, without a cluster or, outside a Pod, without a gate image', async () => {
+      await assert.rejects(
+        KubernetesEngine.connect({ kubeConfig: new KubeConfig(), log }),
+        (e: Error) => e.message === 'the Kubernetes engine: no cluster found (set KUBECONFIG, or run hintbox in a Pod)',
+      );
+      // A Pod bearing this host's name is not taken for hintbox's own outside a Pod.
+      standIn.put({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: HOST, namespace: NS },
+        spec: { containers: [{ image: 'x' }] },
+      });
+      await assert.rejects(
+        KubernetesEngine.connect({ kubeConfig: standIn.kubeConfig(NS), log, hostName: HOST }),
+        (e: Error) =>
+          /^HINTBOX_GATE_IMAGE: hintbox runs outside the cluster .*: name an image the cluster/.test(e.message),
+      );
+      standIn.objects.delete(`Pod/${NS}/${HOST}`);
     });
 
     // proves: K8S-SWEEP

@@ -25,6 +25,9 @@ import { holdPod, waitRunning } from './kubernetes-sandbox.js';
 import { removeKubernetesSession, sweepKubernetesOrphans } from './kubernetes-sweep.js';
 import { HINTBOX_IMAGE_GATE_PATH, renderSandboxPod, type KubernetesTarget } from './sandbox-pod.js';
 
+/** The cluster's name in a kubeconfig that `loadFromDefault` made from a Pod's service account. */
+const IN_CLUSTER = 'inCluster';
+
 export interface KubernetesEngineOptions {
   kubeConfig: KubeConfig;
   log: Logger;
@@ -32,7 +35,7 @@ export interface KubernetesEngineOptions {
   namespace?: string;
   /** An image with the gate at `HINTBOX_IMAGE_GATE_PATH` (HINTBOX_GATE_IMAGE). Default: hintbox's own Pod's image. */
   gateImage?: string;
-  /** hintbox's own Pod (owner of everything it makes). Default: the Pod named as this host, when there is one. */
+  /** hintbox's own Pod (owner of everything it makes). Default, in a Pod: the Pod named as this host. */
   owner?: { name: string; uid: string };
   /** How profile mounts reach the Pods. Default: the operator's PersistentVolumeClaims. */
   volumes?: KubernetesTarget['volumes'];
@@ -82,13 +85,16 @@ export class KubernetesEngine implements SandboxEngine {
     const namespace =
       options.namespace ?? kubeConfig.getContextObject(kubeConfig.getCurrentContext())?.namespace ?? 'default';
     const api = new KubeApi(kubeConfig, namespace);
-    const own = options.owner ? undefined : await api.read('Pod', options.hostName ?? os.hostname());
+    // Only in a Pod (the service account's config): elsewhere a Pod that happens to bear this
+    // host's name is not hintbox's, and must neither own its sandboxes nor give their gate.
+    const inPod = kubeConfig.getCurrentCluster()?.name === IN_CLUSTER;
+    const own = options.owner || !inPod ? undefined : await api.read('Pod', options.hostName ?? os.hostname());
     const owner = options.owner ?? (own?.metadata.uid ? { name: own.metadata.name, uid: own.metadata.uid } : undefined);
     const ownImage = ((own?.spec as { containers?: { image?: string }[] } | undefined)?.containers ?? [])[0]?.image;
     const gateImage = options.gateImage ?? ownImage;
     if (!gateImage) {
       throw new UsageError(
-        `HINTBOX_GATE_IMAGE: hintbox runs outside the cluster (no Pod ${options.hostName ?? os.hostname()} in namespace ${namespace}): name an image the cluster can pull that holds hintbox's gate at ${HINTBOX_IMAGE_GATE_PATH} (hintbox's own image)`,
+        `HINTBOX_GATE_IMAGE: hintbox runs outside the cluster (or its Pod ${options.hostName ?? os.hostname()} is not in namespace ${namespace}): name an image the cluster can pull that holds hintbox's gate at ${HINTBOX_IMAGE_GATE_PATH} (hintbox's own image)`,
       );
     }
     return new KubernetesEngine({ ...options, kubeConfig, namespace, gateImage, ...(owner ? { owner } : {}) });
