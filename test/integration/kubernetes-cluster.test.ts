@@ -1,4 +1,4 @@
-import { it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import { KubeApi } from '../../src/engine/kubernetes/kube-api.js';
@@ -6,13 +6,14 @@ import { KubernetesEngine } from '../../src/engine/kubernetes/kubernetes-engine.
 import type { SandboxSpec } from '../../src/engine/sandbox-engine.js';
 import { createLogger } from '../../src/util/logger.js';
 import { newSessionId } from '../../src/util/session-identity.js';
-import { integrationSuite } from './support/suite.js';
 
 /**
  * The Kubernetes engine against a real cluster: runs whenever KUBECONFIG names one (kind, k3s,
  * a platform team's), skipped otherwise. See docs/engines.md ("the real-cluster suite") for what
  * it needs: a namespace where the kubeconfig may do what deploy/base/role.yaml grants, and two
  * images the cluster can pull (hintbox's, for the gate; one with node and the liar fixture).
+ * Not an `integrationSuite`: it needs no Docker (whose leftovers that scaffold checks); what it
+ * makes on the cluster it checks and removes itself, by session.
  */
 
 const NAMESPACE = process.env.HINTBOX_TEST_NAMESPACE ?? 'hintbox-test';
@@ -25,8 +26,12 @@ const skip = !process.env.KUBECONFIG
     : false;
 const log = createLogger('warn');
 
-integrationSuite('the Kubernetes engine on a real cluster', { timeout: 300_000, skip }, (suite) => {
+describe('the Kubernetes engine on a real cluster', { timeout: 300_000, skip }, () => {
   const kubeConfig = new KubeConfig();
+  const sessions = new Set<string>();
+  after(async () => {
+    for (const sessionId of sessions) await engine.removeSession(sessionId);
+  });
   let engine: KubernetesEngine;
   let api: KubeApi;
 
@@ -63,7 +68,7 @@ integrationSuite('the Kubernetes engine on a real cluster', { timeout: 300_000, 
     });
     api = new KubeApi(kubeConfig, NAMESPACE);
     const sessionId = newSessionId();
-    suite.defer(() => engine.removeSession(sessionId));
+    sessions.add(sessionId);
     const held = await engine.hold(spec(sessionId), { log, startTimeoutMs: 120_000 });
     const started = await held.release();
     const { tools } = await started.client.listTools();
@@ -78,6 +83,7 @@ integrationSuite('the Kubernetes engine on a real cluster', { timeout: 300_000, 
 
   it('an image the cluster cannot pull fails the start in one line and leaves nothing', async () => {
     const sessionId = newSessionId();
+    sessions.add(sessionId);
     await assert.rejects(
       engine.hold(spec(sessionId, 'registry.invalid/hintbox-missing:0'), { log, startTimeoutMs: 120_000 }),
       (e: Error) => /cannot start: (ErrImagePull|ImagePullBackOff)/.test(e.message) && !e.message.includes('\n'),

@@ -115,6 +115,17 @@ describe(
       assert.ok(tools.some((t) => t.name === 'identity'));
       const result = await started.client.callTool({ name: 'identity', arguments: {} });
       assert.notEqual(result.isError, true, JSON.stringify(result));
+      const [listed] = await engine.sandboxesOf(process.pid);
+      assert.deepEqual(
+        { ...listed, mounts: listed?.mounts.filter((m) => m.target.startsWith('/run/hintbox')) },
+        {
+          sandboxClass: 'ro-offline',
+          network: 'none (NetworkPolicy)',
+          mounts: [{ target: '/run/hintbox/bin', readOnly: true }],
+          user: '10001:10001',
+          capabilitiesDropped: ['ALL'],
+        },
+      );
       assert.equal(await engine.removeSession('k8sa1'), 1);
       assert.deepEqual(standIn.names('Pod'), []);
       assert.deepEqual(standIn.names('NetworkPolicy'), []);
