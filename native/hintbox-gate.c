@@ -292,10 +292,17 @@ int main(int argc, char **argv) {
    * "-": the channel is the gate's own stdin and stdout (on Kubernetes, the API's attach to the
    * Pod: no host folder to bind a socket from). The token then only says the gate is up, and
    * there is no control connection: such a gate cannot freeze its sandbox (it just runs the server).
+   * It waits to be asked ('?') before it answers with the token: an attach carries only what the
+   * container writes after it, and the container starts before hintbox can attach.
    */
   int stdio = strcmp(path, "-") == 0;
   int fd = STDIN_FILENO, control = -1;
   if (stdio) {
+    char ask = 0;
+    ssize_t asked;
+    do asked = read(STDIN_FILENO, &ask, 1);
+    while (asked < 0 && errno == EINTR);
+    if (asked != 1 || ask != '?') return GATE_FAILED; /* not hintbox, or it went: the server never runs */
     if (write_all(STDOUT_FILENO, token, strlen(token)) != 0 || write_all(STDOUT_FILENO, "\n", 1) != 0) {
       say("cannot send the token to hintbox", strerror(errno));
       return GATE_FAILED;

@@ -5,7 +5,10 @@
 // dockerode's BuildKit session (gRPC + protobuf) and BuildKit progress decoder (protobuf;
 // hintbox builds with the classic builder and docker-modem's followProgress), and
 // docker-modem's SSH transport (ssh:// DOCKER_HOST), and zod's error messages in languages
-// other than English (a fifth of the bundle; hintbox never switches zod's locale).
+// other than English (a fifth of the bundle; hintbox never switches zod's locale), and what
+// @kubernetes/client-node's KubeConfig imports for its generated API clients (makeApiClient)
+// and fetch options: the Kubernetes engine uses only its credentials and the attach (a
+// megabyte less to compile at every start).
 import path from 'node:path';
 import { build } from 'esbuild';
 
@@ -19,6 +22,11 @@ const unused = {
     );
     b.onResolve({ filter: /^\.\/ssh$/ }, (args) =>
       args.importer.includes('/docker-modem/') ? { path: 'docker-modem-ssh', namespace: 'hintbox-unused' } : undefined,
+    );
+    b.onResolve({ filter: /^(\.\/gen\/index\.js|node-fetch)$/ }, (args) =>
+      args.importer.endsWith('/@kubernetes/client-node/dist/config.js')
+        ? { path: `client-node-config-${args.path.replace(/\W+/g, '-')}`, namespace: 'hintbox-unused' }
+        : undefined,
     );
     b.onResolve({ filter: /\/locales\/index\.js$/ }, (args) =>
       args.importer.includes('/zod/v4/')

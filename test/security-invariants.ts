@@ -1978,4 +1978,66 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'K8S-ENGINE',
+    statement:
+      "hintbox's Kubernetes engine makes a sandbox's deny-all NetworkPolicy before its Pod, runs nothing of the image until the release (the gate, asked over the attach, answers with its token), and fails closed in one line when the image cannot be pulled, the API refuses an object, or the grant needs a database or an open network, leaving no Pod and no NetworkPolicy; outside a Pod it takes no Pod for its own (owner, gate image).",
+    tests: [
+      {
+        file: 'unit/kubernetes-engine.test.ts',
+        title:
+          'holds a sandbox Pod behind its NetworkPolicy, runs nothing until release, then speaks MCP; removeSession leaves nothing',
+      },
+      {
+        file: 'unit/kubernetes-engine.test.ts',
+        title: 'an image the cluster cannot pull fails the start in one line, and leaves no Pod and no NetworkPolicy',
+      },
+      {
+        file: 'unit/kubernetes-engine.test.ts',
+        title:
+          'an API that refuses the Pod (RBAC) fails the start in one line, and the NetworkPolicy made before it is deleted',
+      },
+      {
+        file: 'unit/kubernetes-engine.test.ts',
+        title: 'a database grant or an open network is refused before anything is sent to the cluster',
+      },
+      {
+        file: 'unit/kubernetes-engine.test.ts',
+        title: 'refuses to start, in one line, without a cluster or, outside a Pod, without a gate image',
+      },
+      {
+        file: 'unit/kubernetes-engine.test.ts',
+        title:
+          'an egress class gets its proxy Pod, Service and policy first, and reaches it by the Service address only',
+      },
+    ],
+  },
+  {
+    id: 'K8S-NO-FREEZE',
+    statement:
+      'On Kubernetes a released sandbox cannot be frozen (its gate has no control channel over the attach): freeze fails, so a held writer is removed after its call and started again at the next, never left running between calls.',
+    tests: [
+      {
+        file: 'unit/kubernetes-engine.test.ts',
+        title: 'a released sandbox refuses to freeze (no control channel), so the pool removes a writer after its call',
+      },
+    ],
+  },
+  {
+    id: 'K8S-SWEEP',
+    statement:
+      "On Kubernetes hintbox's sweep removes the Pods, Services and NetworkPolicies of hintbox processes that are gone (this host's by pid, another's when its owner Pod is gone or replaced) and never those of a live owner or of an owner it cannot judge.",
+    tests: [
+      {
+        file: 'unit/kubernetes-engine.test.ts',
+        title:
+          'sweep removes the objects of dead hintbox processes (this host) and of owner Pods that are gone, and nothing else',
+      },
+      {
+        file: 'integration/kubernetes-run.test.ts',
+        title:
+          "serves the server's tools from sandbox Pods; the Pods a killed hintbox left are swept by the next start",
+      },
+    ],
+  },
 ];

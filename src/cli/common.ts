@@ -35,12 +35,23 @@ export function profileArg(command: string, positionals: string[]): Profile {
   return loadProfile(positionals[0] as string);
 }
 
-/** Connects to the sandbox engine (Docker) and sweeps what crashed runs left behind. */
-export async function engineReady(log: Logger = cliLog): Promise<SandboxEngine> {
-  const engine = await DockerEngine.connect({
-    log,
-    ...(hintboxEnvironment().baseImage ? { baseImage: hintboxEnvironment().baseImage } : {}),
-  });
+/**
+ * Connects to the sandbox engine (`--engine`, else HINTBOX_ENGINE: Docker unless it says
+ * kubernetes) and sweeps what crashed runs left behind.
+ */
+export async function engineReady(log: Logger = cliLog, engineArg?: unknown): Promise<SandboxEngine> {
+  const env = hintboxEnvironment();
+  const kind = engineArg ?? env.engine;
+  if (kind !== 'docker' && kind !== 'kubernetes') {
+    throw new UsageError(`--engine: expected docker or kubernetes, got ${JSON.stringify(kind)}`);
+  }
+  // Loaded only when chosen: its client library is not compiled at every start.
+  const engine: SandboxEngine =
+    kind === 'kubernetes'
+      ? await (
+          await import('../engine/kubernetes/kubernetes-engine.js')
+        ).KubernetesEngine.connect({ log, ...(env.gateImage ? { gateImage: env.gateImage } : {}) })
+      : await DockerEngine.connect({ log, ...(env.baseImage ? { baseImage: env.baseImage } : {}) });
   log.debug(engine.description);
   await engine.sweepOrphans(log);
   for (const dir of sweepSocketDirs()) log.debug(`swept socket folder ${dir} (its run is gone)`);

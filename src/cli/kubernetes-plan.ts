@@ -3,6 +3,7 @@ import type { SandboxPlan } from '../policy/plan-sandboxes.js';
 import type { Profile } from '../profile/load-profile.js';
 import type { PreparedImage, SessionIdentity } from '../engine/sandbox-engine.js';
 import { renderSession } from '../engine/kubernetes/render-session.js';
+import { HINTBOX_IMAGE_GATE_PATH } from '../engine/kubernetes/sandbox-pod.js';
 
 /**
  * `hintbox plan --engine kubernetes`: the objects a session of the planned sandboxes would be on
@@ -31,7 +32,7 @@ export function kubernetesPlan(options: {
   }));
   const { objects, restricted } = renderSession(specs, {
     namespace: options.namespace,
-    gate: { image: options.gateImage, path: '/usr/lib/hintbox/dist/hintbox-gate' },
+    gate: { image: options.gateImage, path: HINTBOX_IMAGE_GATE_PATH },
     channel: { kind: 'attach', token: 'set-by-the-session' },
   });
   const out = options.json

@@ -8,7 +8,7 @@ import { cliLog, closeEngine, consolePortArg, engineReady, profileArg, startCons
 import type { CommandSpec } from './command-spec.js';
 import type { HintboxConsole } from '../console/console-server.js';
 
-const HELP = `Usage: hintbox run <profile> [--tags a,b] [--rebuild] [--console [--console-port PORT]]
+const HELP = `Usage: hintbox run <profile> [--tags a,b] [--rebuild] [--console [--console-port PORT]] [--engine KIND]
 
 Serves the profile's MCP server on stdio. hintbox starts the server in the strictest sandbox
 (read-only mounts, no network) to list its tools, plans one sandbox per class of tools from
@@ -65,6 +65,8 @@ Options:
   --tags a,b      serve only tools with one of these tags (profile tags; server claims if trusted)
   --rebuild       rebuild the server's image even when it looks current
   --console       start the console (--console-port PORT: on that port; default a random one)
+  --engine KIND   docker or kubernetes: where the sandboxes run (default HINTBOX_ENGINE, else docker;
+                  see docs/engines.md "On Kubernetes")
   -h, --help      this help`;
 
 export const runCommand: CommandSpec = {
@@ -74,6 +76,7 @@ export const runCommand: CommandSpec = {
     tags: { type: 'string' },
     console: { type: 'boolean' },
     'console-port': { type: 'string' },
+    engine: { type: 'string' },
   },
   async run({ positionals, values }) {
     const log = cliLog;
@@ -81,7 +84,7 @@ export const runCommand: CommandSpec = {
     const tagFilter = typeof values.tags === 'string' ? tagFilterArg(values.tags) : undefined;
     const consolePort = consolePortArg('run', values['console-port']);
     const withConsole = values.console === true || consolePort !== undefined || profile.approval.console;
-    const engine = await engineReady(log);
+    const engine = await engineReady(log, values.engine);
     // A run ends when its client leaves, a signal comes or it fails; never because nothing
     // happens to be pending for a moment (a wait on an unref'd timer during discovery once let
     // hintbox exit 0 with its container left).

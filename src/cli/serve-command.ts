@@ -126,6 +126,7 @@ Options:
                   every client's confirmations, the audit trail, definitions to approve (as
                   hintbox run --console; its link is printed on stderr)
   --hash-token    print the SHA-256 of the token given on stdin, for the tokens file
+  --engine KIND   docker or kubernetes: where the sandboxes run (default HINTBOX_ENGINE, else docker)
   -h, --help      this help`;
 
 /** The longest a drain waits for calls in flight, whatever the profiles' call timeouts. */
@@ -146,6 +147,7 @@ export const serveCommand: CommandSpec = {
     'hash-token': { type: 'boolean' },
     console: { type: 'boolean' },
     'console-port': { type: 'string' },
+    engine: { type: 'string' },
   },
   async run({ positionals, values }) {
     if (values['hash-token'] === true) return printTokenHash();
@@ -221,7 +223,7 @@ export const serveCommand: CommandSpec = {
     };
     const served = load();
     const names = [...served.keys()];
-    const engine = await engineReady(log);
+    const engine = await engineReady(log, values.engine);
     // hintbox in a container: what sandboxes get must be at the same path on the host (exit 2).
     const checkPaths = (profiles: Map<string, ServedProfile>): Promise<void> =>
       engine.checkBindSources(

@@ -26,6 +26,18 @@ export const ENVIRONMENT_VARIABLES: readonly EnvironmentVariable[] = [
       "the Docker engine, or Podman's Docker-compatible API (unix:///run/podman/podman.sock): a Unix socket on this host",
     default: 'unix:///var/run/docker.sock',
   },
+  {
+    name: 'HINTBOX_ENGINE',
+    meaning:
+      "where sandboxes run: docker (DOCKER_HOST), or kubernetes (the kubeconfig's current context: KUBECONFIG, ~/.kube/config, or the Pod's service account); --engine overrides it",
+    default: 'docker',
+  },
+  {
+    name: 'HINTBOX_GATE_IMAGE',
+    meaning:
+      "on Kubernetes: an image the cluster can pull holding hintbox's gate at /usr/lib/hintbox/dist/hintbox-gate (hintbox's own image)",
+    default: "hintbox's own Pod's image, when it runs in one",
+  },
   { name: 'HINTBOX_LOG_LEVEL', meaning: 'debug, info, warn or error (the log goes to stderr)', default: 'info' },
   {
     name: 'HINTBOX_LOG_FORMAT',
@@ -93,6 +105,10 @@ export const ENVIRONMENT_VARIABLES: readonly EnvironmentVariable[] = [
 export interface HintboxEnvironment {
   /** `DOCKER_HOST` as given; undefined: the default socket. Checked by the Docker connection. */
   dockerHost: string | undefined;
+  /** `HINTBOX_ENGINE`. Default `docker`. */
+  engine: EngineKind;
+  /** `HINTBOX_GATE_IMAGE`; undefined: hintbox's own Pod's image. */
+  gateImage: string | undefined;
   /** `HINTBOX_LOG_LEVEL`. Default `info`. */
   logLevel: LogLevel;
   /** `HINTBOX_LOG_FORMAT`. Default `text`. */
@@ -118,6 +134,10 @@ export interface HintboxEnvironment {
   /** `HINTBOX_EGRESS_DNS`: the resolvers of the egress proxies; empty: the engine's. */
   egressDns: string[];
 }
+
+/** The sandbox engines hintbox drives. */
+export const ENGINE_KINDS = ['docker', 'kubernetes'] as const;
+export type EngineKind = (typeof ENGINE_KINDS)[number];
 
 /** Variables by name, as `process.env` holds them. */
 export type Variables = Readonly<Record<string, string | undefined>>;
@@ -146,6 +166,12 @@ export function readEnvironment(variables: Variables): { environment: HintboxEnv
   if (level !== undefined) {
     if ((LOG_LEVELS as readonly string[]).includes(level)) logLevel = level as LogLevel;
     else problems.push(`HINTBOX_LOG_LEVEL: expected debug, info, warn or error, got ${JSON.stringify(level)}`);
+  }
+
+  const engineText = get('HINTBOX_ENGINE') ?? 'docker';
+  const engine = (ENGINE_KINDS as readonly string[]).includes(engineText) ? (engineText as EngineKind) : 'docker';
+  if (engine !== engineText) {
+    problems.push(`HINTBOX_ENGINE: expected docker or kubernetes, got ${JSON.stringify(engineText)}`);
   }
 
   const format = get('HINTBOX_LOG_FORMAT');
@@ -192,6 +218,8 @@ export function readEnvironment(variables: Variables): { environment: HintboxEnv
   return {
     environment: {
       dockerHost: get('DOCKER_HOST'),
+      engine,
+      gateImage: get('HINTBOX_GATE_IMAGE'),
       logLevel,
       logFormat,
       stateDir,

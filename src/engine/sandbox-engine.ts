@@ -10,9 +10,9 @@ import type { SessionIdentity } from '../util/session-identity.js';
 
 /**
  * The sandbox engine port: what hintbox needs of whatever runs its sandboxes. The session, the
- * preview and the CLI use only this; the Docker engine (`engine/docker/`) is its one
- * implementation and the only code that knows Docker. A second engine (Kubernetes, say) is
- * another folder beside it that honours the same contract (README, "Sandbox engines"):
+ * preview and the CLI use only this; the Docker engine (`engine/docker/`) is the only code that
+ * knows Docker, the Kubernetes engine (`engine/kubernetes/`) the only code that knows a cluster.
+ * Each honours the same contract (docs/engines.md), or says where it cannot:
  *
  * - every mount of the grant at its target, read-only where the grant says so — all the way
  *   down (or the engine says it cannot: `recursiveReadOnly`);
@@ -23,7 +23,8 @@ import type { SessionIdentity } from '../util/session-identity.js';
  * - the server's stdio is hintbox's only channel to it, and **nothing of the image runs until
  *   `release`** (a held sandbox's server waits at hintbox's gate);
  * - `freeze` stops every process of the sandbox until `thaw` (the gate's stop, gate-control.ts,
- *   serves any engine whose sandboxes start with the gate);
+ *   serves any engine whose sandboxes start with the gate), or fails (Kubernetes: no control
+ *   channel), and the sandbox is then removed rather than left running between calls;
  * - every sandbox is labelled with its session and owner, so that `sweepOrphans` finds those of
  *   a dead hintbox and `removeSession` a session's.
  */

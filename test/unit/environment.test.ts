@@ -13,6 +13,8 @@ describe('readEnvironment', () => {
     const state = path.join(os.homedir(), '.local', 'state', 'hintbox');
     assert.deepEqual(environment, {
       dockerHost: undefined,
+      engine: 'docker',
+      gateImage: undefined,
       logLevel: 'info',
       logFormat: 'text',
       stateDir: state,
@@ -56,6 +58,7 @@ describe('readEnvironment', () => {
 
   it('names every value it cannot use at once, one line each, without quoting a database password', () => {
     const { environment, problems } = readEnvironment({
+      HINTBOX_ENGINE: 'nomad',
       HINTBOX_LOG_LEVEL: 'loud',
       HINTBOX_LOG_FORMAT: 'yaml',
       HINTBOX_DATABASE_URL: 'mysql://admin:s3cret@db/audit',
@@ -65,6 +68,7 @@ describe('readEnvironment', () => {
     });
     assert.deepEqual(problems, [
       'HINTBOX_LOG_LEVEL: expected debug, info, warn or error, got "loud"',
+      'HINTBOX_ENGINE: expected docker or kubernetes, got "nomad"',
       'HINTBOX_LOG_FORMAT: expected text or json, got "yaml"',
       'HINTBOX_DATABASE_URL: expected a postgres:// or postgresql:// URL',
       'HINTBOX_DEBIAN_MIRROR: expected an http:// or https:// URL, got "ftp.debian.org"',
@@ -78,6 +82,9 @@ describe('readEnvironment', () => {
   it('accepts the values it documents', () => {
     for (const level of ['debug', 'info', 'warn', 'error']) {
       assert.equal(readEnvironment({ HINTBOX_LOG_LEVEL: level }).environment.logLevel, level);
+    }
+    for (const engine of ['docker', 'kubernetes']) {
+      assert.equal(readEnvironment({ HINTBOX_ENGINE: engine }).environment.engine, engine);
     }
     for (const format of ['text', 'json']) {
       assert.equal(readEnvironment({ HINTBOX_LOG_FORMAT: format }).environment.logFormat, format);

@@ -1,11 +1,9 @@
 import type { Socket } from 'node:net';
 import { PassThrough, type Readable } from 'node:stream';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import type Docker from 'dockerode';
 import type { Logger } from '../../util/logger.js';
 import { renderServerText } from '../../util/render-server-text.js';
-import { VERSION } from '../../version.js';
 import { NdjsonTransport } from '../../mcp/ndjson-transport.js';
 import { SplitTransport } from '../../mcp/split-transport.js';
 import type { GateMounts } from './container-spec.js';
@@ -15,6 +13,7 @@ import { assertNoVolumes } from './image-volumes.js';
 import { delay } from '../../util/delay.js';
 import { SandboxStartError, type HeldSandbox, type StartedSandbox } from '../sandbox-engine.js';
 import { removeContainer } from './remove-container.js';
+import { connectReleased } from '../started-sandbox.js';
 
 export { SandboxStartError, type HeldSandbox, type StartedSandbox } from '../sandbox-engine.js';
 
@@ -204,37 +203,15 @@ async function release(
       });
     }),
   );
-  // The SDK client makes the handshake and the listings; the gateway's relay shares the
-  // connection for forwarded calls (`forwarded`).
   const forwarded = new SplitTransport(new NdjsonTransport(socket, socket));
   releaseGate(socket);
   socket.resume();
-  const client = new Client({ name: 'hintbox', version: VERSION }, { capabilities: ctx.capabilities });
-  try {
-    await client.connect(forwarded.sdk, { timeout: ctx.startTimeoutMs });
-  } catch (error) {
-    // Let the last stderr lines arrive before quoting them.
-    await Promise.race([closed, delay(300)]);
-    throw new SandboxStartError(
-      `sandbox ${ctx.id}: the server failed to initialize (${(error as Error).message})${ctx.stderrSays()}`,
-    );
-  }
-  const remove = async (): Promise<void> => {
-    await client.close().catch(() => undefined);
-    await ctx.remove();
-  };
-  return {
-    id: ctx.id,
-    containerId: ctx.containerId,
-    client,
+  return connectReleased({
+    ...ctx,
     forwarded,
     closed,
     stderrTail: () => ctx.tail.join('\n'),
-    remove,
-    freeze: ctx.freeze,
-    thaw: ctx.thaw,
-    [Symbol.asyncDispose]: remove,
-  };
+  });
 }
 
 /**
@@ -295,7 +272,8 @@ function waitFor<T>(promise: Promise<T>, exited: Promise<void>, ms: number): Pro
   });
 }
 
-function collectStderr(stderr: PassThrough, tail: string[], log: Logger, budget: { left: number }): void {
+/** Logs a sandbox's stderr line by line (within `budget` bytes) and keeps its last lines in `tail`; any engine's. */
+export function collectStderr(stderr: PassThrough, tail: string[], log: Logger, budget: { left: number }): void {
   let partial = '';
   stderr.setEncoding('utf8');
   stderr.on('data', (chunk: string) => {

@@ -15,6 +15,8 @@ export interface KubeObject {
 export interface ObjectMeta {
   name: string;
   namespace?: string;
+  /** Set by the API server (read back, never rendered). */
+  uid?: string;
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
   ownerReferences?: OwnerReference[];

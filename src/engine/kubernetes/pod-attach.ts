@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import { PassThrough, Writable } from 'node:stream';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 // Not re-exported by the package's index; the attach channels' one implementation there.
 import { WebSocketHandler } from '@kubernetes/client-node/dist/web-socket-handler.js';
 import { NdjsonTransport } from '../../mcp/ndjson-transport.js';
@@ -9,10 +9,15 @@ import { HintboxError } from '../../util/hintbox-error.js';
 /**
  * hintbox's channel to a sandbox Pod's gate over the API's attach (a WebSocket, the
  * `channel.k8s.io` subprotocols: one byte of stream number, then the bytes; 0 stdin, 1 stdout,
- * 2 stderr, 3 the API's status). The gate, run with `HINTBOX_GATE_SOCKET=-`, writes its token
- * line on stdout and waits for one byte, `G`, on stdin before it executes the server: the same
- * hold/release handshake as over the Docker engine's socket, with no pod network involved.
+ * 2 stderr, 3 the API's status). The gate, run with `HINTBOX_GATE_SOCKET=-`, waits for one
+ * byte, `?`, on stdin, answers with its token line on stdout, and waits for one byte, `G`, before
+ * it executes the server: the same hold/release handshake as over the Docker engine's socket,
+ * with no pod network involved. The gate speaks only when asked because an attach carries only
+ * what a container writes after it: a token written at start, before hintbox attached, is lost.
  */
+
+/** What hintbox sends the gate once attached: its token is wanted now. */
+export const GATE_ASK = '?';
 
 export class AttachError extends HintboxError {
   constructor(message: string) {
@@ -71,17 +76,20 @@ export async function attachToGate(options: AttachOptions): Promise<AttachedGate
     }),
   );
   const close = (): void => ws.close();
-  try {
-    await expectToken(stdout, options.token, options.timeoutMs, ended, where);
-  } catch (error) {
-    close();
-    throw error;
-  }
   const stdin = new Writable({
     write(chunk: Buffer, _encoding, done) {
       ws.send(Buffer.concat([Buffer.from([STDIN]), chunk]), done);
     },
   });
+  // A send on an attach that closed meanwhile: the closing says so (`ended`), nothing more to do.
+  stdin.on('error', close);
+  try {
+    stdin.write(GATE_ASK);
+    await expectToken(stdout, options.token, options.timeoutMs, ended, where);
+  } catch (error) {
+    close();
+    throw error;
+  }
   return {
     release() {
       stdin.write('G');

@@ -28,6 +28,8 @@ import { kubeName, labelValue, type KubeObject, type ObjectMeta, type OwnerRefer
 /** Where the gate binary is in a sandbox Pod: the initContainer copies it into this emptyDir. */
 export const POD_GATE_DIR = '/run/hintbox/bin';
 export const POD_GATE_PATH = `${POD_GATE_DIR}/gate`;
+/** Where hintbox's own image keeps the static gate (images/hintbox): the initContainer copies it from there. */
+export const HINTBOX_IMAGE_GATE_PATH = '/usr/lib/hintbox/dist/hintbox-gate';
 /** The gate's socket variable set to this: its stdin and stdout are the channel (the API's attach). */
 export const GATE_STDIO = '-';
 /** The label that selects one sandbox Pod (its NetworkPolicy's podSelector). */

@@ -1,0 +1,61 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import type { SplitTransport } from '../mcp/split-transport.js';
+import { delay } from '../util/delay.js';
+import { VERSION } from '../version.js';
+import { SandboxStartError, type StartedSandbox } from './sandbox-engine.js';
+
+/** What an engine knows of a sandbox whose gate it has just released. */
+export interface ReleasedSandbox {
+  id: string;
+  containerId: string;
+  /** The server's stdio, shared by the SDK client and the gateway's relay. */
+  forwarded: SplitTransport;
+  /** Resolves when the server's stdio has closed (and its last stderr lines are in). */
+  closed: Promise<void>;
+  startTimeoutMs: number;
+  capabilities: ClientCapabilities;
+  /** `; its stderr ends with: …`, for an error message. */
+  stderrSays(): string;
+  stderrTail(): string;
+  /** Removes the sandbox (idempotent). */
+  remove(): Promise<void>;
+  freeze(): Promise<void>;
+  thaw(): Promise<void>;
+}
+
+/**
+ * Engine-neutral: makes the MCP handshake with a released server and returns it as a
+ * `StartedSandbox`. The SDK client makes the handshake and the listings; the gateway's relay
+ * shares the connection for forwarded calls. On failure it throws, quoting the server's stderr;
+ * removing the sandbox is the caller's.
+ */
+export async function connectReleased(released: ReleasedSandbox): Promise<StartedSandbox> {
+  const { forwarded, closed } = released;
+  const client = new Client({ name: 'hintbox', version: VERSION }, { capabilities: released.capabilities });
+  try {
+    await client.connect(forwarded.sdk, { timeout: released.startTimeoutMs });
+  } catch (error) {
+    // Let the last stderr lines arrive before quoting them.
+    await Promise.race([closed, delay(300)]);
+    throw new SandboxStartError(
+      `sandbox ${released.id}: the server failed to initialize (${(error as Error).message})${released.stderrSays()}`,
+    );
+  }
+  const remove = async (): Promise<void> => {
+    await client.close().catch(() => undefined);
+    await released.remove();
+  };
+  return {
+    id: released.id,
+    containerId: released.containerId,
+    client,
+    forwarded,
+    closed,
+    stderrTail: () => released.stderrTail(),
+    remove,
+    freeze: () => released.freeze(),
+    thaw: () => released.thaw(),
+    [Symbol.asyncDispose]: remove,
+  };
+}

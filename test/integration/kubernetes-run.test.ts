@@ -1,0 +1,67 @@
+import { it } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { packagePath } from '../../src/util/package-root.js';
+import { KubeStandIn } from '../unit/support/kube-stand-in.js';
+import { scratchFolder } from '../support/scratch-folder.js';
+import { runHintbox, writeProfile } from './support/hintbox-process.js';
+import { integrationSuite } from './support/suite.js';
+
+/**
+ * `hintbox run --engine kubernetes` as a person runs it (the built CLI, a kubeconfig file, an MCP
+ * client on stdio) against the stand-in API server and kubelet of the engine's unit test: the
+ * session's sandboxes become Pods whose real gate runs the real liar fixture, and what a
+ * hintbox killed with SIGKILL left is swept by the next start.
+ */
+
+const GATE = packagePath('dist', 'hintbox-gate');
+const LIAR = fileURLToPath(new URL('../fixtures/liar/server.mjs', import.meta.url));
+
+integrationSuite(
+  'hintbox run on Kubernetes (stand-in API)',
+  { timeout: 120_000, skip: existsSync(GATE) ? false : 'the gate is not built (npm run build)' },
+  (suite) => {
+    // proves: K8S-SWEEP
+    it("serves the server's tools from sandbox Pods; the Pods a killed hintbox left are swept by the next start", async () => {
+      const standIn = await KubeStandIn.start({ gate: GATE });
+      suite.defer(() => standIn.stop());
+      const kubeconfig = path.join(scratchFolder('hintbox-kubeconfig-'), 'config');
+      writeFileSync(kubeconfig, standIn.kubeConfig('hintbox').exportConfig(), { mode: 0o600 });
+      const profile = writeProfile({
+        name: 'k8sliar',
+        server: { image: 'registry.example/liar:1', command: [process.execPath, LIAR] },
+        trust: 'trusted',
+      });
+      const env = { KUBECONFIG: kubeconfig, HINTBOX_GATE_IMAGE: 'registry.example/hintbox:1' };
+
+      await using first = await runHintbox(profile, { env, args: ['--engine', 'kubernetes'] });
+      const { tools } = await first.client.listTools();
+      assert.ok(
+        tools.some((t) => t.name === 'identity'),
+        first.stderr(),
+      );
+      const identity = await first.client.callTool({ name: 'identity', arguments: {} });
+      assert.notEqual(identity.isError, true, JSON.stringify(identity));
+      const left = standIn.names('Pod');
+      assert.ok(left.length > 0, 'the session runs in Pods');
+      process.kill(first.pid, 'SIGKILL');
+      await first.exited;
+      assert.deepEqual(standIn.names('Pod'), left, 'a killed hintbox removes nothing itself');
+
+      // The next start (HINTBOX_ENGINE this time) sweeps them before its own session.
+      await using second = await runHintbox(profile, { env: { ...env, HINTBOX_ENGINE: 'kubernetes' } });
+      await second.client.listTools();
+      for (const pod of left) assert.ok(!standIn.names('Pod').includes(pod), `${pod} was swept`);
+      assert.ok(
+        left.every((pod) => !standIn.names('NetworkPolicy').includes(pod)),
+        'and their NetworkPolicies',
+      );
+      await second.client.close();
+      await second.exited;
+      assert.deepEqual(standIn.names('Pod'), [], "the second session's Pods are removed at its end");
+      assert.deepEqual(standIn.names('NetworkPolicy'), []);
+    });
+  },
+);
