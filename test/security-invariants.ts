@@ -1904,4 +1904,32 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       { file: 'unit/kubernetes-attach.test.ts', title: 'a held gate closed without release never runs the server' },
     ],
   },
+  {
+    id: 'APPROVE-ASKS',
+    statement:
+      'hintbox approve writes definitions into the lock file only on a yes: the y/N answer of a person at a terminal after the review, or --yes given beforehand; without a terminal and without --yes it refuses in one line, starts nothing and writes nothing.',
+    tests: [
+      {
+        file: 'integration/approve-review.test.ts',
+        title:
+          'approve without a terminal and without --yes approves nothing: one line naming --yes, exit 2, no lock file, nothing started',
+      },
+      {
+        file: 'integration/approve-review.test.ts',
+        title: 'approve on a terminal shows the review, then asks y/N: no writes nothing, y writes the lock',
+      },
+    ],
+  },
+  {
+    id: 'LISTING-NEEDS-NO-RUNTIME-INPUTS',
+    statement:
+      'approve and plan list the tools in a read-only sandbox without what only a run needs: an env entry whose variable is unset is left out (and named), an unwritable workspace is warned about; hintbox run still refuses both.',
+    tests: [
+      {
+        file: 'integration/approve-review.test.ts',
+        title:
+          'approve and plan list a server whose token is unset and whose workspace the sandbox user cannot write; run refuses both',
+      },
+    ],
+  },
 ];

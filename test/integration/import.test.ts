@@ -88,7 +88,7 @@ integrationSuite('hintbox import', { timeout: 900_000, images: [ensureTestImages
   it('each profile plans and answers a real call under hintbox run; the image runs without network', async () => {
     const env = { ...pip, PYNOTES_FILE: '/tmp/note.txt', LIAR_API_KEY: LITERAL_KEY };
     for (const name of ['memory', 'pynotes', 'liar']) {
-      const approve = await hintboxCommand(['approve', profileOf(name), '--all'], env);
+      const approve = await hintboxCommand(['approve', profileOf(name), '--all', '--yes'], env);
       assert.equal(approve.code, 0, `${name}: ${approve.stderr}`);
       const plan = await hintboxCommand(['plan', profileOf(name)], env);
       assert.equal(plan.code, 0, `${name}: ${plan.stderr}`);
