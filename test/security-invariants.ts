@@ -1932,4 +1932,20 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'NETWORK-REFUSAL-AUDITED',
+    statement:
+      'An open-world tool run in a sandbox without a network whose answer, not marked isError, reads as a network failure (fetch failed, a name that does not resolve) is audited as a tool-error naming the network, never as ok; ordinary answers are not read as refusals.',
+    tests: [
+      {
+        file: 'integration/network-refusal.test.ts',
+        title:
+          'an open-world tool under network: none whose answer reads as a network failure, not marked isError, is audited as a tool-error by the network',
+      },
+      {
+        file: 'unit/network-refusal.test.ts',
+        title: 'takes "fetch failed" and resolver errors of an open-world tool without a network, and nothing else',
+      },
+    ],
+  },
 ];
