@@ -1948,4 +1948,21 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'CONSOLE-OUTLIVES-RUNS',
+    statement:
+      "A person's answer on the console that outlives the runs (hintbox console) lets exactly the call it was given for (server, caller, tool, pin, arguments) run once in a later run within its window; another call, a second repeat, or a call after the window is asked again and changes nothing.",
+    tests: [
+      {
+        file: 'integration/first-hour.test.ts',
+        title:
+          'a client that exits after each call: denied with the console link, approved there after its run ended, the same call runs once in the next run',
+      },
+      {
+        file: 'unit/shared-approvals.test.ts',
+        title:
+          'an answer given after its run ended holds for the same call of another session, once, within its window',
+      },
+    ],
+  },
 ];
