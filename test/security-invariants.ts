@@ -1965,4 +1965,36 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'IMPORT-NETWORK-ALLOW',
+    statement:
+      "hintbox import never proposes an open network: an imported profile's network is an allow list of the public hosts its entry names (host:port only, never a URL's credentials, path or query), else none.",
+    tests: [
+      {
+        file: 'unit/named-hosts.test.ts',
+        title: 'proposes network.allow of the public hosts the entry names (host:port only), else none',
+      },
+    ],
+  },
+  {
+    id: 'IMPORT-SAFE-REWRITE',
+    statement:
+      'hintbox import never overwrites a profile the operator edited without --force and a byte-for-byte backup, never writes through a symbolic link, and run twice with --rewrite changes nothing and exits 0.',
+    tests: [
+      {
+        file: 'integration/import-safety.test.ts',
+        title:
+          'import --rewrite run twice: the second has nothing left to do, exit 0, config and profile byte-identical',
+      },
+      {
+        file: 'integration/import-safety.test.ts',
+        title:
+          'an edited profile: refused without --force (one line, unchanged); with --force yours is kept as a backup; an identical one is left as it is',
+      },
+      {
+        file: 'integration/import-safety.test.ts',
+        title: 'writes nothing through a symbolic link: the config --rewrite would rewrite, or a profile',
+      },
+    ],
+  },
 ];
