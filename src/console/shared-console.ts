@@ -30,7 +30,14 @@ export function readSharedConsole(stateDir: string): SharedConsole | undefined {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
-  const { origin, pid, secret } = JSON.parse(text) as { origin?: unknown; pid?: unknown; secret?: unknown };
+  let read: { origin?: unknown; pid?: unknown; secret?: unknown };
+  try {
+    read = JSON.parse(text) as typeof read;
+  } catch (error) {
+    if (error instanceof SyntaxError) return undefined; // torn by a crash: as if none ran
+    throw error;
+  }
+  const { origin, pid, secret } = read ?? {};
   if (typeof origin !== 'string' || typeof pid !== 'number' || typeof secret !== 'string') return undefined;
   return processLives(pid) ? { origin, pid, secret: Buffer.from(secret, 'base64url') } : undefined;
 }

@@ -79,9 +79,12 @@ integrationSuite('hintbox import', { timeout: 900_000, images: [ensureTestImages
     assert.match(liar.replace(/\n# +/g, ' '), /dropped, .*: --network host\./);
     assert.match(readFileSync(profileOf('pynotes'), 'utf8'), /pypi: pynotes==1\.0\.0\n {2}bin: pynotes\n/);
 
+    // Imported again unchanged: the profiles are what import writes, left as they are (edited ones: import-safety).
+    const before = readFileSync(profileOf('liar'), 'utf8');
     const again = await hintboxCommand(['import', configFile]);
-    assert.equal(again.code, 2, 'existing profiles are not overwritten');
-    assert.match(again.stderr, /exist; nothing written \(--force overwrites\)/);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /unchanged .*liar\.yaml/);
+    assert.equal(readFileSync(profileOf('liar'), 'utf8'), before);
   });
 
   // proves: IMPORT-UNTRUSTED
