@@ -113,7 +113,10 @@ async function main(): Promise<void> {
     chownSync(path.join(workspace, 'file.txt'), 10001, 10001);
   }
   // Cold start with an approved lock file, as in production: approve once (not timed).
-  execFileSync(HINTBOX_BIN, ['approve', profile, '--all'], { env: { ...process.env, ...hintboxEnv }, stdio: 'ignore' });
+  execFileSync(HINTBOX_BIN, ['approve', profile, '--all', '--yes'], {
+    env: { ...process.env, ...hintboxEnv },
+    stdio: 'ignore',
+  });
   // The same server without a lock file (trusted on first use: no cold start), held (the default:
   // thawed for each call, frozen after) and let run free (hold: false), for the cost of holding.
   writeFileSync(heldProfile, trustedText + allowWrites);
@@ -279,7 +282,7 @@ function measureFreshApprove(profileText: string, workspace: string): { median: 
       const file = path.join(fresh, 'filesystem.yaml');
       writeFileSync(file, profileText);
       const t0 = performance.now();
-      execFileSync(HINTBOX_BIN, ['approve', file, '--all'], {
+      execFileSync(HINTBOX_BIN, ['approve', file, '--all', '--yes'], {
         env: { ...process.env, WORKSPACE: workspace, HINTBOX_STATE_DIR: path.join(fresh, 'state') },
         stdio: 'ignore',
       });

@@ -2040,4 +2040,97 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'APPROVE-ASKS',
+    statement:
+      'hintbox approve writes definitions into the lock file only on a yes: the y/N answer of a person at a terminal after the review, or --yes given beforehand; without a terminal and without --yes it refuses in one line, starts nothing and writes nothing.',
+    tests: [
+      {
+        file: 'integration/approve-review.test.ts',
+        title:
+          'approve without a terminal and without --yes approves nothing: one line naming --yes, exit 2, no lock file, nothing started',
+      },
+      {
+        file: 'integration/approve-review.test.ts',
+        title: 'approve on a terminal shows the review, then asks y/N: no writes nothing, y writes the lock',
+      },
+    ],
+  },
+  {
+    id: 'LISTING-NEEDS-NO-RUNTIME-INPUTS',
+    statement:
+      'approve and plan list the tools in a read-only sandbox without what only a run needs: an env entry whose variable is unset is left out (and named), an unwritable workspace is warned about; hintbox run still refuses both.',
+    tests: [
+      {
+        file: 'integration/approve-review.test.ts',
+        title:
+          'approve and plan list a server whose token is unset and whose workspace the sandbox user cannot write; run refuses both',
+      },
+    ],
+  },
+  {
+    id: 'NETWORK-REFUSAL-AUDITED',
+    statement:
+      'An open-world tool run in a sandbox without a network whose answer, not marked isError, reads as a network failure (fetch failed, a name that does not resolve) is audited as a tool-error naming the network, never as ok; ordinary answers are not read as refusals.',
+    tests: [
+      {
+        file: 'integration/network-refusal.test.ts',
+        title:
+          'an open-world tool under network: none whose answer reads as a network failure, not marked isError, is audited as a tool-error by the network',
+      },
+      {
+        file: 'unit/network-refusal.test.ts',
+        title: 'takes "fetch failed" and resolver errors of an open-world tool without a network, and nothing else',
+      },
+    ],
+  },
+  {
+    id: 'CONSOLE-OUTLIVES-RUNS',
+    statement:
+      "A person's answer on the console that outlives the runs (hintbox console) lets exactly the call it was given for (server, caller, tool, pin, arguments) run once in a later run within its window; another call, a second repeat, or a call after the window is asked again and changes nothing.",
+    tests: [
+      {
+        file: 'integration/first-hour.test.ts',
+        title:
+          'a client that exits after each call: denied with the console link, approved there after its run ended, the same call runs once in the next run',
+      },
+      {
+        file: 'unit/shared-approvals.test.ts',
+        title:
+          'an answer given after its run ended holds for the same call of another session, once, within its window',
+      },
+    ],
+  },
+  {
+    id: 'IMPORT-NETWORK-ALLOW',
+    statement:
+      "hintbox import never proposes an open network: an imported profile's network is an allow list of the public hosts its entry names (host:port only, never a URL's credentials, path or query), else none.",
+    tests: [
+      {
+        file: 'unit/named-hosts.test.ts',
+        title: 'proposes network.allow of the public hosts the entry names (host:port only), else none',
+      },
+    ],
+  },
+  {
+    id: 'IMPORT-SAFE-REWRITE',
+    statement:
+      'hintbox import never overwrites a profile the operator edited without --force and a byte-for-byte backup, never writes through a symbolic link, and run twice with --rewrite changes nothing and exits 0.',
+    tests: [
+      {
+        file: 'integration/import-safety.test.ts',
+        title:
+          'import --rewrite run twice: the second has nothing left to do, exit 0, config and profile byte-identical',
+      },
+      {
+        file: 'integration/import-safety.test.ts',
+        title:
+          'an edited profile: refused without --force (one line, unchanged); with --force yours is kept as a backup; an identical one is left as it is',
+      },
+      {
+        file: 'integration/import-safety.test.ts',
+        title: 'writes nothing through a symbolic link: the config --rewrite would rewrite, or a profile',
+      },
+    ],
+  },
 ];

@@ -27,21 +27,24 @@ import { diffPins, formatPinChanges, pinTool } from '../policy/tool-pin.js';
 import type { PromptsAndResources } from '../catalog/discover-prompts-and-resources.js';
 import { HintboxSession } from '../session/hintbox-session.js';
 import { renderServerLines, renderServerText } from '../util/render-server-text.js';
-import { cliLog, engineReady, profileArg } from './common.js';
+import { cliLog, engineReady, profileForListing } from './common.js';
 import { approvalSummary } from './approval-summary.js';
 import { runStanding, standingLines, wantsStanding, type StandingRequest } from './approve-standing.js';
 import type { CommandSpec } from './command-spec.js';
 import { UsageError } from '../util/hintbox-error.js';
+import { askYesOrNo, consentOf } from './yes-or-no.js';
 
-const HELP = `Usage: hintbox approve <profile> (<tool>... | --prompt <name> | --resource <uri> | --instructions | --all)
+const HELP = `Usage: hintbox approve <profile> (<tool>... | --prompt <name> | --resource <uri> | --instructions | --all) [--yes]
        hintbox approve <profile> --always <tool> [--arg NAME=REGEX]... [--under NAME=/FOLDER]...
        hintbox approve <profile> --revoke <tool>
 
 Starts the server once in the strictest sandbox to list its tools, shows for each named tool
 what it claims (hintbox's defaults for the hints it did not send marked as such), where it will
 run and what its sandbox does not enforce, then what differs from its approved definition in
-the lock file (or the whole definition when it was never approved), and writes the current definitions to the lock file beside the profile
-(<profile>.lock.json: per tool its whole definition and SHA-256, and the server's
+the lock file (or the whole definition when it was never approved). Then it asks y/N on the
+terminal (--yes: without asking; without a terminal and without --yes it refuses before
+starting anything), and on yes writes the current definitions to the lock file beside the
+profile (<profile>.lock.json: per tool its whole definition and SHA-256, and the server's
 instructions), atomically. Review and commit it like any lock file. "hintbox run" reads it
 and never writes it; it serves and routes approved tools, and plans changed annotations again.
 
@@ -52,10 +55,17 @@ changed text is a changed prompt; what a resource holds, and the messages a prom
 are data and are not locked).
 Server text is shown with control characters, line separators and bidi overrides escaped.
 
+What it reads: the profile, its lock file, the image (built if missing) and the variables the
+profile names. It needs nothing only a run needs: the listing sandbox mounts everything
+read-only, so a workspace the sandbox user cannot write is only warned about, and an env entry
+whose variable is unset (a token) is left out (named on stderr) and the server is listed
+without it.
+
 Options:
   --instructions  approve the server's instructions
   --prompt NAME   approve a prompt (repeatable)
   --resource URI  approve a resource, or a resource template by its URI template (repeatable)
+  --yes           approve what it shows without asking (scripts, CI: no terminal needed)
   --all           approve every tool, prompt, resource and template the server lists now
                   (what it no longer lists leaves the lock), and its instructions
   --always TOOL   your standing answer "allow always" for an approved tool: its calls run
@@ -70,6 +80,7 @@ export const approveCommand: CommandSpec = {
   help: HELP,
   options: {
     all: { type: 'boolean' },
+    yes: { type: 'boolean' },
     instructions: { type: 'boolean' },
     prompt: { type: 'string', multiple: true },
     resource: { type: 'string', multiple: true },
@@ -80,7 +91,7 @@ export const approveCommand: CommandSpec = {
   },
   async run({ positionals, values }) {
     const [file, ...names] = positionals;
-    const profile = profileArg('approve', file === undefined ? [] : [file]);
+    const profile = profileForListing('approve', file === undefined ? [] : [file]);
     const prompts = (values.prompt ?? []) as string[];
     const resources = (values.resource ?? []) as string[];
     const standing: StandingRequest = {
@@ -101,6 +112,8 @@ export const approveCommand: CommandSpec = {
     if (!values.all && !values.instructions && names.length === 0 && prompts.length + resources.length === 0) {
       throw new UsageError('approve: name the tools to approve, or --prompt, --resource, --instructions, or --all');
     }
+    // Before anything starts: a script that did not say yes gets one line and nothing else.
+    const consent = consentOf('approve', values.yes === true, process.stdin.isTTY === true);
     const lockFile = lockFilePath(profile.file);
     const before = readLockFile(lockFile, profile.name);
     const engine = await engineReady();
@@ -114,10 +127,15 @@ export const approveCommand: CommandSpec = {
     // What is shown is against the lock as read before listing; what is written is these
     // changes applied to the lock as it is when written (another approve may have run meanwhile).
     const changes: ((lock: LockFile) => LockFile)[] = [];
+    /** What the person is asked about: each change shown, not those that keep what is approved. */
+    let shown = 0;
     const change = (edit: (lock: LockFile) => LockFile): void => {
       changes.push(edit);
+      shown += 1;
       lock = edit(lock);
     };
+    // Said as done only once it is (with --yes at once; else after the person's yes).
+    const approvedWord = consent === 'given' ? 'approved' : 'to approve';
     let lock: LockFile = before ?? emptyLock(profile.name);
     if (values.all) {
       for (const gone of Object.keys(lock.tools).filter((n) => !listed.has(n))) {
@@ -148,7 +166,7 @@ export const approveCommand: CommandSpec = {
         : renderServerLines(JSON.stringify(pin.definition, null, 2));
       for (const line of lines) out(`  ${line}`);
       change(edit);
-      out(`${label}: approved (${pin.hash.slice(0, 12)})`);
+      out(`${label}: ${approvedWord} (${pin.hash.slice(0, 12)})`);
     };
     for (const name of values.all ? [...listed.keys()] : names) {
       const pin = pinTool(listed.get(name)!);
@@ -211,7 +229,7 @@ export const approveCommand: CommandSpec = {
             out(`  ${line}`);
         }
         change((l) => ({ ...l, instructions: { text, sha256: hash } }));
-        out(`instructions: approved${hash ? ` (${hash.slice(0, 12)})` : ' (none)'}`);
+        out(`instructions: ${approvedWord}${hash ? ` (${hash.slice(0, 12)})` : ' (none)'}`);
       }
     } else if (text !== null && hash !== lock.instructions.sha256) {
       out(
@@ -219,6 +237,14 @@ export const approveCommand: CommandSpec = {
       );
     }
     for (const line of standingLines(lock)) out(line);
+    if (consent === 'ask' && shown > 0) {
+      // The discovery sandbox is not kept while the person reads.
+      await session.dispose();
+      if (!(await askYesOrNo(`Approve the ${shown} change(s) above into ${lockFile}? [y/N] `))) {
+        out(`nothing approved: ${lockFile} unchanged`);
+        return 1;
+      }
+    }
     const { current, written } = await updateLockFile(lockFile, profile.name, (l) =>
       changes.reduce((acc, edit) => edit(acc), l),
     );

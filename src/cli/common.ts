@@ -1,12 +1,15 @@
 import { HintboxConsole } from '../console/console-server.js';
 import { sweepSocketDirs } from '../util/sweep-socket-dirs.js';
 import { sweepPreviewDirs } from '../sandbox/preview.js';
-import { loadProfile, type Profile } from '../profile/load-profile.js';
+import { loadProfile, type LoadProfileOptions, type Profile } from '../profile/load-profile.js';
 import { DockerEngine } from '../engine/docker/docker-engine.js';
 import type { SandboxEngine } from '../engine/sandbox-engine.js';
 import { hintboxEnvironment, processVariables, readEnvironment } from '../config/environment.js';
 import { createLogger, type Logger } from '../util/logger.js';
 import { UsageError } from '../util/hintbox-error.js';
+import { defaultSandboxUser, unwritableMounts } from '../sandbox/mount-owners.js';
+import { sandboxUserIds } from '../engine/sandbox-engine.js';
+import { formatProblem } from '../profile/profile-problems.js';
 
 /** The CLI's log. A level or format it cannot use counts as the default here; main refuses it before any command runs. */
 const { logLevel, logFormat } = readEnvironment(processVariables()).environment;
@@ -26,13 +29,36 @@ export function verboseLog(): void {
 }
 
 /** The one profile argument of run, plan and images build. */
-export function profileArg(command: string, positionals: string[]): Profile {
+export function profileArg(
+  command: string,
+  positionals: string[],
+  options: Pick<LoadProfileOptions, 'unsetEnv'> = {},
+): Profile {
   if (positionals.length !== 1) {
     throw new UsageError(
       `${command}: expected one profile file, got ${positionals.length} (see hintbox ${command} --help)`,
     );
   }
-  return loadProfile(positionals[0] as string);
+  return loadProfile(positionals[0] as string, options);
+}
+
+/**
+ * approve and plan list the tools in a read-only sandbox: they need neither a workspace the
+ * sandbox user may write nor a token only the run gives the server. The profile as such a
+ * command loads it (an unset `env` variable left out), and the lines saying what a run will
+ * still need.
+ */
+export function profileForListing(command: string, positionals: string[]): Profile {
+  const profile = profileArg(command, positionals, { unsetEnv: 'leave-out' });
+  for (const { name, variable } of profile.envLeftOut ?? []) {
+    cliLog.warn(
+      `env.${name}: environment variable ${variable} is not set: the server is listed without it (hintbox run will need it)`,
+    );
+  }
+  const user = sandboxUserIds(profile, defaultSandboxUser(profile));
+  for (const problem of unwritableMounts(profile, user))
+    cliLog.warn(`hintbox run will refuse: ${formatProblem(problem)}`);
+  return profile;
 }
 
 /**

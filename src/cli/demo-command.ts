@@ -55,7 +55,7 @@ export const demoCommand: CommandSpec = {
     let ownerPid: number | null = null;
     try {
       say(`1. the filesystem server is untrusted: its tools are served only once approved (pinned)`);
-      const approved = cli(['approve', profile, '--all'])
+      const approved = cli(['approve', profile, '--all', '--yes'])
         .split('\n')
         .filter((l) => / approved \(/.test(l));
       say(

@@ -7,12 +7,14 @@ import {
   readFileSync,
   realpathSync,
   statSync,
+  lstatSync,
 } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { ENVIRONMENT_VARIABLES, processVariables } from '../config/environment.js';
 import { planImport, ImportSourceError, SOURCE_LABEL, type ImportPlan } from '../import/import-source.js';
 import { renderProfile, type ProfileDraft } from '../import/profile-draft.js';
+import { ALREADY_RUNS_HINTBOX } from '../import/command-line.js';
 import { configText, rewriteClientConfig, RewriteError, type HintboxLaunch } from '../import/rewrite-config.js';
 import { referencedVariables } from '../profile/interpolate.js';
 import { loadProfile } from '../profile/load-profile.js';
@@ -35,7 +37,9 @@ Servers run as "npx [-y] <package>", "uvx [--from <package>] <command>", "uv too
 (stdio transport), become profiles (server.npm, server.pypi + server.bin, server.image). Anything
 else (node script.js, a remote URL, an MCP bundle) is skipped, with the reason.
 
-Nothing of the source is trusted: every profile is trust: untrusted and network: none; docker
+Nothing of the source is trusted: every profile is trust: untrusted; its network is an allow
+list of the hosts its entry names (each http(s) URL written in its arguments, env values, a
+registry entry's remotes and defaults; public names only, host:port only), else none; docker
 options (--network host, --privileged, -v, …) are dropped and named in the profile's header;
 host paths among a config's arguments become proposed mounts (/data/<name>) with the argument
 rewritten to the target; a config's environment variables are taken from the host by name
@@ -48,7 +52,10 @@ starts with a comment saying where it came from, what to review, and exactly whi
 it reads.
 
 Every profile is checked by the same loader as "hintbox run" before anything is written; if one
-fails, nothing is written (exit 2). Existing profiles are not overwritten without --force.
+fails, nothing is written (exit 2). An existing profile that differs from what import writes
+(one you edited) is not overwritten without --force, and then kept as a backup; nothing is
+written through a symbolic link (a profile, or the config --rewrite rewrites). Run again on a
+rewritten config, import --rewrite has nothing left to do (exit 0).
 
 Options:
   --server NAME  the registry server to import from a list, by its name
@@ -61,7 +68,8 @@ Options:
                  "<this hintbox> run <absolute profile path>" with its env as it was; the
                  original is kept beside it as <file>.hintbox-backup (or …-backup-<time> when
                  that exists); entries not imported are left as they were
-  --force        overwrite existing profiles
+  --force        overwrite existing profiles that differ from what import writes (yours is
+                 kept beside as <profile>.hintbox-backup); an identical one is left as it is
   -h, --help     this help
 
 Then, for each profile: review its header, "hintbox approve <profile> --all", "hintbox plan <profile>".`;
@@ -122,10 +130,17 @@ function importFile(positionals: string[], values: Record<string, unknown>): num
       throw new Error(`import: ${draft.name} reads ${reads || 'nothing'} but its notes name ${told || 'nothing'}`);
   }
 
-  const present = written.filter((w) => existsSync(w.file)).map((w) => w.file);
-  if (present.length > 0 && !values.force) {
+  // What is written over is the operator's: never through a link, never without its backup.
+  const links = [...(values.rewrite ? [file] : []), ...written.map((w) => w.file)].filter(isSymlink);
+  if (links.length > 0) {
+    throw new UsageError(`import: ${links.join(', ')}: a symbolic link, not written through; nothing written`);
+  }
+  const edited = written
+    .filter((w) => existsSync(w.file) && readFileSync(w.file, 'utf8') !== w.text)
+    .map((w) => w.file);
+  if (edited.length > 0 && !values.force) {
     throw new UsageError(
-      `import: ${present.join(', ')} exist${present.length === 1 ? 's' : ''}; nothing written (--force overwrites)`,
+      `import: ${edited.join(', ')} exist${edited.length === 1 ? 's' : ''} and differ${edited.length === 1 ? 's' : ''} from what import writes; nothing written (--force overwrites, keeping a backup)`,
     );
   }
   // Checked as "hintbox run" will load them, before anything is written.
@@ -157,13 +172,27 @@ function importFile(positionals: string[], values: Record<string, unknown>): num
   for (const outcome of plan.outcomes) {
     if ('skipped' in outcome) print(`  skipped ${outcome.skipped.key}: ${outcome.skipped.reason}`);
   }
+  // Run twice: what the first run rewrote is done, not an error.
+  if (
+    written.length === 0 &&
+    values.rewrite &&
+    plan.outcomes.some((o) => 'skipped' in o && o.skipped.reason === ALREADY_RUNS_HINTBOX)
+  ) {
+    print(`nothing left to import: the entries imported before run hintbox already (${file} unchanged)`);
+    return 0;
+  }
   if (written.length === 0) throw new HintboxError('import: nothing to import: every server was skipped');
   // The backup first: a config that cannot be kept is not rewritten, and nothing is written.
   const backup = rewritten === undefined ? undefined : keepBackup(file);
   mkdirSync(out, { recursive: true });
   for (const { draft, file: target, text } of written) {
+    if (!edited.includes(target) && existsSync(target)) {
+      print(`  unchanged ${target} (${draft.key})`);
+      continue;
+    }
+    const kept = edited.includes(target) ? ` (yours was kept as ${keepBackup(target)})` : '';
     writeFileAtomic(target, text);
-    print(`  wrote ${target} (${draft.key}: ${draft.runs})`);
+    print(`  wrote ${target} (${draft.key}: ${draft.runs})${kept}`);
   }
   if (rewritten !== undefined) {
     writeFileAtomic(file, rewritten, statSync(file).mode & 0o777);
@@ -228,7 +257,12 @@ function hintboxLaunch(): HintboxLaunch {
   }
 }
 
-/** Copies the config beside itself, byte for byte, under a name no earlier backup has. */
+/** Whether `file` is a symbolic link (false when it does not exist). */
+function isSymlink(file: string): boolean {
+  return lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink() === true;
+}
+
+/** Copies a file beside itself (the config, an edited profile), byte for byte, under a name no earlier backup has. */
 function keepBackup(file: string): string {
   const first = `${file}.hintbox-backup`;
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');

@@ -10,6 +10,7 @@ import { parseCommandArgs } from './parse-command-args.js';
 import { didYouMean } from '../util/did-you-mean.js';
 import type { CommandSpec } from './command-spec.js';
 import { approveCommand } from './approve-command.js';
+import { consoleCommand } from './console-command.js';
 import { auditCommand } from './audit-command.js';
 import { dbCommand } from './db-command.js';
 import { demoCommand } from './demo-command.js';
@@ -40,6 +41,8 @@ Commands:
   import <file>           write a profile per server of a client config (Claude Desktop,
                           Cursor, VS Code) or an MCP registry server.json; --rewrite
                           points the client config at hintbox
+  console                 serve the console that outlives the runs (for clients that exit
+                          between calls; runs with --console leave confirmations there)
   demo                    run the filesystem server on a scratch folder and show what happens
   sweep [<profile>]       remove containers and networks (and, with a database profile, roles) of dead runs
   db prepare <profile>    revoke the PUBLIC grants that would undo the database roles' limits
@@ -64,6 +67,7 @@ const COMMANDS: Record<string, CommandSpec> = {
   import: importCommand,
   approve: approveCommand,
   audit: auditCommand,
+  console: consoleCommand,
   demo: demoCommand,
   sweep: sweepCommand,
   db: dbCommand,

@@ -1,7 +1,7 @@
 import { sandboxId, strictestGrant } from '../policy/plan-sandboxes.js';
 import { ceilingOf } from '../profile/profile-ceiling.js';
 import { HintboxSession } from '../session/hintbox-session.js';
-import { cliLog, engineReady, profileArg } from './common.js';
+import { cliLog, engineReady, profileForListing } from './common.js';
 import { formatPlanTable, formatSensitiveMounts, planToJson, sensitiveMounts } from './format-plan.js';
 import type { CommandSpec } from './command-spec.js';
 import { kubernetesPlan } from './kubernetes-plan.js';
@@ -18,6 +18,11 @@ credentials or an agent socket (allowSensitive), with what it holds.
 Prompts, resources, resource templates and completions are listed too: reading them changes
 nothing by definition, so they are served by the strictest sandbox whatever the server claims.
 The discovery container is removed before the command returns.
+
+What it reads: the profile, the image (built if missing) and the variables the profile names.
+It needs nothing only a run needs: a workspace the sandbox user cannot write is only warned
+about, and an env entry whose variable is unset (a token) is left out (named on stderr) and
+the server is listed without it.
 
 Options:
   --json      print the plan as JSON (tools[], sandboxes[], rejected[], reads, sensitive[])
@@ -41,7 +46,7 @@ export const planCommand: CommandSpec = {
     namespace: { type: 'string' },
   },
   async run({ positionals, values }) {
-    const profile = profileArg('plan', positionals);
+    const profile = profileForListing('plan', positionals);
     if (values.engine !== undefined && values.engine !== 'kubernetes' && values.engine !== 'docker') {
       throw new UsageError(`plan: --engine ${values.engine as string}: expected docker or kubernetes`);
     }

@@ -7,6 +7,8 @@ import { newSessionId } from '../util/session-identity.js';
 import { cliLog, closeEngine, consolePortArg, engineReady, profileArg, startConsole } from './common.js';
 import type { CommandSpec } from './command-spec.js';
 import type { HintboxConsole } from '../console/console-server.js';
+import { readSharedConsole, sharedApprovalsOf } from '../console/shared-console.js';
+import { hintboxEnvironment } from '../config/environment.js';
 
 const HELP = `Usage: hintbox run <profile> [--tags a,b] [--rebuild] [--console [--console-port PORT]] [--engine KIND]
 
@@ -60,6 +62,10 @@ definitions waiting for approval (approving one writes the lock file, as hintbox
 A client with URL-mode elicitation is sent the page's link; one with forms gets the form and
 the link; one with neither gets a denial that carries the link, and the same call made again
 after the page approved it (same arguments, within 5 minutes) runs once.
+That console ends with the run. While "hintbox console" runs (the console that outlives the
+runs), --console without --console-port sends the confirmations there instead: a client that
+exits after each call is denied with the page's link, and the same call made again by a later
+run, within 5 minutes of the person's answer, runs once.
 
 Options:
   --tags a,b      serve only tools with one of these tags (profile tags; server claims if trusted)
@@ -106,12 +112,19 @@ export const runCommand: CommandSpec = {
       const { audit } = trail;
       // The console before anything of the server: a port that is taken stops the run here.
       let hub: HintboxConsole | undefined;
+      // `hintbox console` running: the confirmations go there, and outlive this run.
+      const { stateDir } = hintboxEnvironment();
+      const shared = withConsole && consolePort === undefined ? readSharedConsole(stateDir) : undefined;
       try {
-        hub = withConsole ? await startConsole('run', consolePort) : undefined;
+        hub = withConsole && !shared ? await startConsole('run', consolePort) : undefined;
       } catch (error) {
         await trail.close();
         throw error;
       }
+      if (shared) log.info(`console: confirmations go to hintbox console at ${shared.origin} (pid ${shared.pid})`);
+      else if (hub)
+        log.info('console: it ends with this run; for a client that exits between calls, run "hintbox console" first');
+      const consoleApprovals = shared ? sharedApprovalsOf(stateDir, shared.origin, shared.secret) : hub?.approvals;
       const sessionId = newSessionId();
       // A signal may arrive at any point of the start: it stops the start, which removes what it made.
       const starting = new AbortController();
@@ -167,7 +180,7 @@ export const runCommand: CommandSpec = {
           audit,
           caller: null,
           ...(tagFilter ? { tagFilter } : {}),
-          ...(hub ? { console: hub.approvals } : {}),
+          ...(consoleApprovals ? { console: consoleApprovals } : {}),
         });
         hub?.addDefinitions(session.definitionSource());
         const disconnected = new Promise<void>((resolve) => {

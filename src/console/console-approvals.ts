@@ -187,7 +187,7 @@ export class ConsoleApprovals {
 
   /** The token of one confirmation's page: it opens that page and answers it, nothing else. */
   tokenFor(id: string): string {
-    return createHmac('sha256', this.options.secret).update(`approval:${id}`).digest('base64url');
+    return approvalToken(this.options.secret, id);
   }
 
   /** Whether `token` opens the page of confirmation `id`. */
@@ -235,15 +235,20 @@ export class ConsoleApprovals {
   }
 }
 
-/** The call an answer on the page is bound to: who, what, against which definition, with which arguments. */
-function grantKey(
-  request: Pick<ApprovalRequest, 'server' | 'session' | 'caller' | 'tool' | 'pinHash' | 'arguments'>,
+/**
+ * The call an answer on the page is bound to: who, what, against which definition, with which
+ * arguments; and in which session, unless `inSession` is false (a console that outlives the runs:
+ * the next run's call is the same call).
+ */
+export function grantKey(
+  request: Pick<ApprovalRequest, 'server' | 'caller' | 'tool' | 'pinHash' | 'arguments'> & { session?: string },
+  inSession = true,
 ): string {
   return createHash('sha256')
     .update(
       canonicalJson([
         request.server,
-        request.session,
+        inSession ? (request.session ?? null) : null,
         callerKey(request.caller),
         request.tool,
         request.pinHash,
@@ -251,6 +256,11 @@ function grantKey(
       ]),
     )
     .digest('hex');
+}
+
+/** The token of one confirmation's page: it opens that page and answers it, nothing else. */
+export function approvalToken(secret: Buffer, id: string): string {
+  return createHmac('sha256', secret).update(`approval:${id}`).digest('base64url');
 }
 
 /** Compares two secrets in constant time (for their length). */

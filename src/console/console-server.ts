@@ -41,7 +41,17 @@ export interface ConsoleOptions {
   /** Default 0: a random free port. */
   port?: number;
   approvals?: Omit<ConsoleApprovalsOptions, 'origin' | 'secret'>;
+  /** The console's secret (tokens, links); default: random. `hintbox console` keeps it for the runs. */
+  secret?: Buffer;
+  /** Where confirmations are kept; default: in memory, for this process's calls (ConsoleApprovals). */
+  store?: (origin: string, secret: Buffer) => ApprovalStore;
 }
+
+/** What the pages and the calls need of the confirmations (ConsoleApprovals, or SharedApprovals). */
+export type ApprovalStore = Pick<
+  ConsoleApprovals,
+  'open' | 'answer' | 'takeAnswer' | 'waitingFor' | 'get' | 'list' | 'tokenFor' | 'opens' | 'close'
+>;
 
 /** A session's tools whose definitions wait for approval (the definitions page). */
 export interface DefinitionSource {
@@ -67,9 +77,9 @@ const SECURITY_HEADERS: Record<string, string> = {
 };
 
 export class HintboxConsole {
-  readonly approvals: ConsoleApprovals;
+  readonly approvals: ApprovalStore;
   private readonly sources = new Set<DefinitionSource>();
-  private readonly secret = randomBytes(32);
+  readonly secret: Buffer;
   /** Its own address only: `127.0.0.1:<port>` or `localhost:<port>` (serve's check, without names of a proxy). */
   private readonly site = new RequestSite();
 
@@ -78,7 +88,10 @@ export class HintboxConsole {
     readonly origin: string,
     private readonly options: ConsoleOptions,
   ) {
-    this.approvals = new ConsoleApprovals({ ...options.approvals, origin, secret: this.secret });
+    this.secret = options.secret ?? randomBytes(32);
+    this.approvals =
+      options.store?.(origin, this.secret) ??
+      new ConsoleApprovals({ ...options.approvals, origin, secret: this.secret });
   }
 
   /** Listens on 127.0.0.1 (only: the console is for the person at this machine). */

@@ -1,3 +1,4 @@
+import { networkRefusal } from '../policy/network-refusal.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { AuditDecider, AuditDecision, AuditLog, AuditOutcomeReport } from '../audit/audit-record.js';
 import { errorResult } from '../mcp/json-rpc.js';
@@ -137,6 +138,11 @@ export class CallGuard {
       this.options.log.warn(`${this.options.server} is treated as untrusted for the rest of this session: ${reason}`);
     }
     this.options.onUntrusted?.(reason);
+  }
+
+  /** Why an answer is a refusal by its sandbox's lack of network (policy/network-refusal.ts), else undefined. */
+  networkRefusalIn(name: string, answer: unknown): string | undefined {
+    return networkRefusal(this.tools.get(name), answer);
   }
 
   /**

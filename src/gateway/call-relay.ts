@@ -22,7 +22,8 @@ export { traceIdOf } from './forwarded-call.js';
  */
 
 /** What the call relay uses of the `CallGuard` (tests of routing pass a fake). */
-export type RelayGuard = Pick<CallGuard, 'visible' | 'admit' | 'finish'> & Partial<Pick<CallGuard, 'violationIn'>>;
+export type RelayGuard = Pick<CallGuard, 'visible' | 'admit' | 'finish'> &
+  Partial<Pick<CallGuard, 'violationIn' | 'networkRefusalIn'>>;
 
 export interface CallRelayOptions extends RequestLifecycleOptions {
   serverName: string;
@@ -148,13 +149,17 @@ export class CallRelay extends RequestLifecycle<PendingCall> {
   protected override answered(call: PendingCall, message: JsonRpcObject): void {
     const violation = this.options.guard?.violationIn?.(call.what, message.result ?? message.error);
     if (violation) call.hintViolation = addViolation(call.hintViolation, violation);
+    const refusal = this.options.guard?.networkRefusalIn?.(call.what, message.result);
+    if (refusal) call.networkRefusal = refusal;
   }
 
   protected override settled(call: PendingCall, report: AuditOutcomeReport): void {
     this.options.serverRequests.callEnded(call.clientId);
     if (call.auditId) {
+      // Not `ok`: the sandbox had no network for what the tool set out to reach.
+      const refused = report.outcome === 'ok' && call.networkRefusal;
       this.options.guard?.finish(call.auditId, {
-        ...report,
+        ...(refused ? { outcome: 'tool-error', detail: call.networkRefusal } : report),
         attempts: call.attempts,
         ...(call.hintViolation ? { hintViolation: call.hintViolation } : {}),
       });

@@ -12,6 +12,8 @@ export interface PendingCall extends ForwardedRequest {
   retriesLeft: number;
   /** A hint the call was seen to break while it ran (recorded with its outcome). */
   hintViolation?: string;
+  /** Its answer read as a network failure its sandbox caused (recorded as a tool-error with this detail). */
+  networkRefusal?: string;
 }
 
 /** The trace id of a W3C `traceparent` in a request's `_meta` (`00-<trace id>-<span id>-<flags>`), if any. */

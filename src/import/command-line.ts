@@ -1,3 +1,4 @@
+import { namedHosts } from './named-hosts.js';
 import path from 'node:path';
 import { parsePypiSpec } from '../packages/package-source.js';
 import {
@@ -50,11 +51,14 @@ export function runsHintbox(entry: { command: string; args: readonly string[] })
   return ['node', 'npx'].includes(launcher(entry.command)) && first !== undefined && isHintbox(first);
 }
 
+/** Why an entry is skipped that a `--rewrite` made before (a second run has nothing to do for it). */
+export const ALREADY_RUNS_HINTBOX = 'it already runs hintbox';
+
 type Mapped = Pick<ProfileDraft, 'runs' | 'server' | 'mounts' | 'env' | 'notes' | 'hostVariables' | 'clientEnv'>;
 
 export function importClientEntry(key: string, name: string, origin: string, entry: ClientEntry): ImportOutcome {
   const skip = (reason: string): ImportOutcome => ({ skipped: { key, reason } });
-  if (runsHintbox(entry)) return skip('it already runs hintbox');
+  if (runsHintbox(entry)) return skip(ALREADY_RUNS_HINTBOX);
   const tool = launcher(entry.command);
   let mapped: Mapped | string;
   if (tool === 'npx') mapped = fromNpx(entry, name);
@@ -65,7 +69,8 @@ export function importClientEntry(key: string, name: string, origin: string, ent
   else if (tool === 'docker' || tool === 'podman') mapped = fromDocker(entry);
   else mapped = `"${entry.command}" is not npx, uvx, uv tool run, pipx run or docker run`;
   if (typeof mapped === 'string') return skip(`write its profile by hand: ${mapped}`);
-  return { draft: { name, key, origin, ...mapped } };
+  const allowHosts = namedHosts([...entry.args, ...Object.values(entry.env ?? {})]);
+  return { draft: { name, key, origin, ...mapped, ...(allowHosts.length ? { allowHosts } : {}) } };
 }
 
 /** The draft of a command run on the host: its arguments mapped, its env taken by name. */

@@ -68,6 +68,8 @@ export interface ProfileDraft {
    * client config and out of the profile.
    */
   clientEnv: Record<string, string>;
+  /** The hosts its entry says it reaches (named-hosts.ts): proposed as `network.allow`; none: `network: none`. */
+  allowHosts?: string[];
 }
 
 /** A server the import does not write a profile for, and why. */
@@ -278,7 +280,7 @@ export function renderProfile(draft: ProfileDraft): string {
     name: draft.name,
     server,
     trust: 'untrusted',
-    network: 'none',
+    network: draft.allowHosts?.length ? { allow: draft.allowHosts } : 'none',
     ...(mounts.length > 0 ? { mounts } : {}),
     ...(Object.keys(draft.env).length > 0 ? { env: draft.env } : {}),
   };
@@ -287,7 +289,9 @@ export function renderProfile(draft: ProfileDraft): string {
   const reads = [...new Set(draft.hostVariables)].sort();
   const review = [
     'trust: untrusted. Every call that can change something is confirmed; change it only if you trust the code itself.',
-    'network: none. If the server needs the network (an API, a web fetch), set network: open: only its open-world tools get it.',
+    draft.allowHosts?.length
+      ? `network: allow ${draft.allowHosts.join(', ')}: the hosts its entry names (URLs in what it is given). Only its open-world tools get a network, and through hintbox's egress proxy they reach these hosts only: remove any you do not expect, add the ones it needs, or set network: none.`
+      : "network: none (its entry names no host it reaches). If the server needs the network (an API, a web fetch), list its hosts: network: { allow: [host:443] }: only its open-world tools reach them, through hintbox's egress proxy.",
     draft.mounts.length > 0
       ? `mounts: ${draft.mounts.map((m) => `${m.source} at ${m.target} (${m.mode})`).join(', ')}. The most it may see of your files.`
       : 'mounts: none. The server sees none of your files; add mounts if it needs some.',

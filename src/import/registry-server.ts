@@ -1,3 +1,4 @@
+import { namedHosts } from './named-hosts.js';
 import { z } from 'zod';
 import { renderServerText } from '../util/render-server-text.js';
 import { NPM_NAME, PLAIN_VERSION, PYPI_NAME } from '../packages/package-source.js';
@@ -116,7 +117,9 @@ export function importRegistryServer(
       if (typeof mapped === 'string') notes.push(`${what}: ${mapped}`);
       else {
         const others = notes.length > 0 ? [`Not used: ${notes.join('; ')}.`] : [];
-        return { draft: { name, key, origin, ...mapped, notes: [...mapped.notes, ...others] } };
+        const allowHosts = hostsOfEntry(server, pkg);
+        const draft = { name, key, origin, ...mapped, notes: [...mapped.notes, ...others] };
+        return { draft: allowHosts.length ? { ...draft, allowHosts } : draft };
       }
     } else notes.push(`${what}: ${pkg.registryType} packages are not supported`);
   }
@@ -359,4 +362,14 @@ function fromPackage(pkg: Package, profile: string, reserved: ReadonlySet<string
   const read = [...new Set(hostVariables)];
   const variableUses = Object.fromEntries(read.map((name) => [name, uses[name] ?? '']));
   return { runs, server, mounts, env, notes, hostVariables: read, variableUses, clientEnv: {} };
+}
+
+/** The hosts a registry entry names for its package: its remotes, and its arguments' and variables' values and defaults. */
+function hostsOfEntry(server: RegistryServer, pkg: Package): string[] {
+  const remotes = (server.remotes ?? []).map((r) => (r as { url?: unknown } | null)?.url);
+  const given = [...(pkg.packageArguments ?? []), ...(pkg.runtimeArguments ?? []), ...(pkg.environmentVariables ?? [])];
+  return namedHosts([
+    ...remotes,
+    ...given.flatMap((g) => [(g as { value?: unknown }).value, (g as { default?: unknown }).default]),
+  ]);
 }

@@ -19,6 +19,14 @@ export class InterpolationError extends Error {
   }
 }
 
+/** `${NAME}` of a variable that is not set, without a default: which one. */
+export class UnsetVariableError extends InterpolationError {
+  constructor(readonly variable: string) {
+    super(`environment variable ${variable} is not set and has no default`);
+    this.name = 'UnsetVariableError';
+  }
+}
+
 export interface InterpolateOptions {
   /** `${sandbox:NAME}` may appear here (and is kept). Default false. */
   sandboxValues?: boolean;
@@ -81,7 +89,7 @@ function expand(body: string, vars: Variables, options: InterpolateOptions, kept
     return used;
   }
   if (value !== undefined) return value;
-  throw new InterpolationError(`environment variable ${name} is not set and has no default`);
+  throw new UnsetVariableError(name);
 }
 
 function keepSandboxValue(name: string, options: InterpolateOptions, kept: { count: number }): string {
@@ -107,7 +115,7 @@ function keepSandboxValue(name: string, options: InterpolateOptions, kept: { cou
 export function interpolateTree(
   value: unknown,
   vars: Variables,
-  onError: (path: (string | number)[], message: string) => void,
+  onError: (path: (string | number)[], message: string, error: Error) => void,
   sandboxValuesAt: (path: readonly (string | number)[]) => boolean = () => false,
   path: (string | number)[] = [],
   ancestors = new Set<object>(),
@@ -116,13 +124,14 @@ export function interpolateTree(
     try {
       return interpolate(value, vars, { sandboxValues: sandboxValuesAt(path) });
     } catch (error) {
-      onError(path, (error as Error).message);
+      onError(path, (error as Error).message, error as Error);
       return value;
     }
   }
   if (value === null || typeof value !== 'object') return value;
   if (ancestors.has(value)) {
-    onError(path, 'contains itself (a YAML alias inside its own anchor)');
+    const message = 'contains itself (a YAML alias inside its own anchor)';
+    onError(path, message, new InterpolationError(message));
     return null;
   }
   ancestors.add(value);

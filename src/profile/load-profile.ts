@@ -11,7 +11,7 @@ import { processVariables } from '../config/environment.js';
 import { hintboxOwnPaths, type OwnPath } from '../config/hintbox-paths.js';
 import { isStrictlyInside } from '../util/paths.js';
 import { packagePath } from '../util/package-root.js';
-import { interpolateTree, type Variables } from './interpolate.js';
+import { interpolateTree, UnsetVariableError, type Variables } from './interpolate.js';
 import { isSandboxValueField, mountValueName, sandboxValueUses } from './sandbox-values.js';
 import { normalizeContainerPath, ProfileSchema, type ParsedProfile } from './profile-schema.js';
 import { ineffectiveKeys } from './trust-key-effects.js';
@@ -40,6 +40,8 @@ export interface Profile extends Omit<ParsedProfile, 'mounts' | 'serverRequests'
   mounts: ResolvedMount[];
   /** With the trust's default filled in (sampling: only a trusted server's). */
   serverRequests: { sampling: boolean; elicitation: boolean; urlElicitation: boolean; roots: boolean };
+  /** `env` entries left out because their variable is not set (only with `unsetEnv: 'leave-out'`). */
+  envLeftOut?: readonly { name: string; variable: string }[];
 }
 
 /** One problem in a profile: file, field path and what was expected. */
@@ -78,6 +80,12 @@ export interface LoadProfileOptions {
   home?: string;
   /** hintbox's own folders, never mounted; default: its state folder and installation. */
   ownPaths?: readonly OwnPath[];
+  /**
+   * An `env` value whose variable is not set (a token): `refuse` (default: a run needs it), or
+   * `leave-out` (listing the tools, for approve and plan: the entry is left out, named in
+   * `envLeftOut`, and the server is listed without it).
+   */
+  unsetEnv?: 'refuse' | 'leave-out';
   /**
    * The profile's text, checked as if it were `file` (which need not exist yet): how
    * `hintbox import` validates what it is about to write. Default: read from `file`.
@@ -122,12 +130,22 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
 
   const vars = options.vars ?? profileVariables();
   const problems: ProfileProblem[] = [];
+  const envLeftOut: { name: string; variable: string }[] = [];
   const interpolated = interpolateTree(
     raw,
     vars,
-    (at, message) => problems.push({ file: absFile, path: formatFieldPath(at), message }),
+    (at, message, error) => {
+      const [section, key, ...deeper] = at;
+      if (options.unsetEnv === 'leave-out' && error instanceof UnsetVariableError && section === 'env') {
+        if (typeof key === 'string' && deeper.length === 0)
+          return void envLeftOut.push({ name: key, variable: error.variable });
+      }
+      problems.push({ file: absFile, path: formatFieldPath(at), message });
+    },
     isSandboxValueField,
   );
+  const env = (interpolated as { env?: unknown } | null)?.env;
+  if (env && typeof env === 'object') for (const { name } of envLeftOut) delete (env as Record<string, unknown>)[name];
   // Interpolation problems do not stop the schema check: the operator sees every problem at once.
   const parsed = ProfileSchema.safeParse(interpolated);
   if (!parsed.success) {
@@ -249,7 +267,14 @@ export function loadProfile(file: string, options: LoadProfileOptions = {}): Pro
   const { sampling, urlElicitation, ...asked } = parsed.data.serverRequests;
   const trusted = parsed.data.trust === 'trusted';
   const serverRequests = { ...asked, sampling: sampling ?? trusted, urlElicitation: urlElicitation ?? trusted };
-  return { ...parsed.data, file: absFile, server, mounts, serverRequests };
+  return {
+    ...parsed.data,
+    file: absFile,
+    server,
+    mounts,
+    serverRequests,
+    ...(envLeftOut.length ? { envLeftOut } : {}),
+  };
 }
 
 /**

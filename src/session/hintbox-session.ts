@@ -73,10 +73,14 @@ export class HintboxSession implements AsyncDisposable {
   private listing: ToolListing;
   private readonly violations: HintViolations;
 
-  private constructor(private readonly options: SessionOptions) {
-    // Who its sandboxes run as, looked up once: a workspace that user cannot write stops it here, before anything starts.
+  private constructor(
+    private readonly options: SessionOptions,
+    /** False for a session that only lists (approve, plan, install): its one sandbox mounts everything read-only. */
+    serves = true,
+  ) {
+    // Who its sandboxes run as, looked up once: a workspace that user cannot write stops a run here, before anything starts.
     const defaultUser = defaultSandboxUser(options.profile);
-    assertWritableMounts(options.profile, sandboxUserIds(options.profile, defaultUser));
+    if (serves) assertWritableMounts(options.profile, sandboxUserIds(options.profile, defaultUser));
     const network = options.profile.network;
     this.listing = { tools: [], rejected: [], plan: planSandboxes([], ceilingOf(options.profile)) };
     this.sessionId = options.sessionId ?? newSessionId();
@@ -139,7 +143,7 @@ export class HintboxSession implements AsyncDisposable {
    * aborts, everything the session started is removed (`dispose`) before it rejects.
    */
   static async open(options: SessionOptions & { startAll: boolean }): Promise<HintboxSession> {
-    const session = new HintboxSession(options);
+    const session = new HintboxSession(options, options.startAll);
     const { signal } = options;
     const stop = (): void => void session.dispose();
     signal?.addEventListener('abort', stop, { once: true });

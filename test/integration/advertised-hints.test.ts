@@ -107,7 +107,7 @@ integrationSuite(
 
     it('lists the same from the lock file (cold start) as once the server is verified, and tells the client of no change', async () => {
       const { name, profile, file } = liar({ split: false });
-      assert.equal((await hintboxCommand(['approve', file, '--all'])).code, 0);
+      assert.equal((await hintboxCommand(['approve', file, '--all', '--yes'])).code, 0);
       // The same profile and lock file, a server slow to start: the first list is the lock file's.
       writeFileSync(
         file,

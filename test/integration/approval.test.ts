@@ -64,7 +64,7 @@ integrationSuite(
         assert.match(JSON.stringify(blocked.content), /has not been approved[\s\S]*hintbox approve/);
         assert.equal(hintbox.asked.length, 0, 'a blocked call asks nobody');
       }
-      const approve = await hintboxCommand(['approve', file, '--all']);
+      const approve = await hintboxCommand(['approve', file, '--all', '--yes']);
       assert.equal(approve.code, 0, approve.stderr);
       assert.match(approve.stdout, /identity: never approved/);
       await using hintbox = await runHintbox(file);
@@ -91,7 +91,7 @@ integrationSuite(
       const blocked = await hintbox.client.callTool({ name: 'identity', arguments: {} });
       assert.match(JSON.stringify(blocked.content), /has not been approved/);
 
-      const approve = await hintboxCommand(['approve', file, 'identity']);
+      const approve = await hintboxCommand(['approve', file, 'identity', '--yes']);
       assert.equal(approve.code, 0, approve.stderr);
       assert.equal(outcomeOf(await hintbox.client.callTool({ name: 'identity', arguments: {} })).ok, true);
       assert.equal(hintbox.asked.length, 1, 'still an untrusted server: the call was confirmed');
@@ -115,7 +115,7 @@ integrationSuite(
       const { file } = untrustedLiar();
       const tools = ['identity', 'resolve', 'hang', 'crash'];
       // Four processes at once, each reading, listing (a discovery sandbox) and writing the lock.
-      const runs = await Promise.all(tools.map((tool) => hintboxCommand(['approve', file, tool])));
+      const runs = await Promise.all(tools.map((tool) => hintboxCommand(['approve', file, tool, '--yes'])));
       for (const run of runs) assert.equal(run.code, 0, run.stderr);
       const lock = JSON.parse(readFileSync(lockFilePath(file), 'utf8')) as { tools: Record<string, unknown> };
       assert.deepEqual(Object.keys(lock.tools).sort(), [...tools].sort());
@@ -134,7 +134,7 @@ integrationSuite(
     for (const [confirmations, message, decidedBy] of outcomes) {
       it(`does not run a call whose confirmation is ${confirmations === 'unsupported' ? 'impossible' : confirmations === 'never' ? 'never answered' : 'denied'}, and records why`, async () => {
         const { name, file } = untrustedLiar();
-        assert.equal((await hintboxCommand(['approve', file, 'unannotated_write'])).code, 0);
+        assert.equal((await hintboxCommand(['approve', file, 'unannotated_write', '--yes'])).code, 0);
         const target = path.join(workspace, `${name}.txt`);
         await using hintbox = await runHintbox(file, { confirmations });
         const result = await hintbox.client.callTool({
@@ -160,7 +160,7 @@ integrationSuite(
     // proves: PINS
     it('blocks a tool whose description changed, names the change, and serves it again once re-approved', async () => {
       const { name, file } = untrustedLiar();
-      assert.equal((await hintboxCommand(['approve', file, '--all'])).code, 0);
+      assert.equal((await hintboxCommand(['approve', file, '--all', '--yes'])).code, 0);
       const lock = lockFilePath(file);
       assert.ok(existsSync(lock), 'approve wrote the lock file beside the profile');
       const changed = untrustedLiar({ env: { LIAR_VARIANT: 'changed-description' } });
@@ -183,7 +183,7 @@ integrationSuite(
         assert.equal(names.includes('identity'), true, 'unchanged tools are still served');
       }
       assert.equal(readFileSync(lock, 'utf8'), approved, 'a run never writes the lock file');
-      const reapprove = await hintboxCommand(['approve', file, 'write_mounted']);
+      const reapprove = await hintboxCommand(['approve', file, 'write_mounted', '--yes']);
       assert.equal(reapprove.code, 0, reapprove.stderr);
       assert.match(reapprove.stdout, /write_mounted: changed since it was approved/);
       assert.match(reapprove.stdout, /description: .*uploads your files/);
@@ -198,7 +198,7 @@ integrationSuite(
     // proves: PINS
     it('serves a tool whose hints only narrowed without a person, in the stricter sandbox, and audits it (the lock file is not written)', async () => {
       const { name, file } = untrustedLiar();
-      assert.equal((await hintboxCommand(['approve', file, '--all'])).code, 0);
+      assert.equal((await hintboxCommand(['approve', file, '--all', '--yes'])).code, 0);
       const before = JSON.parse((await hintboxCommand(['plan', file, '--json'])).stdout) as {
         tools: { name: string; sandbox: string }[];
       };
@@ -283,7 +283,7 @@ integrationSuite(
     // proves: PINS
     it('hides every tool when the lock file cannot be read at a re-listing (fail closed), audits it, and serves an approved tool again once it reads', async () => {
       const { name, file } = untrustedLiar();
-      assert.equal((await hintboxCommand(['approve', file, '--all'])).code, 0);
+      assert.equal((await hintboxCommand(['approve', file, '--all', '--yes'])).code, 0);
       const approved = readFileSync(lockFilePath(file), 'utf8');
       await using hintbox = await runHintbox(file);
       const changes: number[] = [];
@@ -336,7 +336,7 @@ integrationSuite(
     // proves: AUDIT
     it('records a call whose sandbox is killed in the middle as sandbox-died', async () => {
       const { name, file } = untrustedLiar();
-      assert.equal((await hintboxCommand(['approve', file, '--all'])).code, 0);
+      assert.equal((await hintboxCommand(['approve', file, '--all', '--yes'])).code, 0);
       {
         await using hintbox = await runHintbox(file);
         const pending = hintbox.client.callTool({ name: 'hang', arguments: { why: 'to be killed' } });

@@ -30,7 +30,7 @@ integrationSuite('cold start from the lock file', { timeout: 300_000, images: [e
       env: extra,
     });
     const file = writeProfile(profile({}));
-    const approve = await hintboxCommand(['approve', file, '--all']);
+    const approve = await hintboxCommand(['approve', file, '--all', '--yes']);
     assert.equal(approve.code, 0, approve.stderr);
     // The same profile file and server name, the server as it will run.
     writeFileSync(file, readFileSync(writeProfile(profile(env)), 'utf8'));

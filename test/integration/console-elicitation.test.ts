@@ -40,7 +40,7 @@ integrationSuite(
     const workspace = suite.workspace;
     before(async () => {
       profile = copyOfShippedProfile('filesystem');
-      const approved = await hintboxCommand(['approve', profile, '--all'], { WORKSPACE: workspace });
+      const approved = await hintboxCommand(['approve', profile, '--all', '--yes'], { WORKSPACE: workspace });
       assert.equal(approved.code, 0, approved.stderr);
     });
 

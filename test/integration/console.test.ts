@@ -224,7 +224,7 @@ integrationSuite('the console in a browser', { timeout: 300_000, images: [ensure
   it("serve --console: a client without elicitation is given the page's link; approved there, its repeat runs", async () => {
     const workspace = sandboxFolder();
     const profile = copyOfShippedProfile('filesystem');
-    const approved = await hintboxCommand(['approve', profile, '--all'], { WORKSPACE: workspace });
+    const approved = await hintboxCommand(['approve', profile, '--all', '--yes'], { WORKSPACE: workspace });
     assert.equal(approved.code, 0, approved.stderr);
     const serving = await serve([path.dirname(profile), '--console'], { WORKSPACE: workspace });
     try {

@@ -176,7 +176,7 @@ integrationSuite('a database server under hintbox run', { timeout: 600_000 }, (s
 
     before(async () => {
       // Pinned, so that an untrusted server's tools are asked for rather than blocked.
-      const approved = await hintboxCommand(['approve', profile, '--all'], env);
+      const approved = await hintboxCommand(['approve', profile, '--all', '--yes'], env);
       assert.equal(approved.code, 0, approved.stderr);
       hintbox = group.use(await runHintbox(profile, { env }));
       readRole = await credentialsOf(hintbox);

@@ -53,7 +53,16 @@ integrationSuite('hintbox fails closed', { timeout: 180_000, images: [ensureTest
       mounts: [{ source: '.', target: '/data' }],
     });
     writeFileSync(profile, text);
-    for (const command of ['run', 'plan']) {
+    {
+      // plan lists in a read-only sandbox: it warns with the same line and goes on.
+      const { code, stderr } = await hintboxCommand(['plan', profile]);
+      assert.equal(code, 0, stderr);
+      assert.match(
+        stderr,
+        /hintbox run will refuse: .*: mounts\[0\]\.source: .* cannot be written by the sandbox user/,
+      );
+    }
+    for (const command of ['run']) {
       const { code, stderr } = await hintboxCommand([command, profile]);
       assert.equal(code, 2, `${command}: ${stderr}`);
       assert.deepEqual(stderr.trim().split('\n'), [
@@ -64,7 +73,7 @@ integrationSuite('hintbox fails closed', { timeout: 180_000, images: [ensureTest
     assert.deepEqual(await idsOfOurs(), before);
   });
 
-  it('refuses a read-write workspace the sandbox user cannot write (root-owned, as root): one line, exit 2, nothing started', async () => {
+  it('refuses a read-write workspace the sandbox user cannot write (root-owned, as root): one line, exit 2, nothing started (plan: a warning)', async () => {
     const before = await idsOfOurs();
     // As root the sandboxes run as 10001: a root-owned folder is theirs to read, not to write.
     const workspace = scratchFolder('hintbox-rootowned-');
@@ -74,7 +83,16 @@ integrationSuite('hintbox fails closed', { timeout: 180_000, images: [ensureTest
       server: { image: LIAR_IMAGE },
       mounts: [{ source: workspace, target: '/data' }],
     });
-    for (const command of ['run', 'plan']) {
+    {
+      // plan lists in a read-only sandbox: it warns with the same line and goes on.
+      const { code, stderr } = await hintboxCommand(['plan', profile]);
+      assert.equal(code, 0, stderr);
+      assert.match(
+        stderr,
+        /hintbox run will refuse: .*: mounts\[0\]\.source: .* cannot be written by the sandbox user/,
+      );
+    }
+    for (const command of ['run']) {
       const { code, stderr } = await hintboxCommand([command, profile]);
       assert.equal(code, 2, `${command}: ${stderr}`);
       // Its one line, besides hintbox's own notes (`hintbox: no lock file …`).

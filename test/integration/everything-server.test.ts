@@ -38,7 +38,7 @@ integrationSuite(
   { timeout: 240_000, images: [ensureEverythingImage] },
   (suite) => {
     it('lists its tools and runs an approved read-only one of this trusted server without asking', async () => {
-      const approve = await hintboxCommand(['approve', PROFILE, '--all']);
+      const approve = await hintboxCommand(['approve', PROFILE, '--all', '--yes']);
       assert.equal(approve.code, 0, approve.stderr);
       const hintbox = await runHintbox(PROFILE);
       const pid = hintbox.pid;
@@ -92,7 +92,7 @@ integrationSuite(
       const sampled: unknown[] = [];
 
       before(async () => {
-        const approve = await hintboxCommand(['approve', PROFILE, '--all']);
+        const approve = await hintboxCommand(['approve', PROFILE, '--all', '--yes']);
         assert.equal(approve.code, 0, approve.stderr);
         hintbox = group.use(await runHintbox(PROFILE, { capabilities: { sampling: {} } }));
         hintbox.client.setRequestHandler(CreateMessageRequestSchema, (request) => {
@@ -162,7 +162,7 @@ integrationSuite(
     });
 
     it('refuses its sampling request for a client that does not support sampling', async () => {
-      const approve = await hintboxCommand(['approve', PROFILE, '--all']);
+      const approve = await hintboxCommand(['approve', PROFILE, '--all', '--yes']);
       assert.equal(approve.code, 0, approve.stderr);
       await using hintbox = await runHintbox(PROFILE);
       const result = await hintbox.client.callTool({

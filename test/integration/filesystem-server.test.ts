@@ -98,7 +98,7 @@ integrationSuite(
       const workspace = sandboxFolder();
       writeFileSync(path.join(workspace, 'notes.txt'), 'from the host\n');
       // An untrusted server: its tools are served only once approved, and every call is confirmed.
-      const approve = await hintboxCommand(['approve', PROFILE, '--all'], { WORKSPACE: workspace });
+      const approve = await hintboxCommand(['approve', PROFILE, '--all', '--yes'], { WORKSPACE: workspace });
       assert.equal(approve.code, 0, approve.stderr);
       const hintbox = await runHintbox(PROFILE, { env: { WORKSPACE: workspace } });
       const pid = hintbox.pid;
@@ -169,7 +169,7 @@ integrationSuite(
       if (process.getuid?.() !== 0) return t.skip('needs root: hintbox runs sandboxes as its own user otherwise');
       const workspace = scratchFolder('hintbox-owned-');
       chownSync(workspace, 1234, 1235);
-      const approve = await hintboxCommand(['approve', PROFILE, '--all'], { WORKSPACE: workspace });
+      const approve = await hintboxCommand(['approve', PROFILE, '--all', '--yes'], { WORKSPACE: workspace });
       assert.equal(approve.code, 0, approve.stderr);
       const hintbox = await runHintbox(PROFILE, { env: { WORKSPACE: workspace } });
       try {

@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
-import { copyFileSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { copyFileSync, existsSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { before, it } from 'node:test';
 import { integrationSuite } from './support/suite.js';
 import { ensureTestImages } from './support/docker.js';
 import { hintboxCommand, sandboxFolder } from './support/hintbox-process.js';
+import { answerOnPage, openLink } from './support/console-page.js';
 import { clientOfEntry, installGlobally, type EntryAsPrinted } from './support/global-install.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 
@@ -16,7 +18,7 @@ import { scratchFolder } from '../support/scratch-folder.js';
  * `$HOME`) with nothing but the client's own environment and the entry's, the tools approved,
  * then a read and a write, each confirmed by the person through the client (elicitation).
  */
-integrationSuite('the first hour', { timeout: 600_000, images: [ensureTestImages] }, () => {
+integrationSuite('the first hour', { timeout: 600_000, images: [ensureTestImages] }, (suite) => {
   let bin: string;
   let profile: string;
   let project: string;
@@ -46,7 +48,7 @@ integrationSuite('the first hour', { timeout: 600_000, images: [ensureTestImages
     assert.equal(entry.env?.WORKSPACE, project, 'the folder install ran in, pinned');
 
     // `approve --all --yes` once approving is a review (another branch): the lead switches the flag at merge.
-    const approve = await hintboxCommand(['approve', profile, '--all'], {}, { bin, cwd: project });
+    const approve = await hintboxCommand(['approve', profile, '--all', '--yes'], {}, { bin, cwd: project });
     assert.equal(approve.code, 0, approve.stderr);
 
     {
@@ -78,5 +80,85 @@ integrationSuite('the first hour', { timeout: 600_000, images: [ensureTestImages
       });
       assert.deepEqual(read.content, [{ type: 'text', text: 'written through hintbox\n' }], fromHome.stderr());
     }
+  });
+
+  // proves: CONSOLE-OUTLIVES-RUNS
+  it('a client that exits after each call: denied with the console link, approved there after its run ended, the same call runs once in the next run', async () => {
+    const install = await hintboxCommand(['install', profile, '--client', 'claude-desktop'], {}, { bin, cwd: project });
+    assert.equal(install.code, 0, install.stderr);
+    const printed = (JSON.parse(install.stdout) as { mcpServers: Record<string, EntryAsPrinted> }).mcpServers
+      .filesystem!;
+    const approve = await hintboxCommand(['approve', profile, '--all', '--yes'], {}, { bin, cwd: project });
+    assert.equal(approve.code, 0, approve.stderr);
+    // The person's console, started once in a terminal; the entry asks for the console.
+    const state = scratchFolder('hintbox-first-hour-state-');
+    const entry = {
+      ...printed,
+      args: [...printed.args, '--console'],
+      env: { ...printed.env, HINTBOX_STATE_DIR: state },
+    };
+    const console = spawn(bin, ['console'], {
+      env: { PATH: process.env.PATH ?? '', HOME: os.homedir(), HINTBOX_STATE_DIR: state },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    suite.defer(() => void console.kill('SIGTERM'));
+    let consoleLog = '';
+    await new Promise<void>((resolve, reject) => {
+      console.stderr.on('data', (chunk: Buffer) => {
+        consoleLog += chunk.toString('utf8');
+        if (/Ctrl-C stops it/.test(consoleLog)) resolve();
+      });
+      console.once('exit', (code) => reject(new Error(`hintbox console exited ${code}: ${consoleLog}`)));
+    });
+
+    const call = {
+      name: 'write_file',
+      arguments: { path: '/workspace/exited.txt', content: 'approved on the console\n' },
+    };
+    const written = path.join(project, 'exited.txt');
+    let link: string;
+    {
+      await using first = await clientOfEntry(entry, '/', false);
+      const denied = await first.client.callTool(call);
+      assert.equal(denied.isError, true, JSON.stringify(denied));
+      link =
+        /(http:\/\/127\.0\.0\.1:\d+\/approvals\/\S+)/
+          .exec(JSON.stringify(denied.content))?.[1]
+          ?.replace(/\\n.*$/, '') ?? '';
+      assert.ok(link, JSON.stringify(denied.content));
+    } // the client exits, and its run with it
+    assert.equal(existsSync(written), false, 'nothing written before the person answered');
+
+    // The person opens the link after that run is gone, and approves.
+    const { cookie, page, csrf } = await openLink(link);
+    assert.match(page, /write_file/);
+    assert.equal((await answerOnPage(link, cookie, csrf!, 'approve')).status, 303);
+
+    {
+      await using second = await clientOfEntry(entry, '/', false);
+      const ran = await second.client.callTool(call);
+      assert.notEqual(ran.isError, true, `${JSON.stringify(ran)}\n${second.stderr()}`);
+    }
+    assert.equal(readFileSync(written, 'utf8'), 'approved on the console\n');
+    rmSync(written);
+    {
+      // Once: the same call in a third run is asked again, and writes nothing.
+      await using third = await clientOfEntry(entry, '/', false);
+      const again = await third.client.callTool(call);
+      assert.equal(again.isError, true, JSON.stringify(again));
+    }
+    assert.equal(existsSync(written), false, 'the answer ran the call once');
+    const audit = await hintboxCommand(
+      ['audit', '--server', 'filesystem', '--json'],
+      { HINTBOX_STATE_DIR: state },
+      { bin },
+    );
+    const decided = audit.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { decidedBy: string; arguments: { path?: string } })
+      .filter((row) => row.arguments.path === '/workspace/exited.txt')
+      .map((row) => row.decidedBy);
+    assert.deepEqual(decided.sort(), ['console', 'no-elicitation', 'no-elicitation'], audit.stdout);
   });
 });

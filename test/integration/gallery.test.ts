@@ -23,7 +23,7 @@ import { scratchFolder } from '../support/scratch-folder.js';
 
 /** `hintbox approve <profile> --all`, then `hintbox run <profile>`, as the profiles' headers say. */
 async function approvedRun(profile: string, env: Record<string, string> = {}) {
-  const approved = await hintboxCommand(['approve', profile, '--all'], env);
+  const approved = await hintboxCommand(['approve', profile, '--all', '--yes'], env);
   assert.equal(approved.code, 0, approved.stderr);
   return runHintbox(profile, { env });
 }

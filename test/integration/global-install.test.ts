@@ -47,7 +47,7 @@ integrationSuite('a global install', { timeout: 600_000, images: [ensureTestImag
     assert.ok(entry.command.startsWith(path.dirname(path.dirname(bin))), `the installed hintbox: ${entry.command}`);
     assert.deepEqual(entry.args, ['run', profile]);
 
-    const approve = await hintboxCommand(['approve', profile, '--all'], {}, { bin, cwd: elsewhere });
+    const approve = await hintboxCommand(['approve', profile, '--all', '--yes'], {}, { bin, cwd: elsewhere });
     assert.equal(approve.code, 0, approve.stderr);
 
     // A client that starts the entry as printed, in another folder (the test's state folder is in its env).

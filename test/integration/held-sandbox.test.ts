@@ -52,7 +52,7 @@ integrationSuite(
     // proves: HELD-UNTIL-CALLED
     it('runs no server code with a writable mount while every call into it is declined', async () => {
       const { workspace, file } = sneak({ trust: 'untrusted' });
-      const approve = await hintboxCommand(['approve', file, '--all']);
+      const approve = await hintboxCommand(['approve', file, '--all', '--yes']);
       assert.equal(approve.code, 0, approve.stderr);
 
       await using hintbox = await runHintbox(file, { confirmations: 'deny' });

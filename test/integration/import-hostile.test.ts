@@ -84,7 +84,9 @@ integrationSuite('hintbox import of a hostile registry entry', { timeout: 600_00
     const named = [...unset.stderr.matchAll(/: environment variable (\S+) is not set and has no default$/gm)].map(
       (m) => m[1],
     );
-    assert.deepEqual(named.sort(), reads, unset.stderr);
+    // Those of env only a run needs (plan lists the server without them): the others, each named.
+    const needed = referencedVariables({ ...(parse(readFileSync(profile, 'utf8')) as object), env: {} });
+    assert.deepEqual(named.sort(), needed, unset.stderr);
     for (const value of Object.values(SECRETS)) assert.ok(!unset.stderr.includes(value), 'no secret in the message');
 
     const workspace = scratchFolder('hintbox-weather-cache-');
@@ -152,7 +154,7 @@ integrationSuite('hintbox import of a hostile registry entry', { timeout: 600_00
       HINTBOX_WEATHER_GH_HOSTS: path.join(workspace, 'gh'),
       HINTBOX_WEATHER_CACHE: path.join(workspace, 'cache'),
     };
-    const approve = await hintboxCommand(['approve', profile, '--all'], set);
+    const approve = await hintboxCommand(['approve', profile, '--all', '--yes'], set);
     assert.equal(approve.code, 0, approve.stderr);
     await using run = await runHintbox(profile, { env: set });
     const note = await run.client.callTool({ name: 'read_note', arguments: {} });

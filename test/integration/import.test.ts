@@ -79,16 +79,19 @@ integrationSuite('hintbox import', { timeout: 900_000, images: [ensureTestImages
     assert.match(liar.replace(/\n# +/g, ' '), /dropped, .*: --network host\./);
     assert.match(readFileSync(profileOf('pynotes'), 'utf8'), /pypi: pynotes==1\.0\.0\n {2}bin: pynotes\n/);
 
+    // Imported again unchanged: the profiles are what import writes, left as they are (edited ones: import-safety).
+    const before = readFileSync(profileOf('liar'), 'utf8');
     const again = await hintboxCommand(['import', configFile]);
-    assert.equal(again.code, 2, 'existing profiles are not overwritten');
-    assert.match(again.stderr, /exist; nothing written \(--force overwrites\)/);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /unchanged .*liar\.yaml/);
+    assert.equal(readFileSync(profileOf('liar'), 'utf8'), before);
   });
 
   // proves: IMPORT-UNTRUSTED
   it('each profile plans and answers a real call under hintbox run; the image runs without network', async () => {
     const env = { ...pip, PYNOTES_FILE: '/tmp/note.txt', LIAR_API_KEY: LITERAL_KEY };
     for (const name of ['memory', 'pynotes', 'liar']) {
-      const approve = await hintboxCommand(['approve', profileOf(name), '--all'], env);
+      const approve = await hintboxCommand(['approve', profileOf(name), '--all', '--yes'], env);
       assert.equal(approve.code, 0, `${name}: ${approve.stderr}`);
       const plan = await hintboxCommand(['plan', profileOf(name)], env);
       assert.equal(plan.code, 0, `${name}: ${plan.stderr}`);
@@ -158,7 +161,8 @@ integrationSuite('hintbox import', { timeout: 900_000, images: [ensureTestImages
     }
 
     const twice = await hintboxCommand(['import', configFile, '--rewrite', '--force']);
-    assert.notEqual(twice.code, 0, 'a rewritten config has nothing left to import');
+    assert.equal(twice.code, 0, `a rewritten config has nothing left to import: ${twice.stderr}`);
+    assert.match(twice.stdout, /nothing left to import/);
     assert.match(twice.stdout, /skipped liar: it already runs hintbox/);
     assert.equal(readFileSync(backup, 'utf8'), original, 'the first backup is never overwritten');
   });

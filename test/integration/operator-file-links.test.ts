@@ -33,7 +33,7 @@ integrationSuite(
         mounts: [{ source: workspace, target: '/data' }],
         approval: { timeout: 10 },
       });
-      const approve = await hintboxCommand(['approve', file, '--all']);
+      const approve = await hintboxCommand(['approve', file, '--all', '--yes']);
       assert.equal(approve.code, 0, approve.stderr);
       const target = which === 'profile file' ? file : lockFilePath(file);
       // The operator owns their profile and their workspace alike: the sandbox runs as the

@@ -34,7 +34,7 @@ integrationSuite('package sources', { timeout: 600_000 }, () => {
     });
     const lockFile = path.join(path.dirname(profile), 'profile.npm-lock.json');
 
-    const approve = await hintboxCommand(['approve', profile, '--all']);
+    const approve = await hintboxCommand(['approve', profile, '--all', '--yes']);
     assert.equal(approve.code, 0, approve.stderr);
     assert.match(approve.stderr, /wrote .*profile\.npm-lock\.json/, 'the package lock is written beside the profile');
     // Said before the build, not after it: a person (or a client's log) sees at once why the start takes a while.
@@ -116,7 +116,7 @@ integrationSuite('package sources', { timeout: 600_000 }, () => {
         server: { pypi: 'pynotes==1.0.0' },
         mounts: [{ source: workspace, target: '/workspace' }],
       });
-      const approve = await hintboxCommand(['approve', profile, '--all'], pip);
+      const approve = await hintboxCommand(['approve', profile, '--all', '--yes'], pip);
       assert.equal(approve.code, 0, approve.stderr);
       const hintbox = await runHintbox(profile, { env: pip });
       try {

@@ -59,7 +59,7 @@ integrationSuite('a pooled database server, as published', { timeout: 600_000 },
   it('server-postgres 0.6.2 as shipped, without a preload, answers 20 calls mixing reads and refused escapes: none dies, each escape is audited as a hint violation', async () => {
     const profile = copyOfShippedProfile('postgres');
     assert.doesNotMatch(readFileSync(profile, 'utf8'), /NODE_OPTIONS/, 'the profile patches nothing of the server');
-    const approved = await hintboxCommand(['approve', profile, '--all'], env);
+    const approved = await hintboxCommand(['approve', profile, '--all', '--yes'], env);
     assert.equal(approved.code, 0, approved.stderr);
     await using hintbox = await runHintbox(profile, { env });
     // The server's READ ONLY transaction ends at the COMMIT, and the SET turns off the role's
@@ -111,7 +111,7 @@ integrationSuite('a pooled database server, as published', { timeout: 600_000 },
     assert.equal(tmp.length, 90);
     mkdirSync(tmp);
     const profile = copyOfShippedProfile('postgres');
-    const approved = await hintboxCommand(['approve', profile, '--all'], env);
+    const approved = await hintboxCommand(['approve', profile, '--all', '--yes'], env);
     assert.equal(approved.code, 0, approved.stderr);
     const before = new Set(readdirSync('/tmp').filter((name) => /^hintbox-(io|pg)-/.test(name)));
     {

@@ -35,7 +35,7 @@ integrationSuite('previews of calls in confirmations', { timeout: 300_000, image
     const workspace = sandboxFolder();
     writeFileSync(path.join(workspace, 'notes.txt'), 'first line\nsecond line\n');
     writeFileSync(path.join(workspace, 'keep.bin'), Buffer.from([0, 1, 2, 3]));
-    const approve = await hintboxCommand(['approve', PROFILE, '--all'], { WORKSPACE: workspace });
+    const approve = await hintboxCommand(['approve', PROFILE, '--all', '--yes'], { WORKSPACE: workspace });
     assert.equal(approve.code, 0, approve.stderr);
     const untouched = contentsOf(workspace);
 
@@ -89,7 +89,7 @@ integrationSuite('previews of calls in confirmations', { timeout: 300_000, image
       writeFileSync(file, '');
       await import('node:fs/promises').then((fs) => fs.truncate(file, 20 * 1024 * 1024));
     }
-    const approve = await hintboxCommand(['approve', PROFILE, '--all'], { WORKSPACE: workspace });
+    const approve = await hintboxCommand(['approve', PROFILE, '--all', '--yes'], { WORKSPACE: workspace });
     assert.equal(approve.code, 0, approve.stderr);
     {
       await using hintbox = await runHintbox(PROFILE, { env: { WORKSPACE: workspace }, confirmations: 'deny' });

@@ -167,7 +167,7 @@ integrationSuite(
 
     it('refuses sampling to an untrusted server by default, and to a client without it', async () => {
       const profile = profileOf('asker-untrusted', { trust: 'untrusted' });
-      assert.equal((await hintboxCommand(['approve', profile, '--all'])).code, 0);
+      assert.equal((await hintboxCommand(['approve', profile, '--all', '--yes'])).code, 0);
       {
         await using hintbox = await runHintbox(profile, { capabilities: { sampling: {} } });
         let sampled = 0;
@@ -205,7 +205,7 @@ integrationSuite(
 
     it("passes a server's notifications without the ids it put on them: they cannot answer hintbox's confirmation", async () => {
       const profile = profileOf('asker-forge', { trust: 'untrusted', env: { ASKER_FORGE: '1' } });
-      assert.equal((await hintboxCommand(['approve', profile, '--all'])).code, 0);
+      assert.equal((await hintboxCommand(['approve', profile, '--all', '--yes'])).code, 0);
       await using hintbox = await runHintbox(profile);
       const seen: unknown[] = [];
       hintbox.client.fallbackNotificationHandler = async (n) => void seen.push(n);
@@ -260,7 +260,7 @@ integrationSuite(
     it('hides a prompt whose text changed until it is approved again', async () => {
       const name = `asker-pins-${process.pid}`;
       const profile = profileOf('asker-pins', { trust: 'untrusted' });
-      assert.equal((await hintboxCommand(['approve', profile, '--all'])).code, 0);
+      assert.equal((await hintboxCommand(['approve', profile, '--all', '--yes'])).code, 0);
       // The same profile, its server's prompt text changed (a rug pull).
       const changed = profileOf('asker-pins', { trust: 'untrusted', env: { ASKER_VARIANT: 'changed-prompt' } });
       writeFileSync(profile, readFileSync(changed, 'utf8'));
@@ -285,7 +285,7 @@ integrationSuite(
         );
         assert.doesNotMatch(hintbox.stderr(), /evil\.example/, 'the new text is never shown');
       }
-      const approve = await hintboxCommand(['approve', profile, '--prompt', 'summarize']);
+      const approve = await hintboxCommand(['approve', profile, '--prompt', 'summarize', '--yes']);
       assert.equal(approve.code, 0, approve.stderr);
       assert.match(approve.stdout, /prompt summarize: changed since it was approved/);
       assert.match(approve.stdout, /description: .*evil\.example/);

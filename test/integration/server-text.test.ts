@@ -47,7 +47,7 @@ integrationSuite('server-made text under hintbox', { timeout: 600_000, images: [
     const { file } = textliar('untrusted');
     const plan = await hintboxCommand(['plan', file]);
     assert.equal(plan.code, 0, plan.stderr);
-    const approve = await hintboxCommand(['approve', file, '--all']);
+    const approve = await hintboxCommand(['approve', file, '--all', '--yes']);
     assert.equal(approve.code, 0, approve.stderr);
     for (const [what, text] of [
       ['plan', plan.stdout],
@@ -67,7 +67,7 @@ integrationSuite('server-made text under hintbox', { timeout: 600_000, images: [
   // proves: SERVER-TEXT
   it('lets no tool name forge a line of a confirmation or of hintbox audit', async () => {
     const { name, file } = textliar('untrusted');
-    assert.equal((await hintboxCommand(['approve', file, '--all'])).code, 0);
+    assert.equal((await hintboxCommand(['approve', file, '--all', '--yes'])).code, 0);
     {
       await using hintbox = await runHintbox(file);
       const { tools } = await hintbox.client.listTools();
@@ -100,7 +100,7 @@ integrationSuite('server-made text under hintbox', { timeout: 600_000, images: [
       mounts: [{ source: writable, target: '/data' }],
       approval: { timeout: 20 },
     });
-    assert.equal((await hintboxCommand(['approve', file, '--all'])).code, 0);
+    assert.equal((await hintboxCommand(['approve', file, '--all', '--yes'])).code, 0);
     const forged = 'Why you are asked: a routine read.';
     {
       await using hintbox = await runHintbox(file, { confirmations: 'deny' });
@@ -135,7 +135,7 @@ integrationSuite('server-made text under hintbox', { timeout: 600_000, images: [
       assert.match(given, /^hintbox: 3 of 3 tool\(s\) of .* are hidden until a person approves/);
       assert.doesNotMatch(given, /Use echo to repeat text/, 'instructions never approved reach no client');
     }
-    const approve = await hintboxCommand(['approve', file, '--all']);
+    const approve = await hintboxCommand(['approve', file, '--all', '--yes']);
     assert.equal(approve.code, 0, approve.stderr);
     assert.match(
       approve.stdout,
@@ -160,7 +160,7 @@ integrationSuite('server-made text under hintbox', { timeout: 600_000, images: [
         'the change of instructions to be logged',
       );
     }
-    const again = await hintboxCommand(['approve', file, '--all']);
+    const again = await hintboxCommand(['approve', file, '--all', '--yes']);
     assert.equal(again.code, 0, again.stderr);
     assert.match(again.stdout, /instructions: changed since it was approved:[\s\S]*delete_everything/);
   });

@@ -51,7 +51,7 @@ integrationSuite(
       const lock = lockFilePath(file);
       mkdirSync(path.join(workspace, 'notes'), { recursive: true });
       chmodSync(path.join(workspace, 'notes'), 0o777); // the sandbox user writes in it
-      assert.equal((await hintboxCommand(['approve', file, '--all'])).code, 0);
+      assert.equal((await hintboxCommand(['approve', file, '--all', '--yes'])).code, 0);
 
       // A client that accepts every form, with extra fields asking for "always": the call runs
       // (it was approved), and nothing standing is created: the lock file is byte-identical.
@@ -138,7 +138,7 @@ integrationSuite(
         assert.equal(blocked.isError, true);
         assert.match(text(blocked), /definition changed/);
       }
-      const reapproved = await hintboxCommand(['approve', file, '--all']);
+      const reapproved = await hintboxCommand(['approve', file, '--all', '--yes']);
       assert.equal(reapproved.code, 0, reapproved.stderr);
       assert.match(
         reapproved.stdout,

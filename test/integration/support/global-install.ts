@@ -43,16 +43,23 @@ export interface EntryAsPrinted {
 export async function clientOfEntry(
   entry: EntryAsPrinted,
   cwd: string,
+  /** false: a client that can be asked nothing (no elicitation), as Inspector's CLI or a script. */
+  elicitation = true,
 ): Promise<AsyncDisposable & { client: Client; asked: ElicitRequest['params'][]; stderr(): string }> {
   const transport = new StdioClientTransport({ ...entry, cwd, stderr: 'pipe' });
   let stderr = '';
   (transport.stderr as PassThrough | null)?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
   const asked: ElicitRequest['params'][] = [];
-  const client = new Client({ name: 'hintbox-test', version: '1.0.0' }, { capabilities: { elicitation: {} } });
-  client.setRequestHandler(ElicitRequestSchema, (request) => {
-    asked.push(request.params);
-    return { action: 'accept', content: { approve: true } };
-  });
+  const client = new Client(
+    { name: 'hintbox-test', version: '1.0.0' },
+    { capabilities: elicitation ? { elicitation: {} } : {} },
+  );
+  if (elicitation) {
+    client.setRequestHandler(ElicitRequestSchema, (request) => {
+      asked.push(request.params);
+      return { action: 'accept', content: { approve: true } };
+    });
+  }
   await client.connect(transport).catch((error: Error) => {
     throw new Error(`${error.message}\n${stderr}`);
   });
