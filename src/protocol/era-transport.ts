@@ -1,0 +1,76 @@
+import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { isObject, isRequestId } from '../mcp/json-rpc.js';
+import {
+  DISCOVER_METHOD,
+  discoverResult,
+  isModernRequest,
+  stampResultType,
+  type DiscoverAnswer,
+} from './protocol-era.js';
+
+/**
+ * The client's transport as both eras need it, composed over the real one (stdio, HTTP): a
+ * 2026 client's `server/discover` is answered here, and every answer to one of its requests
+ * gets the `resultType` its era requires. Everything else passes unchanged, so a 2025 client
+ * sees the very bytes it saw before this layer existed. What a 2026 request means beyond that
+ * (approvals as `input_required`) is decided by the call relay, which reads the era from the
+ * request's own envelope.
+ */
+export class EraTransport implements Transport {
+  onmessage?: Transport['onmessage'];
+  onclose?: Transport['onclose'];
+  onerror?: Transport['onerror'];
+
+  /** Ids of the 2026 requests not answered yet: their answers are stamped. */
+  private readonly modern = new Set<RequestId>();
+
+  constructor(
+    private readonly base: Transport,
+    private readonly discover: () => DiscoverAnswer,
+  ) {
+    base.onmessage = (message, extra) => {
+      if (this.answeredHere(message)) return;
+      this.onmessage?.(message, extra);
+    };
+    base.onclose = () => this.onclose?.();
+    base.onerror = (error) => this.onerror?.(error);
+  }
+
+  get sessionId(): string | undefined {
+    return this.base.sessionId;
+  }
+
+  start(): Promise<void> {
+    return this.base.start();
+  }
+
+  close(): Promise<void> {
+    return this.base.close();
+  }
+
+  setProtocolVersion(version: string): void {
+    this.base.setProtocolVersion?.(version);
+  }
+
+  send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+    const m = message as Record<string, unknown>;
+    if (m.method === undefined && isRequestId(m.id) && this.modern.delete(m.id) && isObject(m.result)) {
+      return this.base.send({ ...message, result: stampResultType(m.result) } as JSONRPCMessage, options);
+    }
+    return this.base.send(message, options);
+  }
+
+  /** `server/discover` is hintbox's to answer; a 2026 request is remembered so its answer is stamped. */
+  private answeredHere(message: JSONRPCMessage): boolean {
+    const m = message as Record<string, unknown>;
+    if (typeof m.method !== 'string' || !isRequestId(m.id)) return false;
+    if (m.method === DISCOVER_METHOD) {
+      const answer = { jsonrpc: '2.0' as const, id: m.id, result: discoverResult(this.discover()) };
+      this.base.send(answer as JSONRPCMessage).catch((error: Error) => this.onerror?.(error));
+      return true;
+    }
+    if (isModernRequest(m.params)) this.modern.add(m.id);
+    return false;
+  }
+}
