@@ -1,18 +1,12 @@
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { isObject, isRequestId } from '../mcp/json-rpc.js';
-import {
-  DISCOVER_METHOD,
-  discoverResult,
-  isModernRequest,
-  stampResultType,
-  type DiscoverAnswer,
-} from './protocol-era.js';
+import { DISCOVER_METHOD, discoverResult, isModernRequest, stampResult, type DiscoverAnswer } from './protocol-era.js';
 
 /**
  * The client's transport as both eras need it, composed over the real one (stdio, HTTP): a
  * 2026 client's `server/discover` is answered here, and every answer to one of its requests
- * gets the `resultType` its era requires. Everything else passes unchanged, so a 2025 client
+ * gets the `resultType` (and, for lists, the cache fields) its era requires. Everything else passes unchanged, so a 2025 client
  * sees the very bytes it saw before this layer existed. What a 2026 request means beyond that
  * (approvals as `input_required`) is decided by the call relay, which reads the era from the
  * request's own envelope.
@@ -22,8 +16,8 @@ export class EraTransport implements Transport {
   onclose?: Transport['onclose'];
   onerror?: Transport['onerror'];
 
-  /** Ids of the 2026 requests not answered yet: their answers are stamped. */
-  private readonly modern = new Set<RequestId>();
+  /** The 2026 requests not answered yet, by id, with their method: their answers are stamped. */
+  private readonly modern = new Map<RequestId, string>();
 
   constructor(
     private readonly base: Transport,
@@ -55,10 +49,11 @@ export class EraTransport implements Transport {
 
   send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
     const m = message as Record<string, unknown>;
-    if (m.method === undefined && isRequestId(m.id) && this.modern.delete(m.id) && isObject(m.result)) {
-      return this.base.send({ ...message, result: stampResultType(m.result) } as JSONRPCMessage, options);
-    }
-    return this.base.send(message, options);
+    const method = m.method === undefined && isRequestId(m.id) ? this.modern.get(m.id) : undefined;
+    if (method === undefined) return this.base.send(message, options);
+    this.modern.delete(m.id as RequestId);
+    if (!isObject(m.result)) return this.base.send(message, options);
+    return this.base.send({ ...message, result: stampResult(method, m.result) } as JSONRPCMessage, options);
   }
 
   /** `server/discover` is hintbox's to answer; a 2026 request is remembered so its answer is stamped. */
@@ -70,7 +65,7 @@ export class EraTransport implements Transport {
       this.base.send(answer as JSONRPCMessage).catch((error: Error) => this.onerror?.(error));
       return true;
     }
-    if (isModernRequest(m.params)) this.modern.add(m.id);
+    if (isModernRequest(m.params)) this.modern.set(m.id, m.method);
     return false;
   }
 }

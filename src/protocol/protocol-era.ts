@@ -98,15 +98,33 @@ export function ownResult<T extends object>(result: T): T {
   return Object.assign(result, { [HINTBOX_OWN]: true });
 }
 
+/** The methods whose 2026 results say how long and for whom they may be cached. */
+const CACHEABLE = new Set([
+  'tools/list',
+  'prompts/list',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+  'server/discover',
+]);
+
 /**
- * A result as a 2026 client must get it: with its `resultType`. Only hintbox's own results
- * (`ownResult`) keep theirs; any other is `complete`, whatever it said: a 2025 server has no
- * `resultType`, and one that writes `input_required` would ask the person through the client
- * past hintbox's policy of what a server may ask.
+ * Never cached, for nobody else: what hintbox lists is filtered per caller (approvals, trust,
+ * pins) and changes without notice to a 2026 client (no `subscriptions/listen` yet), so a
+ * client must ask again.
  */
-export function stampResultType(result: unknown): unknown {
+const NO_CACHE = { ttlMs: 0, cacheScope: 'private' } as const;
+
+/**
+ * The answer to a 2026 request of `method`, as its era requires: a `resultType`, and for the
+ * cacheable methods `ttlMs` and `cacheScope` (`NO_CACHE`). Only hintbox's own results
+ * (`ownResult`) keep the `resultType` they have; any other is `complete`, whatever it said: a
+ * 2025 server has no `resultType`, and one that writes `input_required` would ask the person
+ * through the client past hintbox's policy of what a server may ask.
+ */
+export function stampResult(method: string, result: unknown): unknown {
   if (!isObject(result) || HINTBOX_OWN in result) return result;
-  return { ...result, resultType: 'complete' };
+  return { ...result, ...(CACHEABLE.has(method) ? NO_CACHE : {}), resultType: 'complete' };
 }
 
 /** What hintbox tells a 2026 client that asks `server/discover`. */
@@ -123,9 +141,7 @@ export function discoverResult(answer: DiscoverAnswer): Record<string, unknown> 
     supportedVersions: [MODERN_PROTOCOL_VERSION],
     capabilities: answer.capabilities,
     ...(answer.instructions ? { instructions: answer.instructions } : {}),
-    // Discovery is per caller (what it may see is filtered): never cached for others.
-    ttlMs: 0,
-    cacheScope: 'private',
+    ...NO_CACHE,
     _meta: { [META_KEY.serverInfo]: answer.serverInfo },
   };
 }

@@ -70,8 +70,12 @@ integrationSuite(
         .filter((l) => l !== '')
         .map((l) => JSON.parse(l) as EventLine);
     };
-    const refusals = async (server: string) =>
-      (await events(server)).filter((e) => e.type === 'approval.refused').map((e) => e.fields?.reason);
+    /** What the audit trail holds of a server: the reasons of its refused states, its calls (newest first). */
+    const trail = async (server: string) => ({
+      refused: (await events(server)).filter((e) => e.type === 'approval.refused').map((e) => e.fields?.reason),
+      calls: (await auditOf<CallRow>(server)).map((r) => `${r.decision}/${r.decidedBy}/${r.outcome}`),
+    });
+    const REFUSED = 'denied/request-state/not-run';
 
     // proves: MRTR-CONFIRM
     it('asks a 2026 client with input_required (the form a 2025 client gets) and runs the approved retry once', async () => {
@@ -111,15 +115,7 @@ integrationSuite(
       assert.equal(existsSync(target), false, 'the replay wrote nothing');
       assert.match(refusedText(replayed), /requestState was already used/);
       await hintbox[Symbol.asyncDispose]();
-      assert.deepEqual(await refusals(name), ['replayed']);
-      const records = await auditOf<CallRow>(name);
-      assert.deepEqual(
-        records.map((r) => [r.decision, r.decidedBy, r.outcome]),
-        [
-          ['denied', 'request-state', 'not-run'],
-          ['allowed', 'person', 'ok'],
-        ],
-      );
+      assert.deepEqual(await trail(name), { refused: ['replayed'], calls: [REFUSED, 'allowed/person/ok'] });
     });
 
     // proves: MRTR-STATE
@@ -143,15 +139,7 @@ integrationSuite(
       assert.match(refusedText(otherTool), /issued for another call \(different tool, pin\)/);
       for (const f of ['asked', 'other']) assert.equal(existsSync(path.join(workspace, `${name}-${f}.txt`)), false);
       await hintbox[Symbol.asyncDispose]();
-      assert.deepEqual(await refusals(name), ['mismatch', 'mismatch']);
-      const records = await auditOf<CallRow>(name);
-      assert.deepEqual(
-        records.map((r) => [r.decision, r.decidedBy, r.outcome]),
-        [
-          ['denied', 'request-state', 'not-run'],
-          ['denied', 'request-state', 'not-run'],
-        ],
-      );
+      assert.deepEqual(await trail(name), { refused: ['mismatch', 'mismatch'], calls: [REFUSED, REFUSED] });
     });
 
     // proves: MRTR-STATE
@@ -175,7 +163,7 @@ integrationSuite(
       assert.match(refusedText(later), /does not verify/);
       assert.equal(existsSync(path.join(workspace, `${name}.txt`)), false, 'nothing was written');
       await hintbox[Symbol.asyncDispose]();
-      assert.deepEqual(await refusals(name), ['forged', 'forged']);
+      assert.deepEqual(await trail(name), { refused: ['forged', 'forged'], calls: [REFUSED, REFUSED] });
     });
 
     // proves: MRTR-STATE
@@ -189,7 +177,7 @@ integrationSuite(
       assert.equal(existsSync(path.join(workspace, `${name}.txt`)), false, 'the late answer wrote nothing');
       assert.match(refusedText(late), /requestState expired/);
       await hintbox[Symbol.asyncDispose]();
-      assert.deepEqual(await refusals(name), ['expired']);
+      assert.deepEqual(await trail(name), { refused: ['expired'], calls: [REFUSED] });
     });
   },
 );

@@ -32,20 +32,20 @@ function modernClient(roundTrip: Omit<RoundTrip, 'canElicit'> = {}): ClientChann
 
 const answer = (approve: boolean) => ({ [CONFIRM_INPUT]: { action: 'accept', content: { approve } } });
 
-function guardOf(tool: GuardedTool, states = new RequestStates()) {
+/** Who, where and how long, for every guard of these tests (an untrusted server: every call is confirmed). */
+const UNTRUSTED_NOTES = {
+  server: 'notes',
+  session: 's1',
+  trust: 'untrusted',
+  preApprovals: [],
+  approvalTimeoutMs: 60_000,
+  profileFile: '/p/notes.yaml',
+  log: silentLogger,
+} as const;
+
+function guardOf(tool: GuardedTool, requestStates = new RequestStates()) {
   const audit = memoryAudit();
-  const guard = new CallGuard({
-    server: 'notes',
-    session: 's1',
-    trust: 'untrusted',
-    tools: new Map([[tool.name, tool]]),
-    preApprovals: [],
-    audit,
-    approvalTimeoutMs: 60_000,
-    profileFile: '/p/notes.yaml',
-    log: silentLogger,
-    requestStates: states,
-  });
+  const guard = new CallGuard({ ...UNTRUSTED_NOTES, tools: new Map([[tool.name, tool]]), audit, requestStates });
   return { guard, audit };
 }
 

@@ -9,7 +9,7 @@ import {
   MODERN_PROTOCOL_VERSION,
   ownResult,
   roundTripOf,
-  stampResultType,
+  stampResult,
 } from '../../src/protocol/protocol-era.js';
 
 /** A 2026 request's `_meta` envelope. */
@@ -51,13 +51,18 @@ describe('protocol eras (pure)', () => {
     assert.deepEqual(forUpstream({ name: 't', _meta: envelope() }), { name: 't' });
   });
 
-  // proves: MRTR-OWN-RESULT
+  // proves: MRTR-OWN-RESULT, MRTR-ADVERTISED
   it("stamps every result complete but hintbox's own: a server cannot answer input_required past hintbox", () => {
-    assert.deepEqual(stampResultType({ content: [] }), { content: [], resultType: 'complete' });
+    assert.deepEqual(stampResult('tools/call', { content: [] }), { content: [], resultType: 'complete' });
     const phishing = { resultType: 'input_required', inputRequests: { x: { method: 'elicitation/create' } } };
-    assert.equal((stampResultType(phishing) as { resultType: string }).resultType, 'complete');
+    assert.equal((stampResult('tools/call', phishing) as { resultType: string }).resultType, 'complete');
     const own = ownResult({ resultType: 'input_required', requestState: 's' });
-    assert.equal(stampResultType(own), own);
+    assert.equal(stampResult('tools/call', own), own);
+    assert.deepEqual(
+      stampResult('tools/list', { tools: [], ttlMs: 86_400_000, cacheScope: 'public' }),
+      { tools: [], ttlMs: 0, cacheScope: 'private', resultType: 'complete' },
+      'a list filtered per caller is never cached, nor shared',
+    );
     assert.equal(
       JSON.stringify(own),
       '{"resultType":"input_required","requestState":"s"}',
@@ -105,7 +110,7 @@ describe('EraTransport', () => {
     assert.deepEqual(
       atClient.slice(1).map((m) => JSON.stringify(m)),
       [
-        '{"jsonrpc":"2.0","id":2,"result":{"tools":[],"resultType":"complete"}}',
+        '{"jsonrpc":"2.0","id":2,"result":{"tools":[],"ttlMs":0,"cacheScope":"private","resultType":"complete"}}',
         '{"jsonrpc":"2.0","id":3,"result":{"tools":[]}}',
         '{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}',
       ],
