@@ -1,6 +1,7 @@
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { isObject, isRequestId } from '../mcp/json-rpc.js';
+import { NOTIFICATION } from '../mcp/methods.js';
 import { DISCOVER_METHOD, discoverResult, isModernRequest, stampResult, type DiscoverAnswer } from './protocol-era.js';
 
 /**
@@ -16,7 +17,7 @@ export class EraTransport implements Transport {
   onclose?: Transport['onclose'];
   onerror?: Transport['onerror'];
 
-  /** The 2026 requests not answered yet, by id, with their method: their answers are stamped. */
+  /** The 2026 requests not answered (nor cancelled) yet, by id, with their method: their answers are stamped. */
   private readonly modern = new Map<RequestId, string>();
 
   constructor(
@@ -59,6 +60,10 @@ export class EraTransport implements Transport {
   /** `server/discover` is hintbox's to answer; a 2026 request is remembered so its answer is stamped. */
   private answeredHere(message: JSONRPCMessage): boolean {
     const m = message as Record<string, unknown>;
+    // A cancelled request is never answered: forget it, or the map would only grow.
+    if (m.method === NOTIFICATION.cancelled && isObject(m.params) && isRequestId(m.params.requestId)) {
+      this.modern.delete(m.params.requestId);
+    }
     if (typeof m.method !== 'string' || !isRequestId(m.id)) return false;
     if (m.method === DISCOVER_METHOD) {
       const answer = { jsonrpc: '2.0' as const, id: m.id, result: discoverResult(this.discover()) };

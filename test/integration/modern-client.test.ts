@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { ensureTestImages, LIAR_IMAGE } from './support/docker.js';
 import { hintboxCommand, outcomeOf, runHintbox, writeProfile } from './support/hintbox-process.js';
-import { runHintboxModern } from './support/modern-client.js';
+import { MODERN, runHintboxModern } from './support/modern-client.js';
 import { integrationSuite } from './support/suite.js';
 
 /**
@@ -39,6 +39,15 @@ integrationSuite('a 2026 client under hintbox run', { timeout: 300_000, images: 
     const lie = modernTools.find((t) => t.name === 'write_mounted');
     assert.equal(lie?.annotations?.readOnlyHint, false, 'the enforced hint, not the claim');
     assert.ok(lie?._meta?.['io.hintbox/enforced'], '_meta["io.hintbox/enforced"] reaches a 2026 client');
+    const result = await modern.client.callTool({ name: 'identity', arguments: {} });
+    assert.equal(outcomeOf(result).ok, true, JSON.stringify(result));
+  });
+
+  it('settles a 2026 client that negotiates (mode auto: the SDK probes a sibling hintbox) on 2026-07-28, and leaves nothing behind', async () => {
+    const name = `liar-auto-${process.pid}`;
+    const file = writeProfile({ name, server: { image: LIAR_IMAGE }, trust: 'trusted' });
+    await using modern = await runHintboxModern(file, { negotiation: 'auto' });
+    assert.equal(modern.client.getNegotiatedProtocolVersion(), MODERN);
     const result = await modern.client.callTool({ name: 'identity', arguments: {} });
     assert.equal(outcomeOf(result).ok, true, JSON.stringify(result));
   });

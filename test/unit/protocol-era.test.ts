@@ -117,4 +117,14 @@ describe('EraTransport', () => {
       'a 2025 answer is passed byte for byte; a 2026 one is stamped once',
     );
   });
+
+  it('forgets a 2026 request the client cancelled (it is never answered)', async () => {
+    const { era, clientSide, atClient } = await linked();
+    await clientSide.send({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 't', _meta: envelope() } });
+    await clientSide.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 9 } });
+    await new Promise((r) => setImmediate(r));
+    await era.send({ jsonrpc: '2.0', id: 9, result: { content: [] } });
+    await new Promise((r) => setImmediate(r));
+    assert.equal(JSON.stringify(atClient[0]), '{"jsonrpc":"2.0","id":9,"result":{"content":[]}}');
+  });
 });

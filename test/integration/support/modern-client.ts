@@ -28,7 +28,12 @@ export interface ModernHintbox extends AsyncDisposable {
  */
 export async function runHintboxModern(
   profile: string,
-  options: { onElicit?: (params: ElicitRequest['params']) => ElicitResult; elicitation?: boolean } = {},
+  options: {
+    onElicit?: (params: ElicitRequest['params']) => ElicitResult;
+    elicitation?: boolean;
+    /** `auto`: the SDK probes with `server/discover` first, on a sibling process it starts and ends. Default: pinned. */
+    negotiation?: 'auto';
+  } = {},
 ): Promise<ModernHintbox> {
   const transport = new StdioClientTransport({
     command: HINTBOX_BIN,
@@ -46,7 +51,7 @@ export async function runHintboxModern(
     { name: 'hintbox-test-2026', version: '1.0.0' },
     {
       capabilities: options.elicitation === false ? {} : { elicitation: {} },
-      versionNegotiation: { mode: { pin: MODERN } },
+      versionNegotiation: { mode: options.negotiation ?? { pin: MODERN } },
     },
   );
   if (options.elicitation !== false) {
