@@ -1989,4 +1989,15 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'MRTR-UPSTREAM',
+    statement:
+      "A server never sees a 2026 client's round trip: the requestState, the person's inputResponses and the 2026 _meta envelope are removed before a call is forwarded (progress and trace context pass).",
+    tests: [
+      {
+        file: 'unit/gateway-eras.test.ts',
+        title: "gives the server neither the retry's requestState and answers nor the 2026 envelope",
+      },
+    ],
+  },
 ];
