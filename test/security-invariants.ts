@@ -2133,4 +2133,100 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'MRTR-CONFIRM',
+    statement:
+      'A 2026-era client (MCP 2026-07-28) whose call needs a person is answered input_required with the same confirmation a 2025 client is shown, and nothing runs until its retry carries the approval; the approved retry runs the call once.',
+    tests: [
+      {
+        file: 'integration/input-required.test.ts',
+        title: 'asks a 2026 client with input_required (the form a 2025 client gets) and runs the approved retry once',
+      },
+      {
+        file: 'unit/input-required-confirmation.test.ts',
+        title: 'answers input_required with the form, records no call until the retry, then runs the approved retry',
+      },
+    ],
+  },
+  {
+    id: 'MRTR-STATE',
+    statement:
+      'The requestState of a confirmation is signed with a key of the hintbox process, expires with the approval timeout, is bound to the caller, server, tool, pin and canonical arguments of the call it asked about, and is redeemed once: a retry whose state is replayed, altered, forged, minted by another process, expired or carried to another call runs nothing and is audited (approval.refused, a denied call record decided by request-state).',
+    tests: [
+      {
+        file: 'integration/input-required.test.ts',
+        title: 'runs nothing for a requestState used a second time (replay), and audits the refusal',
+      },
+      {
+        file: 'integration/input-required.test.ts',
+        title: 'refuses a requestState carried to other arguments or another tool, and runs nothing',
+      },
+      {
+        file: 'integration/input-required.test.ts',
+        title: 'refuses a requestState altered in one character or minted by another hintbox process',
+      },
+      {
+        file: 'integration/input-required.test.ts',
+        title: 'refuses a requestState redeemed after the time a person has to answer',
+      },
+      { file: 'unit/request-state.test.ts', title: 'redeems a state once, for exactly the call it was minted for' },
+      {
+        file: 'unit/request-state.test.ts',
+        title: 'refuses a state carried to another caller, server, tool, pin or arguments, naming what differs',
+      },
+      {
+        file: 'unit/request-state.test.ts',
+        title: 'refuses a state altered in any part, signed under another key (another process), or malformed',
+      },
+      { file: 'unit/request-state.test.ts', title: 'refuses a state once its time has passed' },
+    ],
+  },
+  {
+    id: 'MRTR-NO-BYPASS',
+    statement:
+      'A requestState is never authentication nor a decision: every retry is decided afresh (pins, rules, trust), so a valid state for a tool that has since been blocked or denied runs nothing.',
+    tests: [
+      {
+        file: 'unit/input-required-confirmation.test.ts',
+        title: 'never lets a valid state skip the decision: a tool blocked since it was asked stays blocked',
+      },
+    ],
+  },
+  {
+    id: 'MRTR-OWN-RESULT',
+    statement:
+      "A 2026-era client gets resultType input_required only from hintbox itself: a server's result is always passed as complete, so a server cannot ask the person through input_required past hintbox's policy of what a server may ask.",
+    tests: [
+      {
+        file: 'unit/protocol-era.test.ts',
+        title: "stamps every result complete but hintbox's own: a server cannot answer input_required past hintbox",
+      },
+    ],
+  },
+  {
+    id: 'MRTR-ADVERTISED',
+    statement:
+      'A 2026-era client is told the same tools, enforced hints and _meta["io.hintbox/enforced"] as a 2025 client, in lists marked cacheScope private with ttlMs 0 (filtered per caller: never cached, never shared).',
+    tests: [
+      {
+        file: 'integration/modern-client.test.ts',
+        title: 'tells a 2026 client the tools, enforced hints and _meta a 2025 client is told, and runs its calls',
+      },
+      {
+        file: 'unit/protocol-era.test.ts',
+        title: "stamps every result complete but hintbox's own: a server cannot answer input_required past hintbox",
+      },
+    ],
+  },
+  {
+    id: 'MRTR-UPSTREAM',
+    statement:
+      "A server never sees a 2026 client's round trip: the requestState, the person's inputResponses and the 2026 _meta envelope are removed before a call is forwarded (progress and trace context pass).",
+    tests: [
+      {
+        file: 'unit/gateway-eras.test.ts',
+        title: "gives the server neither the retry's requestState and answers nor the 2026 envelope",
+      },
+    ],
+  },
 ];

@@ -39,6 +39,7 @@ export const AuditDeciderSchema = oneOf([
   'timeout',
   'no-elicitation',
   'pin',
+  'request-state',
 ]);
 
 /** How a call ended (see `AuditOutcome` in `audit-record.ts`). */
@@ -128,6 +129,18 @@ export const AUDIT_EVENT_SCHEMAS = {
       tool: text,
       pin: text.describe('The SHA-256 of the definition served now.'),
       givenFor: text.describe('The SHA-256 of the definition the answer was given for.'),
+    },
+  ),
+  'approval.refused': kind(
+    'approval.refused',
+    "A 2026 client's retry carried a `requestState` that does not redeem for its call (the call is refused, not run).",
+    {
+      session: text,
+      server: text,
+      tool: text,
+      ...asker,
+      reason: oneOf(['malformed', 'forged', 'expired', 'mismatch', 'replayed']),
+      detail: text.describe('The reason in words (for `mismatch`: the bound fields that differ).'),
     },
   ),
   'hint.violation': kind(
@@ -319,6 +332,7 @@ export const AUDIT_LINE_SCHEMAS = {
   ),
   'approval.asked': line(AUDIT_EVENT_SCHEMAS['approval.asked']),
   'approval.answered': line(AUDIT_EVENT_SCHEMAS['approval.answered']),
+  'approval.refused': line(AUDIT_EVENT_SCHEMAS['approval.refused']),
   'standing.used': line(AUDIT_EVENT_SCHEMAS['standing.used']),
   'standing.voided': line(AUDIT_EVENT_SCHEMAS['standing.voided']),
   'hint.violation': line(AUDIT_EVENT_SCHEMAS['hint.violation']),

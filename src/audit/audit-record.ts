@@ -58,7 +58,8 @@ export type AuditDecision = z.infer<typeof AuditDecisionSchema>;
  *   --always`; a `standing.used` event names it), `person` (a confirmation through the client) or `console` (a person's
  *   answer on hintbox's console page);
  * - denied by `rule` (a deny rule), `person`, `console`, `timeout` (no answer in time) or
- *   `no-elicitation` (the client cannot be asked);
+ *   `no-elicitation` (the client cannot be asked), or `request-state` (a 2026 client's retry carried
+ *   a `requestState` that does not redeem for the call: `approval.refused` says why);
  * - blocked by `pin` (the definition is not the approved one).
  */
 export type AuditDecider = z.infer<typeof AuditDeciderSchema>;
@@ -66,7 +67,7 @@ export type AuditDecider = z.infer<typeof AuditDeciderSchema>;
 /** Which deciders may give which decision. */
 export const DECIDERS_OF: Readonly<Record<AuditDecision, readonly AuditDecider[]>> = Object.freeze({
   allowed: ['auto', 'rule', 'pre-approval', 'standing', 'person', 'console'],
-  denied: ['rule', 'person', 'console', 'timeout', 'no-elicitation'],
+  denied: ['rule', 'person', 'console', 'timeout', 'no-elicitation', 'request-state'],
   blocked: ['pin'],
 });
 

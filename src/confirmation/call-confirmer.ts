@@ -11,9 +11,11 @@ import { formatTags } from '../policy/tool-tags.js';
 import type { CallPreview, CallPreviewer } from '../sandbox/preview.js';
 import { callerFields, type Caller } from '../util/caller-identity.js';
 import type { Logger } from '../util/logger.js';
-import type { CallToConfirm, Confirmation } from './call-to-confirm.js';
+import type { CallToConfirm, Confirmation, RoundTripConfirmation } from './call-to-confirm.js';
 import type { ClientChannel } from './client-channel.js';
-import { confirmationForm, linkQuestion } from './confirmation-form.js';
+import { ACCEPTED_UNTICKED, confirmationForm, linkQuestion } from './confirmation-form.js';
+import { confirmByRoundTrip } from './input-required-confirmation.js';
+import { processRequestStates, type RequestStates } from './request-state.js';
 
 /**
  * Asking a person whether a call may run, once the approval decision says a person must: through
@@ -49,6 +51,8 @@ export interface CallConfirmerOptions {
   console?: Pick<ConsoleApprovals, 'open' | 'takeAnswer' | 'waitingFor'>;
   /** What the sandbox of a class may do, in a few words (for the console's page). */
   describeSandbox?: (sandbox: string) => string;
+  /** Signs and redeems the `requestState` of confirmations asked of 2026 clients. Default: this process's. */
+  requestStates?: RequestStates;
 }
 
 /** What a question came to, and where the person answered. */
@@ -59,16 +63,29 @@ interface Answer {
   why?: string;
 }
 
-/** A form the person accepted without ticking approve: a denial, and they are told so. */
-const ACCEPTED_UNTICKED =
-  'the confirmation was declined: the form was submitted without "approve" ticked (submitting is not approving)';
-
 export class CallConfirmer {
   constructor(private readonly options: CallConfirmerOptions) {}
 
-  /** Asks a person about `call` (never throws): whether it may run, or why it is denied. */
-  async confirm(call: CallToConfirm, client: ClientChannel): Promise<Confirmation> {
+  /**
+   * Asks a person about `call` (never throws): whether it may run, or why it is denied; or, for
+   * a 2026 client that can show a form, the `input_required` answer that asks (or the answer
+   * its retry carried).
+   */
+  async confirm(call: CallToConfirm, client: ClientChannel): Promise<RoundTripConfirmation> {
     const { console } = this.options;
+    if (client.roundTrip?.canElicit) {
+      const { options } = this;
+      return confirmByRoundTrip(call, client.roundTrip, {
+        server: options.server,
+        session: options.session,
+        caller: options.caller ?? null,
+        untrustedBecause: options.trust.reason,
+        states: options.requestStates ?? processRequestStates,
+        ttlMs: options.approvalTimeoutMs,
+        audit: options.audit,
+        preview: (c) => this.previewOf(c),
+      });
+    }
     // A link is worth sending only when there is a page behind it (the console).
     const canAsk = client.canElicit() || (console !== undefined && client.canElicitUrl?.() === true);
     if (canAsk) return this.askHeld(call, client);

@@ -1,3 +1,4 @@
+import type { ElicitRequestFormParams } from '@modelcontextprotocol/sdk/types.js';
 import type { AuditDecider } from '../audit/audit-record.js';
 import type { ApprovalDecision } from '../policy/approval-decision.js';
 import type { ToolHints } from '../policy/hints.js';
@@ -29,3 +30,13 @@ export interface CallToConfirm {
  */
 export type Confirmation =
   { allowed: true; decidedBy: 'person' | 'console' } | { allowed: false; decidedBy: AuditDecider; text: string };
+
+/** A confirmation of a 2026 client: also the `input_required` answer that asks it (not yet a decision). */
+export type RoundTripConfirmation = Confirmation | { allowed: false; inputRequired: InputRequiredAnswer };
+
+/** The `input_required` result of a confirmation (hintbox's own: its `resultType` is kept). */
+export interface InputRequiredAnswer extends Record<string, unknown> {
+  resultType: 'input_required';
+  inputRequests: Record<string, { method: 'elicitation/create'; params: ElicitRequestFormParams }>;
+  requestState: string;
+}

@@ -16,6 +16,10 @@ import type { CallToConfirm } from './call-to-confirm.js';
  */
 export const CONFIRMATION_PREFIX = 'hintbox asks:';
 
+/** A form the person accepted without ticking approve: a denial, and they are told so. */
+export const ACCEPTED_UNTICKED =
+  'the confirmation was declined: the form was submitted without "approve" ticked (submitting is not approving)';
+
 /** Where the form is shown and what it says beside the call. */
 export interface FormContext {
   server: string;

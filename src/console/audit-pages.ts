@@ -103,6 +103,8 @@ function deciderText(call: AuditCallRecord): string {
       return 'a person, through the client';
     case 'no-elicitation':
       return 'no way to ask (the client has no elicitation)';
+    case 'request-state':
+      return 'refused: the retry did not carry a valid requestState for this call';
     default:
       return call.decidedBy;
   }

@@ -3,6 +3,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { AuditDecider, AuditDecision, AuditLog, AuditOutcomeReport } from '../audit/audit-record.js';
 import { errorResult } from '../mcp/json-rpc.js';
 import { CallConfirmer, type CallConfirmerOptions } from '../confirmation/call-confirmer.js';
+import type { InputRequiredAnswer } from '../confirmation/call-to-confirm.js';
 import type { ClientChannel } from '../confirmation/client-channel.js';
 import {
   decideApproval,
@@ -54,9 +55,13 @@ export interface GuardedTool {
   rule?: OperatorRule;
 }
 
-/** Whether a call may be forwarded: with its audit record, or with the error answer the client gets. */
+/**
+ * Whether a call may be forwarded: with its audit record, or with the error answer the client
+ * gets — unless it is a 2026 client's call that needs a person: then it gets `inputRequired`.
+ */
 export type Admission =
-  { allowed: true; auditId: string; decision: ApprovalDecision } | { allowed: false; result: CallToolResult };
+  | { allowed: true; auditId: string; decision: ApprovalDecision }
+  | { allowed: false; result: CallToolResult; inputRequired?: InputRequiredAnswer };
 
 /** The confirmer's options (who, where, how long a person has, the console), and what admission needs. */
 export interface CallGuardOptions extends Omit<CallConfirmerOptions, 'trust' | 'audit'> {
@@ -283,6 +288,11 @@ export class CallGuard {
           : {}),
       };
       const confirmed = await this.confirmer.confirm(call, client);
+      // Asked of a 2026 client: nothing is decided (nor recorded as a call) until its retry.
+      if ('inputRequired' in confirmed) {
+        const asked = errorResult(`hintbox asked for a person's confirmation of ${name} (input_required)`);
+        return { allowed: false, result: asked, inputRequired: confirmed.inputRequired };
+      }
       if (!confirmed.allowed) return this.refuse(tool, args, trace, 'denied', confirmed.decidedBy, confirmed.text);
       decidedBy = confirmed.decidedBy;
     }

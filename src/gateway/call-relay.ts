@@ -1,7 +1,14 @@
-import { ErrorCode, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ErrorCode,
+  type CallToolResult,
+  type JSONRPCMessage,
+  type RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { AuditOutcomeReport } from '../audit/audit-record.js';
 import { errorAnswer, errorResult, isObject, isRequestId, type JsonRpcObject } from '../mcp/json-rpc.js';
 import { METHOD } from '../mcp/methods.js';
+import { forUpstream, roundTripOf } from '../protocol/protocol-era.js';
+import type { InputRequiredAnswer } from '../confirmation/call-to-confirm.js';
 import type { CallGuard } from './call-guard.js';
 import { addViolation, diedText, PendingCalls, traceOf, type PendingCall } from './forwarded-call.js';
 import { cancelUpstream, RequestLifecycle, type RequestLifecycleOptions } from './forwarded-request.js';
@@ -109,15 +116,25 @@ export class CallRelay extends RequestLifecycle<PendingCall> {
       if (!routed) return this.reply(errorAnswer(clientId, ErrorCode.InvalidParams, `Unknown tool: ${name}`));
       let retriesLeft = 0;
       if (guard) {
-        const channel = this.options.client.channelFor(clientId);
+        const channel = this.options.client.channelFor(clientId, roundTripOf(params));
         const admission = await guard.admit(name, params.arguments, channel, traceOf(params._meta));
-        if (!admission.allowed) return cancelled() ? undefined : this.reply(this.failure(clientId, admission.result));
+        if (!admission.allowed) {
+          return cancelled()
+            ? undefined
+            : this.reply(this.failure(clientId, admission.inputRequired ?? admission.result));
+        }
         auditId = admission.auditId;
         if (admission.decision.retryOnTimeout) retriesLeft = MAX_RETRIES;
       }
       if (cancelled())
         return finish({ outcome: 'cancelled', detail: 'cancelled by the client before it was forwarded' });
-      const spec = { clientId, sandbox: routed.sandbox, what: name, method: METHOD.toolsCall, params };
+      const spec = {
+        clientId,
+        sandbox: routed.sandbox,
+        what: name,
+        method: METHOD.toolsCall,
+        params: forUpstream(params),
+      };
       const build = (request: Omit<PendingCall, 'attempts' | 'retriesLeft'>): PendingCall => ({
         ...request,
         ...(auditId ? { auditId } : {}),
@@ -137,7 +154,7 @@ export class CallRelay extends RequestLifecycle<PendingCall> {
   }
 
   /** A call's failure is a result with `isError` (MCP: the tool failed, not the protocol). */
-  protected override failure(clientId: RequestId, text: string | ReturnType<typeof errorResult>): JSONRPCMessage {
+  protected override failure(clientId: RequestId, text: string | CallToolResult | InputRequiredAnswer): JSONRPCMessage {
     return { jsonrpc: '2.0', id: clientId, result: typeof text === 'string' ? errorResult(text) : text };
   }
 

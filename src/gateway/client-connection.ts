@@ -8,6 +8,7 @@ import type {
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { SplitTransport } from '../mcp/split-transport.js';
+import type { RoundTrip } from '../protocol/protocol-era.js';
 import type { Logger } from '../util/logger.js';
 import type { ClientChannel } from './call-guard.js';
 import type { ClientPeer } from './server-requests.js';
@@ -76,14 +77,18 @@ export class ClientConnection implements ClientPeer {
     });
   }
 
-  /** The person at the client, for the confirmation of one request (sent as part of it). */
-  channelFor(requestId: RequestId): ClientChannel {
+  /**
+   * The person at the client, for the confirmation of one request (sent as part of it);
+   * `roundTrip`: a 2026 client's request, asked through its answer (`input_required`).
+   */
+  channelFor(requestId: RequestId, roundTrip?: RoundTrip): ClientChannel {
     const asked = (timeoutMs: number, signal?: AbortSignal) => ({
       timeout: timeoutMs,
       relatedRequestId: requestId,
       ...(signal ? { signal } : {}),
     });
     return {
+      ...(roundTrip ? { roundTrip } : {}),
       canElicit: () => this.capabilities()?.elicitation?.form !== undefined,
       elicit: (params, timeoutMs, signal) => this.server.elicitInput(params, asked(timeoutMs, signal)),
       canElicitUrl: () => this.capabilities()?.elicitation?.url !== undefined,

@@ -5,6 +5,8 @@ import { ClientCatalog, type RoutedTool } from '../catalog/client-catalog.js';
 import type { PromptsAndResources } from '../catalog/discover-prompts-and-resources.js';
 import type { JsonRpcObject } from '../mcp/json-rpc.js';
 import { NOTIFICATION } from '../mcp/methods.js';
+import { EraTransport } from '../protocol/era-transport.js';
+import type { DiscoverAnswer } from '../protocol/protocol-era.js';
 import type { Logger } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import { CallRelay, type RelayGuard } from './call-relay.js';
@@ -72,6 +74,18 @@ export interface GatewayOptions {
   pageSize?: number;
 }
 
+/**
+ * What hintbox offers a client: declared whatever the server offers (a cold start answers
+ * before it is known): lists of a server without them are empty.
+ */
+const GATEWAY_CAPABILITIES = {
+  tools: { listChanged: true },
+  prompts: { listChanged: true },
+  resources: { subscribe: true, listChanged: true },
+  completions: {},
+  logging: {},
+};
+
 export class Gateway {
   readonly server: Server;
   private readonly client: ClientConnection;
@@ -82,22 +96,14 @@ export class Gateway {
   /** What the client is shown (tools, prompts, resources, templates) and the routes; replaced on a re-listing. */
   private readonly catalog: ClientCatalog;
 
+  private readonly serverInfo: { name: string; version: string; title: string };
+
   constructor(private readonly options: GatewayOptions) {
-    this.server = new Server(
-      { name: 'hintbox', version: VERSION, title: `hintbox: ${options.serverName}` },
-      {
-        // Declared whatever the server offers (a cold start answers before it is known): lists
-        // of a server without them are empty.
-        capabilities: {
-          tools: { listChanged: true },
-          prompts: { listChanged: true },
-          resources: { subscribe: true, listChanged: true },
-          completions: {},
-          logging: {},
-        },
-        ...(options.instructions ? { instructions: options.instructions } : {}),
-      },
-    );
+    this.serverInfo = { name: 'hintbox', version: VERSION, title: `hintbox: ${options.serverName}` };
+    this.server = new Server(this.serverInfo, {
+      capabilities: GATEWAY_CAPABILITIES,
+      ...(options.instructions ? { instructions: options.instructions } : {}),
+    });
     const { serverName, shared, log, callTimeoutMs } = options;
     const { pool } = shared;
     const client = (this.client = new ClientConnection(this.server, log));
@@ -147,10 +153,13 @@ export class Gateway {
     this.catalog.serveOn(this.server);
   }
 
-  /** Serves the client on `transport`: the relays take their messages first. */
+  /**
+   * Serves the client on `transport`: the relays take their messages first. A 2026 client's
+   * `server/discover` and the `resultType` of its answers are the era layer's (`EraTransport`).
+   */
   async connect(transport: Transport): Promise<void> {
     await this.client.connect(
-      transport,
+      new EraTransport(transport, () => this.discoverAnswer()),
       (message) => this.fromClient(message),
       () => {
         // Nobody is left to answer: stop the work upstream.
@@ -158,6 +167,15 @@ export class Gateway {
         this.requests.cancelAll('the client disconnected', true);
       },
     );
+  }
+
+  /** What a 2026 client's `server/discover` is told: what `initialize` tells a 2025 client. */
+  private discoverAnswer(): DiscoverAnswer {
+    return {
+      capabilities: GATEWAY_CAPABILITIES,
+      serverInfo: this.serverInfo,
+      ...(this.options.instructions ? { instructions: this.options.instructions } : {}),
+    };
   }
 
   /** What the client may see changed without new routes (a tool was approved): tell it. */

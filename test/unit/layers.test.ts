@@ -15,6 +15,7 @@ export const LAYERS = [
   'policy',
   'config',
   'mcp',
+  'protocol',
   'packages',
   'profile',
   'approvals',
