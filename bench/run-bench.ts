@@ -17,6 +17,7 @@
  * measure the parts after the rounds, bench-report.ts sums the rounds up into the table.
  */
 import { measureAuditLog } from './audit-log-bench.js';
+import { BENCH_HELP, BenchUsageError, parseBenchOptions } from './bench-options.js';
 import { formatReport, summarize, VARIANTS, type RoundResult, type VariantName } from './bench-report.js';
 import { callsPerSecond, cpuPerCall, CPU_CALLS_FACTOR } from './cpu-per-call.js';
 import { measureHolding } from './holding-bench.js';
@@ -29,7 +30,6 @@ import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node
 import { chownSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import type Docker from 'dockerode';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -47,37 +47,25 @@ const CACHE = path.join(REPO, '.hintbox', 'bench');
 const HINTBOX_BIN = path.join(REPO, 'dist', 'hintbox.mjs');
 const log = createLogger('info', (line) => process.stderr.write(line + '\n'), { prefix: 'bench' });
 
-const { values } = parseArgs({
-  options: {
-    json: { type: 'boolean' },
-    /** hintbox's own log (info) on stderr, to see where its time goes. */
-    verbose: { type: 'boolean' },
-    rounds: { type: 'string', default: '5' },
-    calls: { type: 'string', default: '1000' },
-    /** Calls before measuring: MCP sessions are long-lived, the figures are of the steady state. */
-    warmup: { type: 'string', default: '200' },
-    scale: { type: 'string', default: '1,5,20' },
-    /** `no`: leave out what holding costs a write call (held against hold: false). */
-    holding: { type: 'string', default: 'yes' },
-    /** Records of the audit log read by `hintbox audit` and `audit verify` (0: left out). */
-    'audit-records': { type: 'string', default: '1000000' },
-    concurrency: { type: 'string', default: '1,8,32' },
-    /** `no`: leave out hintbox serve (calls over HTTP with 1 and 8 clients; memory per servers). */
-    serve: { type: 'string', default: 'yes' },
-    'serve-scale': { type: 'string', default: '1,5,20' },
-  },
-});
-const ROUNDS = Number(values.rounds);
-const CALLS = Number(values.calls);
-const WARMUP = Number(values.warmup);
-const SCALE = values.scale
-  .split(',')
-  .map(Number)
-  .filter((n) => n > 0);
-const CONCURRENCY = values.concurrency
-  .split(',')
-  .map(Number)
-  .filter((n) => n > 0);
+const parsed = (() => {
+  try {
+    return parseBenchOptions(process.argv.slice(2));
+  } catch (error) {
+    if (!(error instanceof BenchUsageError)) throw error;
+    process.stderr.write(`bench: ${error.message}\n`);
+    process.exit(2);
+  }
+})();
+if (parsed === 'help') {
+  process.stdout.write(BENCH_HELP + '\n');
+  process.exit(0);
+}
+const values = parsed;
+const ROUNDS = values.rounds;
+const CALLS = values.calls;
+const WARMUP = values.warmup;
+const SCALE = values.scale;
+const CONCURRENCY = values.concurrency;
 
 async function main(): Promise<void> {
   const { docker } = await connectDocker();
@@ -123,7 +111,7 @@ async function main(): Promise<void> {
   writeFileSync(freeProfile, trustedText + allowWrites + 'hold: false\n');
 
   const startHintbox = (file: string) =>
-    spawnServer('/workspace', HINTBOX_BIN, ['run', file], hintboxEnv, values.verbose === true);
+    spawnServer('/workspace', HINTBOX_BIN, ['run', file], hintboxEnv, values.verbose);
   const settled = () => settle(docker, IMAGE);
   const starters: Record<VariantName, () => Promise<Running>> = {
     bare: () => spawnServer(workspace, process.execPath, [path.join(bareDir, SERVER_ENTRY), workspace]),
@@ -152,38 +140,33 @@ async function main(): Promise<void> {
       }
       rounds.push(results);
     }
-    const holding =
-      values.holding === 'no'
-        ? []
-        : await measureHolding({
-            rounds: ROUNDS,
-            calls: CALLS,
-            heldProfile,
-            freeProfile,
-            startHintbox,
-            settle: settled,
-            log,
-          });
+    const holding = !values.holding
+      ? []
+      : await measureHolding({
+          rounds: ROUNDS,
+          calls: CALLS,
+          heldProfile,
+          freeProfile,
+          startHintbox,
+          settle: settled,
+          log,
+        });
     const scale = await measureScale({ docker, scale: SCALE, profile, startHintbox, settle: settled, log });
     const freshApprove = measureFreshApprove(trustedText + allowWrites, workspace);
-    const auditRecords = Number(values['audit-records']);
+    const auditRecords = values.auditRecords;
     const auditLog = auditRecords > 0 ? await measureAuditLog(auditRecords) : undefined;
-    const serve =
-      values.serve === 'no'
-        ? undefined
-        : await measureServe({
-            hintboxBin: HINTBOX_BIN,
-            profileText: trustedText,
-            env: hintboxEnv,
-            rounds: ROUNDS,
-            calls: CALLS,
-            warmup: WARMUP,
-            scale: values['serve-scale']
-              .split(',')
-              .map(Number)
-              .filter((n) => n > 0),
-            log,
-          });
+    const serve = !values.serve
+      ? undefined
+      : await measureServe({
+          hintboxBin: HINTBOX_BIN,
+          profileText: trustedText,
+          env: hintboxEnv,
+          rounds: ROUNDS,
+          calls: CALLS,
+          warmup: WARMUP,
+          scale: values.serveScale,
+          log,
+        });
     const report = {
       ...summarize(rounds, scale, { calls: CALLS, concurrency: CONCURRENCY }),
       freshApprove,

@@ -47,11 +47,22 @@ export interface ServeFigures {
   };
   /** serve ÷ run, p50 of one client, median of per-round ratios. */
   p50Ratio: number;
-  memory: { servers: number; rssMb: number; readyMs: number; target: { text: string; met: boolean } }[];
+  p50Target: { text: string; met: boolean };
+  /** Per server count: resident memory (target at 20 servers) and launch → ready (target at 20 servers). */
+  memory: {
+    servers: number;
+    rssMb: number;
+    readyMs: number;
+    target: { text: string; met: boolean };
+    readyTarget?: { text: string; met: boolean };
+  }[];
 }
 
 const CLIENT_COUNTS = [1, 8];
 const MEMORY_TARGET_MB = 150;
+/** Issue 34's targets: serve's p50 against run's over stdio, and 20 servers ready. */
+const P50_RATIO_TARGET = 1.3;
+const READY_TARGET_MS = 3000;
 
 interface Serving {
   child: ChildProcess;
@@ -85,6 +96,7 @@ export async function measureServe(options: ServeBenchOptions): Promise<ServeFig
     memory.push(await measureMemory(options, servers));
   }
   const stat = (values: number[]) => ({ median: median(values), spread: spread(values) });
+  const p50Ratio = median(rounds.map((r) => r.serve[1]!.p50 / r.run.p50));
   return {
     calls: CLIENT_COUNTS.map((clients) => ({
       clients,
@@ -101,7 +113,8 @@ export async function measureServe(options: ServeBenchOptions): Promise<ServeFig
       p99Ms: stat(rounds.map((r) => r.run.p99)),
       callsPerSecond: stat(rounds.map((r) => r.run.perSecond)),
     },
-    p50Ratio: median(rounds.map((r) => r.serve[1]!.p50 / r.run.p50)),
+    p50Ratio,
+    p50Target: { text: `≤ ${P50_RATIO_TARGET} × run`, met: p50Ratio <= P50_RATIO_TARGET },
     memory,
   };
 }
@@ -118,12 +131,17 @@ export function formatServe(figures: ServeFigures): string {
     ),
     `${'run (stdio), 1'.padEnd(22)}${f(figures.run.p50Ms).padEnd(16)}${f(figures.run.p99Ms).padEnd(16)}${f(figures.run.callsPerSecond, 0)}`,
     `${'SDK HTTP alone, 1'.padEnd(22)}${f(figures.bareHttp.p50Ms).padEnd(16)}${''.padEnd(16)}${f(figures.bareHttp.callsPerSecond, 0)}`,
-    `serve ÷ run, p50 of one client: ${figures.p50Ratio.toFixed(2)}× (the SDK's HTTP alone: a trivial tool, no hintbox, no sandbox)`,
+    `serve ÷ run, p50 of one client: ${figures.p50Ratio.toFixed(2)}×, target ${figures.p50Target.text}: ${figures.p50Target.met ? 'met' : 'MISSED'} (SDK HTTP alone: a trivial tool, no hintbox, no sandbox)`,
     '',
     `${'SERVERS'.padEnd(10)}${'SERVE RSS MB'.padEnd(16)}${'READY MS'.padEnd(12)}TARGET`,
     ...figures.memory.map(
       (m) =>
-        `${String(m.servers).padEnd(10)}${m.rssMb.toFixed(0).padEnd(16)}${m.readyMs.toFixed(0).padEnd(12)}${m.target.text} ${m.target.met ? 'met' : 'NOT MET'}`,
+        `${String(m.servers).padEnd(10)}${m.rssMb.toFixed(0).padEnd(16)}${m.readyMs.toFixed(0).padEnd(12)}${[
+          m.target,
+          m.readyTarget,
+        ]
+          .flatMap((t) => (t ? [`${t.text}: ${t.met ? 'met' : 'MISSED'}`] : []))
+          .join('; ')}`,
     ),
   ];
   return lines.join('\n');
@@ -215,6 +233,9 @@ async function measureMemory(options: ServeBenchOptions, servers: number): Promi
       rssMb,
       readyMs,
       target: { text: `≤ ${MEMORY_TARGET_MB} MB at 20 servers`, met: servers !== 20 || rssMb <= MEMORY_TARGET_MB },
+      ...(servers === 20
+        ? { readyTarget: { text: `ready ≤ ${READY_TARGET_MS / 1000} s`, met: readyMs <= READY_TARGET_MS } }
+        : {}),
     };
   } finally {
     await serving.stop();

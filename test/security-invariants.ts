@@ -2229,4 +2229,16 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'SERVE-JSON-ANSWER',
+    statement:
+      "serve answers a request with plain JSON only when its result is the first message for it; a confirmation, a server's request or progress that comes first turns the answer into a stream and reaches the client within the call, so no confirmation is dropped and a declined write changes nothing.",
+    tests: [
+      {
+        file: 'integration/serve-json-answer.test.ts',
+        title:
+          'answers a call with plain JSON when nothing comes before its result; a confirmation turns the answer into a stream and is never dropped, and a declined write changes nothing',
+      },
+    ],
+  },
 ];

@@ -9,18 +9,6 @@ import { cliLog as log, cliLogFormat, verboseLog } from './common.js';
 import { parseCommandArgs } from './parse-command-args.js';
 import { didYouMean } from '../util/did-you-mean.js';
 import type { CommandSpec } from './command-spec.js';
-import { approveCommand } from './approve-command.js';
-import { consoleCommand } from './console-command.js';
-import { auditCommand } from './audit-command.js';
-import { dbCommand } from './db-command.js';
-import { demoCommand } from './demo-command.js';
-import { imagesBuildCommand } from './images-command.js';
-import { importCommand } from './import-command.js';
-import { installCommand } from './install-command.js';
-import { planCommand } from './plan-command.js';
-import { runCommand } from './run-command.js';
-import { serveCommand } from './serve-command.js';
-import { sweepCommand } from './sweep-command.js';
 import { exitCodeOf, UsageError } from '../util/hintbox-error.js';
 
 const MAIN_HELP = `hintbox ${VERSION}: run MCP servers in Docker sandboxes that make their tool annotations true
@@ -58,19 +46,23 @@ ${ENVIRONMENT_VARIABLES.map((v) => `  ${v.name.padEnd(24)}${v.meaning}\n${' '.re
 
 Exit codes: 0 ok, 1 failure, 2 bad usage or bad profile.`;
 
-const COMMANDS: Record<string, CommandSpec> = {
-  run: runCommand,
-  serve: serveCommand,
-  install: installCommand,
-  plan: planCommand,
-  images: imagesBuildCommand,
-  import: importCommand,
-  approve: approveCommand,
-  audit: auditCommand,
-  console: consoleCommand,
-  demo: demoCommand,
-  sweep: sweepCommand,
-  db: dbCommand,
+/**
+ * Each command's module, loaded only when it is the one run: `hintbox run` never evaluates
+ * serve's, import's, the audit reader's … code (a resident process holds less memory).
+ */
+const COMMANDS: Record<string, () => Promise<CommandSpec>> = {
+  run: async () => (await import('./run-command.js')).runCommand,
+  serve: async () => (await import('./serve-command.js')).serveCommand,
+  install: async () => (await import('./install-command.js')).installCommand,
+  plan: async () => (await import('./plan-command.js')).planCommand,
+  images: async () => (await import('./images-command.js')).imagesBuildCommand,
+  import: async () => (await import('./import-command.js')).importCommand,
+  approve: async () => (await import('./approve-command.js')).approveCommand,
+  audit: async () => (await import('./audit-command.js')).auditCommand,
+  console: async () => (await import('./console-command.js')).consoleCommand,
+  demo: async () => (await import('./demo-command.js')).demoCommand,
+  sweep: async () => (await import('./sweep-command.js')).sweepCommand,
+  db: async () => (await import('./db-command.js')).dbCommand,
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -83,10 +75,11 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${VERSION}\n`);
     return 0;
   }
-  const command = COMMANDS[name];
-  if (!command) {
+  const load = COMMANDS[name];
+  if (!load) {
     throw new UsageError(`unknown command "${name}"${didYouMean(name, Object.keys(COMMANDS))} (see hintbox --help)`);
   }
+  const command = await load();
   const parsed = parseCommandArgs(name, command, rest);
   if (parsed.values.verbose === true) verboseLog();
   if (parsed.values.help) {

@@ -12,6 +12,7 @@ import { coversAccess, type Access, type Authenticator, type Denial } from './au
 import type { ClientSession } from './client-session.js';
 import { COMBINED, membersOf } from './combined-endpoint.js';
 import { dropCredentials, jsonRpcError, readJson, reply, requestIds } from './http-messages.js';
+import { JsonAnswerTransport } from './json-answer-transport.js';
 import { pathName } from './serve-address.js';
 import { SiteGate } from './site-gate.js';
 import { SessionCap } from './session-cap.js';
@@ -94,7 +95,7 @@ interface Client {
   id: string;
   server: string;
   access: Access | null;
-  transport: StreamableHTTPServerTransport;
+  transport: JsonAnswerTransport;
   session: ClientSession;
   closing?: Promise<void>;
   /** When its last request came. */
@@ -280,18 +281,21 @@ export class McpHttpServer {
     }
     let client: Client | undefined;
     const { StreamableHTTPServerTransport: HttpTransport } = await loadHttpTransport();
-    const transport = new HttpTransport({
-      sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => {
-        client = { id, server, access, transport, session, lastSeen: Date.now(), open: 0, release };
-        this.clients.set(id, client);
-        const tags = access?.tags ? ` (tags ${access.tags.join(', ')})` : '';
-        this.options.log.info(
-          `serve: ${server}: session ${id} opened${access ? ` for ${callerText(access.caller)}${tags}` : ''}`,
-        );
-      },
-      onsessionclosed: () => void (client && this.end(client, 'the client ended its session')),
-    });
+    // A call answered as JSON where nothing comes before its result, else as a stream (json-answer-transport.ts).
+    const transport: JsonAnswerTransport = new JsonAnswerTransport(
+      new HttpTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id) => {
+          client = { id, server, access, transport, session, lastSeen: Date.now(), open: 0, release };
+          this.clients.set(id, client);
+          const tags = access?.tags ? ` (tags ${access.tags.join(', ')})` : '';
+          this.options.log.info(
+            `serve: ${server}: session ${id} opened${access ? ` for ${callerText(access.caller)}${tags}` : ''}`,
+          );
+        },
+        onsessionclosed: () => void (client && this.end(client, 'the client ended its session')),
+      }),
+    );
     try {
       await session.connect(
         transport,
@@ -311,7 +315,7 @@ export class McpHttpServer {
    * whose connection closes before it was sent (the client went away) cancels its requests.
    */
   private async pass(
-    transport: StreamableHTTPServerTransport,
+    transport: JsonAnswerTransport,
     req: IncomingMessage,
     res: ServerResponse,
     body: unknown,
@@ -339,7 +343,7 @@ export class McpHttpServer {
         });
       }
     });
-    await transport.handleRequest(req, res, body);
+    if (!transport.answer(req, res, body)) await transport.handleRequest(req, res, body);
   }
 
   /** Closes the sessions of clients that vanished: idle past `idleMs`, nothing in flight or open. */

@@ -95,9 +95,12 @@ export class ServeMetrics {
     this.derive = new AuditMetrics({ now: this.now });
   }
 
-  /** prom-client is loaded only by serve (`hintbox run` never evaluates it). */
+  /**
+   * prom-client is loaded only by serve (`hintbox run` never evaluates it). Its CommonJS exports
+   * are taken from `default`: in a chunk of the split bundle, that is all an import() of it has.
+   */
   static async create(options: ServeMetricsOptions): Promise<ServeMetrics> {
-    const prom = await import('prom-client');
+    const { default: prom } = await import('prom-client');
     const registry = new prom.Registry();
     const help: Record<AuditMetric, string> = {
       calls: 'Calls that ended, by outcome (not-run: denied or blocked), as the audit log records them',

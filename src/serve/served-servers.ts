@@ -3,10 +3,12 @@ import type { HintboxConsole } from '../console/console-server.js';
 import type { SandboxEngine } from '../engine/sandbox-engine.js';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import type { Gateway } from '../gateway/gateway.js';
 import type { HintboxSession } from '../session/hintbox-session.js';
 import type { GatewaySettings } from '../session/session-options.js';
 import { knownTools, openSession } from '../session/session-setup.js';
+import { ConcurrencyLimit } from '../util/concurrency-limit.js';
 import type { Logger } from '../util/logger.js';
 import { newSessionId } from '../util/session-identity.js';
 import type { Access } from './authenticator.js';
@@ -53,6 +55,11 @@ export class ServedServers {
   /** Removals under way (a client that left): `close` waits for them, so nothing outlives serve. */
   private readonly removing = new Set<Promise<void>>();
   private closed = false;
+  /**
+   * Servers prepared at once at start and reload: a few per core, so that each start (a server
+   * booting in its sandbox) ends within its timeout however many servers the folder has.
+   */
+  private readonly starts = new ConcurrencyLimit(Math.max(4, 2 * availableParallelism()));
   /** The servers served now (a reload replaces them). */
   private served: Map<string, ServedProfile>;
   /** Each server's profile and lock file as they were when it was (re)loaded. */
@@ -75,10 +82,10 @@ export class ServedServers {
   start(names: readonly string[] = this.names): void {
     for (const name of names) {
       const { profile } = this.entry(name);
-      const ready =
-        profile.clients === 'shared'
-          ? this.sharedSession(name).then((session) => session.verified)
-          : this.options.engine.prepareImage(profile);
+      const ready = this.starts.run(async () => {
+        if (profile.clients === 'shared') await (await this.sharedSession(name)).verified;
+        else await this.options.engine.prepareImage(profile);
+      });
       ready.then(
         () => this.served.get(name)?.profile === profile && this.states.set(name, 'ready'),
         (error: Error) => {

@@ -49,6 +49,8 @@ export class DockerEngine implements SandboxEngine {
   private readonly egress = new Map<string, Promise<StartedEgress>>();
   /** How many times each class's egress was started (a lost proxy is replaced under a new name). */
   private readonly egressStarts = new Map<string, number>();
+  /** Image builders by rebuild flag, kept so that concurrent prepares share a build (imageBuilder). */
+  private readonly builders = new Map<boolean, ImageBuilder>();
   /** The `VOLUME` paths of the images prepared, by content id (an id's image never changes). */
   private readonly volumesById = new Map<string, string[]>();
   /** Sessions being removed: their proxies ending is expected (see startEgress `closing`). */
@@ -119,12 +121,26 @@ export class DockerEngine implements SandboxEngine {
     return buildHintboxImage(this.imageBuilder(options));
   }
 
+  /**
+   * One builder per engine (and rebuild flag): servers prepared at once (serve's folder) share
+   * each build of the same image instead of building it once each.
+   */
   private imageBuilder(options: { rebuild?: boolean }): ImageBuilder {
+    const rebuild = options.rebuild === true;
+    let builder = this.builders.get(rebuild);
+    if (!builder) {
+      builder = this.newImageBuilder(rebuild);
+      this.builders.set(rebuild, builder);
+    }
+    return builder;
+  }
+
+  private newImageBuilder(rebuild: boolean): ImageBuilder {
     return new ImageBuilder({
       docker: this.docker,
       log: this.options.log,
       ...(this.options.baseImage ? { baseImage: this.options.baseImage } : {}),
-      ...(options.rebuild ? { rebuild: true } : {}),
+      ...(rebuild ? { rebuild: true } : {}),
     });
   }
 

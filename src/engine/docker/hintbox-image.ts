@@ -6,7 +6,7 @@ import { VERSION } from '../../version.js';
 import { ImageError, IMAGES_DIR, type ImageBuilder } from './image-builder.js';
 
 /**
- * hintbox's own image (images/hintbox/Dockerfile): the one-file bundle, the sandbox gate, the
+ * hintbox's own image (images/hintbox/Dockerfile): the bundle (and its chunks), the sandbox gate, the
  * build folders of the server bases (so `hintbox images build` works inside it) and the shipped
  * profiles, on Debian trixie (Node.js 20; bookworm's is 18, below hintbox's engines). The build
  * folder is assembled from the installed package, so the same code builds it from a checkout
@@ -19,6 +19,7 @@ export const HINTBOX_IMAGE = `hintbox/hintbox:${VERSION}`;
 /** What the image holds of the package, relative to its root; the bundle and gate first. */
 const PACKAGE_FILES = [
   'dist/hintbox.mjs',
+  'dist/chunks',
   'dist/hintbox-gate',
   'dist/hintbox.mjs.LEGAL.txt',
   'package.json',

@@ -158,6 +158,12 @@ export class ImageBuilder {
     if (!pending) {
       pending = this.build(image, context, extraArgs, suite, install);
       this.building.set(image, pending);
+      // Shared while it runs; a later ensure checks the image again (its folder may have changed).
+      const settled = pending;
+      void settled.then(
+        () => this.building.get(image) === settled && this.building.delete(image),
+        () => this.building.get(image) === settled && this.building.delete(image),
+      );
     }
     return pending;
   }
