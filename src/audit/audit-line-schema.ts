@@ -3,7 +3,7 @@ import { z } from 'zod';
 /**
  * The audit log's lines as zod schemas, one per `type`; the line types are derived from them
  * (`audit-record.ts` re-exports them), and `parseAuditLine` reads every line through them, so
- * the format, its types, its reader and its documentation ({@link auditLineFields}) are one.
+ * the format, its types, its reader and its documentation (`audit-line-fields.ts`) are one.
  *
  * Schema version 1. Every line has `v`, `id`, `time`, `type` and, last, `prev`: the SHA-256
  * (hex) of the line before it in its chain (see `audit-chain.ts`). A field added after its
@@ -360,53 +360,3 @@ export type AuditEvent = { [T in keyof EventSchemas]: z.input<EventSchemas[T]> }
 export type AuditEventType = AuditEvent['type'];
 
 export const AUDIT_LINE_TYPES = Object.keys(AUDIT_LINE_SCHEMAS) as readonly AuditLineType[];
-
-/** A field of a line as the audit schema page lists it. */
-export interface AuditFieldDoc {
-  name: string;
-  /** The JSON type(s) or the values allowed, e.g. `string | null`, `"ok" | "error"`. */
-  type: string;
-  /** Absent from some lines (written before it existed, or only when it applies). */
-  optional: boolean;
-  description: string;
-}
-
-/** Every line type with its description and its fields (the head included), from the schemas above: the page of the audit schema lists these. */
-export function auditLineFields(): { type: AuditLineType; description: string; fields: AuditFieldDoc[] }[] {
-  return AUDIT_LINE_TYPES.map((type) => {
-    const schema = z.toJSONSchema(AUDIT_LINE_SCHEMAS[type], { io: 'input', unrepresentable: 'any' }) as JsonSchema;
-    const required = new Set(schema.required ?? []);
-    const fields = Object.entries(schema.properties ?? {}).map(([name, field]) => ({
-      name,
-      type: typeText(field),
-      optional: !required.has(name),
-      description: field.description ?? '',
-    }));
-    return { type, description: schema.description ?? '', fields };
-  });
-}
-
-interface JsonSchema {
-  type?: string | string[];
-  const?: unknown;
-  enum?: unknown[];
-  anyOf?: JsonSchema[];
-  items?: JsonSchema;
-  properties?: Record<string, JsonSchema>;
-  required?: string[];
-  description?: string;
-}
-
-function typeText(schema: JsonSchema): string {
-  if (schema.anyOf) return schema.anyOf.map(typeText).join(' | ');
-  if (schema.const !== undefined) return JSON.stringify(schema.const);
-  if (schema.enum) return schema.enum.map((v) => JSON.stringify(v)).join(' | ');
-  if (schema.type === 'array') return `${schema.items ? typeText(schema.items) : 'any'}[]`;
-  if (schema.type === 'object' && schema.properties) {
-    return `{ ${Object.entries(schema.properties)
-      .map(([k, v]) => `${k}${schema.required?.includes(k) ? '' : '?'}: ${typeText(v)}`)
-      .join(', ')} }`;
-  }
-  if (Array.isArray(schema.type)) return schema.type.join(' | ');
-  return schema.type ?? 'any JSON';
-}

@@ -28,13 +28,12 @@ import {
 export {
   AUDIT_LINE_TYPES,
   AUDIT_SCHEMA_VERSION,
-  auditLineFields,
   type AuditEvent,
   type AuditEventType,
-  type AuditFieldDoc,
   type AuditLine,
   type AuditLineType,
 } from './audit-line-schema.js';
+export { auditLineFields, type AuditFieldDoc } from './audit-line-fields.js';
 
 // — Injected time and ids —
 

@@ -113,15 +113,12 @@ export class PgSocketRelay implements SocketRelay {
   }
 
   openSessions(): RelaySession[] {
-    return [...this.connections.values()].map((conn) => {
-      const holds = conn.activity.holdsSomething();
-      return {
-        connectionId: conn.id,
-        ...(conn.keyData ? { pid: conn.keyData.readInt32BE(0) } : {}),
-        ...(holds ? { holds } : {}),
-        ...(conn.activity.busy ? { running: true } : {}),
-      };
-    });
+    return [...this.connections.values()].map(({ id, keyData, activity }) => ({
+      connectionId: id,
+      ...(keyData ? { pid: keyData.readInt32BE(0) } : {}),
+      ...(activity.holdsSomething() ? { holds: activity.holdsSomething() } : {}),
+      ...(activity.busy ? { running: true } : {}),
+    }));
   }
 
   async settled(timeoutMs: number): Promise<void> {

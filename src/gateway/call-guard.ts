@@ -1,3 +1,4 @@
+import { triedToWrite } from '../policy/read-only-write.js';
 import { networkRefusal } from '../policy/network-refusal.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { AuditDecider, AuditDecision, AuditLog, AuditOutcomeReport } from '../audit/audit-record.js';
@@ -30,9 +31,6 @@ export { compilePreApprovals, matchesPreApproval, type PreApproval } from '../po
  * recorded: a store that fails means the call is refused (fail closed). The relays hold the
  * guard to admit calls, to know which tools the client sees, and to record outcomes.
  */
-
-/** Errors that only a write to a read-only mount or root file system produces. */
-const READ_ONLY_WRITE = /\bEROFS\b|read-only file system/i;
 
 /** What the guard knows of one tool, fixed when the session plans it. */
 export interface GuardedTool {
@@ -157,17 +155,7 @@ export class CallGuard {
    */
   violationIn(name: string, answer: unknown): string | undefined {
     const tool = this.tools.get(name);
-    if (!tool?.effective.readOnlyHint) return undefined;
-    // Only error answers are read: the hot path of successful calls pays nothing.
-    const failed = answer !== null && typeof answer === 'object' && (answer as { isError?: unknown }).isError === true;
-    if (!failed) return undefined;
-    let text: string;
-    try {
-      text = JSON.stringify(answer) ?? '';
-    } catch {
-      return undefined;
-    }
-    if (!READ_ONLY_WRITE.test(text)) return undefined;
+    if (!tool?.effective.readOnlyHint || !triedToWrite(answer)) return undefined;
     const violation = 'readOnlyHint: the tool tried to write where its sandbox is read-only (EROFS)';
     this.options.log.warn(`hint violation: server ${this.options.server}, tool ${name}: ${violation}`);
     this.options.audit.recordEvent?.({

@@ -393,12 +393,8 @@ export class HintboxSession implements AsyncDisposable {
     this.promptsAndResources.trustLost(); // never throws: it logs
     if (this.profile.hold) return;
     const writers = [...this.sandboxes.grants].filter(([, grant]) => grantCanChange(grant)).map(([id]) => id);
-    void this.shared.pool
-      .holdBetweenCallsFromNow(writers)
-      .catch((error: Error) =>
-        this.options.log.error(
-          `could not freeze the sandboxes of ${this.profile.name} between calls: ${error.message}`,
-        ),
-      );
+    const { log } = this.options;
+    const failed = `could not freeze the sandboxes of ${this.profile.name} between calls`;
+    void this.shared.pool.holdBetweenCallsFromNow(writers).catch((e: Error) => log.error(`${failed}: ${e.message}`));
   }
 }

@@ -47,7 +47,6 @@ integrationSuite('the first hour', { timeout: 600_000, images: [ensureTestImages
     assert.deepEqual(entry.args, ['run', profile]);
     assert.equal(entry.env?.WORKSPACE, project, 'the folder install ran in, pinned');
 
-    // `approve --all --yes` once approving is a review (another branch): the lead switches the flag at merge.
     const approve = await hintboxCommand(['approve', profile, '--all', '--yes'], {}, { bin, cwd: project });
     assert.equal(approve.code, 0, approve.stderr);
 
