@@ -182,6 +182,7 @@ integrationSuite(
       assert.deepEqual(await trail(name), { refused: ['expired'], calls: [REFUSED] });
     });
 
+    // proves: MRTR-ONE-ENDPOINT
     it('carries a 2026 retry through serve --one-endpoint: input_required, the approved retry runs once, its replay nothing', async () => {
       const { name, file } = await approvedLiar();
       const target = path.join(workspace, `${name}.txt`);
