@@ -138,7 +138,7 @@ integrationSuite(
         requestState: state,
         inputResponses: APPROVE,
       });
-      assert.match(refusedText(otherTool), /issued for another call \(different tool, pin\)/);
+      assert.match(refusedText(otherTool), /issued for another call \(different tool, pin, question\)/);
       for (const f of ['asked', 'other']) assert.equal(existsSync(path.join(workspace, `${name}-${f}.txt`)), false);
       await hintbox[Symbol.asyncDispose]();
       assert.deepEqual(await trail(name), { refused: ['mismatch', 'mismatch'], calls: [REFUSED, REFUSED] });
