@@ -19,7 +19,7 @@ import {
   type RequestId,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { RETRY_FIELDS } from '../protocol/protocol-era.js';
+import { isModernRequest, RETRY_FIELDS } from '../protocol/protocol-era.js';
 import type { Logger } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import type { Access, AuthResult, Authenticator } from './authenticator.js';
@@ -152,10 +152,10 @@ export function combinedSession(members: ReadonlyMap<string, ClientSession>, log
     const client = found && clients.get(found.server);
     if (!found || !client) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
     const { progressToken, ...meta } = request.params._meta ?? {};
-    // A 2026 client's retry: its state and answers are the member gateway's to redeem (never a server's).
-    const retry = Object.fromEntries(
-      RETRY_FIELDS.flatMap((f) => (f in request.params ? [[f, request.params[f]]] : [])),
-    );
+    // A 2026 client's retry: its state and answers are the member gateway's to redeem (never a
+    // server's). A 2025 request's params stay as they were before (these fields left out).
+    const fields = isModernRequest(request.params) ? RETRY_FIELDS : [];
+    const retry = Object.fromEntries(fields.flatMap((f) => (f in request.params ? [[f, request.params[f]]] : [])));
     /** Progress passed on: sent before the answer, which would end the call's stream. */
     const passed: Promise<void>[] = [];
     try {
