@@ -22,7 +22,8 @@ import {
  * request with the person's answer and the state. The retry is decided afresh (policy, pins,
  * trust: the state never skips them), and its answer counts only when its state redeems for
  * this very call: a state altered, forged, expired, replayed or minted for another call is
- * refused, and the refusal recorded.
+ * refused, and the refusal recorded. One minted for this very call but another question (what the
+ * person was shown changed: the server broke a hint since) is recorded and asked again.
  */
 
 /** The key of hintbox's one question in `inputRequests` / `inputResponses`. */
