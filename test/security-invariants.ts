@@ -2151,7 +2151,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'MRTR-STATE',
     statement:
-      'The requestState of a confirmation is signed with a key of the hintbox process, expires with the approval timeout, is bound to the caller, server, tool, pin and canonical arguments of the call it asked about, and is redeemed once: a retry whose state is replayed, altered, forged, minted by another process, expired or carried to another call runs nothing and is audited (approval.refused, a denied call record decided by request-state).',
+      'The requestState of a confirmation is signed with a key of the hintbox process, expires with the approval timeout on a monotonic clock (a wall clock stepped forward then back revives nothing), is bound to the caller, server, tool, pin and canonical arguments of the call it asked about, and is redeemed once: a retry whose state is replayed, altered, forged, minted by another process, expired or carried to another call runs nothing and is audited (approval.refused, a denied call record decided by request-state), whatever capabilities the retry declares.',
     tests: [
       {
         file: 'integration/input-required.test.ts',
@@ -2179,16 +2179,31 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         title: 'refuses a state altered in any part, signed under another key (another process), or malformed',
       },
       { file: 'unit/request-state.test.ts', title: 'refuses a state once its time has passed' },
+      {
+        file: 'unit/request-state.test.ts',
+        title:
+          'keeps time on a monotonic clock: a wall clock stepped forward then back neither revives a used state nor expires a fresh one',
+      },
+      {
+        file: 'unit/input-required-confirmation.test.ts',
+        title:
+          'redeems the state of a retry that declares no elicitation: a forged state, or answers without one, are refused and audited',
+      },
     ],
   },
   {
     id: 'MRTR-NO-BYPASS',
     statement:
-      'A requestState is never authentication nor a decision: every retry is decided afresh (pins, rules, trust), so a valid state for a tool that has since been blocked or denied runs nothing.',
+      'A requestState is never authentication nor a decision: every retry is decided afresh (pins, rules, trust), so a valid state for a tool that has since been blocked or denied runs nothing, and an approval given to another question (the server lost trust, the reasons or warnings changed since) does not count: the person is asked again.',
     tests: [
       {
         file: 'unit/input-required-confirmation.test.ts',
         title: 'never lets a valid state skip the decision: a tool blocked since it was asked stays blocked',
+      },
+      {
+        file: 'unit/input-required-confirmation.test.ts',
+        title:
+          'asks again when the server lost trust between the question and the retry: an answer to another question does not count',
       },
     ],
   },
@@ -2238,6 +2253,43 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         file: 'integration/serve-json-answer.test.ts',
         title:
           'answers a call with plain JSON when nothing comes before its result; a confirmation turns the answer into a stream and is never dropped, and a declined write changes nothing',
+      },
+    ],
+  },
+  {
+    id: 'MRTR-STATE-BOUNDED',
+    statement:
+      'What 2026 clients make hintbox hold for their confirmations is bounded: a requestState lives at most 10 minutes whatever approval.timeout says, nothing is kept of a redeemed state, expired ones are swept at most once a second (never per request), and at most 100 states per caller and 10,000 in all wait for an answer: past a cap the call is refused with one line and audited (approval.refused too-many).',
+    tests: [
+      {
+        file: 'unit/request-state.test.ts',
+        title:
+          'keeps nothing of a redeemed state and stays linear under a flood of used states, yet refuses each replay',
+      },
+      {
+        file: 'unit/request-state.test.ts',
+        title: 'caps the life of a state at 10 minutes, whatever the approval timeout',
+      },
+      {
+        file: 'unit/request-state.test.ts',
+        title:
+          'mints no state past the outstanding cap of a caller or of the process; a redeemed or expired one frees its place',
+      },
+      {
+        file: 'unit/input-required-confirmation.test.ts',
+        title: 'refuses a call with one line, audited, when its caller has as many confirmations waiting as it may',
+      },
+    ],
+  },
+  {
+    id: 'MRTR-ONE-ENDPOINT',
+    statement:
+      "A 2026 client's retry through hintbox serve --one-endpoint reaches the member server's gateway with its requestState and answers, which redeems them as at /mcp/<server>: the approved retry runs once, its replay runs nothing.",
+    tests: [
+      {
+        file: 'integration/input-required.test.ts',
+        title:
+          'carries a 2026 retry through serve --one-endpoint: input_required, the approved retry runs once, its replay nothing',
       },
     ],
   },

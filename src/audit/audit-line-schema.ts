@@ -133,13 +133,13 @@ export const AUDIT_EVENT_SCHEMAS = {
   ),
   'approval.refused': kind(
     'approval.refused',
-    "A 2026 client's retry carried a `requestState` that does not redeem for its call (the call is refused, not run).",
+    "A 2026 client's retry carried a `requestState` that does not redeem for its call, or too many confirmations wait for an answer to ask one more (`too-many`): the call is refused, not run (a `mismatch` of the `question` alone is asked again).",
     {
       session: text,
       server: text,
       tool: text,
       ...asker,
-      reason: oneOf(['malformed', 'forged', 'expired', 'mismatch', 'replayed']),
+      reason: oneOf(['malformed', 'forged', 'expired', 'mismatch', 'replayed', 'too-many']),
       detail: text.describe('The reason in words (for `mismatch`: the bound fields that differ).'),
     },
   ),

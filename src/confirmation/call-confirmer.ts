@@ -14,7 +14,7 @@ import type { Logger } from '../util/logger.js';
 import type { CallToConfirm, Confirmation, RoundTripConfirmation } from './call-to-confirm.js';
 import type { ClientChannel } from './client-channel.js';
 import { ACCEPTED_UNTICKED, confirmationForm, linkQuestion } from './confirmation-form.js';
-import { confirmByRoundTrip } from './input-required-confirmation.js';
+import { confirmByRoundTrip, isRetry } from './input-required-confirmation.js';
 import { processRequestStates, type RequestStates } from './request-state.js';
 
 /**
@@ -73,9 +73,12 @@ export class CallConfirmer {
    */
   async confirm(call: CallToConfirm, client: ClientChannel): Promise<RoundTripConfirmation> {
     const { console } = this.options;
-    if (client.roundTrip?.canElicit) {
+    const { roundTrip } = client;
+    // A retry's state is redeemed whatever its envelope declares: dropping elicitation from the
+    // capabilities must not turn a forged state into one nobody checks (nor audits).
+    if (roundTrip && (roundTrip.canElicit || isRetry(roundTrip))) {
       const { options } = this;
-      return confirmByRoundTrip(call, client.roundTrip, {
+      return confirmByRoundTrip(call, roundTrip, {
         server: options.server,
         session: options.session,
         caller: options.caller ?? null,

@@ -5,7 +5,14 @@ import type { CallPreview } from '../sandbox/preview.js';
 import { callerFields, callerKey, type Caller } from '../util/caller-identity.js';
 import type { CallToConfirm, InputRequiredAnswer, RoundTripConfirmation } from './call-to-confirm.js';
 import { ACCEPTED_UNTICKED, confirmationForm } from './confirmation-form.js';
-import { refusalText, type CallBinding, type RequestStates } from './request-state.js';
+import {
+  mintRefusalText,
+  refusalText,
+  type CallBinding,
+  type MintRefusal,
+  type RequestStates,
+  type StateRefusal,
+} from './request-state.js';
 
 /**
  * A confirmation asked of a 2026-era client (MCP 2026-07-28, multi-round-trip requests): the
@@ -15,7 +22,8 @@ import { refusalText, type CallBinding, type RequestStates } from './request-sta
  * request with the person's answer and the state. The retry is decided afresh (policy, pins,
  * trust: the state never skips them), and its answer counts only when its state redeems for
  * this very call: a state altered, forged, expired, replayed or minted for another call is
- * refused, and the refusal recorded.
+ * refused, and the refusal recorded. One minted for this very call but another question (what the
+ * person was shown changed: the server broke a hint since) is recorded and asked again.
  */
 
 /** The key of hintbox's one question in `inputRequests` / `inputResponses`. */
@@ -33,6 +41,11 @@ export interface InputRequiredContext {
   preview: (call: CallToConfirm) => Promise<CallPreview>;
 }
 
+/** Whether a 2026 request is a retry: it carries a `requestState` or `inputResponses` (either is redeemed). */
+export function isRetry(roundTrip: RoundTrip): boolean {
+  return roundTrip.requestState !== undefined || roundTrip.inputResponses !== undefined;
+}
+
 /** Asks, or reads the answer of, the confirmation of `call` for a 2026 client's request. */
 export async function confirmByRoundTrip(
   call: CallToConfirm,
@@ -45,6 +58,12 @@ export async function confirmByRoundTrip(
     tool: call.tool,
     pinHash: call.pinHash,
     arguments: call.arguments,
+    // What the person is shown beside the call: a change (a server that broke a hint since) is another question.
+    question: {
+      reasons: call.decision.reasons,
+      warnings: call.decision.warnings,
+      untrustedBecause: context.untrustedBecause ?? null,
+    },
   };
   const event = {
     session: context.session,
@@ -52,36 +71,43 @@ export async function confirmByRoundTrip(
     tool: call.tool,
     ...callerFields(context.caller),
   };
-  if (roundTrip.requestState === undefined) {
-    const preview = await context.preview(call);
-    const form = confirmationForm(call, {
-      server: context.server,
-      untrustedBecause: context.untrustedBecause,
-      link: undefined,
-      preview,
-    });
-    context.audit.recordEvent?.({ type: 'approval.asked', ...event, reasons: call.decision.reasons });
-    const answer: InputRequiredAnswer = {
-      resultType: 'input_required',
-      inputRequests: { [CONFIRM_INPUT]: { method: 'elicitation/create', params: form } },
-      requestState: context.states.mint(binding, context.ttlMs),
-    };
-    return { allowed: false, inputRequired: ownResult(answer) };
-  }
-  const refusal = context.states.redeem(roundTrip.requestState, binding);
-  if (refusal) {
-    const why = refusalText(refusal);
-    context.audit.recordEvent?.({ type: 'approval.refused', ...event, reason: refusal.reason, detail: why });
+  const refuse = (reason: StateRefusal['reason'] | MintRefusal['reason'], why: string): RoundTripConfirmation => {
+    context.audit.recordEvent?.({ type: 'approval.refused', ...event, reason, detail: why });
     return { allowed: false, decidedBy: 'request-state', text: `hintbox refused ${call.tool}: ${why}` };
-  }
-  const { answer, why } = answerOf(roundTrip.inputResponses);
-  context.audit.recordEvent?.({ type: 'approval.answered', ...event, answer, by: 'client' });
-  if (answer === 'approved') return { allowed: true, decidedBy: 'person' };
-  return {
-    allowed: false,
-    decidedBy: 'person',
-    text: `hintbox denied ${call.tool}: ${why ?? 'the confirmation was declined'}`,
   };
+  if (isRetry(roundTrip)) {
+    const refusal = context.states.redeem(roundTrip.requestState, binding);
+    if (refusal) {
+      const refused = refuse(refusal.reason, refusalText(refusal));
+      // The very call asked about, but the person was shown another question: they answer this one.
+      if (refusal.reason !== 'mismatch' || refusal.fields.some((f) => f !== 'question')) return refused;
+    } else {
+      const { answer, why } = answerOf(roundTrip.inputResponses);
+      context.audit.recordEvent?.({ type: 'approval.answered', ...event, answer, by: 'client' });
+      if (answer === 'approved') return { allowed: true, decidedBy: 'person' };
+      return {
+        allowed: false,
+        decidedBy: 'person',
+        text: `hintbox denied ${call.tool}: ${why ?? 'the confirmation was declined'}`,
+      };
+    }
+  }
+  const minted = context.states.tryMint(binding, context.ttlMs);
+  if ('refused' in minted) return refuse(minted.refused.reason, mintRefusalText(minted.refused));
+  const preview = await context.preview(call);
+  const form = confirmationForm(call, {
+    server: context.server,
+    untrustedBecause: context.untrustedBecause,
+    link: undefined,
+    preview,
+  });
+  context.audit.recordEvent?.({ type: 'approval.asked', ...event, reasons: call.decision.reasons });
+  const answer: InputRequiredAnswer = {
+    resultType: 'input_required',
+    inputRequests: { [CONFIRM_INPUT]: { method: 'elicitation/create', params: form } },
+    requestState: minted.state,
+  };
+  return { allowed: false, inputRequired: ownResult(answer) };
 }
 
 /** The person's answer in the retry's `inputResponses`: only an accepted form with approve ticked is a yes. */

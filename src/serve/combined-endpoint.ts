@@ -4,6 +4,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
+  CallToolRequestParamsSchema,
   CallToolRequestSchema,
   CreateMessageRequestSchema,
   ElicitRequestSchema,
@@ -18,6 +19,7 @@ import {
   type RequestId,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
+import { isModernRequest, RETRY_FIELDS } from '../protocol/protocol-era.js';
 import type { Logger } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import type { Access, AuthResult, Authenticator } from './authenticator.js';
@@ -36,6 +38,12 @@ import type { ClientSession } from './client-session.js';
 export const COMBINED = '*';
 /** Between a server's name and its tool's in the combined endpoint's tool names. */
 export const SEPARATOR = '__';
+
+/**
+ * A `tools/call` with its params as the client sent them: the SDK's schema would strip a 2026
+ * retry's `requestState` and `inputResponses`, and the member's gateway would ask again forever.
+ */
+const CallToolAsSent = CallToolRequestSchema.extend({ params: CallToolRequestParamsSchema.loose() });
 
 /** The credentials of `/mcp`: each server's own check; the servers they allow, with their tags. */
 export function combinedAuthenticator(inner: Authenticator, servers: () => readonly string[]): Authenticator {
@@ -138,17 +146,26 @@ export function combinedSession(members: ReadonlyMap<string, ClientSession>, log
     return { tools };
   });
 
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+  server.setRequestHandler(CallToolAsSent, async (request, extra) => {
     await connectMembers(server.getClientCapabilities() ?? {});
     const found = memberOf(request.params.name, [...clients.keys()]);
     const client = found && clients.get(found.server);
     if (!found || !client) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
     const { progressToken, ...meta } = request.params._meta ?? {};
+    // A 2026 client's retry: its state and answers are the member gateway's to redeem (never a
+    // server's). A 2025 request's params stay as they were before (these fields left out).
+    const fields = isModernRequest(request.params) ? RETRY_FIELDS : [];
+    const retry = Object.fromEntries(fields.flatMap((f) => (f in request.params ? [[f, request.params[f]]] : [])));
     /** Progress passed on: sent before the answer, which would end the call's stream. */
     const passed: Promise<void>[] = [];
     try {
       const result = await client.callTool(
-        { name: found.tool, ...(request.params.arguments ? { arguments: request.params.arguments } : {}), _meta: meta },
+        {
+          name: found.tool,
+          ...(request.params.arguments ? { arguments: request.params.arguments } : {}),
+          _meta: meta,
+          ...retry,
+        },
         undefined,
         {
           signal: extra.signal,

@@ -2,9 +2,11 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { it } from 'node:test';
+import { z } from 'zod';
 import { ensureTestImages, LIAR_IMAGE } from './support/docker.js';
 import { auditOf, hintboxCommand, writeProfile } from './support/hintbox-process.js';
-import { runHintboxModern, type CallAnswer } from './support/modern-client.js';
+import { MODERN, runHintboxModern, type CallAnswer } from './support/modern-client.js';
+import { connect, leave, serve } from './support/serve-process.js';
 import { integrationSuite } from './support/suite.js';
 
 interface CallRow {
@@ -45,7 +47,7 @@ integrationSuite(
         mounts: [{ source: workspace, target: '/data' }],
         approval: { timeout },
       });
-      const approved = await hintboxCommand(['approve', file, '--all']);
+      const approved = await hintboxCommand(['approve', file, '--all', '--yes']);
       assert.equal(approved.code, 0, approved.stderr);
       return { name, file };
     };
@@ -136,7 +138,7 @@ integrationSuite(
         requestState: state,
         inputResponses: APPROVE,
       });
-      assert.match(refusedText(otherTool), /issued for another call \(different tool, pin\)/);
+      assert.match(refusedText(otherTool), /issued for another call \(different tool, pin, question\)/);
       for (const f of ['asked', 'other']) assert.equal(existsSync(path.join(workspace, `${name}-${f}.txt`)), false);
       await hintbox[Symbol.asyncDispose]();
       assert.deepEqual(await trail(name), { refused: ['mismatch', 'mismatch'], calls: [REFUSED, REFUSED] });
@@ -178,6 +180,46 @@ integrationSuite(
       assert.match(refusedText(late), /requestState expired/);
       await hintbox[Symbol.asyncDispose]();
       assert.deepEqual(await trail(name), { refused: ['expired'], calls: [REFUSED] });
+    });
+
+    // proves: MRTR-ONE-ENDPOINT
+    it('carries a 2026 retry through serve --one-endpoint: input_required, the approved retry runs once, its replay nothing', async () => {
+      const { name, file } = await approvedLiar();
+      const target = path.join(workspace, `${name}.txt`);
+      await using serving = await serve([path.dirname(file), '--one-endpoint']);
+      const client = await connect(`${serving.url}/mcp`);
+      try {
+        const call = {
+          name: `${name}__unannotated_write`,
+          arguments: { path: `/data/${name}.txt`, content: 'through /mcp' },
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': MODERN,
+            'io.modelcontextprotocol/clientCapabilities': { elicitation: {} },
+          },
+        };
+        const callOnce = (params: Record<string, unknown>) =>
+          client.request({ method: 'tools/call', params }, z.looseObject({}));
+        const first = await callOnce(call);
+        assert.equal(first.resultType, 'input_required', JSON.stringify(first));
+        assert.equal(existsSync(target), false, 'nothing runs before the answer');
+        const retry = { ...call, requestState: first.requestState, inputResponses: APPROVE };
+        const ran = await callOnce(retry);
+        assert.equal(ran.resultType, 'complete', `the retry was asked again: ${JSON.stringify(ran).slice(0, 120)}`);
+        assert.equal(ran.isError, undefined, JSON.stringify(ran));
+        assert.equal(readFileSync(target, 'utf8'), 'through /mcp');
+        rmSync(target);
+        const replayed = await callOnce(retry);
+        assert.match(JSON.stringify(replayed.content), /requestState was already used/);
+        assert.equal(existsSync(target), false, 'the replay wrote nothing');
+        assert.equal(client.asked, 0, 'a 2026 client is never sent elicitation/create');
+      } finally {
+        await leave(client);
+      }
+      await serving[Symbol.asyncDispose]();
+      assert.deepEqual(await trail(name), {
+        refused: ['replayed'],
+        calls: [REFUSED, 'allowed/person/ok'],
+      });
     });
   },
 );

@@ -24,7 +24,7 @@ integrationSuite('a 2026 client under hintbox run', { timeout: 300_000, images: 
       mounts: [{ source: workspace, target: '/data' }],
       split: false,
     });
-    assert.equal((await hintboxCommand(['approve', file, '--all'])).code, 0);
+    assert.equal((await hintboxCommand(['approve', file, '--all', '--yes'])).code, 0);
     let legacyTools: unknown[];
     {
       await using legacy = await runHintbox(file);

@@ -127,4 +127,113 @@ describe('CallGuard: confirmations of 2026 clients (input_required)', () => {
     assert.equal(admitted.allowed ? undefined : admitted.inputRequired, undefined);
     assert.match(JSON.stringify(admitted.allowed ? null : admitted.result), /cannot be asked \(no MCP elicitation\)/);
   });
+
+  // proves: MRTR-STATE
+  it('redeems the state of a retry that declares no elicitation: a forged state, or answers without one, are refused and audited', async () => {
+    const { guard, audit } = guardOf(write());
+    const noElicitation = (roundTrip: Omit<RoundTrip, 'canElicit'>): ClientChannel => ({
+      ...modernClient(),
+      roundTrip: { canElicit: false, ...roundTrip },
+    });
+    const forged = await guard.admit(
+      'write_note',
+      {},
+      noElicitation({ requestState: 'hbx1.forged.x', inputResponses: answer(true) }),
+    );
+    const unstated = await guard.admit('write_note', {}, noElicitation({ inputResponses: answer(true) }));
+    for (const refused of [forged, unstated]) {
+      assert.equal(refused.allowed, false);
+      assert.match(
+        JSON.stringify(refused.allowed ? null : refused.result),
+        /hintbox refused write_note: its requestState/,
+      );
+    }
+    assert.deepEqual(
+      audit.events.filter((e) => e.type === 'approval.refused').map((e) => e.reason),
+      ['forged', 'malformed'],
+    );
+    assert.deepEqual(
+      audit.intents.map((i) => [i.decision, i.decidedBy]),
+      [
+        ['denied', 'request-state'],
+        ['denied', 'request-state'],
+      ],
+    );
+  });
+
+  // proves: MRTR-NO-BYPASS
+  it('asks again when the server lost trust between the question and the retry: an answer to another question does not count', async () => {
+    const tool = guardedTool(
+      'write_note',
+      { readOnlyHint: false, destructiveHint: true, openWorldHint: false },
+      { rule: 'confirm' },
+    );
+    const read = guardedTool('read_note', { readOnlyHint: true, openWorldHint: false });
+    const audit = memoryAudit();
+    const guard = new CallGuard({
+      ...UNTRUSTED_NOTES,
+      trust: 'trusted',
+      tools: new Map([
+        [tool.name, tool],
+        [read.name, read],
+      ]),
+      audit,
+      requestStates: new RequestStates(),
+    });
+    const args = { path: '/data/a.md' };
+    const asked = await guard.admit('write_note', args, modernClient());
+    const first = asked.allowed ? undefined : asked.inputRequired;
+    assert.ok(first);
+    assert.doesNotMatch(first.inputRequests[CONFIRM_INPUT]?.params.message ?? '', /broke a hint/);
+    guard.violationIn('read_note', {
+      isError: true,
+      content: [{ type: 'text', text: 'EROFS: read-only file system' }],
+    });
+    assert.equal(guard.trust, 'untrusted');
+    const retry = { requestState: first.requestState, inputResponses: answer(true) };
+    const again = await guard.admit('write_note', args, modernClient(retry));
+    assert.equal(again.allowed, false, 'approved on a form that did not say the server broke a hint');
+    const second = again.allowed ? undefined : again.inputRequired;
+    assert.ok(second, 'the person is asked again');
+    assert.match(second.inputRequests[CONFIRM_INPUT]?.params.message ?? '', /broke a hint earlier in this session/);
+    assert.equal(audit.intents.length, 0, 'nothing ran');
+    const refused = audit.events.find((e) => e.type === 'approval.refused');
+    assert.deepEqual(
+      [refused?.reason, refused?.detail],
+      ['mismatch', 'its requestState was issued for another call (different question)'],
+    );
+    const ran = await guard.admit(
+      'write_note',
+      args,
+      modernClient({ requestState: second.requestState, inputResponses: answer(true) }),
+    );
+    assert.equal(ran.allowed, true, 'the answer to the question as it stands now runs the call');
+  });
+
+  // proves: MRTR-STATE-BOUNDED
+  it('refuses a call with one line, audited, when its caller has as many confirmations waiting as it may', async () => {
+    const { guard, audit } = guardOf(write(), new RequestStates({ maxPerCaller: 2 }));
+    const answers = [];
+    for (let i = 0; i < 3; i++) answers.push(await guard.admit('write_note', { i }, modernClient()));
+    assert.deepEqual(
+      answers.map((a) => !a.allowed && a.inputRequired !== undefined),
+      [true, true, false],
+    );
+    const third = answers[2];
+    assert.equal(third?.allowed, false);
+    const text = JSON.stringify(third?.allowed ? null : third?.result);
+    assert.match(text, /hintbox refused write_note: this caller already has 2 confirmations waiting for an answer/);
+    assert.deepEqual(
+      audit.events.map((e) => [e.type, e.type === 'approval.refused' ? e.reason : undefined]),
+      [
+        ['approval.asked', undefined],
+        ['approval.asked', undefined],
+        ['approval.refused', 'too-many'],
+      ],
+    );
+    assert.deepEqual(
+      audit.intents.map((i) => [i.decision, i.decidedBy]),
+      [['denied', 'request-state']],
+    );
+  });
 });

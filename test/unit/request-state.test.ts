@@ -94,4 +94,76 @@ describe('RequestStates', () => {
     assert.match(refusalText({ reason: 'mismatch', fields: ['tool', 'pin'] }), /another call \(different tool, pin\)/);
     assert.match(refusalText({ reason: 'replayed' }), /already used/);
   });
+
+  // proves: MRTR-STATE
+  it('keeps time on a monotonic clock: a wall clock stepped forward then back neither revives a used state nor expires a fresh one', (t) => {
+    const wall = { now: Date.now() };
+    t.mock.method(Date, 'now', () => wall.now);
+    const states = new RequestStates();
+    const used = states.mint(call, 60_000);
+    assert.equal(states.redeem(used, call), undefined);
+    wall.now += 3_600_000; // NTP, or an administrator, steps the clock forward an hour
+    const fresh = states.mint(call, 60_000);
+    assert.equal(states.redeem(fresh, call), undefined, 'a state minted after the step is not expired');
+    wall.now -= 3_600_000; // ... and back
+    assert.deepEqual(states.redeem(used, call), { reason: 'replayed' });
+    const another = states.mint(call, 60_000);
+    wall.now -= 86_400_000;
+    assert.equal(states.redeem(another, call), undefined, 'a step back does not stretch or cut a state');
+  });
+
+  // proves: MRTR-STATE-BOUNDED
+  it('keeps nothing of a redeemed state and stays linear under a flood of used states, yet refuses each replay', () => {
+    const states = new RequestStates();
+    const chunks = 6;
+    const chunk = 5000;
+    const used: string[] = [];
+    const ms: number[] = [];
+    for (let c = 0; c < chunks; c++) {
+      const t0 = performance.now();
+      for (let i = 0; i < chunk; i++) {
+        const state = states.mint(call, 86_400_000);
+        assert.equal(states.redeem(state, call), undefined);
+        if (i === 0) used.push(state);
+      }
+      ms.push(performance.now() - t0);
+    }
+    // Linear: the last thousands cost what the first did (a sweep of every used state on each
+    // redemption made them several times slower: quadratic). A ratio, so a busy machine does not matter.
+    const [first = 0, ...rest] = ms;
+    assert.ok(Math.max(...rest) < 2 * first, `ms per ${chunk} states: ${ms.map(Math.round).join(', ')}`);
+    assert.equal(states.size, 0, 'no record is kept of a redeemed state');
+    for (const state of used) assert.deepEqual(states.redeem(state, call), { reason: 'replayed' });
+  });
+
+  // proves: MRTR-STATE-BOUNDED
+  it('caps the life of a state at 10 minutes, whatever the approval timeout', () => {
+    const { states, clock } = statesAt();
+    const state = states.mint(call, 86_400_000); // approval.timeout at its largest: a day
+    clock.now += 10 * 60_000;
+    assert.deepEqual(states.redeem(state, call), { reason: 'expired' });
+  });
+
+  // proves: MRTR-STATE-BOUNDED
+  it('mints no state past the outstanding cap of a caller or of the process; a redeemed or expired one frees its place', () => {
+    const clock = { now: 1_000_000 };
+    const states = new RequestStates({ now: () => clock.now, maxPerCaller: 2, maxTotal: 3 });
+    const bob = { ...call, caller: '["bob",null]' };
+    const a1 = states.tryMint(call, 60_000);
+    const a2 = states.tryMint(call, 60_000);
+    assert.deepEqual(states.tryMint(call, 60_000), { refused: { reason: 'too-many', cap: 'caller', limit: 2 } });
+    assert.ok('state' in states.tryMint(bob, 60_000), 'another caller still has room');
+    assert.deepEqual(states.tryMint(bob, 60_000), { refused: { reason: 'too-many', cap: 'total', limit: 3 } });
+    assert.equal(states.size, 3);
+    assert.ok('state' in a1 && 'state' in a2);
+    assert.equal(states.redeem(a1.state, call), undefined);
+    assert.ok('state' in states.tryMint(call, 60_000), 'a redeemed state frees its place');
+    clock.now += 60_000;
+    assert.ok('state' in states.tryMint(call, 60_000), 'expired states free theirs');
+    assert.equal(states.size, 1);
+    assert.throws(
+      () => new RequestStates({ maxPerCaller: 0 }).mint(call, 60_000),
+      /already has 0 confirmations waiting/,
+    );
+  });
 });
