@@ -50,8 +50,10 @@ const unused = {
   },
 };
 
-// Chunks of an earlier build would stay beside the new ones: their names carry a hash.
+// Chunks of an earlier build would stay beside the new ones: their names carry a hash. So would
+// the entry's licence file of a build that had its legal comments there (they are in chunks now).
 rmSync('dist/chunks', { recursive: true, force: true });
+rmSync('dist/hintbox.mjs.LEGAL.txt', { force: true });
 await build({
   entryPoints: { hintbox: 'src/cli/main.ts' },
   outdir: 'dist',

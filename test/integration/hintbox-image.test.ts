@@ -117,6 +117,23 @@ async function sandboxesOf(container: Docker.Container): Promise<Docker.Containe
   return d.listContainers({ all: true, filters: { label: [LABEL_SESSION, `${LABEL_OWNER_HOST}=${hostname}`] } });
 }
 
+/**
+ * The status of a GET, or undefined when it fails or takes longer than `ms`: a fetch to a
+ * published port whose container listens on nothing yet can hang with nothing of it holding
+ * the event loop (seen here with Docker 20.10's docker-proxy), so it is given up on.
+ */
+async function statusWithin(url: string, ms: number): Promise<number | undefined> {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), ms);
+  try {
+    return (await fetch(url, { signal: abort.signal })).status;
+  } catch {
+    return undefined;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 async function logsOf(container: Docker.Container): Promise<string> {
   const buffer = await container.logs({ stdout: true, stderr: true, follow: false });
   // Without a TTY each frame has an 8-byte header: keep the text.
@@ -209,7 +226,7 @@ integrationSuite(
             const state = await container.inspect();
             if (!state.State.Running)
               throw new Error(`hintbox exited ${state.State.ExitCode}: ${await logsOf(container)}`);
-            return (await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200;
+            return (await statusWithin(`${url}/readyz`, 2000)) === 200;
           },
           120_000,
           'serve in the container to be ready',

@@ -16,12 +16,14 @@ import { ImageError, IMAGES_DIR, type ImageBuilder } from './image-builder.js';
 /** The image's name: `hintbox/hintbox:<version>`. */
 export const HINTBOX_IMAGE = `hintbox/hintbox:${VERSION}`;
 
-/** What the image holds of the package, relative to its root; the bundle and gate first. */
+/**
+ * What the image holds of the package, relative to its root; the bundle and gate first. The
+ * bundled dependencies' licence texts are in the chunks' `.LEGAL.txt` files (dist/chunks).
+ */
 const PACKAGE_FILES = [
   'dist/hintbox.mjs',
   'dist/chunks',
   'dist/hintbox-gate',
-  'dist/hintbox.mjs.LEGAL.txt',
   'package.json',
   'images',
   'profiles',
