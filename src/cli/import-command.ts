@@ -76,12 +76,17 @@ Options:
   --rewrite      also rewrite the client config: each imported entry then runs
                  "<this hintbox> run <absolute profile path>" with its env as it was; the
                  original is kept beside it as <file>.hintbox-backup (or …-backup-<time> when
-                 that exists); entries not imported are left as they were
+                 that exists); entries not imported are left as they were. An entry is
+                 rewritten only when its profile loads, its image is prepared, its tools list
+                 in a read-only sandbox and are approved as listed; the others are left as they
+                 were, one line each naming why and the command that fixes it (exit 1)
   --force        overwrite existing profiles that differ from what import writes (yours is
                  kept beside as <profile>.hintbox-backup); an identical one is left as it is
   -h, --help     this help
 
-Then, for each profile: review its header, "hintbox approve <profile> --all", "hintbox plan <profile>".`;
+Then, for each profile: review its header, "hintbox approve <profile> --all", "hintbox plan <profile>".
+Exit 0 when everything asked was done; 1 when --rewrite left some entries as they were (or
+there was nothing to import); 2 on bad input, nothing written.`;
 
 /** Stands in, while a draft is checked, for a variable the client will pass at run time. */
 const PLACEHOLDER = 'hintbox-import-check';
