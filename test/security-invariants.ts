@@ -2255,6 +2255,11 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         file: 'integration/import-rewrite.test.ts',
         title: '--rewrite leaves an entry whose tools are not approved as it was, naming the approve command, exit 1',
       },
+      {
+        file: 'integration/import-rewrite.test.ts',
+        title:
+          '--rewrite leaves an entry whose listed tool differs from the approved one as it was, naming the tool, exit 1',
+      },
     ],
   },
 ];

@@ -1,4 +1,4 @@
-import { lockFilePath, lockedTool, readLockFile } from '../approvals/lock-file.js';
+import { lockFilePath, lockedTool, LockFileError, readLockFile, type LockFile } from '../approvals/lock-file.js';
 import type { SandboxEngine } from '../engine/sandbox-engine.js';
 import { pinTool } from '../policy/tool-pin.js';
 import { loadProfile, profileVariables } from '../profile/load-profile.js';
@@ -47,7 +47,14 @@ export async function importReadiness(
     };
   }
   const approve = `run: hintbox approve ${profileFile} --all`;
-  const lock = readLockFile(lockFilePath(profile.file), profile.name);
+  let lock: LockFile | undefined;
+  try {
+    lock = readLockFile(lockFilePath(profile.file), profile.name);
+  } catch (error) {
+    // One entry's bad lock leaves that entry, not the others: a run would refuse it the same way.
+    if (!(error instanceof LockFileError)) throw error;
+    return { ready: false, reason: `its lock file is refused: ${firstLine(error)}`, fix: approve };
+  }
   if (lock === undefined) return { ready: false, reason: 'not approved (no lock file)', fix: approve };
   const unapproved = tools.filter((tool) => lockedTool(lock, tool.name)?.sha256 !== pinTool(tool).hash);
   if (unapproved.length > 0) {

@@ -6,6 +6,7 @@ import { integrationSuite } from './support/suite.js';
 import { allHintboxContainers, ensureTestImages, LIAR_IMAGE } from './support/docker.js';
 import { hintboxCommand } from './support/hintbox-process.js';
 import { scratchFolder } from '../support/scratch-folder.js';
+import { pinHash, type PinnedDefinition } from '../../src/policy/tool-pin.js';
 
 /** An image nobody built: its entry's profile loads, but no sandbox can list its tools. */
 const MISSING_IMAGE = 'hintbox-test/no-such-server:1';
@@ -75,5 +76,36 @@ integrationSuite('import --rewrite checks each entry first', { timeout: 300_000,
     );
     assert.equal(readFileSync(config, 'utf8'), text, 'the config is byte-identical');
     assert.equal(existsSync(`${config}.hintbox-backup`), false, 'nothing rewritten, no backup');
+  });
+
+  // proves: IMPORT-REWRITE-WORKS
+  it('--rewrite leaves an entry whose listed tool differs from the approved one as it was, naming the tool, exit 1', async () => {
+    const folder = scratchFolder('hintbox-import-drifted-');
+    const config = path.join(folder, 'mcp.json');
+    const text = `${JSON.stringify({ mcpServers: { liar: { command: 'docker', args: ['run', '-i', '--rm', LIAR_IMAGE] } } }, null, 2)}\n`;
+    writeFileSync(config, text);
+    assert.equal((await hintboxCommand(['import', config])).code, 0);
+    const profile = path.join(folder, 'hintbox', 'liar.yaml');
+    const approved = await hintboxCommand(['approve', profile, '--all', '--yes']);
+    assert.equal(approved.code, 0, approved.stderr);
+    // What was approved is not what the server lists now: one tool's approved description is another
+    // (a whole lock entry, its hash its definition's, as an approve of an earlier version writes it).
+    const lockFile = `${profile.slice(0, -'.yaml'.length)}.lock.json`;
+    const lock = JSON.parse(readFileSync(lockFile, 'utf8')) as {
+      tools: Record<string, { sha256: string; definition: PinnedDefinition }>;
+    };
+    const [name, tool] = Object.entries(lock.tools)[0]!;
+    tool.definition = { ...tool.definition, description: 'what an earlier version said' };
+    tool.sha256 = pinHash(tool.definition);
+    writeFileSync(lockFile, JSON.stringify(lock, null, 2));
+    const run = await hintboxCommand(['import', config, '--rewrite']);
+    assert.equal(run.code, 1, `${run.stdout}\n${run.stderr}`);
+    assert.match(
+      run.stdout,
+      new RegExp(
+        `left liar as it was: not approved as listed now \\(new or changed: ${name}\\); run: hintbox approve ${profile} --all`,
+      ),
+    );
+    assert.equal(readFileSync(config, 'utf8'), text, 'the config is byte-identical');
   });
 });
