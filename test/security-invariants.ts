@@ -2293,4 +2293,25 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'IMPORT-REWRITE-WORKS',
+    statement:
+      'hintbox import --rewrite points a client entry at hintbox only when its profile loads, its tools are listed in a read-only sandbox and each is approved with that definition; any other entry stays byte-identical, is named with why and the command that fixes it, the exit code is 1, and no container is left.',
+    tests: [
+      {
+        file: 'integration/import-rewrite.test.ts',
+        title:
+          '--rewrite rewrites the approved entry that lists, leaves one that cannot list byte-identical, exit 1 naming it, no container left',
+      },
+      {
+        file: 'integration/import-rewrite.test.ts',
+        title: '--rewrite leaves an entry whose tools are not approved as it was, naming the approve command, exit 1',
+      },
+      {
+        file: 'integration/import-rewrite.test.ts',
+        title:
+          '--rewrite leaves an entry whose listed tool differs from the approved one as it was, naming the tool, exit 1',
+      },
+    ],
+  },
 ];

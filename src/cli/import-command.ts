@@ -15,13 +15,22 @@ import { ENVIRONMENT_VARIABLES, processVariables } from '../config/environment.j
 import { planImport, ImportSourceError, SOURCE_LABEL, type ImportPlan } from '../import/import-source.js';
 import { renderProfile, type ProfileDraft } from '../import/profile-draft.js';
 import { ALREADY_RUNS_HINTBOX } from '../import/command-line.js';
-import { configText, rewriteClientConfig, RewriteError, type HintboxLaunch } from '../import/rewrite-config.js';
+import {
+  configText,
+  rewriteClientConfig,
+  RewriteError,
+  type HintboxLaunch,
+  type RewrittenEntry,
+} from '../import/rewrite-config.js';
+import type { SandboxEngine } from '../engine/sandbox-engine.js';
 import { referencedVariables } from '../profile/interpolate.js';
 import { loadProfile } from '../profile/load-profile.js';
 import { ProfileError, type ProfileProblem } from '../profile/profile-problems.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { HintboxError, UsageError } from '../util/hintbox-error.js';
 import type { CommandSpec } from './command-spec.js';
+import { closeEngine, engineReady } from './common.js';
+import { importReadiness } from './import-readiness.js';
 
 const HELP = `Usage: hintbox import <file> [--server NAME [--version V]] [--out DIR] [--rewrite] [--force]
 
@@ -67,12 +76,17 @@ Options:
   --rewrite      also rewrite the client config: each imported entry then runs
                  "<this hintbox> run <absolute profile path>" with its env as it was; the
                  original is kept beside it as <file>.hintbox-backup (or …-backup-<time> when
-                 that exists); entries not imported are left as they were
+                 that exists); entries not imported are left as they were. An entry is
+                 rewritten only when its profile loads, its image is prepared, its tools list
+                 in a read-only sandbox and are approved as listed; the others are left as they
+                 were, one line each naming why and the command that fixes it (exit 1)
   --force        overwrite existing profiles that differ from what import writes (yours is
                  kept beside as <profile>.hintbox-backup); an identical one is left as it is
   -h, --help     this help
 
-Then, for each profile: review its header, "hintbox approve <profile> --all", "hintbox plan <profile>".`;
+Then, for each profile: review its header, "hintbox approve <profile> --all", "hintbox plan <profile>".
+Exit 0 when everything asked was done; 1 when --rewrite left some entries as they were (or
+there was nothing to import); 2 on bad input, nothing written.`;
 
 /** Stands in, while a draft is checked, for a variable the client will pass at run time. */
 const PLACEHOLDER = 'hintbox-import-check';
@@ -87,12 +101,12 @@ export const importCommand: CommandSpec = {
     version: { type: 'string' },
   },
   run({ positionals, values }) {
-    return Promise.resolve(importFile(positionals, values));
+    return importFile(positionals, values);
   },
 };
 
-/** The command's work (it awaits nothing: files only). */
-function importFile(positionals: string[], values: Record<string, unknown>): number {
+/** The command's work: files, and with --rewrite a listing of each entry's tools first. */
+async function importFile(positionals: string[], values: Record<string, unknown>): Promise<number> {
   if (positionals.length !== 1) {
     throw new UsageError(`import: expected one file, got ${positionals.length} (see hintbox import --help)`);
   }
@@ -149,24 +163,10 @@ function importFile(positionals: string[], values: Record<string, unknown>): num
   );
   if (problems.length > 0) throw new ProfileError(problems);
 
-  const launch = values.rewrite ? hintboxLaunch() : undefined;
-  let rewritten: string | undefined;
-  if (launch && plan.section && written.length > 0) {
-    try {
-      rewritten = configText(
-        rewriteClientConfig(
-          json as Record<string, unknown>,
-          plan.section,
-          written.map(({ draft, file: profile }) => ({ key: draft.key, profile, addEnv: draft.clientEnv })),
-          launch,
-        ),
-      );
-    } catch (error) {
-      if (error instanceof RewriteError) throw new UsageError(`import: --rewrite: ${error.message}; nothing written`);
-      throw error;
-    }
-  }
-
+  const rewriteTo = values.rewrite && plan.section ? { section: plan.section, launch: hintboxLaunch() } : undefined;
+  const entries = written.map(({ draft, file: profile }) => ({ key: draft.key, profile, addEnv: draft.clientEnv }));
+  // Every entry is checked as rewritable before anything is written; which ones are rewritten is known later.
+  if (rewriteTo) rewriteOrRefuse(json, rewriteTo, entries);
   const print = (line: string): void => void process.stdout.write(`${line}\n`);
   print(`${SOURCE_LABEL[plan.kind]}: ${file}`);
   for (const outcome of plan.outcomes) {
@@ -182,8 +182,6 @@ function importFile(positionals: string[], values: Record<string, unknown>): num
     return 0;
   }
   if (written.length === 0) throw new HintboxError('import: nothing to import: every server was skipped');
-  // The backup first: a config that cannot be kept is not rewritten, and nothing is written.
-  const backup = rewritten === undefined ? undefined : keepBackup(file);
   mkdirSync(out, { recursive: true });
   for (const { draft, file: target, text } of written) {
     if (!edited.includes(target) && existsSync(target)) {
@@ -194,20 +192,89 @@ function importFile(positionals: string[], values: Record<string, unknown>): num
     writeFileAtomic(target, text);
     print(`  wrote ${target} (${draft.key}: ${draft.runs})${kept}`);
   }
-  if (rewritten !== undefined) {
-    writeFileAtomic(file, rewritten, statSync(file).mode & 0o777);
-    print(`  rewrote ${file}: ${written.map((w) => w.draft.key).join(', ')} now run hintbox (the original: ${backup})`);
-  }
+  const left = rewriteTo ? await rewriteReady(file, json, rewriteTo, entries, print) : 0;
   print('Next, for each profile: read its header (network, mounts, trust), then');
   for (const { file: target } of written) print(`  hintbox approve ${target} --all && hintbox plan ${target}`);
   const variables = [...new Set(written.flatMap((w) => w.draft.hostVariables))];
-  if (variables.length > 0 && rewritten === undefined) {
+  if (variables.length > 0 && !rewriteTo) {
     print(
       `The profiles read ${variables.join(', ')} from the environment hintbox runs with: ` +
         "set them there (the client's entry that starts hintbox passes its env).",
     );
   }
-  return 0;
+  if (left === 0) return 0;
+  print(
+    `${left} ${left === 1 ? 'entry' : 'entries'} left as ${left === 1 ? 'it was' : 'they were'}: do what each line says, then import --rewrite again`,
+  );
+  return 1;
+}
+
+/**
+ * Rewrites the entries whose profile works (see {@link importReadiness}), each checked in turn
+ * with a progress line; the others stay as they were, one line each naming why and the command
+ * that would fix it. The backup is kept first: a config that cannot be kept is not rewritten.
+ * Returns how many entries were left.
+ */
+async function rewriteReady(
+  file: string,
+  json: unknown,
+  target: RewriteTarget,
+  entries: RewrittenEntry[],
+  print: (line: string) => void,
+): Promise<number> {
+  const servers = (json as Record<string, Record<string, { env?: unknown }>>)[target.section] ?? {};
+  let engine: Promise<SandboxEngine> | undefined;
+  const ready: RewrittenEntry[] = [];
+  let left = 0;
+  try {
+    for (const entry of entries) {
+      print(`  checking ${entry.key}: its profile, its image, its tools (listed in a read-only sandbox), its approval`);
+      const clientEnv = { ...stringValues(servers[entry.key]?.env), ...entry.addEnv };
+      const answer = await importReadiness(entry.profile, clientEnv, () => (engine ??= engineReady()));
+      if (answer.ready) {
+        ready.push(entry);
+        continue;
+      }
+      left += 1;
+      print(`  left ${entry.key} as it was: ${answer.reason}; ${answer.fix}`);
+    }
+  } finally {
+    if (engine) await closeEngine(await engine);
+  }
+  if (ready.length === 0) return left;
+  // The listing took a while: a config the client changed meanwhile is not written over.
+  if (JSON.stringify(readJson(file)) !== JSON.stringify(json)) {
+    throw new HintboxError(`import: --rewrite: ${file} changed while its entries were checked; not rewritten`);
+  }
+  const rewritten = rewriteOrRefuse(json, target, ready);
+  const backup = keepBackup(file);
+  writeFileAtomic(file, rewritten, statSync(file).mode & 0o777);
+  print(`  rewrote ${file}: ${ready.map((e) => e.key).join(', ')} now run hintbox (the original: ${backup})`);
+  return left;
+}
+
+/** Where --rewrite writes: the client config's servers section, and how it starts hintbox. */
+interface RewriteTarget {
+  section: 'mcpServers' | 'servers';
+  launch: HintboxLaunch;
+}
+
+/** The rewritten config's text, or the one line why not (nothing written). */
+function rewriteOrRefuse(json: unknown, { section, launch }: RewriteTarget, entries: RewrittenEntry[]): string {
+  try {
+    return configText(rewriteClientConfig(json as Record<string, unknown>, section, entries, launch));
+  } catch (error) {
+    if (error instanceof RewriteError) throw new UsageError(`import: --rewrite: ${error.message}; nothing written`);
+    throw error;
+  }
+}
+
+/** The string values of a client entry's env (what the client passes to the process it starts). */
+function stringValues(env: unknown): Record<string, string> {
+  if (typeof env !== 'object' || env === null) return {};
+  return Object.fromEntries(
+    Object.entries(env).filter((pair): pair is [string, string] => typeof pair[1] === 'string'),
+  );
 }
 
 function readJson(file: string): unknown {

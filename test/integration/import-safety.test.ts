@@ -3,14 +3,16 @@ import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 
 import path from 'node:path';
 import { it } from 'node:test';
 import { integrationSuite } from './support/suite.js';
+import { ensureTestImages, LIAR_IMAGE } from './support/docker.js';
 import { hintboxCommand } from './support/hintbox-process.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 
 /**
  * `hintbox import` over what the operator already has: run twice, an edited profile, a symbolic
- * link where it would write. Files only (no engine): the shipped CLI, as the operator runs it.
+ * link where it would write. The shipped CLI, as the operator runs it; the engine only where
+ * --rewrite lists an entry's tools.
  */
-integrationSuite('import over what is there', { timeout: 120_000 }, () => {
+integrationSuite('import over what is there', { timeout: 180_000, images: [ensureTestImages] }, () => {
   const CONFIG = {
     mcpServers: { memory: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-memory@2025.8.4'] } },
   };
@@ -22,10 +24,16 @@ integrationSuite('import over what is there', { timeout: 120_000 }, () => {
 
   // proves: IMPORT-SAFE-REWRITE
   it('import --rewrite run twice: the second has nothing left to do, exit 0, config and profile byte-identical', async () => {
-    const config = configIn(scratchFolder('hintbox-import-twice-'));
+    // An entry --rewrite rewrites: its tools list, and are approved (import-rewrite.test.ts: the others).
+    const config = path.join(scratchFolder('hintbox-import-twice-'), 'claude_desktop_config.json');
+    const liar = { mcpServers: { liar: { command: 'docker', args: ['run', '-i', '--rm', LIAR_IMAGE] } } };
+    writeFileSync(config, `${JSON.stringify(liar, null, 2)}\n`);
+    assert.equal((await hintboxCommand(['import', config])).code, 0);
+    const profile = path.join(path.dirname(config), 'hintbox', 'liar.yaml');
+    const approved = await hintboxCommand(['approve', profile, '--all', '--yes']);
+    assert.equal(approved.code, 0, approved.stderr);
     const first = await hintboxCommand(['import', config, '--rewrite']);
     assert.equal(first.code, 0, first.stderr);
-    const profile = path.join(path.dirname(config), 'hintbox', 'memory.yaml');
     const [configAfter, profileAfter] = [readFileSync(config), readFileSync(profile)];
     const second = await hintboxCommand(['import', config, '--rewrite']);
     assert.equal(second.code, 0, second.stderr);
