@@ -2293,4 +2293,16 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'AUDIT-SINK-DB-GONE',
+    statement:
+      "The Postgres audit sink's database ending a session while a batch of log lines or checkpoints is in flight (a restart, an operator) never stops hintbox: no uncaught error, the client is dropped from the pool, and the next passes ship every line.",
+    tests: [
+      {
+        file: 'integration/audit-sink.test.ts',
+        title:
+          'the database cutting the connection of a batch in flight (log or checkpoints) throws no uncaught error and loses no line (attack)',
+      },
+    ],
+  },
 ];

@@ -8,6 +8,7 @@ import { integrationSuite } from './support/suite.js';
 import fc from 'fast-check';
 import pg from 'pg';
 import { lineHash } from '../../src/audit/audit-chain.js';
+import { CHECKPOINTS_FILE } from '../../src/audit/audit-checkpoint.js';
 import { AuditLogWriter } from '../../src/audit/audit-log-writer.js';
 import type { AuditIntent } from '../../src/audit/audit-record.js';
 import { jsonbText } from '../../src/audit/jsonb-text.js';
@@ -16,7 +17,7 @@ import { effectiveHints } from '../../src/policy/hints.js';
 import { delay } from '../../src/util/delay.js';
 import { createLogger, silentLogger } from '../../src/util/logger.js';
 import { hostileJson } from '../support/hostile-json.js';
-import { docker } from './support/docker.js';
+import { docker, eventually } from './support/docker.js';
 import { hintboxCommand } from './support/hintbox-process.js';
 import { startPostgres, type StartedPostgres } from './support/postgres.js';
 
@@ -390,6 +391,72 @@ integrationSuite('the audit log shipped to Postgres', { timeout: 240_000 }, (sui
       assert.deepEqual(await shippedOf(damaged.chain), chainLines(dir, damaged.chain));
     } finally {
       reads?.restore();
+      await sink.close();
+    }
+  });
+
+  // proves: AUDIT-SINK-DB-GONE
+  it('the database cutting the connection of a batch in flight (log or checkpoints) throws no uncaught error and loses no line (attack)', async () => {
+    const dir = path.join(root, 'audit-cut');
+    const first = AuditLogWriter.open({ dir, log: silentLogger });
+    writeCalls(first, 0, 3);
+    first.close();
+    const uncaught: Error[] = [];
+    const onUncaught = (error: Error): void => void uncaught.push(error);
+    process.on('uncaughtException', onUncaught);
+    const sink = new PostgresAuditSink({ url: postgres.adminUrl, dir, log: silentLogger, timeoutMs: 10_000 });
+    try {
+      await sink.shipOnce(); // its tables made, its pool open
+      const writer = AuditLogWriter.open({ dir, log: silentLogger });
+      writeCalls(writer, 3, 6);
+      writer.close();
+      for (const table of ['audit_log', 'audit_checkpoints'] as const) {
+        if (table === 'audit_checkpoints') writeFileSync(path.join(dir, CHECKPOINTS_FILE), '{"cut":1}\n{"cut":2}\n');
+        // Holds the sink's INSERT at the table's lock, its client checked out of the pool...
+        const locker = new pg.Client({ connectionString: postgres.adminUrl });
+        await locker.connect();
+        await locker.query(`BEGIN; LOCK TABLE hintbox.${table} IN ACCESS EXCLUSIVE MODE`);
+        const pass = sink.shipOnce().then(
+          () => undefined,
+          (error: Error) => error,
+        );
+        // ...then the database ends that session, as a restart or an operator does.
+        await eventually(
+          async () =>
+            (
+              await db.query(
+                `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'INSERT INTO hintbox.${table} %' AND wait_event_type = 'Lock'`,
+              )
+            ).rowCount === 1,
+          10_000,
+          `the sink's insert into ${table} waiting at the lock`,
+        );
+        await delay(200); // the socket's end reaches the client
+        await locker.query('ROLLBACK');
+        await locker.end();
+        await pass;
+        assert.deepEqual(
+          uncaught.map((e) => e.message),
+          [],
+          `no uncaught error (it stops hintbox serve) after ${table}'s connection was cut`,
+        );
+      }
+      // The next passes ship what the cut one did not (a line the cut made look refused is tried again later).
+      await eventually(
+        async () => {
+          await sink.shipOnce({ sweep: true });
+          const shipped = new Set((await rows()).map((r) => r.text));
+          const anchored = (await db.query<{ text: string }>('SELECT text FROM hintbox.audit_checkpoints')).rows;
+          return (
+            linesOnDisk(dir).every((l) => l.startsWith('{"cut"') || shipped.has(l)) &&
+            anchored.filter((r) => r.text.startsWith('{"cut"')).length === 2
+          );
+        },
+        30_000,
+        'every line and checkpoint shipped after the cut',
+      );
+    } finally {
+      process.off('uncaughtException', onUncaught);
       await sink.close();
     }
   });
