@@ -2305,4 +2305,15 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'SERVE-CLIENT-GONE',
+    statement:
+      'A client that abandons its calls (closes the connection before their answers) never stops hintbox serve: the answers written to the closed responses raise nothing, and its session goes on answering.',
+    tests: [
+      {
+        file: 'integration/serve-json-answer.test.ts',
+        title: 'a client that abandons its calls before their JSON answers, 60 times, never stops serve (attack)',
+      },
+    ],
+  },
 ];
