@@ -2303,6 +2303,11 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         title:
           'the database cutting the connection of a batch in flight (log or checkpoints) throws no uncaught error and loses no line (attack)',
       },
+      {
+        file: 'integration/audit-sink.test.ts',
+        title:
+          "hintbox serve goes on answering when the sink's database ends the session of a batch in flight (attack)",
+      },
     ],
   },
   {

@@ -7,6 +7,7 @@ import { before, it } from 'node:test';
 import { integrationSuite } from './support/suite.js';
 import fc from 'fast-check';
 import pg from 'pg';
+import { stringify } from 'yaml';
 import { lineHash } from '../../src/audit/audit-chain.js';
 import { CHECKPOINTS_FILE } from '../../src/audit/audit-checkpoint.js';
 import { AuditLogWriter } from '../../src/audit/audit-log-writer.js';
@@ -17,7 +18,8 @@ import { effectiveHints } from '../../src/policy/hints.js';
 import { delay } from '../../src/util/delay.js';
 import { createLogger, silentLogger } from '../../src/util/logger.js';
 import { hostileJson } from '../support/hostile-json.js';
-import { docker, eventually } from './support/docker.js';
+import { docker, ensureFaultyImage, eventually, FAULTY_IMAGE } from './support/docker.js';
+import { connect, leave, serve, stop } from './support/serve-process.js';
 import { hintboxCommand } from './support/hintbox-process.js';
 import { startPostgres, type StartedPostgres } from './support/postgres.js';
 
@@ -25,7 +27,7 @@ import { startPostgres, type StartedPostgres } from './support/postgres.js';
  * The Postgres sink against a real Postgres 15: at least once and idempotent, remembering
  * where it got to, catching up after the database was down, and never in the way of the log.
  */
-integrationSuite('the audit log shipped to Postgres', { timeout: 240_000 }, (suite) => {
+integrationSuite('the audit log shipped to Postgres', { timeout: 240_000, images: [ensureFaultyImage] }, (suite) => {
   let postgres: StartedPostgres;
   let db: pg.Client;
   let root: string;
@@ -458,6 +460,54 @@ integrationSuite('the audit log shipped to Postgres', { timeout: 240_000 }, (sui
     } finally {
       process.off('uncaughtException', onUncaught);
       await sink.close();
+    }
+  });
+
+  // proves: AUDIT-SINK-DB-GONE
+  it("hintbox serve goes on answering when the sink's database ends the session of a batch in flight (attack)", async () => {
+    const auditDir = path.join(root, 'audit-serve-cut');
+    const folder = mkdtempSync(path.join(root, 'profiles-'));
+    const server = `faulty-sink-cut-${process.pid}`;
+    writeFileSync(
+      path.join(folder, 'faulty.yaml'),
+      stringify({ name: server, server: { image: FAULTY_IMAGE }, trust: 'trusted', network: 'none' }),
+    );
+    const serving = await serve([folder], { HINTBOX_DATABASE_URL: postgres.adminUrl, HINTBOX_AUDIT_DIR: auditDir });
+    const client = await connect(`${serving.url}/mcp/${server}`);
+    const locker = new pg.Client({ connectionString: postgres.adminUrl });
+    try {
+      const echo = async (n: number): Promise<unknown> =>
+        ((await client.callTool({ name: 'echo', arguments: { n } })) as { structuredContent?: unknown })
+          .structuredContent;
+      await echo(1);
+      await eventually(
+        async () => (await rows()).some((r) => r.text.includes('"n":1')),
+        15_000,
+        'the first call shipped',
+      );
+      await locker.connect();
+      await locker.query('BEGIN; LOCK TABLE hintbox.audit_log IN ACCESS EXCLUSIVE MODE');
+      await echo(2); // its lines: the next pass waits at the lock, its client checked out
+      await eventually(
+        async () =>
+          (
+            await db.query(
+              `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'INSERT INTO hintbox.audit_log %' AND wait_event_type = 'Lock'`,
+            )
+          ).rowCount === 1,
+        15_000,
+        "serve's sink waiting at the lock",
+      );
+      await delay(500);
+      await locker.query('ROLLBACK');
+      assert.doesNotMatch(serving.stderr(), /hintbox failed|stopping/, 'serve never began to stop');
+      assert.deepEqual(await echo(3), { n: 3, pad: 0 }, 'serve still answers');
+      await eventually(async () => (await rows()).some((r) => r.text.includes('"n":3')), 30_000, 'the sink ships on');
+      assert.equal(serving.child.exitCode, null, `serve still runs: ${serving.stderr().slice(-2000)}`);
+    } finally {
+      await locker.end().catch(() => undefined);
+      await leave(client).catch(() => undefined);
+      await stop(serving);
     }
   });
 
