@@ -397,6 +397,19 @@ integrationSuite('the audit log shipped to Postgres', { timeout: 240_000, images
     }
   });
 
+  /** Ends, as a restart or an operator does, the session of the sink's INSERT into `table` waiting at a lock. */
+  const endWaitingInsert = (table: 'audit_log' | 'audit_checkpoints'): Promise<void> =>
+    eventually(
+      async () =>
+        (
+          await db.query(
+            `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'INSERT INTO hintbox.${table} %' AND wait_event_type = 'Lock'`,
+          )
+        ).rowCount === 1,
+      15_000,
+      `the sink's insert into ${table} waiting at the lock`,
+    );
+
   // proves: AUDIT-SINK-DB-GONE
   it('the database cutting the connection of a batch in flight (log or checkpoints) throws no uncaught error and loses no line (attack)', async () => {
     const dir = path.join(root, 'audit-cut');
@@ -422,17 +435,8 @@ integrationSuite('the audit log shipped to Postgres', { timeout: 240_000, images
           () => undefined,
           (error: Error) => error,
         );
-        // ...then the database ends that session, as a restart or an operator does.
-        await eventually(
-          async () =>
-            (
-              await db.query(
-                `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'INSERT INTO hintbox.${table} %' AND wait_event_type = 'Lock'`,
-              )
-            ).rowCount === 1,
-          10_000,
-          `the sink's insert into ${table} waiting at the lock`,
-        );
+        // ...then the database ends that session.
+        await endWaitingInsert(table);
         await delay(200); // the socket's end reaches the client
         await locker.query('ROLLBACK');
         await locker.end();
@@ -488,16 +492,7 @@ integrationSuite('the audit log shipped to Postgres', { timeout: 240_000, images
       await locker.connect();
       await locker.query('BEGIN; LOCK TABLE hintbox.audit_log IN ACCESS EXCLUSIVE MODE');
       await echo(2); // its lines: the next pass waits at the lock, its client checked out
-      await eventually(
-        async () =>
-          (
-            await db.query(
-              `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'INSERT INTO hintbox.audit_log %' AND wait_event_type = 'Lock'`,
-            )
-          ).rowCount === 1,
-        15_000,
-        "serve's sink waiting at the lock",
-      );
+      await endWaitingInsert('audit_log');
       await delay(500);
       await locker.query('ROLLBACK');
       assert.doesNotMatch(serving.stderr(), /hintbox failed|stopping/, 'serve never began to stop');
