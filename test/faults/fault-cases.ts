@@ -660,6 +660,7 @@ export async function sinkDownUnderLoad(downSeconds: number): Promise<CaseResult
   /** The texts of a sink table's rows; a new connection each time (the database goes away). */
   const shipped = async (table: 'audit_log' | 'audit_checkpoints' = 'audit_log'): Promise<Set<string>> => {
     const db = new pg.Client({ connectionString: postgres.adminUrl, connectionTimeoutMillis: 5000 });
+    db.on('error', () => undefined); // stopped under it: the query fails, nothing uncaught
     await db.connect();
     try {
       const exists = await db.query(`SELECT to_regclass('hintbox.${table}') AS t`);
