@@ -2314,4 +2314,32 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'AUDIT-SINK-DB-GONE',
+    statement:
+      "The Postgres audit sink's database ending a session while a batch of log lines or checkpoints is in flight (a restart, an operator) never stops hintbox: no uncaught error, the client is dropped from the pool, and the next passes ship every line.",
+    tests: [
+      {
+        file: 'integration/audit-sink.test.ts',
+        title:
+          'the database cutting the connection of a batch in flight (log or checkpoints) throws no uncaught error and loses no line (attack)',
+      },
+      {
+        file: 'integration/audit-sink.test.ts',
+        title:
+          "hintbox serve goes on answering when the sink's database ends the session of a batch in flight (attack)",
+      },
+    ],
+  },
+  {
+    id: 'SERVE-CLIENT-GONE',
+    statement:
+      'A client that abandons its calls (closes the connection before their answers) never stops hintbox serve: the answers written to the closed responses raise nothing, and its session goes on answering.',
+    tests: [
+      {
+        file: 'integration/serve-json-answer.test.ts',
+        title: 'a client that abandons its calls before their JSON answers, 60 times, never stops serve (attack)',
+      },
+    ],
+  },
 ];

@@ -106,16 +106,26 @@ export async function insertRows(client: pg.PoolClient, rows: readonly Row[]): P
   });
 }
 
-/** Runs `body` in one transaction on `client` (rolled back when it throws); releases the client however it ends. */
+/**
+ * Runs `body` in one transaction on `client` (rolled back when it throws); releases the client
+ * however it ends, dropping it from the pool when its connection broke.
+ */
 export async function inTransaction(client: pg.PoolClient, body: () => Promise<void>): Promise<void> {
+  // A client checked out of the pool has no 'error' listener of the pool's: the database ending
+  // its session (a restart, pg_terminate_backend) fails the query in flight and then emits
+  // 'error' on the client, which without a listener is an uncaught exception that stops serve.
+  let broken: Error | undefined;
+  const onError = (error: Error): void => void (broken ??= error);
+  client.on('error', onError);
   try {
     await client.query('BEGIN');
     await body();
     await client.query('COMMIT');
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    if (!broken) await client.query('ROLLBACK').catch(() => undefined);
     throw error;
   } finally {
-    client.release();
+    client.release(broken);
+    client.off('error', onError);
   }
 }

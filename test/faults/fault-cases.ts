@@ -660,6 +660,7 @@ export async function sinkDownUnderLoad(downSeconds: number): Promise<CaseResult
   /** The texts of a sink table's rows; a new connection each time (the database goes away). */
   const shipped = async (table: 'audit_log' | 'audit_checkpoints' = 'audit_log'): Promise<Set<string>> => {
     const db = new pg.Client({ connectionString: postgres.adminUrl, connectionTimeoutMillis: 5000 });
+    db.on('error', () => undefined); // stopped under it: the query fails, nothing uncaught
     await db.connect();
     try {
       const exists = await db.query(`SELECT to_regclass('hintbox.${table}') AS t`);
@@ -776,7 +777,13 @@ export async function sinkDownUnderLoad(downSeconds: number): Promise<CaseResult
   const leftover = await leftoversOf(serving.child.pid!, scratchFolder('hintbox-faults-empty-'));
   result.leftovers = leftover.length;
   if (leftover.length > 0) result.problems.push(`left after serve stopped: ${leftover.join(', ')}`);
-  if (result.problems.length > 0) result.failures = 1;
+  // Serve stops itself on an uncaught exception ('hintbox failed: <stack>'): never while the sink is down.
+  if (/hintbox failed:/.test(serving.stderr())) result.problems.push('serve stopped on its own (hintbox failed)');
+  if (result.problems.length > 0) {
+    result.failures = 1;
+    // The failure explains itself: what serve said last.
+    result.problems.push(`serve's last stderr lines:\n${serving.stderr().split('\n').slice(-40).join('\n')}`);
+  }
   return result;
 }
 

@@ -7,7 +7,9 @@ import { before, it } from 'node:test';
 import { integrationSuite } from './support/suite.js';
 import fc from 'fast-check';
 import pg from 'pg';
+import { stringify } from 'yaml';
 import { lineHash } from '../../src/audit/audit-chain.js';
+import { CHECKPOINTS_FILE } from '../../src/audit/audit-checkpoint.js';
 import { AuditLogWriter } from '../../src/audit/audit-log-writer.js';
 import type { AuditIntent } from '../../src/audit/audit-record.js';
 import { jsonbText } from '../../src/audit/jsonb-text.js';
@@ -16,7 +18,8 @@ import { effectiveHints } from '../../src/policy/hints.js';
 import { delay } from '../../src/util/delay.js';
 import { createLogger, silentLogger } from '../../src/util/logger.js';
 import { hostileJson } from '../support/hostile-json.js';
-import { docker } from './support/docker.js';
+import { docker, ensureFaultyImage, eventually, FAULTY_IMAGE } from './support/docker.js';
+import { connect, leave, serve, stop } from './support/serve-process.js';
 import { hintboxCommand } from './support/hintbox-process.js';
 import { startPostgres, type StartedPostgres } from './support/postgres.js';
 
@@ -24,7 +27,7 @@ import { startPostgres, type StartedPostgres } from './support/postgres.js';
  * The Postgres sink against a real Postgres 15: at least once and idempotent, remembering
  * where it got to, catching up after the database was down, and never in the way of the log.
  */
-integrationSuite('the audit log shipped to Postgres', { timeout: 240_000 }, (suite) => {
+integrationSuite('the audit log shipped to Postgres', { timeout: 240_000, images: [ensureFaultyImage] }, (suite) => {
   let postgres: StartedPostgres;
   let db: pg.Client;
   let root: string;
@@ -391,6 +394,115 @@ integrationSuite('the audit log shipped to Postgres', { timeout: 240_000 }, (sui
     } finally {
       reads?.restore();
       await sink.close();
+    }
+  });
+
+  /** Ends, as a restart or an operator does, the session of the sink's INSERT into `table` waiting at a lock. */
+  const endWaitingInsert = (table: 'audit_log' | 'audit_checkpoints'): Promise<void> =>
+    eventually(
+      async () =>
+        (
+          await db.query(
+            `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'INSERT INTO hintbox.${table} %' AND wait_event_type = 'Lock'`,
+          )
+        ).rowCount === 1,
+      15_000,
+      `the sink's insert into ${table} waiting at the lock`,
+    );
+
+  // proves: AUDIT-SINK-DB-GONE
+  it('the database cutting the connection of a batch in flight (log or checkpoints) throws no uncaught error and loses no line (attack)', async () => {
+    const dir = path.join(root, 'audit-cut');
+    const first = AuditLogWriter.open({ dir, log: silentLogger });
+    writeCalls(first, 0, 3);
+    first.close();
+    const uncaught: Error[] = [];
+    const onUncaught = (error: Error): void => void uncaught.push(error);
+    process.on('uncaughtException', onUncaught);
+    const sink = new PostgresAuditSink({ url: postgres.adminUrl, dir, log: silentLogger, timeoutMs: 10_000 });
+    try {
+      await sink.shipOnce(); // its tables made, its pool open
+      const writer = AuditLogWriter.open({ dir, log: silentLogger });
+      writeCalls(writer, 3, 6);
+      writer.close();
+      for (const table of ['audit_log', 'audit_checkpoints'] as const) {
+        if (table === 'audit_checkpoints') writeFileSync(path.join(dir, CHECKPOINTS_FILE), '{"cut":1}\n{"cut":2}\n');
+        // Holds the sink's INSERT at the table's lock, its client checked out of the pool...
+        const locker = new pg.Client({ connectionString: postgres.adminUrl });
+        await locker.connect();
+        await locker.query(`BEGIN; LOCK TABLE hintbox.${table} IN ACCESS EXCLUSIVE MODE`);
+        const pass = sink.shipOnce().then(
+          () => undefined,
+          (error: Error) => error,
+        );
+        // ...then the database ends that session.
+        await endWaitingInsert(table);
+        await delay(200); // the socket's end reaches the client
+        await locker.query('ROLLBACK');
+        await locker.end();
+        await pass;
+        assert.deepEqual(
+          uncaught.map((e) => e.message),
+          [],
+          `no uncaught error (it stops hintbox serve) after ${table}'s connection was cut`,
+        );
+      }
+      // The next passes ship what the cut one did not (a line the cut made look refused is tried again later).
+      await eventually(
+        async () => {
+          await sink.shipOnce({ sweep: true });
+          const shipped = new Set((await rows()).map((r) => r.text));
+          const anchored = (await db.query<{ text: string }>('SELECT text FROM hintbox.audit_checkpoints')).rows;
+          return (
+            linesOnDisk(dir).every((l) => l.startsWith('{"cut"') || shipped.has(l)) &&
+            anchored.filter((r) => r.text.startsWith('{"cut"')).length === 2
+          );
+        },
+        30_000,
+        'every line and checkpoint shipped after the cut',
+      );
+    } finally {
+      process.off('uncaughtException', onUncaught);
+      await sink.close();
+    }
+  });
+
+  // proves: AUDIT-SINK-DB-GONE
+  it("hintbox serve goes on answering when the sink's database ends the session of a batch in flight (attack)", async () => {
+    const auditDir = path.join(root, 'audit-serve-cut');
+    const folder = mkdtempSync(path.join(root, 'profiles-'));
+    const server = `faulty-sink-cut-${process.pid}`;
+    writeFileSync(
+      path.join(folder, 'faulty.yaml'),
+      stringify({ name: server, server: { image: FAULTY_IMAGE }, trust: 'trusted', network: 'none' }),
+    );
+    const serving = await serve([folder], { HINTBOX_DATABASE_URL: postgres.adminUrl, HINTBOX_AUDIT_DIR: auditDir });
+    const client = await connect(`${serving.url}/mcp/${server}`);
+    const locker = new pg.Client({ connectionString: postgres.adminUrl });
+    try {
+      const echo = async (n: number): Promise<unknown> =>
+        ((await client.callTool({ name: 'echo', arguments: { n } })) as { structuredContent?: unknown })
+          .structuredContent;
+      await echo(1);
+      await eventually(
+        async () => (await rows()).some((r) => r.text.includes('"n":1')),
+        15_000,
+        'the first call shipped',
+      );
+      await locker.connect();
+      await locker.query('BEGIN; LOCK TABLE hintbox.audit_log IN ACCESS EXCLUSIVE MODE');
+      await echo(2); // its lines: the next pass waits at the lock, its client checked out
+      await endWaitingInsert('audit_log');
+      await delay(500);
+      await locker.query('ROLLBACK');
+      assert.doesNotMatch(serving.stderr(), /hintbox failed|stopping/, 'serve never began to stop');
+      assert.deepEqual(await echo(3), { n: 3, pad: 0 }, 'serve still answers');
+      await eventually(async () => (await rows()).some((r) => r.text.includes('"n":3')), 30_000, 'the sink ships on');
+      assert.equal(serving.child.exitCode, null, `serve still runs: ${serving.stderr().slice(-2000)}`);
+    } finally {
+      await locker.end().catch(() => undefined);
+      await leave(client).catch(() => undefined);
+      await stop(serving);
     }
   });
 
