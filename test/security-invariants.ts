@@ -2317,7 +2317,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'AUDIT-SINK-DB-GONE',
     statement:
-      "The Postgres audit sink's database ending a session while a batch of log lines or checkpoints is in flight (a restart, an operator) never stops hintbox: no uncaught error, the client is dropped from the pool, and the next passes ship every line.",
+      "The Postgres audit sink's database ending a session while a batch of log lines or checkpoints is in flight (a restart, an operator) never stops hintbox: no uncaught error, the client is dropped from the pool, and the next passes ship every line; a line whose session was ended is the database failing, not a line the database refused (shipped at the next pass, not held for a minute).",
     tests: [
       {
         file: 'integration/audit-sink.test.ts',
@@ -2328,6 +2328,11 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         file: 'integration/audit-sink.test.ts',
         title:
           "hintbox serve goes on answering when the sink's database ends the session of a batch in flight (attack)",
+      },
+      {
+        file: 'integration/audit-sink.test.ts',
+        title:
+          'a line whose session the database ended is the database failing, not a refused line: shipped at the next pass, not held (attack)',
       },
     ],
   },

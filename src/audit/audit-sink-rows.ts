@@ -129,3 +129,17 @@ export async function inTransaction(client: pg.PoolClient, body: () => Promise<v
     client.off('error', onError);
   }
 }
+
+/**
+ * Whether an insert's error is the rows' fault (the database read them and refused them), as
+ * opposed to the database or the connection failing under them. Only an error with a SQLSTATE
+ * outside the classes of connection loss (08), resources (53), operator intervention (57: the
+ * server shutting down or ending the session, 57P01), system errors (58), a transaction to
+ * retry (40) and internal errors (XX) is the rows'; an error without one (the socket closed,
+ * "Connection terminated unexpectedly") is the database's. A batch cut by a restart is then
+ * tried again whole at the next pass instead of being split and its line held for a minute.
+ */
+export function refusedByDatabase(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !/^(08|40|53|57|58|XX)/.test(code);
+}

@@ -5,7 +5,7 @@ import type { Logger } from '../util/logger.js';
 import { auditFileName, lineHash } from './audit-chain.js';
 import { listAuditChains, type AuditChainFiles } from './audit-reader.js';
 import { AuditRecordError, parseAuditLine } from './audit-record.js';
-import { AUDIT_SINK_SCHEMA, insertRows, type Progress, type Row } from './audit-sink-rows.js';
+import { AUDIT_SINK_SCHEMA, insertRows, refusedByDatabase, type Progress, type Row } from './audit-sink-rows.js';
 import { CheckpointShipper } from './checkpoint-shipper.js';
 import { completeLines } from './complete-lines.js';
 import { jsonbString, jsonbText } from './jsonb-text.js';
@@ -296,7 +296,8 @@ export class PostgresAuditSink {
       done.lines += rows.length;
       return undefined;
     } catch (error) {
-      // The rows' fault only if the database answers otherwise.
+      // The rows' fault only if the database read them and refused them, and answers otherwise.
+      if (!refusedByDatabase(error)) throw error;
       await (await this.pool).query('SELECT 1').catch(() => Promise.reject(error as Error));
       if (rows.length === 1) {
         const [row] = rows as [Row];

@@ -468,6 +468,53 @@ integrationSuite('the audit log shipped to Postgres', { timeout: 240_000, images
   });
 
   // proves: AUDIT-SINK-DB-GONE
+  it('a line whose session the database ended is the database failing, not a refused line: shipped at the next pass, not held (attack)', async () => {
+    const dir = path.join(root, 'audit-cut-one');
+    const first = AuditLogWriter.open({ dir, log: silentLogger });
+    writeCalls(first, 0, 1);
+    first.close();
+    // One line per insert: the cut hits a batch of one, the case that was taken for a refused line.
+    const sink = new PostgresAuditSink({
+      url: postgres.adminUrl,
+      dir,
+      log: silentLogger,
+      timeoutMs: 10_000,
+      batchLines: 1,
+    });
+    try {
+      await sink.shipOnce();
+      const writer = AuditLogWriter.open({ dir, log: silentLogger });
+      writer.close(); // its open and close records: lines not shipped yet
+      const locker = new pg.Client({ connectionString: postgres.adminUrl });
+      await locker.connect();
+      await locker.query('BEGIN; LOCK TABLE hintbox.audit_log IN ACCESS EXCLUSIVE MODE');
+      const pass = sink.shipOnce().then(
+        (shipped) => shipped.held,
+        (error: Error) => error,
+      );
+      await endWaitingInsert('audit_log');
+      await delay(200);
+      await locker.query('ROLLBACK');
+      await locker.end();
+      const cut = await pass;
+      assert.ok(
+        cut instanceof Error,
+        `the cut pass fails as the database failing, holding no line: ${JSON.stringify(cut)}`,
+      );
+      // The next pass (no sweep, long before the 60 s a held line waits) ships everything.
+      await sink.shipOnce({ sweep: false });
+      const shipped = new Set((await rows()).map((r) => r.text));
+      assert.deepEqual(
+        linesOnDisk(dir).filter((l) => !shipped.has(l)),
+        [],
+        'every line in the database after the next pass',
+      );
+    } finally {
+      await sink.close();
+    }
+  });
+
+  // proves: AUDIT-SINK-DB-GONE
   it("hintbox serve goes on answering when the sink's database ends the session of a batch in flight (attack)", async () => {
     const auditDir = path.join(root, 'audit-serve-cut');
     const folder = mkdtempSync(path.join(root, 'profiles-'));
