@@ -45,7 +45,7 @@ integrationSuite(
     let n = 0;
 
     /** A folder of liar profiles (every tool approved; `trusted` ones pre-approve the write) and serve on it with two tokens. */
-    const serveLiars = async (profiles: { trusted?: boolean }[]) => {
+    const serveLiars = async (profiles: { trusted?: boolean }[], args: string[] = []) => {
       const folder = scratchFolder('hintbox-serve-stateless-');
       const names: string[] = [];
       for (const { trusted } of profiles) {
@@ -63,7 +63,7 @@ integrationSuite(
         names.push(name);
       }
       const tokens = tokensFile(Object.entries(TOKENS).map(([name, token]) => ({ name, token })));
-      const serving = await serve([folder, '--tokens', tokens]);
+      const serving = await serve([folder, '--tokens', tokens, ...args]);
       return { serving, names };
     };
 
@@ -114,9 +114,9 @@ integrationSuite(
         .map((e) => `${e.fields?.reason}: ${e.fields?.detail}`);
     };
 
-    // proves: SERVE-STATELESS-CONFIRM
-    it('serves the SDK 2.x client over HTTP without a session: lists, a read, a confirmed write as input_required that runs once, its replay nothing', async () => {
-      const { serving, names } = await serveLiars([{}]);
+    // proves: SERVE-STATELESS-BINDING
+    it('serves the SDK 2.x client over HTTP without a session: lists, a confirmed write as input_required that runs once, its replay nothing, the gateway ended when idle', async () => {
+      const { serving, names } = await serveLiars([{}], ['--idle-timeout', '2']);
       const name = names[0] as string;
       const url = `${serving.url}/mcp/${name}`;
       const sessions: (string | null)[] = [];
@@ -164,6 +164,11 @@ integrationSuite(
         assert.equal(existsSync(target), false, 'the replay wrote nothing');
         assert.ok(sessions.length > 0);
         assert.deepEqual([...new Set([...sessions, first.session, ran.session])], [null], 'no answer opens a session');
+
+        // Idle past --idle-timeout: the caller's gateway ends; its next request opens another.
+        await new Promise((r) => setTimeout(r, 3500));
+        assert.match(serving.stderr(), /stateless gateway ends \(no request for 2 s\)/);
+        assert.ok((await client.listTools()).tools.length > 0);
       } finally {
         await client.close().catch(() => undefined);
         await serving[Symbol.asyncDispose]();
