@@ -2347,4 +2347,37 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'SERVE-STANDARD-HEADERS',
+    statement:
+      'A 2026 request to hintbox serve whose MCP-Protocol-Version, Mcp-Method or Mcp-Name header is missing or disagrees with its body is refused whole (HTTP 400, JSON-RPC -32020): nothing of it reaches a gateway, nothing runs, no call is recorded, so a filter that trusts the headers cannot be walked past.',
+    tests: [
+      {
+        file: 'integration/serve-stateless.test.ts',
+        title:
+          'refuses a 2026 request whose Mcp-Method or Mcp-Name header is missing or says another call than its body (400, -32020): the write runs nothing and no call is recorded (attack)',
+      },
+      {
+        file: 'unit/standard-headers.test.ts',
+        title: 'refuses each header missing or naming another call than the body, naming which',
+      },
+    ],
+  },
+  {
+    id: 'SERVE-STATELESS-BINDING',
+    statement:
+      "hintbox serve answers a 2026 client without a session through one gateway per authenticated principal and profile, and a confirmation's requestState redeems only for the principal and the profile it was minted for: retried by another principal (a valid token) or on another profile it is refused, runs nothing, is audited, and is not used up.",
+    tests: [
+      {
+        file: 'integration/serve-stateless.test.ts',
+        title:
+          'refuses a requestState retried by another principal or on another profile: nothing is written, each refusal audited (attack)',
+      },
+      {
+        file: 'integration/serve-stateless.test.ts',
+        title:
+          'serves the SDK 2.x client over HTTP without a session: lists, a confirmed write as input_required that runs once, its replay nothing, the gateway ended when idle',
+      },
+    ],
+  },
 ];

@@ -102,7 +102,9 @@ profile or lock file changed, or that is gone, has its clients' sessions ended (
 again) and its sandboxes removed; a new or changed one starts. A folder with a problem changes
 nothing (logged). A SIGHUP while serve starts is done once it listens.
 A client session with no request for --idle-timeout seconds (and none in flight, no stream
-open) is closed: a client that vanished without ending it.
+open) is closed: a client that vanished without ending it. A 2026-07-28 client opens no session:
+its requests are answered by one gateway per caller and server, closed after the same idle time;
+each must carry MCP-Protocol-Version, Mcp-Method and Mcp-Name headers that match its body (else 400).
 
 In a client's config (streamable HTTP):
   {"type": "http", "url": "http://127.0.0.1:8931/mcp/filesystem",

@@ -36,7 +36,7 @@ export class JsonAnswerTransport implements Transport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
   /** Requests taken here whose response is still open, by JSON-RPC id. */
-  private readonly direct = new Map<RequestId, { res: ServerResponse; streaming: boolean }>();
+  private readonly direct = new Map<RequestId, HeldResponse>();
 
   constructor(private readonly sdk: StreamableHTTPServerTransport) {
     sdk.onmessage = (message, extra) => this.onmessage?.(message, extra);
@@ -63,25 +63,8 @@ export class JsonAnswerTransport implements Transport {
     const id = 'result' in message || 'error' in message ? message.id : options?.relatedRequestId;
     const open = id === undefined ? undefined : this.direct.get(id);
     if (!open || id === undefined) return this.sdk.send(message, options);
-    const { res } = open;
-    const final = 'result' in message || 'error' in message;
-    if (final) this.direct.delete(id);
-    if (res.destroyed || res.writableEnded) return Promise.resolve();
-    if (final && !open.streaming) {
-      res.writeHead(200, this.headers('application/json')).end(JSON.stringify(message));
-      return Promise.resolve();
-    }
-    if (!open.streaming) {
-      open.streaming = true;
-      res.writeHead(200, {
-        ...this.headers('text/event-stream'),
-        'Cache-Control': 'no-cache, no-transform',
-        'X-Accel-Buffering': 'no',
-      });
-      res.flushHeaders();
-    }
-    res.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
-    if (final) res.end();
+    if ('result' in message || 'error' in message) this.direct.delete(id);
+    writeAnswer(open, message, this.sdk.sessionId);
     return Promise.resolve();
   }
 
@@ -105,10 +88,43 @@ export class JsonAnswerTransport implements Transport {
   handleRequest(req: IncomingMessage, res: ServerResponse, body?: unknown): Promise<void> {
     return this.sdk.handleRequest(req, res, body);
   }
+}
 
-  private headers(contentType: string): Record<string, string> {
-    return { 'Content-Type': contentType, ...(this.sdk.sessionId ? { 'mcp-session-id': this.sdk.sessionId } : {}) };
+/** A request's response held open until its answer: plain JSON while nothing came before the result. */
+export interface HeldResponse {
+  res: ServerResponse;
+  /** Whether it became an event stream (something came before the result). */
+  streaming: boolean;
+}
+
+/**
+ * Writes one message for a held request onto its response: its result alone as one JSON body;
+ * anything before it turns the response into `text/event-stream`, the result its last event.
+ * `sessionId`: the MCP session's, sent back in `mcp-session-id` (none for a 2026 request).
+ */
+export function writeAnswer(open: HeldResponse, message: JSONRPCMessage, sessionId: string | undefined): void {
+  const { res } = open;
+  const final = 'result' in message || 'error' in message;
+  if (res.destroyed || res.writableEnded) return;
+  const headers = (contentType: string) => ({
+    'Content-Type': contentType,
+    ...(sessionId ? { 'mcp-session-id': sessionId } : {}),
+  });
+  if (final && !open.streaming) {
+    res.writeHead(200, headers('application/json')).end(JSON.stringify(message));
+    return;
   }
+  if (!open.streaming) {
+    open.streaming = true;
+    res.writeHead(200, {
+      ...headers('text/event-stream'),
+      'Cache-Control': 'no-cache, no-transform',
+      'X-Accel-Buffering': 'no',
+    });
+    res.flushHeaders();
+  }
+  res.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
+  if (final) res.end();
 }
 
 /**

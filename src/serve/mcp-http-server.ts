@@ -3,21 +3,24 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import type { DenialSink } from '../audit/denial-recorder.js';
+import { isObject } from '../mcp/json-rpc.js';
+import { isModernRequest } from '../protocol/protocol-era.js';
 import { callerFields, callerText, sameCaller } from '../util/caller-identity.js';
 import { delay } from '../util/delay.js';
-import type { Logger } from '../util/logger.js';
-import { RequestSite, type SiteRefusal } from '../util/request-site.js';
-import { coversAccess, type Access, type Authenticator, type Denial } from './authenticator.js';
+import { RequestSite } from '../util/request-site.js';
+import { coversAccess, type Access, type Denial } from './authenticator.js';
 import type { ClientSession } from './client-session.js';
 import { COMBINED, membersOf } from './combined-endpoint.js';
 import { dropCredentials, jsonRpcError, readJson, reply, requestIds } from './http-messages.js';
 import { JsonAnswerTransport } from './json-answer-transport.js';
 import { pathName } from './serve-address.js';
 import { SiteGate } from './site-gate.js';
+import { DEFAULT_IDLE_MS, DEFAULT_MAX_SESSIONS, type McpHttpServerOptions } from './mcp-http-options.js';
 import { SessionCap } from './session-cap.js';
+import { StatelessClients } from './stateless-clients.js';
 
 export type { ClientSession } from './client-session.js';
+export { DEFAULT_IDLE_MS, DEFAULT_MAX_SESSIONS, type McpHttpServerOptions } from './mcp-http-options.js';
 
 /**
  * The SDK's streamable HTTP transport, loaded when `serve` first needs it: `hintbox run` (the
@@ -43,53 +46,6 @@ const loadHttpTransport = () => (httpTransport ??= import('@modelcontextprotocol
  * requests in flight and the client's answers to them (a confirmation) still pass, until they
  * are done or the deadline passes; then every session is closed.
  */
-
-export interface McpHttpServerOptions {
-  /** The servers by name (profile names). */
-  servers: readonly string[];
-  /** Serve every server at `/mcp` too (`--one-endpoint`): `openSession` is asked for {@link COMBINED}. */
-  combined?: boolean;
-  /**
-   * Who may use what (bearer tokens, OAuth). Without, every request is let in (serve refuses to
-   * listen beyond loopback then).
-   */
-  auth?: Authenticator;
-  /**
-   * Opens a session of `server` for a new client (its gateway not yet connected); `access` is
-   * what its credentials earned (null without an authenticator): its tags limit the tools served.
-   */
-  openSession(server: string, access: Access | null): Promise<ClientSession>;
-  /** Where refusals go (401, 403 and the like): written down within a budget per address (`denial-recorder.ts`). */
-  denials: DenialSink;
-  /** Answers `/metrics` (it checks its own access); without it `/metrics` is 404. */
-  metrics?(req: IncomingMessage, res: ServerResponse): Promise<void>;
-  /**
-   * A client's session with no request for this long (and none in flight, no stream open) is
-   * closed: a client that vanished without ending it. Default {@link DEFAULT_IDLE_MS}.
-   */
-  idleTimeoutMs?: number;
-  /**
-   * The most sessions one caller (its subject and client; without credentials, everyone) may
-   * have open at once: each may hold sandboxes (`clients: separate`). A session at `/mcp` counts
-   * one for each server behind it (each is a session of that server). Default
-   * {@link DEFAULT_MAX_SESSIONS}.
-   */
-  maxSessionsPerCaller?: number;
-  /**
-   * The names and origins the operator allows besides serve's own address (a proxy's, a port
-   * published from a container). Default: serve's own address only.
-   */
-  site?: RequestSite;
-  /** Told of each request refused for its `Host` or `Origin` (metrics count them). */
-  refused?(refusal: SiteRefusal): void;
-  /** Whether every server is ready (profiles loaded, images built). */
-  ready(): { ready: boolean; servers: Record<string, 'ready' | 'starting' | 'failed'> };
-  log: Logger;
-}
-
-/** Sessions one caller may have open at once; a client session idle this long is closed (30 minutes). */
-export const DEFAULT_MAX_SESSIONS = 64;
-export const DEFAULT_IDLE_MS = 30 * 60_000;
 
 interface Client {
   id: string;
@@ -119,10 +75,19 @@ export class McpHttpServer {
   private readonly idleSweep: NodeJS.Timeout;
   private servers: string[];
   private readonly siteGate: SiteGate;
+  /** The gateways of 2026 clients, which have no session: one per caller and server (`stateless-clients.ts`). */
+  private readonly stateless: StatelessClients;
 
   constructor(private readonly options: McpHttpServerOptions) {
     this.servers = [...options.servers];
     this.cap = new SessionCap(options.maxSessionsPerCaller ?? DEFAULT_MAX_SESSIONS);
+    this.stateless = new StatelessClients({
+      openSession: (server, access) => options.openSession(server, access),
+      cap: this.cap,
+      weightOf: (server, access) => this.weightOf(server, access),
+      denials: options.denials,
+      log: options.log,
+    });
     this.siteGate = new SiteGate(options.site ?? new RequestSite(), options.log, (refusal) =>
       options.refused?.(refusal),
     );
@@ -160,7 +125,10 @@ export class McpHttpServer {
     const ending = [...this.clients.values()].filter(
       (client) => servers.includes(client.server) || (client.server === COMBINED && servers.length > 0),
     );
-    await Promise.allSettled(ending.map((client) => this.end(client, why)));
+    await Promise.allSettled([
+      ...ending.map((client) => this.end(client, why)),
+      this.stateless.endFor(servers, why, COMBINED),
+    ]);
   }
 
   /** How many client sessions are open. */
@@ -179,7 +147,10 @@ export class McpHttpServer {
     while (this.inFlight > 0 && Date.now() < until) await delay(50);
     if (this.inFlight > 0) this.options.log.warn(`serve: ${this.inFlight} request(s) still in flight at the deadline`);
     await Promise.allSettled([...this.opening]);
-    await Promise.allSettled([...this.clients.values()].map((client) => this.end(client, 'hintbox is stopping')));
+    await Promise.allSettled([
+      ...[...this.clients.values()].map((client) => this.end(client, 'hintbox is stopping')),
+      this.stateless.endFor('all', 'hintbox is stopping'),
+    ]);
     this.http.closeAllConnections();
     await new Promise((resolve) => this.http.close(resolve));
   }
@@ -226,6 +197,12 @@ export class McpHttpServer {
       return reply(res, 503, jsonRpcError('hintbox is stopping'), { 'Retry-After': '5' });
     }
     const sessionId = req.headers['mcp-session-id'];
+    // A 2026 request opens no session: its caller's gateway answers it (`stateless-clients.ts`).
+    if (typeof sessionId !== 'string' && req.method === 'POST' && isObject(body) && isModernRequest(body.params)) {
+      if (body.id !== undefined) this.inFlight++;
+      res.once('close', () => body.id !== undefined && this.inFlight--);
+      return this.stateless.handle(server, access, req, res, body);
+    }
     if (typeof sessionId === 'string') {
       const client = this.clients.get(sessionId);
       if (!client || client.server !== server) return reply(res, 404, jsonRpcError('session not found'));
@@ -241,9 +218,7 @@ export class McpHttpServer {
     if (req.method !== 'POST' || !isInitializeRequest(body)) {
       return reply(res, 400, jsonRpcError('no session: start with an initialize request'));
     }
-    // A session at /mcp is a session of each server behind it, each counted.
-    const weight = server === COMBINED ? Math.max(1, membersOf(access, this.servers).size) : 1;
-    const held = this.cap.reserve(caller, weight);
+    const held = this.cap.reserve(caller, this.weightOf(server, access));
     if ('refused' in held) {
       this.options.denials.deny({
         remoteAddress: req.socket.remoteAddress ?? null,
@@ -252,6 +227,11 @@ export class McpHttpServer {
       return reply(res, 429, jsonRpcError(held.refused), { 'Retry-After': '10' });
     }
     await this.start(server, access, held.release, req, res, body);
+  }
+
+  /** A session at /mcp is a session of each server behind it, each counted in the cap. */
+  private weightOf(server: string, access: Access | null): number {
+    return server === COMBINED ? Math.max(1, membersOf(access, this.servers).size) : 1;
   }
 
   /** A new client: its own hintbox session, connected to a transport of its own. */
@@ -354,6 +334,7 @@ export class McpHttpServer {
         void this.end(client, `no request for ${Math.round(idleMs / 1000)} s`);
       }
     }
+    this.stateless.closeIdle(idleMs);
   }
 
   /** Ends a client's session: its gateway, sandboxes and everything else of it removed. */

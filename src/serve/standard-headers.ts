@@ -1,0 +1,63 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { isObject } from '../mcp/json-rpc.js';
+import { declaredVersion } from '../protocol/protocol-era.js';
+
+/**
+ * The standard request headers of MCP 2026-07-28 over streamable HTTP (pure): a 2026 request
+ * POST names its protocol version, its method and, for the methods that name a tool, prompt or
+ * resource, that name, in headers (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`), so that a
+ * proxy, a load balancer or a WAF can route and filter without reading the body. That is only
+ * safe when the headers say what the body does: a request whose header says `tools/list` while
+ * its body calls a write tool would pass a filter on headers and run the write. So each header
+ * is required and checked against the body; any difference refuses the whole request.
+ */
+
+/** JSON-RPC error of a header missing or disagreeing with the body (the spec's `HeaderMismatch`; HTTP 400). */
+export const HEADER_MISMATCH = -32020;
+
+/** The body field `Mcp-Name` mirrors, per method (the spec's table; tasks are an extension hintbox does not serve). */
+const NAME_SOURCE: Readonly<Record<string, string>> = {
+  'tools/call': 'name',
+  'prompts/get': 'name',
+  'resources/read': 'uri',
+};
+
+const BASE64_PREFIX = '=?base64?';
+const BASE64_SUFFIX = '?=';
+
+/** A header value as the spec encodes it: plain ASCII, or `=?base64?<utf-8 in base64>?=`. */
+export function decodeHeaderValue(value: string): string {
+  if (!value.startsWith(BASE64_PREFIX) || !value.endsWith(BASE64_SUFFIX)) return value;
+  return Buffer.from(value.slice(BASE64_PREFIX.length, -BASE64_SUFFIX.length), 'base64').toString('utf8');
+}
+
+/**
+ * Why a 2026 request's standard headers do not match its body (one line), or undefined when
+ * they do. `body` is one JSON-RPC request (with a method); notifications are not checked.
+ */
+export function standardHeaderMismatch(
+  headers: IncomingHttpHeaders,
+  body: Record<string, unknown>,
+): string | undefined {
+  const header = (name: string): string | undefined => {
+    const value = headers[name];
+    return typeof value === 'string' ? value : undefined;
+  };
+  const method = String(body.method);
+  const version = header('mcp-protocol-version');
+  if (version === undefined) return 'the MCP-Protocol-Version header is missing';
+  if (version !== declaredVersion(body.params)) {
+    return `the MCP-Protocol-Version header (${version}) is not the request's (${String(declaredVersion(body.params))})`;
+  }
+  const named = header('mcp-method');
+  if (named === undefined) return 'the Mcp-Method header is missing';
+  if (named !== method) return `the Mcp-Method header (${named}) is not the request's method (${method})`;
+  const field = Object.hasOwn(NAME_SOURCE, method) ? NAME_SOURCE[method] : undefined;
+  const value = field !== undefined && isObject(body.params) ? body.params[field] : undefined;
+  // A body without the name is refused further on (invalid params); there is nothing to mirror.
+  if (typeof value !== 'string') return undefined;
+  const name = header('mcp-name');
+  if (name === undefined) return `the Mcp-Name header is missing (${method} names ${field})`;
+  if (decodeHeaderValue(name) !== value) return `the Mcp-Name header is not the request's ${field}`;
+  return undefined;
+}
