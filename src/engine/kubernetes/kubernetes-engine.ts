@@ -6,8 +6,9 @@ import type { Profile } from '../../profile/load-profile.js';
 import { UsageError } from '../../util/hintbox-error.js';
 import type { Logger } from '../../util/logger.js';
 import { makeIsOwnerAlive } from '../../util/process-alive.js';
-import { LABEL_CLASS, LABEL_OWNER_HOST, LABEL_OWNER_PID, serverCommand } from '../docker/container-spec.js';
-import { SQUID_PORT } from '../docker/squid-config.js';
+import { LABEL_CLASS, LABEL_OWNER_HOST, LABEL_OWNER_PID } from '../sandbox-labels.js';
+import { serverCommand } from '../sandbox-process.js';
+import { SQUID_PORT } from '../squid-config.js';
 import {
   SandboxStartError,
   type BindSource,

@@ -5,7 +5,7 @@ import { SplitTransport } from '../../mcp/split-transport.js';
 import { monotonicMs } from '../../util/clock.js';
 import { delay } from '../../util/delay.js';
 import type { Logger } from '../../util/logger.js';
-import { collectStderr, STDERR_LOG_MAX_BYTES } from '../docker/docker-sandbox.js';
+import { collectStderr, STDERR_LOG_MAX_BYTES, STDERR_TAIL_LINES } from '../stderr-log.js';
 import { SandboxStartError, type HeldSandbox, type StartedSandbox } from '../sandbox-engine.js';
 import { connectReleased } from '../started-sandbox.js';
 import type { Kind, KubeApi } from './kube-api.js';
@@ -43,8 +43,6 @@ export interface HoldPodOptions {
  */
 export const NO_FREEZE =
   'a Kubernetes sandbox cannot be frozen (its gate has no control channel over the attach): it is removed instead';
-
-const STDERR_TAIL_LINES = 20;
 
 export async function holdPod(options: HoldPodOptions): Promise<HeldSandbox> {
   const { api, id, log } = options;
