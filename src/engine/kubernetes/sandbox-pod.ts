@@ -11,7 +11,7 @@ import {
   LABEL_SERVER,
   LABEL_SESSION,
 } from '../sandbox-labels.js';
-import { proxyEnv, SANDBOX_HOME, SANDBOX_TMP } from '../sandbox-process.js';
+import { commandWithValues, proxyEnv, SANDBOX_HOME, SANDBOX_TMP } from '../sandbox-process.js';
 import { volumeMasks } from '../image-volumes.js';
 import { SQUID_PORT } from '../squid-config.js';
 import { kubeName, labelValue, type KubeObject, type ObjectMeta, type OwnerReference } from './kubernetes-objects.js';
@@ -202,10 +202,7 @@ export function renderSandboxPod(input: SandboxPodInput): KubeObject[] {
   const profileEnv = Object.fromEntries(
     Object.entries(profile.env).map(([k, v]) => [k, substituteSandboxValues(v, values, `env.${k}`)]),
   );
-  const first = input.command.length - (profile.server.args?.length ?? 0);
-  const command = input.command.map((arg, i) =>
-    i < first ? arg : substituteSandboxValues(arg, values, `server.args[${i - first}]`),
-  );
+  const command = commandWithValues(input.command, profile.server.args, values);
   const env = {
     ...profileEnv,
     ...(network === 'egress' ? proxyEnv(target.egressProxyUrl as string) : {}),
