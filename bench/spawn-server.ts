@@ -5,7 +5,7 @@
 import type Docker from 'dockerode';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { LABEL_OWNER_PID } from '../src/engine/docker/container-spec.js';
+import { LABEL_OWNER_PID } from '../src/engine/sandbox-labels.js';
 import { waitForExit } from './proc-stat.js';
 
 /** A server started by the benchmark, connected over stdio. */

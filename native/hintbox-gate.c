@@ -36,6 +36,19 @@
  *
  * Why a socket rather than the container's stdio: MCP messages then go straight between the
  * server and hintbox, instead of through containerd's shim, FIFOs and dockerd's attach stream.
+ *
+ * Stdio mode (HINTBOX_GATE_SOCKET=-, Kubernetes: the API's attach is the only channel): after
+ * the release the gate stays PID 1 as above and relays, so that the attach carries both the
+ * server's stdio and the freeze. The server's stdin and stdout are pipes to the gate; the
+ * attach's stdin and stdout are the gate's alone (the server cannot reach them: the gate is
+ * not dumpable, so /proc/1/fd is closed to it). Frames, in both directions:
+ *
+ *   'D' LEN(4 bytes, big-endian) BYTES   data: to the server's stdin / from its stdout
+ *   'S', 'C'                             hintbox's commands (in) / the gate's answers (out),
+ *   'F'                                  as on the control connection (out only)
+ *
+ * Every byte the server writes reaches hintbox inside a 'D' frame the gate made, so no output
+ * of the server can be taken for an answer, and nothing it writes reaches the gate's input.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -51,12 +64,15 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <stdint.h>
 #include <time.h>
 #include <unistd.h>
 
 enum { GATE_FAILED = 111, EXEC_FAILED = 127 };
 /* How long a stop may take before the gate answers 'F' (hintbox then pauses and removes the sandbox). */
 enum { FREEZE_LIMIT_MS = 2000 };
+/* The most of hintbox's data the gate holds for a server that does not read (stdio mode). */
+enum { PENDING_MAX = 1 << 20, CHUNK = 65536 };
 /* The most tasks one pass records: the highest pids limit a profile may set. */
 enum { MAX_TASKS = 65536 };
 
@@ -202,6 +218,11 @@ static long long now_ms(void) {
 
 /* Stops every other process of the namespace and makes sure of it (see the top). 0, or -1. */
 static int stop_all(void) {
+  /*
+   * kill(-1, ...) from anything but its namespace's first process would reach processes outside
+   * the sandbox (on a host without a PID namespace: every process the user may signal).
+   */
+  if (getpid() != 1) return -1;
   long long deadline = now_ms() + FREEZE_LIMIT_MS;
   for (int round = 0; now_ms() < deadline; round++) {
     if (kill(-1, SIGSTOP) != 0 && errno != ESRCH) return -1;
@@ -227,11 +248,88 @@ static int exit_code(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : GATE_FAILED;
 }
 
-/* After the release: the first process of the sandbox, until the server exits. */
-static int supervise(pid_t server, int control, int signals) {
+/* Answers one of hintbox's commands. */
+static char obey(char command) {
+  if (command == 'S') return stop_all() == 0 ? 'S' : 'F';
+  if (command == 'C') return kill(-1, SIGCONT) == 0 || errno == ESRCH ? 'C' : 'F';
+  return '?';
+}
+
+/*
+ * Stdio mode's relay (see the top): the attach (the gate's stdin and stdout) on one side, the
+ * server's stdin and stdout pipes on the other.
+ */
+struct relay {
+  int to_server, from_server; /* -1: none (socket mode), or closed */
+  char pending[PENDING_MAX];  /* hintbox's data not yet taken by the server */
+  size_t pending_len;
+  int state;        /* 0: a frame's type; 1..4: its length's bytes; 5: its data */
+  uint32_t left;    /* data bytes of the current frame still to come */
+};
+static struct relay relay = {.to_server = -1, .from_server = -1};
+
+/* Writes one frame of the server's output to hintbox. */
+static int send_data(const char *buf, size_t len) {
+  unsigned char head[5] = {'D', (unsigned char)(len >> 24), (unsigned char)(len >> 16), (unsigned char)(len >> 8), (unsigned char)len};
+  return write_all(STDOUT_FILENO, (const char *)head, sizeof head) == 0 && write_all(STDOUT_FILENO, buf, len) == 0 ? 0 : -1;
+}
+
+/* Takes what hintbox sent on the attach: data for the server, commands for the gate. 0, or -1 (fail closed). */
+static int take_input(const unsigned char *buf, size_t len) {
+  for (size_t i = 0; i < len;) {
+    if (relay.state == 0) {
+      char c = (char)buf[i++];
+      if (c == 'D') {
+        relay.state = 1;
+        relay.left = 0;
+      } else if (c == 'S' || c == 'C') {
+        char answer = obey(c);
+        if (write_all(STDOUT_FILENO, &answer, 1) != 0) return -1;
+      } else {
+        say("an unknown frame from hintbox", NULL);
+        return -1;
+      }
+    } else if (relay.state <= 4) {
+      relay.left = (relay.left << 8) | buf[i++];
+      relay.state = relay.state == 4 ? (relay.left ? 5 : 0) : relay.state + 1;
+    } else {
+      size_t n = len - i < relay.left ? len - i : relay.left;
+      if (relay.to_server >= 0) memcpy(relay.pending + relay.pending_len, buf + i, n), relay.pending_len += n;
+      i += n;
+      relay.left -= (uint32_t)n;
+      if (relay.left == 0) relay.state = 0;
+    }
+  }
+  return 0;
+}
+
+/* Relays what the server wrote so far (non-blocking); -1 when its stdout is closed. */
+static int relay_output(void) {
+  char buf[CHUNK];
+  ssize_t n;
+  do n = read(relay.from_server, buf, sizeof buf);
+  while (n < 0 && errno == EINTR);
+  if (n > 0) return send_data(buf, (size_t)n) == 0 ? 0 : -2;
+  if (n < 0 && errno == EAGAIN) return 0;
+  close(relay.from_server);
+  relay.from_server = -1;
+  return -1;
+}
+
+/*
+ * After the release: the first process of the sandbox, until the server exits. `control` is the
+ * control connection (socket mode) or the attach's stdin (stdio mode, framed).
+ */
+static int supervise(pid_t server, int control, int signals, int stdio) {
   for (;;) {
-    struct pollfd fds[2] = {{.fd = signals, .events = POLLIN}, {.fd = control, .events = POLLIN}};
-    if (poll(fds, 2, -1) < 0) {
+    int framed_room = !stdio || PENDING_MAX - relay.pending_len >= CHUNK;
+    struct pollfd fds[4] = {
+        {.fd = signals, .events = POLLIN},
+        {.fd = framed_room ? control : -1, .events = POLLIN},
+        {.fd = relay.from_server, .events = POLLIN},
+        {.fd = relay.pending_len ? relay.to_server : -1, .events = POLLOUT},
+    };
+    if (poll(fds, 4, -1) < 0) {
       if (errno == EINTR) continue;
       say("poll", strerror(errno));
       kill(-1, SIGKILL);
@@ -244,26 +342,55 @@ static int supervise(pid_t server, int control, int signals) {
           int status;
           pid_t pid;
           while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-            if (pid == server) return exit_code(status);
+            if (pid != server) continue;
+            /* What the server wrote before it exited still reaches hintbox. */
+            while (relay.from_server >= 0 && relay_output() == 0 && relay.from_server >= 0) {
+              struct pollfd more = {.fd = relay.from_server, .events = POLLIN};
+              if (poll(&more, 1, 0) <= 0) break;
+            }
+            return exit_code(status);
           }
         } else {
           kill(server, (int)info.ssi_signo);
         }
       }
     }
+    if (fds[2].revents & (POLLIN | POLLHUP | POLLERR)) {
+      if (relay_output() == -2) {
+        kill(-1, SIGKILL);
+        return GATE_FAILED;
+      }
+    }
+    if (fds[3].revents & (POLLOUT | POLLERR | POLLHUP)) {
+      ssize_t n = write(relay.to_server, relay.pending, relay.pending_len);
+      if (n > 0) {
+        memmove(relay.pending, relay.pending + n, relay.pending_len - (size_t)n);
+        relay.pending_len -= (size_t)n;
+      } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+        /* The server closed its stdin: what it would not read is dropped. */
+        close(relay.to_server);
+        relay.to_server = -1;
+        relay.pending_len = 0;
+      }
+    }
     if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
-      char command = 0;
+      unsigned char buf[CHUNK];
       ssize_t n;
-      do n = read(control, &command, 1);
+      do n = read(control, buf, stdio ? sizeof buf : 1);
       while (n < 0 && errno == EINTR);
-      if (n != 1) {
+      if (n <= 0) {
         /* hintbox is gone: nothing of the sandbox may run on without it. */
         kill(-1, SIGKILL);
         return GATE_FAILED;
       }
-      char answer = '?';
-      if (command == 'S') answer = stop_all() == 0 ? 'S' : 'F';
-      if (command == 'C') answer = kill(-1, SIGCONT) == 0 || errno == ESRCH ? 'C' : 'F';
+      if (stdio) {
+        if (take_input(buf, (size_t)n) != 0) {
+          kill(-1, SIGKILL);
+          return GATE_FAILED;
+        }
+        continue;
+      }
+      char answer = obey((char)buf[0]);
       if (send(control, &answer, 1, MSG_NOSIGNAL) != 1) {
         kill(-1, SIGKILL);
         return GATE_FAILED;
@@ -290,9 +417,8 @@ int main(int argc, char **argv) {
   }
   /*
    * "-": the channel is the gate's own stdin and stdout (on Kubernetes, the API's attach to the
-   * Pod: no host folder to bind a socket from). The token then only says the gate is up, and
-   * there is no control connection: such a gate cannot freeze its sandbox (it just runs the server).
-   * It waits to be asked ('?') before it answers with the token: an attach carries only what the
+   * Pod: no host folder to bind a socket from). The token then only says the gate is up; after
+   * the release the gate relays the attach to the server in frames (see the top). It waits to be asked ('?') before it answers with the token: an attach carries only what the
    * container writes after it, and the container starts before hintbox can attach.
    */
   int stdio = strcmp(path, "-") == 0;
@@ -328,10 +454,20 @@ int main(int argc, char **argv) {
   while (n < 0 && errno == EINTR);
   if (n != 1 || release != 'G') return GATE_FAILED; /* not released: the server never runs */
 
+  int server_in = fd, server_out = fd;
   if (stdio) {
-    execvp(argv[1], argv + 1);
-    say("cannot run the server", strerror(errno));
-    return EXEC_FAILED;
+    int in[2], out[2];
+    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
+      say("cannot make the server's pipes", strerror(errno));
+      return GATE_FAILED;
+    }
+    server_in = in[0];
+    server_out = out[1];
+    relay.to_server = in[1];
+    relay.from_server = out[0];
+    fcntl(in[1], F_SETFL, O_NONBLOCK);
+    fcntl(out[0], F_SETFL, O_NONBLOCK);
+    control = STDIN_FILENO;
   }
   /* Blocked before the fork, so that none is lost; the server gets the mask it would have had. */
   sigset_t handled, before;
@@ -353,11 +489,19 @@ int main(int argc, char **argv) {
     return GATE_FAILED;
   }
   if (server > 0) {
-    close(fd);
-    return supervise(server, control, signals);
+    if (stdio) {
+      close(server_in);
+      close(server_out);
+      /* A server that closed its stdin must not kill the gate by SIGPIPE (set after the fork: it is inherited). */
+      signal(SIGPIPE, SIG_IGN);
+    } else {
+      close(fd);
+    }
+    return supervise(server, control, signals, stdio);
   }
   sigprocmask(SIG_SETMASK, &before, NULL);
-  if ((fd != STDIN_FILENO && dup2(fd, STDIN_FILENO) < 0) || (fd != STDOUT_FILENO && dup2(fd, STDOUT_FILENO) < 0)) {
+  if ((server_in != STDIN_FILENO && dup2(server_in, STDIN_FILENO) < 0) ||
+      (server_out != STDOUT_FILENO && dup2(server_out, STDOUT_FILENO) < 0)) {
     say("cannot hand the connection to the server", strerror(errno));
     _exit(GATE_FAILED);
   }

@@ -19,7 +19,8 @@ export type {
   SessionIdentity,
 } from './engine/sandbox-engine.js';
 export { DockerEngine } from './engine/docker/docker-engine.js';
-export { buildContainerSpec, LABEL_SESSION, LABEL_SERVER, LABEL_CLASS } from './engine/docker/container-spec.js';
+export { buildContainerSpec } from './engine/docker/container-spec.js';
+export { LABEL_SESSION, LABEL_SERVER, LABEL_CLASS } from './engine/sandbox-labels.js';
 export { DockerUnavailableError } from './engine/docker/docker-connection.js';
 export { HintboxSession } from './session/hintbox-session.js';
 export { ceilingOf } from './profile/profile-ceiling.js';

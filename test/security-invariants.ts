@@ -2013,17 +2013,6 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
     ],
   },
   {
-    id: 'K8S-NO-FREEZE',
-    statement:
-      'On Kubernetes a released sandbox cannot be frozen (its gate has no control channel over the attach): freeze fails, so a held writer is removed after its call and started again at the next, never left running between calls.',
-    tests: [
-      {
-        file: 'unit/kubernetes-engine.test.ts',
-        title: 'a released sandbox refuses to freeze (no control channel), so the pool removes a writer after its call',
-      },
-    ],
-  },
-  {
     id: 'K8S-SWEEP',
     statement:
       "On Kubernetes hintbox's sweep removes the Pods, Services and NetworkPolicies of hintbox processes that are gone (this host's by pid, another's when its owner Pod is gone or replaced) and never those of a live owner or of an owner it cannot judge.",
@@ -2344,6 +2333,25 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       {
         file: 'integration/serve-json-answer.test.ts',
         title: 'a client that abandons its calls before their JSON answers, 60 times, never stops serve (attack)',
+      },
+    ],
+  },
+  {
+    id: 'K8S-FREEZE',
+    statement:
+      "On Kubernetes a held writer is frozen between calls by its gate, PID 1 of the Pod's container, commanded over the attach in frames the server cannot write or answer: every byte of the server's stdout reaches hintbox inside the gate's data frames, so a server printing the gate's answers neither forges a freeze nor escapes one.",
+    tests: [
+      {
+        file: 'integration/kubernetes-run.test.ts',
+        title: "keeps a held writer's Pod frozen between calls, even when its server prints the gate's answers",
+      },
+      {
+        file: 'unit/kubernetes-engine.test.ts',
+        title: 'a released sandbox freezes through its gate over the attach: its server answers nothing until thawed',
+      },
+      {
+        file: 'unit/gate-frames.test.ts',
+        title: "a server that prints the gate's answers and frames only ever sends data: no answer is forged",
       },
     ],
   },

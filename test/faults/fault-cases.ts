@@ -4,7 +4,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { stringify } from 'yaml';
-import { LABEL_OWNER_PID, LABEL_PREVIEW, LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
+import { LABEL_OWNER_PID, LABEL_PREVIEW, LABEL_SESSION } from '../../src/engine/sandbox-labels.js';
 import pg from 'pg';
 import { parseRoleComment, ROLE_PREFIX } from '../../src/database/role-grants.js';
 import {

@@ -5,7 +5,7 @@ import { it } from 'node:test';
 import { integrationSuite } from './support/suite.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { lockFilePath } from '../../src/approvals/lock-file.js';
-import { LABEL_CLASS } from '../../src/engine/docker/container-spec.js';
+import { LABEL_CLASS } from '../../src/engine/sandbox-labels.js';
 import { containersOf, docker, ensureTestImages, eventually, LIAR_IMAGE } from './support/docker.js';
 import {
   hintboxCommand,

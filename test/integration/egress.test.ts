@@ -6,7 +6,7 @@ import { integrationSuite } from './support/suite.js';
 import { httpText as get } from './support/http-text.js';
 import type Docker from 'dockerode';
 import { LABEL_EGRESS } from '../../src/engine/docker/egress-proxy.js';
-import { LABEL_OWNER_PID, LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
+import { LABEL_OWNER_PID, LABEL_SESSION } from '../../src/engine/sandbox-labels.js';
 import {
   CANARY_IMAGE,
   containersOf,

@@ -4,7 +4,7 @@ import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, statSync, w
 import path from 'node:path';
 import { it } from 'node:test';
 import { integrationSuite } from './support/suite.js';
-import { LABEL_CLASS } from '../../src/engine/docker/container-spec.js';
+import { LABEL_CLASS } from '../../src/engine/sandbox-labels.js';
 import { containersOf, docker } from './support/docker.js';
 import { ESCAPER_IMAGE, ensureEscaperImage } from './support/escaper.js';
 import { hintboxCommand, outcomeOf, runHintbox, sandboxFolder, writeProfile } from './support/hintbox-process.js';

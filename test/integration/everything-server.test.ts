@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { before, it } from 'node:test';
 import { integrationSuite } from './support/suite.js';
 import { CreateMessageRequestSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { LABEL_CLASS } from '../../src/engine/docker/container-spec.js';
+import { LABEL_CLASS } from '../../src/engine/sandbox-labels.js';
 import { containersOf, docker, ensureEverythingImage, eventually, EVERYTHING_IMAGE } from './support/docker.js';
 import { auditOf, copyOfFixtureProfile, hintboxCommand, runHintbox } from './support/hintbox-process.js';
 

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { it } from 'node:test';
 import { integrationSuite } from './support/suite.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { LABEL_CLASS } from '../../src/engine/docker/container-spec.js';
+import { LABEL_CLASS } from '../../src/engine/sandbox-labels.js';
 import { parse } from 'yaml';
 import { containersOf, docker, ensureTestImages, eventually, FILESYSTEM_IMAGE } from './support/docker.js';
 import {

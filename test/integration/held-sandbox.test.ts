@@ -3,7 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { it } from 'node:test';
 import { integrationSuite } from './support/suite.js';
-import { LABEL_CLASS } from '../../src/engine/docker/container-spec.js';
+import { LABEL_CLASS } from '../../src/engine/sandbox-labels.js';
 import { delay } from '../../src/util/delay.js';
 import { containersOf, docker, ensureSneakImage, eventually, sandboxFrozen, SNEAK_IMAGE } from './support/docker.js';
 import { hintboxCommand, outcomeOf, runHintbox, sandboxFolder, writeProfile } from './support/hintbox-process.js';

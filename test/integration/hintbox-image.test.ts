@@ -8,7 +8,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type Docker from 'dockerode';
 import { parse, stringify } from 'yaml';
-import { LABEL_OWNER_HOST, LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
+import { LABEL_OWNER_HOST, LABEL_SESSION } from '../../src/engine/sandbox-labels.js';
 import { HINTBOX_IMAGE } from '../../src/engine/docker/hintbox-image.js';
 import { hashToken } from '../../src/serve/bearer-tokens.js';
 import { scratchFolder } from '../support/scratch-folder.js';

@@ -11,7 +11,7 @@ import { copyOfShippedProfile, hintboxCommand, sandboxFolder } from './support/h
 import { schemaProblems } from '../unit/support/kubernetes-schema.js';
 import { restrictedViolations } from '../../src/engine/kubernetes/pod-security.js';
 import { planSandboxes } from '../../src/policy/plan-sandboxes.js';
-import { serverCommand } from '../../src/engine/docker/container-spec.js';
+import { serverCommand } from '../../src/engine/sandbox-process.js';
 import { gateBinary, openGateSocket, releaseGate } from '../../src/engine/docker/gate.js';
 import { renderSandboxPod } from '../../src/engine/kubernetes/sandbox-pod.js';
 import { sandboxUserIds } from '../../src/engine/sandbox-engine.js';

@@ -1,8 +1,9 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { delay } from '../../src/util/delay.js';
 import { packagePath } from '../../src/util/package-root.js';
 import { KubeStandIn } from '../unit/support/kube-stand-in.js';
 import { scratchFolder } from '../support/scratch-folder.js';
@@ -18,6 +19,7 @@ import { integrationSuite } from './support/suite.js';
 
 const GATE = packagePath('dist', 'hintbox-gate');
 const LIAR = fileURLToPath(new URL('../fixtures/liar/server.mjs', import.meta.url));
+const TICKER = fileURLToPath(new URL('../fixtures/kubernetes/ticker.mjs', import.meta.url));
 
 integrationSuite(
   'hintbox run on Kubernetes (stand-in API)',
@@ -62,6 +64,59 @@ integrationSuite(
       await second.exited;
       assert.deepEqual(standIn.names('Pod'), [], "the second session's Pods are removed at its end");
       assert.deepEqual(standIn.names('NetworkPolicy'), []);
+    });
+
+    // proves: K8S-FREEZE
+    it("keeps a held writer's Pod frozen between calls, even when its server prints the gate's answers", async () => {
+      const standIn = await KubeStandIn.start({ gate: GATE });
+      suite.defer(() => standIn.stop());
+      const dir = scratchFolder('hintbox-kubeconfig-');
+      const kubeconfig = path.join(dir, 'config');
+      writeFileSync(kubeconfig, standIn.kubeConfig('hintbox').exportConfig(), { mode: 0o600 });
+      const data = scratchFolder('hintbox-ticker-');
+      chownSync(data, 10001, 10001); // the sandbox user may write its mount
+      const ticksFile = path.join(data, 'ticks.log');
+      const ticks = (): number => (existsSync(ticksFile) ? readFileSync(ticksFile, 'utf8').split('\n').length - 1 : 0);
+      const profile = writeProfile({
+        name: 'k8sticker',
+        server: { image: 'registry.example/ticker:1', command: [process.execPath, TICKER] },
+        // A writable mount makes the class a held writer (the stand-in mounts nothing: the
+        // server writes the host's file by its own path).
+        mounts: [{ name: 'data', source: data, target: '/data' }],
+        env: { TICKS_FILE: ticksFile },
+        trust: 'trusted',
+      });
+      const env = { KUBECONFIG: kubeconfig, HINTBOX_GATE_IMAGE: 'registry.example/hintbox:1' };
+      await using hintbox = await runHintbox(profile, { env, args: ['--engine', 'kubernetes'] });
+      const call = async (name: string): Promise<void> => {
+        const result = await hintbox.client.callTool({ name, arguments: {} });
+        assert.notEqual(result.isError, true, `${name}: ${JSON.stringify(result)}\n${hintbox.stderr()}`);
+      };
+      /** The writer's Pod after a call: still the same one, and not one tick while no call is in flight. */
+      const frozenBetweenCalls = async (pods: string[]): Promise<void> => {
+        await delay(300); // the freeze after the call's answer
+        const atFreeze = ticks();
+        await delay(1000);
+        assert.equal(ticks(), atFreeze, `not one tick while no call was in flight\n${hintbox.stderr()}`);
+        assert.deepEqual(standIn.names('Pod'), pods, 'the same Pod, kept between calls');
+      };
+
+      await call('tick');
+      assert.ok(ticks() > 0, 'the writer ran during its call');
+      const pods = standIn.names('Pod');
+      assert.equal(pods.length, 1, JSON.stringify(pods));
+      await frozenBetweenCalls(pods);
+      // The attack: its stdout carries the gate's answers and frames, during the call and after
+      // its answer (while hintbox freezes it).
+      await call('forge');
+      await frozenBetweenCalls(pods);
+      const before = ticks();
+      await call('tick');
+      assert.ok(ticks() > before, 'and it ran again during the call');
+      await frozenBetweenCalls(pods);
+      await hintbox.client.close();
+      await hintbox.exited;
+      assert.deepEqual(standIn.names('Pod'), []);
     });
   },
 );

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { integrationSuite } from './support/suite.js';
-import { LABEL_CLASS } from '../../src/engine/docker/container-spec.js';
+import { LABEL_CLASS } from '../../src/engine/sandbox-labels.js';
 import { containersOf, docker, ensureTestImages, eventually, LIAR_IMAGE } from './support/docker.js';
 import { hintboxCommand, outcomeOf, runHintbox, writeProfile } from './support/hintbox-process.js';
 

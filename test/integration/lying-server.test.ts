@@ -4,7 +4,7 @@ import path from 'node:path';
 import { before, it } from 'node:test';
 import { integrationSuite } from './support/suite.js';
 import { GenericContainer, Wait, type StartedTestContainer } from 'testcontainers';
-import { LABEL_CLASS, LABEL_SERVER, LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
+import { LABEL_CLASS, LABEL_SERVER, LABEL_SESSION } from '../../src/engine/sandbox-labels.js';
 import {
   CANARY_IMAGE,
   defaultBridgeGateway,

@@ -3,7 +3,7 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { it } from 'node:test';
 import { integrationSuite } from './support/suite.js';
-import { LABEL_PREVIEW } from '../../src/engine/docker/container-spec.js';
+import { LABEL_PREVIEW } from '../../src/engine/sandbox-labels.js';
 import { docker, ensureTestImages } from './support/docker.js';
 import { copyOfShippedProfile, hintboxCommand, runHintbox, sandboxFolder } from './support/hintbox-process.js';
 

@@ -7,7 +7,7 @@ import type { Readable } from 'node:stream';
 import { before, it } from 'node:test';
 import { integrationSuite } from './support/suite.js';
 import { stringify } from 'yaml';
-import { LABEL_CLASS, LABEL_OWNER_PID, LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
+import { LABEL_CLASS, LABEL_OWNER_PID, LABEL_SESSION } from '../../src/engine/sandbox-labels.js';
 import { LABEL_OPEN_NETWORK } from '../../src/engine/docker/open-network.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 import {

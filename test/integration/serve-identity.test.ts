@@ -6,7 +6,7 @@ import { integrationSuite } from './support/suite.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { stringify } from 'yaml';
-import { LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
+import { LABEL_SESSION } from '../../src/engine/sandbox-labels.js';
 import { oauthSettingsFile, startTestIssuer, type TestIssuer } from '../support/oauth-issuer.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 import { ensureTestImages, LIAR_IMAGE } from './support/docker.js';

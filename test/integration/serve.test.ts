@@ -5,7 +5,7 @@ import { before, it } from 'node:test';
 import { integrationSuite } from './support/suite.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { parse, stringify } from 'yaml';
-import { LABEL_SERVER } from '../../src/engine/docker/container-spec.js';
+import { LABEL_SERVER } from '../../src/engine/sandbox-labels.js';
 import { oauthSettingsFile, startTestIssuer, type TestIssuer } from '../support/oauth-issuer.js';
 import { parseSamples, sampleOf } from '../support/prometheus-text.js';
 import { scratchFolder } from '../support/scratch-folder.js';

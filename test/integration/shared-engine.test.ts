@@ -11,7 +11,7 @@ import {
   LABEL_OWNER_PID,
   LABEL_SERVER,
   LABEL_SESSION,
-} from '../../src/engine/docker/container-spec.js';
+} from '../../src/engine/sandbox-labels.js';
 import { scratchFolder } from '../support/scratch-folder.js';
 import {
   assertNoLeftoversWithin,

@@ -7,21 +7,13 @@ import {
   LABEL_OWNER_PID,
   LABEL_SERVER,
   LABEL_SESSION,
-  SANDBOX_HOME,
-  SANDBOX_TMP,
-  buildContainerSpec,
   containerName,
-  serverCommand,
-  type ContainerSpecInput,
-} from '../../src/engine/docker/container-spec.js';
+} from '../../src/engine/sandbox-labels.js';
+import { SANDBOX_HOME, SANDBOX_TMP, serverCommand } from '../../src/engine/sandbox-process.js';
+import { buildContainerSpec, type ContainerSpecInput } from '../../src/engine/docker/container-spec.js';
 import { sandboxUserIds } from '../../src/engine/sandbox-engine.js';
-import {
-  GATE_SOCKET_ENV,
-  GATE_TOKEN_ENV,
-  GATE_TUNABLES_ENV,
-  SANDBOX_GATE_PATH,
-  SANDBOX_IO_DIR,
-} from '../../src/engine/docker/gate.js';
+import { GATE_SOCKET_ENV, GATE_TOKEN_ENV, GATE_TUNABLES_ENV, SANDBOX_IO_DIR } from '../../src/engine/gate-variables.js';
+import { SANDBOX_GATE_PATH } from '../../src/engine/docker/gate.js';
 import { SANDBOX_PG_SOCKET_DIR, sandboxDatabaseEnv } from '../../src/database/socket-relay.js';
 import { planSandboxes, type Ceiling, type PlannedSandbox } from '../../src/policy/plan-sandboxes.js';
 

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseEgressHosts } from '../../src/policy/egress-hosts.js';
 import { egressViolation } from '../../src/policy/egress-violation.js';
-import { parseSquidLogLine } from '../../src/engine/docker/squid-config.js';
+import { parseSquidLogLine } from '../../src/engine/squid-config.js';
 
 const BACKEND = parseEgressHosts(['db.internal:5432', '*.api.internal:443', '10.0.0.5:6379', '[fd00::5]:6380']);
 const CLOSED = new Set(['query', 'lookup']);

@@ -4,7 +4,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { gateBinary, gateBinaryProblem, openGateSocket, SANDBOX_IO_DIR } from '../../src/engine/docker/gate.js';
+import { gateBinary, gateBinaryProblem, openGateSocket } from '../../src/engine/docker/gate.js';
+import { SANDBOX_IO_DIR } from '../../src/engine/gate-variables.js';
 import { packagePath } from '../../src/util/package-root.js';
 
 const GATE = packagePath('dist', 'hintbox-gate');

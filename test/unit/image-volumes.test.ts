@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { assertNoVolumes, imageVolumePaths, volumeMasks } from '../../src/engine/docker/image-volumes.js';
+import { assertNoVolumes, imageVolumePaths, volumeMasks } from '../../src/engine/image-volumes.js';
 
 const OPTIONS = 'rw,nosuid,nodev,noexec,size=1024';
 const masks = (imageVolumes: string[], binds: string[] = ['/projects', '/run/hintbox/io']) =>

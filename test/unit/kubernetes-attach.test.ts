@@ -116,7 +116,7 @@ describe(
       await new Promise((r) => setTimeout(r, 500));
       assert.equal(serverRan, false, 'nothing of the server ran while held');
       const client = new Client({ name: 'hintbox-attach-test', version: '1' });
-      await client.connect(gate.release());
+      await client.connect(gate.release().transport);
       const { tools } = await client.listTools();
       assert.ok(
         tools.some((t) => t.name === 'write_mounted'),

@@ -5,12 +5,12 @@ import { existsSync, readlinkSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import { KubernetesEngine } from '../../src/engine/kubernetes/kubernetes-engine.js';
-import { NO_FREEZE } from '../../src/engine/kubernetes/kubernetes-sandbox.js';
 import type { KubeObject } from '../../src/engine/kubernetes/kubernetes-objects.js';
 import type { SandboxSpec } from '../../src/engine/sandbox-engine.js';
 import { createLogger } from '../../src/util/logger.js';
+import { delay } from '../../src/util/delay.js';
 import { packagePath } from '../../src/util/package-root.js';
-import { KubeStandIn } from './support/kube-stand-in.js';
+import { childrenOf, KubeStandIn } from './support/kube-stand-in.js';
 
 /**
  * The Kubernetes engine behind the engine port, against a stand-in API server and kubelet
@@ -109,8 +109,12 @@ describe(
       ]);
       await new Promise((r) => setTimeout(r, 300));
       assert.equal(executable(pid), GATE, 'while held, the Pod runs only the gate');
+      assert.deepEqual(childrenOf(pid as number), [], 'and nothing else');
       const started = await held.release();
-      assert.equal(executable(pid), process.execPath, 'released: the gate executed the server');
+      // The gate stays the first process (to freeze the sandbox); the server is its child.
+      assert.equal(executable(pid), GATE, 'released: the gate stays');
+      const server = childrenOf(pid as number);
+      assert.deepEqual(server.map(executable), [process.execPath], 'and runs the server');
       const { tools } = await started.client.listTools();
       assert.ok(tools.some((t) => t.name === 'identity'));
       const result = await started.client.callTool({ name: 'identity', arguments: {} });
@@ -178,11 +182,16 @@ describe(
       assert.equal(standIn.requests.length, before);
     });
 
-    // proves: K8S-NO-FREEZE
-    it('a released sandbox refuses to freeze (no control channel), so the pool removes a writer after its call', async () => {
+    // proves: K8S-FREEZE
+    it('a released sandbox freezes through its gate over the attach: its server answers nothing until thawed', async () => {
       const started = await (await engine.hold(spec('k8se1', { sandboxId: 'rw-offline' }), hold)).release();
-      await assert.rejects(started.freeze(), (e: Error) => e.message === NO_FREEZE);
+      await started.freeze();
+      const listed = started.client.listTools();
+      const early = await Promise.race([listed.then(() => 'answered'), delay(700).then(() => 'silent')]);
+      assert.equal(early, 'silent', 'the frozen server answered');
       await started.thaw();
+      const { tools } = await listed;
+      assert.ok(tools.length > 0, 'and answers once thawed');
       await started.remove();
       assert.deepEqual(standIn.names('Pod'), []);
     });

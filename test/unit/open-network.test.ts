@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION } from '../../src/engine/docker/container-spec.js';
+import { LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION } from '../../src/engine/sandbox-labels.js';
 import { LABEL_OPEN_NETWORK, NO_ICC_OPTION, openNetworkOptions } from '../../src/engine/docker/open-network.js';
 
 describe('openNetworkOptions', () => {

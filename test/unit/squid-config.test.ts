@@ -7,7 +7,7 @@ import {
   UNREADABLE_HOST,
   parseSquidLogLine,
   squidConfig,
-} from '../../src/engine/docker/squid-config.js';
+} from '../../src/engine/squid-config.js';
 
 const CONFIG = squidConfig({
   hosts: parseEgressHosts(['api.example.com:443', '*.example.com:8443', '198.51.100.7:80', '[2001:db8::1]:443']),

@@ -1,12 +1,22 @@
 import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
 import { parseSize } from '../../profile/profile-schema.js';
-import type { Profile } from '../../profile/load-profile.js';
 import { sandboxUserIds, type SandboxSpec, type SessionIdentity } from '../sandbox-engine.js';
 import { SANDBOX_PG_SOCKET_DIR } from '../../database/socket-relay.js';
 import { mountValues, substituteSandboxValues } from '../../profile/sandbox-values.js';
-import { GATE_SOCKET_ENV, GATE_TOKEN_ENV, GATE_TUNABLES_ENV, SANDBOX_GATE_PATH, SANDBOX_IO_DIR } from './gate.js';
-import { volumeMasks } from './image-volumes.js';
+import { GATE_SOCKET_ENV, GATE_TOKEN_ENV, GATE_TUNABLES_ENV, SANDBOX_IO_DIR } from '../gate-variables.js';
+import { SANDBOX_GATE_PATH } from './gate.js';
+import { volumeMasks } from '../image-volumes.js';
+import {
+  containerName,
+  LABEL_CLASS,
+  LABEL_OWNER_HOST,
+  LABEL_OWNER_PID,
+  LABEL_PREVIEW,
+  LABEL_SERVER,
+  LABEL_SESSION,
+} from '../sandbox-labels.js';
+import { commandWithValues, proxyEnv, SANDBOX_HOME, SANDBOX_TMP } from '../sandbox-process.js';
 import type { EngineKind } from './docker-connection.js';
 
 /** Kept here too for the database's role comments (owner host and pid): see the engine port. */
@@ -17,13 +27,6 @@ export type { SessionIdentity };
  * Every sandbox, whatever its class, gets the same hardening; only mounts and network differ.
  */
 
-export const LABEL_SESSION = 'hintbox.session';
-export const LABEL_SERVER = 'hintbox.server';
-export const LABEL_CLASS = 'hintbox.class';
-/** Host name and pid of the hintbox process that owns the container: the sweep checks them. */
-export const LABEL_OWNER_HOST = 'hintbox.owner-host';
-export const LABEL_OWNER_PID = 'hintbox.owner-pid';
-
 /**
  * Docker's own log of a sandbox (its stderr; hintbox reads it through the attach stream, not
  * from this log): json-file, rotated, so that a server flooding stderr cannot fill the host's
@@ -31,10 +34,6 @@ export const LABEL_OWNER_PID = 'hintbox.owner-pid';
  */
 export const SANDBOX_LOG_FILE_SIZE = '1m';
 export const SANDBOX_LOG_FILES = 2;
-
-/** HOME inside every sandbox: a small tmpfs, because real read-only tools still write caches. */
-export const SANDBOX_HOME = '/home/sandbox';
-export const SANDBOX_TMP = '/tmp';
 
 export interface EngineFeatures {
   /** Engine API ≥ 1.44: bind mounts can be made read-only recursively. */
@@ -85,51 +84,6 @@ export interface GateMounts {
   /** What the gate sends first to prove it is the gate. */
   token: string;
 }
-
-/** The parts of an image's configuration that say what it runs. */
-export interface ImageCommand {
-  Entrypoint?: string | string[] | null;
-  Cmd?: string | string[] | null;
-}
-
-/**
- * What the sandbox runs, as Docker would: the profile's command, else the image's entrypoint;
- * then the profile's args, else (only when the entrypoint is the image's) the image's cmd.
- * The gate executes it, so hintbox must know it. Pure.
- */
-export function serverCommand(
-  server: Pick<Profile['server'], 'command' | 'args' | 'image'>,
-  image: ImageCommand,
-): string[] {
-  const list = (x: string | string[] | null | undefined): string[] => (typeof x === 'string' ? [x] : (x ?? []));
-  const entrypoint = server.command ?? list(image.Entrypoint);
-  const args = server.args ?? (server.command ? [] : list(image.Cmd));
-  const command = [...entrypoint, ...args];
-  if (!command.length || !command[0]) {
-    throw new Error(`image ${server.image} names no command to run and the profile gives none (server.command)`);
-  }
-  return command;
-}
-
-/**
- * The command with `${sandbox:NAME}` filled in, in the profile's args only: they are the
- * command's last entries (see `serverCommand`); the image's own entrypoint and cmd stay as they are.
- */
-function commandWithValues(
-  command: readonly string[],
-  profileArgs: readonly string[] | undefined,
-  values: Readonly<Record<string, string>> | undefined,
-): string[] {
-  const first = command.length - (profileArgs?.length ?? 0);
-  return command.map((arg, i) => (i < first ? arg : substituteSandboxValues(arg, values, `server.args[${i - first}]`)));
-}
-
-export function containerName(session: SessionIdentity, server: string, sandboxId: string): string {
-  return `hintbox-${session.sessionId}-${server}-${sandboxId}`;
-}
-
-/** A preview's sandbox is labelled so (its class label is `preview-<class>`). */
-export const LABEL_PREVIEW = 'hintbox.preview';
 
 /** A restart's container (generation > 0) and a preview's get names of their own. */
 function nameOf(input: ContainerSpecInput): string {
@@ -291,23 +245,5 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
         Config: { 'max-size': SANDBOX_LOG_FILE_SIZE, 'max-file': String(SANDBOX_LOG_FILES), compress: 'false' },
       },
     },
-  };
-}
-
-/**
- * The proxy variables of a sandbox with egress, in both spellings clients read. Clients that
- * ignore them have no route at all: the proxy is the only way out.
- */
-export function proxyEnv(proxyUrl: string): Record<string, string> {
-  const noProxy = 'localhost,127.0.0.1,::1';
-  return {
-    HTTP_PROXY: proxyUrl,
-    HTTPS_PROXY: proxyUrl,
-    ALL_PROXY: proxyUrl,
-    NO_PROXY: noProxy,
-    http_proxy: proxyUrl,
-    https_proxy: proxyUrl,
-    all_proxy: proxyUrl,
-    no_proxy: noProxy,
   };
 }

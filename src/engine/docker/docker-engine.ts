@@ -15,7 +15,9 @@ import {
   type BindSource,
 } from '../sandbox-engine.js';
 import { checkSamePaths, findOwnContainer, stageGate } from './own-container.js';
-import { buildContainerSpec, LABEL_CLASS, LABEL_OWNER_PID, serverCommand } from './container-spec.js';
+import { buildContainerSpec } from './container-spec.js';
+import { LABEL_CLASS, LABEL_OWNER_PID } from '../sandbox-labels.js';
+import { serverCommand } from '../sandbox-process.js';
 import { connectDocker, type DockerConnection } from './docker-connection.js';
 import { holdSandbox } from './docker-sandbox.js';
 import { packageLockPath, packageSource } from '../../packages/package-source.js';
@@ -26,7 +28,7 @@ import { ImageBuilder } from './image-builder.js';
 import { ensureEgressProxyImage, startEgress, type StartedEgress } from './egress-proxy.js';
 import { makeIsOwnerAlive, removeSession, sweepOrphans } from './sweep.js';
 import { createOpenNetwork, removeOpenNetwork } from './open-network.js';
-import { imageVolumePaths } from './image-volumes.js';
+import { imageVolumePaths } from '../image-volumes.js';
 import { networkRefusal } from './engine-networks.js';
 import { hintboxEnvironment, type HintboxEnvironment } from '../../config/environment.js';
 import { newSessionId } from '../../util/session-identity.js';

@@ -3,17 +3,17 @@ import { PassThrough, type Readable } from 'node:stream';
 import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import type Docker from 'dockerode';
 import type { Logger } from '../../util/logger.js';
-import { renderServerText } from '../../util/render-server-text.js';
 import { NdjsonTransport } from '../../mcp/ndjson-transport.js';
 import { SplitTransport } from '../../mcp/split-transport.js';
 import type { GateMounts } from './container-spec.js';
 import { gateBinary, openGateSocket, releaseGate } from './gate.js';
 import { GateControl } from '../gate-control.js';
-import { assertNoVolumes } from './image-volumes.js';
+import { assertNoVolumes } from '../image-volumes.js';
 import { delay } from '../../util/delay.js';
 import { SandboxStartError, type HeldSandbox, type StartedSandbox } from '../sandbox-engine.js';
 import { removeContainer } from './remove-container.js';
 import { connectReleased } from '../started-sandbox.js';
+import { collectStderr, STDERR_LOG_MAX_BYTES } from '../stderr-log.js';
 
 export { SandboxStartError, type HeldSandbox, type StartedSandbox } from '../sandbox-engine.js';
 
@@ -35,18 +35,10 @@ export interface StartSandboxOptions {
   clientCapabilities?: ClientCapabilities;
 }
 
-const STDERR_TAIL_LINES = 20;
 /** After the container's output ended, the time its last lines take to reach the tail. */
 const STDERR_SETTLE_MS = 20;
 /** How long a closed connection waits for the container's output to end (a server alive without its stdio). */
 const STDERR_WAIT_MS = 500;
-const STDERR_LINE_MAX = 8192;
-/**
- * The most of one sandbox's stderr that goes into hintbox's log (which an MCP client may keep
- * in a file): a server that floods stderr must not fill the host's disk through it. Beyond it,
- * lines are only kept for the tail quoted when the sandbox dies.
- */
-export const STDERR_LOG_MAX_BYTES = 4 * 1024 * 1024;
 
 /**
  * Creates and starts a sandbox container whose first program is hintbox's gate, and waits for
@@ -270,36 +262,4 @@ function waitFor<T>(promise: Promise<T>, exited: Promise<void>, ms: number): Pro
     void exited.then(settled(() => reject(new Error('the container exited'))));
     promise.then(settled(resolve), settled(reject));
   });
-}
-
-/** Logs a sandbox's stderr line by line (within `budget` bytes) and keeps its last lines in `tail`; any engine's. */
-export function collectStderr(stderr: PassThrough, tail: string[], log: Logger, budget: { left: number }): void {
-  let partial = '';
-  stderr.setEncoding('utf8');
-  stderr.on('data', (chunk: string) => {
-    const lines = (partial + chunk).split('\n');
-    partial = lines.pop() ?? '';
-    for (const line of lines) push(line);
-    // A server that never ends its line must not grow hintbox's memory: cut it.
-    if (partial.length > STDERR_LINE_MAX) {
-      push(`${partial.slice(0, STDERR_LINE_MAX)} …(cut)`);
-      partial = '';
-    }
-  });
-  stderr.on('end', () => {
-    if (partial) push(partial);
-    partial = '';
-  });
-  function push(raw: string): void {
-    // The server's text, not terminal control: no escape sequences or fake log lines.
-    const line = renderServerText(raw);
-    tail.push(line);
-    if (tail.length > STDERR_TAIL_LINES) tail.shift();
-    if (budget.left <= 0) return;
-    budget.left -= Buffer.byteLength(line) + 1;
-    log.info(line);
-    if (budget.left <= 0) {
-      log.warn(`the server wrote more than ${STDERR_LOG_MAX_BYTES} bytes to stderr: the rest is not logged`);
-    }
-  }
 }

@@ -12,11 +12,11 @@ import {
   LABEL_OWNER_PID,
   LABEL_SERVER,
   LABEL_SESSION,
-  type EgressAttachment,
-} from './container-spec.js';
+} from '../sandbox-labels.js';
+import { type EgressAttachment } from './container-spec.js';
 import { IMAGES_DIR, SERVER_SUITE, type ImageBuilder } from './image-builder.js';
-import { parseSquidLogLine, SQUID_PORT, squidConfig } from './squid-config.js';
-import { assertNoVolumes, imageVolumePaths, volumeMasks } from './image-volumes.js';
+import { EGRESS_PROXY_IMAGE, parseSquidLogLine, SQUID_PORT, squidConfig } from '../squid-config.js';
+import { assertNoVolumes, imageVolumePaths, volumeMasks } from '../image-volumes.js';
 import { removeContainer } from './remove-container.js';
 
 /**
@@ -28,7 +28,6 @@ import { removeContainer } from './remove-container.js';
  * its one way out. Each request the proxy decides is reported (its access log, followed).
  */
 
-export const EGRESS_PROXY_IMAGE = 'hintbox/egress-proxy:trixie';
 /** Labels a proxy container and a class network; their class label is `egress-<class>`. */
 export const LABEL_EGRESS = 'hintbox.egress';
 const READY = /Accepting HTTP Socket connections/;

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { packagePath } from '../../util/package-root.js';
 import { listenFor, makeSocketFolder } from '../../util/unix-socket.js';
 import { HintboxError } from '../../util/hintbox-error.js';
+import { SANDBOX_IO_DIR } from '../gate-variables.js';
 
 /**
  * hintbox's sandbox gate (native/hintbox-gate.c): a static binary bound read-only into every
@@ -19,17 +20,6 @@ import { HintboxError } from '../../util/hintbox-error.js';
 
 /** Where the gate binary is bound in every sandbox. */
 export const SANDBOX_GATE_PATH = '/run/hintbox/gate';
-/** Where the folder of the sandbox's socket is bound (read-only). */
-export const SANDBOX_IO_DIR = '/run/hintbox/io';
-/** The variable that tells the gate its socket; the gate unsets it before the server runs. */
-export const GATE_SOCKET_ENV = 'HINTBOX_GATE_SOCKET';
-/** The gate's token, sent first on its connection; the gate unsets it before the server runs. */
-export const GATE_TOKEN_ENV = 'HINTBOX_GATE_TOKEN';
-/**
- * The profile's own GLIBC_TUNABLES, as `=VALUE` (empty: none). The gate itself runs with
- * GLIBC_TUNABLES empty, and sets the server's from this (or unsets it), then unsets this.
- */
-export const GATE_TUNABLES_ENV = 'HINTBOX_GATE_TUNABLES';
 /** How long a connection may take to send the token. */
 const TOKEN_DEADLINE_MS = 5000;
 /** The byte that releases a gate. */

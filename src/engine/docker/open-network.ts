@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import { LABEL_CLASS, LABEL_OWNER_HOST, LABEL_OWNER_PID } from './container-spec.js';
+import { LABEL_CLASS, LABEL_OWNER_HOST, LABEL_OWNER_PID } from '../sandbox-labels.js';
 import { removeContainer } from './remove-container.js';
 
 /**

@@ -1,7 +1,7 @@
 import type Docker from 'dockerode';
 import type { Logger } from '../../util/logger.js';
 import type { IsOwnerAlive } from '../../util/process-alive.js';
-import { LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION } from './container-spec.js';
+import { LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION } from '../sandbox-labels.js';
 import { removeContainer } from './remove-container.js';
 
 export { makeIsOwnerAlive, type IsOwnerAlive } from '../../util/process-alive.js';

@@ -1,7 +1,7 @@
 import { parseEgressHosts } from '../../policy/egress-hosts.js';
-import { LABEL_CLASS } from '../docker/container-spec.js';
-import { EGRESS_PROXY_IMAGE } from '../docker/egress-proxy.js';
-import { squidConfig, SQUID_PORT } from '../docker/squid-config.js';
+import { LABEL_CLASS } from '../sandbox-labels.js';
+import { EGRESS_PROXY_IMAGE } from '../squid-config.js';
+import { squidConfig, SQUID_PORT } from '../squid-config.js';
 import type { SandboxSpec } from '../sandbox-engine.js';
 import { kubeName, labelValue, type KubeObject } from './kubernetes-objects.js';
 import {

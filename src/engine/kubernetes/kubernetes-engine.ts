@@ -6,8 +6,9 @@ import type { Profile } from '../../profile/load-profile.js';
 import { UsageError } from '../../util/hintbox-error.js';
 import type { Logger } from '../../util/logger.js';
 import { makeIsOwnerAlive } from '../../util/process-alive.js';
-import { LABEL_CLASS, LABEL_OWNER_HOST, LABEL_OWNER_PID, serverCommand } from '../docker/container-spec.js';
-import { SQUID_PORT } from '../docker/squid-config.js';
+import { LABEL_CLASS, LABEL_OWNER_HOST, LABEL_OWNER_PID } from '../sandbox-labels.js';
+import { serverCommand } from '../sandbox-process.js';
+import { SQUID_PORT } from '../squid-config.js';
 import {
   SandboxStartError,
   type BindSource,
@@ -52,8 +53,8 @@ export interface KubernetesEngineOptions {
  * deny-all NetworkPolicy, its stdio the API's attach to hintbox's gate (pod-attach.ts); an
  * egress class gets its proxy Pod and Service first. hintbox builds no image here: every image
  * must already be in a registry the cluster pulls from, and one that is not fails the sandbox's
- * start in one line (nothing left). Writers are not frozen between calls but removed (see
- * `NO_FREEZE`); a database grant or an open network is refused (the renderer).
+ * start in one line (nothing left). Writers are frozen between calls by their gate, over the
+ * attach (pod-attach.ts); a database grant or an open network is refused (the renderer).
  */
 export class KubernetesEngine implements SandboxEngine {
   readonly recursiveReadOnly = true;

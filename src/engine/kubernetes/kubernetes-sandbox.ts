@@ -5,7 +5,7 @@ import { SplitTransport } from '../../mcp/split-transport.js';
 import { monotonicMs } from '../../util/clock.js';
 import { delay } from '../../util/delay.js';
 import type { Logger } from '../../util/logger.js';
-import { collectStderr, STDERR_LOG_MAX_BYTES } from '../docker/docker-sandbox.js';
+import { collectStderr, STDERR_LOG_MAX_BYTES, STDERR_TAIL_LINES } from '../stderr-log.js';
 import { SandboxStartError, type HeldSandbox, type StartedSandbox } from '../sandbox-engine.js';
 import { connectReleased } from '../started-sandbox.js';
 import type { Kind, KubeApi } from './kube-api.js';
@@ -35,16 +35,6 @@ export interface HoldPodOptions {
   /** Told the image the runtime resolved (`…@sha256:…`) once the Pod runs. */
   onImageId?: (imageId: string) => void;
 }
-
-/**
- * Why a held writer is not frozen on Kubernetes: its gate, attached over stdio, has no control
- * channel (docs/engines.md). The sandbox pool takes a failed freeze as fatal to the sandbox: a
- * writer is removed after its call and started again at the next (fail closed).
- */
-export const NO_FREEZE =
-  'a Kubernetes sandbox cannot be frozen (its gate has no control channel over the attach): it is removed instead';
-
-const STDERR_TAIL_LINES = 20;
 
 export async function holdPod(options: HoldPodOptions): Promise<HeldSandbox> {
   const { api, id, log } = options;
@@ -116,10 +106,12 @@ async function release(
   gate: AttachedGate,
   ctx: HoldPodOptions & { name: string; tail: string[]; remove: () => Promise<void> },
 ): Promise<StartedSandbox> {
+  const { transport, control } = gate.release();
+  void gate.ended.then(() => control.close());
   return connectReleased({
     id: ctx.id,
     containerId: ctx.name,
-    forwarded: new SplitTransport(gate.release()),
+    forwarded: new SplitTransport(transport),
     closed: gate.ended.then(() => undefined),
     startTimeoutMs: ctx.startTimeoutMs,
     capabilities: ctx.clientCapabilities ?? {},
@@ -127,8 +119,10 @@ async function release(
       ctx.tail.length ? `; its stderr ends with:\n${ctx.tail.join('\n')}` : '; it wrote nothing to stderr',
     stderrTail: () => ctx.tail.slice(-STDERR_TAIL_LINES).join('\n'),
     remove: ctx.remove,
-    freeze: () => Promise.reject(new Error(NO_FREEZE)),
-    thaw: () => Promise.resolve(),
+    // The gate stops the Pod's processes (a Pod has no pause); a failed freeze is fatal to the
+    // sandbox: the caller removes it.
+    freeze: () => control.freeze(),
+    thaw: () => control.thaw(),
   });
 }
 

@@ -1,6 +1,6 @@
 import type { Logger } from '../../util/logger.js';
 import type { IsOwnerAlive } from '../../util/process-alive.js';
-import { LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION } from '../docker/container-spec.js';
+import { LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION } from '../sandbox-labels.js';
 import type { Kind, KubeApi } from './kube-api.js';
 import type { KubeObject } from './kubernetes-objects.js';
 

@@ -1,10 +1,12 @@
 import { timingSafeEqual } from 'node:crypto';
-import { PassThrough, Writable } from 'node:stream';
+import { Duplex, PassThrough, Writable } from 'node:stream';
 import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 // Not re-exported by the package's index; the attach channels' one implementation there.
 import { WebSocketHandler } from '@kubernetes/client-node/dist/web-socket-handler.js';
 import { NdjsonTransport } from '../../mcp/ndjson-transport.js';
 import { HintboxError } from '../../util/hintbox-error.js';
+import { GateControl } from '../gate-control.js';
+import { dataFrame, GateFrameDecoder } from '../gate-frames.js';
 
 /**
  * hintbox's channel to a sandbox Pod's gate over the API's attach (a WebSocket, the
@@ -14,6 +16,8 @@ import { HintboxError } from '../../util/hintbox-error.js';
  * it executes the server: the same hold/release handshake as over the Docker engine's socket,
  * with no pod network involved. The gate speaks only when asked because an attach carries only
  * what a container writes after it: a token written at start, before hintbox attached, is lost.
+ * After the release both directions are framed (gate-frames.ts), so that the same attach also
+ * carries the freeze, on bytes the server cannot write.
  */
 
 /** What hintbox sends the gate once attached: its token is wanted now. */
@@ -28,12 +32,19 @@ export class AttachError extends HintboxError {
 
 /** A sandbox Pod whose gate answered: nothing of the image has run yet. */
 export interface AttachedGate {
-  /** Lets the server run; its stdio becomes an MCP transport (NDJSON). */
-  release(): NdjsonTransport;
+  /** Lets the server run: its stdio becomes an MCP transport (NDJSON), beside the gate's freeze. */
+  release(): ReleasedGate;
   /** Closes the attach: a held gate then exits and the server never runs. */
   close(): void;
   /** Resolves when the attach ends, with the API's status message when it sent one. */
   readonly ended: Promise<string | undefined>;
+}
+
+/** A released gate's two channels over the one attach (framed: gate-frames.ts). */
+export interface ReleasedGate {
+  transport: NdjsonTransport;
+  /** Freezes and thaws the sandbox: the gate, PID 1 of the Pod's container, stops every other process. */
+  control: GateControl;
 }
 
 export interface AttachOptions {
@@ -93,14 +104,51 @@ export async function attachToGate(options: AttachOptions): Promise<AttachedGate
   return {
     release() {
       stdin.write('G');
-      const transport = new NdjsonTransport(stdout, stdin);
+      const released = framedChannels(stdout, stdin, close);
       // Paused since the token: the server says nothing before the client's first message.
       stdout.resume();
-      return transport;
+      return released;
     },
     close,
     ended,
   };
+}
+
+/**
+ * After the release the gate speaks in frames (gate-frames.ts): the server's stdio in 'D' frames,
+ * the freeze's commands and answers as single bytes. A stream that breaks the framing is not the
+ * gate's: the attach is closed (the sandbox ends; fail closed).
+ */
+function framedChannels(stdout: PassThrough, stdin: Writable, close: () => void): ReleasedGate {
+  const serverOut = new PassThrough();
+  const control = new Duplex({
+    read() {},
+    write(command: Buffer, _encoding, done) {
+      stdin.write(command, done);
+    },
+  });
+  const decoder = new GateFrameDecoder(
+    (bytes) => serverOut.write(bytes),
+    (answer) => control.push(answer),
+  );
+  stdout.on('data', (chunk: Buffer) => {
+    try {
+      decoder.push(chunk);
+    } catch (error) {
+      control.destroy(error as Error);
+      close();
+    }
+  });
+  stdout.once('end', () => {
+    serverOut.end();
+    control.push(null);
+  });
+  const serverIn = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      stdin.write(dataFrame(chunk), done);
+    },
+  });
+  return { transport: new NdjsonTransport(serverOut, serverIn), control: new GateControl(control) };
 }
 
 /** Reads the gate's first line and checks it is the token; the bytes after it stay unread. */

@@ -1,4 +1,4 @@
-import { SQUID_PORT } from '../docker/squid-config.js';
+import { SQUID_PORT } from '../squid-config.js';
 import type { SandboxSpec } from '../sandbox-engine.js';
 import { renderEgressProxy } from './egress-proxy-pod.js';
 import type { KubeObject } from './kubernetes-objects.js';

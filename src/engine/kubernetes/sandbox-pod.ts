@@ -1,7 +1,7 @@
 import { parseSize } from '../../profile/profile-schema.js';
 import { mountValues, substituteSandboxValues } from '../../profile/sandbox-values.js';
 import { sandboxUserIds, type SandboxSpec } from '../sandbox-engine.js';
-import { GATE_SOCKET_ENV, GATE_TOKEN_ENV, GATE_TUNABLES_ENV, SANDBOX_IO_DIR } from '../docker/gate.js';
+import { GATE_SOCKET_ENV, GATE_TOKEN_ENV, GATE_TUNABLES_ENV, SANDBOX_IO_DIR } from '../gate-variables.js';
 import {
   containerName,
   LABEL_CLASS,
@@ -10,12 +10,10 @@ import {
   LABEL_PREVIEW,
   LABEL_SERVER,
   LABEL_SESSION,
-  proxyEnv,
-  SANDBOX_HOME,
-  SANDBOX_TMP,
-} from '../docker/container-spec.js';
-import { volumeMasks } from '../docker/image-volumes.js';
-import { SQUID_PORT } from '../docker/squid-config.js';
+} from '../sandbox-labels.js';
+import { commandWithValues, proxyEnv, SANDBOX_HOME, SANDBOX_TMP } from '../sandbox-process.js';
+import { volumeMasks } from '../image-volumes.js';
+import { SQUID_PORT } from '../squid-config.js';
 import { kubeName, labelValue, type KubeObject, type ObjectMeta, type OwnerReference } from './kubernetes-objects.js';
 
 /**
@@ -204,10 +202,7 @@ export function renderSandboxPod(input: SandboxPodInput): KubeObject[] {
   const profileEnv = Object.fromEntries(
     Object.entries(profile.env).map(([k, v]) => [k, substituteSandboxValues(v, values, `env.${k}`)]),
   );
-  const first = input.command.length - (profile.server.args?.length ?? 0);
-  const command = input.command.map((arg, i) =>
-    i < first ? arg : substituteSandboxValues(arg, values, `server.args[${i - first}]`),
-  );
+  const command = commandWithValues(input.command, profile.server.args, values);
   const env = {
     ...profileEnv,
     ...(network === 'egress' ? proxyEnv(target.egressProxyUrl as string) : {}),

@@ -3,13 +3,9 @@ import type Docker from 'dockerode';
 import { connectDocker, type DockerConnection } from '../../../src/engine/docker/docker-connection.js';
 import { IMAGES_DIR, NODE_SERVER_IMAGE } from '../../../src/engine/docker/image-builder.js';
 import { buildFromFolder, onTestEngine } from './engine-images.js';
-import { EGRESS_PROXY_IMAGE, ensureEgressProxyImage } from '../../../src/engine/docker/egress-proxy.js';
-import {
-  LABEL_CLASS,
-  LABEL_OWNER_HOST,
-  LABEL_OWNER_PID,
-  LABEL_SESSION,
-} from '../../../src/engine/docker/container-spec.js';
+import { EGRESS_PROXY_IMAGE } from '../../../src/engine/squid-config.js';
+import { ensureEgressProxyImage } from '../../../src/engine/docker/egress-proxy.js';
+import { LABEL_CLASS, LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION } from '../../../src/engine/sandbox-labels.js';
 import { isProcessAlive, makeIsOwnerAlive } from '../../../src/util/process-alive.js';
 import assert from 'node:assert/strict';
 import path from 'node:path';

@@ -6,7 +6,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { stringify } from 'yaml';
-import { LABEL_SERVER } from '../../../src/engine/docker/container-spec.js';
+import { LABEL_SERVER } from '../../../src/engine/sandbox-labels.js';
 import { hashToken } from '../../../src/serve/bearer-tokens.js';
 import { scratchFolder } from '../../support/scratch-folder.js';
 import { containersOf, eventually, LIAR_IMAGE, ownHintboxProcess } from './docker.js';

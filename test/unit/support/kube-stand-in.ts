@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -15,7 +16,8 @@ import { POD_GATE_PATH } from '../../../src/engine/kubernetes/sandbox-pod.js';
  * and HTTP codes on errors), and a Pod's attach (a WebSocket, `v4.channel.k8s.io`).
  *
  * Its kubelet runs a Pod's `server` container as a local process: the real gate binary where the
- * Pod names the gate's copy, then the Pod's command. As a real kubelet, it starts the container
+ * Pod names the gate's copy (in a PID and mount namespace of its own, as root: `unshare`), then
+ * the Pod's command. As a real kubelet, it starts the container
  * when the Pod is created, not when someone attaches, and an attach carries only what the
  * container writes after it (what it wrote before is dropped). It enforces none of the Pod's
  * securityContext, volumes or policies: those are the renderer's tests and `podman kube play`'s.
@@ -30,6 +32,8 @@ export interface StandInOptions {
 
 interface RunningPod {
   child?: ChildProcess;
+  /** Its process is `unshare`, whose child is the gate. */
+  inNamespace?: boolean;
   attached?: WebSocket;
 }
 
@@ -94,9 +98,14 @@ export class KubeStandIn {
     return [...this.objects.values()].filter((o) => o.kind === kind).map((o) => o.metadata.name);
   }
 
-  /** The process id of the Pod's container, when it was started. */
+  /**
+   * The process id (the host's) of the Pod's container's first process, when it was started: the
+   * gate's (the child of `unshare`), else the command's.
+   */
   pid(namespace: string, name: string): number | undefined {
-    return this.running.get(`Pod/${namespace}/${name}`)?.child?.pid;
+    const entry = this.running.get(`Pod/${namespace}/${name}`);
+    const pid = entry?.child?.pid;
+    return pid !== undefined && entry?.inNamespace ? childrenOf(pid)[0] : pid;
   }
 
   /** Puts an object in as if another client had made it (uid assigned, its Pod not run). */
@@ -186,14 +195,22 @@ export class KubeStandIn {
     this.running.set(key, entry);
     const command = container.command ?? [];
     if (command.length === 0) return setStatus('Running', { running: { startedAt: new Date().toISOString() } });
-    const program = command[0] === POD_GATE_PATH ? this.options.gate : (command[0] as string);
+    // The gate stops every other process of its PID namespace on a freeze: as on a kubelet, it
+    // runs as the first process of a namespace of its own (never on the host's, where its
+    // kill(-1, SIGSTOP) would reach every process of the machine; the gate refuses that too).
+    // --kill-child: the namespace dies with the process the stand-in kills.
+    const argv =
+      command[0] === POD_GATE_PATH
+        ? ['unshare', '--pid', '--fork', '--mount-proc', '--kill-child', this.options.gate, ...command.slice(1)]
+        : command;
     const env = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.value]));
-    const child = spawn(program, command.slice(1), {
+    const child = spawn(argv[0] as string, argv.slice(1), {
       env: { PATH: process.env.PATH ?? '', ...env },
       cwd: tmpdir(),
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     entry.child = child;
+    entry.inNamespace = argv !== command;
     const frame = (channel: number, data: Buffer): void =>
       entry.attached?.send(Buffer.concat([Buffer.from([channel]), data]));
     // As a kubelet's attach: only what is written while someone is attached reaches them.
@@ -217,6 +234,16 @@ export class KubeStandIn {
     });
     // stdinOnce: the container's stdin closes with the first attach.
     ws.on('close', () => pod.child?.stdin?.end());
+  }
+}
+
+/** The host's ids of a process's children (Linux: /proc/PID/task/PID/children). */
+export function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
   }
 }
 

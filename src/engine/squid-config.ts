@@ -1,5 +1,5 @@
-import type { EgressHost } from '../../policy/egress-hosts.js';
-import type { EgressRequest } from '../sandbox-engine.js';
+import type { EgressHost } from '../policy/egress-hosts.js';
+import type { EgressRequest } from './sandbox-engine.js';
 
 /**
  * The configuration of one egress proxy (Squid): what one sandbox class may reach. Pure.
@@ -36,6 +36,9 @@ export const ALWAYS_DENIED: readonly string[] = [
   'ff00::/8', // IPv6 multicast
 ];
 
+/** The image that runs this configuration: Debian's Squid on the server suite's base (any engine's proxy). */
+export const EGRESS_PROXY_IMAGE = 'hintbox/egress-proxy:trixie';
+
 /** The proxy's port inside its container. */
 export const SQUID_PORT = 3128;
 /** The first word of each access log line hintbox reads back (see `parseSquidLogLine`). */
@@ -51,7 +54,7 @@ export interface SquidConfigInput {
 
 export function squidConfig({ hosts, clients, hostAddresses }: SquidConfigInput): string {
   const lines = [
-    '# Written by hintbox for one sandbox class; see src/engine/docker/squid-config.ts.',
+    '# Written by hintbox for one sandbox class; see src/engine/squid-config.ts.',
     `http_port ${SQUID_PORT}`,
     'pid_filename none',
     'cache deny all',
