@@ -36,6 +36,7 @@ export interface ReleasedSandbox {
 export async function connectReleased(released: ReleasedSandbox): Promise<StartedSandbox> {
   const { closed } = released;
   const clientInfo = { name: 'hintbox', version: VERSION };
+  const probing = Date.now();
   const { transport, era } = await ModernUpstreamTransport.open(
     released.stdio,
     { clientInfo, capabilities: released.capabilities },
@@ -44,7 +45,8 @@ export async function connectReleased(released: ReleasedSandbox): Promise<Starte
   const forwarded = new SplitTransport(transport);
   const client = new Client(clientInfo, { capabilities: released.capabilities });
   try {
-    await client.connect(forwarded.sdk, { timeout: released.startTimeoutMs });
+    // The probe and the handshake share the start's bound.
+    await client.connect(forwarded.sdk, { timeout: released.startTimeoutMs - (Date.now() - probing) });
   } catch (error) {
     // Let the last stderr lines arrive before quoting them.
     await Promise.race([closed, delay(300)]);

@@ -20,9 +20,9 @@ import {
 
 /**
  * How long a server may take to answer `server/discover` before it is taken for a 2025 server
- * and sent `initialize`. A 2025 server answers at once (method not found); one that answers
- * nothing cannot hold the start longer than this, and `initialize` then has its own bound
- * (`timeouts.start`).
+ * and sent `initialize`: at most this, and at most half of the start's bound (`timeouts.start`),
+ * so that `initialize` keeps the other half. A 2025 server answers at once (method not found);
+ * one that answers nothing cannot hold the start longer than `timeouts.start` in all.
  */
 export const PROBE_TIMEOUT_MS = 5_000;
 
@@ -70,7 +70,7 @@ export class ModernUpstreamTransport implements Transport {
   private readonly pending = new Map<RequestId, Pending>();
   /** Open questions, by the id hintbox gave them: the request they belong to and their key. */
   private readonly questions = new Map<string, { request: RequestId; key: string }>();
-  private probe?: (message: JsonRpcObject) => void;
+  private probe?: (message: JsonRpcObject | undefined) => void;
 
   private constructor(
     private readonly base: Transport,
@@ -86,6 +86,8 @@ export class ModernUpstreamTransport implements Transport {
       if (up) this.onmessage?.(up, extra);
     };
     base.onclose = () => {
+      // A server gone during the probe is no 2026 server; `initialize` then says it is gone.
+      this.probe?.(undefined);
       this.pending.clear();
       this.questions.clear();
       this.onclose?.();
@@ -95,20 +97,20 @@ export class ModernUpstreamTransport implements Transport {
 
   /**
    * Starts `base`, probes the server and returns the transport in its era. Never longer than
-   * `min(PROBE_TIMEOUT_MS, timeoutMs)`; a closed connection or a send that fails ends the probe
+   * `min(PROBE_TIMEOUT_MS, startTimeoutMs / 2)`; a closed connection or a send that fails ends the probe
    * as a 2025 server (`initialize` then says what is wrong).
    */
   static async open(
     base: Transport,
     identity: UpstreamIdentity,
-    timeoutMs = PROBE_TIMEOUT_MS,
+    startTimeoutMs: number,
   ): Promise<{ transport: ModernUpstreamTransport; era: UpstreamEra }> {
     const transport = new ModernUpstreamTransport(base, identity);
     await transport.start();
     let timer: NodeJS.Timeout | undefined;
     const answer = await new Promise<JsonRpcObject | undefined>((resolve) => {
       transport.probe = resolve;
-      timer = setTimeout(() => resolve(undefined), Math.min(PROBE_TIMEOUT_MS, timeoutMs));
+      timer = setTimeout(() => resolve(undefined), Math.min(PROBE_TIMEOUT_MS, startTimeoutMs / 2));
       base.send(discoverRequest(identity) as JSONRPCMessage).catch(() => resolve(undefined));
     });
     clearTimeout(timer);

@@ -139,7 +139,9 @@ integrationSuite('protocol pairings with a 2026 server', { timeout: 300_000, ima
       },
     );
     assert.equal(text(counted), 'counted 2');
-    assert.deepEqual(progress, [1, 2]);
+    // hintbox writes both notifications before the answer (seen on the wire); the SDK 2.x client
+    // may take the answer before the last one, so only the first is asserted.
+    assert.equal(progress[0], 1, JSON.stringify(progress));
 
     const abort = new AbortController();
     setTimeout(() => abort.abort('enough'), 400);
@@ -150,4 +152,22 @@ integrationSuite('protocol pairings with a 2026 server', { timeout: 300_000, ima
     const resource = await run.client.readResource({ uri: 'note://readme' });
     assert.equal((resource.contents[0] as { text?: string }).text, 'a 2026 server');
   });
+
+  it(
+    'passes a 2026 server’s input request to a 2026 client and retries with its answer',
+    {
+      todo: 'needs the client-facing translation of a server’s elicitation into input_required (issue 31, i31-elicit)',
+    },
+    async () => {
+      const { file } = await profileOfModern('modern-ask');
+      await using run = await runHintboxModern(file, {
+        onElicit: (params) => ({
+          action: 'accept',
+          content: params.message.includes('What is your name?') ? ANSWER_NAME : ANSWER_APPROVE,
+        }),
+      });
+      const asked = await run.client.callTool({ name: 'ask_name', arguments: {} });
+      assert.equal(text(asked), 'hello Ada (state modern-state-1)', JSON.stringify(asked));
+    },
+  );
 });
