@@ -205,6 +205,7 @@ describe('ModernUpstreamTransport: the era of a sandboxed server', () => {
     assert.equal(server.got.filter((m) => m.method === 'tools/call').length, 1, 'no retry');
   });
 
+  // proves: UPSTREAM-2026-INPUT-STATE
   it('refuses a server that asks more than MAX_INPUT_ROUNDS times in one request, and a request of its own under a question’s id', async () => {
     const server = await modernServer((m) =>
       m.id === undefined
