@@ -185,7 +185,7 @@ export class ModernUpstreamTransport implements Transport {
     }
     this.pending.delete(raw.id);
     if (!isObject(raw.result)) return raw as JSONRPCMessage;
-    return { jsonrpc: '2.0', id: raw.id, result: legacyResult(raw.result) } as JSONRPCMessage;
+    return { jsonrpc: '2.0', id: raw.id, result: legacyResult(raw.result) };
   }
 
   /** Passes a round's questions up as the server's requests; a round without any is retried at once. */

@@ -25,8 +25,8 @@ async function serverSide(answer: (message: Raw) => Raw[] | undefined) {
   const [hintboxSide, server] = InMemoryTransport.createLinkedPair();
   const got: Raw[] = [];
   server.onmessage = (message) => {
-    got.push(message as Raw);
-    for (const reply of answer(message as Raw) ?? []) void server.send(reply as JSONRPCMessage);
+    got.push(message);
+    for (const reply of answer(message) ?? []) void server.send(reply as JSONRPCMessage);
   };
   await server.start();
   return { hintboxSide, got, send: (m: Raw) => server.send(m as JSONRPCMessage) };
@@ -36,7 +36,7 @@ async function serverSide(answer: (message: Raw) => Raw[] | undefined) {
 async function opened(base: InMemoryTransport, startTimeoutMs = 1_000) {
   const { transport, era } = await ModernUpstreamTransport.open(base, IDENTITY, startTimeoutMs);
   const up: Raw[] = [];
-  transport.onmessage = (message) => void up.push(message as Raw);
+  transport.onmessage = (message) => void up.push(message);
   return { transport, era, up };
 }
 
@@ -89,20 +89,20 @@ describe('ModernUpstreamTransport: the era of a sandboxed server', () => {
       id: 0,
       method: 'initialize',
       params: { protocolVersion: '2025-11-25' },
-    } as JSONRPCMessage);
-    await transport.send({ jsonrpc: '2.0', method: 'notifications/initialized' } as JSONRPCMessage);
+    });
+    await transport.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
     await transport.send({
       jsonrpc: '2.0',
       id: 1,
       method: 'logging/setLevel',
       params: { level: 'debug' },
-    } as JSONRPCMessage);
+    });
     await transport.send({
       jsonrpc: '2.0',
       id: 2,
       method: 'tools/list',
       params: { _meta: { progressToken: 7 } },
-    } as JSONRPCMessage);
+    });
     await tick();
     assert.deepEqual(
       server.got.map((m) => m.method),
@@ -151,7 +151,7 @@ describe('ModernUpstreamTransport: the era of a sandboxed server', () => {
       id: 9,
       method: 'tools/call',
       params: { name: 'ask', arguments: { a: 1 } },
-    } as JSONRPCMessage);
+    });
     await tick();
     const question = up.find((m) => m.method === 'elicitation/create');
     assert.ok(question, 'the question reaches hintbox as the server’s request');
@@ -190,7 +190,7 @@ describe('ModernUpstreamTransport: the era of a sandboxed server', () => {
           ],
     );
     const { transport, up } = await opened(server.hintboxSide);
-    await transport.send({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'ask' } } as JSONRPCMessage);
+    await transport.send({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'ask' } });
     await tick();
     const question = up.find((m) => m.method === 'elicitation/create')!;
     await transport.send({
@@ -213,7 +213,7 @@ describe('ModernUpstreamTransport: the era of a sandboxed server', () => {
         : [{ jsonrpc: '2.0', id: m.id, result: { resultType: 'input_required', requestState: 's' } }],
     );
     const { transport, up } = await opened(server.hintboxSide);
-    await transport.send({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'loop' } } as JSONRPCMessage);
+    await transport.send({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'loop' } });
     for (let i = 0; i < 50 && !up.some((m) => m.id === 4); i++) await tick();
     assert.match(
       (up.find((m) => m.id === 4) as { error?: { message: string } }).error?.message ?? '',
