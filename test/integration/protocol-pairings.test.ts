@@ -20,6 +20,7 @@ import { integrationSuite } from './support/suite.js';
 
 const ANSWER_NAME: Record<string, string | boolean> = { name: 'Ada' };
 const ANSWER_APPROVE: Record<string, string | boolean> = { approve: true };
+const ANSWER_DECLINE: Record<string, string | boolean> = { approve: false };
 
 const text = (result: unknown): string =>
   ((result as { content?: { text?: string }[] }).content ?? []).map((c) => c.text ?? '').join('');
@@ -47,10 +48,16 @@ integrationSuite('protocol pairings with a 2026 server', { timeout: 300_000, ima
   // proves: UPSTREAM-2026-HINTS
   it('runs a 2026 server for a 2025 client: tools, prompts, resources, confirmation, its input request, progress, cancellation; its lie about readOnlyHint meets EROFS', async () => {
     const { file, note } = await profileOfModern('legacy');
+    let confirmations = 0;
     await using run = await runHintbox(file, {
+      // hintbox's first confirmation is declined, the others approved; the server's question gets a name.
       onElicit: (params) => ({
         action: 'accept',
-        content: params.message.includes('What is your name?') ? ANSWER_NAME : ANSWER_APPROVE,
+        content: params.message.includes('What is your name?')
+          ? ANSWER_NAME
+          : ++confirmations === 1
+            ? ANSWER_DECLINE
+            : ANSWER_APPROVE,
       }),
     });
     const tools = (await run.client.listTools()).tools;
@@ -61,6 +68,10 @@ integrationSuite('protocol pairings with a 2026 server', { timeout: 300_000, ima
     assert.equal(text(read), NOTE);
     assert.equal('resultType' in read, false, 'a 2025 client gets no resultType');
 
+    // hintbox's approval comes first: declined, the server never gets the write.
+    const refused = await run.client.callTool({ name: 'save_note', arguments: { line: 'refused' } });
+    assert.equal(refused.isError, true, JSON.stringify(refused));
+    assert.equal(readFileSync(note, 'utf8'), NOTE, 'nothing written on a declined confirmation');
     // A confirmed write: hintbox asks first, then the server appends.
     const saved = await run.client.callTool({ name: 'save_note', arguments: { line: 'second' } });
     assert.equal(text(saved), 'saved: second', JSON.stringify(saved));
