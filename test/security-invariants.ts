@@ -2388,4 +2388,56 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'UPSTREAM-2026-HINTS',
+    statement:
+      'A 2026-era server (probed with server/discover, spoken to in 2026) is pinned, planned and confirmed exactly as a 2025 server: its tool claiming readOnlyHint that writes fails with EROFS and the file stays byte-identical; a write is asked by hintbox before the server sees it.',
+    tests: [
+      {
+        file: 'integration/protocol-pairings.test.ts',
+        title:
+          'runs a 2026 server for a 2025 client: tools, prompts, resources, confirmation, its input request, progress, cancellation; its lie about readOnlyHint meets EROFS',
+      },
+    ],
+  },
+  {
+    id: 'UPSTREAM-2026-INPUT-NO-ELICIT',
+    statement:
+      "A 2026 server's input_required reaches the client only as a server's elicitation under hintbox's policy for them; when the client cannot be asked, the call fails with an error naming input_required and nothing is retried.",
+    tests: [
+      {
+        file: 'integration/protocol-pairings.test.ts',
+        title: 'fails the call of a 2026 server that asks a 2025 client without elicitation for input, saying why',
+      },
+    ],
+  },
+  {
+    id: 'UPSTREAM-2026-INPUT-STATE',
+    statement:
+      "The retry of a 2026 server's request after input_required carries the answers and the server's requestState byte for byte, under the same request, and a server may ask at most 16 rounds in one request.",
+    tests: [
+      {
+        file: 'unit/modern-upstream-transport.test.ts',
+        title:
+          'passes an input_required up as the server’s own question and retries with the answer and the state untouched',
+      },
+      {
+        file: 'unit/modern-upstream-transport.test.ts',
+        title:
+          'refuses a server that asks more than MAX_INPUT_ROUNDS times in one request, and a request of its own under a question’s id',
+      },
+    ],
+  },
+  {
+    id: 'UPSTREAM-PROBE-BOUND',
+    statement:
+      'A server that never answers the server/discover probe cannot hold a sandbox start: the probe ends after at most min(5 s, half of timeouts.start), and initialize has the rest of the bound.',
+    tests: [
+      {
+        file: 'unit/modern-upstream-transport.test.ts',
+        title:
+          'does not let a server that never answers server/discover hold the start: the probe ends at half the start bound',
+      },
+    ],
+  },
 ];

@@ -1,6 +1,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import type { SplitTransport } from '../mcp/split-transport.js';
+import type { UpstreamEra } from '../protocol/upstream-era.js';
 import type { SandboxGrant } from '../policy/plan-sandboxes.js';
 import type { Profile } from '../profile/load-profile.js';
 import { sandboxUser } from '../profile/profile-schema.js';
@@ -81,6 +82,8 @@ export interface StartedSandbox extends AsyncDisposable {
   readonly id: string;
   /** The engine's id of it (a container id). */
   readonly containerId: string;
+  /** The server's era, found at its start (`server/discover` answered with 2026-07-28: `2026`). */
+  readonly era?: UpstreamEra;
   readonly client: Client;
   /** The same connection, for hintbox's relay: forwarded calls skip the SDK client. */
   readonly forwarded: SplitTransport;

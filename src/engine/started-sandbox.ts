@@ -1,6 +1,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
-import type { SplitTransport } from '../mcp/split-transport.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { SplitTransport } from '../mcp/split-transport.js';
+import { ModernUpstreamTransport } from '../protocol/modern-upstream-transport.js';
 import { delay } from '../util/delay.js';
 import { VERSION } from '../version.js';
 import { SandboxStartError, type StartedSandbox } from './sandbox-engine.js';
@@ -9,8 +11,8 @@ import { SandboxStartError, type StartedSandbox } from './sandbox-engine.js';
 export interface ReleasedSandbox {
   id: string;
   containerId: string;
-  /** The server's stdio, shared by the SDK client and the gateway's relay. */
-  forwarded: SplitTransport;
+  /** The server's stdio, not started yet (it is probed, then shared by the SDK client and the gateway's relay). */
+  stdio: Transport;
   /** Resolves when the server's stdio has closed (and its last stderr lines are in). */
   closed: Promise<void>;
   startTimeoutMs: number;
@@ -26,15 +28,25 @@ export interface ReleasedSandbox {
 
 /**
  * Engine-neutral: makes the MCP handshake with a released server and returns it as a
- * `StartedSandbox`. The SDK client makes the handshake and the listings; the gateway's relay
- * shares the connection for forwarded calls. On failure it throws, quoting the server's stderr;
- * removing the sandbox is the caller's.
+ * `StartedSandbox`. The server is probed with `server/discover` first (a 2026 server), then
+ * spoken to in its era (`ModernUpstreamTransport`); the SDK client makes the handshake and the
+ * listings; the gateway's relay shares the connection for forwarded calls. On failure it
+ * throws, quoting the server's stderr; removing the sandbox is the caller's.
  */
 export async function connectReleased(released: ReleasedSandbox): Promise<StartedSandbox> {
-  const { forwarded, closed } = released;
-  const client = new Client({ name: 'hintbox', version: VERSION }, { capabilities: released.capabilities });
+  const { closed } = released;
+  const clientInfo = { name: 'hintbox', version: VERSION };
+  const probing = Date.now();
+  const { transport, era } = await ModernUpstreamTransport.open(
+    released.stdio,
+    { clientInfo, capabilities: released.capabilities },
+    released.startTimeoutMs,
+  );
+  const forwarded = new SplitTransport(transport);
+  const client = new Client(clientInfo, { capabilities: released.capabilities });
   try {
-    await client.connect(forwarded.sdk, { timeout: released.startTimeoutMs });
+    // The probe and the handshake share the start's bound.
+    await client.connect(forwarded.sdk, { timeout: released.startTimeoutMs - (Date.now() - probing) });
   } catch (error) {
     // Let the last stderr lines arrive before quoting them.
     await Promise.race([closed, delay(300)]);
@@ -49,6 +61,7 @@ export async function connectReleased(released: ReleasedSandbox): Promise<Starte
   return {
     id: released.id,
     containerId: released.containerId,
+    era,
     client,
     forwarded,
     closed,

@@ -4,7 +4,6 @@ import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import type Docker from 'dockerode';
 import type { Logger } from '../../util/logger.js';
 import { NdjsonTransport } from '../../mcp/ndjson-transport.js';
-import { SplitTransport } from '../../mcp/split-transport.js';
 import type { GateMounts } from './container-spec.js';
 import { gateBinary, openGateSocket, releaseGate } from './gate.js';
 import { GateControl } from '../gate-control.js';
@@ -195,12 +194,12 @@ async function release(
       });
     }),
   );
-  const forwarded = new SplitTransport(new NdjsonTransport(socket, socket));
+  const stdio = new NdjsonTransport(socket, socket);
   releaseGate(socket);
   socket.resume();
   return connectReleased({
     ...ctx,
-    forwarded,
+    stdio,
     closed,
     stderrTail: () => ctx.tail.join('\n'),
   });

@@ -1,7 +1,6 @@
 import { PassThrough } from 'node:stream';
 import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
-import { SplitTransport } from '../../mcp/split-transport.js';
 import { monotonicMs } from '../../util/clock.js';
 import { delay } from '../../util/delay.js';
 import type { Logger } from '../../util/logger.js';
@@ -111,7 +110,7 @@ async function release(
   return connectReleased({
     id: ctx.id,
     containerId: ctx.name,
-    forwarded: new SplitTransport(transport),
+    stdio: transport,
     closed: gate.ended.then(() => undefined),
     startTimeoutMs: ctx.startTimeoutMs,
     capabilities: ctx.clientCapabilities ?? {},
