@@ -2384,6 +2384,14 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         file: 'unit/server-input-rounds.test.ts',
         title: 'refuses other arguments, a forged, replayed or expired state, and a question withdrawn with its call',
       },
+      {
+        file: 'integration/server-input-rounds.test.ts',
+        title: "ends a call whose server's question is not answered by timeouts.call, and refuses the late answer",
+      },
+      {
+        file: 'integration/server-input-rounds.test.ts',
+        title: "drops the answer of a call that answers while its question waits, and refuses the question's answer",
+      },
     ],
   },
 ];

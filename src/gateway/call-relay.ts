@@ -11,7 +11,7 @@ import { forUpstream, isModernRequest, roundTripOf, type RoundTrip } from '../pr
 import type { InputRequiredAnswer } from '../confirmation/call-to-confirm.js';
 import type { CallGuard } from './call-guard.js';
 import { addViolation, diedText, PendingCalls, traceOf, type PendingCall } from './forwarded-call.js';
-import { cancelUpstream, RequestLifecycle, type RequestLifecycleOptions } from './forwarded-request.js';
+import { cancelUpstream, outcomeOf, RequestLifecycle, type RequestLifecycleOptions } from './forwarded-request.js';
 import type { ClientCatalog } from '../catalog/client-catalog.js';
 import type { ServerRequestBroker } from './server-request-broker.js';
 import { envelopeCapabilities, ServerInputRounds } from './server-input-rounds.js';
@@ -233,6 +233,17 @@ export class CallRelay extends RequestLifecycle<PendingCall> {
       finish({ outcome: 'error', detail: `hintbox: ${message}` });
       this.reply(errorAnswer(clientId, ErrorCode.InternalError, `hintbox failed to forward ${name}: ${message}`));
     }
+  }
+
+  /**
+   * A call parked on its server's question answered anyway: its client's request was answered
+   * (`input_required`) already, so the call settles (recorded, its question withdrawn) and the
+   * answer is not sent a second time.
+   */
+  override answer(call: PendingCall, from: PendingCall['upstream'], message: JsonRpcObject): void {
+    if (!call.parked || call.upstream !== from || !this.pending.has(call)) return super.answer(call, from, message);
+    this.answered(call, message);
+    this.settle(call, outcomeOf(message));
   }
 
   /** A call's failure is a result with `isError` (MCP: the tool failed, not the protocol). */

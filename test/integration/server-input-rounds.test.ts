@@ -30,13 +30,14 @@ integrationSuite(
   { timeout: 300_000, images: [ensureAskerImage] },
   (suite) => {
     let n = 0;
-    const askerProfile = (trust: 'trusted' | 'untrusted') => {
+    const askerProfile = (trust: 'trusted' | 'untrusted', extra: Record<string, unknown> = {}) => {
       const name = `asker-rounds-${process.pid}-${n++}`;
       const file = writeProfile({
         name,
         server: { image: ASKER_IMAGE },
         trust,
         mounts: [{ source: suite.workspace, target: '/workspace' }],
+        ...extra,
       });
       return { name, file };
     };
@@ -159,6 +160,49 @@ integrationSuite(
       assert.deepEqual(
         calls.map((c) => `${c.decision}/${c.decidedBy}/${c.outcome}`),
         ['allowed/person/ok'],
+      );
+    });
+
+    // proves: MRTR-SERVER-INPUT-BOUND
+    it("ends a call whose server's question is not answered by timeouts.call, and refuses the late answer", async () => {
+      const { name, file } = askerProfile('trusted', { timeouts: { call: 3 } });
+      await using hintbox = await runHintboxModern(file);
+      const asked = question(await hintbox.callOnce(ASK));
+      await new Promise((resolve) => setTimeout(resolve, 4500));
+      const late = await hintbox.callOnce({
+        ...ASK,
+        requestState: asked.state,
+        inputResponses: { [asked.key]: colour('late') },
+      });
+      assert.match(textOf(late), /no question of the server waits for this answer/);
+      // The leftover sandbox answers the next call: nothing of the parked one is in the way.
+      assert.match(textOf(await hintbox.callOnce({ name: 'log', arguments: {} })), /logged/);
+      await hintbox[Symbol.asyncDispose]();
+      const calls = await auditOf<CallRow & { detail?: string | null }>(name);
+      assert.deepEqual(
+        calls.map((c) => `${c.tool}/${c.outcome}`),
+        ['log/ok', 'ask_elicitation/error'],
+      );
+      const answered = (await events(name)).filter((e) => e.type === 'server.request.answered');
+      assert.equal(answered[0]?.fields?.outcome, 'error', "the server's question was answered with an error");
+    });
+
+    // proves: MRTR-SERVER-INPUT-BOUND
+    it("drops the answer of a call that answers while its question waits, and refuses the question's answer", async () => {
+      const { name, file } = askerProfile('trusted');
+      await using hintbox = await runHintboxModern(file);
+      const asked = question(await hintbox.callOnce({ name: 'ask_and_leave', arguments: {} }));
+      const retry = await hintbox.callOnce({
+        name: 'ask_and_leave',
+        arguments: {},
+        requestState: asked.state,
+        inputResponses: { [asked.key]: colour('blue') },
+      });
+      assert.match(textOf(retry), /no question of the server waits for this answer/);
+      await hintbox[Symbol.asyncDispose]();
+      assert.deepEqual(
+        (await auditOf<CallRow>(name)).map((c) => `${c.tool}/${c.outcome}`),
+        ['ask_and_leave/ok'],
       );
     });
 
