@@ -127,7 +127,7 @@ export class CallRelay extends RequestLifecycle<PendingCall> {
     const parked = { caller: this.options.caller ?? 'null', tool: call.what, arguments: args, call: call.seq };
     const { inputRequired, answer } = this.rounds.ask(parked, method, params, options.timeoutMs, options.signal);
     call.parked = true;
-    this.reply({ jsonrpc: '2.0', id: call.clientId, result: inputRequired } as JSONRPCMessage);
+    this.reply({ jsonrpc: '2.0', id: call.clientId, result: inputRequired });
     return answer;
   }
 

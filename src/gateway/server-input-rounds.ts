@@ -140,5 +140,5 @@ function questionKeyOf(roundTrip: RoundTrip | undefined): string | undefined {
 export function envelopeCapabilities(params: unknown): ClientCapabilities {
   const meta = isObject(params) ? params._meta : undefined;
   const capabilities = isObject(meta) ? meta[META_KEY.clientCapabilities] : undefined;
-  return (isObject(capabilities) ? capabilities : {}) as ClientCapabilities;
+  return isObject(capabilities) ? capabilities : {};
 }

@@ -54,13 +54,7 @@ integrationSuite(
       return answer.kind === 'complete' ? JSON.stringify(answer.result.content) : '';
     };
     const colour = (value: string) => ({ action: 'accept', content: { colour: value } });
-    const events = async (server: string): Promise<EventLine[]> => {
-      const out = await hintboxCommand(['audit', '--server', server, '--events', '--json']);
-      return out.stdout
-        .split('\n')
-        .filter((l) => l !== '')
-        .map((l) => JSON.parse(l) as EventLine);
-    };
+    const events = (server: string) => auditOf<EventLine>(server, { events: true });
 
     // proves: MRTR-SERVER-INPUT
     it("asks a 2025 server's elicitation of a 2026 client as input_required and goes on with the same call, once", async () => {
@@ -140,13 +134,12 @@ integrationSuite(
       const { name, file } = askerProfile('untrusted');
       assert.equal((await hintboxCommand(['approve', file, '--all', '--yes'])).code, 0);
       await using hintbox = await runHintboxModern(file, {
-        onElicit: (params) => ({
-          action: 'accept',
-          content: (params.message.startsWith('hintbox asks:') ? { approve: true } : { colour: 'green' }) as Record<
-            string,
-            string | boolean
-          >,
-        }),
+        onElicit: (params) => {
+          const content: Record<string, string | boolean> = params.message.startsWith('hintbox asks:')
+            ? { approve: true }
+            : { colour: 'green' };
+          return { action: 'accept', content };
+        },
       });
       const result = await hintbox.client.callTool(ASK);
       assert.match(JSON.stringify(result.content), /\\"colour\\":\\"green\\"/);
