@@ -2440,4 +2440,56 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'MRTR-SERVER-INPUT',
+    statement:
+      "A 2025 server's elicitation or sampling during a 2026 client's call reaches that client as input_required (hintbox's approval first, in a round of its own), under the same rules as for a 2025 client (a client whose envelope declares no elicitation gets the server refused as a 2025 client without it), and the call it was asked in runs once, going on with the retry's answer.",
+    tests: [
+      {
+        file: 'integration/server-input-rounds.test.ts',
+        title:
+          "asks a 2025 server's elicitation of a 2026 client as input_required and goes on with the same call, once",
+      },
+      {
+        file: 'integration/server-input-rounds.test.ts',
+        title: "asks hintbox's approval first, then the server's question, in two input_required rounds of one call",
+      },
+      {
+        file: 'integration/server-input-rounds.test.ts',
+        title: 'gives the server the error a 2025 client without elicitation gives when the 2026 client declared none',
+      },
+    ],
+  },
+  {
+    id: 'MRTR-SERVER-INPUT-BOUND',
+    statement:
+      "A 2026 client's answer to a server's question reaches that server only with a requestState signed by this process, unexpired, not used before, and minted for that question of that pending call, caller, tool and arguments; any other retry answers nothing to the server, starts no call, is refused and audited.",
+    tests: [
+      {
+        file: 'integration/server-input-rounds.test.ts',
+        title: "refuses an answer carried to another call's question, and answers nothing to that server (attack)",
+      },
+      {
+        file: 'integration/server-input-rounds.test.ts',
+        title: 'refuses the replay of an answer after its call finished, and sends the server nothing (attack)',
+      },
+      {
+        file: 'unit/server-input-rounds.test.ts',
+        title:
+          "refuses another caller's answer to a question, with the victim's own state, and the server hears nothing (attack)",
+      },
+      {
+        file: 'unit/server-input-rounds.test.ts',
+        title: 'refuses other arguments, a forged, replayed or expired state, and a question withdrawn with its call',
+      },
+      {
+        file: 'integration/server-input-rounds.test.ts',
+        title: "ends a call whose server's question is not answered by timeouts.call, and refuses the late answer",
+      },
+      {
+        file: 'integration/server-input-rounds.test.ts',
+        title: "drops the answer of a call that answers while its question waits, and refuses the question's answer",
+      },
+    ],
+  },
 ];

@@ -7,13 +7,16 @@ import {
 import type { AuditOutcomeReport } from '../audit/audit-record.js';
 import { errorAnswer, errorResult, isObject, isRequestId, type JsonRpcObject } from '../mcp/json-rpc.js';
 import { METHOD } from '../mcp/methods.js';
-import { forUpstream, roundTripOf } from '../protocol/protocol-era.js';
+import { forUpstream, isModernRequest, roundTripOf, type RoundTrip } from '../protocol/protocol-era.js';
 import type { InputRequiredAnswer } from '../confirmation/call-to-confirm.js';
 import type { CallGuard } from './call-guard.js';
 import { addViolation, diedText, PendingCalls, traceOf, type PendingCall } from './forwarded-call.js';
-import { cancelUpstream, RequestLifecycle, type RequestLifecycleOptions } from './forwarded-request.js';
+import { cancelUpstream, outcomeOf, RequestLifecycle, type RequestLifecycleOptions } from './forwarded-request.js';
 import type { ClientCatalog } from '../catalog/client-catalog.js';
 import type { ServerRequestBroker } from './server-request-broker.js';
+import { envelopeCapabilities, ServerInputRounds } from './server-input-rounds.js';
+import type { InFlight, RequestAuditEvent } from './server-requests.js';
+import { processRequestStates, type RequestStates } from '../confirmation/request-state.js';
 import { VerificationGate } from './verification-gate.js';
 
 export { traceIdOf } from './forwarded-call.js';
@@ -44,6 +47,12 @@ export interface CallRelayOptions extends RequestLifecycleOptions {
   onDeadline?: (sandbox: string, tool: string) => void;
   /** Calls wait for it before anything else (a cold start: the server is being verified). */
   verified?: Promise<void>;
+  /** The caller's key (`callerKey`): what a 2026 client's answer to its server's question is bound to. Default `null`. */
+  caller?: string;
+  /** Signs the state of a server's question asked of a 2026 client. Default: this process's (the approvals' too). */
+  requestStates?: RequestStates;
+  /** A refused answer to a server's question, for the audit trail. */
+  record?: (event: RequestAuditEvent) => void;
 }
 
 /** Timed-out calls of tools whose decision allows retries are sent again this many times. */
@@ -53,11 +62,15 @@ export class CallRelay extends RequestLifecycle<PendingCall> {
   /** Until the server is verified (a cold start): calls wait for it. */
   private readonly verification?: VerificationGate;
   private readonly calls: PendingCalls;
+  /** The server's questions asked of 2026 clients, waiting for their retries. */
+  private readonly rounds: ServerInputRounds;
+  private refusedRetries = 0;
 
   constructor(private readonly options: CallRelayOptions) {
     const calls = new PendingCalls();
     super(options, calls);
     this.calls = calls;
+    this.rounds = new ServerInputRounds(options.serverName, options.requestStates ?? processRequestStates);
     if (options.verified) this.verification = new VerificationGate(options.verified);
   }
 
@@ -65,6 +78,11 @@ export class CallRelay extends RequestLifecycle<PendingCall> {
   fromClient(m: JsonRpcObject): boolean {
     if (m.method !== METHOD.toolsCall || !isRequestId(m.id)) return false;
     const clientId = m.id;
+    const roundTrip = roundTripOf(m.params);
+    if (roundTrip && this.rounds.claims(roundTrip)) {
+      this.answerServer(clientId, m.params, roundTrip);
+      return true;
+    }
     void this.admit(clientId, (cancelled) => this.admitAndForward(clientId, m.params, cancelled)).catch(
       (error: Error) => this.options.log.error(`tools/call ${String(clientId)} failed in hintbox: ${error.message}`),
     );
@@ -76,10 +94,72 @@ export class CallRelay extends RequestLifecycle<PendingCall> {
     return this.calls.toolsDuring(sandbox, from, to);
   }
 
-  /** The oldest call in flight in an upstream: what its server's requests bind to. */
-  oldestIn(upstream: PendingCall['upstream']): { clientId: RequestId; what: string } | undefined {
-    const call = this.calls.list(upstream)[0];
-    return call && { clientId: call.clientId, what: call.what };
+  /** The oldest call in flight in an upstream: what its server's requests bind to (a 2026 client's: asked as `input_required`). */
+  oldestIn(upstream: PendingCall['upstream']): InFlight | undefined {
+    const calls = this.calls.list(upstream);
+    // A call parked on its server's question waits for its answer: a new question is another call's.
+    const call = calls.find((c) => !c.parked) ?? calls[0];
+    if (!call) return undefined;
+    const { capabilities } = call;
+    if (!capabilities) return { clientId: call.clientId, what: call.what };
+    return {
+      clientId: call.clientId,
+      what: call.what,
+      modern: { capabilities, ask: (method, params, options) => this.park(call, method, params, options) },
+    };
+  }
+
+  /**
+   * The server asks a 2026 client's call a question: the call's request is answered
+   * `input_required` with it, and the call waits upstream (parked) for the retry that answers.
+   * One question at a time: the call's request can be answered only once.
+   */
+  private park(
+    call: PendingCall,
+    method: string,
+    params: Record<string, unknown> | undefined,
+    options: { timeoutMs: number; signal: AbortSignal },
+  ): Promise<Record<string, unknown>> {
+    if (call.parked || !this.pending.has(call)) {
+      return Promise.reject(new Error('a 2026 client is asked one question of a call at a time'));
+    }
+    const args = isObject(call.params.arguments) ? call.params.arguments : undefined;
+    const parked = { caller: this.options.caller ?? 'null', tool: call.what, arguments: args, call: call.seq };
+    const { inputRequired, answer } = this.rounds.ask(parked, method, params, options.timeoutMs, options.signal);
+    call.parked = true;
+    this.reply({ jsonrpc: '2.0', id: call.clientId, result: inputRequired });
+    return answer;
+  }
+
+  /**
+   * A 2026 client's retry that answers its server's question: the answer goes to the server and
+   * the call goes on under the retry's id; a retry whose state does not redeem for exactly that
+   * question (another caller, another call, replayed, expired, its call ended) answers nothing
+   * to the server and is refused, and recorded.
+   */
+  private answerServer(clientId: RequestId, params: Record<string, unknown> | undefined, roundTrip: RoundTrip): void {
+    const name = typeof params?.name === 'string' ? params.name : '';
+    const args = isObject(params?.arguments) ? params.arguments : undefined;
+    const outcome = this.rounds.retry(roundTrip, this.options.caller ?? 'null', name, args);
+    if (outcome.answered) {
+      const call = this.calls.list().find((c) => c.seq === outcome.call);
+      if (call) {
+        this.calls.rebind(call, clientId);
+        call.parked = false;
+        return;
+      }
+    }
+    const why = outcome.answered ? 'its call ended' : outcome.why;
+    this.options.record?.({
+      type: 'server.request',
+      ref: `retry#${++this.refusedRetries}`,
+      sandbox: this.options.routes.route(name)?.sandbox ?? 'none',
+      method: outcome.method ?? 'unknown',
+      boundTo: name,
+      decision: 'refused',
+      reason: `a 2026 client's answer: ${why}`,
+    });
+    this.reply(this.failure(clientId, `hintbox refused the answer to ${this.options.serverName}'s question: ${why}`));
   }
 
   /**
@@ -135,8 +215,10 @@ export class CallRelay extends RequestLifecycle<PendingCall> {
         method: METHOD.toolsCall,
         params: forUpstream(params),
       };
+      const modern = isModernRequest(params) ? { capabilities: envelopeCapabilities(params) } : {};
       const build = (request: Omit<PendingCall, 'attempts' | 'retriesLeft'>): PendingCall => ({
         ...request,
+        ...modern,
         ...(auditId ? { auditId } : {}),
         attempts: 1,
         retriesLeft,
@@ -151,6 +233,17 @@ export class CallRelay extends RequestLifecycle<PendingCall> {
       finish({ outcome: 'error', detail: `hintbox: ${message}` });
       this.reply(errorAnswer(clientId, ErrorCode.InternalError, `hintbox failed to forward ${name}: ${message}`));
     }
+  }
+
+  /**
+   * A call parked on its server's question answered anyway: its client's request was answered
+   * (`input_required`) already, so the call settles (recorded, its question withdrawn) and the
+   * answer is not sent a second time.
+   */
+  override answer(call: PendingCall, from: PendingCall['upstream'], message: JsonRpcObject): void {
+    if (!call.parked || call.upstream !== from || !this.pending.has(call)) return super.answer(call, from, message);
+    this.answered(call, message);
+    this.settle(call, outcomeOf(message));
   }
 
   /** A call's failure is a result with `isError` (MCP: the tool failed, not the protocol). */
@@ -185,6 +278,17 @@ export class CallRelay extends RequestLifecycle<PendingCall> {
 
   protected override expired(call: PendingCall, seconds: number): void {
     const { pool, onDeadline } = this.options;
+    // A call parked on its server's question: its client's request was answered already
+    // (`input_required`); the call ends, the server's question with it, nothing more is sent.
+    if (
+      call.parked &&
+      this.settle(call, {
+        outcome: 'error',
+        detail: `timeout: no answer to the server's question within ${seconds} s (timeouts.call)`,
+      })
+    ) {
+      return cancelUpstream(call, `hintbox: no answer within ${seconds} s`);
+    }
     // Not under the calls of others (clients sharing it): its sessions end when the last call leaves.
     const alone = this.pending.has(call) && call.activity.calls <= 1;
     if (alone) onDeadline?.(call.sandbox, call.what);

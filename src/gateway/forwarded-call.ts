@@ -1,4 +1,4 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { errorResult, isObject } from '../mcp/json-rpc.js';
 import { PendingRequests, type ForwardedRequest } from './pending-requests.js';
 
@@ -14,6 +14,10 @@ export interface PendingCall extends ForwardedRequest {
   hintViolation?: string;
   /** Its answer read as a network failure its sandbox caused (recorded as a tool-error with this detail). */
   networkRefusal?: string;
+  /** A 2026 client's call: what its envelope declares (its server's requests are asked as `input_required`). */
+  capabilities?: ClientCapabilities;
+  /** Its client's request was answered `input_required` with its server's question; the retry continues it. */
+  parked?: boolean;
 }
 
 /** The trace id of a W3C `traceparent` in a request's `_meta` (`00-<trace id>-<span id>-<flags>`), if any. */

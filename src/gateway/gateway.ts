@@ -15,6 +15,7 @@ import { RequestRelay, type RequestAuditEvent } from './request-relay.js';
 import { ServerRequestBroker } from './server-request-broker.js';
 import type { ServerRequestPolicy } from './server-requests.js';
 import { listenerTag, type SharedSandboxes } from './shared-sandboxes.js';
+import { callerKey, type Caller } from '../util/caller-identity.js';
 
 export { MAX_RETRIES, traceIdOf, type RelayGuard } from './call-relay.js';
 export type { RoutedTool } from '../catalog/client-catalog.js';
@@ -70,6 +71,8 @@ export interface GatewayOptions {
   roots?: () => Root[];
   /** Reads and the server's requests, for the audit trail. */
   recordRequest?: (event: RequestAuditEvent) => void;
+  /** Who the client is (`hintbox serve`: its credentials; stdio: nobody identified): its answers to a server's questions are bound to it. */
+  caller?: Caller | null;
   /** Items per page of every list served. Default: `DEFAULT_PAGE_SIZE` (`catalog/list-pages.ts`). */
   pageSize?: number;
 }
@@ -136,6 +139,8 @@ export class Gateway {
       ...(options.guard ? { guard: options.guard } : {}),
       ...(options.onDeadline ? { onDeadline: options.onDeadline } : {}),
       ...(options.verified ? { verified: options.verified } : {}),
+      caller: callerKey(options.caller),
+      ...(options.recordRequest ? { record: options.recordRequest } : {}),
     });
     this.requests = new RequestRelay({
       ...lifecycle,

@@ -4,7 +4,8 @@ import type { Upstream } from './sandbox-pool.js';
 
 /** A request of the client forwarded to an upstream and not yet answered (see `forwarded-request.ts`). */
 export interface ForwardedRequest {
-  readonly clientId: RequestId;
+  /** The client's id; a 2026 client's retry that answers its server's question continues it under its own (`rebind`). */
+  clientId: RequestId;
   /** Its id upstream (hintbox's own); a retry gets a new one. */
   upstreamId: string;
   readonly upstream: Upstream;
@@ -41,6 +42,13 @@ export class PendingRequests<R extends ForwardedRequest> {
     this.byUpstreamId.delete(request.upstreamId);
     request.upstreamId = upstreamId;
     this.byUpstreamId.set(upstreamId, request);
+  }
+
+  /** A 2026 client's retry continues the request: answers and progress go to the retry's id from now on. */
+  rebind(request: R, clientId: RequestId): void {
+    if (this.byClientId.get(request.clientId) === request) this.byClientId.delete(request.clientId);
+    request.clientId = clientId;
+    this.byClientId.set(clientId, request);
   }
 
   /** False when it was not pending (answered once already). */

@@ -1,4 +1,10 @@
-import { ErrorCode, type JSONRPCMessage, type RequestId, type Root } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ErrorCode,
+  type ClientCapabilities,
+  type JSONRPCMessage,
+  type RequestId,
+  type Root,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '../util/logger.js';
 import type { JsonRpcObject } from '../mcp/json-rpc.js';
 import type { Upstream } from './sandbox-pool.js';
@@ -112,7 +118,14 @@ export class ServerRequestBroker {
       ? 'its id is one of its requests still waiting'
       : passed >= MAX_REQUESTS_PER_CALL && method !== METHOD.listRoots
         ? `a tool call may ask the client ${MAX_REQUESTS_PER_CALL} times at most`
-        : refusalOf(method, request.params, context.policy(), context.peer.capabilities(), !!bound, waiting.size);
+        : refusalOf(
+            method,
+            request.params,
+            context.policy(),
+            capabilitiesOf(bound, context.peer),
+            !!bound,
+            waiting.size,
+          );
     if (refused) {
       this.refuse(sandbox, upstream, method, bound, refused);
       return reply({ error: { code: ErrorCode.InvalidRequest, message: `hintbox refused ${method}: ${refused}` } });
@@ -158,11 +171,11 @@ export class ServerRequestBroker {
     const answered = (outcome: 'ok' | 'error', detail: string | null): void =>
       context.record({ type: 'server.request.answered', ref, sandbox, method, outcome, detail });
     try {
-      const result = await context.peer.request(
-        method,
-        method === METHOD.elicit ? markedElicitation(context.serverName, params) : sampledParams(params),
-        { relatedRequestId: bound.clientId, timeoutMs: context.timeoutMs, signal: controller.signal },
-      );
+      const sent = method === METHOD.elicit ? markedElicitation(context.serverName, params) : sampledParams(params);
+      const options = { timeoutMs: context.timeoutMs, signal: controller.signal };
+      const result = bound.modern
+        ? await bound.modern.ask(method, sent, options)
+        : await context.peer.request(method, sent, { ...options, relatedRequestId: bound.clientId });
       // An elicitation's answer says what the person did (accept, decline, cancel); never its content.
       answered('ok', typeof result.action === 'string' ? result.action : null);
       await reply({ result });
@@ -220,4 +233,9 @@ export class ServerRequestBroker {
     if (!waiting) this.waiting.set(upstream, (waiting = new Map<RequestId, AbortController>()));
     return waiting;
   }
+}
+
+/** What the client of `bound` declared: a 2026 call's envelope, else the connection's `initialize`. */
+function capabilitiesOf(bound: InFlight | undefined, peer: ClientPeer): ClientCapabilities | undefined {
+  return bound?.modern ? bound.modern.capabilities : peer.capabilities();
 }

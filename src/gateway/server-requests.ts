@@ -15,6 +15,19 @@ export interface InFlight {
   clientId: RequestId;
   /** The tool, or the method of a read. */
   what: string;
+  /** A 2026 client's call: its server's requests are asked through the call's answer (`input_required`). */
+  modern?: ModernAsker;
+}
+
+/** How a server's request reaches a 2026 client (`server-input-rounds.ts`): no request of hintbox's, an answer and a retry. */
+export interface ModernAsker {
+  /** What the call's `_meta` envelope declares (the 2026 era has no `initialize`). */
+  capabilities: ClientCapabilities;
+  ask(
+    method: string,
+    params: Record<string, unknown> | undefined,
+    options: { timeoutMs: number; signal: AbortSignal },
+  ): Promise<Record<string, unknown>>;
 }
 
 /** What the relay records (the session adds its id and the server's name). */

@@ -250,6 +250,7 @@ export class HintboxSession implements AsyncDisposable {
       callTimeoutMs: this.profile.timeouts.call * 1000,
       ...(instructions ? { instructions } : {}),
       ...(guard ? { guard } : {}),
+      caller: settings.caller ?? null,
       onDeadline: databaseCallHooks(() => this.sandboxes.database, log).onDeadline,
     });
     this.gateways.set(gateway, { settings, ...(guard ? { guard } : {}) });

@@ -201,10 +201,17 @@ export function hintboxTestEnv(): Record<string, string> {
  */
 export async function auditOf<Row>(
   server: string,
-  /** `all`: every record, not only the newest (`--all`); `env`: e.g. another HINTBOX_AUDIT_DIR. */
-  options: { all?: boolean; env?: Record<string, string> } = {},
+  /** `all`: every record, not only the newest (`--all`); `events`: the events too (`--events`); `env`: e.g. another HINTBOX_AUDIT_DIR. */
+  options: { all?: boolean; events?: boolean; env?: Record<string, string> } = {},
 ): Promise<Row[]> {
-  const args = ['audit', '--server', server, ...(options.all ? ['--all'] : []), '--json'];
+  const args = [
+    'audit',
+    '--server',
+    server,
+    ...(options.all ? ['--all'] : []),
+    ...(options.events ? ['--events'] : []),
+    '--json',
+  ];
   const { code, stdout, stderr } = await hintboxCommand(args, options.env);
   if (code !== 0) throw new Error(`hintbox audit exited ${code}: ${stderr}`);
   return stdout

@@ -1,0 +1,144 @@
+import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import { refusalText, type CallBinding, type RequestStates } from '../confirmation/request-state.js';
+import { isObject } from '../mcp/json-rpc.js';
+import { META_KEY, ownResult, type RoundTrip } from '../protocol/protocol-era.js';
+
+/**
+ * A 2025 server's own requests of the client (`elicitation/create`, `sampling/createMessage`)
+ * made during a 2026 client's `tools/call`, asked as MCP 2026-07-28 asks: the client's request
+ * is answered `input_required` with the server's request under a key of hintbox's, while the
+ * server's call stays open upstream (the call's ceiling, `timeouts.call`, still runs); the
+ * client's retry carries the answer and the state back, the answer goes to the server, and the
+ * same call goes on under the retry's id: it runs once.
+ *
+ * The state is hintbox's approvals' (`request-state.ts`: the same signer and single-use store,
+ * signed by this process, expiring). It binds the caller, the server, the tool and arguments the
+ * retry must repeat, the pending call (a process-unique number, in the pin's place) and the
+ * question's key: a retry that answers another call's question (another caller, another call), a
+ * replayed one, one whose question is gone (its call ended) or expired answers nothing to the
+ * server and is refused. Pure bookkeeping: the relay sends and the broker answers the server.
+ */
+
+/** The start of every key hintbox gives a server's question in `inputRequests`. */
+export const SERVER_INPUT_PREFIX = 'hintbox.server-input.';
+
+/** A server's request waiting for a 2026 client's retry. */
+interface Waiting {
+  binding: CallBinding;
+  method: string;
+  resolve: (answer: Record<string, unknown>) => void;
+}
+
+/** What a retry came to: the server's question answered (the call goes on), or refused (why, for the client and the audit). */
+export type RetryOutcome =
+  { answered: true; method: string; call: number } | { answered: false; method: string | undefined; why: string };
+
+/** The call a question is asked in: who called, which tool with which arguments, and which pending call (its number). */
+export interface ParkedCall {
+  caller: string;
+  tool: string;
+  arguments: Record<string, unknown> | undefined;
+  call: number;
+}
+
+export class ServerInputRounds {
+  private readonly waiting = new Map<string, Waiting>();
+  private nextKey = 1;
+
+  constructor(
+    private readonly server: string,
+    private readonly states: RequestStates,
+  ) {}
+
+  /**
+   * Asks a server's `method` request in `call`: the `input_required` result the client's request
+   * is answered with, and the answer its retry brings (rejected when `signal` aborts: the call
+   * ended, the server cancelled, the broker's time ran out; the question is then forgotten).
+   */
+  ask(
+    call: ParkedCall,
+    method: string,
+    params: Record<string, unknown> | undefined,
+    ttlMs: number,
+    signal: AbortSignal,
+  ): { inputRequired: Record<string, unknown>; answer: Promise<Record<string, unknown>> } {
+    const key = `${SERVER_INPUT_PREFIX}${this.nextKey++}`;
+    const binding = this.bindingOf(call, key);
+    const requestState = this.states.mint(binding, ttlMs);
+    const answer = new Promise<Record<string, unknown>>((resolve, reject) => {
+      const forget = (): void => {
+        this.waiting.delete(key);
+        reject(signal.reason instanceof Error ? signal.reason : new Error('the question was withdrawn'));
+      };
+      if (signal.aborted) return forget();
+      signal.addEventListener('abort', forget, { once: true });
+      this.waiting.set(key, { binding, method, resolve });
+    });
+    const inputRequired = ownResult({
+      resultType: 'input_required',
+      inputRequests: { [key]: { method, ...(params ? { params } : {}) } },
+      requestState,
+    });
+    return { inputRequired, answer };
+  }
+
+  /** Whether a 2026 request's retry answers a server's question (one of its answers has hintbox's server-input key). */
+  claims(roundTrip: RoundTrip | undefined): boolean {
+    return questionKeyOf(roundTrip) !== undefined;
+  }
+
+  /**
+   * A retry of `caller` repeating `tool` with `args`: its answer passed to the server's waiting
+   * request when its state redeems for exactly that question; else refused, and nothing is
+   * answered to the server.
+   */
+  retry(roundTrip: RoundTrip, caller: string, tool: string, args: Record<string, unknown> | undefined): RetryOutcome {
+    const key = questionKeyOf(roundTrip);
+    const waiting = key === undefined ? undefined : this.waiting.get(key);
+    if (key === undefined || !waiting) {
+      return {
+        answered: false,
+        method: undefined,
+        why: 'no question of the server waits for this answer (answered, withdrawn, or its call ended)',
+      };
+    }
+    const given: CallBinding = { ...waiting.binding, caller, tool, arguments: args };
+    const refusal = this.states.redeem(roundTrip.requestState, given);
+    if (refusal) return { answered: false, method: waiting.method, why: refusalText(refusal) };
+    this.waiting.delete(key);
+    const answers = roundTrip.inputResponses as Record<string, unknown>;
+    const answer = answers[key];
+    waiting.resolve(isObject(answer) ? answer : {});
+    return { answered: true, method: waiting.method, call: callOf(waiting.binding) };
+  }
+
+  private bindingOf(call: ParkedCall, key: string): CallBinding {
+    return {
+      caller: call.caller,
+      server: this.server,
+      tool: call.tool,
+      // The pending call, not a definition: a state for a server's question never passes for an approval's.
+      pinHash: `server-input:${call.call}`,
+      arguments: call.arguments,
+      question: key,
+    };
+  }
+}
+
+function callOf(binding: CallBinding): number {
+  return Number(binding.pinHash.slice('server-input:'.length));
+}
+
+/** The key of the server's question a retry answers: its one `inputResponses` key of hintbox's server-input kind. */
+function questionKeyOf(roundTrip: RoundTrip | undefined): string | undefined {
+  const answers = roundTrip?.inputResponses;
+  if (!isObject(answers)) return undefined;
+  return Object.keys(answers).find((k) => k.startsWith(SERVER_INPUT_PREFIX));
+}
+
+/** The capabilities a 2026 request's envelope declares (its era has no `initialize`). */
+export function envelopeCapabilities(params: unknown): ClientCapabilities {
+  const meta = isObject(params) ? params._meta : undefined;
+  const capabilities = isObject(meta) ? meta[META_KEY.clientCapabilities] : undefined;
+  return isObject(capabilities) ? capabilities : {};
+}

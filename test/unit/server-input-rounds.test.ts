@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { RequestStates } from '../../src/confirmation/request-state.js';
+import { ServerInputRounds, type ParkedCall } from '../../src/gateway/server-input-rounds.js';
+import { roundTripOf, MODERN_PROTOCOL_VERSION, META_KEY } from '../../src/protocol/protocol-era.js';
+
+const ALICE = '["alice",null]';
+const MALLORY = '["mallory",null]';
+const call = (n: number, caller = ALICE): ParkedCall => ({ caller, tool: 'ask', arguments: { q: 1 }, call: n });
+const QUESTION = { message: 'Pick a colour.', requestedSchema: { type: 'object', properties: {} } };
+
+/** Rounds under a clock the test moves. */
+function roundsAt(): { rounds: ServerInputRounds; clock: { now: number } } {
+  const clock = { now: 1_000_000 };
+  return { rounds: new ServerInputRounds('asker', new RequestStates({ now: () => clock.now })), clock };
+}
+
+/** The retry a 2026 client sends: its envelope, the echoed state, the answer under `key`. */
+function retryOf(state: unknown, key: string, answer: unknown = { action: 'accept', content: { colour: 'red' } }) {
+  const roundTrip = roundTripOf({
+    _meta: { [META_KEY.protocolVersion]: MODERN_PROTOCOL_VERSION },
+    requestState: state,
+    inputResponses: { [key]: answer },
+  });
+  assert.ok(roundTrip);
+  return roundTrip;
+}
+
+/** Asks `parked` a question: the state, the key, and whether (and with what) the server was answered. */
+function ask(rounds: ServerInputRounds, parked: ParkedCall, signal = new AbortController().signal) {
+  const { inputRequired, answer } = rounds.ask(parked, 'elicitation/create', QUESTION, 60_000, signal);
+  const heard: { answer?: Record<string, unknown>; error?: string } = {};
+  answer.then(
+    (a) => (heard.answer = a),
+    (e: Error) => (heard.error = e.message),
+  );
+  const key = Object.keys(inputRequired.inputRequests as object)[0] ?? '';
+  return { state: inputRequired.requestState, key, heard };
+}
+
+describe('ServerInputRounds', () => {
+  // proves: MRTR-SERVER-INPUT-BOUND
+  it("refuses another caller's answer to a question, with the victim's own state, and the server hears nothing (attack)", async () => {
+    const { rounds } = roundsAt();
+    const victim = ask(rounds, call(1));
+    const stolen = rounds.retry(retryOf(victim.state, victim.key), MALLORY, 'ask', { q: 1 });
+    assert.deepEqual(stolen, {
+      answered: false,
+      method: 'elicitation/create',
+      why: 'its requestState was issued for another call (different caller)',
+    });
+    await Promise.resolve();
+    assert.deepEqual(victim.heard, {}, 'nothing answered to the server');
+    // The victim's own retry still answers it (a mismatch does not use the state up).
+    assert.equal(rounds.retry(retryOf(victim.state, victim.key), ALICE, 'ask', { q: 1 }).answered, true);
+    await Promise.resolve();
+    assert.deepEqual(victim.heard.answer, { action: 'accept', content: { colour: 'red' } });
+  });
+
+  // proves: MRTR-SERVER-INPUT-BOUND
+  it('refuses other arguments, a forged, replayed or expired state, and a question withdrawn with its call', async () => {
+    const { rounds, clock } = roundsAt();
+    const outcome = (asked: { state: unknown; key: string }, state = asked.state, args: object = { q: 1 }) => {
+      const o = rounds.retry(retryOf(state, asked.key), ALICE, 'ask', args as Record<string, unknown>);
+      return o.answered ? 'answered' : o.why;
+    };
+    const asked = ask(rounds, call(2));
+    assert.match(outcome(asked, asked.state, { q: 2 }), /another call \(different arguments\)/);
+    assert.match(outcome(asked, `${String(asked.state)}x`), /does not verify/);
+    assert.equal(outcome(asked), 'answered');
+    assert.match(outcome(asked), /no question of the server waits/, 'a replay');
+
+    const late = ask(rounds, call(3));
+    clock.now += 61_000;
+    assert.match(outcome(late), /expired/);
+    assert.deepEqual(late.heard, {}, 'an expired answer reaches nobody');
+
+    const controller = new AbortController();
+    const withdrawn = ask(rounds, call(4), controller.signal);
+    controller.abort(new Error('its tool call ended'));
+    await Promise.resolve();
+    assert.equal(withdrawn.heard.error, 'its tool call ended');
+    assert.match(outcome(withdrawn), /no question of the server waits/);
+  });
+
+  it('claims only retries that answer a question of a server, never the confirmation of hintbox', () => {
+    const { rounds } = roundsAt();
+    assert.equal(rounds.claims(retryOf('s', 'hintbox.confirm')), false);
+    assert.equal(rounds.claims(retryOf('s', 'hintbox.server-input.7')), true);
+    assert.equal(rounds.claims(undefined), false);
+  });
+});
