@@ -166,9 +166,6 @@ integrationSuite('protocol pairings with a 2026 server', { timeout: 300_000, ima
 
   it(
     'passes a 2026 server’s input request to a 2026 client and retries with its answer',
-    {
-      todo: 'needs the client-facing translation of a server’s elicitation into input_required (issue 31, i31-elicit)',
-    },
     async () => {
       const { file } = await profileOfModern('modern-ask');
       await using run = await runHintboxModern(file, {
