@@ -128,8 +128,9 @@ export class HintboxSession implements AsyncDisposable {
     this.shared = new SharedSandboxes({
       upstreams: (id) => this.sandboxes.start(id),
       log: options.log,
-      // Looked up at each call: a cold start opens the database after the gateway is made.
-      onSandboxIdle: databaseCallHooks(() => this.sandboxes.database, options.log).onSandboxIdle,
+      // Looked up at each call (a cold start opens it later); no database: no idle step after each call.
+      onSandboxIdle:
+        options.profile.database && databaseCallHooks(() => this.sandboxes.database, options.log).onSandboxIdle,
       onToolsListChanged: (from) => this.relist(from),
       onPromptsOrResourcesChanged: (from) => this.promptsAndResources.relist(from),
       onUnboundRequest: (sandbox, method, more) =>
@@ -225,8 +226,7 @@ export class HintboxSession implements AsyncDisposable {
       onApproved: () => void gateway.announceToolListChanged(),
       log,
     });
-    // Instructions reach the client only as approved (the lock file), like tools; without
-    // approvals (tests of routing), never.
+    // Instructions reach the client only as approved (the lock file), like tools; without approvals, never.
     const approved = settings.approvals
       ? approvedInstructions({ profile: this.profile, instructions: this.instructions, lock: settings.approvals, log })
       : undefined;
