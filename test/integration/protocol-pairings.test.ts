@@ -164,18 +164,15 @@ integrationSuite('protocol pairings with a 2026 server', { timeout: 300_000, ima
     assert.equal((resource.contents[0] as { text?: string }).text, 'a 2026 server');
   });
 
-  it(
-    'passes a 2026 server’s input request to a 2026 client and retries with its answer',
-    async () => {
-      const { file } = await profileOfModern('modern-ask');
-      await using run = await runHintboxModern(file, {
-        onElicit: (params) => ({
-          action: 'accept',
-          content: params.message.includes('What is your name?') ? ANSWER_NAME : ANSWER_APPROVE,
-        }),
-      });
-      const asked = await run.client.callTool({ name: 'ask_name', arguments: {} });
-      assert.equal(text(asked), 'hello Ada (state modern-state-1)', JSON.stringify(asked));
-    },
-  );
+  it('passes a 2026 server’s input request to a 2026 client and retries with its answer', async () => {
+    const { file } = await profileOfModern('modern-ask');
+    await using run = await runHintboxModern(file, {
+      onElicit: (params) => ({
+        action: 'accept',
+        content: params.message.includes('What is your name?') ? ANSWER_NAME : ANSWER_APPROVE,
+      }),
+    });
+    const asked = await run.client.callTool({ name: 'ask_name', arguments: {} });
+    assert.equal(text(asked), 'hello Ada (state modern-state-1)', JSON.stringify(asked));
+  });
 });
