@@ -2358,8 +2358,13 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'SERVE-STANDARD-HEADERS',
     statement:
-      'A 2026 request to hintbox serve whose MCP-Protocol-Version, Mcp-Method or Mcp-Name header is missing or disagrees with its body is refused whole (HTTP 400, JSON-RPC -32020): nothing of it reaches a gateway, nothing runs, no call is recorded, so a filter that trusts the headers cannot be walked past.',
+      'A 2026 request to hintbox serve whose MCP-Protocol-Version, Mcp-Method or Mcp-Name header is missing or disagrees with its body is refused whole (HTTP 400, JSON-RPC -32020): nothing of it reaches a gateway, nothing runs, no call is recorded, so a filter that trusts the headers cannot be walked past; also when the request is sent on a 2025 session.',
     tests: [
+      {
+        file: 'unit/serve-session-headers.test.ts',
+        title:
+          'is refused (400, -32020) when its Mcp-Method says another method than its body, and nothing runs (attack)',
+      },
       {
         file: 'integration/serve-stateless.test.ts',
         title:
@@ -2414,8 +2419,18 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'UPSTREAM-2026-INPUT-STATE',
     statement:
-      "The retry of a 2026 server's request after input_required carries the answers and the server's requestState byte for byte, under the same request, and a server may ask at most 16 rounds in one request.",
+      "The retry of a 2026 server's request after input_required carries the answers and the server's requestState byte for byte, under the same request, and a server may ask at most 16 rounds in one request; only a tool call's questions are passed on, and only while it is the only call at the server (so a question cannot be bound to another call, another caller's), and a client's own requestState or inputResponses never reach the server.",
     tests: [
+      {
+        file: 'unit/modern-upstream-transport.test.ts',
+        title:
+          'never passes a client’s own requestState or inputResponses to a 2026 server: only hintbox’s retry carries them (attack)',
+      },
+      {
+        file: 'unit/modern-upstream-transport.test.ts',
+        title:
+          'passes no question that could reach another call: a read’s, or one of several tool calls at the server (attack)',
+      },
       {
         file: 'unit/modern-upstream-transport.test.ts',
         title:

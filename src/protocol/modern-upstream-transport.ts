@@ -190,6 +190,25 @@ export class ModernUpstreamTransport implements Transport {
 
   /** Passes a round's questions up as the server's requests; a round without any is retried at once. */
   private ask(request: RequestId, pending: Pending, asked: InputRequired): void {
+    // The questions go up as the server's own requests, which the gateway binds to the call in
+    // flight in this sandbox: they can be bound to the request that was asked only when that
+    // request is a tool call and the only one at the server. Otherwise (a read's, a listing's, one
+    // of several calls, possibly other clients') the request fails: asked elsewhere, another
+    // caller would answer it.
+    if (pending.method !== METHOD.toolsCall) {
+      this.fail(
+        request,
+        `the server asked for input (input_required) in answer to ${pending.method}: only a tool call's questions are passed on`,
+      );
+      return;
+    }
+    if ([...this.pending].some(([id, other]) => id !== request && other.method === METHOD.toolsCall)) {
+      this.fail(
+        request,
+        'the server asked for input (input_required) while other tool calls run in its sandbox: the question could not be bound to its call',
+      );
+      return;
+    }
     if (++pending.rounds > MAX_INPUT_ROUNDS) {
       this.fail(
         request,

@@ -54,10 +54,12 @@ export function discoverRequest(identity: UpstreamIdentity): {
  * A request's params as a 2026 server gets them: hintbox's envelope, whatever the client's
  * request carried in those keys (a 2026 client's own envelope speaks for the client, not for
  * hintbox, which is the server's client). Other `_meta` keys (`progressToken`, `traceparent`)
- * pass; so do the round trip's fields hintbox itself put there (`requestState`, `inputResponses`).
+ * pass. The round trip's fields (`requestState`, `inputResponses`) never pass from a client:
+ * only hintbox's own retry adds them (`retryParams`), after the server's questions went through
+ * hintbox's rules; a client's would answer the server's questions unasked, unmarked, unaudited.
  */
 export function withEnvelope(params: unknown, envelope: Record<string, unknown>): Record<string, unknown> {
-  const base = isObject(params) ? params : {};
+  const { requestState: _state, inputResponses: _responses, ...base } = isObject(params) ? params : {};
   const meta = isObject(base._meta) ? base._meta : {};
   return { ...base, _meta: { ...meta, ...envelope } };
 }

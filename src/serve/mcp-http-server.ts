@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { isInitializeRequest, isJSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import { isObject } from '../mcp/json-rpc.js';
 import { isModernRequest } from '../protocol/protocol-era.js';
 import { callerFields, callerText, sameCaller } from '../util/caller-identity.js';
@@ -204,6 +204,10 @@ export class McpHttpServer {
       return this.stateless.handle(server, access, req, res, body);
     }
     if (typeof sessionId === 'string') {
+      // A 2026 request on a 2025 session: its headers must still say what its body does.
+      if (isObject(body) && isJSONRPCRequest(body) && isModernRequest(body.params)) {
+        if (this.stateless.refusedHeaders(server, req, res, body)) return;
+      }
       const client = this.clients.get(sessionId);
       if (!client || client.server !== server) return reply(res, 404, jsonRpcError('session not found'));
       // A session is its caller's (subject and client): another may not ride on it, nor a token allowing fewer tools.

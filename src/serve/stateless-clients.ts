@@ -77,11 +77,22 @@ export class StatelessClients {
   ): Promise<void> | void {
     if (body.id === undefined) return void res.writeHead(202).end();
     if (!isJSONRPCRequest(body)) return reply(res, 400, jsonRpcError('not a JSON-RPC request'));
+    if (this.refusedHeaders(server, req, res, body)) return;
+    return this.answer(server, access, req, res, body);
+  }
+
+  /**
+   * Whether a 2026 request's standard headers contradict its body, and if so, refuses it (400,
+   * -32020). Checked for every 2026 request, also one sent on a 2025 session: a header that
+   * says `tools/list` over a body that calls a tool is refused wherever it arrives.
+   */
+  refusedHeaders(server: string, req: IncomingMessage, res: ServerResponse, body: JSONRPCRequest): boolean {
     const mismatch = standardHeaderMismatch(req.headers, body);
-    if (mismatch === undefined) return this.answer(server, access, req, res, body);
+    if (mismatch === undefined) return false;
     this.refused(req, server, `refused a request: ${mismatch}`);
     const error = { code: HEADER_MISMATCH, message: `hintbox refused the request: ${mismatch}` };
     reply(res, 400, { jsonrpc: '2.0', id: body.id, error });
+    return true;
   }
 
   private async answer(

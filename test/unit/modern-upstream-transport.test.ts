@@ -231,4 +231,75 @@ describe('ModernUpstreamTransport: the era of a sandboxed server', () => {
       false,
     );
   });
+
+  /** A 2026 server that answers every request input_required (one question), and `got` what it was sent. */
+  const askingServer = () =>
+    modernServer((m) =>
+      m.id === undefined
+        ? undefined
+        : [
+            {
+              jsonrpc: '2.0',
+              id: m.id,
+              result: {
+                resultType: 'input_required',
+                inputRequests: { who: { method: 'elicitation/create', params: { message: 'Name?' } } },
+                requestState: 'server-state',
+              },
+            },
+          ],
+    );
+
+  // proves: UPSTREAM-2026-INPUT-STATE
+  it('passes no question that could reach another call: a read’s, or one of several tool calls at the server (attack)', async () => {
+    // Before: a read's question went up as the server's request, bound by the gateway to the oldest
+    // call in the sandbox (another client's, with shared sandboxes), whose person answered it.
+    const server = await askingServer();
+    const { transport, up } = await opened(server.hintboxSide);
+    await transport.send({ jsonrpc: '2.0', id: 1, method: 'resources/read', params: { uri: 'note://x' } });
+    await tick();
+    assert.equal(up.filter((m) => m.method === 'elicitation/create').length, 0, 'no question from a read');
+    assert.match(String((up.find((m) => m.id === 1)?.error as { message?: string })?.message), /only a tool call/);
+    // Two calls at the server: the second one's question could be bound to the first.
+    const slow = await modernServer(() => undefined);
+    const both = await opened(slow.hintboxSide);
+    await both.transport.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'a', arguments: {} } });
+    await both.transport.send({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'b', arguments: {} } });
+    await slow.send({
+      jsonrpc: '2.0',
+      id: 3,
+      result: { resultType: 'input_required', inputRequests: { q: { method: 'elicitation/create', params: {} } } },
+    });
+    await tick();
+    assert.equal(
+      both.up.filter((m) => m.method === 'elicitation/create').length,
+      0,
+      'no question while another call runs',
+    );
+    assert.match(String((both.up.find((m) => m.id === 3)?.error as { message?: string })?.message), /other tool calls/);
+  });
+
+  // proves: UPSTREAM-2026-INPUT-STATE
+  it('never passes a client’s own requestState or inputResponses to a 2026 server: only hintbox’s retry carries them (attack)', async () => {
+    // Before: a 2025 client's request carried them through, answering the server's questions
+    // unasked, outside the server-request rules, unmarked and unaudited.
+    const server = await askingServer();
+    const { transport } = await opened(server.hintboxSide);
+    await transport.send({
+      jsonrpc: '2.0',
+      id: 4,
+      method: 'tools/call',
+      params: {
+        name: 'ask',
+        arguments: {},
+        requestState: 'server-state',
+        inputResponses: { who: { action: 'accept' } },
+      },
+    } as JSONRPCMessage);
+    await tick();
+    const sent = server.got.find((m) => m.id === 4)!;
+    assert.equal(sent.params?.requestState, undefined);
+    assert.equal(sent.params?.inputResponses, undefined);
+    assert.deepEqual(sent.params?.arguments, {});
+  });
 });
