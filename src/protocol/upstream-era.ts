@@ -59,7 +59,9 @@ export function discoverRequest(identity: UpstreamIdentity): {
  * hintbox's rules; a client's would answer the server's questions unasked, unmarked, unaudited.
  */
 export function withEnvelope(params: unknown, envelope: Record<string, unknown>): Record<string, unknown> {
-  const { requestState: _state, inputResponses: _responses, ...base } = isObject(params) ? params : {};
+  const base = { ...(isObject(params) ? params : {}) };
+  delete base.requestState;
+  delete base.inputResponses;
   const meta = isObject(base._meta) ? base._meta : {};
   return { ...base, _meta: { ...meta, ...envelope } };
 }

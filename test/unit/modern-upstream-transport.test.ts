@@ -295,7 +295,7 @@ describe('ModernUpstreamTransport: the era of a sandboxed server', () => {
         requestState: 'server-state',
         inputResponses: { who: { action: 'accept' } },
       },
-    } as JSONRPCMessage);
+    });
     await tick();
     const sent = server.got.find((m) => m.id === 4)!;
     assert.equal(sent.params?.requestState, undefined);
