@@ -2481,6 +2481,11 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       "A 2026 client's answer to a server's question reaches that server only with a requestState signed by this process, unexpired, not used before, and minted for that question of that pending call, caller, tool and arguments; any other retry answers nothing to the server, starts no call, is refused and audited.",
     tests: [
       {
+        file: 'unit/server-input-rounds.test.ts',
+        title:
+          "uses up a withdrawn question's state: a server that asks and withdraws cannot fill its caller's outstanding states (attack)",
+      },
+      {
         file: 'integration/server-input-rounds.test.ts',
         title: "refuses an answer carried to another call's question, and answers nothing to that server (attack)",
       },

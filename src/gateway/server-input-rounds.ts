@@ -68,6 +68,9 @@ export class ServerInputRounds {
     const answer = new Promise<Record<string, unknown>>((resolve, reject) => {
       const forget = (): void => {
         this.waiting.delete(key);
+        // Used up now: a withdrawn question's state would otherwise count against its caller's
+        // outstanding states (shared with hintbox's own approvals) until it expires.
+        this.states.redeem(requestState, binding);
         reject(signal.reason instanceof Error ? signal.reason : new Error('the question was withdrawn'));
       };
       if (signal.aborted) return forget();

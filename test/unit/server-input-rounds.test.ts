@@ -40,6 +40,24 @@ function ask(rounds: ServerInputRounds, parked: ParkedCall, signal = new AbortCo
 
 describe('ServerInputRounds', () => {
   // proves: MRTR-SERVER-INPUT-BOUND
+  it("uses up a withdrawn question's state: a server that asks and withdraws cannot fill its caller's outstanding states (attack)", async () => {
+    // Before: each withdrawn question's state stayed outstanding for its whole life, counting
+    // against the caller's cap that hintbox's own confirmations share.
+    const states = new RequestStates({ now: () => 1_000_000, maxPerCaller: 3 });
+    const rounds = new ServerInputRounds('asker', states);
+    for (let n = 1; n <= 10; n++) {
+      const withdrawn = new AbortController();
+      ask(rounds, call(n), withdrawn.signal);
+      withdrawn.abort(new Error('the server cancelled its question'));
+      await Promise.resolve();
+    }
+    assert.equal(states.size, 0, 'no state of a withdrawn question is outstanding');
+    assert.ok(
+      'state' in states.tryMint({ caller: ALICE, server: 'asker', tool: 't', pinHash: 'p', arguments: {} }, 60_000),
+    );
+  });
+
+  // proves: MRTR-SERVER-INPUT-BOUND
   it("refuses another caller's answer to a question, with the victim's own state, and the server hears nothing (attack)", async () => {
     const { rounds } = roundsAt();
     const victim = ask(rounds, call(1));
