@@ -26,7 +26,6 @@ import { SessionPromptsAndResources } from './session-prompts-and-resources.js';
 import { routesOf, type ToolRoutes } from './tool-routes.js';
 import { definitionSourceOf } from './definition-source.js';
 import { egressWatch } from './egress-watch.js';
-
 export type { GatewaySettings, SessionOptions } from './session-options.js';
 
 /** The tools a session serves, what the server listed that was left out, and their plan: replaced together. */
