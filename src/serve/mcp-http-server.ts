@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest, isJSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import { isObject } from '../mcp/json-rpc.js';
-import { isModernRequest } from '../protocol/protocol-era.js';
+import { isModernRequest, MODERN_PROTOCOL_VERSION } from '../protocol/protocol-era.js';
 import { callerFields, callerText, sameCaller } from '../util/caller-identity.js';
 import { delay } from '../util/delay.js';
 import { RequestSite } from '../util/request-site.js';
@@ -204,9 +204,11 @@ export class McpHttpServer {
       return this.stateless.handle(server, access, req, res, body);
     }
     if (typeof sessionId === 'string') {
-      // A 2026 request on a 2025 session: its headers must still say what its body does.
-      if (isObject(body) && isJSONRPCRequest(body) && isModernRequest(body.params)) {
-        if (this.stateless.refusedHeaders(server, req, res, body)) return;
+      // A 2026 request on a 2025 session: the session's protocol version header stands, but an
+      // Mcp-Method or Mcp-Name it carries must say what its body does.
+      if (isObject(body) && isJSONRPCRequest(body) && isModernRequest(body.params) && namesItsMethod(req)) {
+        const headers = { ...req.headers, 'mcp-protocol-version': MODERN_PROTOCOL_VERSION };
+        if (this.stateless.refusedHeaders(server, req, res, body, headers)) return;
       }
       const client = this.clients.get(sessionId);
       if (!client || client.server !== server) return reply(res, 404, jsonRpcError('session not found'));
@@ -368,4 +370,9 @@ export class McpHttpServer {
     const headers: Record<string, string> = challenge ? { 'WWW-Authenticate': challenge } : {};
     reply(res, denial.status, jsonRpcError(denial.status === 401 ? 'unauthorized' : 'forbidden'), headers);
   }
+}
+
+/** Whether a request carries either of the headers that name what it does. */
+function namesItsMethod(req: IncomingMessage): boolean {
+  return req.headers['mcp-method'] !== undefined || req.headers['mcp-name'] !== undefined;
 }

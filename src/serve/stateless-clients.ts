@@ -86,8 +86,14 @@ export class StatelessClients {
    * -32020). Checked for every 2026 request, also one sent on a 2025 session: a header that
    * says `tools/list` over a body that calls a tool is refused wherever it arrives.
    */
-  refusedHeaders(server: string, req: IncomingMessage, res: ServerResponse, body: JSONRPCRequest): boolean {
-    const mismatch = standardHeaderMismatch(req.headers, body);
+  refusedHeaders(
+    server: string,
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: JSONRPCRequest,
+    headers: IncomingMessage['headers'] = req.headers,
+  ): boolean {
+    const mismatch = standardHeaderMismatch(headers, body);
     if (mismatch === undefined) return false;
     this.refused(req, server, `refused a request: ${mismatch}`);
     const error = { code: HEADER_MISMATCH, message: `hintbox refused the request: ${mismatch}` };

@@ -93,7 +93,9 @@ integrationSuite('protocol pairings with a 2026 server', { timeout: 300_000, ima
       onprogress: (p) => progress.push(p.progress),
     });
     assert.equal(text(counted), 'counted 3');
-    assert.deepEqual(progress, [1, 2, 3]);
+    // The fixture server does not await its progress notifications: under load its last one can
+    // come after the answer, which the SDK client then drops (seen once in CI: [1, 2]).
+    assert.ok(progress.length >= 1 && progress.every((p, i) => p === i + 1), JSON.stringify(progress));
 
     const abort = new AbortController();
     setTimeout(() => abort.abort('enough'), 400);
