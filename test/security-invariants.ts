@@ -2358,7 +2358,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'SERVE-STANDARD-HEADERS',
     statement:
-      'A 2026 request to hintbox serve whose MCP-Protocol-Version, Mcp-Method or Mcp-Name header is missing or disagrees with its body is refused whole (HTTP 400, JSON-RPC -32020): nothing of it reaches a gateway, nothing runs, no call is recorded, so a filter that trusts the headers cannot be walked past; a 2026 request sent on a 2025 session keeps that session's protocol version header, and an Mcp-Method or Mcp-Name it carries must match its body (else the same refusal).',
+      'A 2026 request to hintbox serve whose MCP-Protocol-Version, Mcp-Method or Mcp-Name header is missing or disagrees with its body is refused whole (HTTP 400, JSON-RPC -32020): nothing of it reaches a gateway, nothing runs, no call is recorded, so a filter that trusts the headers cannot be walked past; a 2026 request sent on a 2025 session keeps the protocol version header of that session, and an Mcp-Method or Mcp-Name it carries must match its body (else the same refusal).',
     tests: [
       {
         file: 'unit/serve-session-headers.test.ts',
