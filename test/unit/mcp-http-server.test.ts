@@ -11,6 +11,7 @@ import { BearerTokens, hashToken } from '../../src/serve/bearer-tokens.js';
 import { McpHttpServer, type ClientSession } from '../../src/serve/mcp-http-server.js';
 import { createLogger, silentLogger } from '../../src/util/logger.js';
 import { connect } from 'node:net';
+import { sdkClientSession } from './support/sdk-client-session.js';
 
 /**
  * The HTTP endpoint of `hintbox serve` with a fake session per client (an SDK server with a
@@ -40,16 +41,7 @@ describe('the HTTP endpoint of hintbox serve', () => {
         },
       ],
     }));
-    return Promise.resolve({
-      connect: async (transport, onClosed) => {
-        await mcp.connect(transport);
-        mcp.server.onclose = onClosed;
-      },
-      close: async () => {
-        closed.push(`${server}:${caller ?? '-'}`);
-        await mcp.close();
-      },
-    });
+    return sdkClientSession(mcp, () => closed.push(`${server}:${caller ?? '-'}`));
   }
 
   before(async () => {
@@ -165,16 +157,7 @@ describe('sessions per caller', () => {
     const http = new McpHttpServer({
       servers: ['alpha'],
       maxSessionsPerCaller: 2,
-      openSession: () => {
-        const mcp = new McpServer({ name: 'alpha', version: '1' });
-        return Promise.resolve({
-          connect: async (transport, onClosed) => {
-            await mcp.connect(transport);
-            mcp.server.onclose = onClosed;
-          },
-          close: () => mcp.close(),
-        });
-      },
+      openSession: () => sdkClientSession(new McpServer({ name: 'alpha', version: '1' })),
       denials: { deny: () => undefined },
       ready: () => ({ ready: true, servers: { alpha: 'ready' } }),
       log: silentLogger,

@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { BearerTokens, hashToken } from '../../src/serve/bearer-tokens.js';
-import { McpHttpServer, type ClientSession } from '../../src/serve/mcp-http-server.js';
+import { McpHttpServer } from '../../src/serve/mcp-http-server.js';
 import { silentLogger } from '../../src/util/logger.js';
+import { sdkClientSession } from './support/sdk-client-session.js';
 
 describe('serve: a 2026 request on a 2025 session', () => {
   // proves: SERVE-STANDARD-HEADERS
@@ -20,13 +21,7 @@ describe('serve: a 2026 request on a 2025 session', () => {
           ran.push('write_file');
           return { content: [{ type: 'text', text: 'written' }] };
         });
-        return Promise.resolve<ClientSession>({
-          connect: async (transport, onClosed) => {
-            await mcp.connect(transport);
-            mcp.server.onclose = onClosed;
-          },
-          close: () => mcp.close(),
-        });
+        return sdkClientSession(mcp);
       },
       denials: { deny: () => undefined },
       ready: () => ({ ready: true, servers: { alpha: 'ready' } }),
