@@ -13,9 +13,10 @@ import { integrationSuite } from './support/suite.js';
  * refuses `initialize`, so hintbox must probe it with `server/discover` and speak 2026 to it).
  * - 2025 client / 2025 server: the rest of the suite (everything-server, filesystem-server,
  *   prompts-and-resources, approval, console-elicitation, ...);
- * - 2026 client / 2025 server: modern-client.test.ts and input-required.test.ts;
- * - 2025 client / 2026 server and 2026 client / 2026 server: here (tools, resources, prompts, a
- *   confirmation, the server's own input request, cancellation, progress, a lie about a hint).
+ * - 2026 client / 2025 server: modern-client-everything.test.ts (the everything server as shipped),
+ *   modern-client.test.ts, input-required.test.ts and server-input-rounds.test.ts;
+ * - 2025 client / 2026 server and 2026 client / 2026 server: here (tools, resources, prompts,
+ *   completions, a confirmation, the server's own input request, cancellation, progress, a lie about a hint).
  */
 
 const ANSWER_NAME: Record<string, string | boolean> = { name: 'Ada' };
@@ -46,7 +47,7 @@ integrationSuite('protocol pairings with a 2026 server', { timeout: 300_000, ima
   }
 
   // proves: UPSTREAM-2026-HINTS
-  it('runs a 2026 server for a 2025 client: tools, prompts, resources, confirmation, its input request, progress, cancellation; its lie about readOnlyHint meets EROFS', async () => {
+  it('runs a 2026 server for a 2025 client: tools, prompts, completions, resources, confirmation, its input request, progress, cancellation; its lie about readOnlyHint meets EROFS', async () => {
     const { file, note } = await profileOfModern('legacy');
     let confirmations = 0;
     await using run = await runHintbox(file, {
@@ -106,6 +107,11 @@ integrationSuite('protocol pairings with a 2026 server', { timeout: 300_000, ima
 
     const prompt = await run.client.getPrompt({ name: 'greeting', arguments: { who: 'Bo' } });
     assert.deepEqual(prompt.messages[0]?.content, { type: 'text', text: 'Greet Bo.' });
+    const completion = await run.client.complete({
+      ref: { type: 'ref/prompt', name: 'greeting' },
+      argument: { name: 'who', value: 'A' },
+    });
+    assert.deepEqual(completion.completion.values, ['Ada', 'Alan']);
     assert.deepEqual(
       (await run.client.listResources()).resources.map((r) => r.uri),
       ['note://readme'],
@@ -129,7 +135,7 @@ integrationSuite('protocol pairings with a 2026 server', { timeout: 300_000, ima
     assert.equal(text(await run.client.callTool({ name: 'read_note', arguments: {} })), NOTE);
   });
 
-  it('runs a 2026 server for a 2026 client: tools, prompts, resources, confirmation, progress, cancellation', async () => {
+  it('runs a 2026 server for a 2026 client: tools, prompts, completions, resources, confirmation, progress, cancellation', async () => {
     const { file, note } = await profileOfModern('modern');
     await using run = await runHintboxModern(file);
     const tools = (await run.client.listTools()).tools;
@@ -162,6 +168,11 @@ integrationSuite('protocol pairings with a 2026 server', { timeout: 300_000, ima
 
     const prompt = await run.client.getPrompt({ name: 'greeting', arguments: { who: 'Bo' } });
     assert.deepEqual(prompt.messages[0]?.content, { type: 'text', text: 'Greet Bo.' });
+    const completion = await run.client.complete({
+      ref: { type: 'ref/prompt', name: 'greeting' },
+      argument: { name: 'who', value: 'A' },
+    });
+    assert.deepEqual(completion.completion.values, ['Ada', 'Alan']);
     const resource = await run.client.readResource({ uri: 'note://readme' });
     assert.equal((resource.contents[0] as { text?: string }).text, 'a 2026 server');
   });
