@@ -13,7 +13,7 @@ import { integrationSuite } from './support/suite.js';
  * refuses `initialize`, so hintbox must probe it with `server/discover` and speak 2026 to it).
  * - 2025 client / 2025 server: the rest of the suite (everything-server, filesystem-server,
  *   prompts-and-resources, approval, console-elicitation, ...);
- * - 2026 client / 2025 server: modern-client-everything.test.ts (the everything server as shipped),
+ * - 2026 client / 2025 server: modern-client-shipped.test.ts (the filesystem and everything servers as shipped),
  *   modern-client.test.ts, input-required.test.ts and server-input-rounds.test.ts;
  * - 2025 client / 2026 server and 2026 client / 2026 server: here (tools, resources, prompts,
  *   completions, a confirmation, the server's own input request, cancellation, progress, a lie about a hint).

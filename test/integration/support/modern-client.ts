@@ -33,12 +33,14 @@ export async function runHintboxModern(
     elicitation?: boolean;
     /** `auto`: the SDK probes with `server/discover` first, on a sibling process it starts and ends. Default: pinned. */
     negotiation?: 'auto';
+    /** More environment for hintbox (a profile's variables). */
+    env?: Record<string, string>;
   } = {},
 ): Promise<ModernHintbox> {
   const transport = new StdioClientTransport({
     command: HINTBOX_BIN,
     args: ['run', profile],
-    env: hintboxTestEnv(),
+    env: { ...hintboxTestEnv(), ...options.env },
     stderr: 'pipe',
   });
   let stderr = '';

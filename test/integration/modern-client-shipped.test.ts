@@ -1,28 +1,71 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { ensureEverythingImage } from './support/docker.js';
-import { copyOfFixtureProfile, hintboxCommand } from './support/hintbox-process.js';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { ensureEverythingImage, ensureTestImages } from './support/docker.js';
+import {
+  copyOfFixtureProfile,
+  copyOfShippedProfile,
+  hintboxCommand,
+  sandboxFolder,
+} from './support/hintbox-process.js';
 import { runHintboxModern } from './support/modern-client.js';
 import { integrationSuite } from './support/suite.js';
 
-/** A copy: approving it writes the lock file beside the copy, not into the repository. */
+/** Copies: approving them writes the lock files beside the copies, not into the repository. */
 const PROFILE = copyOfFixtureProfile('everything/everything.yaml');
+const FILESYSTEM = copyOfShippedProfile('filesystem');
+
+const APPROVE: Record<string, string | boolean> = { approve: true };
+const FORM: Record<string, string | boolean> = { name: 'Ada Lovelace', check: true };
 
 const text = (result: unknown): string =>
   ((result as { content?: { text?: string }[] }).content ?? []).map((c) => c.text ?? '').join('');
 
 /**
- * The pairing 2026 client / 2025 server with a server as shipped: the SDK 2.x client pinned to
- * MCP 2026-07-28 and the real @modelcontextprotocol/server-everything from npm (a 2025-11-25
- * server) through `hintbox run`: resources and a template, prompts, completions of a prompt
- * argument and of a template variable, progress, cancellation, and the server's own elicitation
- * (asked of the 2026 client as `input_required`). protocol-pairings.test.ts has the pairings with
+ * The pairing 2026 client / 2025 server with servers as shipped: the SDK 2.x client pinned to
+ * MCP 2026-07-28 and the real server-filesystem and server-everything from npm (2025-11-25
+ * servers) through `hintbox run`: reads and confirmed writes, resources and a template, prompts,
+ * completions of a prompt argument and of a template variable, progress, cancellation, and the
+ * server's own elicitation (asked of the 2026 client as `input_required`). protocol-pairings.test.ts has the pairings with
  * a 2026 server; input-required and server-input-rounds the attacks on the 2026 rounds.
  */
 integrationSuite(
-  'a 2026 client and the everything server as shipped',
-  { timeout: 240_000, images: [ensureEverythingImage] },
+  'a 2026 client and the filesystem and everything servers as shipped',
+  { timeout: 240_000, images: [ensureEverythingImage, ensureTestImages] },
   () => {
+    it('serves a 2026 client the filesystem server: a read, a declined write that writes nothing, a confirmed one', async () => {
+      const workspace = sandboxFolder();
+      const approve = await hintboxCommand(['approve', FILESYSTEM, '--all', '--yes'], { WORKSPACE: workspace });
+      assert.equal(approve.code, 0, approve.stderr);
+      const file = path.join(workspace, 'note.txt');
+      writeFileSync(file, 'first\n');
+      const writes: string[] = [];
+      // An untrusted server: hintbox asks before reads too. The write whose content says "declined" is declined.
+      await using run = await runHintboxModern(FILESYSTEM, {
+        env: { WORKSPACE: workspace },
+        onElicit: (params) => {
+          if (params.message.includes('write_file')) writes.push(params.message);
+          return { action: 'accept', content: { approve: !params.message.includes('declined') } };
+        },
+      });
+      const read = await run.client.callTool({ name: 'read_text_file', arguments: { path: '/workspace/note.txt' } });
+      assert.equal(text(read), 'first\n');
+      const declined = await run.client.callTool({
+        name: 'write_file',
+        arguments: { path: '/workspace/note.txt', content: 'declined\n' },
+      });
+      assert.equal(declined.isError, true, JSON.stringify(declined));
+      assert.equal(readFileSync(file, 'utf8'), 'first\n', 'nothing written on a declined confirmation');
+      const written = await run.client.callTool({
+        name: 'write_file',
+        arguments: { path: '/workspace/note.txt', content: 'second\n' },
+      });
+      assert.notEqual(written.isError, true, JSON.stringify(written));
+      assert.equal(readFileSync(file, 'utf8'), 'second\n');
+      assert.equal(writes.length, 2, 'hintbox asked before each write');
+    });
+
     it('serves a 2026 client the everything server: resources, prompts, completions, progress, cancellation, its elicitation', async () => {
       const approve = await hintboxCommand(['approve', PROFILE, '--all', '--yes']);
       assert.equal(approve.code, 0, approve.stderr);
@@ -30,9 +73,7 @@ integrationSuite(
         // hintbox's own confirmation (the tool is not read-only) is approved; the server's form gets a name.
         onElicit: (params) => ({
           action: 'accept',
-          content: params.message.startsWith('hintbox asks:')
-            ? { approve: true }
-            : { name: 'Ada Lovelace', check: true },
+          content: params.message.startsWith('hintbox asks:') ? APPROVE : FORM,
         }),
       });
 
