@@ -31,7 +31,7 @@ const text = (result: unknown): string =>
  * a 2026 server; input-required and server-input-rounds the attacks on the 2026 rounds.
  */
 integrationSuite(
-  'a 2026 client and the filesystem and everything servers as shipped',
+  'the SDK 2.x client and the filesystem and everything servers as shipped',
   { timeout: 240_000, images: [ensureEverythingImage, ensureTestImages] },
   () => {
     it('serves a 2026 client the filesystem server: a read, a declined write that writes nothing, a confirmed one', async () => {
@@ -136,6 +136,22 @@ integrationSuite(
         asked.join('\n---\n'),
       );
       assert.match(JSON.stringify(elicited.content), /Ada Lovelace/);
+    });
+
+    it('serves the SDK 2.x client in its 2025 mode (initialize) the everything server: a tool, a prompt, a completion', async () => {
+      const approve = await hintboxCommand(['approve', PROFILE, '--all', '--yes']);
+      assert.equal(approve.code, 0, approve.stderr);
+      await using run = await runHintboxModern(PROFILE, { negotiation: 'legacy' });
+      assert.equal(run.client.getNegotiatedProtocolVersion(), '2025-11-25');
+      const echo = await run.client.callTool({ name: 'echo', arguments: { message: 'from 2025' } });
+      assert.equal(text(echo), 'Echo: from 2025');
+      const prompt = await run.client.getPrompt({ name: 'args-prompt', arguments: { city: 'Lyon', state: 'Rhône' } });
+      assert.deepEqual(prompt.messages[0]?.content, { type: 'text', text: "What's weather in Lyon, Rhône?" });
+      const department = await run.client.complete({
+        ref: { type: 'ref/prompt', name: 'completable-prompt' },
+        argument: { name: 'department', value: 'S' },
+      });
+      assert.deepEqual(department.completion.values, ['Sales', 'Support']);
     });
   },
 );

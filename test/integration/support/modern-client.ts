@@ -32,7 +32,7 @@ export async function runHintboxModern(
     onElicit?: (params: ElicitRequest['params']) => ElicitResult;
     elicitation?: boolean;
     /** `auto`: the SDK probes with `server/discover` first, on a sibling process it starts and ends. Default: pinned. */
-    negotiation?: 'auto';
+    negotiation?: 'auto' | 'legacy';
     /** More environment for hintbox (a profile's variables). */
     env?: Record<string, string>;
   } = {},
