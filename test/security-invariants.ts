@@ -2158,6 +2158,10 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         file: 'integration/input-required.test.ts',
         title: 'refuses a requestState redeemed after the time a person has to answer',
       },
+      {
+        file: 'integration/input-required.test.ts',
+        title: "refuses alice's requestState carried by bob (another caller of serve), runs nothing, and audits it",
+      },
       { file: 'unit/request-state.test.ts', title: 'redeems a state once, for exactly the call it was minted for' },
       {
         file: 'unit/request-state.test.ts',

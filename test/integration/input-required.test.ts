@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { ensureTestImages, LIAR_IMAGE } from './support/docker.js';
 import { auditOf, hintboxCommand, writeProfile } from './support/hintbox-process.js';
 import { MODERN, runHintboxModern, type CallAnswer } from './support/modern-client.js';
-import { connect, leave, serve } from './support/serve-process.js';
+import { connect, leave, serve, tokensFile } from './support/serve-process.js';
 import { integrationSuite } from './support/suite.js';
 
 interface CallRow {
@@ -28,7 +28,7 @@ const APPROVE = { 'hintbox.confirm': { action: 'accept', content: { approve: tru
 /**
  * Confirmations asked of a 2026-era client (the SDK 2.x client pinned to 2026-07-28) as
  * `input_required`, and the attacks on the `requestState` its retry carries back: replayed,
- * altered (arguments, tool), forged, from another process, expired. Each refusal runs nothing
+ * altered (arguments, tool, caller), forged, from another process, expired. Each refusal runs nothing
  * (the file is not written) and is in the audit trail.
  */
 integrationSuite(
@@ -180,6 +180,44 @@ integrationSuite(
       assert.match(refusedText(late), /requestState expired/);
       await hintbox[Symbol.asyncDispose]();
       assert.deepEqual(await trail(name), { refused: ['expired'], calls: [REFUSED] });
+    });
+
+    // proves: MRTR-STATE
+    // Seen winning first: with the caller left out of the state's binding, bob's retry wrote the file.
+    it("refuses alice's requestState carried by bob (another caller of serve), runs nothing, and audits it", async () => {
+      const { name, file } = await approvedLiar();
+      const target = path.join(workspace, `${name}.txt`);
+      const tokens = tokensFile([
+        { name: 'alice', token: 'alice-token' },
+        { name: 'bob', token: 'bob-token' },
+      ]);
+      await using serving = await serve([path.dirname(file), '--tokens', tokens]);
+      const url = `${serving.url}/mcp/${name}`;
+      const alice = await connect(url, 'alice-token');
+      const bob = await connect(url, 'bob-token');
+      try {
+        const call = {
+          ...write(`${name}.txt`, 'by bob'),
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': MODERN,
+            'io.modelcontextprotocol/clientCapabilities': { elicitation: {} },
+          },
+        };
+        const first = await alice.request({ method: 'tools/call', params: call }, z.looseObject({}));
+        assert.equal(first.resultType, 'input_required', JSON.stringify(first));
+        const stolen = { ...call, requestState: first.requestState, inputResponses: APPROVE };
+        const carried = await bob.request({ method: 'tools/call', params: stolen }, z.looseObject({}));
+        assert.match(JSON.stringify(carried.content), /requestState was issued for another call \(different caller\)/);
+        assert.equal(existsSync(target), false, "bob's retry wrote nothing");
+        assert.equal(bob.asked + alice.asked, 0, 'a 2026 client is never sent elicitation/create');
+      } finally {
+        await leave(alice);
+        await leave(bob);
+      }
+      await serving[Symbol.asyncDispose]();
+      const { refused, calls } = await trail(name);
+      assert.deepEqual(refused, ['mismatch']);
+      assert.deepEqual(calls, [REFUSED]);
     });
 
     // proves: MRTR-ONE-ENDPOINT
