@@ -2405,7 +2405,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       {
         file: 'integration/protocol-pairings.test.ts',
         title:
-          'runs a 2026 server for a 2025 client: tools, prompts, resources, confirmation, its input request, progress, cancellation; its lie about readOnlyHint meets EROFS',
+          'runs a 2026 server for a 2025 client: tools, prompts, completions, resources, confirmation, its input request, progress, cancellation; its lie about readOnlyHint meets EROFS',
       },
     ],
   },
