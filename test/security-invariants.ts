@@ -2343,11 +2343,12 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'K8S-FREEZE',
     statement:
-      "On Kubernetes a held writer is frozen between calls by its gate, PID 1 of the Pod's container, commanded over the attach in frames the server cannot write or answer: every byte of the server's stdout reaches hintbox inside the gate's data frames, so a server printing the gate's answers neither forges a freeze nor escapes one.",
+      "On Kubernetes a held writer is frozen between calls by its gate, PID 1 of the Pod's container, commanded over the attach in frames the server cannot write or answer: every byte of the server's stdout reaches hintbox inside the gate's data frames, so a server printing the gate's answers neither forges a freeze nor escapes one. The gate runs as the server's own uid (the Pod's runAsUser) and is not dumpable: the server cannot read its environment, descriptors or memory, and its signals to PID 1 are dropped.",
     tests: [
       {
         file: 'integration/kubernetes-run.test.ts',
-        title: "keeps a held writer's Pod frozen between calls, even when its server prints the gate's answers",
+        title:
+          "keeps a held writer's Pod frozen between calls, even when its server prints the gate's answers or attacks the gate as its uid",
       },
       {
         file: 'unit/kubernetes-engine.test.ts',

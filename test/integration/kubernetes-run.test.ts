@@ -67,7 +67,7 @@ integrationSuite(
     });
 
     // proves: K8S-FREEZE
-    it("keeps a held writer's Pod frozen between calls, even when its server prints the gate's answers", async () => {
+    it("keeps a held writer's Pod frozen between calls, even when its server prints the gate's answers or attacks the gate as its uid", async () => {
       const standIn = await KubeStandIn.start({ gate: GATE });
       suite.defer(() => standIn.stop());
       const dir = scratchFolder('hintbox-kubeconfig-');
@@ -109,6 +109,28 @@ integrationSuite(
       // The attack: its stdout carries the gate's answers and frames, during the call and after
       // its answer (while hintbox freezes it).
       await call('forge');
+      await frozenBetweenCalls(pods);
+      // The server runs as the gate's own uid (the Pod's runAsUser): it may signal, read and
+      // open what is its own (the control: a child of its own), but not the gate's environment,
+      // descriptors or memory (the gate is not dumpable), and its signals to PID 1 are dropped.
+      const probe = await hintbox.client.callTool({ name: 'probe_gate', arguments: {} });
+      const probed = probe.structuredContent as {
+        uid: number;
+        control: Record<string, string>;
+        gate: Record<string, string>;
+        gateState: string;
+      };
+      assert.equal(probed.uid, 10001, JSON.stringify(probed));
+      assert.deepEqual(
+        probed.control,
+        { uid: 'ok', environ: 'ok', fds: 'ok', mem: 'ok', stop: 'ok', kill: 'ok' },
+        'the same attempts succeed on a process of its own',
+      );
+      assert.equal(probed.gate.uid, 'ok', 'the gate runs as the same uid as the server');
+      for (const what of ['environ', 'fds', 'mem'] as const) {
+        assert.match(probed.gate[what] ?? '', /^E(ACCES|PERM)$/, `${what}: ${JSON.stringify(probed)}`);
+      }
+      assert.notEqual(probed.gateState, 'T', 'the gate was not stopped');
       await frozenBetweenCalls(pods);
       const before = ticks();
       await call('tick');

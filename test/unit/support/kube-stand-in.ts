@@ -16,8 +16,8 @@ import { POD_GATE_PATH } from '../../../src/engine/kubernetes/sandbox-pod.js';
  * and HTTP codes on errors), and a Pod's attach (a WebSocket, `v4.channel.k8s.io`).
  *
  * Its kubelet runs a Pod's `server` container as a local process: the real gate binary where the
- * Pod names the gate's copy (in a PID and mount namespace of its own, as root: `unshare`), then
- * the Pod's command. As a real kubelet, it starts the container
+ * Pod names the gate's copy (in a PID and mount namespace of its own: `unshare`, then `setpriv`
+ * to the Pod's `runAsUser`/`runAsGroup`, with no new privileges), then the Pod's command. As a real kubelet, it starts the container
  * when the Pod is created, not when someone attaches, and an attach carries only what the
  * container writes after it (what it wrote before is dropped). It enforces none of the Pod's
  * securityContext, volumes or policies: those are the renderer's tests and `podman kube play`'s.
@@ -199,9 +199,24 @@ export class KubeStandIn {
     // runs as the first process of a namespace of its own (never on the host's, where its
     // kill(-1, SIGSTOP) would reach every process of the machine; the gate refuses that too).
     // --kill-child: the namespace dies with the process the stand-in kills.
+    // As a kubelet, it runs the container as the Pod's user (the container's securityContext over
+    // the Pod's), with no new privileges: the gate is PID 1 as the same uid as the server.
+    const user = runAsOf(pod.spec as PodSpecUser, container as PodSpecUser);
+    const asUser = user
+      ? ['setpriv', `--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', '--no-new-privs']
+      : [];
     const argv =
       command[0] === POD_GATE_PATH
-        ? ['unshare', '--pid', '--fork', '--mount-proc', '--kill-child', this.options.gate, ...command.slice(1)]
+        ? [
+            'unshare',
+            '--pid',
+            '--fork',
+            '--mount-proc',
+            '--kill-child',
+            ...asUser,
+            this.options.gate,
+            ...command.slice(1),
+          ]
         : command;
     const env = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.value]));
     const child = spawn(argv[0] as string, argv.slice(1), {
@@ -268,4 +283,15 @@ function json(res: http.ServerResponse, code: number, body: unknown): void {
 
 function status(res: http.ServerResponse, code: number, reason: string, message: string): void {
   json(res, code, { kind: 'Status', apiVersion: 'v1', status: 'Failure', message, reason, code });
+}
+
+interface PodSpecUser {
+  securityContext?: { runAsUser?: number; runAsGroup?: number };
+}
+
+/** The user a container runs as: its own securityContext's, else the Pod's; undefined when neither says. */
+function runAsOf(pod: PodSpecUser, container: PodSpecUser): { uid: number; gid: number } | undefined {
+  const uid = container.securityContext?.runAsUser ?? pod.securityContext?.runAsUser;
+  const gid = container.securityContext?.runAsGroup ?? pod.securityContext?.runAsGroup ?? uid;
+  return uid === undefined || gid === undefined ? undefined : { uid, gid };
 }
