@@ -2025,7 +2025,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       {
         file: 'integration/kubernetes-run.test.ts',
         title:
-          "serves the server's tools from sandbox Pods; the Pods a killed hintbox left are swept by the next start",
+          "serves the server's tools from sandbox Pods; the Pods a killed hintbox left are swept by the next start and by hintbox sweep",
       },
     ],
   },

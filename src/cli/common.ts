@@ -66,6 +66,15 @@ export function profileForListing(command: string, positionals: string[]): Profi
  * kubernetes) and sweeps what crashed runs left behind.
  */
 export async function engineReady(log: Logger = cliLog, engineArg?: unknown): Promise<SandboxEngine> {
+  const engine = await connectEngine(log, engineArg);
+  await engine.sweepOrphans(log);
+  for (const dir of sweepSocketDirs()) log.debug(`swept socket folder ${dir} (its run is gone)`);
+  for (const dir of await sweepPreviewDirs()) log.debug(`swept preview copy ${dir} (its run is gone)`);
+  return engine;
+}
+
+/** The engine `--engine` (else HINTBOX_ENGINE, else docker) names, connected; nothing swept. */
+export async function connectEngine(log: Logger = cliLog, engineArg?: unknown): Promise<SandboxEngine> {
   const env = hintboxEnvironment();
   const kind = engineArg ?? env.engine;
   if (kind !== 'docker' && kind !== 'kubernetes') {
@@ -79,9 +88,6 @@ export async function engineReady(log: Logger = cliLog, engineArg?: unknown): Pr
         ).KubernetesEngine.connect({ log, ...(env.gateImage ? { gateImage: env.gateImage } : {}) })
       : await DockerEngine.connect({ log, ...(env.baseImage ? { baseImage: env.baseImage } : {}) });
   log.debug(engine.description);
-  await engine.sweepOrphans(log);
-  for (const dir of sweepSocketDirs()) log.debug(`swept socket folder ${dir} (its run is gone)`);
-  for (const dir of await sweepPreviewDirs()) log.debug(`swept preview copy ${dir} (its run is gone)`);
   return engine;
 }
 

@@ -1,18 +1,19 @@
 import os from 'node:os';
 import { databaseAdminUrl } from '../database/database-env.js';
 import { RoleProvisioner } from '../database/role-provisioner.js';
-import { DockerEngine } from '../engine/docker/docker-engine.js';
 import { sweepSocketDirs } from '../util/sweep-socket-dirs.js';
 import { sweepPreviewDirs } from '../sandbox/preview.js';
 import { makeIsOwnerAlive } from '../util/process-alive.js';
-import { cliLog, profileArg } from './common.js';
+import { cliLog, connectEngine, profileArg } from './common.js';
 import type { CommandSpec } from './command-spec.js';
 
-const HELP = `Usage: hintbox sweep [<profile>]
+const HELP = `Usage: hintbox sweep [<profile>] [--engine KIND]
 
 Removes the containers of hintbox sessions whose hintbox process is no longer running on this
 host (labels hintbox.session, hintbox.owner-host, hintbox.owner-pid). Every hintbox start does
-this too. Containers of live sessions and of other hosts are left alone. Also removes the
+this too. Containers of live sessions and of other hosts are left alone. With --engine
+kubernetes (or HINTBOX_ENGINE=kubernetes): the Pods, Services and NetworkPolicies of such
+sessions in the namespace of the current kubeconfig context (docs/engines.md). Also removes the
 folders a killed run left in the temporary folder: database relay and sandbox gate sockets
 (hintbox-pg-*, hintbox-io-*: nobody listens in them, older than a minute, this user's) and
 preview copies.
@@ -24,13 +25,13 @@ owner's host and pid in their comment; roles of live sessions and of other hosts
 
 export const sweepCommand: CommandSpec = {
   help: HELP,
-  options: {},
-  async run({ positionals }) {
+  options: { engine: { type: 'string' } },
+  async run({ positionals, values }) {
     const profile = positionals.length > 0 ? profileArg('sweep', positionals) : undefined;
     const isOwnerAlive = makeIsOwnerAlive(os.hostname());
-    const engine = await DockerEngine.connect({ log: cliLog });
+    const engine = await connectEngine(cliLog, values.engine);
     const removed = await engine.sweepOrphans(cliLog);
-    cliLog.info(`swept ${removed.length} container(s)`);
+    cliLog.info(`swept ${removed.length} sandbox(es) of sessions that are gone`);
     const dirs = [...sweepSocketDirs(), ...(await sweepPreviewDirs())];
     if (dirs.length) cliLog.info(`swept ${dirs.length} socket or preview folder(s) of runs that are gone`);
     if (profile?.database) {

@@ -7,7 +7,7 @@ import { delay } from '../../src/util/delay.js';
 import { packagePath } from '../../src/util/package-root.js';
 import { KubeStandIn } from '../unit/support/kube-stand-in.js';
 import { scratchFolder } from '../support/scratch-folder.js';
-import { runHintbox, writeProfile } from './support/hintbox-process.js';
+import { hintboxCommand, runHintbox, writeProfile } from './support/hintbox-process.js';
 import { integrationSuite } from './support/suite.js';
 
 /**
@@ -26,7 +26,7 @@ integrationSuite(
   { timeout: 120_000, skip: existsSync(GATE) ? false : 'the gate is not built (npm run build)' },
   (suite) => {
     // proves: K8S-SWEEP
-    it("serves the server's tools from sandbox Pods; the Pods a killed hintbox left are swept by the next start", async () => {
+    it("serves the server's tools from sandbox Pods; the Pods a killed hintbox left are swept by the next start and by hintbox sweep", async () => {
       const standIn = await KubeStandIn.start({ gate: GATE });
       suite.defer(() => standIn.stop());
       const kubeconfig = path.join(scratchFolder('hintbox-kubeconfig-'), 'config');
@@ -60,6 +60,22 @@ integrationSuite(
         left.every((pod) => !standIn.names('NetworkPolicy').includes(pod)),
         'and their NetworkPolicies',
       );
+      const secondPods = standIn.names('Pod');
+      assert.ok(secondPods.length > 0, 'the second session runs in Pods');
+
+      // `hintbox sweep --engine kubernetes` sweeps a killed hintbox's Pods too, and only those.
+      const third = await runHintbox(profile, { env, args: ['--engine', 'kubernetes'] });
+      await third.client.listTools();
+      const thirdPods = standIn.names('Pod').filter((pod) => !secondPods.includes(pod));
+      assert.ok(thirdPods.length > 0, 'the third session runs in Pods');
+      process.kill(third.pid, 'SIGKILL');
+      await third.exited;
+      await third.client.close().catch(() => undefined);
+      const swept = await hintboxCommand(['sweep', '--engine', 'kubernetes'], env);
+      assert.equal(swept.code, 0, swept.stderr);
+      assert.match(swept.stderr, new RegExp(`swept ${thirdPods.length} sandbox\\(es\\)`));
+      assert.deepEqual(standIn.names('Pod').sort(), [...secondPods].sort(), "the killed run's Pods, not the live ones");
+
       await second.client.close();
       await second.exited;
       assert.deepEqual(standIn.names('Pod'), [], "the second session's Pods are removed at its end");
