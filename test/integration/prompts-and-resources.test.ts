@@ -193,6 +193,13 @@ integrationSuite(
         sampled++;
         return { role: 'assistant', content: { type: 'text', text: 'x' }, model: 'm' };
       });
+      // No call until hintbox has refused the request: a call in flight when the server asks
+      // would be one to bind it to (seen once under load, when the test polled with calls).
+      await eventually(
+        async () => /asked for sampling\/createMessage: refused, .*outside any tool call/.test(hintbox.stderr()),
+        15_000,
+        "hintbox's refusal of the unbound request",
+      );
       let answer = '';
       await eventually(async () => {
         const result = await hintbox.client.callTool({ name: 'unbound_answer', arguments: {} });
