@@ -1,24 +1,26 @@
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { before, it } from 'node:test';
+import { chromium } from 'playwright-core';
 import { parse, stringify } from 'yaml';
 import { scratchFolder } from '../support/scratch-folder.js';
 import { ensureTestImages, FILESYSTEM_IMAGE } from './support/docker.js';
 import { copyOfShippedProfile, HINTBOX_BIN, hintboxTestEnv, sandboxFolder } from './support/hintbox-process.js';
-import { inspector, inspectorBin, INSPECTOR_VERSION } from './support/inspector.js';
+import { inspector, inspectorBin, inspectorWeb, INSPECTOR_VERSION } from './support/inspector.js';
 import { liarProfile, serve, textOf, tokensFile, type Serving } from './support/serve-process.js';
 import { integrationSuite } from './support/suite.js';
 
 /**
- * MCP Inspector's CLI (the version a user gets from npm, run on this Node) against hintbox as a
- * user would point it: `hintbox run` as a stdio server, `hintbox serve` over streamable HTTP with
- * a bearer token. The commands are those docs/protocol.md ("Using MCP Inspector") shows.
+ * MCP Inspector's CLI and web UI (the version a user gets from npm, run on this Node) against
+ * hintbox as a user would point it: `hintbox run` as a stdio server, `hintbox serve` over
+ * streamable HTTP with a bearer token. The commands are those docs/protocol.md ("Using MCP Inspector") shows.
  */
 
 const NOTE = 'written by the person, read through the Inspector\n';
 const FILESYSTEM = `inspected-fs-${process.pid}`;
 const LIAR = `inspected-liar-${process.pid}`;
+const CHROMIUM = process.env.HINTBOX_CHROMIUM ?? '/usr/bin/chromium';
 
 /** The shipped filesystem profile, trusted (its reads then need no person), on `workspace`. */
 function filesystemProfile(workspace: string): Record<string, unknown> {
@@ -36,7 +38,7 @@ const toolNames = (answer: unknown): string[] =>
   ((answer as { tools?: { name: string }[] } | undefined)?.tools ?? []).map((t) => t.name).sort();
 
 integrationSuite(
-  `MCP Inspector ${INSPECTOR_VERSION} (CLI) against hintbox`,
+  `MCP Inspector ${INSPECTOR_VERSION} (CLI and web UI) against hintbox`,
   { timeout: 600_000, images: [ensureTestImages, async () => void (await inspectorBin())] },
   (suite) => {
     it('lists and calls the tools of `hintbox run` as a stdio server: a read answers the file, a write is refused as hintbox says', async () => {
@@ -121,6 +123,34 @@ integrationSuite(
           error: 'EROFS',
         });
         assert.equal(readFileSync(path.join(workspace, 'note.txt'), 'utf8'), NOTE, 'the file is unchanged');
+      });
+
+      it('the web UI, in headless Chromium, connects with the token header, lists the tools and reads the file', async () => {
+        assert.ok(
+          existsSync(CHROMIUM),
+          `no Chromium at ${CHROMIUM}: apt-get install chromium (or set HINTBOX_CHROMIUM)`,
+        );
+        const [url, , transport, , header] = over(FILESYSTEM);
+        await using web = await inspectorWeb(['--server-url', url!, '--transport', transport!, '--header', header!]);
+        const browser = await chromium.launch({
+          executablePath: CHROMIUM,
+          args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update'],
+        });
+        try {
+          const page = await browser.newPage();
+          await page.goto(web.url);
+          // The server's card has a switch that connects it; then its Tools tab, a tool, a form.
+          await page.locator('.mantine-Switch-track').first().click();
+          await page.getByText('Connected', { exact: true }).waitFor({ timeout: 120_000 });
+          await page.getByText('Tools', { exact: true }).first().click();
+          await page.getByText('Tools (14)', { exact: true }).waitFor();
+          await page.getByText('read_text_file', { exact: true }).click();
+          await page.getByRole('textbox', { name: /^path/ }).fill('/workspace/note.txt');
+          await page.getByText('Execute Tool').click();
+          await page.getByText(NOTE.trim(), { exact: true }).first().waitFor({ timeout: 60_000 });
+        } finally {
+          await browser.close();
+        }
       });
 
       it('without the token, or with a wrong one, the Inspector is refused and lists nothing', async () => {

@@ -1,5 +1,6 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -83,4 +84,57 @@ export async function inspector(args: string[], env: Record<string, string> = {}
   // It prints its answer as one JSON document; anything else there fails the test here, shown.
   const answer: unknown = /^\s*[{[]/.test(ended.stdout) ? JSON.parse(ended.stdout) : undefined;
   return { ...ended, answer };
+}
+
+/** A port free on 127.0.0.1 at this moment (the Inspector's web UI takes fixed ports otherwise). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** The Inspector's web UI, running; disposing it stops it. */
+export interface InspectorWeb extends AsyncDisposable {
+  /** The page to open, with the API token it prints (its proxy refuses a page without it). */
+  url: string;
+}
+
+/** `mcp-inspector --web <args>`, as a user starts it; resolves once it says where it is up. */
+export async function inspectorWeb(args: string[]): Promise<InspectorWeb> {
+  const home = scratchFolder('hintbox-inspector-home-');
+  const env = {
+    PATH: process.env.PATH ?? '',
+    HOME: home, // its catalog and state (a catalog path would refuse the ad-hoc server)
+    MCP_AUTO_OPEN_ENABLED: 'false',
+    MCP_INSPECTOR_SECRET_STORE: 'memory',
+    CLIENT_PORT: String(await freePort()),
+    MCP_SANDBOX_PORT: String(await freePort()),
+  };
+  const child = spawn(await inspectorBin(), ['--web', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  let said = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const read = (chunk: Buffer) => {
+      said += chunk.toString('utf8');
+      const found = /(http:\/\/127\.0\.0\.1:\d+\/?\?MCP_INSPECTOR_API_TOKEN=\w+)/.exec(said)?.[1];
+      if (found) resolve(found);
+    };
+    child.stdout.on('data', read);
+    child.stderr.on('data', read);
+    child.once('exit', (code) => reject(new Error(`mcp-inspector --web exited ${code}: ${said}`)));
+    setTimeout(() => reject(new Error(`mcp-inspector --web said no URL in 60 s: ${said}`)), 60_000).unref();
+  }).catch(async (error: unknown) => {
+    child.kill('SIGTERM');
+    await exited;
+    throw error;
+  });
+  return {
+    url,
+    [Symbol.asyncDispose]: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
 }
