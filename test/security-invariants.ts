@@ -2512,4 +2512,26 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'MRTR-SERVER-INPUT-LIMITS',
+    statement:
+      'A server may ask a 2026 client at most 16 questions in one call, counted over all its input_required rounds and forgotten when the call ends; a question unanswered when its requestState expires is withdrawn and its server gets a timeout; and a caller may have at most 8 calls parked on questions at once over all its gateways, the others refused to their servers and audited.',
+    tests: [
+      {
+        file: 'unit/server-input-limits.test.ts',
+        title:
+          'refuses a server the 17th question of one call across input_required rounds, and keeps no count after the call (attack)',
+      },
+      {
+        file: 'unit/server-input-limits.test.ts',
+        title:
+          "refuses a caller's 9th call parked on a server's question, over all its gateways, audited; another caller still parks (attack)",
+      },
+      {
+        file: 'unit/server-input-rounds.test.ts',
+        title:
+          'withdraws a question nobody answers when its state expires: the server gets a timeout, the late answer nothing (attack)',
+      },
+    ],
+  },
 ];
