@@ -2358,8 +2358,13 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'SERVE-STANDARD-HEADERS',
     statement:
-      'A 2026 request to hintbox serve whose MCP-Protocol-Version, Mcp-Method or Mcp-Name header is missing or disagrees with its body is refused whole (HTTP 400, JSON-RPC -32020): nothing of it reaches a gateway, nothing runs, no call is recorded, so a filter that trusts the headers cannot be walked past; a 2026 request sent on a 2025 session keeps the protocol version header of that session, and an Mcp-Method or Mcp-Name it carries must match its body (else the same refusal).',
+      'A 2026 request to hintbox serve whose MCP-Protocol-Version, Mcp-Method or Mcp-Name header is missing or disagrees with its body is refused whole (HTTP 400, JSON-RPC -32020): nothing of it reaches a gateway, nothing runs, no call is recorded, so a filter that trusts the headers cannot be walked past; a 2026 request sent on a 2025 session keeps the protocol version header of that session, and an Mcp-Method or Mcp-Name it carries must match its body (else the same refusal). A base64-wrapped Mcp-Name must be strict base64 of UTF-8 (the standard alphabet, exact padding, re-encoding to itself), so no two header values decode to the same name.',
     tests: [
+      {
+        file: 'unit/standard-headers.test.ts',
+        title:
+          'refuses an Mcp-Name whose base64 is not strict: other header bytes never decode to the same name (attack)',
+      },
       {
         file: 'unit/serve-session-headers.test.ts',
         title:

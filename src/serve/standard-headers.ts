@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { IncomingHttpHeaders } from 'node:http';
 import { isObject } from '../mcp/json-rpc.js';
 import { declaredVersion } from '../protocol/protocol-era.js';
@@ -25,10 +26,23 @@ const NAME_SOURCE: Readonly<Record<string, string>> = {
 const BASE64_PREFIX = '=?base64?';
 const BASE64_SUFFIX = '?=';
 
-/** A header value as the spec encodes it: plain ASCII, or `=?base64?<utf-8 in base64>?=`. */
-export function decodeHeaderValue(value: string): string {
+/** Strict base64 (RFC 4648, the standard alphabet, padded): groups of four, `=` only at the end. */
+const STRICT_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/**
+ * A header value as the spec encodes it: plain ASCII, or `=?base64?<utf-8 in base64>?=`;
+ * undefined when the wrapped value is not strictly that: a character outside the alphabet,
+ * missing or extra padding, spare bits set (it does not re-encode to itself), or bytes that are
+ * not UTF-8. A lenient decoder (Node's skips what it does not know) would let other header
+ * bytes, which a filter in front sees as another value, pass for the same name.
+ */
+export function decodeHeaderValue(value: string): string | undefined {
   if (!value.startsWith(BASE64_PREFIX) || !value.endsWith(BASE64_SUFFIX)) return value;
-  return Buffer.from(value.slice(BASE64_PREFIX.length, -BASE64_SUFFIX.length), 'base64').toString('utf8');
+  const encoded = value.slice(BASE64_PREFIX.length, -BASE64_SUFFIX.length);
+  if (!STRICT_BASE64.test(encoded)) return undefined;
+  const bytes = Buffer.from(encoded, 'base64');
+  if (bytes.toString('base64') !== encoded) return undefined;
+  return isUtf8(bytes) ? bytes.toString('utf8') : undefined;
 }
 
 /**
@@ -58,6 +72,8 @@ export function standardHeaderMismatch(
   if (typeof value !== 'string') return undefined;
   const name = header('mcp-name');
   if (name === undefined) return `the Mcp-Name header is missing (${method} names ${field})`;
-  if (decodeHeaderValue(name) !== value) return `the Mcp-Name header is not the request's ${field}`;
+  const decoded = decodeHeaderValue(name);
+  if (decoded === undefined) return 'the Mcp-Name header is not valid base64 (=?base64?...?=)';
+  if (decoded !== value) return `the Mcp-Name header is not the request's ${field}`;
   return undefined;
 }
