@@ -78,12 +78,11 @@ describe('the standard headers of a 2026 request (pure)', () => {
     // The spec's own example (`/` in its base64), in the URL-safe alphabet.
     const sentinel = '=?base64?literal?=';
     const cases = [
-      ...lenient.map((payload) => ({ payload, call })),
-      { payload: 'PT9iYXNlNjQ_bGl0ZXJhbD89', call: request('tools/call', { name: sentinel }) },
+      ...lenient.map((payload) => ({ payload, named: name })),
+      { payload: 'PT9iYXNlNjQ_bGl0ZXJhbD89', named: sentinel },
     ];
-    for (const { payload, call } of cases) {
+    for (const { payload, named } of cases) {
       const header = `=?base64?${payload}?=`;
-      const named = (call.params as { name: string }).name;
       assert.equal(
         Buffer.from(payload, 'base64').toString('utf8'),
         named,
@@ -91,7 +90,7 @@ describe('the standard headers of a 2026 request (pure)', () => {
       );
       assert.equal(decodeHeaderValue(header), undefined, payload);
       assert.match(
-        standardHeaderMismatch(headers('tools/call', header), call) ?? 'passed',
+        standardHeaderMismatch(headers('tools/call', header), request('tools/call', { name: named })) ?? 'passed',
         /^the Mcp-Name header is not valid base64 \(=\?base64\?\.\.\.\?=\)$/,
         payload,
       );
