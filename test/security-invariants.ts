@@ -2539,4 +2539,16 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'SERVE-STATELESS-ERA',
+    statement:
+      'A 2026 request to hintbox serve without a session (its _meta names 2026-07-28) that asks for initialize is refused (HTTP 404, JSON-RPC -32601, naming the versions served): the 2025 handshake is never answered on the stateless path, no gateway opens for it and no session is minted.',
+    tests: [
+      {
+        file: 'integration/serve-stateless.test.ts',
+        title:
+          'refuses a 2026 initialize on the stateless path (404, -32601, naming the versions served): no gateway opens, no session is minted (attack)',
+      },
+    ],
+  },
 ];
