@@ -2358,7 +2358,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'SERVE-STANDARD-HEADERS',
     statement:
-      'A 2026 request to hintbox serve whose MCP-Protocol-Version, Mcp-Method or Mcp-Name header is missing or disagrees with its body is refused whole (HTTP 400, JSON-RPC -32020): nothing of it reaches a gateway, nothing runs, no call is recorded, so a filter that trusts the headers cannot be walked past; a 2026 request sent on a 2025 session keeps the protocol version header of that session, and an Mcp-Method or Mcp-Name it carries must match its body (else the same refusal). A base64-wrapped Mcp-Name must be strict base64 of UTF-8 (the standard alphabet, exact padding, re-encoding to itself), so no two header values decode to the same name.',
+      'A 2026 request to hintbox serve whose MCP-Protocol-Version, Mcp-Method or Mcp-Name header is missing or disagrees with its body is refused whole (HTTP 400, JSON-RPC -32020): nothing of it reaches a gateway, nothing runs, no call is recorded, so a filter that trusts the headers cannot be walked past; a 2026 request that carries an Mcp-Session-Id is checked the same (it is served without a session, the id ignored). A base64-wrapped Mcp-Name must be strict base64 of UTF-8 (the standard alphabet, exact padding, re-encoding to itself), so no two header values decode to the same name.',
     tests: [
       {
         file: 'unit/standard-headers.test.ts',
@@ -2542,8 +2542,13 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'SERVE-STATELESS-ERA',
     statement:
-      'A 2026 request to hintbox serve without a session (its _meta names 2026-07-28) that asks for initialize is refused (HTTP 404, JSON-RPC -32601, naming the versions served): the 2025 handshake is never answered on the stateless path, no gateway opens for it and no session is minted.',
+      'A 2026 request to hintbox serve (its _meta names 2026-07-28) is served without a session: one that asks for initialize is refused (HTTP 404, JSON-RPC -32601, naming the versions served), no gateway opens for it and no session is minted; an Mcp-Session-Id it carries is ignored and never echoed, so it cannot take a 2025 session path that checks fewer headers.',
     tests: [
+      {
+        file: 'unit/serve-session-headers.test.ts',
+        title:
+          'is served statelessly, the id ignored: without the 2026 headers it is refused and nothing runs; with them it runs on the caller gateway, no id echoed (attack)',
+      },
       {
         file: 'integration/serve-stateless.test.ts',
         title:

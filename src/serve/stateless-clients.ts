@@ -103,19 +103,9 @@ export class StatelessClients {
     return this.answer(server, access, req, res, body);
   }
 
-  /**
-   * Whether a 2026 request's standard headers contradict its body, and if so, refuses it (400,
-   * -32020). Checked for every 2026 request, also one sent on a 2025 session: a header that
-   * says `tools/list` over a body that calls a tool is refused wherever it arrives.
-   */
-  refusedHeaders(
-    server: string,
-    req: IncomingMessage,
-    res: ServerResponse,
-    body: JSONRPCRequest,
-    headers: IncomingMessage['headers'] = req.headers,
-  ): boolean {
-    const mismatch = standardHeaderMismatch(headers, body);
+  /** Whether a 2026 request's standard headers contradict its body, and if so, refuses it (400, -32020). */
+  private refusedHeaders(server: string, req: IncomingMessage, res: ServerResponse, body: JSONRPCRequest): boolean {
+    const mismatch = standardHeaderMismatch(req.headers, body);
     if (mismatch === undefined) return false;
     this.refused(req, server, `refused a request: ${mismatch}`);
     const error = { code: HEADER_MISMATCH, message: `hintbox refused the request: ${mismatch}` };
