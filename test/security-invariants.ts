@@ -2361,6 +2361,15 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       'A 2026 request to hintbox serve whose MCP-Protocol-Version, Mcp-Method or Mcp-Name header is missing or disagrees with its body is refused whole (HTTP 400, JSON-RPC -32020): nothing of it reaches a gateway, nothing runs, no call is recorded, so a filter that trusts the headers cannot be walked past; a 2026 request that carries an Mcp-Session-Id is checked the same (it is served without a session, the id ignored). A base64-wrapped Mcp-Name must be strict base64 of UTF-8 (the standard alphabet, exact padding, re-encoding to itself), so no two header values decode to the same name.',
     tests: [
       {
+        file: 'unit/serve-session-headers.test.ts',
+        title: 'refuses a batch holding a 2026 request, or carrying the headers, and runs nothing (attack)',
+      },
+      {
+        file: 'unit/serve-session-headers.test.ts',
+        title:
+          'refuses a 2025 request whose Mcp-Method or Mcp-Name says another request than its body, and runs nothing (attack)',
+      },
+      {
         file: 'unit/standard-headers.test.ts',
         title:
           'refuses an Mcp-Name whose base64 is not strict: other header bytes never decode to the same name (attack)',

@@ -38,8 +38,19 @@ export interface ServerRequestContext {
  */
 export const MAX_REQUESTS_PER_CALL = 16;
 
-/** A sandbox's refused requests are recorded (and logged) at most once per this many ms; the others are counted into the next line. */
+/**
+ * A sandbox's refused requests are recorded (and logged) at most once per this many ms; the
+ * others are counted into the next line, which is written at the end of the interval if no
+ * refusal comes to carry it (so no refusal goes unrecorded).
+ */
 export const REFUSAL_LINE_INTERVAL_MS = 1000;
+
+/** A sandbox's refusal lines: when the last was written, how many were counted since, the pending write of that count. */
+interface RefusalLines {
+  last: number;
+  unrecorded: number;
+  flush?: NodeJS.Timeout;
+}
 
 /**
  * The requests the servers make of the client, as they are answered: refused (recorded, logged
@@ -62,7 +73,7 @@ export class ServerRequestBroker {
    * only so many, across all the `input_required` rounds of a 2026 client (each a new request).
    */
   private readonly passedPerCall = new Map<number, number>();
-  private readonly refusals = new WeakMap<Upstream, { last: number; unrecorded: number }>();
+  private readonly refusals = new WeakMap<Upstream, RefusalLines>();
   private readonly rootsAnswered = new WeakSet<Upstream>();
   private nextRef = 1;
 
@@ -215,25 +226,34 @@ export class ServerRequestBroker {
     const now = Date.now();
     if (now - state.last < REFUSAL_LINE_INTERVAL_MS) {
       state.unrecorded++;
+      // The count is written with the next refusal, or at the end of the interval without one.
+      state.flush ??= setTimeout(
+        () => {
+          state.flush = undefined;
+          if (state.unrecorded === 0) return;
+          const count = state.unrecorded;
+          state.unrecorded = 0;
+          state.last = Date.now();
+          this.line(sandbox, method, bound, `${count} more refused since the last line (the last: ${reason})`);
+        },
+        state.last + REFUSAL_LINE_INTERVAL_MS - now,
+      ).unref();
       return;
     }
     const more = state.unrecorded ? ` (and ${state.unrecorded} more refused since the last line)` : '';
     state.last = now;
     state.unrecorded = 0;
+    if (state.flush) clearTimeout(state.flush);
+    state.flush = undefined;
+    this.line(sandbox, method, bound, reason + more);
+  }
+
+  /** One refusal line: an audit record and a warning. */
+  private line(sandbox: string, method: ServerRequestMethod, bound: InFlight | undefined, reason: string): void {
     const ref = `${sandbox}#${this.nextRef++}`;
     const boundTo = bound?.what ?? null;
-    this.context.record({
-      type: 'server.request',
-      ref,
-      sandbox,
-      method,
-      boundTo,
-      decision: 'refused',
-      reason: reason + more,
-    });
-    this.context.log.warn(
-      `${this.context.serverName} (sandbox ${sandbox}) asked for ${method}: refused, ${reason}${more}`,
-    );
+    this.context.record({ type: 'server.request', ref, sandbox, method, boundTo, decision: 'refused', reason });
+    this.context.log.warn(`${this.context.serverName} (sandbox ${sandbox}) asked for ${method}: refused, ${reason}`);
   }
 
   private waitingOf(upstream: Upstream): Map<RequestId, AbortController> {

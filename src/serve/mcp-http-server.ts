@@ -5,6 +5,7 @@ import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/se
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { isObject } from '../mcp/json-rpc.js';
 import { isModernRequest } from '../protocol/protocol-era.js';
+import { carriedHeaderMismatch, HEADER_MISMATCH } from './standard-headers.js';
 import { callerFields, callerText, sameCaller } from '../util/caller-identity.js';
 import { delay } from '../util/delay.js';
 import { RequestSite } from '../util/request-site.js';
@@ -204,6 +205,16 @@ export class McpHttpServer {
       if (body.id !== undefined) this.inFlight++;
       res.once('close', () => body.id !== undefined && this.inFlight--);
       return this.stateless.handle(server, access, req, res, body);
+    }
+    // Anything else (2025, or a batch) may still carry Mcp-Method / Mcp-Name: they must be true.
+    const carried = req.method === 'POST' ? carriedHeaderMismatch(req.headers, body) : undefined;
+    if (carried !== undefined) {
+      this.options.denials.deny({
+        remoteAddress: req.socket.remoteAddress ?? null,
+        message: `serve: ${server}: ${carried}`,
+      });
+      const error = { code: HEADER_MISMATCH, message: `hintbox refused the request: ${carried}` };
+      return reply(res, 400, { jsonrpc: '2.0', id: null, error });
     }
     if (typeof sessionId === 'string') {
       const client = this.clients.get(sessionId);

@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { IncomingHttpHeaders } from 'node:http';
 import { isObject } from '../mcp/json-rpc.js';
-import { declaredVersion } from '../protocol/protocol-era.js';
+import { declaredVersion, isModernRequest } from '../protocol/protocol-era.js';
 
 /**
  * The standard request headers of MCP 2026-07-28 over streamable HTTP (pure): a 2026 request
@@ -75,5 +75,40 @@ export function standardHeaderMismatch(
   const decoded = decodeHeaderValue(name);
   if (decoded === undefined) return 'the Mcp-Name header is not valid base64 (=?base64?...?=)';
   if (decoded !== value) return `the Mcp-Name header is not the request's ${field}`;
+  return undefined;
+}
+
+/**
+ * On a 2025 session, why the body contradicts the `Mcp-Method` / `Mcp-Name` headers the request
+ * carries (a 2025 client need not send them, but a filter in front may act on them), or
+ * undefined: each one present must say what the body does. A batch may carry neither (they
+ * name one request) and no 2026 request (2026 has no batches, and a 2026 request's headers are
+ * checked on its own path, which a batch would skip).
+ */
+export function carriedHeaderMismatch(headers: IncomingHttpHeaders, body: unknown): string | undefined {
+  const method = typeof headers['mcp-method'] === 'string' ? headers['mcp-method'] : undefined;
+  const name = typeof headers['mcp-name'] === 'string' ? headers['mcp-name'] : undefined;
+  if (Array.isArray(body)) {
+    if (body.some((m) => isObject(m) && isModernRequest(m.params))) return 'a 2026 request may not be sent in a batch';
+    if (method !== undefined || name !== undefined) {
+      return 'the Mcp-Method and Mcp-Name headers name one request, not a batch';
+    }
+    return undefined;
+  }
+  if (!isObject(body) || typeof body.method !== 'string') {
+    return method !== undefined || name !== undefined
+      ? 'the Mcp-Method and Mcp-Name headers name a request'
+      : undefined;
+  }
+  if (method !== undefined && method !== body.method) {
+    return `the Mcp-Method header (${method}) is not the request's method (${body.method})`;
+  }
+  if (name === undefined) return undefined;
+  const field = Object.hasOwn(NAME_SOURCE, body.method) ? NAME_SOURCE[body.method] : undefined;
+  const value = field !== undefined && isObject(body.params) ? body.params[field] : undefined;
+  const decoded = decodeHeaderValue(name);
+  if (decoded === undefined) return 'the Mcp-Name header is not valid base64 (=?base64?...?=)';
+  if (typeof value !== 'string' || decoded !== value)
+    return `the Mcp-Name header is not the request's ${field ?? 'name'}`;
   return undefined;
 }

@@ -99,7 +99,10 @@ export class StatelessClients {
     if (body.id === undefined) return void res.writeHead(202).end();
     if (!isJSONRPCRequest(body)) return reply(res, 400, jsonRpcError('not a JSON-RPC request'));
     if (this.refusedHeaders(server, req, res, body)) return;
-    if (body.method === METHOD.initialize) return reply(res, 404, NO_INITIALIZE(body.id));
+    if (body.method === METHOD.initialize) {
+      this.refused(req, server, 'refused initialize: a 2026 request opens no session');
+      return reply(res, 404, NO_INITIALIZE(body.id));
+    }
     return this.answer(server, access, req, res, body);
   }
 

@@ -127,3 +127,59 @@ describe('serve: a 2026 request that carries an Mcp-Session-Id', () => {
     }
   });
 });
+
+describe('serve: a 2025 session and the Mcp-Method / Mcp-Name headers it carries', () => {
+  const CALL_2025 = { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'write_file', arguments: {} } };
+
+  // proves: SERVE-STANDARD-HEADERS
+  it('refuses a batch holding a 2026 request, or carrying the headers, and runs nothing (attack)', async () => {
+    // Before: a batch was never checked; the SDK transport split it and the write ran (200).
+    const { http, base, ran, open } = await serveOne();
+    try {
+      const on = await open();
+      for (const [headers, batch] of [
+        [{ ...on, 'mcp-method': 'tools/list', 'mcp-name': 'read_file' }, [{ ...CALL, id: 7 }]],
+        [on, [{ ...CALL, id: 8 }]],
+        [{ ...on, 'mcp-method': 'tools/list' }, [CALL_2025]],
+      ] as const) {
+        const sent = await fetch(base, { method: 'POST', headers, body: JSON.stringify(batch) });
+        const answer = (await sent.json()) as { error?: { code?: number } };
+        assert.equal(sent.status, 400, JSON.stringify(answer));
+        assert.equal(answer.error?.code, -32020);
+      }
+      assert.deepEqual(ran, [], 'the write never ran');
+    } finally {
+      await http.drain(0);
+    }
+  });
+
+  // proves: SERVE-STANDARD-HEADERS
+  it('refuses a 2025 request whose Mcp-Method or Mcp-Name says another request than its body, and runs nothing (attack)', async () => {
+    // Before: only 2026 requests were checked; a 2025 write under `Mcp-Method: tools/list` ran.
+    const { http, base, ran, open } = await serveOne();
+    try {
+      const on = await open();
+      const lies: Record<string, string>[] = [
+        { 'mcp-method': 'tools/list' },
+        { 'mcp-method': 'tools/call', 'mcp-name': 'read_file' },
+      ];
+      for (const lie of lies) {
+        const sent = await fetch(base, { method: 'POST', headers: { ...on, ...lie }, body: JSON.stringify(CALL_2025) });
+        const answer = (await sent.json()) as { error?: { code?: number } };
+        assert.equal(sent.status, 400, JSON.stringify(answer));
+        assert.equal(answer.error?.code, -32020);
+      }
+      assert.deepEqual(ran, [], 'the write never ran');
+      // The same request with true headers, or none, runs: a 2025 client need not send them.
+      const honest = await fetch(base, {
+        method: 'POST',
+        headers: { ...on, 'mcp-method': 'tools/call', 'mcp-name': 'write_file' },
+        body: JSON.stringify(CALL_2025),
+      });
+      assert.equal(honest.status, 200, await honest.text());
+      assert.deepEqual(ran, ['write_file']);
+    } finally {
+      await http.drain(0);
+    }
+  });
+});
