@@ -2363,8 +2363,22 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'SERVE-STANDARD-HEADERS',
     statement:
-      'A 2026 request to hintbox serve whose MCP-Protocol-Version, Mcp-Method or Mcp-Name header is missing or disagrees with its body is refused whole (HTTP 400, JSON-RPC -32020): nothing of it reaches a gateway, nothing runs, no call is recorded, so a filter that trusts the headers cannot be walked past; a 2026 request sent on a 2025 session keeps the protocol version header of that session, and an Mcp-Method or Mcp-Name it carries must match its body (else the same refusal).',
+      'A 2026 request to hintbox serve whose MCP-Protocol-Version, Mcp-Method or Mcp-Name header is missing or disagrees with its body is refused whole (HTTP 400, JSON-RPC -32020): nothing of it reaches a gateway, nothing runs, no call is recorded, so a filter that trusts the headers cannot be walked past; a 2026 request that carries an Mcp-Session-Id is checked the same (it is served without a session, the id ignored). A base64-wrapped Mcp-Name must be strict base64 of UTF-8 (the standard alphabet, exact padding, re-encoding to itself), so no two header values decode to the same name.',
     tests: [
+      {
+        file: 'unit/serve-session-headers.test.ts',
+        title: 'refuses a batch holding a 2026 request, or carrying the headers, and runs nothing (attack)',
+      },
+      {
+        file: 'unit/serve-session-headers.test.ts',
+        title:
+          'refuses a 2025 request whose Mcp-Method or Mcp-Name says another request than its body, and runs nothing (attack)',
+      },
+      {
+        file: 'unit/standard-headers.test.ts',
+        title:
+          'refuses an Mcp-Name whose base64 is not strict: other header bytes never decode to the same name (attack)',
+      },
       {
         file: 'unit/serve-session-headers.test.ts',
         title:
@@ -2514,6 +2528,45 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       {
         file: 'integration/server-input-rounds.test.ts',
         title: "drops the answer of a call that answers while its question waits, and refuses the question's answer",
+      },
+    ],
+  },
+  {
+    id: 'MRTR-SERVER-INPUT-LIMITS',
+    statement:
+      'A server may ask a 2026 client at most 16 questions in one call, counted over all its input_required rounds and forgotten when the call ends; a question unanswered when its requestState expires is withdrawn and its server gets a timeout; and a caller may have at most 8 calls parked on questions at once over all its gateways, the others refused to their servers and audited.',
+    tests: [
+      {
+        file: 'unit/server-input-limits.test.ts',
+        title:
+          'refuses a server the 17th question of one call across input_required rounds, and keeps no count after the call (attack)',
+      },
+      {
+        file: 'unit/server-input-limits.test.ts',
+        title:
+          "refuses a caller's 9th call parked on a server's question, over all its gateways, audited; another caller still parks (attack)",
+      },
+      {
+        file: 'unit/server-input-rounds.test.ts',
+        title:
+          'withdraws a question nobody answers when its state expires: the server gets a timeout, the late answer nothing (attack)',
+      },
+    ],
+  },
+  {
+    id: 'SERVE-STATELESS-ERA',
+    statement:
+      'A 2026 request to hintbox serve (its _meta names 2026-07-28) is served without a session: one that asks for initialize is refused (HTTP 404, JSON-RPC -32601, naming the versions served), no gateway opens for it and no session is minted; an Mcp-Session-Id it carries is ignored and never echoed, so it cannot take a 2025 session path that checks fewer headers.',
+    tests: [
+      {
+        file: 'unit/serve-session-headers.test.ts',
+        title:
+          'is served statelessly, the id ignored: without the 2026 headers it is refused and nothing runs; with them it runs on the caller gateway, no id echoed (attack)',
+      },
+      {
+        file: 'integration/serve-stateless.test.ts',
+        title:
+          'refuses a 2026 initialize on the stateless path (404, -32601, naming the versions served): no gateway opens, no session is minted (attack)',
       },
     ],
   },

@@ -101,11 +101,16 @@ export class CallRelay extends RequestLifecycle<PendingCall> {
     const call = calls.find((c) => !c.parked) ?? calls[0];
     if (!call) return undefined;
     const { capabilities } = call;
-    if (!capabilities) return { clientId: call.clientId, what: call.what };
+    if (!capabilities) return { clientId: call.clientId, what: call.what, call: call.seq };
     return {
       clientId: call.clientId,
       what: call.what,
-      modern: { capabilities, ask: (method, params, options) => this.park(call, method, params, options) },
+      call: call.seq,
+      modern: {
+        capabilities,
+        refusal: () => this.rounds.refusal(this.options.caller ?? 'null'),
+        ask: (method, params, options) => this.park(call, method, params, options),
+      },
     };
   }
 
@@ -264,7 +269,7 @@ export class CallRelay extends RequestLifecycle<PendingCall> {
   }
 
   protected override settled(call: PendingCall, report: AuditOutcomeReport): void {
-    this.options.serverRequests.callEnded(call.clientId);
+    this.options.serverRequests.callEnded(call.seq);
     if (call.auditId) {
       // Not `ok`: the sandbox had no network for what the tool set out to reach.
       const refused = report.outcome === 'ok' && call.networkRefusal;

@@ -1,5 +1,5 @@
-import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
-import { refusalText, type CallBinding, type RequestStates } from '../confirmation/request-state.js';
+import { ErrorCode, type ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import { MAX_STATE_TTL_MS, refusalText, type CallBinding, type RequestStates } from '../confirmation/request-state.js';
 import { isObject } from '../mcp/json-rpc.js';
 import { META_KEY, ownResult, type RoundTrip } from '../protocol/protocol-era.js';
 
@@ -7,9 +7,10 @@ import { META_KEY, ownResult, type RoundTrip } from '../protocol/protocol-era.js
  * A 2025 server's own requests of the client (`elicitation/create`, `sampling/createMessage`)
  * made during a 2026 client's `tools/call`, asked as MCP 2026-07-28 asks: the client's request
  * is answered `input_required` with the server's request under a key of hintbox's, while the
- * server's call stays open upstream (the call's ceiling, `timeouts.call`, still runs); the
- * client's retry carries the answer and the state back, the answer goes to the server, and the
- * same call goes on under the retry's id: it runs once.
+ * server's call stays open upstream (the call's ceiling, `timeouts.call`, still runs, and the
+ * question has its own: its state's life); the client's retry carries the answer and the state
+ * back, the answer goes to the server, and the same call goes on under the retry's id: it runs
+ * once. A caller may have only so many calls parked on questions at once (`ParkedCalls`).
  *
  * The state is hintbox's approvals' (`request-state.ts`: the same signer and single-use store,
  * signed by this process, expiring). It binds the caller, the server, the tool and arguments the
@@ -26,7 +27,8 @@ export const SERVER_INPUT_PREFIX = 'hintbox.server-input.';
 interface Waiting {
   binding: CallBinding;
   method: string;
-  resolve: (answer: Record<string, unknown>) => void;
+  /** The retry's answer: the question ends (its timer, its count) and the server gets it. */
+  answered: (answer: Record<string, unknown>) => void;
 }
 
 /** What a retry came to: the server's question answered (the call goes on), or refused (why, for the client and the audit). */
@@ -41,6 +43,45 @@ export interface ParkedCall {
   call: number;
 }
 
+/**
+ * The most calls one caller may have parked on their servers' questions at once, over all its
+ * gateways (each holds a call open in a sandbox, and its client's request was answered): more
+ * are refused to the server, and audited.
+ */
+export const MAX_PARKED_CALLS_PER_CALLER = 8;
+
+/** How many calls each caller has parked on a server's question, in this process. */
+export class ParkedCalls {
+  private readonly perCaller = new Map<string, number>();
+
+  constructor(readonly max = MAX_PARKED_CALLS_PER_CALLER) {}
+
+  /** Why `caller` may not park another call now, if it may not. */
+  refusal(caller: string): string | undefined {
+    if ((this.perCaller.get(caller) ?? 0) < this.max) return undefined;
+    return `this caller already has ${this.max} calls waiting for the answers to their servers' questions (the most it may): answer those first`;
+  }
+
+  /** How many calls `caller` has parked (all callers: without one). */
+  count(caller?: string): number {
+    if (caller !== undefined) return this.perCaller.get(caller) ?? 0;
+    return [...this.perCaller.values()].reduce((a, b) => a + b, 0);
+  }
+
+  take(caller: string): void {
+    this.perCaller.set(caller, this.count(caller) + 1);
+  }
+
+  leave(caller: string): void {
+    const left = this.count(caller) - 1;
+    if (left > 0) this.perCaller.set(caller, left);
+    else this.perCaller.delete(caller);
+  }
+}
+
+/** This process's parked calls: the cap holds over every gateway of a caller. */
+export const processParkedCalls = new ParkedCalls();
+
 export class ServerInputRounds {
   private readonly waiting = new Map<string, Waiting>();
   private nextKey = 1;
@@ -48,12 +89,21 @@ export class ServerInputRounds {
   constructor(
     private readonly server: string,
     private readonly states: RequestStates,
+    private readonly parked: ParkedCalls = processParkedCalls,
   ) {}
+
+  /** Why `caller` may not be asked another question now (its parked calls are at the cap), if it may not. */
+  refusal(caller: string): string | undefined {
+    return this.parked.refusal(caller);
+  }
 
   /**
    * Asks a server's `method` request in `call`: the `input_required` result the client's request
-   * is answered with, and the answer its retry brings (rejected when `signal` aborts: the call
-   * ended, the server cancelled, the broker's time ran out; the question is then forgotten).
+   * is answered with, and the answer its retry brings. The question lives as long as its state
+   * (`ttlMs`, at most `MAX_STATE_TTL_MS`): then it is withdrawn and the answer rejected (a
+   * timeout), as it is when `signal` aborts (the call ended, the server cancelled, the policy
+   * narrowed); a withdrawn question is forgotten and its state used up. Throws when the caller
+   * has as many calls parked as it may.
    */
   ask(
     call: ParkedCall,
@@ -62,20 +112,41 @@ export class ServerInputRounds {
     ttlMs: number,
     signal: AbortSignal,
   ): { inputRequired: Record<string, unknown>; answer: Promise<Record<string, unknown>> } {
+    const refused = this.parked.refusal(call.caller);
+    if (refused) throw new Error(refused);
     const key = `${SERVER_INPUT_PREFIX}${this.nextKey++}`;
     const binding = this.bindingOf(call, key);
     const requestState = this.states.mint(binding, ttlMs);
+    const lifeMs = Math.min(ttlMs, MAX_STATE_TTL_MS);
     const answer = new Promise<Record<string, unknown>>((resolve, reject) => {
-      const forget = (): void => {
-        this.waiting.delete(key);
+      const end = (): boolean => {
+        if (!this.waiting.delete(key)) return false;
+        clearTimeout(timer);
+        signal.removeEventListener('abort', withdrawn);
+        this.parked.leave(call.caller);
+        return true;
+      };
+      const withdraw = (why: Error): void => {
+        if (!end()) return;
         // Used up now: a withdrawn question's state would otherwise count against its caller's
         // outstanding states (shared with hintbox's own approvals) until it expires.
         this.states.redeem(requestState, binding);
-        reject(signal.reason instanceof Error ? signal.reason : new Error('the question was withdrawn'));
+        reject(why);
       };
-      if (signal.aborted) return forget();
-      signal.addEventListener('abort', forget, { once: true });
-      this.waiting.set(key, { binding, method, resolve });
+      const withdrawn = (): void =>
+        withdraw(signal.reason instanceof Error ? signal.reason : new Error('the question was withdrawn'));
+      const timer = setTimeout(() => withdraw(unansweredIn(lifeMs)), lifeMs);
+      timer.unref();
+      this.waiting.set(key, {
+        binding,
+        method,
+        answered: (a) => {
+          if (end()) resolve(a);
+        },
+      });
+      this.parked.take(call.caller);
+      if (signal.aborted) return withdrawn();
+      signal.addEventListener('abort', withdrawn, { once: true });
     });
     const inputRequired = ownResult({
       resultType: 'input_required',
@@ -108,10 +179,9 @@ export class ServerInputRounds {
     const given: CallBinding = { ...waiting.binding, caller, tool, arguments: args };
     const refusal = this.states.redeem(roundTrip.requestState, given);
     if (refusal) return { answered: false, method: waiting.method, why: refusalText(refusal) };
-    this.waiting.delete(key);
     const answers = roundTrip.inputResponses as Record<string, unknown>;
     const answer = answers[key];
-    waiting.resolve(isObject(answer) ? answer : {});
+    waiting.answered(isObject(answer) ? answer : {});
     return { answered: true, method: waiting.method, call: callOf(waiting.binding) };
   }
 
@@ -126,6 +196,13 @@ export class ServerInputRounds {
       question: key,
     };
   }
+}
+
+/** The error a server gets when its question expired unanswered (a timeout, as a 2025 client's request gives). */
+function unansweredIn(lifeMs: number): Error {
+  const seconds = Math.round(lifeMs / 100) / 10;
+  const error = new Error(`no answer to the question within ${seconds} s (its requestState expired): withdrawn`);
+  return Object.assign(error, { code: ErrorCode.RequestTimeout });
 }
 
 function callOf(binding: CallBinding): number {

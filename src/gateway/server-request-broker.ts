@@ -38,8 +38,19 @@ export interface ServerRequestContext {
  */
 export const MAX_REQUESTS_PER_CALL = 16;
 
-/** A sandbox's refused requests are recorded (and logged) at most once per this many ms; the others are counted into the next line. */
+/**
+ * A sandbox's refused requests are recorded (and logged) at most once per this many ms; the
+ * others are counted into the next line, which is written at the end of the interval if no
+ * refusal comes to carry it (so no refusal goes unrecorded).
+ */
 export const REFUSAL_LINE_INTERVAL_MS = 1000;
+
+/** A sandbox's refusal lines: when the last was written, how many were counted since, the pending write of that count. */
+interface RefusalLines {
+  last: number;
+  unrecorded: number;
+  flush?: NodeJS.Timeout;
+}
 
 /**
  * The requests the servers make of the client, as they are answered: refused (recorded, logged
@@ -53,13 +64,16 @@ export const REFUSAL_LINE_INTERVAL_MS = 1000;
 export class ServerRequestBroker {
   /** Each upstream's requests waiting for the client, by the server's id. */
   private readonly waiting = new WeakMap<Upstream, Map<RequestId, AbortController>>();
-  /** The same, by the client's call they are bound to. */
-  private readonly byCall = new Map<RequestId, Set<AbortController>>();
+  /** The same, by the pending call they are bound to (its number: a 2026 retry continues it under another id). */
+  private readonly byCall = new Map<number, Set<AbortController>>();
   /** Every request waiting for the client, and what it asks (to withdraw what a narrower policy refuses). */
   private readonly asked = new Map<AbortController, { method: ServerRequestMethod; url: boolean }>();
-  /** Requests passed to the client per tool call, while it runs: a call may ask only so many. */
-  private readonly passedPerCall = new Map<RequestId, number>();
-  private readonly refusals = new WeakMap<Upstream, { last: number; unrecorded: number }>();
+  /**
+   * Requests passed to the client per pending call (its number), while it runs: a call may ask
+   * only so many, across all the `input_required` rounds of a 2026 client (each a new request).
+   */
+  private readonly passedPerCall = new Map<number, number>();
+  private readonly refusals = new WeakMap<Upstream, RefusalLines>();
   private readonly rootsAnswered = new WeakSet<Upstream>();
   private nextRef = 1;
 
@@ -85,10 +99,15 @@ export class ServerRequestBroker {
     return controller !== undefined;
   }
 
-  /** A tool call ended: its server's requests still waiting for the client are withdrawn. */
-  callEnded(clientId: RequestId): void {
-    this.passedPerCall.delete(clientId);
-    for (const controller of this.byCall.get(clientId) ?? []) controller.abort(new Error('its tool call ended'));
+  /** A tool call ended (its number): its server's requests still waiting for the client are withdrawn. */
+  callEnded(call: number): void {
+    this.passedPerCall.delete(call);
+    for (const controller of this.byCall.get(call) ?? []) controller.abort(new Error('its tool call ended'));
+  }
+
+  /** How many calls' requests are counted now (each call's count is forgotten when it ends). */
+  get countedCalls(): number {
+    return this.passedPerCall.size;
   }
 
   /** The policy narrowed (the server lost trust): what it no longer allows is withdrawn from the client. */
@@ -113,19 +132,19 @@ export class ServerRequestBroker {
     const reply = (message: Record<string, unknown>): Promise<void> =>
       upstream.forwarded.send({ jsonrpc: '2.0', id, ...message } as JSONRPCMessage).catch(() => undefined);
     const waiting = this.waitingOf(upstream);
-    const passed = bound ? (this.passedPerCall.get(bound.clientId) ?? 0) : 0;
+    const passed = bound ? (this.passedPerCall.get(bound.call) ?? 0) : 0;
     const refused = waiting.has(id)
       ? 'its id is one of its requests still waiting'
       : passed >= MAX_REQUESTS_PER_CALL && method !== METHOD.listRoots
         ? `a tool call may ask the client ${MAX_REQUESTS_PER_CALL} times at most`
-        : refusalOf(
+        : (refusalOf(
             method,
             request.params,
             context.policy(),
             capabilitiesOf(bound, context.peer),
             !!bound,
             waiting.size,
-          );
+          ) ?? (method === METHOD.listRoots ? undefined : bound?.modern?.refusal()));
     if (refused) {
       this.refuse(sandbox, upstream, method, bound, refused);
       return reply({ error: { code: ErrorCode.InvalidRequest, message: `hintbox refused ${method}: ${refused}` } });
@@ -152,7 +171,7 @@ export class ServerRequestBroker {
     // Refused above (sampling and elicitation are bound to a call); answered all the same.
     if (!bound) return reply({ error: { code: ErrorCode.InvalidRequest, message: `hintbox refused ${method}` } });
     const params = request.params as Record<string, unknown>;
-    this.passedPerCall.set(bound.clientId, passed + 1);
+    this.passedPerCall.set(bound.call, passed + 1);
     const ref = `${sandbox}#${this.nextRef++}`;
     context.record({
       type: 'server.request',
@@ -166,8 +185,8 @@ export class ServerRequestBroker {
     const controller = new AbortController();
     waiting.set(id, controller);
     this.asked.set(controller, { method, url: params.mode === 'url' });
-    const ofCall = this.byCall.get(bound.clientId) ?? new Set<AbortController>();
-    this.byCall.set(bound.clientId, ofCall.add(controller));
+    const ofCall = this.byCall.get(bound.call) ?? new Set<AbortController>();
+    this.byCall.set(bound.call, ofCall.add(controller));
     const answered = (outcome: 'ok' | 'error', detail: string | null): void =>
       context.record({ type: 'server.request.answered', ref, sandbox, method, outcome, detail });
     try {
@@ -190,7 +209,7 @@ export class ServerRequestBroker {
       this.asked.delete(controller);
       waiting.delete(id);
       ofCall.delete(controller);
-      if (ofCall.size === 0) this.byCall.delete(bound.clientId);
+      if (ofCall.size === 0) this.byCall.delete(bound.call);
     }
   }
 
@@ -207,25 +226,34 @@ export class ServerRequestBroker {
     const now = Date.now();
     if (now - state.last < REFUSAL_LINE_INTERVAL_MS) {
       state.unrecorded++;
+      // The count is written with the next refusal, or at the end of the interval without one.
+      state.flush ??= setTimeout(
+        () => {
+          state.flush = undefined;
+          if (state.unrecorded === 0) return;
+          const count = state.unrecorded;
+          state.unrecorded = 0;
+          state.last = Date.now();
+          this.line(sandbox, method, bound, `${count} more refused since the last line (the last: ${reason})`);
+        },
+        state.last + REFUSAL_LINE_INTERVAL_MS - now,
+      ).unref();
       return;
     }
     const more = state.unrecorded ? ` (and ${state.unrecorded} more refused since the last line)` : '';
     state.last = now;
     state.unrecorded = 0;
+    if (state.flush) clearTimeout(state.flush);
+    state.flush = undefined;
+    this.line(sandbox, method, bound, reason + more);
+  }
+
+  /** One refusal line: an audit record and a warning. */
+  private line(sandbox: string, method: ServerRequestMethod, bound: InFlight | undefined, reason: string): void {
     const ref = `${sandbox}#${this.nextRef++}`;
     const boundTo = bound?.what ?? null;
-    this.context.record({
-      type: 'server.request',
-      ref,
-      sandbox,
-      method,
-      boundTo,
-      decision: 'refused',
-      reason: reason + more,
-    });
-    this.context.log.warn(
-      `${this.context.serverName} (sandbox ${sandbox}) asked for ${method}: refused, ${reason}${more}`,
-    );
+    this.context.record({ type: 'server.request', ref, sandbox, method, boundTo, decision: 'refused', reason });
+    this.context.log.warn(`${this.context.serverName} (sandbox ${sandbox}) asked for ${method}: refused, ${reason}`);
   }
 
   private waitingOf(upstream: Upstream): Map<RequestId, AbortController> {

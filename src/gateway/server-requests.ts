@@ -13,6 +13,8 @@ import { METHOD } from '../mcp/methods.js';
 /** A request of the client in flight in a sandbox (a tool call, or a read): what a server's request or log message is bound to. */
 export interface InFlight {
   clientId: RequestId;
+  /** The pending call (its process-unique number): a 2026 client's retry continues it under another `clientId`. */
+  call: number;
   /** The tool, or the method of a read. */
   what: string;
   /** A 2026 client's call: its server's requests are asked through the call's answer (`input_required`). */
@@ -23,6 +25,8 @@ export interface InFlight {
 export interface ModernAsker {
   /** What the call's `_meta` envelope declares (the 2026 era has no `initialize`). */
   capabilities: ClientCapabilities;
+  /** Why no question may be asked of this client now (its caller has as many calls parked as it may), if none may. */
+  refusal(): string | undefined;
   ask(
     method: string,
     params: Record<string, unknown> | undefined,

@@ -13,6 +13,8 @@ export const METHOD = Object.freeze({
   createMessage: 'sampling/createMessage',
   elicit: 'elicitation/create',
   listRoots: 'roots/list',
+  /** The 2025 handshake: no method of MCP 2026-07-28 (refused on the stateless path). */
+  initialize: 'initialize',
 } as const);
 
 /** The MCP notifications hintbox reads or writes itself. */

@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest, isJSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { isObject } from '../mcp/json-rpc.js';
-import { isModernRequest, MODERN_PROTOCOL_VERSION } from '../protocol/protocol-era.js';
+import { isModernRequest } from '../protocol/protocol-era.js';
+import { carriedHeaderMismatch, HEADER_MISMATCH } from './standard-headers.js';
 import { callerFields, callerText, sameCaller } from '../util/caller-identity.js';
 import { delay } from '../util/delay.js';
 import { RequestSite } from '../util/request-site.js';
@@ -198,18 +199,24 @@ export class McpHttpServer {
     }
     const sessionId = req.headers['mcp-session-id'];
     // A 2026 request opens no session: its caller's gateway answers it (`stateless-clients.ts`).
-    if (typeof sessionId !== 'string' && req.method === 'POST' && isObject(body) && isModernRequest(body.params)) {
+    // One that carries an Mcp-Session-Id is served the same, the id ignored (MCP 2026-07-28: a
+    // request with the modern _meta is served statelessly), so its headers are checked as any.
+    if (req.method === 'POST' && isObject(body) && isModernRequest(body.params)) {
       if (body.id !== undefined) this.inFlight++;
       res.once('close', () => body.id !== undefined && this.inFlight--);
       return this.stateless.handle(server, access, req, res, body);
     }
+    // Anything else (2025, or a batch) may still carry Mcp-Method / Mcp-Name: they must be true.
+    const carried = req.method === 'POST' ? carriedHeaderMismatch(req.headers, body) : undefined;
+    if (carried !== undefined) {
+      this.options.denials.deny({
+        remoteAddress: req.socket.remoteAddress ?? null,
+        message: `serve: ${server}: ${carried}`,
+      });
+      const error = { code: HEADER_MISMATCH, message: `hintbox refused the request: ${carried}` };
+      return reply(res, 400, { jsonrpc: '2.0', id: null, error });
+    }
     if (typeof sessionId === 'string') {
-      // A 2026 request on a 2025 session: the session's protocol version header stands, but an
-      // Mcp-Method or Mcp-Name it carries must say what its body does.
-      if (isObject(body) && isJSONRPCRequest(body) && isModernRequest(body.params) && namesItsMethod(req)) {
-        const headers = { ...req.headers, 'mcp-protocol-version': MODERN_PROTOCOL_VERSION };
-        if (this.stateless.refusedHeaders(server, req, res, body, headers)) return;
-      }
       const client = this.clients.get(sessionId);
       if (!client || client.server !== server) return reply(res, 404, jsonRpcError('session not found'));
       // A session is its caller's (subject and client): another may not ride on it, nor a token allowing fewer tools.
@@ -370,9 +377,4 @@ export class McpHttpServer {
     const headers: Record<string, string> = challenge ? { 'WWW-Authenticate': challenge } : {};
     reply(res, denial.status, jsonRpcError(denial.status === 401 ? 'unauthorized' : 'forbidden'), headers);
   }
-}
-
-/** Whether a request carries either of the headers that name what it does. */
-function namesItsMethod(req: IncomingMessage): boolean {
-  return req.headers['mcp-method'] !== undefined || req.headers['mcp-name'] !== undefined;
 }

@@ -1,6 +1,7 @@
+import { isUtf8 } from 'node:buffer';
 import type { IncomingHttpHeaders } from 'node:http';
 import { isObject } from '../mcp/json-rpc.js';
-import { declaredVersion } from '../protocol/protocol-era.js';
+import { declaredVersion, isModernRequest } from '../protocol/protocol-era.js';
 
 /**
  * The standard request headers of MCP 2026-07-28 over streamable HTTP (pure): a 2026 request
@@ -25,10 +26,23 @@ const NAME_SOURCE: Readonly<Record<string, string>> = {
 const BASE64_PREFIX = '=?base64?';
 const BASE64_SUFFIX = '?=';
 
-/** A header value as the spec encodes it: plain ASCII, or `=?base64?<utf-8 in base64>?=`. */
-export function decodeHeaderValue(value: string): string {
+/** Strict base64 (RFC 4648, the standard alphabet, padded): groups of four, `=` only at the end. */
+const STRICT_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/**
+ * A header value as the spec encodes it: plain ASCII, or `=?base64?<utf-8 in base64>?=`;
+ * undefined when the wrapped value is not strictly that: a character outside the alphabet,
+ * missing or extra padding, spare bits set (it does not re-encode to itself), or bytes that are
+ * not UTF-8. A lenient decoder (Node's skips what it does not know) would let other header
+ * bytes, which a filter in front sees as another value, pass for the same name.
+ */
+export function decodeHeaderValue(value: string): string | undefined {
   if (!value.startsWith(BASE64_PREFIX) || !value.endsWith(BASE64_SUFFIX)) return value;
-  return Buffer.from(value.slice(BASE64_PREFIX.length, -BASE64_SUFFIX.length), 'base64').toString('utf8');
+  const encoded = value.slice(BASE64_PREFIX.length, -BASE64_SUFFIX.length);
+  if (!STRICT_BASE64.test(encoded)) return undefined;
+  const bytes = Buffer.from(encoded, 'base64');
+  if (bytes.toString('base64') !== encoded) return undefined;
+  return isUtf8(bytes) ? bytes.toString('utf8') : undefined;
 }
 
 /**
@@ -58,6 +72,43 @@ export function standardHeaderMismatch(
   if (typeof value !== 'string') return undefined;
   const name = header('mcp-name');
   if (name === undefined) return `the Mcp-Name header is missing (${method} names ${field})`;
-  if (decodeHeaderValue(name) !== value) return `the Mcp-Name header is not the request's ${field}`;
+  const decoded = decodeHeaderValue(name);
+  if (decoded === undefined) return 'the Mcp-Name header is not valid base64 (=?base64?...?=)';
+  if (decoded !== value) return `the Mcp-Name header is not the request's ${field}`;
+  return undefined;
+}
+
+/**
+ * On a 2025 session, why the body contradicts the `Mcp-Method` / `Mcp-Name` headers the request
+ * carries (a 2025 client need not send them, but a filter in front may act on them), or
+ * undefined: each one present must say what the body does. A batch may carry neither (they
+ * name one request) and no 2026 request (2026 has no batches, and a 2026 request's headers are
+ * checked on its own path, which a batch would skip).
+ */
+export function carriedHeaderMismatch(headers: IncomingHttpHeaders, body: unknown): string | undefined {
+  const method = typeof headers['mcp-method'] === 'string' ? headers['mcp-method'] : undefined;
+  const name = typeof headers['mcp-name'] === 'string' ? headers['mcp-name'] : undefined;
+  if (Array.isArray(body)) {
+    if (body.some((m) => isObject(m) && isModernRequest(m.params))) return 'a 2026 request may not be sent in a batch';
+    if (method !== undefined || name !== undefined) {
+      return 'the Mcp-Method and Mcp-Name headers name one request, not a batch';
+    }
+    return undefined;
+  }
+  if (!isObject(body) || typeof body.method !== 'string') {
+    return method !== undefined || name !== undefined
+      ? 'the Mcp-Method and Mcp-Name headers name a request'
+      : undefined;
+  }
+  if (method !== undefined && method !== body.method) {
+    return `the Mcp-Method header (${method}) is not the request's method (${body.method})`;
+  }
+  if (name === undefined) return undefined;
+  const field = Object.hasOwn(NAME_SOURCE, body.method) ? NAME_SOURCE[body.method] : undefined;
+  const value = field !== undefined && isObject(body.params) ? body.params[field] : undefined;
+  const decoded = decodeHeaderValue(name);
+  if (decoded === undefined) return 'the Mcp-Name header is not valid base64 (=?base64?...?=)';
+  if (typeof value !== 'string' || decoded !== value)
+    return `the Mcp-Name header is not the request's ${field ?? 'name'}`;
   return undefined;
 }

@@ -1,6 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isJSONRPCRequest, type JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ErrorCode,
+  isJSONRPCRequest,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  type JSONRPCRequest,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { DenialSink } from '../audit/denial-recorder.js';
+import { METHOD } from '../mcp/methods.js';
+import { MODERN_PROTOCOL_VERSION } from '../protocol/protocol-era.js';
 import { callerKey, callerText } from '../util/caller-identity.js';
 import type { Logger } from '../util/logger.js';
 import type { Access } from './authenticator.js';
@@ -36,6 +43,19 @@ export interface StatelessClientsOptions {
   log: Logger;
 }
 
+/**
+ * The answer to a 2026 `initialize` (MCP 2026-07-28 has no handshake: an unknown method is 404,
+ * -32601 over HTTP); it names the versions served, as the spec asks of an error to `initialize`.
+ */
+const NO_INITIALIZE = (id: JSONRPCRequest['id']) => ({
+  jsonrpc: '2.0',
+  id,
+  error: {
+    code: ErrorCode.MethodNotFound,
+    message: `Method not found: initialize (MCP ${MODERN_PROTOCOL_VERSION} has none: send server/discover); a 2025 client initializes without the 2026 _meta (served: ${[MODERN_PROTOCOL_VERSION, ...SUPPORTED_PROTOCOL_VERSIONS].join(', ')})`,
+  },
+});
+
 interface StatelessClient {
   key: string;
   server: string;
@@ -64,9 +84,10 @@ export class StatelessClients {
 
   /**
    * One 2026 POST of `access` on `server`. A request's standard headers must say what its body
-   * does (else 400, -32020: nothing of it reaches a gateway, nothing opens); then its caller's
-   * gateway (opened if need be) answers it. A notification is taken and dropped (202): a 2026
-   * client cancels a request by closing it.
+   * does (else 400, -32020: nothing of it reaches a gateway, nothing opens); an `initialize` is
+   * no method of 2026 (404, -32601, naming the versions served: nothing opens either); then its
+   * caller's gateway (opened if need be) answers it. A notification is taken and dropped (202): a
+   * 2026 client cancels a request by closing it.
    */
   handle(
     server: string,
@@ -78,22 +99,16 @@ export class StatelessClients {
     if (body.id === undefined) return void res.writeHead(202).end();
     if (!isJSONRPCRequest(body)) return reply(res, 400, jsonRpcError('not a JSON-RPC request'));
     if (this.refusedHeaders(server, req, res, body)) return;
+    if (body.method === METHOD.initialize) {
+      this.refused(req, server, 'refused initialize: a 2026 request opens no session');
+      return reply(res, 404, NO_INITIALIZE(body.id));
+    }
     return this.answer(server, access, req, res, body);
   }
 
-  /**
-   * Whether a 2026 request's standard headers contradict its body, and if so, refuses it (400,
-   * -32020). Checked for every 2026 request, also one sent on a 2025 session: a header that
-   * says `tools/list` over a body that calls a tool is refused wherever it arrives.
-   */
-  refusedHeaders(
-    server: string,
-    req: IncomingMessage,
-    res: ServerResponse,
-    body: JSONRPCRequest,
-    headers: IncomingMessage['headers'] = req.headers,
-  ): boolean {
-    const mismatch = standardHeaderMismatch(headers, body);
+  /** Whether a 2026 request's standard headers contradict its body, and if so, refuses it (400, -32020). */
+  private refusedHeaders(server: string, req: IncomingMessage, res: ServerResponse, body: JSONRPCRequest): boolean {
+    const mismatch = standardHeaderMismatch(req.headers, body);
     if (mismatch === undefined) return false;
     this.refused(req, server, `refused a request: ${mismatch}`);
     const error = { code: HEADER_MISMATCH, message: `hintbox refused the request: ${mismatch}` };

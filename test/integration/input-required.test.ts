@@ -2,11 +2,10 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { it } from 'node:test';
-import { z } from 'zod';
 import { ensureTestImages, LIAR_IMAGE } from './support/docker.js';
 import { auditOf, hintboxCommand, writeProfile } from './support/hintbox-process.js';
 import { MODERN, runHintboxModern, type CallAnswer } from './support/modern-client.js';
-import { connect, leave, serve, tokensFile } from './support/serve-process.js';
+import { serve, tokensFile } from './support/serve-process.js';
 import { integrationSuite } from './support/suite.js';
 
 interface CallRow {
@@ -192,28 +191,41 @@ integrationSuite(
         { name: 'bob', token: 'bob-token' },
       ]);
       await using serving = await serve([path.dirname(file), '--tokens', tokens]);
-      const url = `${serving.url}/mcp/${name}`;
-      const alice = await connect(url, 'alice-token');
-      const bob = await connect(url, 'bob-token');
-      try {
-        const call = {
-          ...write(`${name}.txt`, 'by bob'),
-          _meta: {
-            'io.modelcontextprotocol/protocolVersion': MODERN,
-            'io.modelcontextprotocol/clientCapabilities': { elicitation: {} },
+      // A 2026 request: a POST of its own with the 2026 headers, under the caller's token.
+      const callAs = async (token: string, params: Record<string, unknown>) => {
+        const res = await fetch(`${serving.url}/mcp/${name}`, {
+          method: 'POST',
+          headers: {
+            Authorization: `Bearer ${token}`,
+            'Content-Type': 'application/json',
+            Accept: 'application/json',
+            'MCP-Protocol-Version': MODERN,
+            'Mcp-Method': 'tools/call',
+            'Mcp-Name': 'unannotated_write',
           },
-        };
-        const first = await alice.request({ method: 'tools/call', params: call }, z.looseObject({}));
-        assert.equal(first.resultType, 'input_required', JSON.stringify(first));
-        const stolen = { ...call, requestState: first.requestState, inputResponses: APPROVE };
-        const carried = await bob.request({ method: 'tools/call', params: stolen }, z.looseObject({}));
-        assert.match(JSON.stringify(carried.content), /requestState was issued for another call \(different caller\)/);
-        assert.equal(existsSync(target), false, "bob's retry wrote nothing");
-        assert.equal(bob.asked + alice.asked, 0, 'a 2026 client is never sent elicitation/create');
-      } finally {
-        await leave(alice);
-        await leave(bob);
-      }
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params }),
+        });
+        const text = await res.text();
+        const messages = (
+          text.startsWith('event:') ? [...text.matchAll(/^data: (.*)$/gm)].map((m) => m[1] ?? '{}') : [text]
+        ).map((m) => JSON.parse(m) as { result?: Record<string, unknown> });
+        const answer = messages.at(-1)?.result;
+        assert.ok(answer, `${res.status}: ${text}`);
+        return answer;
+      };
+      const call = {
+        ...write(`${name}.txt`, 'by bob'),
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': MODERN,
+          'io.modelcontextprotocol/clientCapabilities': { elicitation: {} },
+        },
+      };
+      const first = await callAs('alice-token', call);
+      assert.equal(first.resultType, 'input_required', JSON.stringify(first));
+      const stolen = { ...call, requestState: first.requestState, inputResponses: APPROVE };
+      const carried = await callAs('bob-token', stolen);
+      assert.match(JSON.stringify(carried.content), /requestState was issued for another call \(different caller\)/);
+      assert.equal(existsSync(target), false, "bob's retry wrote nothing");
       await serving[Symbol.asyncDispose]();
       const { refused, calls } = await trail(name);
       assert.deepEqual(refused, ['mismatch']);
@@ -225,34 +237,55 @@ integrationSuite(
       const { name, file } = await approvedLiar();
       const target = path.join(workspace, `${name}.txt`);
       await using serving = await serve([path.dirname(file), '--one-endpoint']);
-      const client = await connect(`${serving.url}/mcp`);
-      try {
-        const call = {
-          name: `${name}__unannotated_write`,
-          arguments: { path: `/data/${name}.txt`, content: 'through /mcp' },
-          _meta: {
-            'io.modelcontextprotocol/protocolVersion': MODERN,
-            'io.modelcontextprotocol/clientCapabilities': { elicitation: {} },
+      // A 2026 client has no session: each request is a POST of its own, with the 2026 headers.
+      const tool = `${name}__unannotated_write`;
+      const callOnce = async (params: Record<string, unknown>) => {
+        const res = await fetch(`${serving.url}/mcp`, {
+          method: 'POST',
+          headers: {
+            'Content-Type': 'application/json',
+            Accept: 'application/json, text/event-stream',
+            'MCP-Protocol-Version': MODERN,
+            'Mcp-Method': 'tools/call',
+            'Mcp-Name': tool,
           },
-        };
-        const callOnce = (params: Record<string, unknown>) =>
-          client.request({ method: 'tools/call', params }, z.looseObject({}));
-        const first = await callOnce(call);
-        assert.equal(first.resultType, 'input_required', JSON.stringify(first));
-        assert.equal(existsSync(target), false, 'nothing runs before the answer');
-        const retry = { ...call, requestState: first.requestState, inputResponses: APPROVE };
-        const ran = await callOnce(retry);
-        assert.equal(ran.resultType, 'complete', `the retry was asked again: ${JSON.stringify(ran).slice(0, 120)}`);
-        assert.equal(ran.isError, undefined, JSON.stringify(ran));
-        assert.equal(readFileSync(target, 'utf8'), 'through /mcp');
-        rmSync(target);
-        const replayed = await callOnce(retry);
-        assert.match(JSON.stringify(replayed.content), /requestState was already used/);
-        assert.equal(existsSync(target), false, 'the replay wrote nothing');
-        assert.equal(client.asked, 0, 'a 2026 client is never sent elicitation/create');
-      } finally {
-        await leave(client);
-      }
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params }),
+        });
+        assert.equal(res.headers.get('mcp-session-id'), null, 'no session');
+        const text = await res.text();
+        // Every message of the answer (one JSON, or a stream's): none is a request of hintbox's.
+        const messages = (
+          text.startsWith('event:') ? [...text.matchAll(/^data: (.*)$/gm)].map((m) => m[1] ?? '{}') : [text]
+        ).map((m) => JSON.parse(m) as { method?: string; result?: Record<string, unknown> });
+        assert.deepEqual(
+          messages.filter((m) => m.method === 'elicitation/create'),
+          [],
+          'a 2026 client is never sent elicitation/create',
+        );
+        const answer = messages.at(-1) ?? {};
+        assert.ok(answer.result, `${res.status}: ${text}`);
+        return answer.result;
+      };
+      const call = {
+        name: tool,
+        arguments: { path: `/data/${name}.txt`, content: 'through /mcp' },
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': MODERN,
+          'io.modelcontextprotocol/clientCapabilities': { elicitation: {} },
+        },
+      };
+      const first = await callOnce(call);
+      assert.equal(first.resultType, 'input_required', JSON.stringify(first));
+      assert.equal(existsSync(target), false, 'nothing runs before the answer');
+      const retry = { ...call, requestState: first.requestState, inputResponses: APPROVE };
+      const ran = await callOnce(retry);
+      assert.equal(ran.resultType, 'complete', `the retry was asked again: ${JSON.stringify(ran).slice(0, 120)}`);
+      assert.equal(ran.isError, undefined, JSON.stringify(ran));
+      assert.equal(readFileSync(target, 'utf8'), 'through /mcp');
+      rmSync(target);
+      const replayed = await callOnce(retry);
+      assert.match(JSON.stringify(replayed.content), /requestState was already used/);
+      assert.equal(existsSync(target), false, 'the replay wrote nothing');
       await serving[Symbol.asyncDispose]();
       assert.deepEqual(await trail(name), {
         refused: ['replayed'],

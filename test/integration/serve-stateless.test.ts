@@ -210,6 +210,34 @@ integrationSuite(
       assert.deepEqual(calls, ['allowed/ok'], 'only the honest call is recorded');
     });
 
+    // proves: SERVE-STATELESS-ERA
+    it('refuses a 2026 initialize on the stateless path (404, -32601, naming the versions served): no gateway opens, no session is minted (attack)', async () => {
+      const { serving, names } = await serveLiars([{}]);
+      const url = `${serving.url}/mcp/${names[0] as string}`;
+      try {
+        // A 2026 request (its _meta and headers say 2026-07-28) that asks for the 2025 handshake.
+        const params = {
+          protocolVersion: MODERN,
+          capabilities: { elicitation: {} },
+          clientInfo: { name: 'x', version: '1' },
+        };
+        const answer = await post(url, TOKENS.alice, { method: 'initialize', params });
+        assert.equal(answer.status, 404, JSON.stringify(answer.json));
+        assert.equal(answer.json.error?.code, -32601);
+        assert.match(
+          answer.json.error?.message ?? '',
+          /^Method not found: initialize \(MCP 2026-07-28 has none: send server\/discover\).*2025-11-25/,
+        );
+        assert.equal(answer.session, null, 'no session id minted');
+        assert.doesNotMatch(serving.stderr(), /served statelessly/, 'no gateway opened for it');
+        // The same caller's 2026 requests are served.
+        const discovered = await post(url, TOKENS.alice, { method: 'server/discover', params: {} });
+        assert.equal(discovered.status, 200, JSON.stringify(discovered.json));
+      } finally {
+        await serving[Symbol.asyncDispose]();
+      }
+    });
+
     // proves: SERVE-STATELESS-BINDING
     it('refuses a requestState retried by another principal or on another profile: nothing is written, each refusal audited (attack)', async () => {
       const { serving, names } = await serveLiars([{}, {}]);

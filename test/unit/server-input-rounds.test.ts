@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { RequestStates } from '../../src/confirmation/request-state.js';
-import { ServerInputRounds, type ParkedCall } from '../../src/gateway/server-input-rounds.js';
+import { ParkedCalls, ServerInputRounds, type ParkedCall } from '../../src/gateway/server-input-rounds.js';
 import { roundTripOf, MODERN_PROTOCOL_VERSION, META_KEY } from '../../src/protocol/protocol-era.js';
 
 const ALICE = '["alice",null]';
@@ -27,8 +27,8 @@ function retryOf(state: unknown, key: string, answer: unknown = { action: 'accep
 }
 
 /** Asks `parked` a question: the state, the key, and whether (and with what) the server was answered. */
-function ask(rounds: ServerInputRounds, parked: ParkedCall, signal = new AbortController().signal) {
-  const { inputRequired, answer } = rounds.ask(parked, 'elicitation/create', QUESTION, 60_000, signal);
+function ask(rounds: ServerInputRounds, parked: ParkedCall, signal = new AbortController().signal, ttlMs = 60_000) {
+  const { inputRequired, answer } = rounds.ask(parked, 'elicitation/create', QUESTION, ttlMs, signal);
   const heard: { answer?: Record<string, unknown>; error?: string } = {};
   answer.then(
     (a) => (heard.answer = a),
@@ -106,5 +106,39 @@ describe('ServerInputRounds', () => {
     assert.equal(rounds.claims(retryOf('s', 'hintbox.confirm')), false);
     assert.equal(rounds.claims(retryOf('s', 'hintbox.server-input.7')), true);
     assert.equal(rounds.claims(undefined), false);
+  });
+
+  // proves: MRTR-SERVER-INPUT-LIMITS
+  it('withdraws a question nobody answers when its state expires: the server gets a timeout, the late answer nothing (attack)', async () => {
+    // Before: the question had no time of its own; it waited (and held its call) until the call's ceiling.
+    const states = new RequestStates();
+    const parked = new ParkedCalls();
+    const rounds = new ServerInputRounds('asker', states, parked);
+    const asked = ask(rounds, call(1), new AbortController().signal, 100);
+    assert.equal(parked.count(ALICE), 1);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.match(
+      asked.heard.error ?? 'still waiting',
+      /^no answer to the question within 0\.1 s \(its requestState expired\): withdrawn$/,
+    );
+    const late = rounds.retry(retryOf(asked.state, asked.key), ALICE, 'ask', { q: 1 });
+    assert.equal(late.answered, false);
+    assert.equal(states.size, 0, 'its state is used up');
+    assert.equal(parked.count(), 0, 'nothing is left parked');
+  });
+
+  it('counts the calls a caller has parked: answered, withdrawn or expired, each leaves; past the cap none is asked', async () => {
+    const parked = new ParkedCalls(2);
+    const rounds = new ServerInputRounds('asker', new RequestStates(), parked);
+    const first = ask(rounds, call(1));
+    const withdrawn = new AbortController();
+    ask(rounds, call(2), withdrawn.signal);
+    assert.throws(() => ask(rounds, call(3)), /^Error: this caller already has 2 calls waiting for the answers/);
+    assert.equal(ask(rounds, call(4, MALLORY)).key.startsWith('hintbox.server-input.'), true, 'another caller');
+    withdrawn.abort(new Error('its tool call ended'));
+    assert.equal(rounds.retry(retryOf(first.state, first.key), ALICE, 'ask', { q: 1 }).answered, true);
+    assert.equal(parked.count(ALICE), 0);
+    assert.equal(parked.count(MALLORY), 1);
+    assert.equal(rounds.refusal(ALICE), undefined);
   });
 });

@@ -55,4 +55,52 @@ describe('the standard headers of a 2026 request (pure)', () => {
       /Mcp-Name/,
     );
   });
+
+  // proves: SERVE-STANDARD-HEADERS
+  it('refuses an Mcp-Name whose base64 is not strict: other header bytes never decode to the same name (attack)', () => {
+    // Before: Node's lenient decoder skipped what is not base64 and ignored what follows the
+    // padding or its spare bits, so each of these headers passed for the name `delete_all`, while
+    // a filter in front (that compares, or strictly decodes, the header) saw another value.
+    const name = 'delete_all';
+    const canonical = Buffer.from(name).toString('base64'); // ZGVsZXRlX2FsbA==
+    const call = request('tools/call', { name });
+    assert.equal(standardHeaderMismatch(headers('tools/call', `=?base64?${canonical}?=`), call), undefined);
+    const lenient = [
+      'ZGVs*ZXRlX2FsbA==', // a character outside the alphabet, skipped
+      'ZGVs ZXRlX2FsbA==', // a space, skipped
+      'ZGVsZXRl\tX2FsbA==', // a tab, skipped
+      'ZGVsZXRlX2FsbA', // no padding
+      'ZGVsZXRlX2FsbA=', // short padding
+      'ZGVsZXRlX2FsbB==', // spare bits set (re-encodes as ZGVsZXRlX2FsbA==)
+      'ZGVsZXRlX2FsbA==ZGVs', // data after the padding
+      'ZGVsZXRlX2FsbA=====', // padding past the end
+    ];
+    // The spec's own example (`/` in its base64), in the URL-safe alphabet.
+    const sentinel = '=?base64?literal?=';
+    const cases = [
+      ...lenient.map((payload) => ({ payload, named: name })),
+      { payload: 'PT9iYXNlNjQ_bGl0ZXJhbD89', named: sentinel },
+    ];
+    for (const { payload, named } of cases) {
+      const header = `=?base64?${payload}?=`;
+      assert.equal(
+        Buffer.from(payload, 'base64').toString('utf8'),
+        named,
+        `${payload}: a collision for a lenient decoder`,
+      );
+      assert.equal(decodeHeaderValue(header), undefined, payload);
+      assert.match(
+        standardHeaderMismatch(headers('tools/call', header), request('tools/call', { name: named })) ?? 'passed',
+        /^the Mcp-Name header is not valid base64 \(=\?base64\?\.\.\.\?=\)$/,
+        payload,
+      );
+    }
+    // Bytes that are not UTF-8 decode to nothing, not to replacement characters (U+FFFD).
+    const invalid = `=?base64?${Buffer.from([0x77, 0xff, 0x72]).toString('base64')}?=`;
+    assert.equal(decodeHeaderValue(invalid), undefined);
+    assert.match(
+      standardHeaderMismatch(headers('tools/call', invalid), request('tools/call', { name: 'w\ufffdr' })) ?? 'passed',
+      /not valid base64/,
+    );
+  });
 });
