@@ -12,7 +12,7 @@
  * `stop` ends the window started last and writes its counts.
  */
 import { createHook, type AsyncHook } from 'node:async_hooks';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
 
 interface HeapWindow {
@@ -46,7 +46,10 @@ if (out) {
 }
 
 function write(result: unknown): void {
-  writeFileSync(`${out}.${++answers}.json`, JSON.stringify(result));
+  // Written whole, then named: the driver reads it as soon as the name is there.
+  const file = `${out}.${++answers}.json`;
+  writeFileSync(`${file}.part`, JSON.stringify(result));
+  renameSync(`${file}.part`, file);
 }
 
 function startHeap(): void {
