@@ -11,7 +11,13 @@ import { forUpstream, isModernRequest, roundTripOf, type RoundTrip } from '../pr
 import type { InputRequiredAnswer } from '../confirmation/call-to-confirm.js';
 import type { CallGuard } from './call-guard.js';
 import { addViolation, diedText, PendingCalls, traceOf, type PendingCall } from './forwarded-call.js';
-import { cancelUpstream, outcomeOf, RequestLifecycle, type RequestLifecycleOptions } from './forwarded-request.js';
+import {
+  cancelUpstream,
+  outcomeOf,
+  RequestLifecycle,
+  type ForwardedRequest,
+  type RequestLifecycleOptions,
+} from './forwarded-request.js';
 import type { ClientCatalog } from '../catalog/client-catalog.js';
 import type { ServerRequestBroker } from './server-request-broker.js';
 import { envelopeCapabilities, ServerInputRounds } from './server-input-rounds.js';
@@ -189,11 +195,10 @@ export class CallRelay extends RequestLifecycle<PendingCall> {
       return this.reply(errorAnswer(clientId, ErrorCode.InvalidParams, text));
     }
     let auditId: string | undefined;
-    const finish = (report: AuditOutcomeReport): void => {
-      if (auditId) guard?.finish(auditId, report);
-    };
     try {
-      const unverified = await this.verification?.wait(serverName, log);
+      // Once the server is verified (every call but those of a cold start) there is nothing to wait for.
+      const verifying = this.verification?.wait(serverName, log);
+      const unverified = verifying && (await verifying);
       if (cancelled()) return;
       if (unverified) return this.reply(this.failure(clientId, unverified));
       // Looked up once the server is verified: its routes may differ from the lock file's.
@@ -211,8 +216,11 @@ export class CallRelay extends RequestLifecycle<PendingCall> {
         auditId = admission.auditId;
         if (admission.decision.retryOnTimeout) retriesLeft = MAX_RETRIES;
       }
-      if (cancelled())
-        return finish({ outcome: 'cancelled', detail: 'cancelled by the client before it was forwarded' });
+      if (cancelled()) {
+        if (auditId)
+          guard?.finish(auditId, { outcome: 'cancelled', detail: 'cancelled by the client before it was forwarded' });
+        return;
+      }
       const spec = {
         clientId,
         sandbox: routed.sandbox,
@@ -220,22 +228,20 @@ export class CallRelay extends RequestLifecycle<PendingCall> {
         method: METHOD.toolsCall,
         params: forUpstream(params),
       };
-      const modern = isModernRequest(params) ? { capabilities: envelopeCapabilities(params) } : {};
-      const build = (request: Omit<PendingCall, 'attempts' | 'retriesLeft'>): PendingCall => ({
-        ...request,
-        ...modern,
-        ...(auditId ? { auditId } : {}),
+      const extra: Omit<PendingCall, keyof ForwardedRequest> = {
+        capabilities: isModernRequest(params) ? envelopeCapabilities(params) : undefined,
+        auditId,
         attempts: 1,
         retriesLeft,
-      });
-      await this.forward(spec, cancelled, build, (report, text) => {
-        finish(report);
+      };
+      await this.forward(spec, cancelled, extra, (report, text) => {
+        if (auditId) guard?.finish(auditId, report);
         if (text) this.reply(this.failure(clientId, text));
       });
     } catch (error) {
       // A failure of hintbox itself: the client still gets an answer, the audit an outcome.
       const message = (error as Error).message;
-      finish({ outcome: 'error', detail: `hintbox: ${message}` });
+      if (auditId) guard?.finish(auditId, { outcome: 'error', detail: `hintbox: ${message}` });
       this.reply(errorAnswer(clientId, ErrorCode.InternalError, `hintbox failed to forward ${name}: ${message}`));
     }
   }
@@ -324,7 +330,7 @@ export class CallRelay extends RequestLifecycle<PendingCall> {
     call.timer = setTimeout(() => {
       if (!this.pending.has(call)) return;
       this.arm(call);
-      void this.send(call);
+      this.send(call);
     }, backoffMs);
     call.timer.unref();
   }

@@ -1,7 +1,11 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type {
   ClientCapabilities,
+  ElicitRequestFormParams,
+  ElicitRequestURLParams,
+  ElicitResult,
   JSONRPCMessage,
   MessageExtraInfo,
   RequestId,
@@ -79,29 +83,53 @@ export class ClientConnection implements ClientPeer {
 
   /**
    * The person at the client, for the confirmation of one request (sent as part of it);
-   * `roundTrip`: a 2026 client's request, asked through its answer (`input_required`).
+   * `roundTrip`: a 2026 client's request, asked through its answer (`input_required`). One
+   * small object per call, its methods shared: most calls never ask.
    */
   channelFor(requestId: RequestId, roundTrip?: RoundTrip): ClientChannel {
-    const asked = (timeoutMs: number, signal?: AbortSignal) => ({
-      timeout: timeoutMs,
-      relatedRequestId: requestId,
-      ...(signal ? { signal } : {}),
-    });
-    return {
-      ...(roundTrip ? { roundTrip } : {}),
-      canElicit: () => this.capabilities()?.elicitation?.form !== undefined,
-      elicit: (params, timeoutMs, signal) => this.server.elicitInput(params, asked(timeoutMs, signal)),
-      canElicitUrl: () => this.capabilities()?.elicitation?.url !== undefined,
-      elicitUrl: (params, timeoutMs, signal) => this.server.elicitInput(params, asked(timeoutMs, signal)),
-      elicitationComplete: (elicitationId) => {
-        try {
-          void this.server
-            .createElicitationCompletionNotifier(elicitationId, { relatedRequestId: requestId })()
-            .catch(() => undefined);
-        } catch {
-          // A client without URL elicitation: nothing to tell.
-        }
-      },
-    };
+    return new RequestChannel(this.server, requestId, roundTrip);
+  }
+}
+
+/** {@link ClientConnection.channelFor}: the person at the client, for one request. */
+class RequestChannel implements ClientChannel {
+  readonly roundTrip?: RoundTrip;
+
+  constructor(
+    private readonly server: Server,
+    private readonly requestId: RequestId,
+    roundTrip: RoundTrip | undefined,
+  ) {
+    if (roundTrip) this.roundTrip = roundTrip;
+  }
+
+  canElicit(): boolean {
+    return this.server.getClientCapabilities()?.elicitation?.form !== undefined;
+  }
+
+  elicit(params: ElicitRequestFormParams, timeoutMs: number, signal?: AbortSignal): Promise<ElicitResult> {
+    return this.server.elicitInput(params, this.asked(timeoutMs, signal));
+  }
+
+  canElicitUrl(): boolean {
+    return this.server.getClientCapabilities()?.elicitation?.url !== undefined;
+  }
+
+  elicitUrl(params: ElicitRequestURLParams, timeoutMs: number, signal?: AbortSignal): Promise<ElicitResult> {
+    return this.server.elicitInput(params, this.asked(timeoutMs, signal));
+  }
+
+  elicitationComplete(elicitationId: string): void {
+    try {
+      void this.server
+        .createElicitationCompletionNotifier(elicitationId, { relatedRequestId: this.requestId })()
+        .catch(() => undefined);
+    } catch {
+      // A client without URL elicitation: nothing to tell.
+    }
+  }
+
+  private asked(timeoutMs: number, signal?: AbortSignal): RequestOptions {
+    return { timeout: timeoutMs, relatedRequestId: this.requestId, ...(signal ? { signal } : {}) };
   }
 }

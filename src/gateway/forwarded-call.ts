@@ -26,12 +26,15 @@ export function traceIdOf(meta: unknown): string | undefined {
 }
 
 /** The trace id and the whole, valid `traceparent` of a request's `_meta`; empty without one. */
-export function traceOf(meta: unknown): { traceId?: string; traceparent?: string } {
+export function traceOf(meta: unknown): Readonly<{ traceId?: string; traceparent?: string }> {
   const parent = isObject(meta) ? meta.traceparent : undefined;
-  if (typeof parent !== 'string') return {};
+  if (typeof parent !== 'string') return NO_TRACE;
   const match = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(parent);
-  return match && !/^0+$/.test(match[1]!) ? { traceId: match[1]!, traceparent: parent } : {};
+  return match && !/^0+$/.test(match[1]!) ? { traceId: match[1]!, traceparent: parent } : NO_TRACE;
 }
+
+/** A call without a trace (most): one object for all. */
+const NO_TRACE: Readonly<{ traceId?: string; traceparent?: string }> = Object.freeze({});
 
 /** The answer to a call whose sandbox died under it, quoting the server's last words. */
 export function diedResult(call: PendingCall, serverName: string, detail?: string): CallToolResult {

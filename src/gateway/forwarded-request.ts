@@ -12,6 +12,7 @@ import type { Logger } from '../util/logger.js';
 import type { ClientConnection } from './client-connection.js';
 import type { PendingRequests } from './pending-requests.js';
 import { type ForwardedRequest } from './pending-requests.js';
+import type { SandboxActivity } from './sandbox-activity.js';
 import type { SandboxPool, Upstream } from './sandbox-pool.js';
 
 export type { ForwardedRequest } from './pending-requests.js';
@@ -169,90 +170,111 @@ export abstract class RequestLifecycle<R extends ForwardedRequest> {
   /**
    * Forwards an admitted request to its sandbox (started if need be, thawed for it). What stops
    * it before it is pending (no sandbox, a cancellation) goes to `notForwarded`, with the text the
-   * client is answered (none for a cancellation). `build` adds what the subclass keeps of it.
+   * client is answered (none for a cancellation). `extra`: what the subclass keeps of it.
+   *
+   * The hot path (the sandbox runs, is connected and needs no thaw) waits for nothing: no promise
+   * is made for it but the send's.
    */
   protected async forward(
     spec: RequestSpec,
     cancelled: () => boolean,
-    build: (request: ForwardedRequest) => R,
+    extra: Omit<R, keyof ForwardedRequest>,
     notForwarded: (report: AuditOutcomeReport, text?: string) => void,
   ): Promise<void> {
     const { pool } = this.lifecycle;
     const { sandbox, what } = spec;
-    let upstream: Upstream;
-    try {
-      upstream = await pool.upstreamFor(sandbox);
-    } catch (error) {
-      const text = `hintbox could not start sandbox ${sandbox} for ${what}: ${(error as Error).message}`;
-      return notForwarded({ outcome: 'sandbox-died', detail: text }, text);
+    let upstream = pool.runningUpstream(sandbox);
+    if (!upstream) {
+      try {
+        upstream = await pool.upstreamFor(sandbox);
+      } catch (error) {
+        const text = `hintbox could not start sandbox ${sandbox} for ${what}: ${(error as Error).message}`;
+        return notForwarded({ outcome: 'sandbox-died', detail: text }, text);
+      }
     }
     // Counted in its sandbox from here, whatever happens next: a held sandbox whose server this
     // request released (started) is frozen again when it leaves, a cancelled one too.
     const activity = pool.activityOf(upstream, sandbox);
-    const thawed = activity.enter();
-    const stop = (report: AuditOutcomeReport, text?: string): void => {
-      thawed.catch(() => undefined);
-      activity.leave();
-      notForwarded(report, text);
-    };
-    if (cancelled()) return stop({ outcome: 'cancelled', detail: 'cancelled by the client before it was forwarded' });
+    const thawed = activity.enterNow();
+    if (cancelled()) {
+      return this.notSent(activity, thawed, notForwarded, {
+        outcome: 'cancelled',
+        detail: 'cancelled by the client before it was forwarded',
+      });
+    }
     if (!upstream.forwarded.connected) {
       const text = `sandbox ${sandbox} for ${what} is not connected`;
-      return stop({ outcome: 'sandbox-died', detail: text }, text);
+      return this.notSent(activity, thawed, notForwarded, { outcome: 'sandbox-died', detail: text }, text);
     }
     const token = isObject(spec.params._meta) ? spec.params._meta.progressToken : undefined;
     const upstreamId = this.nextUpstreamId();
     const carriesToken = typeof token === 'string' || typeof token === 'number';
-    const request = build({
-      clientId: spec.clientId,
-      upstreamId,
-      upstream,
-      activity,
-      sandbox,
-      what,
-      method: spec.method,
-      params: withProgressKey(spec.params, carriesToken ? upstreamId : undefined),
-      seq: nextSequence(),
-      startedAt: Date.now(),
-      ...(carriesToken ? { progressToken: token, progressKey: upstreamId } : {}),
-    });
+    const request = Object.assign(
+      {
+        clientId: spec.clientId,
+        upstreamId,
+        upstream,
+        activity,
+        sandbox,
+        what,
+        method: spec.method,
+        params: carriesToken ? withProgressKey(spec.params, upstreamId) : spec.params,
+        seq: nextSequence(),
+        startedAt: Date.now(),
+        progressToken: carriesToken ? token : undefined,
+        progressKey: carriesToken ? upstreamId : undefined,
+      } satisfies ForwardedRequest,
+      extra,
+    ) as R;
     this.pending.add(request);
     this.admitting.delete(spec.clientId);
     this.arm(request);
-    try {
-      await thawed; // a held sandbox is thawed for the request
-    } catch (error) {
-      const text = `hintbox could not thaw sandbox ${sandbox} for ${what}: ${(error as Error).message}`;
-      if (this.settle(request, { outcome: 'sandbox-died', detail: text }))
-        this.reply(this.failure(spec.clientId, text));
-      return;
+    if (thawed) {
+      try {
+        await thawed; // a held sandbox is thawed for the request
+      } catch (error) {
+        const text = `hintbox could not thaw sandbox ${sandbox} for ${what}: ${(error as Error).message}`;
+        if (this.settle(request, { outcome: 'sandbox-died', detail: text }))
+          this.reply(this.failure(spec.clientId, text));
+        return;
+      }
+      // Cancelled or timed out while the sandbox thawed: nothing is sent.
+      if (!this.pending.has(request)) return;
     }
-    // Cancelled or timed out while the sandbox thawed: nothing is sent.
-    if (this.pending.has(request)) await this.send(request);
+    this.send(request);
   }
 
-  /** Sends (or sends again) a pending request upstream under its current id. */
-  protected async send(request: R): Promise<void> {
+  /** A request that entered its sandbox but is not sent: it leaves again, and `notForwarded` says why. */
+  private notSent(
+    activity: SandboxActivity,
+    thawed: Promise<void> | undefined,
+    notForwarded: (report: AuditOutcomeReport, text?: string) => void,
+    report: AuditOutcomeReport,
+    text?: string,
+  ): void {
+    thawed?.catch(() => undefined);
+    activity.leave();
+    notForwarded(report, text);
+  }
+
+  /** Sends (or sends again) a pending request upstream under its current id; a failure settles it. */
+  protected send(request: R): void {
     const { upstream } = request;
-    try {
-      await upstream.forwarded.send({
-        jsonrpc: '2.0',
-        id: request.upstreamId,
-        method: request.method,
-        params: request.params,
-      });
-    } catch (error) {
-      const message = (error as Error).message;
-      // Still connected: the request itself could not be written (e.g. arguments nested too
-      // deep); the sandbox is fine and is not said to have died.
-      if (upstream.forwarded.connected) {
-        if (this.settle(request, { outcome: 'error', detail: `the call could not be sent: ${message}` })) {
-          const text = `hintbox could not send ${request.what} to its sandbox: ${message}`;
-          this.reply(this.failure(request.clientId, text));
-        }
-      } else if (this.settle(request, { outcome: 'sandbox-died', detail: message })) {
-        this.reply(this.failure(request.clientId, this.diedText(request, `sending the call failed: ${message}`)));
+    upstream.forwarded
+      .send({ jsonrpc: '2.0', id: request.upstreamId, method: request.method, params: request.params })
+      .catch((error: Error) => this.sendFailed(request, upstream, error.message));
+  }
+
+  private sendFailed(request: R, upstream: Upstream, message: string): void {
+    // Still connected: the request itself could not be written (e.g. arguments nested too
+    // deep); the sandbox is fine and is not said to have died.
+    if (upstream.forwarded.connected) {
+      if (this.settle(request, { outcome: 'error', detail: `the call could not be sent: ${message}` })) {
+        const text = `hintbox could not send ${request.what} to its sandbox: ${message}`;
+        this.reply(this.failure(request.clientId, text));
       }
+    } else if (this.settle(request, { outcome: 'sandbox-died', detail: message })) {
+      this.reply(this.failure(request.clientId, this.diedText(request, `sending the call failed: ${message}`)));
     }
   }
 
@@ -307,9 +329,11 @@ export function cancelUpstream(request: Pick<ForwardedRequest, 'upstream' | 'ups
 
 /** The audit outcome of an upstream's answer (as {@link answerOf} passes it on). */
 export function outcomeOf(message: JsonRpcObject): AuditOutcomeReport {
-  const answer = answerOf(message, 0) as { result?: Record<string, unknown>; error?: { message: string } };
-  if (answer.error) return { outcome: 'error', detail: answer.error.message };
-  return { outcome: answer.result?.isError === true ? 'tool-error' : 'ok' };
+  // As answerOf reads it (without building the answer): an error object, else a result object, else an error.
+  const { error, result } = message;
+  if (isObject(error)) return { outcome: 'error', detail: typeof error.message === 'string' ? error.message : 'error' };
+  if (!isObject(result)) return { outcome: 'error', detail: 'the server answered with neither a result nor an error' };
+  return { outcome: result.isError === true ? 'tool-error' : 'ok' };
 }
 
 let lastSequence = 0;

@@ -180,7 +180,7 @@ export class RequestRelay extends RequestLifecycle<PendingRead> implements Sandb
       return this.reply({ jsonrpc: '2.0', id: clientId, result: {} });
     }
     const spec = { clientId, sandbox: this.options.readSandbox, what: method, method, params };
-    await this.forward(spec, cancelled, (request) => ({ ...request, subject }), notForwarded);
+    await this.forward(spec, cancelled, { subject }, notForwarded);
   }
 
   /** A read's failure is an error (there is no tool result to carry it). */

@@ -79,6 +79,15 @@ export class SandboxActivity {
     return this.settle();
   }
 
+  /**
+   * {@link enter}, without a promise when the sandbox already runs as the call needs it and no
+   * step is queued (the hot path of a free sandbox): undefined then.
+   */
+  enterNow(): Promise<void> | undefined {
+    this.inFlight++;
+    return this.asAsked() ? undefined : this.settle();
+  }
+
   /** A call ended (answer, error, cancellation, deadline): the last one freezes the sandbox. */
   leave(): void {
     if (this.inFlight === 0) return;
@@ -123,14 +132,20 @@ export class SandboxActivity {
     return this.inFlight === 0 && this.betweenCalls;
   }
 
+  /** Nothing to do for the count as it is: not broken, and running free with nothing queued, or nothing to freeze or end at all. */
+  private asAsked(): boolean {
+    if (this.broken) return false;
+    if (!this.options.freezer && !this.options.onIdle) return true;
+    // The hot path of a free sandbox: running, nothing to change, nothing queued before it.
+    const idleWork = this.inFlight === 0 && this.options.onIdle !== undefined;
+    return this.queued === 0 && !this.frozen && !this.wantFrozen() && !idleWork;
+  }
+
   /** Brings the sandbox to the state the count asks for, after the steps before it. */
   private settle(): Promise<void> {
     const { freezer } = this.options;
     if (this.broken) return Promise.reject(this.broken);
-    if (!freezer && !this.options.onIdle) return Promise.resolve();
-    // The hot path of a free sandbox: running, nothing to change, nothing queued before it.
-    const idleWork = this.inFlight === 0 && this.options.onIdle !== undefined;
-    if (this.queued === 0 && !this.frozen && !this.wantFrozen() && !idleWork) return Promise.resolve();
+    if (this.asAsked()) return Promise.resolve();
     return this.queue(async () => {
       if (this.broken) throw this.broken;
       const want = this.wantFrozen();

@@ -40,6 +40,8 @@ export interface SandboxPoolOptions {
 
 interface UpstreamSlot {
   current?: Promise<Upstream>;
+  /** The upstream `current` resolved to, when it was adopted: while `current` is still `promise`, it serves. */
+  adopted?: { promise: Promise<Upstream>; upstream: Upstream };
 }
 
 /**
@@ -70,6 +72,7 @@ export class SandboxPool {
     const slot = this.slot(sandboxId);
     const current = Promise.resolve(upstream);
     slot.current = current;
+    slot.adopted = { promise: current, upstream };
     this.sandboxOf.set(upstream, sandboxId);
     this.options.onUpstream?.(sandboxId, upstream);
     void upstream.closed.then(() => {
@@ -82,6 +85,17 @@ export class SandboxPool {
       );
       void upstream.close().catch(() => undefined);
     });
+  }
+
+  /**
+   * The upstream of a class when it runs and is connected now, without waiting (the hot path of
+   * every call); undefined when it must be started or awaited (`upstreamFor`).
+   */
+  runningUpstream(sandboxId: string): Upstream | undefined {
+    const slot = this.slots.get(sandboxId);
+    const adopted = slot?.adopted;
+    if (!adopted || slot.current !== adopted.promise || !adopted.upstream.forwarded.connected) return undefined;
+    return adopted.upstream;
   }
 
   /** The running upstream of a class, started (or started again) when there is none. */

@@ -197,22 +197,28 @@ export class SharedSandboxes {
 
   /** Hands an upstream's message to whom it belongs (see the class); false: to the upstream's SDK client. */
   private dispatch(sandboxId: string, upstream: Upstream, m: JsonRpcObject): boolean {
-    const listeners = [...this.listeners];
-    const give = (listener: SandboxClient | undefined): boolean =>
-      listener?.fromServer(sandboxId, upstream, m) ?? false;
     if (m.method === undefined) {
       // The SDK client's own ids are numbers; a gateway's are strings. One of a gateway that has
-      // left (or a cancelled request's late answer) is dropped.
+      // left (or a cancelled request's late answer) is dropped. (Every answer comes here: found
+      // without copying the listeners, whose set is not changed before the answer is handed on.)
       if (typeof m.id !== 'string') return false;
-      for (const requests of listeners.flatMap((l) => [l.calls, l.reads])) {
-        const request = requests.get(m.id);
-        if (request) {
-          requests.answer(request, upstream, m);
+      for (const { calls, reads } of this.listeners) {
+        const call = calls.get(m.id);
+        if (call) {
+          calls.answer(call, upstream, m);
+          return true;
+        }
+        const read = reads.get(m.id);
+        if (read) {
+          reads.answer(read, upstream, m);
           return true;
         }
       }
       return m.id.startsWith('hintbox');
     }
+    const listeners = [...this.listeners];
+    const give = (listener: SandboxClient | undefined): boolean =>
+      listener?.fromServer(sandboxId, upstream, m) ?? false;
     const method = m.method;
     if (method === NOTIFICATION.progress) {
       if (listeners.some((l) => l.calls.progress(upstream, m) || l.reads.progress(upstream, m))) return true;

@@ -19,15 +19,21 @@ export class VerificationGate {
     );
   }
 
-  /** Waits until verified; undefined then, else the result to answer a call with. */
-  async wait(server: string, log: Logger): Promise<CallToolResult | undefined> {
-    if (!this.pending) return undefined;
-    try {
-      await this.pending;
-      return undefined;
-    } catch (error) {
-      log.debug(`a call waited for a verification that failed: ${(error as Error).message}`);
-      return errorResult(`hintbox could not verify ${server} against its lock file (see hintbox's log): the run ends`);
-    }
+  /**
+   * Waits until verified: undefined once it has succeeded (at once, no promise: the hot path
+   * of every call), else a promise of undefined or of the result to answer a call with.
+   */
+  wait(server: string, log: Logger): Promise<CallToolResult | undefined> | undefined {
+    const pending = this.pending;
+    if (!pending) return undefined;
+    return pending.then(
+      () => undefined,
+      (error: Error) => {
+        log.debug(`a call waited for a verification that failed: ${error.message}`);
+        return errorResult(
+          `hintbox could not verify ${server} against its lock file (see hintbox's log): the run ends`,
+        );
+      },
+    );
   }
 }

@@ -23,12 +23,14 @@ export class LineReader {
     const errors: Error[] = [];
     let start = 0;
     for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
-      const piece = chunk.subarray(start, nl);
-      const line = this.chunks.length ? Buffer.concat([...this.chunks, piece]) : piece;
+      // A whole line in this chunk (most): decoded in place, without a view of it.
+      const text = this.chunks.length
+        ? Buffer.concat([...this.chunks, chunk.subarray(start, nl)]).toString('utf8')
+        : chunk.toString('utf8', start, nl);
       this.chunks = [];
       this.size = 0;
       start = nl + 1;
-      const parsed = parseLine(line);
+      const parsed = parseLine(text);
       if (parsed instanceof Error) errors.push(parsed);
       else if (parsed) messages.push(parsed);
     }
@@ -47,8 +49,8 @@ export class LineReader {
   }
 }
 
-function parseLine(line: Buffer): JSONRPCMessage | Error | undefined {
-  const text = line.toString('utf8').replace(/\r$/, '');
+function parseLine(line: string): JSONRPCMessage | Error | undefined {
+  const text = line.endsWith('\r') ? line.slice(0, -1) : line;
   if (text.trim() === '') return undefined;
   try {
     const value: unknown = JSON.parse(text);

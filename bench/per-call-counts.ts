@@ -1,0 +1,182 @@
+/**
+ * What one tool call costs hintbox's own process, counted rather than timed (the figures do not
+ * move with the machine's load): bytes allocated, promises and other async resources made,
+ * `JSON.parse` / `JSON.stringify` calls, and (with `--strace`) system calls, per call.
+ *
+ *   node --import tsx bench/per-call-counts.ts                    # this checkout's dist/
+ *   node --import tsx bench/per-call-counts.ts --repo /tmp/base   # another checkout's build
+ *   … --calls 3000 --warmup 300 --in-flight 1,8,32 --strace --top 25 --json
+ *
+ * The hintbox bin of `--repo` runs the cheap read tool of the filesystem server (as
+ * `run-bench.ts` does: `list_allowed_directories`, trusted profile, audited) with
+ * `count-hooks.ts` loaded (compiled beside its state); each window of calls is counted after `--warmup` calls.
+ * `--top N` lists the N places in hintbox's sources (source maps of the bundle) that allocate
+ * most, a library's or builtin's allocation charged to the hintbox code that called it.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync, chownSync } from 'node:fs';
+import { SourceMap, type SourceMapPayload } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { buildSync } from 'esbuild';
+import { relocatedProfileText } from '../src/profile/relocate-profile.js';
+import { spawnServer, type Running } from './spawn-server.js';
+
+const HOOKS = fileURLToPath(new URL('./count-hooks.ts', import.meta.url));
+const { values } = parseArgs({
+  options: {
+    repo: { type: 'string', default: fileURLToPath(new URL('../', import.meta.url)) },
+    calls: { type: 'string', default: '3000' },
+    warmup: { type: 'string', default: '300' },
+    'in-flight': { type: 'string', default: '1,8,32' },
+    strace: { type: 'boolean', default: false },
+    top: { type: 'string', default: '0' },
+    json: { type: 'boolean', default: false },
+  },
+});
+const repo = path.resolve(values.repo);
+const calls = Number(values.calls);
+const inFlight = values['in-flight'].split(',').map(Number);
+
+async function run(client: Running['client'], n: number, concurrency: number): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next++ < n) await client.callTool({ name: 'list_allowed_directories', arguments: {} });
+    }),
+  );
+}
+
+/** Sends `command` to the counted process and waits for its answer number `n`. */
+async function command(out: string, pid: number, cmd: string, n: number): Promise<Record<string, unknown>> {
+  writeFileSync(`${out}.cmd`, cmd);
+  process.kill(pid, 'SIGUSR2');
+  const file = `${out}.${n}.json`;
+  for (let i = 0; i < 600 && !existsSync(file); i++) await new Promise((r) => setTimeout(r, 50));
+  const answer = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  unlinkSync(file);
+  return answer;
+}
+
+/** Syscalls of every thread of `pid` while `work` runs (strace -c). */
+async function syscalls(pid: number, work: () => Promise<void>): Promise<Record<string, number>> {
+  const out = path.join(os.tmpdir(), `hintbox-strace-${pid}`);
+  const tids = execFileSync('ls', [`/proc/${pid}/task`], { encoding: 'utf8' })
+    .trim()
+    .split(/\s+/);
+  const strace = spawn('strace', ['-c', '-o', out, ...tids.flatMap((t) => ['-p', t])], { stdio: 'ignore' });
+  await new Promise((r) => setTimeout(r, 1000));
+  await work();
+  strace.kill('SIGINT');
+  await new Promise((r) => strace.on('exit', r));
+  const counts: Record<string, number> = {};
+  for (const line of readFileSync(out, 'utf8').split('\n')) {
+    const m = /^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)$/.exec(line);
+    if (m && m[2] !== 'total') counts[m[2]!] = Number(m[1]);
+  }
+  rmSync(out, { force: true });
+  return counts;
+}
+
+/** `url|line|column|name` of the bundle as `src/file.ts:line name`, through its source map. */
+const maps = new Map<string, SourceMap | undefined>();
+function place(frame: string): string {
+  const [url = '', line = '0', column = '0', name = ''] = frame.split('|');
+  if (!url.startsWith('file://')) return `${name || '(anonymous)'} ${url || '(builtin)'}`;
+  const file = fileURLToPath(url);
+  if (!maps.has(file)) {
+    maps.set(
+      file,
+      existsSync(file + '.map')
+        ? new SourceMap(JSON.parse(readFileSync(file + '.map', 'utf8')) as SourceMapPayload)
+        : undefined,
+    );
+  }
+  const found = maps.get(file)?.findEntry(Number(line), Number(column));
+  const entry = found && 'originalSource' in found ? found : undefined;
+  if (!entry?.originalSource) return `${name} ${path.relative(repo, file)}:${Number(line) + 1}`;
+  const source = entry.originalSource.replace(/^.*?\/(src|node_modules)\//, '$1/');
+  return `${name || '(anonymous)'} ${source}:${(entry.originalLine ?? 0) + 1}`;
+}
+
+async function main(): Promise<void> {
+  const workspace = mkdtempSync(path.join(os.tmpdir(), 'hintbox-count-'));
+  const state = mkdtempSync(path.join(os.tmpdir(), 'hintbox-count-state-'));
+  const out = path.join(state, 'counts');
+  const bin = path.join(repo, 'dist', 'hintbox.mjs');
+  const profile = path.join(state, 'filesystem-trusted.yaml');
+  const text = relocatedProfileText(path.join(repo, 'profiles/filesystem.yaml'));
+  writeFileSync(profile, text.replace(/^trust: untrusted$/m, 'trust: trusted'));
+  writeFileSync(path.join(workspace, 'file.txt'), 'counts\n');
+  if (process.getuid?.() === 0) chownSync(workspace, 10001, 10001);
+  const env = { WORKSPACE: workspace, HINTBOX_LOG_LEVEL: 'warn', HINTBOX_STATE_DIR: state };
+  const approve = (yes: string[]) =>
+    execFileSync(bin, ['approve', profile, '--all', ...yes], { env: { ...process.env, ...env }, stdio: 'ignore' });
+  // Builds before `approve --yes` approve without asking when there is no terminal.
+  try {
+    approve(['--yes']);
+  } catch {
+    approve([]);
+  }
+  const hooks = path.join(state, 'count-hooks.mjs');
+  buildSync({ entryPoints: [HOOKS], outfile: hooks, format: 'esm', platform: 'node', logLevel: 'error' });
+  const running = await spawnServer('/workspace', bin, ['run', profile], {
+    ...env,
+    HINTBOX_COUNT_OUT: out,
+    NODE_OPTIONS: `--import=${hooks}`,
+  });
+  const rows: Record<string, unknown>[] = [];
+  let answers = 0;
+  try {
+    await run(running.client, Number(values.warmup), 1);
+    for (const c of inFlight) {
+      await command(out, running.pid, 'heap', ++answers);
+      await run(running.client, calls, c);
+      const heap = (await command(out, running.pid, 'stop', ++answers)) as {
+        bytes: number;
+        own: Record<string, number>;
+      };
+      await command(out, running.pid, 'hooks', ++answers);
+      await run(running.client, calls, c);
+      const hooks = (await command(out, running.pid, 'stop', ++answers)) as {
+        inits: Record<string, number>;
+        json: Record<string, number>;
+      };
+      const perCall = (o: Record<string, number>) =>
+        Object.fromEntries(Object.entries(o).map(([k, v]) => [k, Math.round((v / calls) * 100) / 100]));
+      const sys = values.strace ? perCall(await syscalls(running.pid, () => run(running.client, calls, c))) : undefined;
+      const top = Object.entries(heap.own)
+        .map(([frame, bytes]) => [place(frame), bytes] as const)
+        .reduce((m, [k, v]) => m.set(k, (m.get(k) ?? 0) + v), new Map<string, number>());
+      rows.push({
+        inFlight: c,
+        bytesPerCall: Math.round(heap.bytes / calls),
+        asyncPerCall: perCall(hooks.inits),
+        jsonPerCall: perCall(hooks.json),
+        ...(sys ? { syscallsPerCall: sys } : {}),
+        top: [...top]
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, Number(values.top))
+          .map(
+            ([k, v]) =>
+              `${Math.round(v / calls)
+                .toString()
+                .padStart(6)} B  ${k}`,
+          ),
+      });
+    }
+  } finally {
+    await running.close();
+    rmSync(workspace, { recursive: true, force: true });
+    rmSync(state, { recursive: true, force: true });
+  }
+  if (values.json) return void process.stdout.write(JSON.stringify(rows, null, 2) + '\n');
+  for (const row of rows) {
+    const { top, ...figures } = row as { top: string[] };
+    process.stdout.write(`${JSON.stringify(figures)}\n${top.map((l) => `  ${l}\n`).join('')}`);
+  }
+}
+
+await main();
