@@ -9,7 +9,7 @@ import {
   hintboxCommand,
   sandboxFolder,
 } from './support/hintbox-process.js';
-import { runHintboxModern } from './support/modern-client.js';
+import { runHintboxModern, type ModernHintbox } from './support/modern-client.js';
 import { integrationSuite } from './support/suite.js';
 
 /** Copies: approving them writes the lock files beside the copies, not into the repository. */
@@ -18,6 +18,17 @@ const FILESYSTEM = copyOfShippedProfile('filesystem');
 
 const APPROVE: Record<string, string | boolean> = { approve: true };
 const FORM: Record<string, string | boolean> = { name: 'Ada Lovelace', check: true };
+
+/** The everything server's argument prompt, and the completion of its completable prompt's argument. */
+async function promptAndCompletion(client: ModernHintbox['client']): Promise<void> {
+  const prompt = await client.getPrompt({ name: 'args-prompt', arguments: { city: 'Lyon', state: 'Rhône' } });
+  assert.deepEqual(prompt.messages[0]?.content, { type: 'text', text: "What's weather in Lyon, Rhône?" });
+  const department = await client.complete({
+    ref: { type: 'ref/prompt', name: 'completable-prompt' },
+    argument: { name: 'department', value: 'S' },
+  });
+  assert.deepEqual(department.completion.values, ['Sales', 'Support']);
+}
 
 const text = (result: unknown): string =>
   ((result as { content?: { text?: string }[] }).content ?? []).map((c) => c.text ?? '').join('');
@@ -92,13 +103,7 @@ integrationSuite(
       const templated = await run.client.readResource({ uri: 'demo://resource/dynamic/text/1' });
       assert.match((templated.contents[0] as { text: string }).text, /^Resource 1: This is a plaintext resource/);
 
-      const prompt = await run.client.getPrompt({ name: 'args-prompt', arguments: { city: 'Lyon', state: 'Rhône' } });
-      assert.deepEqual(prompt.messages[0]?.content, { type: 'text', text: "What's weather in Lyon, Rhône?" });
-      const department = await run.client.complete({
-        ref: { type: 'ref/prompt', name: 'completable-prompt' },
-        argument: { name: 'department', value: 'S' },
-      });
-      assert.deepEqual(department.completion.values, ['Sales', 'Support']);
+      await promptAndCompletion(run.client);
       const id = await run.client.complete({
         ref: { type: 'ref/resource', uri: 'demo://resource/dynamic/text/{resourceId}' },
         argument: { name: 'resourceId', value: '12' },
@@ -145,13 +150,7 @@ integrationSuite(
       assert.equal(run.client.getNegotiatedProtocolVersion(), '2025-11-25');
       const echo = await run.client.callTool({ name: 'echo', arguments: { message: 'from 2025' } });
       assert.equal(text(echo), 'Echo: from 2025');
-      const prompt = await run.client.getPrompt({ name: 'args-prompt', arguments: { city: 'Lyon', state: 'Rhône' } });
-      assert.deepEqual(prompt.messages[0]?.content, { type: 'text', text: "What's weather in Lyon, Rhône?" });
-      const department = await run.client.complete({
-        ref: { type: 'ref/prompt', name: 'completable-prompt' },
-        argument: { name: 'department', value: 'S' },
-      });
-      assert.deepEqual(department.completion.values, ['Sales', 'Support']);
+      await promptAndCompletion(run.client);
     });
   },
 );
