@@ -1,0 +1,200 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { openGateSocket, releaseGate } from '../../src/engine/docker/gate.js';
+import { GateControl } from '../../src/engine/gate-control.js';
+import { packagePath } from '../../src/util/package-root.js';
+
+/**
+ * The egress relay with the real gate on both sides, as root: the sandbox's gate is PID 1 of a
+ * PID and network namespace of its own (`unshare`, loopback up, no other network, as a sandbox
+ * with network none), the proxy's gate (--egress-proxy) runs a stand-in for Squid on the
+ * loopback of another network namespace, and the Unix socket between them is the only way
+ * across. The stand-in prints each request it gets, so the test counts what reached "the network".
+ */
+const GATE = packagePath('dist', 'hintbox-gate');
+const TOKEN = 'e'.repeat(64);
+const root = process.getuid?.() === 0;
+const base = mkdtempSync(path.join(os.tmpdir(), 'hintbox-relay-test-'));
+after(() => rmSync(base, { recursive: true, force: true }));
+
+/** In a network namespace of its own with loopback up (and, with `pid`, as PID 1 of a PID namespace). */
+function inNamespace(command: string[], env: Record<string, string>, pid: boolean): ChildProcess {
+  const args = [
+    ...(pid ? ['--pid', '--fork', '--mount-proc'] : []),
+    '--net',
+    'sh',
+    '-c',
+    'ip link set lo up && exec "$0" "$@"',
+  ];
+  return spawn('unshare', [...args, ...command], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'pipe' });
+}
+
+/** Collects a stream's lines; `next(match)` takes the first line not taken yet that matches (or waits for it). */
+function lines(stream: NodeJS.ReadableStream) {
+  const seen: string[] = [];
+  const taken = new Set<number>();
+  const waiting: { match: RegExp; resolve: (line: string) => void }[] = [];
+  let buffered = '';
+  stream.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString();
+    const parts = buffered.split('\n');
+    buffered = parts.pop() ?? '';
+    for (const line of parts) {
+      seen.push(line);
+      const i = waiting.findIndex((w) => w.match.test(line));
+      if (i >= 0) {
+        taken.add(seen.length - 1);
+        waiting.splice(i, 1)[0]!.resolve(line);
+      }
+    }
+  });
+  return {
+    seen,
+    next: (match: RegExp, ms = 15_000): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const at = seen.findIndex((line, i) => !taken.has(i) && match.test(line));
+        if (at >= 0) {
+          taken.add(at);
+          resolve(seen[at]!);
+          return;
+        }
+        const timer = setTimeout(
+          () => reject(new Error(`no line ${match} in ${ms} ms; seen: ${seen.join(' | ')}`)),
+          ms,
+        );
+        waiting.push({ match, resolve: (line) => (clearTimeout(timer), resolve(line)) });
+      }),
+  };
+}
+
+// The stand-in for Squid: answers every request on its loopback, and prints it.
+const SQUID = `require('http').createServer((q, r) => { console.log('request ' + q.url); r.end('through'); })
+  .listen(3128, '127.0.0.1', () => console.log('listening'));`;
+// The sandbox's server: on "connect N", an HTTP request to its proxy (127.0.0.1:3128), as HTTP_PROXY
+// would send it; on "direct", the same straight to the proxy's Unix socket, past its gate.
+const SERVER = `const net = require('net');
+console.log('env ' + Object.keys(process.env).filter((k) => k.startsWith('HINTBOX_')).join(','));
+require('readline').createInterface({ input: process.stdin }).on('line', (line) => {
+  const [what, n, target] = line.split(' ');
+  const s = what === 'direct' ? net.connect(target) : net.connect(3128, '127.0.0.1');
+  s.on('connect', () => { s.write('GET http://example.com/' + n + ' HTTP/1.0\\r\\n\\r\\n'); console.log('sent ' + n); });
+  let got = '';
+  s.on('data', (b) => (got += b));
+  s.on('error', (e) => console.log('error ' + n + ' ' + e.code));
+  s.on('close', () => console.log('closed ' + n + ' ' + JSON.stringify(got.split('\\r\\n\\r\\n')[1] ?? '')));
+});`;
+
+describe('the egress relay of the gate', { skip: root ? false : 'needs root (namespaces)' }, () => {
+  let proxy: ChildProcess;
+  let squid: ReturnType<typeof lines>;
+  let proxySocket: string;
+
+  before(async () => {
+    const dir = mkdtempSync(path.join(base, 'proxy-'));
+    proxySocket = path.join(dir, 'proxy.sock');
+    proxy = inNamespace(
+      [GATE, '--egress-proxy', proxySocket, process.execPath, '-e', SQUID],
+      { HINTBOX_GATE_EGRESS_TOKEN: TOKEN },
+      false,
+    );
+    squid = lines(proxy.stdout!);
+    proxy.stderr!.on('data', (b: Buffer) => process.stderr.write(`proxy: ${b.toString()}`));
+    await squid.next(/^listening$/);
+  });
+  after(() => proxy.kill('SIGKILL'));
+
+  /** A sandbox: the gate as PID 1 with the relay on, released; its server's lines and its control. */
+  async function sandbox(egress = proxySocket) {
+    const me = { uid: process.getuid!(), gid: process.getgid!() };
+    const socket = await openGateSocket({ sandboxUser: me, baseDir: base });
+    const child = inNamespace(
+      [GATE, process.execPath, '-e', SERVER],
+      {
+        HINTBOX_GATE_SOCKET: path.join(socket.hostDir, path.basename(socket.sandboxPath)),
+        HINTBOX_GATE_TOKEN: socket.token,
+        HINTBOX_GATE_EGRESS: egress,
+        HINTBOX_GATE_EGRESS_TOKEN: TOKEN,
+        GLIBC_TUNABLES: '',
+        HINTBOX_GATE_TUNABLES: '',
+      },
+      true,
+    );
+    child.stderr!.on('data', (b: Buffer) => process.stderr.write(`sandbox: ${b.toString()}`));
+    const { stdio, control } = await socket.connection;
+    const server = lines(stdio);
+    stdio.resume();
+    releaseGate(stdio);
+    const env = await server.next(/^env /);
+    // The gate (PID 1 inside) is the child of unshare on the host.
+    const gatePid = Number(readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(' ')[0]);
+    return {
+      env,
+      server,
+      gatePid,
+      control: new GateControl(control),
+      send: (line: string) => stdio.write(`${line}\n`),
+      [Symbol.dispose]: () => {
+        child.kill('SIGKILL');
+        stdio.destroy();
+        control.destroy();
+      },
+    };
+  }
+
+  it('relays a request through both gates, and the server sees none of the relay variables', async () => {
+    using box = await sandbox();
+    assert.equal(box.env, 'env ', 'no HINTBOX_ variable reaches the server');
+    box.send('connect 1');
+    assert.equal(await box.server.next(/^closed 1 /), 'closed 1 "through"');
+    await squid.next(/^request http:\/\/example.com\/1$/);
+  });
+
+  // proves: EGRESS-RELAY-FROZEN
+  it('relays nothing while the sandbox is frozen: a request made just before the freeze waits for the thaw', async () => {
+    using box = await sandbox();
+    const requests = () => squid.seen.filter((l) => l.startsWith('request ')).length;
+    const before = requests();
+    // The gate is held (from the host) so that the connection and the freeze reach it together:
+    // the request is written to the relay's port, then the freeze is asked, then the gate runs.
+    process.kill(box.gatePid, 'SIGSTOP');
+    box.send('connect 2');
+    await box.server.next(/^sent 2$/);
+    const frozen = box.control.freeze();
+    await new Promise((r) => setTimeout(r, 100));
+    process.kill(box.gatePid, 'SIGCONT');
+    await frozen;
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(requests(), before, `nothing reached the proxy while frozen: ${squid.seen.join(' | ')}`);
+    await box.control.thaw();
+    await squid.next(/^request http:\/\/example.com\/2$/);
+    assert.equal(await box.server.next(/^closed 2 /), 'closed 2 "through"');
+  });
+
+  // proves: EGRESS-RELAY-TOKEN
+  it("refuses a connection to the proxy's socket that did not come through a gate (no token)", async () => {
+    using box = await sandbox();
+    const before = squid.seen.length;
+    box.send(`direct 3 ${proxySocket}`);
+    assert.equal(await box.server.next(/^closed 3 /), 'closed 3 ""');
+    // And one with a wrong token, from the host.
+    const forged = net.connect(proxySocket);
+    forged.on('error', () => undefined); // reset by the proxy's gate: expected
+    await new Promise((r) => forged.once('connect', r));
+    forged.write(`${'f'.repeat(64)}\nGET http://example.com/4 HTTP/1.0\r\n\r\n`);
+    await new Promise((r) => forged.once('close', r));
+    box.send('connect 5');
+    await squid.next(/^request http:\/\/example.com\/5$/);
+    assert.deepEqual(squid.seen.slice(before), ['request http://example.com/5'], 'only the relayed request got in');
+  });
+
+  it('without HINTBOX_GATE_EGRESS (empty) nothing listens on the proxy port', async () => {
+    using box = await sandbox('');
+    box.send('connect 6');
+    assert.equal(await box.server.next(/^error 6 /), 'error 6 ECONNREFUSED');
+  });
+});
