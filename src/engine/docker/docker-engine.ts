@@ -20,6 +20,7 @@ import { LABEL_CLASS, LABEL_OWNER_PID } from '../sandbox-labels.js';
 import { serverCommand } from '../sandbox-process.js';
 import { connectDocker, type DockerConnection } from './docker-connection.js';
 import { holdSandbox } from './docker-sandbox.js';
+import { gateBinary } from './gate.js';
 import { packageLockPath, packageSource } from '../../packages/package-source.js';
 import { ensureNpmImage } from './npm-package-image.js';
 import { ensurePypiImage } from './pypi-package-image.js';
@@ -207,6 +208,8 @@ export class DockerEngine implements SandboxEngine {
         outbound: hintboxEnvironment().egressNetworks,
         dns: hintboxEnvironment().egressDns,
         log: options.log,
+        gateBinary: this.gate ?? gateBinary(),
+        sandboxGid: sandboxUserIds(spec.profile, spec.defaultUser).gid,
         onRequest: (request) => spec.onEgress?.(request),
         // The next sandbox of the class gets a new proxy (those running lost their way out).
         onLost: () => this.egress.get(key) === started && this.egress.delete(key),
