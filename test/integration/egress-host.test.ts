@@ -13,9 +13,11 @@ import { outcomeOf, runHintbox, writeProfile } from './support/hintbox-process.j
  * An open-world sandbox (egress by host name) against the engine's host, on whichever engine
  * DOCKER_HOST names: a canary HTTP server of this test listens on every address of the host, and
  * the sandbox's server tries it straight (ignoring its proxy) at every address the host has and
- * at the gateway of every network the engine put the sandbox on. Podman's internal networks are
- * not isolated from the host (their gateway is the host's, `inhibit_ipv4` is ignored), so a
- * sandbox on one got the canary's 200; a sandbox on no network at all reaches nothing.
+ * at the gateway of every network the engine put the sandbox on. The sandbox has no network: its
+ * proxy is reached through the gate's relay (a Unix socket), so it reaches nothing else. The
+ * control with the isolation removed: a plain container on an internal engine network (what
+ * hintbox used to put egress sandboxes on) reaches the canary on Podman, whose internal
+ * networks' gateway is the host, and not on Docker.
  */
 const PORT = 8080;
 
@@ -49,7 +51,7 @@ integrationSuite(
       assert.ok(listedIp, JSON.stringify(networks));
     });
 
-    // proves: EGRESS-NO-HOST, PODMAN-NETWORKS
+    // proves: EGRESS-NO-HOST, PODMAN-NETWORKS, EGRESS-RELAY
     it("an open-world sandbox gets nothing from a service on the engine's host, at any of its addresses", async () => {
       const profile = writeProfile({
         name: `egress-host-${process.pid}`,
@@ -68,12 +70,6 @@ integrationSuite(
         assert.equal(await httpText(`http://${address}:${hostPort}/`), 'the host itself');
       const before = hits;
 
-      if ((await docker()).kind === 'podman') {
-        // Podman's networks do not keep a sandbox from the host: the run is refused at its start, before anything is made.
-        await assert.rejects(runHintbox(profile), /egress \(network by host name\) is refused on Podman/);
-        assert.equal(hits, before, 'the host canary saw no request');
-        return;
-      }
       await using hintbox = await runHintbox(profile);
       const call = async (name: string, args: Record<string, unknown>) =>
         outcomeOf(await hintbox.client.callTool({ name, arguments: args }));
@@ -105,6 +101,46 @@ integrationSuite(
         assert.equal(byName.ok, false, `the host as ${name}: ${JSON.stringify(byName)}`);
       }
       assert.equal(hits, before, 'the host canary saw no request from the sandbox');
+    });
+
+    // proves: PODMAN-NETWORKS
+    it('the isolation removed: a container on an internal engine network reaches the host on Podman (not on Docker)', async () => {
+      const { docker: d, kind } = await docker();
+      const name = `hintbox-test-internal-${process.pid}`;
+      const network = await d.createNetwork({
+        Name: name,
+        Driver: 'bridge',
+        Internal: true,
+        Labels: { 'hintbox-test': 'egress-host' },
+        Options: { 'com.docker.network.bridge.inhibit_ipv4': 'true' },
+      });
+      suite.defer(() => network.remove().catch(() => undefined));
+      const info = (await network.inspect()) as { IPAM?: { Config?: { Gateway?: string }[] } };
+      const targets = [
+        ...new Set([
+          ...Object.values(os.networkInterfaces())
+            .flatMap((list) => list ?? [])
+            .filter((a) => a.family === 'IPv4' && !a.internal)
+            .map((a) => a.address),
+          ...(info.IPAM?.Config ?? []).flatMap((c) => (c.Gateway ? [c.Gateway.replace(/\/\d+$/, '')] : [])),
+          ...(await firstAddresses([name])),
+        ]),
+      ];
+      const script = `for (const a of ${JSON.stringify(targets)}) require('http').get({ host: a, port: ${hostPort}, timeout: 3000 }, (r) => console.log(a, r.statusCode)).on('error', (e) => console.log(a, e.code))`;
+      const probe = await d.createContainer({
+        Image: CANARY_IMAGE,
+        name: `${name}-probe`,
+        Entrypoint: ['node', '-e', script],
+        Labels: { 'hintbox-test': 'egress-host' },
+        HostConfig: { NetworkMode: name },
+      });
+      suite.defer(() => probe.remove({ force: true }).catch(() => undefined));
+      const before = hits;
+      await probe.start();
+      await probe.wait();
+      const output = (await probe.logs({ stdout: true, stderr: true })).toString('latin1');
+      if (kind === 'podman') assert.ok(hits > before, `Podman: the internal network reaches the host (${output})`);
+      else assert.equal(hits, before, `Docker: the internal network does not reach the host (${output})`);
     });
   },
 );
