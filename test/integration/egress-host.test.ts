@@ -1,10 +1,15 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { spawnSync } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { before, it } from 'node:test';
 import type Docker from 'dockerode';
 import { integrationSuite } from './support/suite.js';
+import { PROXY_UID } from '../../src/engine/docker/egress-proxy.js';
+import { socketBaseDirs } from '../../src/util/unix-socket.js';
 import { httpText } from './support/http-text.js';
 import { CANARY_IMAGE, docker, EGRESS_IMAGE, ensureEgressImage, eventually, sandboxOfClass } from './support/docker.js';
 import { outcomeOf, runHintbox, writeProfile } from './support/hintbox-process.js';
@@ -51,7 +56,7 @@ integrationSuite(
       assert.ok(listedIp, JSON.stringify(networks));
     });
 
-    // proves: EGRESS-NO-HOST, PODMAN-NETWORKS, EGRESS-RELAY
+    // proves: EGRESS-NO-HOST, PODMAN-NETWORKS, EGRESS-SOCKET-FOLDER
     it("an open-world sandbox gets nothing from a service on the engine's host, at any of its addresses", async () => {
       const profile = writeProfile({
         name: `egress-host-${process.pid}`,
@@ -101,6 +106,30 @@ integrationSuite(
         assert.equal(byName.ok, false, `the host as ${name}: ${JSON.stringify(byName)}`);
       }
       assert.equal(hits, before, 'the host canary saw no request from the sandbox');
+
+      // The proxy's socket folder: the proxy's user owns it, the sandbox's group may pass, nobody else.
+      const folders = socketBaseDirs().flatMap((dir) =>
+        readdirSync(dir)
+          .filter((n) => n.startsWith(`hintbox-eg-${hintbox.pid}-`))
+          .map((n) => path.join(dir, n)),
+      );
+      assert.equal(folders.length, 1, JSON.stringify(folders));
+      // Another local user (nobody, 65534) tries the proxy's socket: refused by the folder.
+      const tried = spawnSync(
+        process.execPath,
+        [
+          '-e',
+          // As HTTP_PROXY would be used, straight on the socket: what comes back is printed.
+          `const s = require('net').connect(process.argv[1]).on('connect', () => (console.log('connected'), s.write('GET http://${listedIp}:${PORT}/ HTTP/1.0\\r\\n\\r\\n'))).on('data', (b) => console.log(String(b).split('\\r\\n')[0])).on('error', (e) => console.log(e.code)).on('close', () => console.log('closed'))`,
+          path.join(folders[0]!, 'proxy.sock'),
+        ],
+        { uid: 65534, gid: 65534, encoding: 'utf8', timeout: 10_000 },
+      );
+      assert.equal(tried.stdout.trim().split('\n')[0], 'EACCES', tried.stdout + tried.stderr);
+      const folder = statSync(folders[0]!);
+      assert.deepEqual([folder.uid, folder.mode & 0o7777], [PROXY_UID, 0o710]);
+      assert.equal(folder.gid, info.Config.User!.split(':')[1] ? Number(info.Config.User!.split(':')[1]) : NaN);
+      assert.equal(hits, before);
     });
 
     // proves: PODMAN-NETWORKS
