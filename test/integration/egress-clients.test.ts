@@ -8,13 +8,7 @@ import {
   seededDebianImage,
   SERVER_SUITE,
 } from '../../src/engine/docker/image-builder.js';
-import {
-  buildFixture,
-  CANARY_IMAGE,
-  docker,
-  ensureEgressImage,
-  ensureTestImages,
-} from './support/docker.js';
+import { buildFixture, CANARY_IMAGE, docker, ensureEgressImage, ensureTestImages } from './support/docker.js';
 import { outcomeOf, runHintbox, writeProfile } from './support/hintbox-process.js';
 import { canaryCertificate } from './support/canary-tls.js';
 

@@ -9,14 +9,7 @@ import type Docker from 'dockerode';
 import { LABEL_EGRESS } from '../../src/engine/docker/egress-proxy.js';
 import { socketBaseDirs } from '../../src/util/unix-socket.js';
 import { LABEL_OWNER_PID, LABEL_SESSION } from '../../src/engine/sandbox-labels.js';
-import {
-  CANARY_IMAGE,
-  containersOf,
-  docker,
-  EGRESS_IMAGE,
-  ensureEgressImage,
-  eventually,
-} from './support/docker.js';
+import { CANARY_IMAGE, containersOf, docker, EGRESS_IMAGE, ensureEgressImage, eventually } from './support/docker.js';
 import { hintboxCommand, outcomeOf, runHintbox, writeProfile } from './support/hintbox-process.js';
 
 /**
@@ -402,6 +395,10 @@ integrationSuite(
         filters: { label: [LABEL_EGRESS, `${LABEL_OWNER_PID}=${pid}`] },
       });
       assert.deepEqual(proxies, []);
+      const folders = socketBaseDirs().flatMap((dir) =>
+        readdirSync(dir).filter((n) => n.startsWith(`hintbox-eg-${pid}-`)),
+      );
+      assert.deepEqual(folders, [], "and the proxies' socket folders");
     });
   },
 );

@@ -259,9 +259,13 @@ export class DockerEngine implements SandboxEngine {
   async removeSession(sessionId: string): Promise<number> {
     this.closingSessions.add(sessionId);
     const ofSession = (key: string): boolean => key.startsWith(`${sessionId}/`);
+    const proxies = [...this.egress.keys()].filter(ofSession).map((key) => this.egress.get(key));
     for (const key of [...this.egress.keys()].filter(ofSession)) this.egress.delete(key);
     for (const key of [...this.egressStarts.keys()].filter(ofSession)) this.egressStarts.delete(key);
-    return removeSession(this.docker, sessionId);
+    const removed = await removeSession(this.docker, sessionId);
+    // The proxies' socket folders too (their containers went with the session's labels).
+    for (const proxy of proxies) await proxy?.then((egress) => egress.remove()).catch(() => undefined);
+    return removed;
   }
 
   async close(): Promise<void> {

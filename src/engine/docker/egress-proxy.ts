@@ -271,10 +271,6 @@ interface NetworkInfo {
   IPAM?: { Config?: { Subnet?: string; Gateway?: string }[] };
 }
 
-function subnetsOf(network: NetworkInfo): string[] {
-  return (network.IPAM?.Config ?? []).flatMap((c) => (c.Subnet ? [c.Subnet] : []));
-}
-
 /** The gateway of each subnet: as the engine says, else (a subnet given without one) the engine's choice, its first address. */
 function gatewaysOf(network: NetworkInfo): string[] {
   return (network.IPAM?.Config ?? []).flatMap((c) => {
@@ -292,9 +288,4 @@ function hostAddresses(): string[] {
   return Object.values(os.networkInterfaces())
     .flatMap((list) => list ?? [])
     .map((a) => a.address.replace(/%.*$/, ''));
-}
-
-/** Removing what is already gone (404) or going (409) is fine. */
-function ignoreGone(error: Error & { statusCode?: number }): void {
-  if (error.statusCode !== 404 && error.statusCode !== 409) throw error;
 }
