@@ -58,7 +58,15 @@ interface Canary {
 
 integrationSuite(
   'network by host name: the egress proxy',
-  { timeout: 600_000, images: [ensureEgressImage] },
+  {
+    timeout: 600_000,
+    images: [ensureEgressImage],
+    // Not the relay: the test's hosts are names only Docker's embedded DNS serves (network
+    // aliases); on Podman the proxy's lookup of allowed.test times out (ETIMEDOUT), while a
+    // request by address gets Squid's 403 back through the relay. egress-host and egress-clients
+    // run egress on Podman.
+    skip: (await docker()).kind === 'podman' ? "Podman: the test's host names are Docker DNS aliases" : false,
+  },
   (suite) => {
     const made: { containers: Docker.Container[]; networks: Docker.Network[] } = { containers: [], networks: [] };
     const ips = new Map<string, string>();
