@@ -677,7 +677,27 @@ int main(int argc, char **argv) {
     say("cannot make the gate undumpable", strerror(errno));
     return GATE_FAILED;
   }
-  if (argc >= 4 && strcmp(argv[1], "--egress-proxy") == 0) return egress_proxy(argv[2], argv + 3);
+  /*
+   * Proxy mode is the proxy container's only. In a sandbox argv[1] is the image's (its
+   * ENTRYPOINT), so the mode is never taken from argv alone: hintbox sets HINTBOX_GATE_SOCKET, not
+   * empty, in every sandbox (a path, or "-" on Kubernetes; an image's ENV cannot unset it), and
+   * never in the proxy container. A sandbox whose command starts so is refused before anything runs.
+   */
+  if (argc >= 2 && strcmp(argv[1], "--egress-proxy") == 0) {
+    const char *sandbox = getenv("HINTBOX_GATE_SOCKET");
+    if (sandbox != NULL && sandbox[0] != 0) {
+      say("refused: --egress-proxy is the egress proxy's mode, never a sandbox's (HINTBOX_GATE_SOCKET is set)", NULL);
+      return GATE_FAILED;
+    }
+    if (argc < 4) {
+      say("usage", "HINTBOX_GATE_EGRESS_TOKEN=HEX hintbox-gate --egress-proxy SOCKET PROGRAM [ARG...]");
+      return GATE_FAILED;
+    }
+    unsetenv("HINTBOX_GATE_SOCKET");
+    unsetenv("HINTBOX_GATE_TOKEN");
+    unsetenv("HINTBOX_GATE_TUNABLES");
+    return egress_proxy(argv[2], argv + 3);
+  }
   const char *path = getenv("HINTBOX_GATE_SOCKET");
   const char *token = getenv("HINTBOX_GATE_TOKEN");
   if (path == NULL || token == NULL || argc < 2) {

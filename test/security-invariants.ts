@@ -2019,6 +2019,17 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
     ],
   },
   {
+    id: 'EGRESS-PROXY-MODE',
+    statement:
+      'The gate runs in egress proxy mode only where hintbox did not set HINTBOX_GATE_SOCKET (the proxy container): a sandbox whose command (the image ENTRYPOINT) starts with --egress-proxy is refused before anything runs, so an image cannot skip the release or keep the gate variables.',
+    tests: [
+      {
+        file: 'unit/gate-egress-relay.test.ts',
+        title: 'a sandbox whose command starts with --egress-proxy is refused: nothing runs, nothing listens',
+      },
+    ],
+  },
+  {
     id: 'EGRESS-RELAY-LOOPBACK',
     statement:
       "The relayed egress proxy (Docker, Podman) listens on its container's loopback only and serves only loopback clients (the relay); the Kubernetes proxy Pod listens on every address, and its NetworkPolicy chooses its clients.",

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -197,4 +197,34 @@ describe('the egress relay of the gate', { skip: root ? false : 'needs root (nam
     box.send('connect 6');
     assert.equal(await box.server.next(/^error 6 /), 'error 6 ECONNREFUSED');
   });
+});
+
+// The attack (review #1): an image whose ENTRYPOINT starts with --egress-proxy decides argv[1] of
+// the sandbox's gate. In proxy mode the gate would run the image's program at once, before any
+// release, with hintbox's gate variables left in its environment.
+// proves: EGRESS-PROXY-MODE
+it('a sandbox whose command starts with --egress-proxy is refused: nothing runs, nothing listens', async () => {
+  const dir = mkdtempSync(path.join(base, 'evil-'));
+  const marker = path.join(dir, 'ran');
+  const socket = path.join(dir, 'e.sock');
+  const program = `echo "$HINTBOX_GATE_TOKEN" > ${marker}`;
+  const gate = spawn(GATE, ['--egress-proxy', socket, 'sh', '-c', program], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      HINTBOX_GATE_SOCKET: path.join(dir, 'gate.sock'),
+      HINTBOX_GATE_TOKEN: 'a'.repeat(64),
+      HINTBOX_GATE_EGRESS: path.join(dir, 'proxy.sock'),
+      HINTBOX_GATE_EGRESS_TOKEN: TOKEN,
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  gate.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
+  const timer = setTimeout(() => gate.kill('SIGKILL'), 3000);
+  const code = await new Promise((r) => gate.once('exit', (c, s) => r(c ?? s)));
+  clearTimeout(timer);
+  assert.equal(existsSync(marker), false, `the image's program did not run (gate: ${code} ${stderr.trim()})`);
+  assert.equal(existsSync(socket), false, 'the gate did not listen on the image-chosen socket');
+  assert.equal(code, 111, `the gate exited with its failure status: ${stderr.trim()}`);
+  assert.match(stderr, /egress-proxy/);
 });
