@@ -262,7 +262,7 @@ static int stop_all(void) {
  * HINTBOX_GATE_EGRESS_TOKEN): listens on SOCKET, runs PROGRAM (Squid, on 127.0.0.1:3128 only),
  * and relays each connection that proves itself to a new one on 127.0.0.1:3128.
  */
-enum { RELAY_PORT = 3128, MAX_PAIRS = 64, PAIR_BUF = 16384, TOKEN_MAX = 128 };
+enum { RELAY_PORT = 3128, MAX_PAIRS = 64, PAIR_BUF = 16384, TOKEN_MAX = 128, PROOF_MS = 2000 };
 
 struct pair {
   int fd[2];             /* 0: the client's side (accepted); 1: the side the gate connected */
@@ -270,7 +270,7 @@ struct pair {
   size_t len[2];
   int eof[2];            /* fd[i] said it has no more to send */
   int shut[2];           /* fd[1 - i] was told so (shutdown for writing) */
-  size_t proved;         /* proxy side: bytes of the token line checked so far */
+  long long proof_due;     /* proxy side, before the proof: when the token line must be in (ms, monotonic) */
 };
 static struct pair pairs[MAX_PAIRS];
 static int egress_listener = -1;
@@ -323,7 +323,7 @@ static void relay_accept(void) {
     return;
   }
   memset(p->len, 0, sizeof p->len), memset(p->eof, 0, sizeof p->eof), memset(p->shut, 0, sizeof p->shut);
-  p->proved = 0;
+  p->proof_due = now_ms() + PROOF_MS;
   p->fd[0] = fd;
   p->fd[1] = -1;
   if (egress_proxy_side) return; /* onward once the token is in */
@@ -337,20 +337,42 @@ static void relay_accept(void) {
   p->len[0] = egress_token_len;
 }
 
-/* Proxy side: reads the token line from a new connection. 1 proved, 0 not yet, -1 refused. */
+/*
+ * Proxy side: reads the token line of a new connection (into buf[0], where the bytes after it
+ * wait to be relayed). 1 proved, 0 not yet, -1 refused. Nothing is compared before the whole
+ * line is in (a newline, or more bytes than a token line has): then once, in constant time, so
+ * that a wrong byte is refused exactly as late as a right one (no prefix oracle). A connection
+ * that has not proved itself by its deadline is closed (relay_expire).
+ */
 static int relay_prove(struct pair *p) {
-  char got[TOKEN_MAX + 2];
-  size_t want = egress_token_len - p->proved;
-  ssize_t n = recv(p->fd[0], got, want, 0);
+  ssize_t n = recv(p->fd[0], p->buf[0] + p->len[0], PAIR_BUF - p->len[0], 0);
   if (n < 0) return errno == EAGAIN || errno == EINTR ? 0 : -1;
   if (n == 0) return -1;
-  unsigned char diff = 0;
-  for (ssize_t i = 0; i < n; i++) diff |= (unsigned char)(got[i] ^ egress_token[p->proved + (size_t)i]);
+  p->len[0] += (size_t)n;
+  char *end = memchr(p->buf[0], '\n', p->len[0]);
+  if (end == NULL) return p->len[0] > TOKEN_MAX + 1 ? -1 : 0;
+  size_t line = (size_t)(end - p->buf[0]) + 1;
+  unsigned char diff = line != egress_token_len;
+  for (size_t i = 0; i < egress_token_len; i++)
+    diff |= (unsigned char)(p->buf[0][i] ^ egress_token[i]); /* in buf: TOKEN_MAX + 2 < PAIR_BUF */
   if (diff != 0) return -1;
-  p->proved += (size_t)n;
-  if (p->proved < egress_token_len) return 0;
+  memmove(p->buf[0], p->buf[0] + line, p->len[0] - line);
+  p->len[0] -= line;
   p->fd[1] = connect_onward();
   return p->fd[1] < 0 ? -1 : 1;
+}
+
+/* Proxy side: closes the connections past their proof deadline; the poll timeout until the next one (-1: none). */
+static int relay_expire(void) {
+  if (!egress_proxy_side) return -1;
+  long long now = now_ms(), next = -1;
+  for (int i = 0; i < MAX_PAIRS; i++) {
+    struct pair *p = &pairs[i];
+    if (p->fd[0] < 0 || p->fd[1] >= 0) continue;
+    if (p->proof_due <= now) pair_close(p);
+    else if (next < 0 || p->proof_due - now < next) next = p->proof_due - now;
+  }
+  return (int)next;
 }
 
 /* Fills the relay's poll entries (listener, then two per pair): none while frozen. */
@@ -644,8 +666,9 @@ static int egress_proxy(const char *socket_path, char **program) {
   }
   for (;;) {
     struct pollfd fds[2 + 2 * MAX_PAIRS] = {{.fd = signals, .events = POLLIN}};
+    int timeout = relay_expire(); /* before the poll entries: it may close connections */
     relay_poll(fds + 1);
-    if (poll(fds, sizeof fds / sizeof fds[0], -1) < 0) {
+    if (poll(fds, sizeof fds / sizeof fds[0], timeout) < 0) {
       if (errno == EINTR) continue;
       kill(child, SIGKILL);
       return GATE_FAILED;

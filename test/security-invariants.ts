@@ -2030,6 +2030,29 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
     ],
   },
   {
+    id: 'EGRESS-RELAY-TOKEN-ORACLE',
+    statement:
+      "The egress proxy's gate compares a connection's token only once its whole line is in (or the proof deadline passed), in constant time: a right prefix and a wrong one are closed alike, so the token cannot be guessed a digit at a time.",
+    tests: [
+      {
+        file: 'unit/gate-egress-relay.test.ts',
+        title:
+          'answers a right token prefix and a wrong one alike: both closed at the proof deadline, whole lines both refused',
+      },
+    ],
+  },
+  {
+    id: 'EGRESS-RELAY-PROOF-DEADLINE',
+    statement:
+      "A connection to the egress proxy's socket that has not sent its token line within 2 s is closed, so idle connections cannot hold the proxy's 64 slots and lock out the sandboxes.",
+    tests: [
+      {
+        file: 'unit/gate-egress-relay.test.ts',
+        title: '65 idle connections without a token do not lock the proxy out: they are closed at the deadline',
+      },
+    ],
+  },
+  {
     id: 'EGRESS-RELAY-LOOPBACK',
     statement:
       "The relayed egress proxy (Docker, Podman) listens on its container's loopback only and serves only loopback clients (the relay); the Kubernetes proxy Pod listens on every address, and its NetworkPolicy chooses its clients.",
@@ -2043,7 +2066,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'EGRESS-SOCKET-FOLDER',
     statement:
-      "When hintbox runs as root, the folder of an egress proxy's socket belongs to the proxy's user with the sandboxes' group and mode 0710: another local user cannot reach the socket (EACCES).",
+      "When hintbox runs as root, the folder of an egress proxy's socket is given back to root (the sandboxes' group, mode 0710) once the proxy listens: another local user cannot reach the socket, and a host process of the proxy's uid cannot replace it (EACCES). The socket's name is random (the folder is not listable).",
     tests: [
       {
         file: 'integration/egress-host.test.ts',

@@ -121,13 +121,28 @@ integrationSuite(
           '-e',
           // As HTTP_PROXY would be used, straight on the socket: what comes back is printed.
           `const s = require('net').connect(process.argv[1]).on('connect', () => (console.log('connected'), s.write('GET http://${listedIp}:${PORT}/ HTTP/1.0\\r\\n\\r\\n'))).on('data', (b) => console.log(String(b).split('\\r\\n')[0])).on('error', (e) => console.log(e.code)).on('close', () => console.log('closed'))`,
-          path.join(folders[0]!, 'proxy.sock'),
+          path.join(folders[0]!, readdirSync(folders[0]!)[0]!),
         ],
         { uid: 65534, gid: 65534, encoding: 'utf8', timeout: 10_000 },
       );
       assert.equal(tried.stdout.trim().split('\n')[0], 'EACCES', tried.stdout + tried.stderr);
       const folder = statSync(folders[0]!);
-      assert.deepEqual([folder.uid, folder.mode & 0o7777], [PROXY_UID, 0o710]);
+      // Given back to root once the proxy listens (review #5: uid 13 on the host could replace the socket).
+      assert.deepEqual([folder.uid, folder.mode & 0o7777], [0, 0o710]);
+      // The attack (review #5): a host process of the proxy's uid (13) replaces the socket. Refused,
+      // and the socket is still there.
+      const socketPath = path.join(folders[0]!, readdirSync(folders[0]!)[0]!);
+      const replaced = spawnSync(
+        process.execPath,
+        [
+          '-e',
+          "try { require('fs').unlinkSync(process.argv[1]); console.log('unlinked') } catch (e) { console.log(e.code) }",
+          socketPath,
+        ],
+        { uid: PROXY_UID, gid: PROXY_UID, encoding: 'utf8', timeout: 10_000 },
+      );
+      assert.equal(replaced.stdout.trim(), 'EACCES', replaced.stdout + replaced.stderr);
+      assert.ok(statSync(socketPath).isSocket(), 'the socket is still there');
       // The group of the sandbox's user (its container runs as uid:gid).
       assert.equal(folder.gid, Number(info.Config.User.split(':')[1]));
       assert.equal(hits, before);

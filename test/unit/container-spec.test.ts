@@ -225,13 +225,13 @@ describe('buildContainerSpec', () => {
   // proves: EGRESS-RELAY-ENV
   it("egress is no network: the proxy's folder read-only and the relay's variables, always set so the image cannot set them", () => {
     const read = sandboxOfTool('read');
-    const egress = { hostDir: '/tmp/hintbox-eg-4242-Xy12Zw', token: 'beef' };
+    const egress = { hostDir: '/tmp/hintbox-eg-4242-Xy12Zw', token: 'beef', socketFile: 'p0123456789ab' };
     const spec = buildContainerSpec(input({ egress }, { ...read, network: 'egress' }));
     assert.equal(spec.HostConfig!.NetworkMode, 'none');
     assert.equal(spec.NetworkDisabled, true);
     const mount = spec.HostConfig!.Mounts!.find((m) => m.Target === SANDBOX_EGRESS_DIR);
     assert.deepEqual([mount?.Source, mount?.ReadOnly], [egress.hostDir, true]);
-    assert.ok(spec.Env!.includes(`${GATE_EGRESS_ENV}=${SANDBOX_EGRESS_DIR}/proxy.sock`));
+    assert.ok(spec.Env!.includes(`${GATE_EGRESS_ENV}=${SANDBOX_EGRESS_DIR}/p0123456789ab`));
     assert.ok(spec.Env!.includes(`${GATE_EGRESS_TOKEN_ENV}=beef`));
     assert.ok(spec.Env!.includes('HTTP_PROXY=http://127.0.0.1:3128'));
     assert.throws(() => buildContainerSpec(input({}, { ...read, network: 'egress' })), /egress proxy is not ready/);

@@ -197,6 +197,71 @@ describe('the egress relay of the gate', { skip: root ? false : 'needs root (nam
     box.send('connect 6');
     assert.equal(await box.server.next(/^error 6 /), 'error 6 ECONNREFUSED');
   });
+
+  /** A connection to the proxy's socket from the host; resolves once connected. */
+  function raw(): Promise<net.Socket> {
+    return new Promise((resolve) => {
+      const s = net.connect(proxySocket);
+      s.on('error', () => undefined); // reset by the proxy's gate: expected
+      s.once('connect', () => resolve(s));
+    });
+  }
+  /** Writes `sent` and says after how many ms the proxy's gate closed the connection (Infinity: open after 5 s). */
+  async function closedAfter(sent: string): Promise<number> {
+    const s = await raw();
+    const start = Date.now();
+    const closed = new Promise<number>((r) => s.once('close', () => r(Date.now() - start)));
+    const open = new Promise<number>((r) => setTimeout(() => r(Infinity), 5000).unref());
+    s.write(sent);
+    const ms = await Promise.race([closed, open]);
+    s.destroy();
+    return ms;
+  }
+
+  // The attack (review #2): a wrong byte closed the connection at once and a right prefix kept it
+  // open, so the token came out one hex digit at a time (~500 connections).
+  // proves: EGRESS-RELAY-TOKEN-ORACLE
+  it(
+    'answers a right token prefix and a wrong one alike: both closed at the proof deadline, whole lines both refused',
+    { timeout: 20_000 },
+    async () => {
+      const [right, wrong] = await Promise.all([
+        closedAfter(TOKEN.slice(0, 20)),
+        closedAfter(`f${TOKEN.slice(1, 20)}`),
+      ]);
+      assert.ok(wrong >= 1500, `a wrong prefix is not refused before the deadline (closed after ${wrong} ms)`);
+      assert.ok(right >= 1500 && right < 5000, `a right prefix is closed at the deadline too (${right} ms)`);
+      assert.ok(Math.abs(right - wrong) < 1000, `both alike: right ${right} ms, wrong ${wrong} ms`);
+      const before = squid.seen.length;
+      const [rightLine, wrongLine] = await Promise.all([
+        closedAfter(`${TOKEN.slice(0, 20)}\n`),
+        closedAfter(`f${TOKEN.slice(1, 20)}\n`),
+      ]);
+      assert.ok(
+        rightLine < 1500 && wrongLine < 1500,
+        `a whole wrong line is refused at once: ${rightLine}, ${wrongLine} ms`,
+      );
+      assert.equal(squid.seen.length, before, 'nothing reached the proxy');
+    },
+  );
+
+  // The attack (review #3): 64 idle connections that never send a token held every slot of the
+  // proxy's gate, and the sandboxes' requests waited for ever.
+  // proves: EGRESS-RELAY-PROOF-DEADLINE
+  it(
+    '65 idle connections without a token do not lock the proxy out: they are closed at the deadline',
+    { timeout: 20_000 },
+    async () => {
+      using box = await sandbox();
+      const idle = await Promise.all(Array.from({ length: 65 }, raw));
+      const closed = Promise.all(idle.map((s) => new Promise((r) => s.once('close', r))));
+      const start = Date.now();
+      box.send('connect 7');
+      assert.equal(await box.server.next(/^closed 7 /, 8000), 'closed 7 "through"');
+      assert.ok(Date.now() - start < 6000, `through within the deadline and a bit (${Date.now() - start} ms)`);
+      await closed;
+    },
+  );
 });
 
 // The attack (review #1): an image whose ENTRYPOINT starts with --egress-proxy decides argv[1] of

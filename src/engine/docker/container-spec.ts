@@ -84,6 +84,8 @@ export interface EgressAttachment {
   hostDir: string;
   /** The class's egress token: the gate sends it first on each relayed connection. */
   token: string;
+  /** The socket's file name in that folder (random: the folder is not listable). */
+  socketFile: string;
 }
 
 export interface GateMounts {
@@ -184,7 +186,7 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
     [GATE_SOCKET_ENV]: input.gate.sandboxPath,
     [GATE_TOKEN_ENV]: input.gate.token,
     // Always set (empty without egress): the image's ENV may not turn the relay on.
-    ...egressRelayEnv(egress?.token),
+    ...egressRelayEnv(egress),
     // Read by the static gate's libc before the release: the image's ENV may not tune it. The
     // gate gives the server the profile's own value instead, or none.
     GLIBC_TUNABLES: '',

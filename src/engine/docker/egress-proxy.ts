@@ -20,7 +20,7 @@ import { IMAGES_DIR, SERVER_SUITE, type ImageBuilder } from './image-builder.js'
 import { EGRESS_PROXY_IMAGE, parseSquidLogLine, squidConfig } from '../squid-config.js';
 import { assertNoVolumes, imageVolumePaths, volumeMasks } from '../image-volumes.js';
 import { removeContainer } from './remove-container.js';
-import { EGRESS_SOCKET_FILE, GATE_EGRESS_TOKEN_ENV, SANDBOX_EGRESS_DIR } from '../gate-variables.js';
+import { egressSocketFile, GATE_EGRESS_TOKEN_ENV, SANDBOX_EGRESS_DIR } from '../gate-variables.js';
 import { SANDBOX_GATE_PATH } from './gate.js';
 import { makeSocketFolder } from '../../util/unix-socket.js';
 
@@ -117,7 +117,8 @@ export async function startEgress(options: EgressOptions): Promise<StartedEgress
           }),
       ),
     );
-    hostDir = (await makeSocketFolder(EGRESS_DIR_PREFIX, EGRESS_SOCKET_FILE, options.baseDir)).dir;
+    const socketFile = egressSocketFile();
+    hostDir = (await makeSocketFolder(EGRESS_DIR_PREFIX, socketFile, options.baseDir)).dir;
     await shareSocketFolder(hostDir, options.sandboxGid);
     const token = randomBytes(32).toString('hex');
     const config = squidConfig({
@@ -147,7 +148,7 @@ export async function startEgress(options: EgressOptions): Promise<StartedEgress
       name,
       Image: EGRESS_PROXY_IMAGE,
       // The gate listens on the socket, runs Squid (on loopback) and relays to it what proves itself.
-      Entrypoint: [SANDBOX_GATE_PATH, '--egress-proxy', `${SANDBOX_EGRESS_DIR}/${EGRESS_SOCKET_FILE}`, START_SQUID],
+      Entrypoint: [SANDBOX_GATE_PATH, '--egress-proxy', `${SANDBOX_EGRESS_DIR}/${socketFile}`, START_SQUID],
       Cmd: [],
       User: `${PROXY_UID}:${PROXY_UID}`,
       Env: [`HINTBOX_SQUID_CONF=${config}`, `${GATE_EGRESS_TOKEN_ENV}=${token}`, 'GLIBC_TUNABLES='],
@@ -186,9 +187,10 @@ export async function startEgress(options: EgressOptions): Promise<StartedEgress
     });
     await proxy.start();
     await ready;
+    await lockSocketFolder(hostDir, options.sandboxGid);
     state = 'up';
     log.info(`egress proxy for ${sandboxId} up: ${options.hosts.join(', ')}`);
-    return { hostDir, token, remove };
+    return { hostDir, token, socketFile, remove };
   } catch (error) {
     await remove();
     throw new Error(`could not start the egress proxy of sandbox ${sandboxId}: ${(error as Error).message}`);
@@ -211,6 +213,22 @@ async function shareSocketFolder(dir: string, sandboxGid: number): Promise<void>
     await chmod(dir, 0o710);
   } else {
     await chmod(dir, 0o1733);
+  }
+}
+
+/**
+ * Once the proxy listens (its gate binds the socket before it starts Squid, and Squid is up), its
+ * folder needs no more writes: a bound listening socket accepts without any right on its folder.
+ * As root the folder goes back to root (root:sandbox group, 0710), so that no process of the
+ * proxy's uid on the host (13, "proxy" on Debian) can replace the socket; otherwise it is closed to
+ * writes (0711), so that nobody can plant or replace a file there.
+ */
+async function lockSocketFolder(dir: string, sandboxGid: number): Promise<void> {
+  if (process.getuid?.() === 0) {
+    await chown(dir, 0, sandboxGid);
+    await chmod(dir, 0o710);
+  } else {
+    await chmod(dir, 0o711);
   }
 }
 
