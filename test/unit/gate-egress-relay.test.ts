@@ -284,11 +284,11 @@ it('a sandbox whose command starts with --egress-proxy is refused: nothing runs,
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
-  gate.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
+  gate.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
   const timer = setTimeout(() => gate.kill('SIGKILL'), 3000);
-  const code = await new Promise((r) => gate.once('exit', (c, s) => r(c ?? s)));
+  const code = await new Promise<number | string | null>((r) => gate.once('exit', (c, s) => r(c ?? s)));
   clearTimeout(timer);
-  assert.equal(existsSync(marker), false, `the image's program did not run (gate: ${code} ${stderr.trim()})`);
+  assert.equal(existsSync(marker), false, `the image's program did not run (gate: ${String(code)} ${stderr.trim()})`);
   assert.equal(existsSync(socket), false, 'the gate did not listen on the image-chosen socket');
   assert.equal(code, 111, `the gate exited with its failure status: ${stderr.trim()}`);
   assert.match(stderr, /egress-proxy/);
