@@ -61,8 +61,11 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <sys/wait.h>
 #include <stdint.h>
 #include <time.h>
@@ -243,6 +246,239 @@ static int stop_all(void) {
   return -1;
 }
 
+
+/*
+ * The egress relay. A sandbox with hosts by name has no network at all; its way out is the
+ * egress proxy, reached over a Unix socket in a host folder bound (read-only) into it. Its gate
+ * listens, before the release, on 127.0.0.1:3128 (the sandbox's own loopback, where HTTP_PROXY
+ * points) and relays each connection to a new one on that socket, both ways, with half-close.
+ * Each relayed connection first sends the class's egress token and a newline: the gate in the
+ * proxy container (--egress-proxy, below) takes only connections that do, so a server that
+ * connects to the socket itself (it is bound into the sandbox) is refused, and every byte that
+ * reaches the proxy went through the gate. While the sandbox is frozen the gate relays nothing:
+ * no accept, no byte either way (hintbox's freeze stops the network as well as the processes).
+ *
+ * The proxy container's side (hintbox-gate --egress-proxy SOCKET PROGRAM [ARG...], the token in
+ * HINTBOX_GATE_EGRESS_TOKEN): listens on SOCKET, runs PROGRAM (Squid, on 127.0.0.1:3128 only),
+ * and relays each connection that proves itself to a new one on 127.0.0.1:3128.
+ */
+enum { RELAY_PORT = 3128, MAX_PAIRS = 64, PAIR_BUF = 16384, TOKEN_MAX = 128, PROOF_MS = 2000 };
+
+struct pair {
+  int fd[2];             /* 0: the client's side (accepted); 1: the side the gate connected */
+  char buf[2][PAIR_BUF]; /* buf[i]: read from fd[i], to be written to fd[1 - i] */
+  size_t len[2];
+  int eof[2];            /* fd[i] said it has no more to send */
+  int shut[2];           /* fd[1 - i] was told so (shutdown for writing) */
+  long long proof_due;     /* proxy side, before the proof: when the token line must be in (ms, monotonic) */
+};
+static struct pair pairs[MAX_PAIRS];
+static int egress_listener = -1;
+static int egress_proxy_side; /* 1 in the proxy container */
+static char egress_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+static char egress_token[TOKEN_MAX + 2]; /* the token and a newline */
+static size_t egress_token_len;
+/* Set by 'S', cleared by 'C': nothing of the relay is polled in between. */
+static int frozen;
+
+static void pair_close(struct pair *p) {
+  for (int i = 0; i < 2; i++)
+    if (p->fd[i] >= 0) close(p->fd[i]), p->fd[i] = -1;
+}
+
+/* A connection to the proxy's Unix socket (sandbox side) or to Squid on loopback (proxy side); -1 on failure. */
+static int connect_onward(void) {
+  int fd;
+  int rc;
+  if (egress_proxy_side) {
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(RELAY_PORT)};
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    do rc = fd < 0 ? -1 : connect(fd, (struct sockaddr *)&addr, sizeof addr);
+    while (rc != 0 && errno == EINTR);
+  } else {
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    strcpy(addr.sun_path, egress_path);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    do rc = fd < 0 ? -1 : connect(fd, (struct sockaddr *)&addr, sizeof addr);
+    while (rc != 0 && errno == EINTR);
+  }
+  if (rc != 0) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  fcntl(fd, F_SETFL, O_NONBLOCK);
+  return fd;
+}
+
+/* Takes one waiting connection, when a slot is free. */
+static void relay_accept(void) {
+  int fd = accept4(egress_listener, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd < 0) return;
+  struct pair *p = NULL;
+  for (int i = 0; i < MAX_PAIRS && p == NULL; i++)
+    if (pairs[i].fd[0] < 0) p = &pairs[i];
+  if (p == NULL) {
+    close(fd);
+    return;
+  }
+  memset(p->len, 0, sizeof p->len), memset(p->eof, 0, sizeof p->eof), memset(p->shut, 0, sizeof p->shut);
+  p->proof_due = now_ms() + PROOF_MS;
+  p->fd[0] = fd;
+  p->fd[1] = -1;
+  if (egress_proxy_side) return; /* onward once the token is in */
+  p->fd[1] = connect_onward();
+  if (p->fd[1] < 0) {
+    pair_close(p);
+    return;
+  }
+  /* The token goes first, ahead of the client's bytes. */
+  memcpy(p->buf[0], egress_token, egress_token_len);
+  p->len[0] = egress_token_len;
+}
+
+/*
+ * Proxy side: reads the token line of a new connection (into buf[0], where the bytes after it
+ * wait to be relayed). 1 proved, 0 not yet, -1 refused. Nothing is compared before the whole
+ * line is in (a newline, or more bytes than a token line has): then once, in constant time, so
+ * that a wrong byte is refused exactly as late as a right one (no prefix oracle). A connection
+ * that has not proved itself by its deadline is closed (relay_expire).
+ */
+static int relay_prove(struct pair *p) {
+  ssize_t n = recv(p->fd[0], p->buf[0] + p->len[0], PAIR_BUF - p->len[0], 0);
+  if (n < 0) return errno == EAGAIN || errno == EINTR ? 0 : -1;
+  if (n == 0) return -1;
+  p->len[0] += (size_t)n;
+  char *end = memchr(p->buf[0], '\n', p->len[0]);
+  if (end == NULL) return p->len[0] > TOKEN_MAX + 1 ? -1 : 0;
+  size_t line = (size_t)(end - p->buf[0]) + 1;
+  unsigned char diff = line != egress_token_len;
+  for (size_t i = 0; i < egress_token_len; i++)
+    diff |= (unsigned char)(p->buf[0][i] ^ egress_token[i]); /* in buf: TOKEN_MAX + 2 < PAIR_BUF */
+  if (diff != 0) return -1;
+  memmove(p->buf[0], p->buf[0] + line, p->len[0] - line);
+  p->len[0] -= line;
+  p->fd[1] = connect_onward();
+  return p->fd[1] < 0 ? -1 : 1;
+}
+
+/* Proxy side: closes the connections past their proof deadline; the poll timeout until the next one (-1: none). */
+static int relay_expire(void) {
+  if (!egress_proxy_side) return -1;
+  long long now = now_ms(), next = -1;
+  for (int i = 0; i < MAX_PAIRS; i++) {
+    struct pair *p = &pairs[i];
+    if (p->fd[0] < 0 || p->fd[1] >= 0) continue;
+    if (p->proof_due <= now) pair_close(p);
+    else if (next < 0 || p->proof_due - now < next) next = p->proof_due - now;
+  }
+  return (int)next;
+}
+
+/* Fills the relay's poll entries (listener, then two per pair): none while frozen. */
+static void relay_poll(struct pollfd *fds) {
+  int room = 0;
+  for (int i = 0; i < MAX_PAIRS; i++) room |= pairs[i].fd[0] < 0;
+  fds[0] = (struct pollfd){.fd = !frozen && room ? egress_listener : -1, .events = POLLIN};
+  for (int i = 0; i < MAX_PAIRS; i++) {
+    struct pair *p = &pairs[i];
+    for (int side = 0; side < 2; side++) {
+      short events = 0;
+      if (p->fd[side] >= 0 && !p->eof[side] && p->len[side] < PAIR_BUF) events |= POLLIN;
+      if (p->fd[side] >= 0 && p->len[1 - side] > 0) events |= POLLOUT;
+      /* A connection waiting for its proof: only its token is read. */
+      if (egress_proxy_side && p->fd[1] < 0 && side == 0 && p->fd[0] >= 0) events = POLLIN;
+      fds[1 + 2 * i + side] = (struct pollfd){.fd = !frozen && events ? p->fd[side] : -1, .events = events};
+    }
+  }
+}
+
+/* Moves what the poll said can move. */
+static void relay_run(const struct pollfd *fds) {
+  for (int i = 0; i < MAX_PAIRS; i++) {
+    struct pair *p = &pairs[i];
+    if (p->fd[0] < 0) continue;
+    if (p->fd[1] < 0) {
+      if (fds[1 + 2 * i].revents && relay_prove(p) < 0) pair_close(p);
+      continue;
+    }
+    int broken = 0;
+    for (int side = 0; side < 2 && !broken; side++) {
+      short ready = fds[1 + 2 * i + side].revents;
+      if (ready & POLLERR) broken = 1;
+      if (!broken && (ready & (POLLIN | POLLHUP)) && !p->eof[side] && p->len[side] < PAIR_BUF) {
+        ssize_t n = recv(p->fd[side], p->buf[side] + p->len[side], PAIR_BUF - p->len[side], 0);
+        if (n > 0) p->len[side] += (size_t)n;
+        else if (n == 0) p->eof[side] = 1;
+        else if (errno != EAGAIN && errno != EINTR) broken = 1;
+      }
+      if (!broken && (ready & POLLOUT) && p->len[1 - side] > 0) {
+        ssize_t n = send(p->fd[side], p->buf[1 - side], p->len[1 - side], MSG_NOSIGNAL);
+        if (n > 0) {
+          memmove(p->buf[1 - side], p->buf[1 - side] + n, p->len[1 - side] - (size_t)n);
+          p->len[1 - side] -= (size_t)n;
+        } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+          broken = 1;
+        }
+      }
+    }
+    /* Half-close: a side that ended and whose bytes are all through ends the other's input. */
+    for (int side = 0; side < 2 && !broken; side++) {
+      if (p->eof[side] && p->len[side] == 0 && !p->shut[side]) {
+        shutdown(p->fd[1 - side], SHUT_WR);
+        p->shut[side] = 1;
+      }
+    }
+    if (broken || (p->shut[0] && p->shut[1])) pair_close(p);
+  }
+  if (fds[0].revents & POLLIN) relay_accept();
+}
+
+/*
+ * Reads the relay's variables (and unsets them: the server gets neither). Sandbox side: listens
+ * on 127.0.0.1:3128 when HINTBOX_GATE_EGRESS names a socket. 0, or -1 (said).
+ */
+static int egress_setup(const char *proxy_socket) {
+  for (int i = 0; i < MAX_PAIRS; i++) pairs[i].fd[0] = pairs[i].fd[1] = -1;
+  const char *target = proxy_socket ? proxy_socket : getenv("HINTBOX_GATE_EGRESS");
+  const char *token = getenv("HINTBOX_GATE_EGRESS_TOKEN");
+  int on = target != NULL && target[0] != 0;
+  if (on && (token == NULL || strlen(token) == 0 || strlen(token) > TOKEN_MAX || strlen(target) >= sizeof egress_path)) {
+    say("the egress relay needs a token (HINTBOX_GATE_EGRESS_TOKEN) and a short socket path", target);
+    return -1;
+  }
+  if (on) {
+    strcpy(egress_path, target);
+    egress_token_len = (size_t)snprintf(egress_token, sizeof egress_token, "%s\n", token);
+  }
+  unsetenv("HINTBOX_GATE_EGRESS");
+  unsetenv("HINTBOX_GATE_EGRESS_TOKEN");
+  if (!on) return 0;
+  int fd;
+  int rc;
+  if (proxy_socket) {
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    strcpy(addr.sun_path, egress_path);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    rc = fd < 0 ? -1 : bind(fd, (struct sockaddr *)&addr, sizeof addr);
+    /* Others reach the socket only through its folder, which hintbox keeps to the sandbox's group. */
+    if (rc == 0) rc = chmod(egress_path, 0666);
+  } else {
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(RELAY_PORT)};
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int yes = 1;
+    if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    rc = fd < 0 ? -1 : bind(fd, (struct sockaddr *)&addr, sizeof addr);
+  }
+  if (rc != 0 || listen(fd, 64) != 0) {
+    say("cannot listen for the egress relay", strerror(errno));
+    return -1;
+  }
+  egress_listener = fd;
+  return 0;
+}
+
 /* The status the gate exits with for the server's wait status. */
 static int exit_code(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : GATE_FAILED;
@@ -250,8 +486,9 @@ static int exit_code(int status) {
 
 /* Answers one of hintbox's commands. */
 static char obey(char command) {
-  if (command == 'S') return stop_all() == 0 ? 'S' : 'F';
-  if (command == 'C') return kill(-1, SIGCONT) == 0 || errno == ESRCH ? 'C' : 'F';
+  /* Frozen from the command on, whatever its answer: a failed freeze is removed, not relayed. */
+  if (command == 'S') return frozen = 1, stop_all() == 0 ? 'S' : 'F';
+  if (command == 'C') return frozen = 0, kill(-1, SIGCONT) == 0 || errno == ESRCH ? 'C' : 'F';
   return '?';
 }
 
@@ -323,13 +560,15 @@ static int relay_output(void) {
 static int supervise(pid_t server, int control, int signals, int stdio) {
   for (;;) {
     int framed_room = !stdio || PENDING_MAX - relay.pending_len >= CHUNK;
-    struct pollfd fds[4] = {
+    /* One poll for everything: hintbox, the server's stdio, signals, and the egress relay. */
+    struct pollfd fds[5 + 2 * MAX_PAIRS] = {
         {.fd = signals, .events = POLLIN},
         {.fd = framed_room ? control : -1, .events = POLLIN},
         {.fd = relay.from_server, .events = POLLIN},
         {.fd = relay.pending_len ? relay.to_server : -1, .events = POLLOUT},
     };
-    if (poll(fds, 4, -1) < 0) {
+    relay_poll(fds + 4);
+    if (poll(fds, sizeof fds / sizeof fds[0], -1) < 0) {
       if (errno == EINTR) continue;
       say("poll", strerror(errno));
       kill(-1, SIGKILL);
@@ -395,7 +634,59 @@ static int supervise(pid_t server, int control, int signals, int stdio) {
         kill(-1, SIGKILL);
         return GATE_FAILED;
       }
+      /*
+       * What the relay's entries said was polled before the command: after a freeze none of it
+       * may move (a connection made just before it waits, unaccepted, until the thaw).
+       */
+      continue;
     }
+    if (!frozen) relay_run(fds + 4);
+  }
+}
+
+/* The proxy container's first process (see the egress relay): runs `program` and relays to it. */
+static int egress_proxy(const char *socket_path, char **program) {
+  egress_proxy_side = 1;
+  if (egress_setup(socket_path) != 0 || egress_listener < 0) return GATE_FAILED;
+  sigset_t handled, before;
+  sigemptyset(&handled);
+  int forwarded[] = {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+  for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++) sigaddset(&handled, forwarded[i]);
+  int signals = sigprocmask(SIG_BLOCK, &handled, &before) == 0 ? signalfd(-1, &handled, SFD_CLOEXEC) : -1;
+  pid_t child = signals < 0 ? -1 : fork();
+  if (child < 0) {
+    say("cannot start the proxy", strerror(errno));
+    return GATE_FAILED;
+  }
+  if (child == 0) {
+    sigprocmask(SIG_SETMASK, &before, NULL);
+    execvp(program[0], program);
+    say("cannot run the proxy", strerror(errno));
+    _exit(EXEC_FAILED);
+  }
+  for (;;) {
+    struct pollfd fds[2 + 2 * MAX_PAIRS] = {{.fd = signals, .events = POLLIN}};
+    int timeout = relay_expire(); /* before the poll entries: it may close connections */
+    relay_poll(fds + 1);
+    if (poll(fds, sizeof fds / sizeof fds[0], timeout) < 0) {
+      if (errno == EINTR) continue;
+      kill(child, SIGKILL);
+      return GATE_FAILED;
+    }
+    if (fds[0].revents & POLLIN) {
+      struct signalfd_siginfo info;
+      if (read(signals, &info, sizeof info) == (ssize_t)sizeof info) {
+        if (info.ssi_signo != SIGCHLD) {
+          kill(child, (int)info.ssi_signo);
+        } else {
+          int status;
+          pid_t pid;
+          while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+            if (pid == child) return exit_code(status);
+        }
+      }
+    }
+    relay_run(fds + 1);
   }
 }
 
@@ -408,6 +699,27 @@ int main(int argc, char **argv) {
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
     say("cannot make the gate undumpable", strerror(errno));
     return GATE_FAILED;
+  }
+  /*
+   * Proxy mode is the proxy container's only. In a sandbox argv[1] is the image's (its
+   * ENTRYPOINT), so the mode is never taken from argv alone: hintbox sets HINTBOX_GATE_SOCKET, not
+   * empty, in every sandbox (a path, or "-" on Kubernetes; an image's ENV cannot unset it), and
+   * never in the proxy container. A sandbox whose command starts so is refused before anything runs.
+   */
+  if (argc >= 2 && strcmp(argv[1], "--egress-proxy") == 0) {
+    const char *sandbox = getenv("HINTBOX_GATE_SOCKET");
+    if (sandbox != NULL && sandbox[0] != 0) {
+      say("refused: --egress-proxy is the egress proxy's mode, never a sandbox's (HINTBOX_GATE_SOCKET is set)", NULL);
+      return GATE_FAILED;
+    }
+    if (argc < 4) {
+      say("usage", "HINTBOX_GATE_EGRESS_TOKEN=HEX hintbox-gate --egress-proxy SOCKET PROGRAM [ARG...]");
+      return GATE_FAILED;
+    }
+    unsetenv("HINTBOX_GATE_SOCKET");
+    unsetenv("HINTBOX_GATE_TOKEN");
+    unsetenv("HINTBOX_GATE_TUNABLES");
+    return egress_proxy(argv[2], argv + 3);
   }
   const char *path = getenv("HINTBOX_GATE_SOCKET");
   const char *token = getenv("HINTBOX_GATE_TOKEN");
@@ -440,6 +752,8 @@ int main(int argc, char **argv) {
     control = connect_gate(path, token, "+\n", SOCK_CLOEXEC);
     if (control < 0) return GATE_FAILED;
   }
+  /* Before the release: the server finds the relay listening, and none of its variables. */
+  if (egress_setup(NULL) != 0) return GATE_FAILED;
   /* hintbox's, not the server's: it does not inherit them. */
   unsetenv("HINTBOX_GATE_SOCKET");
   unsetenv("HINTBOX_GATE_TOKEN");

@@ -1955,7 +1955,7 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'EGRESS-NO-HOST',
     statement:
-      "A sandbox with egress by host name gets nothing from a service listening on the engine's host, at any of the host's addresses, the gateway of its network, or the host's names in the engine (host.docker.internal, host.containers.internal): on Docker its network is internal with no host address, and on Podman (whose internal networks reach the host) such a sandbox is not started.",
+      "A sandbox with egress by host name gets nothing from a service listening on the engine's host, at any of the host's addresses, the gateway of any network it is on, or the host's names in the engine (host.docker.internal, host.containers.internal), on Docker and on Podman alike: it has no network at all, and its one way out is its class's proxy, reached through its gate's relay over a Unix socket.",
     tests: [
       {
         file: 'integration/egress-host.test.ts',
@@ -1966,15 +1966,123 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'PODMAN-NETWORKS',
     statement:
-      "On Podman (detected from the engine's /version) hintbox starts only network-less sandboxes: a class with egress or an open network is refused at its start with a one-line error, before any network, proxy or container is made.",
+      "On Podman (detected from the engine's /version), whose internal networks reach the host (shown by a plain container on one), hintbox puts no sandbox on an engine network: egress goes through the gate's relay, and a class with an open network is refused at its start with a one-line error, before any network, proxy or container is made.",
     tests: [
       {
         file: 'unit/podman-engine.test.ts',
-        title: 'starts only network-less sandboxes on Podman; Docker keeps every network',
+        title:
+          'starts network-less and egress sandboxes on Podman (egress is no network: the relay); refuses an open one',
       },
       {
         file: 'integration/egress-host.test.ts',
         title: "an open-world sandbox gets nothing from a service on the engine's host, at any of its addresses",
+      },
+      {
+        file: 'integration/egress-host.test.ts',
+        title:
+          'the isolation removed: a container on an internal engine network reaches the host on Podman (not on Docker)',
+      },
+    ],
+  },
+  {
+    id: 'EGRESS-RELAY-FROZEN',
+    statement:
+      'While a held sandbox is frozen between calls its gate relays nothing to or from the egress proxy: no connection is accepted and no byte moves either way, so a request written just before the freeze reaches the proxy only after the thaw.',
+    tests: [
+      {
+        file: 'unit/gate-egress-relay.test.ts',
+        title: 'relays nothing while the sandbox is frozen: a request made just before the freeze waits for the thaw',
+      },
+    ],
+  },
+  {
+    id: 'EGRESS-RELAY-TOKEN',
+    statement:
+      "The egress proxy takes only connections that its class's gates relayed (each begins with the class's egress token, which the server never sees): a connection made straight to the proxy's socket, by the server or anyone else, reaches nothing.",
+    tests: [
+      {
+        file: 'unit/gate-egress-relay.test.ts',
+        title: "refuses a connection to the proxy's socket that did not come through a gate (no token)",
+      },
+    ],
+  },
+  {
+    id: 'EGRESS-RELAY-ENV',
+    statement:
+      'Every sandbox gets the egress relay variables from hintbox (empty without egress), so neither the image nor the profile can turn the relay on or point it elsewhere, and the gate unsets them before the server runs.',
+    tests: [
+      {
+        file: 'unit/container-spec.test.ts',
+        title:
+          "egress is no network: the proxy's folder read-only and the relay's variables, always set so the image cannot set them",
+      },
+    ],
+  },
+  {
+    id: 'EGRESS-PROXY-MODE',
+    statement:
+      'The gate runs in egress proxy mode only where hintbox did not set HINTBOX_GATE_SOCKET (the proxy container): a sandbox whose command (the image ENTRYPOINT) starts with --egress-proxy is refused before anything runs, so an image cannot skip the release or keep the gate variables.',
+    tests: [
+      {
+        file: 'unit/gate-egress-relay.test.ts',
+        title: 'a sandbox whose command starts with --egress-proxy is refused: nothing runs, nothing listens',
+      },
+    ],
+  },
+  {
+    id: 'EGRESS-RELAY-TOKEN-ORACLE',
+    statement:
+      "The egress proxy's gate compares a connection's token only once its whole line is in (or the proof deadline passed), in constant time: a right prefix and a wrong one are closed alike, so the token cannot be guessed a digit at a time.",
+    tests: [
+      {
+        file: 'unit/gate-egress-relay.test.ts',
+        title:
+          'answers a right token prefix and a wrong one alike: both closed at the proof deadline, whole lines both refused',
+      },
+    ],
+  },
+  {
+    id: 'EGRESS-RELAY-PROOF-DEADLINE',
+    statement:
+      "A connection to the egress proxy's socket that has not sent its token line within 2 s is closed, so idle connections cannot hold the proxy's 64 slots and lock out the sandboxes.",
+    tests: [
+      {
+        file: 'unit/gate-egress-relay.test.ts',
+        title: '65 idle connections without a token do not lock the proxy out: they are closed at the deadline',
+      },
+    ],
+  },
+  {
+    id: 'EGRESS-RELAY-LOOPBACK',
+    statement:
+      "The relayed egress proxy (Docker, Podman) listens on its container's loopback only and serves only loopback clients (the relay); the Kubernetes proxy Pod listens on every address, and its NetworkPolicy chooses its clients.",
+    tests: [
+      {
+        file: 'unit/squid-config.test.ts',
+        title: 'listens on loopback only for the relayed proxy, on every address for the Kubernetes Pod',
+      },
+    ],
+  },
+  {
+    id: 'EGRESS-SOCKET-FOLDER',
+    statement:
+      "When hintbox runs as root, the folder of an egress proxy's socket is given back to root (the sandboxes' group, mode 0710) once the proxy listens: another local user cannot reach the socket, and a host process of the proxy's uid cannot replace it (EACCES). The socket's name is random (the folder is not listable).",
+    tests: [
+      {
+        file: 'integration/egress-host.test.ts',
+        title: "an open-world sandbox gets nothing from a service on the engine's host, at any of its addresses",
+      },
+    ],
+  },
+  {
+    id: 'EGRESS-SOCKET-SWEEP',
+    statement:
+      "Another hintbox's sweep never removes a live run's egress socket folder (listened on inside the proxy's container, unseen in the host's /proc/net/unix): a folder whose owner process is alive is kept at any age.",
+    tests: [
+      {
+        file: 'unit/sweep-socket-dirs.test.ts',
+        title:
+          "keeps an old folder whose process is alive though nobody listens in it as this host sees (a proxy's socket, in a container)",
       },
     ],
   },

@@ -4,7 +4,7 @@ import type { EgressRequest } from './sandbox-engine.js';
 /**
  * The configuration of one egress proxy (Squid): what one sandbox class may reach. Pure.
  *
- * Order of the rules: the cache manager is refused to everyone; only the class's own network may
+ * Order of the rules: the cache manager is refused to everyone; only its clients (see below) may
  * use the proxy, and only for plain HTTP or a CONNECT tunnel (no ftp://, cache_object://, ...);
  * an entry given by address is allowed as given; a request whose host is not listed is refused
  * by its text alone, before anything is resolved (a name no entry lists is never looked up, so
@@ -46,16 +46,22 @@ const LOG_TAG = 'hintbox-egress';
 
 export interface SquidConfigInput {
   hosts: readonly EgressHost[];
-  /** The subnet(s) of the class's internal network: the only clients the proxy serves. */
+  /** The only clients the proxy serves: loopback (the relay) or, on Kubernetes, any (its NetworkPolicy chooses). */
   clients: readonly string[];
   /** Addresses of the engine's gateways and of this host (denied as /32 or /128). */
   hostAddresses: readonly string[];
+  /**
+   * Where Squid listens: `loopback` (127.0.0.1 only: the Docker/Podman proxy, reached only
+   * through the gate's relay in its container) or `all` (the Kubernetes proxy Pod, reached
+   * through its Service).
+   */
+  listen: 'loopback' | 'all';
 }
 
-export function squidConfig({ hosts, clients, hostAddresses }: SquidConfigInput): string {
+export function squidConfig({ hosts, clients, hostAddresses, listen }: SquidConfigInput): string {
   const lines = [
     '# Written by hintbox for one sandbox class; see src/engine/squid-config.ts.',
-    `http_port ${SQUID_PORT}`,
+    `http_port ${listen === 'loopback' ? `127.0.0.1:${SQUID_PORT}` : SQUID_PORT}`,
     'pid_filename none',
     'cache deny all',
     'cache_mem 0 MB',

@@ -14,18 +14,19 @@ export function listeningSocketPaths(procNetUnix: string): Set<string> {
   return paths;
 }
 
-/** Folders of hintbox's Unix sockets: database relays and sandbox gates. */
-const SOCKET_DIR_PREFIXES = ['hintbox-pg-', 'hintbox-io-'];
+/** Folders of hintbox's Unix sockets: database relays, sandbox gates and egress proxies. */
+const SOCKET_DIR_PREFIXES = ['hintbox-pg-', 'hintbox-io-', 'hintbox-eg-'];
 /** Younger folders are left alone: their run may be between making the folder and listening. */
 const MIN_AGE_MS = 60_000;
-/** `hintbox-io-<pid>-…`, `hintbox-pg-<pid>-…`: the process that made it (older folders have none). */
-const OWNER_PID = /^hintbox-(?:pg|io)-(\d+)-/;
+/** `hintbox-io-<pid>-…`, `hintbox-pg-<pid>-…`, `hintbox-eg-<pid>-…`: the process that made it (older folders have none). */
+const OWNER_PID = /^hintbox-(?:pg|io|eg)-(\d+)-/;
 
 /**
- * Removes socket folders (`hintbox-pg-*`, `hintbox-io-*` under `baseDir`, by default under each of socketBaseDirs()) in which nobody
+ * Removes socket folders (`hintbox-pg-*`, `hintbox-io-*`, `hintbox-eg-*` under `baseDir`, by default under each of socketBaseDirs()) in which nobody
  * listens and whose process is gone (the pid in the name) or, for a name without one, that are
  * older than a minute: what a run killed with SIGKILL left. A live relay's or a starting
- * sandbox's socket is listening, or its process alive, so its folder is kept. Returns the
+ * sandbox's socket is listening, or its process alive, so its folder is kept (a process alive
+ * keeps its folders at any age: an egress proxy listens in its container, unseen from here). Returns the
  * removed folders. Linux only (reads /proc/net/unix); elsewhere it does nothing.
  */
 export function sweepSocketDirs(
@@ -59,8 +60,11 @@ export function sweepSocketDirs(
       const stat = lstatSync(dir);
       if (!stat.isDirectory() || (me !== undefined && me !== 0 && stat.uid !== me)) continue;
       const owner = Number(OWNER_PID.exec(name)?.[1] ?? NaN);
-      const ownerGone = Number.isInteger(owner) && owner !== process.pid && !isAlive(owner);
-      if (!ownerGone && now - stat.mtimeMs < MIN_AGE_MS) continue;
+      const named = Number.isInteger(owner);
+      // A live owner's folder is kept at any age: its socket may be listened on in a container's
+      // namespace (the egress proxy's), which this host's /proc/net/unix does not show.
+      if (named && (owner === process.pid || isAlive(owner))) continue;
+      if (!named && now - stat.mtimeMs < MIN_AGE_MS) continue;
       rmSync(dir, { recursive: true, force: true });
       removed.push(dir);
     } catch {

@@ -8,14 +8,7 @@ import {
   seededDebianImage,
   SERVER_SUITE,
 } from '../../src/engine/docker/image-builder.js';
-import {
-  buildFixture,
-  CANARY_IMAGE,
-  docker,
-  ensureEgressImage,
-  ensureTestImages,
-  skipWithoutNetworks,
-} from './support/docker.js';
+import { buildFixture, CANARY_IMAGE, docker, ensureEgressImage, ensureTestImages } from './support/docker.js';
 import { outcomeOf, runHintbox, writeProfile } from './support/hintbox-process.js';
 import { canaryCertificate } from './support/canary-tls.js';
 
@@ -57,7 +50,7 @@ const ensureClientsImage = async (): Promise<void> => {
 
 integrationSuite(
   'egress for servers as written: every HTTP client through the proxy',
-  { timeout: 1_200_000, images: [ensureEgressImage, ensureClientsImage], skip: await skipWithoutNetworks() },
+  { timeout: 1_200_000, images: [ensureEgressImage, ensureClientsImage] },
   (suite) => {
     const made: { containers: Docker.Container[]; networks: Docker.Network[] } = { containers: [], networks: [] };
     const ips = new Map<string, string>();

@@ -12,7 +12,15 @@ import {
 import { SANDBOX_HOME, SANDBOX_TMP, serverCommand } from '../../src/engine/sandbox-process.js';
 import { buildContainerSpec, type ContainerSpecInput } from '../../src/engine/docker/container-spec.js';
 import { sandboxUserIds } from '../../src/engine/sandbox-engine.js';
-import { GATE_SOCKET_ENV, GATE_TOKEN_ENV, GATE_TUNABLES_ENV, SANDBOX_IO_DIR } from '../../src/engine/gate-variables.js';
+import {
+  GATE_EGRESS_ENV,
+  GATE_EGRESS_TOKEN_ENV,
+  GATE_SOCKET_ENV,
+  GATE_TOKEN_ENV,
+  GATE_TUNABLES_ENV,
+  SANDBOX_EGRESS_DIR,
+  SANDBOX_IO_DIR,
+} from '../../src/engine/gate-variables.js';
 import { SANDBOX_GATE_PATH } from '../../src/engine/docker/gate.js';
 import { SANDBOX_PG_SOCKET_DIR, sandboxDatabaseEnv } from '../../src/database/socket-relay.js';
 import { planSandboxes, type Ceiling, type PlannedSandbox } from '../../src/policy/plan-sandboxes.js';
@@ -30,6 +38,9 @@ const GATE_ENV = [
   `${GATE_TOKEN_ENV}=c0ffee`,
   'GLIBC_TUNABLES=',
   `${GATE_TUNABLES_ENV}=`,
+  // Always set, empty without egress (see the relay's test below).
+  `${GATE_EGRESS_ENV}=`,
+  `${GATE_EGRESS_TOKEN_ENV}=`,
 ];
 /** The gate's own mounts: the binary and its socket folder, both read-only. */
 const GATE_MOUNTS = [
@@ -209,6 +220,33 @@ describe('buildContainerSpec', () => {
     const spec = buildContainerSpec(input({}, sandboxOfTool('read')));
     assert.equal(spec.HostConfig!.NetworkMode, 'none');
     assert.equal(spec.NetworkDisabled, true);
+  });
+
+  // proves: EGRESS-RELAY-ENV
+  it("egress is no network: the proxy's folder read-only and the relay's variables, always set so the image cannot set them", () => {
+    const read = sandboxOfTool('read');
+    const egress = { hostDir: '/tmp/hintbox-eg-4242-Xy12Zw', token: 'beef', socketFile: 'p0123456789ab' };
+    const spec = buildContainerSpec(input({ egress }, { ...read, network: 'egress' }));
+    assert.equal(spec.HostConfig!.NetworkMode, 'none');
+    assert.equal(spec.NetworkDisabled, true);
+    const mount = spec.HostConfig!.Mounts!.find((m) => m.Target === SANDBOX_EGRESS_DIR);
+    assert.deepEqual([mount?.Source, mount?.ReadOnly], [egress.hostDir, true]);
+    assert.ok(spec.Env!.includes(`${GATE_EGRESS_ENV}=${SANDBOX_EGRESS_DIR}/p0123456789ab`));
+    assert.ok(spec.Env!.includes(`${GATE_EGRESS_TOKEN_ENV}=beef`));
+    assert.ok(spec.Env!.includes('HTTP_PROXY=http://127.0.0.1:3128'));
+    assert.throws(() => buildContainerSpec(input({}, { ...read, network: 'egress' })), /egress proxy is not ready/);
+    // Without egress, the variables are there and empty: the container's Env overrides the
+    // image's ENV, so an image that sets HINTBOX_GATE_EGRESS does not get a relay; nor does the profile.
+    const none = buildContainerSpec(
+      input({
+        profile: { ...input().profile, env: { [GATE_EGRESS_ENV]: '/run/x.sock', [GATE_EGRESS_TOKEN_ENV]: 'x' } },
+      }),
+    );
+    assert.deepEqual(
+      none.Env!.filter((e) => e.startsWith('HINTBOX_GATE_EGRESS')).sort(),
+      [`${GATE_EGRESS_ENV}=`, `${GATE_EGRESS_TOKEN_ENV}=`].sort(),
+    );
+    assert.ok(!none.HostConfig!.Mounts!.some((m) => m.Target === SANDBOX_EGRESS_DIR));
   });
 
   // proves: SANDBOXES-APART
@@ -455,6 +493,8 @@ describe('sizes and users', () => {
         [GATE_TOKEN_ENV]: GATE.token,
         GLIBC_TUNABLES: '',
         [GATE_TUNABLES_ENV]: '',
+        [GATE_EGRESS_ENV]: '',
+        [GATE_EGRESS_TOKEN_ENV]: '',
       });
     });
 

@@ -13,6 +13,7 @@ const CONFIG = squidConfig({
   hosts: parseEgressHosts(['api.example.com:443', '*.example.com:8443', '198.51.100.7:80', '[2001:db8::1]:443']),
   clients: ['10.213.0.0/24'],
   hostAddresses: ['172.17.0.1', 'fd00::1', '192.0.2.0/24'],
+  listen: 'all',
 });
 const LINES = CONFIG.trimEnd().split('\n');
 
@@ -122,8 +123,18 @@ describe('squidConfig', () => {
     }
   });
 
+  // proves: EGRESS-RELAY-LOOPBACK
+  it('listens on loopback only for the relayed proxy, on every address for the Kubernetes Pod', () => {
+    const relayed = squidConfig({ hosts: [], clients: ['127.0.0.1/32'], hostAddresses: [], listen: 'loopback' });
+    const ports = (config: string) => config.split('\n').filter((l) => l.startsWith('http_port '));
+    assert.deepEqual(ports(relayed), [`http_port 127.0.0.1:${SQUID_PORT}`]);
+    assert.ok(relayed.includes('acl hintbox_clients src 127.0.0.1/32\n'));
+    const pod = squidConfig({ hosts: [], clients: ['0.0.0.0/0', '::/0'], hostAddresses: [], listen: 'all' });
+    assert.deepEqual(ports(pod), [`http_port ${SQUID_PORT}`]);
+  });
+
   it('without hosts, nothing is allowed', () => {
-    const lines = squidConfig({ hosts: [], clients: ['10.0.0.0/24'], hostAddresses: [] }).split('\n');
+    const lines = squidConfig({ hosts: [], clients: ['10.0.0.0/24'], hostAddresses: [], listen: 'all' }).split('\n');
     const access = lines.filter((l) => l.startsWith('http_access '));
     assert.deepEqual(
       access.filter((l) => l.startsWith('http_access allow')),

@@ -63,6 +63,21 @@ describe('sweepSocketDirs', () => {
     assert.equal(existsSync(own), true, "this process's own folders are never its own sweep's");
   });
 
+  // proves: EGRESS-SOCKET-SWEEP
+  it("keeps an old folder whose process is alive though nobody listens in it as this host sees (a proxy's socket, in a container)", async () => {
+    const dir = mkdtempSync(path.join(base, 'in-container-'));
+    // The egress proxy listens on its socket inside its container's network namespace:
+    // /proc/net/unix of the host does not list it. Its owner (the hintbox run) is alive.
+    const proxy = path.join(dir, `hintbox-eg-${process.ppid}-abc`);
+    const gone = path.join(dir, 'hintbox-eg-4242-def');
+    for (const d of [proxy, gone]) mkdirSync(d);
+    writeFileSync(path.join(proxy, 'proxy.sock'), '');
+    const isAlive = (pid: number) => pid === process.ppid;
+    const removed = sweepSocketDirs(dir, '/proc/net/unix', Date.now() + 3_600_000, isAlive);
+    assert.deepEqual(removed, [gone], 'only the dead run folder');
+    assert.equal(existsSync(path.join(proxy, 'proxy.sock')), true, 'the live proxy folder and its socket are kept');
+  });
+
   it('finds nothing to sweep in a folder that does not exist yet (a fresh $TMPDIR)', () => {
     assert.deepEqual(sweepSocketDirs(path.join(base, 'not-made-yet')), []);
   });

@@ -4,7 +4,15 @@ import { parseSize } from '../../profile/profile-schema.js';
 import { sandboxUserIds, type SandboxSpec, type SessionIdentity } from '../sandbox-engine.js';
 import { SANDBOX_PG_SOCKET_DIR } from '../../database/socket-relay.js';
 import { mountValues, substituteSandboxValues } from '../../profile/sandbox-values.js';
-import { GATE_SOCKET_ENV, GATE_TOKEN_ENV, GATE_TUNABLES_ENV, SANDBOX_IO_DIR } from '../gate-variables.js';
+import {
+  EGRESS_RELAY_URL,
+  egressRelayEnv,
+  GATE_SOCKET_ENV,
+  GATE_TOKEN_ENV,
+  GATE_TUNABLES_ENV,
+  SANDBOX_EGRESS_DIR,
+  SANDBOX_IO_DIR,
+} from '../gate-variables.js';
 import { SANDBOX_GATE_PATH } from './gate.js';
 import { volumeMasks } from '../image-volumes.js';
 import {
@@ -55,7 +63,7 @@ export interface ContainerSpecInput extends SandboxSpec {
   engine: EngineFeatures;
   /** The sandbox gate: its binary on the host and this sandbox's socket (see gate.ts). */
   gate: GateMounts;
-  /** With `network: egress`: its class's network (no route out) and the egress proxy on it (see egress-proxy.ts). */
+  /** With `network: egress`: its class's egress proxy, reached through the gate's relay (see egress-proxy.ts). */
   egress?: EgressAttachment;
   /**
    * With `network: bridge`: the hintbox process's open network (see open-network.ts), never the
@@ -67,11 +75,17 @@ export interface ContainerSpecInput extends SandboxSpec {
   imageVolumes: readonly string[];
 }
 
+/**
+ * The way out of a sandbox with egress: no network at all, and the folder of its class's proxy
+ * socket, bound read-only; the gate relays the sandbox's 127.0.0.1:3128 to that socket.
+ */
 export interface EgressAttachment {
-  /** The engine network the sandbox joins: internal, no gateway address, only the proxy on it besides. */
-  network: string;
-  /** `http://<proxy address>:3128`, for HTTP_PROXY and the like. */
-  proxyUrl: string;
+  /** Host folder of the proxy's socket (bound at SANDBOX_EGRESS_DIR). */
+  hostDir: string;
+  /** The class's egress token: the gate sends it first on each relayed connection. */
+  token: string;
+  /** The socket's file name in that folder (random: the folder is not listable). */
+  socketFile: string;
 }
 
 export interface GateMounts {
@@ -103,12 +117,9 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
   if (grant.network === 'bridge' && !input.openNetwork) {
     throw new Error(`sandbox ${sandboxId}: its open network is not ready (no network without it)`);
   }
-  const networkMode =
-    grant.network === 'egress'
-      ? (input.egress as EgressAttachment).network
-      : grant.network === 'bridge'
-        ? (input.openNetwork as string)
-        : 'none';
+  // Egress is no network: the proxy is reached through the gate (a Unix socket), not an engine network.
+  const networkMode = grant.network === 'bridge' ? (input.openNetwork as string) : 'none';
+  const egress = grant.network === 'egress' ? input.egress : undefined;
   const tmpfsSize = parseSize(profile.limits.tmpfs);
   const memory = parseSize(profile.limits.memory);
 
@@ -141,6 +152,15 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
       BindOptions: { Propagation: 'rprivate' },
     },
   );
+  if (egress) {
+    mounts.push({
+      Type: 'bind',
+      Source: egress.hostDir,
+      Target: SANDBOX_EGRESS_DIR,
+      ReadOnly: true,
+      BindOptions: { Propagation: 'rprivate' },
+    });
+  }
   if (input.database) {
     // Read-only: connecting to a Unix socket needs no write access, and nothing can be planted.
     mounts.push({
@@ -160,11 +180,13 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
   const env = Object.entries({
     ...profileEnv,
     ...input.database?.env,
-    ...(grant.network === 'egress' ? proxyEnv((input.egress as EgressAttachment).proxyUrl) : {}),
+    ...(egress ? proxyEnv(EGRESS_RELAY_URL) : {}),
     HOME: SANDBOX_HOME,
     TMPDIR: SANDBOX_TMP,
     [GATE_SOCKET_ENV]: input.gate.sandboxPath,
     [GATE_TOKEN_ENV]: input.gate.token,
+    // Always set (empty without egress): the image's ENV may not turn the relay on.
+    ...egressRelayEnv(egress),
     // Read by the static gate's libc before the release: the image's ENV may not tune it. The
     // gate gives the server the profile's own value instead, or none.
     GLIBC_TUNABLES: '',
@@ -216,7 +238,7 @@ export function buildContainerSpec(input: ContainerSpecInput): Docker.ContainerC
     Tty: false,
     // The image's HEALTHCHECK would be run by Docker inside the sandbox, before the release too.
     Healthcheck: { Test: ['NONE'] },
-    NetworkDisabled: grant.network === 'none',
+    NetworkDisabled: networkMode === 'none',
     HostConfig: {
       NetworkMode: networkMode,
       Mounts: mounts,

@@ -20,6 +20,7 @@ import { LABEL_CLASS, LABEL_OWNER_PID } from '../sandbox-labels.js';
 import { serverCommand } from '../sandbox-process.js';
 import { connectDocker, type DockerConnection } from './docker-connection.js';
 import { holdSandbox } from './docker-sandbox.js';
+import { gateBinary } from './gate.js';
 import { packageLockPath, packageSource } from '../../packages/package-source.js';
 import { ensureNpmImage } from './npm-package-image.js';
 import { ensurePypiImage } from './pypi-package-image.js';
@@ -207,6 +208,8 @@ export class DockerEngine implements SandboxEngine {
         outbound: hintboxEnvironment().egressNetworks,
         dns: hintboxEnvironment().egressDns,
         log: options.log,
+        gateBinary: this.gate ?? gateBinary(),
+        sandboxGid: sandboxUserIds(spec.profile, spec.defaultUser).gid,
         onRequest: (request) => spec.onEgress?.(request),
         // The next sandbox of the class gets a new proxy (those running lost their way out).
         onLost: () => this.egress.get(key) === started && this.egress.delete(key),
@@ -256,9 +259,13 @@ export class DockerEngine implements SandboxEngine {
   async removeSession(sessionId: string): Promise<number> {
     this.closingSessions.add(sessionId);
     const ofSession = (key: string): boolean => key.startsWith(`${sessionId}/`);
+    const proxies = [...this.egress.keys()].filter(ofSession).map((key) => this.egress.get(key));
     for (const key of [...this.egress.keys()].filter(ofSession)) this.egress.delete(key);
     for (const key of [...this.egressStarts.keys()].filter(ofSession)) this.egressStarts.delete(key);
-    return removeSession(this.docker, sessionId);
+    const removed = await removeSession(this.docker, sessionId);
+    // The proxies' socket folders too (their containers went with the session's labels).
+    for (const proxy of proxies) await proxy?.then((egress) => egress.remove()).catch(() => undefined);
+    return removed;
   }
 
   async close(): Promise<void> {

@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import { chmod, chown, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -15,22 +17,32 @@ import {
 } from '../sandbox-labels.js';
 import { type EgressAttachment } from './container-spec.js';
 import { IMAGES_DIR, SERVER_SUITE, type ImageBuilder } from './image-builder.js';
-import { EGRESS_PROXY_IMAGE, parseSquidLogLine, SQUID_PORT, squidConfig } from '../squid-config.js';
+import { EGRESS_PROXY_IMAGE, parseSquidLogLine, squidConfig } from '../squid-config.js';
 import { assertNoVolumes, imageVolumePaths, volumeMasks } from '../image-volumes.js';
 import { removeContainer } from './remove-container.js';
+import { egressSocketFile, GATE_EGRESS_TOKEN_ENV, SANDBOX_EGRESS_DIR } from '../gate-variables.js';
+import { SANDBOX_GATE_PATH } from './gate.js';
+import { makeSocketFolder } from '../../util/unix-socket.js';
 
 /**
  * The egress of one sandbox class with hosts by name (profile `network: { allow, backend }`):
- * an engine network of its own that is internal (no route out) and has no gateway address (so
- * the host is not reachable on it either), and on it hintbox's egress proxy (Squid, in a
- * hardened container of its own), which is also on the outbound network and lets through only
- * the class's `host:port` entries. The sandbox joins only the internal network: the proxy is
- * its one way out. Each request the proxy decides is reported (its access log, followed).
+ * hintbox's egress proxy (Squid, in a hardened container of its own on the outbound network)
+ * that lets through only the class's `host:port` entries. The class's sandboxes have no network
+ * at all: each one's gate relays its 127.0.0.1:3128 to the proxy's Unix socket, in a host folder
+ * bound into both (see native/hintbox-gate.c), and the same gate, first process of the proxy
+ * container, relays what proves itself with the class's token to Squid, which listens on the
+ * proxy container's loopback only. No engine network joins a sandbox to anything, so an engine
+ * whose networks reach the host (Podman's) cannot open a way there. Each request the proxy
+ * decides is reported (its access log, followed).
  */
 
 /** Labels a proxy container and a class network; their class label is `egress-<class>`. */
 export const LABEL_EGRESS = 'hintbox.egress';
 const READY = /Accepting HTTP Socket connections/;
+/** Host folders of egress proxy sockets are named so: a sweep finds those of killed runs. */
+export const EGRESS_DIR_PREFIX = 'hintbox-eg-';
+/** Squid's user in Debian's package (the image's USER proxy), who runs the proxy container. */
+export const PROXY_UID = 13;
 
 /** Builds (or keeps) the proxy's image: Debian's Squid on the server suite's base. */
 export function ensureEgressProxyImage(builder: ImageBuilder): Promise<void> {
@@ -48,6 +60,12 @@ export interface EgressOptions {
   /** The DNS servers the proxy resolves listed names with (HINTBOX_EGRESS_DNS); empty: the engine's. */
   dns: readonly string[];
   log: Logger;
+  /** Host path of the gate binary (the proxy container's first process, its relay). */
+  gateBinary: string;
+  /** The group of the class's sandboxes: the only one (besides the proxy) that may reach the socket's folder. */
+  sandboxGid: number;
+  /** Where the socket folder is made (default: see makeSocketFolder). */
+  baseDir?: string;
   /** Each request the proxy allowed or denied. */
   onRequest: (request: EgressRequest) => void;
   /** The proxy's log ended while it was in use (it died, or the engine dropped the stream): it was removed. */
@@ -66,7 +84,7 @@ export interface StartedEgress extends EgressAttachment {
   remove(): Promise<void>;
 }
 
-/** Creates the class's network and starts its proxy; on failure nothing is left. */
+/** Makes the class's socket folder and starts its proxy; on failure nothing is left. */
 export async function startEgress(options: EgressOptions): Promise<StartedEgress> {
   const { docker, session, server, sandboxId, log } = options;
   const labels = {
@@ -79,13 +97,13 @@ export async function startEgress(options: EgressOptions): Promise<StartedEgress
   };
   const generation = options.generation ?? 1;
   const name = `${containerName(session, server, sandboxId)}-egress${generation > 1 ? `-${generation}` : ''}`;
-  let network: Docker.Network | undefined;
+  let hostDir: string | undefined;
   let proxy: Docker.Container | undefined;
   let state: 'starting' | 'up' | 'removed' = 'starting';
   const remove = async (): Promise<void> => {
     state = 'removed';
     if (proxy) await removeContainer(proxy);
-    await network?.remove().catch(ignoreGone);
+    if (hostDir) await rm(hostDir, { recursive: true, force: true });
   };
   try {
     const outbound = await Promise.all(
@@ -99,36 +117,41 @@ export async function startEgress(options: EgressOptions): Promise<StartedEgress
           }),
       ),
     );
-    network = await docker.createNetwork({
-      Name: name,
-      Driver: 'bridge',
-      Internal: true,
-      CheckDuplicate: true,
-      Labels: labels,
-      // No address of the host on the sandbox's network: an internal network's gateway would be the host itself.
-      Options: { 'com.docker.network.bridge.inhibit_ipv4': 'true' },
-    });
-    const own = (await network.inspect()) as NetworkInfo;
-    const clients = subnetsOf(own);
-    if (clients.length === 0) throw new Error(`the engine gave network ${name} no subnet`);
+    const socketFile = egressSocketFile();
+    hostDir = (await makeSocketFolder(EGRESS_DIR_PREFIX, socketFile, options.baseDir)).dir;
+    await shareSocketFolder(hostDir, options.sandboxGid);
+    const token = randomBytes(32).toString('hex');
     const config = squidConfig({
       hosts: parseEgressHosts(options.hosts),
-      clients,
-      hostAddresses: [...gatewaysOf(own), ...outbound.flatMap(gatewaysOf), ...hostAddresses()],
+      // Only the relay connects, from the proxy container's own loopback.
+      clients: ['127.0.0.1/32'],
+      hostAddresses: [...outbound.flatMap(gatewaysOf), ...hostAddresses()],
+      listen: 'loopback',
     });
     // The proxy's image is hintbox's own, but its VOLUMEs are masked as a sandbox's are.
     const tmp = { '/tmp': 'rw,nosuid,nodev,noexec,size=16m' };
     const masks = volumeMasks({
       imageVolumes: imageVolumePaths((await docker.getImage(EGRESS_PROXY_IMAGE).inspect()).Config.Volumes),
-      binds: [],
+      binds: [SANDBOX_GATE_PATH, SANDBOX_EGRESS_DIR],
       tmpfs: Object.keys(tmp),
       options: tmp['/tmp'],
       what: `the egress proxy of sandbox ${sandboxId}`,
     });
+    const bind = (source: string, target: string, readOnly: boolean): Docker.MountSettings => ({
+      Type: 'bind',
+      Source: source,
+      Target: target,
+      ReadOnly: readOnly,
+      BindOptions: { Propagation: 'rprivate' },
+    });
     proxy = await docker.createContainer({
       name,
       Image: EGRESS_PROXY_IMAGE,
-      Env: [`HINTBOX_SQUID_CONF=${config}`],
+      // The gate listens on the socket, runs Squid (on loopback) and relays to it what proves itself.
+      Entrypoint: [SANDBOX_GATE_PATH, '--egress-proxy', `${SANDBOX_EGRESS_DIR}/${socketFile}`, START_SQUID],
+      Cmd: [],
+      User: `${PROXY_UID}:${PROXY_UID}`,
+      Env: [`HINTBOX_SQUID_CONF=${config}`, `${GATE_EGRESS_TOKEN_ENV}=${token}`, 'GLIBC_TUNABLES='],
       Labels: labels,
       AttachStdout: true,
       AttachStderr: true,
@@ -137,11 +160,13 @@ export async function startEgress(options: EgressOptions): Promise<StartedEgress
         NetworkMode: outbound[0]?.Name ?? 'bridge',
         // On engine networks of a user's own, Docker's resolver in the container asks these.
         ...(options.dns.length > 0 ? { Dns: [...options.dns] } : {}),
+        Mounts: [bind(options.gateBinary, SANDBOX_GATE_PATH, true), bind(hostDir, SANDBOX_EGRESS_DIR, false)],
         ReadonlyRootfs: true,
         CapDrop: ['ALL'],
         CapAdd: [],
         SecurityOpt: ['no-new-privileges:true'],
         Privileged: false,
+        Init: false,
         Tmpfs: { ...tmp, ...masks },
         PidsLimit: 64,
         Memory: 128 * 1024 ** 2,
@@ -153,7 +178,6 @@ export async function startEgress(options: EgressOptions): Promise<StartedEgress
     });
     assertNoVolumes((await proxy.inspect()).Mounts, `the egress proxy of sandbox ${sandboxId}`);
     for (const extra of outbound.slice(1)) await docker.getNetwork(extra.Name).connect({ Container: proxy.id });
-    await network.connect({ Container: proxy.id });
     // Fail closed: a proxy whose refusals hintbox can no longer see is not left to serve.
     const ready = followLog(proxy, options, log, () => {
       if (state !== 'up' || options.closing?.()) return;
@@ -163,15 +187,48 @@ export async function startEgress(options: EgressOptions): Promise<StartedEgress
     });
     await proxy.start();
     await ready;
+    await lockSocketFolder(hostDir, options.sandboxGid);
     state = 'up';
-    const info = await proxy.inspect();
-    const address = info.NetworkSettings.Networks[name]?.IPAddress;
-    if (!address) throw new Error(`the egress proxy has no address on ${name}`);
     log.info(`egress proxy for ${sandboxId} up: ${options.hosts.join(', ')}`);
-    return { network: name, proxyUrl: `http://${address}:${SQUID_PORT}`, remove };
+    return { hostDir, token, socketFile, remove };
   } catch (error) {
     await remove();
     throw new Error(`could not start the egress proxy of sandbox ${sandboxId}: ${(error as Error).message}`);
+  }
+}
+
+/** The image's script that writes the configuration and runs Squid (images/egress-proxy/start-squid.sh). */
+const START_SQUID = '/usr/local/bin/start-squid';
+
+/**
+ * Closes the socket's folder to everyone but the proxy and the class's sandboxes. As root: the
+ * proxy's user owns it (it makes the socket there), the sandboxes' group may only pass through
+ * (0710), others get EACCES. Otherwise hintbox cannot give the folder away: it is open for the
+ * proxy to make its socket and for anyone to pass through (01733; no listing, nothing of
+ * another's removed), and the token of each connection is what keeps others out of the proxy.
+ */
+async function shareSocketFolder(dir: string, sandboxGid: number): Promise<void> {
+  if (process.getuid?.() === 0) {
+    await chown(dir, PROXY_UID, sandboxGid);
+    await chmod(dir, 0o710);
+  } else {
+    await chmod(dir, 0o1733);
+  }
+}
+
+/**
+ * Once the proxy listens (its gate binds the socket before it starts Squid, and Squid is up), its
+ * folder needs no more writes: a bound listening socket accepts without any right on its folder.
+ * As root the folder goes back to root (root:sandbox group, 0710), so that no process of the
+ * proxy's uid on the host (13, "proxy" on Debian) can replace the socket; otherwise it is closed to
+ * writes (0711), so that nobody can plant or replace a file there.
+ */
+async function lockSocketFolder(dir: string, sandboxGid: number): Promise<void> {
+  if (process.getuid?.() === 0) {
+    await chown(dir, 0, sandboxGid);
+    await chmod(dir, 0o710);
+  } else {
+    await chmod(dir, 0o711);
   }
 }
 
@@ -232,10 +289,6 @@ interface NetworkInfo {
   IPAM?: { Config?: { Subnet?: string; Gateway?: string }[] };
 }
 
-function subnetsOf(network: NetworkInfo): string[] {
-  return (network.IPAM?.Config ?? []).flatMap((c) => (c.Subnet ? [c.Subnet] : []));
-}
-
 /** The gateway of each subnet: as the engine says, else (a subnet given without one) the engine's choice, its first address. */
 function gatewaysOf(network: NetworkInfo): string[] {
   return (network.IPAM?.Config ?? []).flatMap((c) => {
@@ -253,9 +306,4 @@ function hostAddresses(): string[] {
   return Object.values(os.networkInterfaces())
     .flatMap((list) => list ?? [])
     .map((a) => a.address.replace(/%.*$/, ''));
-}
-
-/** Removing what is already gone (404) or going (409) is fine. */
-function ignoreGone(error: Error & { statusCode?: number }): void {
-  if (error.statusCode !== 404 && error.statusCode !== 409) throw error;
 }

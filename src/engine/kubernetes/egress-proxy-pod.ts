@@ -38,7 +38,12 @@ export function renderEgressProxy(
   };
   // The sandboxes it serves are chosen by the NetworkPolicy below; the proxy's own address
   // rules (no private, loopback or link-local address; see squid-config.ts) still apply.
-  const config = squidConfig({ hosts: parseEgressHosts(hosts), clients: ['0.0.0.0/0', '::/0'], hostAddresses: [] });
+  const config = squidConfig({
+    hosts: parseEgressHosts(hosts),
+    clients: ['0.0.0.0/0', '::/0'],
+    hostAddresses: [],
+    listen: 'all',
+  });
   const limits = { cpu: '500m', memory: `${128 * 1024 ** 2}` };
   const pod = ownedPod(
     name,

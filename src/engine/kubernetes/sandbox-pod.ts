@@ -1,7 +1,13 @@
 import { parseSize } from '../../profile/profile-schema.js';
 import { mountValues, substituteSandboxValues } from '../../profile/sandbox-values.js';
 import { sandboxUserIds, type SandboxSpec } from '../sandbox-engine.js';
-import { GATE_SOCKET_ENV, GATE_TOKEN_ENV, GATE_TUNABLES_ENV, SANDBOX_IO_DIR } from '../gate-variables.js';
+import {
+  egressRelayEnv,
+  GATE_SOCKET_ENV,
+  GATE_TOKEN_ENV,
+  GATE_TUNABLES_ENV,
+  SANDBOX_IO_DIR,
+} from '../gate-variables.js';
 import {
   containerName,
   LABEL_CLASS,
@@ -210,6 +216,8 @@ export function renderSandboxPod(input: SandboxPodInput): KubeObject[] {
     TMPDIR: SANDBOX_TMP,
     [GATE_SOCKET_ENV]: target.channel.kind === 'socket' ? target.channel.sandboxPath : GATE_STDIO,
     [GATE_TOKEN_ENV]: target.channel.token,
+    // The relay is not used here (the Pod's egress is its Service), but the variables are set empty all the same: the image may not set them.
+    ...egressRelayEnv(undefined),
     GLIBC_TUNABLES: '',
     [GATE_TUNABLES_ENV]: profileEnv.GLIBC_TUNABLES === undefined ? '' : `=${profileEnv.GLIBC_TUNABLES}`,
   };

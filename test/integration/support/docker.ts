@@ -31,16 +31,6 @@ export const CANARY_IMAGE = NODE_SERVER_IMAGE;
 
 export const HOSTNAME = os.hostname();
 
-/**
- * The skip reason of a suite whose sandboxes need a network, when the tests' engine is Podman
- * (hintbox refuses those there: engine-networks.ts; egress-host.test.ts proves the refusal), else false.
- */
-export async function skipWithoutNetworks(): Promise<string | false> {
-  return (await docker()).kind === 'podman'
-    ? 'Podman: hintbox refuses sandboxes with a network there (egress-host.test.ts shows the refusal)'
-    : false;
-}
-
 let connection: Promise<DockerConnection> | undefined;
 export function docker(): Promise<DockerConnection> {
   connection ??= connectDocker();
