@@ -53,10 +53,7 @@ export function standardHeaderMismatch(
   headers: IncomingHttpHeaders,
   body: Record<string, unknown>,
 ): string | undefined {
-  const header = (name: string): string | undefined => {
-    const value = headers[name];
-    return typeof value === 'string' ? value : undefined;
-  };
+  const header = (name: string): string | undefined => headerOf(headers, name);
   const method = String(body.method);
   const version = header('mcp-protocol-version');
   if (version === undefined) return 'the MCP-Protocol-Version header is missing';
@@ -66,15 +63,31 @@ export function standardHeaderMismatch(
   const named = header('mcp-method');
   if (named === undefined) return 'the Mcp-Method header is missing';
   if (named !== method) return `the Mcp-Method header (${named}) is not the request's method (${method})`;
-  const field = Object.hasOwn(NAME_SOURCE, method) ? NAME_SOURCE[method] : undefined;
-  const value = field !== undefined && isObject(body.params) ? body.params[field] : undefined;
+  const { field, value } = namedBy(method, body.params);
   // A body without the name is refused further on (invalid params); there is nothing to mirror.
-  if (typeof value !== 'string') return undefined;
+  if (value === undefined) return undefined;
   const name = header('mcp-name');
   if (name === undefined) return `the Mcp-Name header is missing (${method} names ${field})`;
+  return nameMismatch(name, field, value);
+}
+
+function headerOf(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** The body field `Mcp-Name` mirrors for `method`, and its value when it is a string. */
+function namedBy(method: string, params: unknown): { field: string | undefined; value: string | undefined } {
+  const field = Object.hasOwn(NAME_SOURCE, method) ? NAME_SOURCE[method] : undefined;
+  const value = field !== undefined && isObject(params) ? params[field] : undefined;
+  return { field, value: typeof value === 'string' ? value : undefined };
+}
+
+/** Why an `Mcp-Name` header is not `value` (the body's `field`), or undefined when it is. */
+function nameMismatch(name: string, field: string | undefined, value: string | undefined): string | undefined {
   const decoded = decodeHeaderValue(name);
   if (decoded === undefined) return 'the Mcp-Name header is not valid base64 (=?base64?...?=)';
-  if (decoded !== value) return `the Mcp-Name header is not the request's ${field}`;
+  if (value === undefined || decoded !== value) return `the Mcp-Name header is not the request's ${field ?? 'name'}`;
   return undefined;
 }
 
@@ -86,8 +99,8 @@ export function standardHeaderMismatch(
  * checked on its own path, which a batch would skip).
  */
 export function carriedHeaderMismatch(headers: IncomingHttpHeaders, body: unknown): string | undefined {
-  const method = typeof headers['mcp-method'] === 'string' ? headers['mcp-method'] : undefined;
-  const name = typeof headers['mcp-name'] === 'string' ? headers['mcp-name'] : undefined;
+  const method = headerOf(headers, 'mcp-method');
+  const name = headerOf(headers, 'mcp-name');
   if (Array.isArray(body)) {
     if (body.some((m) => isObject(m) && isModernRequest(m.params))) return 'a 2026 request may not be sent in a batch';
     if (method !== undefined || name !== undefined) {
@@ -104,11 +117,6 @@ export function carriedHeaderMismatch(headers: IncomingHttpHeaders, body: unknow
     return `the Mcp-Method header (${method}) is not the request's method (${body.method})`;
   }
   if (name === undefined) return undefined;
-  const field = Object.hasOwn(NAME_SOURCE, body.method) ? NAME_SOURCE[body.method] : undefined;
-  const value = field !== undefined && isObject(body.params) ? body.params[field] : undefined;
-  const decoded = decodeHeaderValue(name);
-  if (decoded === undefined) return 'the Mcp-Name header is not valid base64 (=?base64?...?=)';
-  if (typeof value !== 'string' || decoded !== value)
-    return `the Mcp-Name header is not the request's ${field ?? 'name'}`;
-  return undefined;
+  const { field, value } = namedBy(body.method, body.params);
+  return nameMismatch(name, field, value);
 }
