@@ -50,6 +50,8 @@ interface RefusalLines {
   last: number;
   unrecorded: number;
   flush?: NodeJS.Timeout;
+  /** The latest of the counted refusals, named in the line of their own. */
+  latest?: { method: ServerRequestMethod; bound: InFlight | undefined; reason: string };
 }
 
 /**
@@ -226,15 +228,18 @@ export class ServerRequestBroker {
     const now = Date.now();
     if (now - state.last < REFUSAL_LINE_INTERVAL_MS) {
       state.unrecorded++;
+      state.latest = { method, bound, reason };
       // The count is written with the next refusal, or at the end of the interval without one.
       state.flush ??= setTimeout(
         () => {
           state.flush = undefined;
-          if (state.unrecorded === 0) return;
+          const latest = state.latest;
+          if (state.unrecorded === 0 || !latest) return;
           const count = state.unrecorded;
           state.unrecorded = 0;
           state.last = Date.now();
-          this.line(sandbox, method, bound, `${count} more refused since the last line (the last: ${reason})`);
+          const why = `${count} more refused since the last line (the last: ${latest.reason})`;
+          this.line(sandbox, latest.method, latest.bound, why);
         },
         state.last + REFUSAL_LINE_INTERVAL_MS - now,
       ).unref();
