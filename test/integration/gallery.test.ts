@@ -193,10 +193,10 @@ integrationSuite('the gallery of shipped profiles', { timeout: 1_500_000 }, () =
       .then(textOf, (error: Error) => error.message);
     assert.doesNotMatch(refused, new RegExp(token));
     const sandbox = await sandboxOfClass(hintbox.pid, 'nomounts-egress');
-    assert.match(
-      sandbox.HostConfig.NetworkMode ?? '',
-      /-egress$/,
-      "the class's own network, the proxy its one neighbour",
+    assert.equal(
+      sandbox.HostConfig.NetworkMode,
+      'none',
+      "no network: the gate's relay to the proxy is its one way out",
     );
     assert.deepEqual(await sandboxesOfCalls('fetch'), { imageFetch: ['nomounts-egress', 'nomounts-egress'] });
     const asked = await canary.asked();
