@@ -84,7 +84,18 @@ export interface ComparedFigure {
   after: number;
   /** after ÷ before, median of the per-pair ratios. */
   ratio: number;
+  /** The lowest and highest per-pair ratio: how far the pairs agree. */
+  low: number;
+  high: number;
   lowerIsBetter: boolean;
+}
+
+/** How much worse a pair must be to count as worse (the machines' run-to-run noise is larger than this). */
+export const WORSE_BY = 0.05;
+
+/** Worse in every pair by more than {@link WORSE_BY}: a change, not noise (one worse pair is not enough). Pure. */
+export function worseInEveryPair(row: ComparedFigure): boolean {
+  return row.lowerIsBetter ? row.low > 1 + WORSE_BY : row.high < 1 - WORSE_BY;
 }
 
 /** Before and after runs (paired by index) figure by figure; a figure missing from a run is left out. Pure. */
@@ -97,12 +108,15 @@ export function compareRuns(before: BenchJson[], after: BenchJson[]): ComparedFi
     if (found.some(([b, a]) => !b || !a)) continue;
     const both = found as [FlatFigure, FlatFigure][];
     const first = both[0]![0];
+    const ratios = both.map(([b, a]) => a.value / b.value);
     out.push({
       name,
       unit: first.unit,
       before: median(both.map(([b]) => b.value)),
       after: median(both.map(([, a]) => a.value)),
-      ratio: median(both.map(([b, a]) => a.value / b.value)),
+      ratio: median(ratios),
+      low: Math.min(...ratios),
+      high: Math.max(...ratios),
       lowerIsBetter: first.lowerIsBetter,
     });
   }
@@ -118,9 +132,11 @@ export function formatComparison(rows: ComparedFigure[], runs: number): string {
     fmt(r.after),
     r.unit,
     `${r.ratio.toFixed(2)}×`,
+    `${r.low.toFixed(2)}–${r.high.toFixed(2)}`,
     r.lowerIsBetter ? 'lower' : 'higher',
+    worseInEveryPair(r) ? 'WORSE' : '',
   ]);
-  const header = ['figure (hintbox)', 'before', 'after', 'unit', 'after/before', 'better'];
+  const header = ['figure (hintbox)', 'before', 'after', 'unit', 'after/before', 'pairs', 'better', 'every pair worse'];
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => (c[i] ?? '').length)));
   const line = (c: string[]) =>
     c
@@ -128,7 +144,8 @@ export function formatComparison(rows: ComparedFigure[], runs: number): string {
       .join(' | ')
       .trimEnd();
   return [
-    `${runs} run(s) of each build, in turn; median over runs, after/before taken pair by pair`,
+    `${runs} run(s) of each build, in turn; median over runs, after/before taken pair by pair ` +
+      `(pairs: its lowest and highest; WORSE: more than ${WORSE_BY * 100} % worse in every pair)`,
     '',
     line(header),
     widths.map((w) => '-'.repeat(w)).join('-|-'),
@@ -146,10 +163,25 @@ function runBench(checkout: string, flags: string[]): BenchJson {
   return JSON.parse(run.stdout) as BenchJson;
 }
 
+const USAGE = `usage: node --import tsx bench/compare-bench.ts --before <checkout> [options] [-- <bench flags>]
+
+Builds two checkouts, runs each one's own bench in turn (before, after, before, ...) and prints
+hintbox's figures of both, after ÷ before taken pair by pair.
+
+  --before DIR     the checkout to compare against (required), e.g. a git worktree of an older commit
+  --after DIR      the checkout of the change (default .)
+  --runs N         runs of each build (default 3)
+  --json           the comparison as JSON on stdout
+  --save PREFIX    keep each run's whole report as PREFIX-before-1.json, PREFIX-after-1.json, ...
+  -h, --help       this text
+  -- FLAGS         passed to both benches (npm run bench -- --help lists them)
+`;
+
 function main(): void {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
     options: {
+      help: { type: 'boolean', short: 'h' },
       before: { type: 'string' },
       after: { type: 'string', default: '.' },
       runs: { type: 'string', default: '3' },
@@ -158,7 +190,11 @@ function main(): void {
       save: { type: 'string' },
     },
   });
-  if (!values.before) throw new Error('--before <checkout> is required (the build to compare against)');
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return;
+  }
+  if (!values.before) throw new Error('--before <checkout> is required (the build to compare against); see --help');
   const checkouts = { before: path.resolve(values.before), after: path.resolve(values.after) };
   const runs = Number(values.runs);
   if (!Number.isInteger(runs) || runs < 1) throw new Error(`--runs must be a whole number from 1: ${values.runs}`);
@@ -185,7 +221,10 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
   try {
     main();
   } catch (error) {
-    process.stderr.write(`compare: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exitCode = 1;
+    const { code, message } = error as { code?: string; message?: string };
+    const usage = code?.startsWith('ERR_PARSE_ARGS_') === true;
+    const line = usage ? `${(message ?? '').split('. ')[0]}; see --help` : (message ?? String(error));
+    process.stderr.write(`compare: ${line}\n`);
+    process.exitCode = usage ? 2 : 1;
   }
 }

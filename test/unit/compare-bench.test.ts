@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { compareRuns, flatFigures, formatComparison, type BenchJson } from '../../bench/compare-bench.js';
+import {
+  compareRuns,
+  flatFigures,
+  formatComparison,
+  worseInEveryPair,
+  type BenchJson,
+} from '../../bench/compare-bench.js';
 
 const report = (p50: number, perSecond: number, docker: number): BenchJson => ({
   figures: [
@@ -35,9 +41,26 @@ describe('the bench compared for two builds', () => {
       before: 2.5,
       after: 5,
       ratio: 2,
+      low: 2,
+      high: 2,
       lowerIsBetter: true,
     });
-    assert.match(formatComparison(rows, 2), /call latency p50 .*\| 2\.50 .*\| 5\.00 .*\| ms .*\| 2\.00× .*\| lower/);
+    assert.match(
+      formatComparison(rows, 2),
+      /call latency p50 .*\| 2\.50 .*\| 5\.00 .*\| ms .*\| 2\.00× .*\| 2\.00–2\.00 \| lower .*\| WORSE/,
+    );
+  });
+
+  it('calls a figure worse only when every pair says so, by more than 5 %', () => {
+    // p50: 1.3× worse in one pair, 0.9× in the other (noise); throughput: 0.8× in both pairs (worse).
+    const rows = compareRuns([report(1, 1000, 1), report(1, 1000, 1)], [report(1.3, 800, 1), report(0.9, 800, 1)]);
+    const row = (name: string) => rows.find((r) => r.name === name)!;
+    assert.equal(worseInEveryPair(row('call latency p50')), false);
+    assert.deepEqual([row('call latency p50').low, row('call latency p50').high], [0.9, 1.3]);
+    assert.equal(worseInEveryPair(row('throughput, 1 in flight')), true);
+    // 4 % worse in every pair is within the noise the verdict allows.
+    const slight = compareRuns([report(1, 1000, 1)], [report(1.04, 1000, 1)]);
+    assert.equal(worseInEveryPair(slight.find((r) => r.name === 'call latency p50')!), false);
   });
 
   it('leaves out a figure that one side lacks (a flag only one build knows)', () => {
