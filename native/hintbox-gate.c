@@ -165,6 +165,8 @@ static unsigned long long field(const char *text, const char *key) {
 /*
  * One pass over every task of the namespace but the gate's own: 1 when each is stopped (or
  * dead), with their ids and context-switch counts in `out`; 0 when one is not; -1 on error.
+ * One file per task: its status holds the state and both counts, read together (its name is
+ * escaped there, so no line of it can be forged by a task's name).
  */
 static int scan(struct task *out, int *count) {
   const long self = (long)getpid();
@@ -183,22 +185,21 @@ static int scan(struct task *out, int *count) {
     while (all == 1 && (t = readdir(tasks)) != NULL) {
       long tid = strtol(t->d_name, NULL, 10);
       if (tid <= 0) continue;
-      snprintf(path, sizeof path, "/proc/%ld/task/%ld/stat", pid, tid);
-      if (read_small(path, text, sizeof text) < 0) continue; /* gone */
-      const char *close_paren = strrchr(text, ')');
-      char state = close_paren && close_paren[1] == ' ' ? close_paren[2] : '?';
-      if (strchr("TtZX", state) == NULL) {
-        all = 0;
-        break;
-      }
       snprintf(path, sizeof path, "/proc/%ld/task/%ld/status", pid, tid);
-      if (read_small(path, text, sizeof text) < 0) continue;
-      if (n == MAX_TASKS) {
+      if (read_small(path, text, sizeof text) < 0) continue; /* gone */
+      /* Without its state or both counts (a cut or odd status) the check would be blind: give up (fail closed). */
+      const char *state = strstr(text, "\nState:\t");
+      if (state == NULL || strstr(text, "\nvoluntary_ctxt_switches:") == NULL ||
+          strstr(text, "\nnonvoluntary_ctxt_switches:") == NULL) {
         all = -1;
         break;
       }
-      /* Without both counts (a cut or odd status) the check would be blind: give up (fail closed). */
-      if (strstr(text, "\nvoluntary_ctxt_switches:") == NULL || strstr(text, "\nnonvoluntary_ctxt_switches:") == NULL) {
+      char letter = state[strlen("\nState:\t")];
+      if (letter == 0 || strchr("TtZX", letter) == NULL) {
+        all = 0;
+        break;
+      }
+      if (n == MAX_TASKS) {
         all = -1;
         break;
       }
