@@ -18,6 +18,10 @@
  *       another. Answers 'S', or 'F' when that could not be reached in FREEZE_LIMIT_MS.
  *   'C' continue: SIGCONT to every other process. Answers 'C'.
  *
+ * Commands are obeyed one at a time, in the order they came. hintbox writes a call to the server
+ * right behind its 'C', without waiting for the answer: a stopped server reads nothing, so the
+ * call is read only once the gate has continued it.
+ *
  * Why PID 1: the kernel drops signals that other processes of the namespace send to its init
  * unless init handles them, and SIGSTOP and SIGKILL are never handled, so the server cannot
  * stop or kill its own gate; kill(-1, ...) from PID 1 reaches every other process of the
