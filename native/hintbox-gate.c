@@ -18,6 +18,10 @@
  *       another. Answers 'S', or 'F' when that could not be reached in FREEZE_LIMIT_MS.
  *   'C' continue: SIGCONT to every other process. Answers 'C'.
  *
+ * Commands are obeyed one at a time, in the order they came. hintbox writes a call to the server
+ * right behind its 'C', without waiting for the answer: a stopped server reads nothing, so the
+ * call is read only once the gate has continued it.
+ *
  * Why PID 1: the kernel drops signals that other processes of the namespace send to its init
  * unless init handles them, and SIGSTOP and SIGKILL are never handled, so the server cannot
  * stop or kill its own gate; kill(-1, ...) from PID 1 reaches every other process of the
@@ -165,6 +169,8 @@ static unsigned long long field(const char *text, const char *key) {
 /*
  * One pass over every task of the namespace but the gate's own: 1 when each is stopped (or
  * dead), with their ids and context-switch counts in `out`; 0 when one is not; -1 on error.
+ * One file per task: its status holds the state and both counts, read together (its name is
+ * escaped there, so no line of it can be forged by a task's name).
  */
 static int scan(struct task *out, int *count) {
   const long self = (long)getpid();
@@ -183,22 +189,21 @@ static int scan(struct task *out, int *count) {
     while (all == 1 && (t = readdir(tasks)) != NULL) {
       long tid = strtol(t->d_name, NULL, 10);
       if (tid <= 0) continue;
-      snprintf(path, sizeof path, "/proc/%ld/task/%ld/stat", pid, tid);
-      if (read_small(path, text, sizeof text) < 0) continue; /* gone */
-      const char *close_paren = strrchr(text, ')');
-      char state = close_paren && close_paren[1] == ' ' ? close_paren[2] : '?';
-      if (strchr("TtZX", state) == NULL) {
-        all = 0;
-        break;
-      }
       snprintf(path, sizeof path, "/proc/%ld/task/%ld/status", pid, tid);
-      if (read_small(path, text, sizeof text) < 0) continue;
-      if (n == MAX_TASKS) {
+      if (read_small(path, text, sizeof text) < 0) continue; /* gone */
+      /* Without its state or both counts (a cut or odd status) the check would be blind: give up (fail closed). */
+      const char *state = strstr(text, "\nState:\t");
+      if (state == NULL || strstr(text, "\nvoluntary_ctxt_switches:") == NULL ||
+          strstr(text, "\nnonvoluntary_ctxt_switches:") == NULL) {
         all = -1;
         break;
       }
-      /* Without both counts (a cut or odd status) the check would be blind: give up (fail closed). */
-      if (strstr(text, "\nvoluntary_ctxt_switches:") == NULL || strstr(text, "\nnonvoluntary_ctxt_switches:") == NULL) {
+      char letter = state[strlen("\nState:\t")];
+      if (letter == 0 || strchr("TtZX", letter) == NULL) {
+        all = 0;
+        break;
+      }
+      if (n == MAX_TASKS) {
         all = -1;
         break;
       }

@@ -709,6 +709,15 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         file: 'unit/sandbox-activity.test.ts',
         title: 'reports a freeze that failed, so the sandbox can be removed (fail closed)',
       },
+      {
+        file: 'unit/sandbox-activity.test.ts',
+        title:
+          'removes a sandbox whose thaw failed after its call was sent ahead of the answer, and refuses every later call',
+      },
+      {
+        file: 'integration/held-back-to-back.test.ts',
+        title: 'leaves nothing running after back-to-back calls whose server keeps working past each answer',
+      },
       { file: 'unit/profile.test.ts', title: 'refuses hold: false for a server that is not trusted' },
       {
         file: 'unit/sandbox-activity.test.ts',

@@ -3,10 +3,14 @@
  *
  * A sandbox whose grant can change something (a writable mount, a network, a database role
  * above read) may run server code only while a call allowed into it is in flight. The gateway
- * counts those calls here: the first to enter thaws the sandbox (and waits for it), the last to
- * leave freezes it again. Freezing and thawing go one at a time, in order, and each step does
- * what the count asks *when it runs*, so a call that enters while a freeze is under way finds
- * the sandbox thawed after it, never frozen under it. The work to do once a sandbox is idle (end
+ * counts those calls here: the first to enter thaws the sandbox, the last to leave freezes it
+ * again. Freezing and thawing go one at a time, in order, and each step does what the count asks
+ * *when it runs*, so a call that enters while a freeze is under way goes in only once that freeze
+ * was answered and the thaw sent after it, never frozen under it. A call does not wait for the
+ * thaw's answer: the gate obeys its commands in order and a stopped server reads nothing, so the
+ * call's bytes wait in its input until the thaw lets it run (one round trip less per call). The
+ * answer is checked when it comes, and a failed or missing one breaks the sandbox as a failed
+ * freeze does. A freeze is always waited for. The work to do once a sandbox is idle (end
  * its database sessions) is a step of the same line: a call that enters meanwhile goes in only
  * after it, so that it never cuts the new call's connections. So is a hold of hintbox's own
  * (`holdFrozenDuring`: the preview copying the folders the sandbox can write): the sandbox stays
@@ -18,7 +22,12 @@
 
 /** Freezes and thaws one sandbox's processes (its gate stops and continues them). */
 export interface SandboxFreezer {
+  /** Resolves once every process of the sandbox is seen stopped; rejects when that could not be made sure of. */
   freeze(): Promise<void>;
+  /**
+   * Lets them run again. The command is on its way when `thaw` returns (what is sent to the
+   * sandbox after it is read only once it runs); the promise is the answer.
+   */
   thaw(): Promise<void>;
 }
 
@@ -31,8 +40,9 @@ export interface SandboxActivityOptions {
    */
   holdBetweenCalls?: boolean;
   /**
-   * A freeze failed (between calls, or for hintbox's own hold): what the sandbox runs is not
-   * known, so remove it. Called once; every call after it is refused.
+   * A freeze failed (between calls, or for hintbox's own hold), or the answer to a call's thaw
+   * did: what the sandbox runs is not known, so remove it. Called once; every call after it is
+   * refused.
    */
   onFreezeFailed(error: Error): void;
   /**
@@ -71,8 +81,8 @@ export class SandboxActivity {
   }
 
   /**
-   * A call goes in: resolves once the sandbox runs. Rejects when it cannot be thawed. Every
-   * `enter` is matched by one `leave`, whether it resolved or not.
+   * A call goes in: resolves once the sandbox runs, or its thaw is sent (see the top). Rejects
+   * when the sandbox is broken. Every `enter` is matched by one `leave`, whether it resolved or not.
    */
   enter(): Promise<void> {
     this.inFlight++;
@@ -149,9 +159,12 @@ export class SandboxActivity {
     return this.queue(async () => {
       if (this.broken) throw this.broken;
       const want = this.wantFrozen();
-      if (freezer && want !== this.frozen) {
-        await (want ? this.freeze(freezer) : freezer.thaw());
-        this.frozen = want;
+      if (freezer && want && !this.frozen) {
+        await this.freeze(freezer);
+        this.frozen = true;
+      } else if (freezer && !want && this.frozen) {
+        this.thawAhead(freezer);
+        this.frozen = false;
       }
       if (this.inFlight === 0) await Promise.resolve(this.options.onIdle?.()).catch(() => undefined);
     });
@@ -166,18 +179,37 @@ export class SandboxActivity {
     try {
       await freezer.freeze();
     } catch (error) {
-      if (!this.broken) {
-        this.broken = new Error(`its freeze failed (${(error as Error).message}); it is being removed`);
-        this.options.onFreezeFailed(error as Error);
-      }
-      throw this.broken;
+      throw this.breakFor('freeze', error as Error);
     }
   }
 
-  /** Runs `work` after the steps queued before it. A failed step does not stop the ones after it. */
+  /**
+   * Thaws the sandbox for a call without waiting for the answer (see the top). A failed or
+   * missing answer breaks the activity for good: the call sent meanwhile may sit in a stopped
+   * sandbox, which is removed (its calls end with it), and no call goes in after it.
+   */
+  private thawAhead(freezer: SandboxFreezer): void {
+    freezer.thaw().catch((error: Error) => this.breakFor('thaw', error));
+  }
+
+  /** Breaks the activity (once: the first failure is the one reported) and returns why. */
+  private breakFor(step: 'freeze' | 'thaw', error: Error): Error {
+    if (!this.broken) {
+      this.broken = new Error(`its ${step} failed (${error.message}); it is being removed`);
+      this.options.onFreezeFailed(error);
+    }
+    return this.broken;
+  }
+
+  /**
+   * Runs `work` after the steps queued before it; at once when none is (so that a freeze is on
+   * its way before the answer that ended the last call is audited and passed on). A failed step
+   * does not stop the ones after it.
+   */
   private queue<T>(work: () => Promise<T>): Promise<T> {
+    const idle = this.queued === 0;
     this.queued++;
-    const step = this.steps.then(work).finally(() => this.queued--);
+    const step = (idle ? work() : this.steps.then(work)).finally(() => this.queued--);
     this.steps = step.catch(() => undefined);
     return step;
   }

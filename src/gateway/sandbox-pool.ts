@@ -181,9 +181,10 @@ export class SandboxPool {
         onFreezeFailed: (error) => {
           // A sandbox that died (or is being removed) cannot be frozen, and need not be.
           if (ended || this.closing) return this.options.log.debug(`sandbox ${sandboxId} ended: no freeze`);
-          // Fail closed: a sandbox that cannot be frozen must not run on between calls.
+          // Fail closed: a sandbox that cannot be frozen must not run on between calls, nor one
+          // whose thaw went unanswered hold a call sent into it.
           this.options.log.error(
-            `could not freeze sandbox ${sandboxId} after its last call (${error.message}): removing it; it will be started again on the next call`,
+            `could not freeze or thaw sandbox ${sandboxId} (${error.message}): removing it; it will be started again on the next call`,
           );
           void upstream.close().catch(() => undefined);
         },

@@ -1,3 +1,4 @@
+import { Duplex } from 'node:stream';
 import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { z } from 'zod';
@@ -16,6 +17,7 @@ import { createLogger, silentLogger, type Logger } from '../../src/util/logger.j
 import type { ApprovalDecision } from '../../src/policy/approval-decision.js';
 import type { AuditOutcomeReport } from '../../src/audit/audit-record.js';
 import { factory, fakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { GateControl } from '../../src/engine/gate-control.js';
 
 const READ_DEF = {
   name: 'read',
@@ -651,6 +653,40 @@ describe('Gateway', () => {
     await new Promise((r) => setTimeout(r, 50));
     assert.equal(upstream.calls.length, 0, 'the cancelled call was never sent');
     assert.equal(frozen, true, "the server it started does not run on with nobody's call in flight");
+  });
+
+  // proves: HELD-UNTIL-CALLED
+  it('sends neither the thaw nor a call that comes in while the freeze is unanswered, and never either when the gate answers F', async () => {
+    // The gate's end of the control connection: what hintbox wrote to it, and its answers.
+    const toGate: string[] = [];
+    const gate = new Duplex({
+      read() {},
+      write(chunk: Buffer, _encoding, done) {
+        toGate.push(chunk.toString('latin1'));
+        done();
+      },
+    });
+    let upstream!: FakeUpstream;
+    const start = async (sandboxId: string): Promise<Upstream> => {
+      upstream = await fakeUpstream(sandboxId);
+      const control = new GateControl(gate);
+      return Object.assign(upstream, { freezer: { freeze: () => control.freeze(), thaw: () => control.thaw() } });
+    };
+    const { client } = await connect(routes([[WRITE_DEF, 'rw-offline']]), start);
+    const settled = () => new Promise((r) => setTimeout(r, 20));
+    await client.callTool({ name: 'write', arguments: {} });
+    await settled();
+    assert.deepEqual(toGate, ['S'], 'the freeze is asked as the first call ends');
+    const second = client.callTool({ name: 'write', arguments: {} }); // while the gate has not answered
+    await settled();
+    assert.deepEqual(toGate, ['S'], 'no thaw behind an unanswered freeze');
+    assert.equal(upstream.calls.length, 1, 'and no call');
+    gate.push('F'); // the gate could not make sure every process stopped
+    const answer = await second;
+    assert.equal(answer.isError, true, 'refused: the sandbox is removed (its calls end with it)');
+    await settled();
+    assert.deepEqual(toGate, ['S'], 'never thawed');
+    assert.equal(upstream.calls.length, 1, 'the call that came in meanwhile never reached the server');
   });
 
   it('tells its owner when a call passes its deadline (onDeadline), with the sandbox and the tool', async () => {

@@ -19,6 +19,8 @@ function recordingFreezer() {
     freezer,
     log,
     failNextStep: (error: Error) => (failNext = error),
+    /** Steps asked and not yet answered. */
+    unanswered: () => waiting.length,
     /** Finishes every step asked so far, then lets the promise chain run. */
     async finish(): Promise<void> {
       await new Promise((r) => setImmediate(r));
@@ -56,12 +58,14 @@ describe('SandboxActivity', () => {
     const third = activity.enter();
     await settled();
     assert.deepEqual(f.log, ['freeze', 'thaw']);
-    let entered = false;
-    void third.then(() => (entered = true));
-    await settled();
-    assert.equal(entered, false, 'a call goes in only once the sandbox is thawed');
+    // The call goes in once the thaw is sent, before its answer: the gate obeys in order, and a
+    // stopped server reads the call only once it runs (the answer is checked when it comes).
+    await third;
+    assert.equal(f.unanswered(), 1, 'the thaw is not answered yet');
     await f.finish();
-    assert.equal(entered, true);
+    activity.leave();
+    await settled();
+    assert.deepEqual(f.log, ['freeze', 'thaw', 'freeze']);
   });
 
   // proves: HELD-UNTIL-CALLED
@@ -81,14 +85,24 @@ describe('SandboxActivity', () => {
     const f = recordingFreezer();
     const activity = new SandboxActivity({ freezer: f.freezer, onFreezeFailed: assert.fail });
     await activity.enter();
-    const slow = activity.enter(); // queued behind nothing: runs, nothing to do
-    await slow;
-    activity.leave();
-    activity.leave();
-    const again = activity.enter(); // before the freeze step ran
+    activity.leave(); // freeze 1, under way
+    await settled();
+    const second = activity.enter(); // a thaw, queued behind it
+    activity.leave(); // a freeze, queued
+    const third = activity.enter(); // before that freeze step ran
     await f.finish();
-    await again;
-    assert.deepEqual(f.log, [], 'the step read the count when it ran: a call was in flight again');
+    await second;
+    await third;
+    assert.deepEqual(f.log, ['freeze', 'thaw'], 'the step read the count when it ran: a call was in flight again');
+  });
+
+  it('sends the freeze at once when no step is queued, before the ending call is recorded and answered', async () => {
+    const f = recordingFreezer();
+    const activity = new SandboxActivity({ freezer: f.freezer, onFreezeFailed: assert.fail });
+    await activity.enter();
+    activity.leave();
+    assert.deepEqual(f.log, ['freeze'], 'asked within leave(), not a turn later');
+    await f.finish();
   });
 
   // proves: HELD-UNTIL-CALLED
@@ -110,18 +124,25 @@ describe('SandboxActivity', () => {
     assert.equal(idle, 0, 'not idle: it was not frozen');
   });
 
-  it('rejects a call whose sandbox cannot be thawed, and the count still balances', async () => {
+  // proves: HELD-UNTIL-CALLED
+  it('removes a sandbox whose thaw failed after its call was sent ahead of the answer, and refuses every later call', async () => {
     const f = recordingFreezer();
-    const activity = new SandboxActivity({ freezer: f.freezer, onFreezeFailed: () => undefined });
+    const failures: string[] = [];
+    const activity = new SandboxActivity({ freezer: f.freezer, onFreezeFailed: (e) => failures.push(e.message) });
     await activity.enter();
     activity.leave();
     await f.finish();
-    f.failNextStep(new Error('no unpause'));
-    const call = activity.enter();
+    f.failNextStep(new Error('the gate answered F'));
+    await activity.enter(); // sent ahead of the thaw's answer
     await f.finish();
-    await assert.rejects(call, /no unpause/);
+    assert.deepEqual(failures, ['the gate answered F'], 'reported, so the sandbox (and the call in it) is removed');
+    activity.leave();
+    await assert.rejects(activity.enter(), /its thaw failed \(the gate answered F\); it is being removed/);
     activity.leave();
     assert.equal(activity.calls, 0);
+    await settled();
+    assert.deepEqual(f.log, ['freeze', 'thaw'], 'no freeze and no thaw of a broken sandbox');
+    assert.deepEqual(failures, ['the gate answered F']);
   });
 
   // proves: DB-SESSION-BOUNDS
