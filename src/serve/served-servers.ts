@@ -249,7 +249,8 @@ export class ServedServers {
           log.error(`serve: ${name}: the server could not be verified: ${error.message}; its clients' sessions end`);
           this.states.set(name, 'failed');
           this.shared.delete(name);
-          void this.remove(session);
+          // The calls that waited are answered (their refusal is queued) before the gateways close.
+          setImmediate(() => void this.remove(session));
         },
       );
       return session;
