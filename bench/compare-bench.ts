@@ -36,7 +36,7 @@ export interface BenchJson {
   scale?: { servers: number; startMs: number; hintboxRssMb: number; sandboxMb: number }[];
   serve?: {
     calls: { clients: number; p50Ms: Stat; p99Ms: Stat; callsPerSecond: Stat }[];
-    memory: { servers: number; rssMb: number; readyMs: number }[];
+    memory: { servers: number; rssMb: number; readyMs: number; verifiedMs?: number }[];
   };
   auditLog?: { appendUs: number; audit: { ms: number }; auditAll: { ms: number }; verify: { ms: number } };
 }
@@ -66,6 +66,7 @@ export function flatFigures(report: BenchJson): FlatFigure[] {
   for (const m of report.serve?.memory ?? []) {
     add(`serve memory, ${m.servers} server(s)`, 'MB', m.rssMb);
     add(`serve ready, ${m.servers} server(s)`, 'ms', m.readyMs);
+    if (m.verifiedMs !== undefined) add(`serve verified, ${m.servers} server(s)`, 'ms', m.verifiedMs);
   }
   if (report.auditLog) {
     add('audit log: append per record', 'µs', report.auditLog.appendUs);

@@ -3,7 +3,7 @@
  * `hintbox run` over stdio in the same rounds (the baseline: the same server, the same gateway,
  * another transport), and serve's resident memory with 1, 5 and 20 servers in one process.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -48,11 +48,15 @@ export interface ServeFigures {
   /** serve ÷ run, p50 of one client, median of per-round ratios. */
   p50Ratio: number;
   p50Target: { text: string; met: boolean };
-  /** Per server count: resident memory (target at 20 servers) and launch → ready (target at 20 servers). */
+  /**
+   * Per server count (each approved: a lock file beside it): resident memory (target at 20
+   * servers), launch → /readyz 200 (target at 20 servers), and launch → every server verified.
+   */
   memory: {
     servers: number;
     rssMb: number;
     readyMs: number;
+    verifiedMs: number;
     target: { text: string; met: boolean };
     readyTarget?: { text: string; met: boolean };
   }[];
@@ -133,10 +137,10 @@ export function formatServe(figures: ServeFigures): string {
     `${'SDK HTTP alone, 1'.padEnd(22)}${f(figures.bareHttp.p50Ms).padEnd(16)}${''.padEnd(16)}${f(figures.bareHttp.callsPerSecond, 0)}`,
     `serve ÷ run, p50 of one client: ${figures.p50Ratio.toFixed(2)}×, target ${figures.p50Target.text}: ${figures.p50Target.met ? 'met' : 'MISSED'} (SDK HTTP alone: a trivial tool, no hintbox, no sandbox)`,
     '',
-    `${'SERVERS'.padEnd(10)}${'SERVE RSS MB'.padEnd(16)}${'READY MS'.padEnd(12)}TARGET`,
+    `${'SERVERS'.padEnd(10)}${'SERVE RSS MB'.padEnd(16)}${'READY MS'.padEnd(12)}${'VERIFIED MS'.padEnd(14)}TARGET`,
     ...figures.memory.map(
       (m) =>
-        `${String(m.servers).padEnd(10)}${m.rssMb.toFixed(0).padEnd(16)}${m.readyMs.toFixed(0).padEnd(12)}${[
+        `${String(m.servers).padEnd(10)}${m.rssMb.toFixed(0).padEnd(16)}${m.readyMs.toFixed(0).padEnd(12)}${m.verifiedMs.toFixed(0).padEnd(14)}${[
           m.target,
           m.readyTarget,
         ]
@@ -213,13 +217,20 @@ async function timedCalls(clients: Client[], options: ServeBenchOptions): Promis
   return { p50: percentile(samples, 50), p99: percentile(samples, 99), perSecond: samples.length / seconds };
 }
 
-/** serve with `servers` copies of the profile, each used by one client once: its resident memory then. */
+/**
+ * serve with `servers` copies of the profile, each approved (a lock file beside it, as in
+ * production), each used by one client once: launch → /readyz 200, launch → every server
+ * verified (its state `ready` in /readyz), and serve's resident memory after the calls.
+ */
 async function measureMemory(options: ServeBenchOptions, servers: number): Promise<ServeFigures['memory'][number]> {
   const folder = profilesFolder(options.profileText, servers, true);
+  approveEach(options, folder, servers);
   const t0 = performance.now();
   const serving = await startServe(options, folder);
   const readyMs = performance.now() - t0;
   try {
+    await allVerified(serving.url);
+    const verifiedMs = performance.now() - t0;
     for (let n = 1; n <= servers; n++) {
       const client = new Client({ name: 'hintbox-bench', version: '1.0.0' });
       await client.connect(new StreamableHTTPClientTransport(new URL(`${serving.url}/mcp/fs-${n}`)));
@@ -232,6 +243,7 @@ async function measureMemory(options: ServeBenchOptions, servers: number): Promi
       servers,
       rssMb,
       readyMs,
+      verifiedMs,
       target: { text: `≤ ${MEMORY_TARGET_MB} MB at 20 servers`, met: servers !== 20 || rssMb <= MEMORY_TARGET_MB },
       ...(servers === 20
         ? { readyTarget: { text: `ready ≤ ${READY_TARGET_MS / 1000} s`, met: readyMs <= READY_TARGET_MS } }
@@ -240,6 +252,31 @@ async function measureMemory(options: ServeBenchOptions, servers: number): Promi
   } finally {
     await serving.stop();
     rmSync(folder, { recursive: true, force: true });
+  }
+}
+
+/** `hintbox approve --all` of fs-1 (not timed), its lock file copied for the others (the same tools). */
+function approveEach(options: ServeBenchOptions, folder: string, servers: number): void {
+  execFileSync(options.hintboxBin, ['approve', path.join(folder, 'fs-1.yaml'), '--all', '--yes'], {
+    env: { ...process.env, ...options.env },
+    stdio: 'ignore',
+  });
+  const lock = JSON.parse(readFileSync(path.join(folder, 'fs-1.lock.json'), 'utf8')) as { server: string };
+  for (let n = 2; n <= servers; n++) {
+    writeFileSync(path.join(folder, `fs-${n}.lock.json`), JSON.stringify({ ...lock, server: `fs-${n}` }, null, 2));
+  }
+}
+
+/** Until /readyz names every server `ready` (verified against its lock file), within 300 s. */
+async function allVerified(url: string): Promise<void> {
+  const deadline = Date.now() + 300_000;
+  for (;;) {
+    const answer = await fetch(`${url}/readyz`).catch(() => undefined);
+    const body = (await answer?.json().catch(() => undefined)) as { servers?: Record<string, string> } | undefined;
+    const states = Object.values(body?.servers ?? {});
+    if (states.length > 0 && states.every((s) => s === 'ready')) return;
+    if (Date.now() > deadline) throw new Error(`not every server was verified within 300 s: ${JSON.stringify(body)}`);
+    await new Promise((r) => setTimeout(r, 50));
   }
 }
 

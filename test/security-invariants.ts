@@ -2687,4 +2687,16 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
     ],
   },
+  {
+    id: 'SERVE-READY-LOCK',
+    statement:
+      'hintbox serve reports a server with approved tools ready from its lock file before its sandboxes start, but runs no call of it before the running server is verified against that lock file: a tool that differs from its locked definition is refused and audited, nothing reaches the server, and /readyz is not ready (the server differs-from-lock), as it is for a server that cannot be verified (failed).',
+    tests: [
+      {
+        file: 'integration/serve-ready.test.ts',
+        title:
+          'is ready from the lock file before its sandboxes start; a server whose definitions differ from its lock never gets the call, is audited, and makes /readyz not ready (attack)',
+      },
+    ],
+  },
 ];

@@ -46,9 +46,13 @@ So does, in a container of the engine it drives (hintbox's image), a path it bin
 (profile mounts, $TMPDIR, the state folder) that is not mounted at the same path as on the host.
 
   GET /healthz   200 while the process runs
-  GET /readyz    200 once every server is ready (shared: its sandboxes are up and verified;
-                 separate: its image is built); 503 before (and while stopping); the body names
-                 the servers and their state, nothing else
+  GET /readyz    200 while every server serves: one with approved tools in its lock file at
+                 once (serving-from-lock: lists from the lock, calls wait until its server is
+                 verified), one without once discovered and its sandboxes up (ready); 503
+                 before, while stopping, and when a server failed or lists other definitions
+                 than its lock file approved (differs-from-lock); the body names the servers
+                 and their state, nothing else. /readyz?verified: 200 only once every server
+                 is verified (ready)
   GET /metrics   Prometheus metrics: calls by server, tool and outcome, their durations,
                  refusals, confirmations, denials, hint violations, sandboxes, audit lag (README:
                  "Metrics and logs"); with --tokens only a token with "metrics" may read them,
@@ -259,7 +263,7 @@ export const serveCommand: CommandSpec = {
       metrics: (req, res) => metrics.handle(req, res, scrapers, denials),
       site,
       refused: (refusal) => metrics.refusedRequest(refusal),
-      ready: () => servers.ready(),
+      ready: (verified) => servers.ready(verified),
       ...(idleTimeoutMs !== undefined ? { idleTimeoutMs } : {}),
       ...(maxSessionsPerCaller !== undefined ? { maxSessionsPerCaller } : {}),
       log,

@@ -4,6 +4,7 @@ import type { Logger } from '../util/logger.js';
 import type { RequestSite, SiteRefusal } from '../util/request-site.js';
 import type { Access, Authenticator } from './authenticator.js';
 import type { ClientSession } from './client-session.js';
+import type { ServerState } from './server-readiness.js';
 
 /** What `hintbox serve`'s HTTP endpoint (`McpHttpServer`) is given. */
 
@@ -45,8 +46,8 @@ export interface McpHttpServerOptions {
   site?: RequestSite;
   /** Told of each request refused for its `Host` or `Origin` (metrics count them). */
   refused?(refusal: SiteRefusal): void;
-  /** Whether every server is ready (profiles loaded, images built). */
-  ready(): { ready: boolean; servers: Record<string, 'ready' | 'starting' | 'failed'> };
+  /** Whether every server is ready (`verified`: `/readyz?verified`), and each one's state (`server-readiness.ts`). */
+  ready(verified: boolean): { ready: boolean; servers: Record<string, ServerState> };
   log: Logger;
 }
 

@@ -163,7 +163,7 @@ export class McpHttpServer {
     const url = new URL(req.url ?? '/', 'http://hintbox');
     if (url.pathname === '/healthz') return reply(res, 200, { ok: true });
     if (url.pathname === '/readyz') {
-      const state = this.options.ready();
+      const state = this.options.ready(url.searchParams.has('verified'));
       return reply(res, state.ready && !this.draining ? 200 : 503, state);
     }
     if (url.pathname === '/metrics' && this.options.metrics) return this.options.metrics(req, res);

@@ -7,7 +7,8 @@ import { availableParallelism } from 'node:os';
 import type { Gateway } from '../gateway/gateway.js';
 import type { HintboxSession } from '../session/hintbox-session.js';
 import type { GatewaySettings } from '../session/session-options.js';
-import { knownTools, openSession } from '../session/session-setup.js';
+import { changedSinceApproved } from '../session/guarded-tools.js';
+import { knownTools, openSession, opensCold } from '../session/session-setup.js';
 import { ConcurrencyLimit } from '../util/concurrency-limit.js';
 import type { Logger } from '../util/logger.js';
 import { newSessionId } from '../util/session-identity.js';
@@ -15,6 +16,7 @@ import type { Access } from './authenticator.js';
 import type { ClientSession } from './mcp-http-server.js';
 import { COMBINED, combinedSession, membersOf } from './combined-endpoint.js';
 import type { ServedProfile } from './profile-folder.js';
+import { readinessOf, type ServerState } from './server-readiness.js';
 
 /**
  * The servers of `hintbox serve` and their clients' sessions. A server whose profile says
@@ -23,8 +25,6 @@ import type { ServedProfile } from './profile-folder.js';
  * a gateway over it (its own guard, caller and confirmations). With `clients: separate` each
  * client gets a session of its own, removed when it leaves, as `hintbox run` would start one.
  */
-
-export type ServerState = 'starting' | 'ready' | 'failed';
 
 /** What a reload changed, by server name. */
 export interface Reloaded {
@@ -78,22 +78,34 @@ export class ServedServers {
     return [...this.served.keys()];
   }
 
-  /** Prepares every server in the background: a shared one's session and sandboxes, a separate one's image. */
+  /**
+   * Prepares every server in the background, a few at a time: a shared one's session and
+   * sandboxes, a separate one's image. A server with approved tools in its lock file is served
+   * from it at once (`serving-from-lock`) and verified in its turn; one without is discovered
+   * and its sandboxes started before it is ready.
+   */
   start(names: readonly string[] = this.names): void {
     for (const name of names) {
-      const { profile } = this.entry(name);
-      const ready = this.starts.run(async () => {
-        if (profile.clients === 'shared') await (await this.sharedSession(name)).verified;
-        else await this.options.engine.prepareImage(profile);
+      const entry = this.entry(name);
+      const { profile } = entry;
+      const current = (): boolean => this.served.get(name)?.profile === profile;
+      const cold = opensCold({ locked: entry.approvals.locked });
+      let ready: Promise<unknown>;
+      if (profile.clients === 'separate') {
+        // Each client's session starts cold from the lock file itself: it waits for no build.
+        if (cold) this.states.set(name, 'serving-from-lock');
+        ready = this.starts.run(() => this.options.engine.prepareImage(profile));
+        ready.then(() => current() && this.states.set(name, 'ready')).catch(() => undefined);
+      } else if (cold) {
+        // Served from the lock file once opened (`sharedSession` keeps its state); verified in turn.
+        ready = this.sharedSession(name).then((session) => this.starts.run(async () => session.verify()));
+      } else ready = this.starts.run(() => this.sharedSession(name));
+      ready.catch((error: Error) => {
+        // A verification that failed is logged and marked by `sharedSession` already.
+        if (!current() || this.closed || this.states.get(name) === 'failed') return;
+        this.states.set(name, 'failed');
+        this.options.log.error(`serve: ${name}: not ready: ${error.message}`);
       });
-      ready.then(
-        () => this.served.get(name)?.profile === profile && this.states.set(name, 'ready'),
-        (error: Error) => {
-          if (this.served.get(name)?.profile !== profile) return;
-          this.states.set(name, 'failed');
-          this.options.log.error(`serve: ${name}: not ready: ${error.message}`);
-        },
-      );
     }
   }
 
@@ -139,9 +151,9 @@ export class ServedServers {
     return reloaded;
   }
 
-  /** Whether every server is ready (/readyz), and each one's state. */
-  ready(): { ready: boolean; servers: Record<string, ServerState> } {
-    return { ready: [...this.states.values()].every((s) => s === 'ready'), servers: Object.fromEntries(this.states) };
+  /** Whether every server is ready (/readyz; `verified`: every one verified), and each one's state. */
+  ready(verified = false): ReturnType<typeof readinessOf> {
+    return readinessOf(this.states, { verified });
   }
 
   /**
@@ -155,6 +167,8 @@ export class ServedServers {
     if (entry.profile.clients === 'separate') return this.separateClient(entry, access);
     const opening = this.sharedSession(name);
     const session = await opening;
+    // A client does not wait for the server's turn: its verification begins now if it has not.
+    void session.verify()?.catch(() => undefined);
     const gateway = await session.createGateway(this.gatewaySettings(entry, access));
     const client = clientOf(
       gateway,
@@ -211,25 +225,61 @@ export class ServedServers {
     return entry;
   }
 
-  /** A shared server's session, opened on first use; one whose verification fails is removed. */
+  /**
+   * A shared server's session, opened on first use. Its state follows it: a cold start's is
+   * `serving-from-lock` until verified (`ready`, or `differs-from-lock`), a discovered one's
+   * `ready`; one whose verification fails is `failed`, logged and removed (the next client opens
+   * another). A cold start's verification begins when `start` or a client asks (`verify`).
+   */
   private sharedSession(name: string): Promise<HintboxSession> {
     let opening = this.shared.get(name);
     if (opening) return opening;
     const { log } = this.options;
-    opening = this.open(this.entry(name)).then((session) => {
-      session.verified?.catch((error: Error) => {
-        log.error(`serve: ${name}: the server could not be verified: ${error.message}; its clients' sessions end`);
-        this.states.set(name, 'failed');
-        if (this.shared.get(name) === opening) this.shared.delete(name);
-        void this.remove(session);
-      });
+    const current = (): boolean => this.shared.get(name) === opening;
+    opening = this.open(this.entry(name), true).then((session) => {
+      if (!session.verified) {
+        if (current()) this.states.set(name, 'ready');
+        return session;
+      }
+      if (current() && this.states.get(name) === 'starting') this.states.set(name, 'serving-from-lock');
+      session.verified.then(
+        () => current() && this.states.set(name, this.verifiedState(name, session)),
+        (error: Error) => {
+          if (!current() || this.closed) return; // retired (reload) or stopping: removed by them
+          log.error(`serve: ${name}: the server could not be verified: ${error.message}; its clients' sessions end`);
+          this.states.set(name, 'failed');
+          this.shared.delete(name);
+          // The calls that waited are answered (their refusal is queued) before the gateways close.
+          setImmediate(() => void this.remove(session));
+        },
+      );
       return session;
     });
     this.shared.set(name, opening);
     opening.catch(() => {
-      if (this.shared.get(name) === opening) this.shared.delete(name);
+      if (current()) this.shared.delete(name);
     });
     return opening;
+  }
+
+  /**
+   * A verified server's state: `differs-from-lock` when it lists a tool otherwise than its lock
+   * file approved (that tool is hidden and refused for every client), else `ready`.
+   */
+  private verifiedState(name: string, session: HintboxSession): ServerState {
+    const entry = this.entry(name);
+    let changed: string[];
+    try {
+      changed = changedSinceApproved(session.tools, entry.approvals.read());
+    } catch (error) {
+      changed = [`every tool (the lock file cannot be read: ${(error as Error).message})`];
+    }
+    if (changed.length === 0) return 'ready';
+    this.options.log.error(
+      `serve: ${name}: its server lists other definitions than its lock file approved (${changed.join(', ')}): ` +
+        `hidden and refused until approved again (see "hintbox approve ${entry.profile.file}"); /readyz is not ready`,
+    );
+    return 'differs-from-lock';
   }
 
   /** A client's own session (`clients: separate`), removed when it leaves. */
@@ -254,8 +304,8 @@ export class ServedServers {
     }
   }
 
-  /** A session of a server, cold from its lock file or discovered; removed on failure. */
-  private async open(entry: ServedProfile): Promise<HintboxSession> {
+  /** A session of a server, cold from its lock file (`deferred`: verified when asked) or discovered; removed on failure. */
+  private async open(entry: ServedProfile, deferred = false): Promise<HintboxSession> {
     if (this.closed) throw new Error('hintbox is stopping');
     const { engine, log, audit } = this.options;
     // A start that fails removes what it made (the session's one teardown) before it rejects.
@@ -267,6 +317,7 @@ export class ServedServers {
       audit,
       knownTools: knownTools(),
       locked: entry.approvals.read(),
+      deferVerification: deferred,
     });
     this.sessions.add(session);
     const off = this.options.console?.addDefinitions(session.definitionSource());

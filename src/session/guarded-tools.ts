@@ -128,6 +128,22 @@ export function guardTools(options: {
   return guarded;
 }
 
+/**
+ * The tools whose definition differs from the one their lock file approved in more than
+ * stricter hints: what `guardTools` marks `changed` (hidden and refused). Tools the lock does
+ * not name are not among them (an untrusted server's wait for approval as on any start).
+ */
+export function changedSinceApproved(tools: readonly Tool[], lock: LockFile | undefined): string[] {
+  if (!lock) return [];
+  return tools
+    .filter((tool) => {
+      const approved = lockedTool(lock, tool.name)?.definition;
+      const changes = approved ? diffPins(approved, pinTool(tool).definition) : [];
+      return changes.length > 0 && !onlyNarrows(changes);
+    })
+    .map((tool) => tool.name);
+}
+
 /** What the guard knows of a planned tool, but its pin state. */
 function guardedTool(
   planned: PlannedTool,

@@ -26,19 +26,11 @@ import { SessionPromptsAndResources } from './session-prompts-and-resources.js';
 import { routesOf, type ToolRoutes } from './tool-routes.js';
 import { definitionSourceOf } from './definition-source.js';
 import { egressWatch } from './egress-watch.js';
+import { ColdStart } from './cold-start.js';
 export type { GatewaySettings, SessionOptions } from './session-options.js';
 
 /** The tools a session serves, what the server listed that was left out, and their plan: replaced together. */
 type ToolListing = { tools: Tool[]; rejected: RejectedTool[]; plan: SandboxPlan };
-
-/**
- * A cold start (`openFromLock`): its discovery in the background, and what a call waits for
- * (the discovery, then the serving of the verified server by every gateway made meanwhile).
- */
-interface ColdStart {
-  discovery: 'running' | 'answered';
-  verified: Promise<void>;
-}
 
 /**
  * One server under hintbox: it orders the start (checks, database, image, discovery, plan,
@@ -169,25 +161,32 @@ export class HintboxSession implements AsyncDisposable {
    * meanwhile holds every call until then, and then serves what the running server turned out
    * to list: a tool that differs from its lock entry is hidden and refused as on any start, and
    * the client is told the list changed. When verification fails, the caller disposes the
-   * session.
+   * session. `deferVerification`: the discovery begins only at {@link verify} (serve starts
+   * many servers a few at a time); until then the session serves from the lock all the same.
    */
-  static openFromLock(options: SessionOptions & { lock: LockFile }): HintboxSession {
+  static openFromLock(options: SessionOptions & { lock: LockFile; deferVerification?: boolean }): HintboxSession {
     const session = new HintboxSession(options);
     options.signal?.addEventListener('abort', () => void session.dispose(), { once: true });
     session.instructions = options.lock.instructions.text ?? undefined;
     session.adoptTools(lockedDefinitions(options.lock), []);
     session.promptsAndResources.adoptLocked(options.lock);
-    const discovery = session.discoverAndPlan(true, true);
-    // The gateway's calls and the run hear of a failure; `dispose` waits for it to settle.
-    session.sandboxes.track(discovery);
-    const cold: ColdStart = (session.cold = { discovery: 'running', verified: discovery });
-    discovery.then(() => (cold.discovery = 'answered')).catch(() => undefined);
+    session.cold = new ColdStart(() => {
+      const discovery = session.discoverAndPlan(true, true);
+      session.sandboxes.track(discovery); // `dispose` waits for it to settle
+      return discovery;
+    });
+    if (!options.deferVerification) void session.cold.begin();
     return session;
   }
 
   /** A cold start's verification: the discovery, then the serving of the verified server too (else undefined). */
   get verified(): Promise<void> | undefined {
     return this.cold?.verified;
+  }
+
+  /** Begins a cold start's deferred verification; resolves once the server is discovered (undefined: not cold). */
+  verify(): Promise<void> | undefined {
+    return this.cold?.begin();
   }
 
   get tools(): readonly Tool[] {
@@ -234,7 +233,7 @@ export class HintboxSession implements AsyncDisposable {
     // A cold start: the running server's tools replace the locked ones once discovery has
     // answered, and its sandboxes are served; this gateway's calls wait for both. A gateway
     // made later (another client) is served the verified server at once.
-    const cold = this.cold?.discovery === 'running' ? this.cold : undefined;
+    const cold = this.cold?.pending ? this.cold : undefined;
     const verified = cold?.verified.then((): Promise<void> => this.serveVerified(gateway, settings));
     // The run waits for this one (serving the verified server may fail too: the run ends then).
     if (cold && verified) cold.verified = verified;
@@ -336,6 +335,7 @@ export class HintboxSession implements AsyncDisposable {
   }
 
   private async close(): Promise<void> {
+    this.cold?.abandon(new Error(`session ${this.sessionId} closed before ${this.profile.name} was verified`));
     await Promise.all([...this.gateways.keys()].map((gateway) => this.closeGateway(gateway)));
     await this.shared.close();
     await this.sandboxes.close(this.profile.timeouts.start * 1000);

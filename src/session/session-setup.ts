@@ -87,13 +87,26 @@ export function knownTools(): NonNullable<SessionOptions['knownTools']> {
 
 /**
  * With approved tools in the lock file the client is served at once from it (a cold start),
- * while the server is built, discovered and verified in the background; calls wait for that.
- * Without, the session is up (every planned sandbox started) before it resolves.
+ * while the server is built, discovered and verified in the background (at once, or with
+ * `deferVerification` when the session's `verify` is called); calls wait for that. Without,
+ * the session is up (every planned sandbox started) before it resolves.
  */
-export function openSession(options: SessionOptions & { locked: LockFile | undefined }): Promise<HintboxSession> {
-  const { locked, ...sessionOptions } = options;
-  const cold = locked && Object.keys(locked.tools).length > 0 && options.rebuildImages !== true;
-  return cold
-    ? Promise.resolve(HintboxSession.openFromLock({ ...sessionOptions, lock: locked }))
+export function openSession(
+  options: SessionOptions & { locked: LockFile | undefined; deferVerification?: boolean },
+): Promise<HintboxSession> {
+  const { locked, deferVerification, ...sessionOptions } = options;
+  return opensCold(options)
+    ? Promise.resolve(
+        HintboxSession.openFromLock({
+          ...sessionOptions,
+          lock: locked as LockFile,
+          deferVerification: !!deferVerification,
+        }),
+      )
     : HintboxSession.open({ ...sessionOptions, startAll: true });
+}
+
+/** Whether a session of these options starts cold from its lock file (approved tools, no rebuild asked for). */
+export function opensCold(options: { locked: LockFile | undefined; rebuildImages?: boolean }): boolean {
+  return !!options.locked && Object.keys(options.locked.tools).length > 0 && options.rebuildImages !== true;
 }

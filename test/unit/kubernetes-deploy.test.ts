@@ -35,7 +35,11 @@ describe('the kustomize base (deploy/base)', () => {
     assert.deepEqual(restrictedViolations(template), []);
     const [container] = template.containers as { livenessProbe: unknown; readinessProbe: unknown }[];
     assert.deepEqual(container!.livenessProbe, { httpGet: { path: '/healthz', port: 'http' }, periodSeconds: 10 });
-    assert.deepEqual(container!.readinessProbe, { httpGet: { path: '/readyz', port: 'http' }, periodSeconds: 5 });
+    // Every server verified, not only served from its lock file: a rollout waits for the new Pods' verification.
+    assert.deepEqual(container!.readinessProbe, {
+      httpGet: { path: '/readyz?verified', port: 'http' },
+      periodSeconds: 5,
+    });
   });
 
   // proves: K8S-RBAC

@@ -23,13 +23,15 @@ export interface Serving extends AsyncDisposable {
 }
 
 /**
- * `hintbox serve` on a free port; resolves once it listens and /readyz says ready. `spawned` is
- * told of the process at once (a test that signals it while it starts).
+ * `hintbox serve` on a free port; resolves once it listens and /readyz says ready (`until:
+ * 'listening'`: once it listens). `spawned` is told of the process at once (a test that signals
+ * it while it starts).
  */
 export async function serve(
   args: string[],
   env: Record<string, string> = {},
   spawned?: (child: ChildProcess) => void,
+  until: 'ready' | 'listening' = 'ready',
 ): Promise<Serving> {
   const child = spawn(HINTBOX_BIN, ['serve', ...args, '--port', '0'], {
     env: { ...env, ...hintboxTestEnv() },
@@ -50,7 +52,8 @@ export async function serve(
         throw new Error(`serve exited ${child.exitCode ?? child.signalCode}: ${stderr}`);
       }
       url = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1] ?? '';
-      return url !== '' && (await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200;
+      if (url === '' || until === 'listening') return url !== '';
+      return (await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200;
     },
     120_000,
     'serve to be ready',
