@@ -718,6 +718,11 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         file: 'integration/held-back-to-back.test.ts',
         title: 'leaves nothing running after back-to-back calls whose server keeps working past each answer',
       },
+      {
+        file: 'unit/gateway.test.ts',
+        title:
+          'sends neither the thaw nor a call that comes in while the freeze is unanswered, and never either when the gate answers F',
+      },
       { file: 'unit/profile.test.ts', title: 'refuses hold: false for a server that is not trusted' },
       {
         file: 'unit/sandbox-activity.test.ts',
