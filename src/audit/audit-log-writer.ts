@@ -39,9 +39,9 @@ import {
  * input, the outcomes of one chunk of a sandbox's answers) go out in one `write` at its end (a
  * microtask), each line framed and hashed into the chain when it is recorded. Outcomes alone
  * wait a little longer, for the check phase of the loop (`setImmediate`): what the turn sent
- * (the answers of those calls, queued by the transports for that phase) goes out first, so an
- * outcome is never on its answer's way; an intent recorded meanwhile takes them along in its
- * own write. The `append…`
+ * (the answers of those calls, written by the transports at the end of their task) goes out
+ * first, so an outcome is never on its answer's way; an intent recorded meanwhile takes them
+ * along in its own write. The `append…`
  * methods write at once (and throw). After a failed write the next record starts a new file,
  * linked to the last line written whole; the records after it in the failed write are not
  * recorded (their promises reject). An outcome that cannot be written is kept, as it was when
@@ -396,7 +396,7 @@ export class AuditLogWriter implements AuditLog, Disposable {
       queueMicrotask(() => {
         this.flushQueued = false;
         if (this.urgentQueued) return this.flush();
-        // Outcomes only: after what the transports queued for the check phase in this turn.
+        // Outcomes only: after what the transports write at the end of this task.
         if (this.immediateQueued) return;
         this.immediateQueued = true;
         setImmediate(() => {
