@@ -152,32 +152,23 @@ export function decideApproval(input: ApprovalInput): ApprovalDecision {
   const retryOnTimeout =
     trusted && !input.annotationsMissing && !input.hints.readOnlyHint && input.hints.idempotentHint;
 
-  const decide = (action: ApprovalAction, decidedBy: ApprovalDecider, reasons: string[]): ApprovalDecision => {
-    const all = worstCase ? [...reasons, worstCase] : reasons;
-    return {
-      action,
-      reasons: all,
-      showFullArguments: warnings.includes('irreversible'),
-      warnings,
-      retryOnTimeout: retryOnTimeout && (action === 'run' || action === 'confirm'),
-      decidedBy,
-    };
-  };
+  // Not a closure made per call (the bundle's keep-names helper would name it each time).
+  const found = { worstCase, warnings, retryOnTimeout };
 
   // 1. The pin. An untrusted server's unpinned tool counts as changed (the issue's rule).
   if (input.pin === 'changed') {
-    return decide('blocked', 'pin', [
+    return decisionOf(found, 'blocked', 'pin', [
       'the tool definition differs from the approved pin; approve it again with `hintbox approve`',
     ]);
   }
   if (input.pin === 'unpinned' && !trusted) {
-    return decide('blocked', 'pin', [
+    return decisionOf(found, 'blocked', 'pin', [
       "the untrusted server's tool definition has not been approved; approve it with `hintbox approve`",
     ]);
   }
 
   // 2. The operator's deny.
-  if (input.rule === 'deny') return decide('deny', 'rule', ['the profile denies this tool']);
+  if (input.rule === 'deny') return decisionOf(found, 'deny', 'rule', ['the profile denies this tool']);
 
   // 5 first, so that 3 and 4 can say whether they changed it.
   const policy = policyDecision(input, relied);
@@ -190,25 +181,43 @@ export function decideApproval(input: ApprovalInput): ApprovalDecision {
   }
   if (input.rule === 'confirm') floors.push('the profile requires confirmation for this tool');
   if (floors.length > 0) {
-    if (policy.action === 'confirm') return decide('confirm', 'auto', [...floors, ...policy.reasons]);
+    if (policy.action === 'confirm') return decisionOf(found, 'confirm', 'auto', [...floors, ...policy.reasons]);
     // An auto `run` needs a trusted server, so the floor that overturned it is the missing pin
     // or the rule; the pin is named first because approving it is the first thing to do.
-    return decide('confirm', input.pin === 'unpinned' ? 'pin' : 'rule', [...floors, ...policy.reasons]);
+    return decisionOf(found, 'confirm', input.pin === 'unpinned' ? 'pin' : 'rule', [...floors, ...policy.reasons]);
   }
 
   // 4. Friction removed on the operator's word, for a trusted server only (floors are empty,
   // so the server is trusted and the pin approved here).
   if (policy.action === 'confirm' && input.rule === 'allow') {
-    return decide('run', 'rule', ['the profile allows this tool without confirmation', ...policy.reasons]);
+    return decisionOf(found, 'run', 'rule', ['the profile allows this tool without confirmation', ...policy.reasons]);
   }
   if (policy.action === 'confirm' && input.preApproved === true) {
-    return decide('run', 'pre-approval', [
+    return decisionOf(found, 'run', 'pre-approval', [
       'a pre-approval rule in the profile matched the arguments',
       ...policy.reasons,
     ]);
   }
 
-  return decide(policy.action, 'auto', policy.reasons);
+  return decisionOf(found, policy.action, 'auto', policy.reasons);
+}
+
+/** The decision of {@link decideApproval}, from what it found of the call. */
+function decisionOf(
+  found: { worstCase: string | undefined; warnings: ApprovalWarning[]; retryOnTimeout: boolean },
+  action: ApprovalAction,
+  decidedBy: ApprovalDecider,
+  reasons: string[],
+): ApprovalDecision {
+  const { worstCase, warnings, retryOnTimeout } = found;
+  return {
+    action,
+    reasons: worstCase ? [...reasons, worstCase] : reasons,
+    showFullArguments: warnings.includes('irreversible'),
+    warnings,
+    retryOnTimeout: retryOnTimeout && (action === 'run' || action === 'confirm'),
+    decidedBy,
+  };
 }
 
 /** The built-in policy alone, on the hints it may rely on: `run` or `confirm`. */
