@@ -37,14 +37,10 @@ import {
  * written; an intent that cannot be written rejects, and the call guard refuses the call (fail
  * closed). The records of one turn of the event loop (the calls of one chunk of the client's
  * input, the outcomes of one chunk of a sandbox's answers) go out in one `write` at its end (a
- * microtask), each line framed and hashed into the chain when it is recorded. Outcomes alone
- * wait a little longer, for the check phase of the loop (`setImmediate`): what the turn sent
- * (the answers of those calls, written by the transports at the end of their task) goes out
- * first, so an outcome is never on its answer's way; an intent recorded meanwhile takes them
- * along in its own write. The `append…`
- * methods write at once (and throw). After a failed write the next record starts a new file,
- * linked to the last line written whole; the records after it in the failed write are not
- * recorded (their promises reject). An outcome that cannot be written is kept, as it was when
+ * microtask), each line framed and hashed into the chain when it is recorded (an outcome before
+ * its answer is sent: it reaches the file first). The `append…` methods write at once (and
+ * throw). After a failed write the next record starts a new file, linked to the last line
+ * written whole; the records after it in the failed write are not recorded (their promises reject). An outcome that cannot be written is kept, as it was when
  * the call ended, and written before the next record, or by a retry on a timer; one still
  * unwritten when the log closes is logged whole (error), so that it is not lost silently.
  */
@@ -98,9 +94,6 @@ export class AuditLogWriter implements AuditLog, Disposable {
   private queue: QueuedLine[] = [];
   private queuedBytes = 0;
   private flushQueued = false;
-  /** Whether a line that must not wait for the check phase (anything but an outcome) is queued. */
-  private urgentQueued = false;
-  private immediateQueued = false;
   private needsNewFile = true;
   private closed = false;
   private readonly open = new Map<string, OpenCall>();
@@ -203,7 +196,6 @@ export class AuditLogWriter implements AuditLog, Disposable {
     const lines = this.queue;
     if (lines.length === 0) return;
     const bytes = this.queuedBytes;
-    this.urgentQueued = false;
     this.queue = [];
     this.queuedBytes = 0;
     const text = lines.length === 1 ? `${lines[0]!.text}\n` : `${lines.map((l) => l.text).join('\n')}\n`;
@@ -278,9 +270,8 @@ export class AuditLogWriter implements AuditLog, Disposable {
       field('hintViolation', storedText(report.hintViolation ?? null)) +
       `,"attempts":${attempts},"durationMs":${Math.max(0, now.getTime() - call.timeMs)}`;
     // The call has ended: an outcome that cannot be written is decided, only not written yet.
-    // (No closure is named per call: the bundle's keep-names helper would define its name each time.)
     try {
-      this.append(body, (error) => settle(error && this.keep(id, body, error)), false);
+      this.append(body, (error) => settle(error && this.keep(id, body, error)));
     } catch (error) {
       if (error instanceof AuditRecordError) throw error;
       this.open.delete(id);
@@ -369,13 +360,13 @@ export class AuditLogWriter implements AuditLog, Disposable {
    * the event loop, or before, by {@link flush}. Throws when the log is closed, or when a new
    * file is due and cannot be started.
    */
-  private append(body: string, settle?: (error?: Error) => void, urgent = true): void {
+  private append(body: string, settle?: (error?: Error) => void): void {
     if (this.closed) throw new AuditRecordError('the audit log is closed');
     if (this.kept.size > 0) this.kept.queueAll();
-    this.appendLine(body, settle, urgent);
+    this.appendLine(body, settle);
   }
 
-  private appendLine(body: string, settle?: (error?: Error) => void, urgent = true): void {
+  private appendLine(body: string, settle?: (error?: Error) => void): void {
     if (this.needsNewFile) this.startFile();
     let line = this.framed(body, settle);
     const filled = this.size + this.queuedBytes;
@@ -383,26 +374,18 @@ export class AuditLogWriter implements AuditLog, Disposable {
       this.startFile();
       line = this.framed(body, settle); // now linked to the new file's log.open
     }
-    this.enqueue(line, urgent);
+    this.enqueue(line);
   }
 
-  private enqueue(line: QueuedLine, urgent = true): void {
+  private enqueue(line: QueuedLine): void {
     this.queue.push(line);
     this.queuedBytes += line.bytes;
     this.prev = line.hash;
-    if (urgent) this.urgentQueued = true;
     if (!this.flushQueued) {
       this.flushQueued = true;
       queueMicrotask(() => {
         this.flushQueued = false;
-        if (this.urgentQueued) return this.flush();
-        // Outcomes only: after what the transports write at the end of this task.
-        if (this.immediateQueued) return;
-        this.immediateQueued = true;
-        setImmediate(() => {
-          this.immediateQueued = false;
-          this.flush();
-        });
+        this.flush();
       });
     }
   }
