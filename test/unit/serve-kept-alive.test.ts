@@ -117,7 +117,8 @@ describe('serve: every request of a kept-alive connection is checked', () => {
       assert.match(first.body, /written/);
       assert.deepEqual(ran, ['write_file']);
 
-      const { Authorization: _token, ...noToken } = on;
+      const noToken: Record<string, string> = { ...on };
+      delete noToken.Authorization;
       const refused = [
         ['no token', await post(agent, port, noToken, callOf(2)), 401],
         [
