@@ -6,6 +6,7 @@
  *   node --import tsx bench/per-call-counts.ts                    # this checkout's dist/
  *   node --import tsx bench/per-call-counts.ts --repo /tmp/base   # another checkout's build
  *   … --calls 3000 --warmup 300 --in-flight 1,8,32 --strace --top 25 --json
+ *   … --serve                                                     # hintbox serve, the SDK's HTTP client
  *
  * The hintbox bin of `--repo` runs the cheap read tool of the filesystem server (as
  * `run-bench.ts` does: `list_allowed_directories`, trusted profile, audited) with
@@ -22,6 +23,8 @@ import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { buildSync } from 'esbuild';
 import { relocatedProfileText } from '../src/profile/relocate-profile.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { spawnServer, type Running } from './spawn-server.js';
 
 const HOOKS = fileURLToPath(new URL('./count-hooks.ts', import.meta.url));
@@ -34,6 +37,7 @@ const { values } = parseArgs({
     strace: { type: 'boolean', default: false },
     top: { type: 'string', default: '0' },
     json: { type: 'boolean', default: false },
+    serve: { type: 'boolean', default: false },
   },
 });
 const repo = path.resolve(values.repo);
@@ -101,6 +105,37 @@ function place(frame: string): string {
   return `${name || '(anonymous)'} ${source}:${(entry.originalLine ?? 0) + 1}`;
 }
 
+/** `hintbox serve` of the profile's folder, counted, and one SDK client over streamable HTTP. */
+async function startServe(bin: string, profile: string, env: Record<string, string>): Promise<Running> {
+  const child = spawn(bin, ['serve', path.dirname(profile), '--port', '0'], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', ...env, HINTBOX_LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  let url: string | undefined;
+  for (let i = 0; !url; i++) {
+    const found = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1];
+    if (found && (await fetch(`${found}/readyz`).catch(() => undefined))?.status === 200) url = found;
+    else if (child.exitCode !== null || i > 3000) throw new Error(`hintbox serve did not get ready:\n${stderr}`);
+    else await new Promise((r) => setTimeout(r, 100));
+  }
+  const client = new Client({ name: 'hintbox-counts', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(`${url}/mcp/filesystem`));
+  await client.connect(transport);
+  return {
+    client,
+    workspace: '/workspace',
+    pid: child.pid ?? -1,
+    close: async () => {
+      await transport.terminateSession().catch(() => undefined);
+      await client.close();
+      child.kill('SIGTERM');
+      if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
+    },
+  };
+}
+
 async function main(): Promise<void> {
   const workspace = mkdtempSync(path.join(os.tmpdir(), 'hintbox-count-'));
   const state = mkdtempSync(path.join(os.tmpdir(), 'hintbox-count-state-'));
@@ -122,11 +157,10 @@ async function main(): Promise<void> {
   }
   const hooks = path.join(state, 'count-hooks.mjs');
   buildSync({ entryPoints: [HOOKS], outfile: hooks, format: 'esm', platform: 'node', logLevel: 'error' });
-  const running = await spawnServer('/workspace', bin, ['run', profile], {
-    ...env,
-    HINTBOX_COUNT_OUT: out,
-    NODE_OPTIONS: `--import=${hooks}`,
-  });
+  const counted = { ...env, HINTBOX_COUNT_OUT: out, NODE_OPTIONS: `--import=${hooks}` };
+  const running = values.serve
+    ? await startServe(bin, profile, counted)
+    : await spawnServer('/workspace', bin, ['run', profile], counted);
   const rows: Record<string, unknown>[] = [];
   let answers = 0;
   try {

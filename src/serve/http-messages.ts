@@ -17,9 +17,12 @@ export function dropCredentials(req: IncomingMessage): void {
   }
 }
 
-/** Answers with a JSON body. */
+/** Answers with a JSON body (with its length: no chunked framing). */
 export function reply(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'Content-Type': 'application/json', ...headers }).end(JSON.stringify(body));
+  const bytes = Buffer.from(JSON.stringify(body), 'utf8');
+  res
+    .writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': String(bytes.length), ...headers })
+    .end(bytes);
 }
 
 /** A JSON-RPC error without an id (the request's own could not be read or is refused as a whole). */
@@ -37,24 +40,45 @@ export function requestIds(body: unknown): (string | number)[] {
   });
 }
 
-/** A request's JSON body, at most {@link MAX_BODY_BYTES}; else the status and why. */
-export async function readJson(req: IncomingMessage): Promise<{ json: unknown } | { status: number; message: string }> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of req as AsyncIterable<Buffer>) {
+/**
+ * A request's JSON body, at most {@link MAX_BODY_BYTES}; else the status and why. Read from the
+ * stream's events (no async iterator: one promise per request, not one per chunk and more).
+ */
+export function readJson(req: IncomingMessage): Promise<{ json: unknown } | { status: number; message: string }> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = (result: { json: unknown } | { status: number; message: string }): void => {
+      req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
+      resolve(result);
+    };
+    const onData = (chunk: Buffer): void => {
       size += chunk.length;
-      if (size > MAX_BODY_BYTES) return { status: 413, message: `the request is larger than ${MAX_BODY_BYTES} bytes` };
+      if (size > MAX_BODY_BYTES) {
+        // Nothing more of it is read or kept (the connection goes with it); the 413 is the caller's.
+        req.destroy();
+        done({ status: 413, message: `the request is larger than ${MAX_BODY_BYTES} bytes` });
+        return;
+      }
       chunks.push(chunk);
-    }
-  } catch (error) {
+    };
+    const onEnd = (): void => {
+      const text =
+        chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8');
+      try {
+        done({ json: JSON.parse(text) as unknown });
+      } catch {
+        done({ status: 400, message: 'the request is not JSON' });
+      }
+    };
     // A client that sends part of a body and closes is the client's affair: answered (if it
     // still listens), never a log line per request, which any client could cause at will.
-    return { status: 400, message: `the request's body did not arrive whole (${(error as Error).message})` };
-  }
-  try {
-    return { json: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown };
-  } catch {
-    return { status: 400, message: 'the request is not JSON' };
-  }
+    const onError = (error: Error): void =>
+      done({ status: 400, message: `the request's body did not arrive whole (${error.message})` });
+    const onClose = (): void => {
+      if (!req.complete) done({ status: 400, message: "the request's body did not arrive whole (aborted)" });
+    };
+    if (req.destroyed) return done({ status: 400, message: "the request's body did not arrive whole (closed)" });
+    req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
+  });
 }

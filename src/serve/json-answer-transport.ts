@@ -111,7 +111,9 @@ export function writeAnswer(open: HeldResponse, message: JSONRPCMessage, session
     ...(sessionId ? { 'mcp-session-id': sessionId } : {}),
   });
   if (final && !open.streaming) {
-    res.writeHead(200, headers('application/json')).end(JSON.stringify(message));
+    // With its length: one write of headers and body, no chunked framing for either side to add or parse.
+    const body = Buffer.from(JSON.stringify(message), 'utf8');
+    res.writeHead(200, { ...headers('application/json'), 'Content-Length': String(body.length) }).end(body);
     return;
   }
   if (!open.streaming) {
