@@ -1018,6 +1018,11 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
         title: 'serves each token its own sessions, and audits 401 and 403 without the token',
       },
       {
+        file: 'unit/serve-kept-alive.test.ts',
+        title:
+          'refuses, on the connection a JSON answer kept open, a request without a token, of another caller, with a lying Mcp-Method, of another site or Host; nothing runs (attack)',
+      },
+      {
         file: 'unit/mcp-http-server-oauth.test.ts',
         title: 'answers 401 to every token it cannot trust, names the metadata, and audits each without its text',
       },

@@ -55,8 +55,9 @@ export function readJson(req: IncomingMessage): Promise<{ json: unknown } | { st
     const onData = (chunk: Buffer): void => {
       size += chunk.length;
       if (size > MAX_BODY_BYTES) {
-        // Nothing more of it is read or kept (the connection goes with it); the 413 is the caller's.
-        req.destroy();
+        // Nothing more of it is read or kept: the 413 is the caller's, and says Connection: close,
+        // so the connection ends with it (the rest of the body is never read).
+        req.pause();
         done({ status: 413, message: `the request is larger than ${MAX_BODY_BYTES} bytes` });
         return;
       }

@@ -190,7 +190,8 @@ export class McpHttpServer {
     let body: unknown;
     if (req.method === 'POST') {
       const read = await readJson(req);
-      if ('status' in read) return reply(res, read.status, jsonRpcError(read.message));
+      if ('status' in read)
+        return reply(res, read.status, jsonRpcError(read.message), read.status === 413 ? { Connection: 'close' } : {});
       body = read.json;
     }
     // While draining, what asks for new work is refused; answers and notifications pass.

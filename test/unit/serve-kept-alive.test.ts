@@ -184,7 +184,7 @@ describe('serve: every request of a kept-alive connection is checked', () => {
         `Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: ${length}\r\n\r\n`;
       const huge = Buffer.alloc(MAX_BODY_BYTES + 1024, 0x20);
       const tooLarge = await raw(head(huge.length), huge, true);
-      assert.ok(tooLarge === '' || tooLarge.startsWith('HTTP/1.1 413'), tooLarge.slice(0, 40));
+      assert.match(tooLarge, /^HTTP\/1\.1 413/);
       // Half a body, then the client goes: nothing runs, serve stays up.
       await raw(head(200), JSON.stringify(callOf(1)).slice(0, 30), false);
       const notJson = await raw(head(5), 'nope!', false);
