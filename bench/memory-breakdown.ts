@@ -8,8 +8,9 @@
  *   node --import tsx bench/memory-breakdown.ts --variant 'lite=dist/hintbox.mjs:--max-semi-space-size=1 --lite-mode'
  *   node --import tsx bench/memory-breakdown.ts --snapshot /tmp/heap   # one heap snapshot per variant, last round
  *
- * A variant is `name=BIN` (the bin through its shebang) or `name=BIN:FLAGS` (MALLOC_ARENA_MAX=1
- * node FLAGS BIN: the shebang's flags replaced; leading VAR=value words set the environment). Variants are interleaved round by round, as the
+ * A variant is `name=BIN` (the bin through its shebang) or `name=BIN:FLAGS` (node FLAGS BIN,
+ * with the environment the bin's shebang sets: its node flags replaced; leading VAR=value words
+ * add to that environment). Variants are interleaved round by round, as the
  * bench does, so drift on a shared machine hits each alike.
  */
 import { execFileSync, spawn } from 'node:child_process';
@@ -101,6 +102,12 @@ function procKb(pid: number, field: string): number {
   return Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
 }
 
+/** The VAR=value words of a bin's `#!/usr/bin/env -S` line: what its flags' variants run with too. */
+function shebangEnvironment(bin: string): Record<string, string> {
+  const first = readFileSync(bin, 'utf8').split('\n', 1)[0] ?? '';
+  return Object.fromEntries([...first.matchAll(/\b([A-Z_]+)=(\S+)/g)].map((m) => [m[1] as string, m[2] as string]));
+}
+
 /** Signals the hook and waits for its file; then /proc, read right after. */
 async function read(pid: number, out: string): Promise<Reading> {
   rmSync(out, { force: true });
@@ -131,7 +138,7 @@ async function measure(
   const running: Running = variant.flags
     ? await spawnServer('/workspace', 'node', [...nodeFlags, variant.bin, 'run', profile], {
         ...probeEnv,
-        MALLOC_ARENA_MAX: '1',
+        ...shebangEnvironment(variant.bin),
         ...Object.fromEntries(envWords.map((w) => [w.slice(0, w.indexOf('=')), w.slice(w.indexOf('=') + 1)])),
       })
     : await spawnServer('/workspace', variant.bin, ['run', profile], probeEnv);
