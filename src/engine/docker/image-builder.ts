@@ -358,6 +358,7 @@ function followBuild(docker: Docker, stream: NodeJS.ReadableStream, log: Logger)
  * current never reads its code (nor tar-stream's and streamx's).
  */
 async function packContext(folder: string): Promise<NodeJS.ReadableStream> {
-  const { pack } = await import('tar-fs');
-  return pack(folder) as unknown as NodeJS.ReadableStream;
+  // tar-fs is CommonJS: its exports are the default export (the bundle gives no named ones).
+  const { default: tarFs } = await import('tar-fs');
+  return tarFs.pack(folder) as unknown as NodeJS.ReadableStream;
 }
