@@ -114,7 +114,7 @@ export default tseslint.config(
       ],
     },
   },
-  { files: ['eslint.config.js', 'scripts/**/*.mjs'], ...tseslint.configs.disableTypeChecked },
+  { files: ['eslint.config.js', 'scripts/**/*.mjs', 'bench/**/*.mjs'], ...tseslint.configs.disableTypeChecked },
   // The Node base's egress preload: plain CommonJS that runs inside the sandboxes' Node.
   {
     files: ['images/**/*.cjs'],

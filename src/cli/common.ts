@@ -1,4 +1,4 @@
-import { HintboxConsole } from '../console/console-server.js';
+import type { HintboxConsole } from '../console/console-server.js';
 import { sweepSocketDirs } from '../util/sweep-socket-dirs.js';
 import { sweepPreviewDirs } from '../sandbox/preview.js';
 import { loadProfile, type LoadProfileOptions, type Profile } from '../profile/load-profile.js';
@@ -109,6 +109,8 @@ export function consolePortArg(command: string, value: unknown): number | undefi
 /** The console, listening; its link (the console's token) goes to stderr, for the person. */
 export async function startConsole(command: string, port: number | undefined): Promise<HintboxConsole> {
   try {
+    // Loaded only when a console is asked for: a run without one never reads its pages' code.
+    const { HintboxConsole } = await import('../console/console-server.js');
     const hub = await HintboxConsole.start({
       log: cliLog,
       auditDir: hintboxEnvironment().auditDir,

@@ -1,8 +1,11 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=1 node --max-semi-space-size=1 --optimize-for-size
-// A 1 MB young generation and V8's optimize-for-size mode keep hintbox's resident memory low (BENCHMARKS.md),
+#!/usr/bin/env -S MALLOC_ARENA_MAX=1 MALLOC_MMAP_THRESHOLD_=131072 MALLOC_TRIM_THRESHOLD_=131072 node --max-semi-space-size=1 --optimize-for-size
+// A 1 MB young generation and V8's optimize-for-size mode keep hintbox's resident memory low (docs/benchmarks.md),
 // and so does one malloc arena (glibc): without it each of Node's threads (V8's compiler and GC
-// workers) keeps freed memory in an arena of its own. `env -S` sets it for the bin as a client
-// launches it (the installed bin, dist/hintbox.mjs); other C libraries ignore it.
+// workers) keeps freed memory in an arena of its own. A fixed mmap threshold of 128 KB gives the
+// big blocks of V8's compilers back to the system when freed (glibc's threshold otherwise grows
+// past them and they stay in the arena: ~2 MB), at a few system calls per thousand calls.
+// `env -S` sets these for the bin as a client launches it (the installed bin, dist/hintbox.mjs);
+// other C libraries ignore them.
 import { ENVIRONMENT_VARIABLES, hintboxEnvironment } from '../config/environment.js';
 import { VERSION } from '../version.js';
 import { cliLog as log, cliLogFormat, verboseLog } from './common.js';

@@ -1,6 +1,6 @@
 import type { AuditLog } from '../audit/audit-record.js';
 import { databaseAdminUrl } from '../database/database-env.js';
-import { SessionDatabase, type SessionDatabaseOptions } from '../database/session-database.js';
+import type { SessionDatabase, SessionDatabaseOptions } from '../database/session-database.js';
 import {
   sandboxUserIds,
   type EgressRequest,
@@ -98,6 +98,8 @@ export class SessionSandboxes {
     assertNoNestedMounts(profile, engine);
     await assertNoSpecialFiles(profile);
     if (profile.database) {
+      // The roles' and relays' code is loaded only for a profile with a database.
+      const { SessionDatabase } = await import('../database/session-database.js');
       const database = await SessionDatabase.open({
         adminUrl: options.databaseAdminUrl ?? databaseAdminUrl({ file: profile.file, database: profile.database }),
         section: profile.database,

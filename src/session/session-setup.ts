@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { lockFilePath, readLockFile, type LockFile } from '../approvals/lock-file.js';
 import { AuditLogWriter } from '../audit/audit-log-writer.js';
-import { PostgresAuditSink } from '../audit/postgres-sink.js';
+import type { PostgresAuditSink } from '../audit/postgres-sink.js';
 import { openAuditKey } from '../audit/audit-key.js';
 import type { AuditEvent, AuditLog } from '../audit/audit-record.js';
 import { loadOtlpCallSpans, TracedAuditLog } from '../audit/call-tracing.js';
@@ -43,11 +43,18 @@ export function openAuditTrail(log: Logger): AuditTrail {
   }
   // The sink reads the files, never the calls, so a database that is slow or down slows nothing.
   const sinkUrl = hintboxEnvironment().databaseUrl;
-  const sink = sinkUrl ? new PostgresAuditSink({ url: sinkUrl, dir, log, chain: audit.chain }) : undefined;
-  if (sink && sinkUrl) {
-    log.info(`audit log shipped to ${redactUrl(sinkUrl)}`);
-    sink.start();
-  }
+  // Its code (and pg's) is loaded only when there is a sink: a run without one never reads it.
+  let sink: PostgresAuditSink | undefined;
+  const sinkStarted = sinkUrl
+    ? import('../audit/postgres-sink.js').then(({ PostgresAuditSink }) => {
+        sink = new PostgresAuditSink({ url: sinkUrl, dir, log, chain: audit.chain });
+        log.info(`audit log shipped to ${redactUrl(sinkUrl)}`);
+        sink.start();
+        return sink;
+      })
+    : undefined;
+  // Never a rejection left unheard: the log stays the record without its copy.
+  sinkStarted?.catch((error: Error) => log.warn(`audit sink: could not start: ${error.message}`));
   const { tracing } = hintboxEnvironment();
   const traced = tracing ? new TracedAuditLog(audit, loadOtlpCallSpans(), log) : undefined;
   if (traced) log.info('each call is traced (OTEL_EXPORTER_OTLP_*)');
@@ -55,11 +62,12 @@ export function openAuditTrail(log: Logger): AuditTrail {
   return {
     audit: traced ?? audit,
     unwrittenOutcomes: () => audit.unwrittenOutcomes,
-    sinkLagSeconds: () => sink?.lagSeconds(),
+    // A sink still loading has shipped nothing yet and is not behind (as one just started).
+    sinkLagSeconds: () => (sinkUrl ? (sink?.lagSeconds() ?? 0) : undefined),
     close: () =>
       (closed ??= (async () => {
         audit.close();
-        await Promise.all([sink?.stop(), traced?.shutdown()]);
+        await Promise.all([sinkStarted?.then((started) => started.stop()).catch(() => undefined), traced?.shutdown()]);
       })()),
   };
 }

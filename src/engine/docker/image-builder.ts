@@ -2,7 +2,6 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type Docker from 'dockerode';
-import { pack } from 'tar-fs';
 import { hintboxEnvironment } from '../../config/environment.js';
 import type { Logger } from '../../util/logger.js';
 import { packagePath } from '../../util/package-root.js';
@@ -203,7 +202,7 @@ export class ImageBuilder {
       if (install) await install(staged);
       else if (existsSync(path.join(staged, 'package.json'))) await this.npmInstall(staged, image);
       log.info(`building image ${image} from ${context}`);
-      const stream = await docker.buildImage(pack(staged) as unknown as NodeJS.ReadableStream, {
+      const stream = await docker.buildImage(await packContext(staged), {
         t: image,
         buildargs: declaredArgs(buildargs, readFileSync(path.join(staged, 'Dockerfile'), 'utf8')),
         labels: { [LABEL_CONTEXT_HASH]: hash },
@@ -269,7 +268,7 @@ export class ImageBuilder {
       }
       await runTool('tar', ['-C', rootfs, '-cf', path.join(context, 'rootfs.tar'), '.'], work, log);
       rmSync(rootfs, { recursive: true, force: true });
-      const stream = await this.options.docker.buildImage(pack(context) as unknown as NodeJS.ReadableStream, {
+      const stream = await this.options.docker.buildImage(await packContext(context), {
         t: seeded,
         rm: true,
         forcerm: true,
@@ -352,4 +351,14 @@ function followBuild(docker: Docker, stream: NodeJS.ReadableStream, log: Logger)
       },
     );
   });
+}
+
+/**
+ * A build context as a tar stream. tar-fs is loaded only for a build: a run whose image is
+ * current never reads its code (nor tar-stream's and streamx's).
+ */
+async function packContext(folder: string): Promise<NodeJS.ReadableStream> {
+  // tar-fs is CommonJS: its exports are the default export (the bundle gives no named ones).
+  const { default: tarFs } = await import('tar-fs');
+  return tarFs.pack(folder) as unknown as NodeJS.ReadableStream;
 }
