@@ -2700,12 +2700,22 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'SERVE-READY-LOCK',
     statement:
-      'hintbox serve reports a server with approved tools ready from its lock file before its sandboxes start, but runs no call of it before the running server is verified against that lock file: a tool that differs from its locked definition is refused and audited, nothing reaches the server, and /readyz is not ready (the server differs-from-lock), as it is for a server that cannot be verified (failed).',
+      'hintbox serve reports a server with approved tools ready from its lock file before its sandboxes start, but runs no call of it before the running server is verified against that lock file: a tool that differs from its locked definition is refused and audited, nothing reaches the server, and /readyz is not ready (the server differs-from-lock), as it is for a server that lists a tool its lock file does not have or no longer lists an approved one, and for one that cannot be verified (failed); /readyz?verified counts a server, clients: separate ones included, only once it was verified against its lock file.',
     tests: [
       {
         file: 'integration/serve-ready.test.ts',
         title:
           'is ready from the lock file before its sandboxes start; a server whose definitions differ from its lock never gets the call, is audited, and makes /readyz not ready (attack)',
+      },
+      {
+        file: 'integration/serve-ready.test.ts',
+        title:
+          'verifies a clients: separate server against its lock before /readyz?verified counts it; one whose image differs, or that cannot start, is not ready, nor is one whose client session differs (attack)',
+      },
+      {
+        file: 'integration/serve-ready.test.ts',
+        title:
+          'counts a tool the lock file does not have, and an approved tool the server no longer lists, as a difference (attack)',
       },
     ],
   },

@@ -51,8 +51,9 @@ So does, in a container of the engine it drives (hintbox's image), a path it bin
                  verified), one without once discovered and its sandboxes up (ready); 503
                  before, while stopping, and when a server failed or lists other definitions
                  than its lock file approved (differs-from-lock); the body names the servers
-                 and their state, nothing else. /readyz?verified: 200 only once every server
-                 is verified (ready)
+                 and their state, nothing else. /readyz?verified (=1, =true): 200 only once
+                 every server, clients: separate ones too, is verified (ready); any other
+                 value of verified is 400
   GET /metrics   Prometheus metrics: calls by server, tool and outcome, their durations,
                  refusals, confirmations, denials, hint violations, sandboxes, audit lag (README:
                  "Metrics and logs"); with --tokens only a token with "metrics" may read them,

@@ -19,6 +19,7 @@ import { SiteGate } from './site-gate.js';
 import { DEFAULT_IDLE_MS, DEFAULT_MAX_SESSIONS, type McpHttpServerOptions } from './mcp-http-options.js';
 import { SessionCap } from './session-cap.js';
 import { StatelessClients } from './stateless-clients.js';
+import { verifiedParameter } from './server-readiness.js';
 
 export type { ClientSession } from './client-session.js';
 export { DEFAULT_IDLE_MS, DEFAULT_MAX_SESSIONS, type McpHttpServerOptions } from './mcp-http-options.js';
@@ -163,7 +164,10 @@ export class McpHttpServer {
     const url = new URL(req.url ?? '/', 'http://hintbox');
     if (url.pathname === '/healthz') return reply(res, 200, { ok: true });
     if (url.pathname === '/readyz') {
-      const state = this.options.ready(url.searchParams.has('verified'));
+      const verified = verifiedParameter(url.searchParams);
+      if (verified === undefined)
+        return reply(res, 400, { error: '/readyz: verified is given without a value, or 1 or true' });
+      const state = this.options.ready(verified);
       return reply(res, state.ready && !this.draining ? 200 : 503, state);
     }
     if (url.pathname === '/metrics' && this.options.metrics) return this.options.metrics(req, res);

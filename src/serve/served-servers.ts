@@ -1,13 +1,13 @@
 import type { AuditLog } from '../audit/audit-record.js';
 import type { HintboxConsole } from '../console/console-server.js';
 import type { SandboxEngine } from '../engine/sandbox-engine.js';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import type { Gateway } from '../gateway/gateway.js';
 import type { HintboxSession } from '../session/hintbox-session.js';
 import type { GatewaySettings } from '../session/session-options.js';
-import { changedSinceApproved } from '../session/guarded-tools.js';
 import { knownTools, openSession, opensCold } from '../session/session-setup.js';
 import { ConcurrencyLimit } from '../util/concurrency-limit.js';
 import type { Logger } from '../util/logger.js';
@@ -17,6 +17,7 @@ import type { ClientSession } from './mcp-http-server.js';
 import { COMBINED, combinedSession, membersOf } from './combined-endpoint.js';
 import type { ServedProfile } from './profile-folder.js';
 import { readinessOf, type ServerState } from './server-readiness.js';
+import { discoverOnce, verifiedState } from './lock-verification.js';
 
 /**
  * The servers of `hintbox serve` and their clients' sessions. A server whose profile says
@@ -55,6 +56,10 @@ export class ServedServers {
   /** Removals under way (a client that left): `close` waits for them, so nothing outlives serve. */
   private readonly removing = new Set<Promise<void>>();
   private closed = false;
+  /** Aborted by `close`: a separate server's verification at start stops (and removes what it made). */
+  private readonly stopping = new AbortController();
+  /** Separate servers' verifications at start under way: `close` waits for them. */
+  private readonly verifications = new Set<Promise<void>>();
   /**
    * Servers prepared at once at start and reload: a few per core, so that each start (a server
    * booting in its sandbox) ends within its timeout however many servers the folder has.
@@ -81,8 +86,9 @@ export class ServedServers {
   /**
    * Prepares every server in the background, a few at a time: a shared one's session and
    * sandboxes, a separate one's image. A server with approved tools in its lock file is served
-   * from it at once (`serving-from-lock`) and verified in its turn; one without is discovered
-   * and its sandboxes started before it is ready.
+   * from it at once (`serving-from-lock`) and verified in its turn (a separate one by a session
+   * of its own, removed after); one without is discovered and its sandboxes started (a separate
+   * one: its image built) before it is ready.
    */
   start(names: readonly string[] = this.names): void {
     for (const name of names) {
@@ -91,9 +97,11 @@ export class ServedServers {
       const current = (): boolean => this.served.get(name)?.profile === profile;
       const cold = opensCold({ locked: entry.approvals.locked });
       let ready: Promise<unknown>;
-      if (profile.clients === 'separate') {
+      if (profile.clients === 'separate' && cold) {
         // Each client's session starts cold from the lock file itself: it waits for no build.
-        if (cold) this.states.set(name, 'serving-from-lock');
+        this.states.set(name, 'serving-from-lock');
+        ready = this.starts.run(() => this.verifySeparate(entry));
+      } else if (profile.clients === 'separate') {
         ready = this.starts.run(() => this.options.engine.prepareImage(profile));
         ready.then(() => current() && this.states.set(name, 'ready')).catch(() => undefined);
       } else if (cold) {
@@ -213,6 +221,8 @@ export class ServedServers {
   /** Removes every session that is left (after the clients' gateways closed). */
   async close(): Promise<void> {
     this.closed = true;
+    this.stopping.abort();
+    await Promise.allSettled([...this.verifications]);
     await Promise.allSettled([...this.shared.values()]);
     await Promise.allSettled([...this.sessions].map((session) => this.remove(session)));
     // Those whose clients left before: their removal may still be under way.
@@ -234,7 +244,6 @@ export class ServedServers {
   private sharedSession(name: string): Promise<HintboxSession> {
     let opening = this.shared.get(name);
     if (opening) return opening;
-    const { log } = this.options;
     const current = (): boolean => this.shared.get(name) === opening;
     opening = this.open(this.entry(name), true).then((session) => {
       if (!session.verified) {
@@ -243,11 +252,10 @@ export class ServedServers {
       }
       if (current() && this.states.get(name) === 'starting') this.states.set(name, 'serving-from-lock');
       session.verified.then(
-        () => current() && this.states.set(name, this.verifiedState(name, session)),
+        () => current() && this.verified(this.entry(name), session.tools),
         (error: Error) => {
           if (!current() || this.closed) return; // retired (reload) or stopping: removed by them
-          log.error(`serve: ${name}: the server could not be verified: ${error.message}; its clients' sessions end`);
-          this.states.set(name, 'failed');
+          this.verified(this.entry(name), error); // logged, `failed`; its clients' sessions end
           this.shared.delete(name);
           // The calls that waited are answered (their refusal is queued) before the gateways close.
           setImmediate(() => void this.remove(session));
@@ -263,23 +271,40 @@ export class ServedServers {
   }
 
   /**
-   * A verified server's state: `differs-from-lock` when it lists a tool otherwise than its lock
-   * file approved (that tool is hidden and refused for every client), else `ready`.
+   * A verification's outcome as the server's state (`verifiedState`), or `failed` (logged),
+   * unless the server was reloaded or serve stops meanwhile.
    */
-  private verifiedState(name: string, session: HintboxSession): ServerState {
-    const entry = this.entry(name);
-    let changed: string[];
-    try {
-      changed = changedSinceApproved(session.tools, entry.approvals.read());
-    } catch (error) {
-      changed = [`every tool (the lock file cannot be read: ${(error as Error).message})`];
-    }
-    if (changed.length === 0) return 'ready';
-    this.options.log.error(
-      `serve: ${name}: its server lists other definitions than its lock file approved (${changed.join(', ')}): ` +
-        `hidden and refused until approved again (see "hintbox approve ${entry.profile.file}"); /readyz is not ready`,
-    );
-    return 'differs-from-lock';
+  private verified(entry: ServedProfile, outcome: readonly Tool[] | Error): void {
+    const { name, file } = entry.profile;
+    const { log } = this.options;
+    if (this.served.get(name) !== entry || this.closed) return;
+    if (!Array.isArray(outcome)) {
+      log.error(`serve: ${name}: the server could not be verified: ${(outcome as Error).message}`);
+      this.states.set(name, 'failed');
+    } else
+      this.states.set(
+        name,
+        verifiedState({ name, tools: outcome, lock: entry.approvals.read, profileFile: file, log }),
+      );
+  }
+
+  /**
+   * A separate server with approved tools, verified once at start in its turn (`discoverOnce`:
+   * removed after). Each client's session is verified again (`separateClient`).
+   */
+  private async verifySeparate(entry: ServedProfile): Promise<void> {
+    const { engine, log, audit } = this.options;
+    const { signal } = this.stopping;
+    const verifying = discoverOnce({
+      profile: entry.profile,
+      engine,
+      log,
+      audit,
+      knownTools: knownTools(),
+      signal,
+    }).then((outcome) => this.verified(entry, outcome));
+    this.verifications.add(verifying);
+    await verifying.finally(() => this.verifications.delete(verifying));
   }
 
   /** A client's own session (`clients: separate`), removed when it leaves. */
@@ -292,11 +317,16 @@ export class ServedServers {
       }
       const gateway = await session.createGateway(this.gatewaySettings(entry, access));
       const client = clientOf(gateway, () => this.remove(session), 'removing its sandboxes');
-      // A cold start whose server cannot be verified: that client's session ends.
-      session.verified?.catch((error: Error) => {
-        this.options.log.error(`serve: ${entry.profile.name}: the server could not be verified: ${error.message}`);
-        void client.close();
-      });
+      // Each session's verification sets the server's state; one that fails ends that client's
+      // session. One cut short because the client left (its session removed) says nothing.
+      session.verified?.then(
+        () => this.verified(entry, session.tools),
+        (error: Error) => {
+          if (!this.sessions.has(session)) return;
+          this.verified(entry, error);
+          void client.close();
+        },
+      );
       return client;
     } catch (error) {
       await this.remove(session);

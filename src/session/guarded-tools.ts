@@ -128,20 +128,48 @@ export function guardTools(options: {
   return guarded;
 }
 
+/** How a running server's tools differ from its lock file's, by tool name (each list empty: none). */
+export interface LockDifferences {
+  /** Listed otherwise than approved, in more than stricter hints: hidden and refused (`guardTools`). */
+  changed: string[];
+  /** Listed, but not in the lock file (added, or a tool renamed): decided as on any start. */
+  unlocked: string[];
+  /** In the lock file, but not listed (removed or renamed, or listed malformed and left out). */
+  missing: string[];
+}
+
 /**
- * The tools whose definition differs from the one their lock file approved in more than
- * stricter hints: what `guardTools` marks `changed` (hidden and refused). Tools the lock does
- * not name are not among them (an untrusted server's wait for approval as on any start).
+ * What a verification found: the tools that differ from their locked definition in more than
+ * stricter hints, those the lock file does not have, and the approved ones not listed. How a
+ * call to each is decided does not depend on it (`guardTools`). No lock file: nothing differs.
  */
-export function changedSinceApproved(tools: readonly Tool[], lock: LockFile | undefined): string[] {
-  if (!lock) return [];
-  return tools
-    .filter((tool) => {
-      const approved = lockedTool(lock, tool.name)?.definition;
-      const changes = approved ? diffPins(approved, pinTool(tool).definition) : [];
-      return changes.length > 0 && !onlyNarrows(changes);
-    })
-    .map((tool) => tool.name);
+export function differencesFromLock(tools: readonly Tool[], lock: LockFile | undefined): LockDifferences {
+  const found: LockDifferences = { changed: [], unlocked: [], missing: [] };
+  if (!lock) return found;
+  const listed = new Set(tools.map((tool) => tool.name));
+  for (const tool of tools) {
+    const approved = lockedTool(lock, tool.name)?.definition;
+    if (!approved) found.unlocked.push(tool.name);
+    else {
+      const changes = diffPins(approved, pinTool(tool).definition);
+      if (changes.length > 0 && !onlyNarrows(changes)) found.changed.push(tool.name);
+    }
+  }
+  found.missing.push(...Object.keys(lock.tools).filter((name) => !listed.has(name)));
+  return found;
+}
+
+/** The differences said in one line (`changed: a; not in the lock: b; approved, not listed: c`); empty: none. */
+export function describeDifferences(differences: LockDifferences): string {
+  const parts: [string, string[]][] = [
+    ['changed', differences.changed],
+    ['not in the lock', differences.unlocked],
+    ['approved, not listed', differences.missing],
+  ];
+  return parts
+    .filter(([, names]) => names.length > 0)
+    .map(([what, names]) => `${what}: ${names.join(', ')}`)
+    .join('; ');
 }
 
 /** What the guard knows of a planned tool, but its pin state. */

@@ -5,7 +5,7 @@ import { it } from 'node:test';
 import { stringify } from 'yaml';
 import { scratchFolder } from '../support/scratch-folder.js';
 import { integrationSuite } from './support/suite.js';
-import { ensureTestImages, eventually } from './support/docker.js';
+import { containersOf, ensureTestImages, eventually } from './support/docker.js';
 import { auditOf, hintboxCommand, outcomeOf } from './support/hintbox-process.js';
 import { connect, leave, liarProfile, serve, textOf } from './support/serve-process.js';
 
@@ -21,23 +21,32 @@ integrationSuite(
   { timeout: 300_000, images: [ensureTestImages] },
   (suite) => {
     const workspace = suite.workspace;
-    const readyz = async (url: string) => {
-      const answer = await fetch(`${url}/readyz`);
+    const readyz = async (url: string, query = '') => {
+      const answer = await fetch(`${url}/readyz${query}`);
       return { status: answer.status, ...((await answer.json()) as { servers: Record<string, string> }) };
     };
 
-    /** A folder of liars, each approved as it lists without `env`, then served with it. */
-    const approvedFolder = async (servers: Record<string, Record<string, string>>) => {
+    /** How a liar is approved (`approvedEnv`, default none) and then served (`env`, `profile`: more profile fields). */
+    type Served = { env?: Record<string, string>; approvedEnv?: Record<string, string>; profile?: object };
+    /** Writes a liar's profile (with `env`) and approves what it lists so. */
+    const approve = async (file: string, name: string, served: Served, env = served.approvedEnv) => {
+      writeFileSync(file, stringify({ ...liarProfile(name, workspace), ...served.profile, ...(env ? { env } : {}) }));
+      const approved = await hintboxCommand(['approve', file, '--all', '--yes']);
+      assert.equal(approved.code, 0, approved.stderr);
+    };
+    /** A folder of liars, each approved as it lists with `approvedEnv`, then served with `env`. */
+    const approvedFolder = async (servers: Record<string, Served>) => {
       const folder = scratchFolder('hintbox-serve-ready-');
-      for (const [name, env] of Object.entries(servers)) {
+      for (const [name, served] of Object.entries(servers)) {
         const file = path.join(folder, `${name}.yaml`);
-        writeFileSync(file, stringify(liarProfile(name, workspace)));
-        const approve = await hintboxCommand(['approve', file, '--all', '--yes']);
-        assert.equal(approve.code, 0, approve.stderr);
-        writeFileSync(file, stringify({ ...liarProfile(name, workspace), env }));
+        await approve(file, name, served);
+        writeFileSync(file, stringify({ ...liarProfile(name, workspace), ...served.profile, env: served.env ?? {} }));
       }
       return folder;
     };
+    /** Settled: no server is still starting or served from its lock unverified. */
+    const settled = (servers: Record<string, string>) =>
+      Object.values(servers).every((s) => s !== 'starting' && s !== 'serving-from-lock');
 
     // proves: SERVE-READY-LOCK
     it('is ready from the lock file before its sandboxes start; a server whose definitions differ from its lock never gets the call, is audited, and makes /readyz not ready (attack)', async () => {
@@ -45,8 +54,8 @@ integrationSuite(
       const changed = `liar-changed-${process.pid}`;
       const slow = { LIAR_START_DELAY_MS: '5000' };
       const folder = await approvedFolder({
-        [good]: slow,
-        [changed]: { ...slow, LIAR_VARIANT: 'changed-description' },
+        [good]: { env: slow },
+        [changed]: { env: { ...slow, LIAR_VARIANT: 'changed-description' } },
       });
       const target = path.join(workspace, `${changed}.txt`);
       await using serving = await serve([folder], {}, undefined, 'listening');
@@ -89,7 +98,9 @@ integrationSuite(
       assert.deepEqual(after.servers, { [good]: 'ready', [changed]: 'differs-from-lock' });
       assert.match(
         serving.stderr(),
-        new RegExp(`${changed}: its server lists other definitions than its lock file approved \\(write_mounted\\)`),
+        new RegExp(
+          `${changed}: its server lists other definitions than its lock file approved \\(changed: write_mounted\\)`,
+        ),
       );
       const rows = await auditOf<{ tool: string; decision: string; outcome: string | null }>(changed);
       assert.deepEqual(
@@ -102,7 +113,7 @@ integrationSuite(
 
     it('says failed in /readyz and logs it when a server cannot be verified; its waiting call gets the reason', async () => {
       const dead = `liar-dead-${process.pid}`;
-      const folder = await approvedFolder({ [dead]: { LIAR_EXIT_AT_START: '1' } });
+      const folder = await approvedFolder({ [dead]: { env: { LIAR_EXIT_AT_START: '1' } } });
       await using serving = await serve([folder], {}, undefined, 'listening');
       await eventually(async () => (await readyz(serving.url)).servers[dead] === 'failed', 60_000, 'failed in /readyz');
       assert.equal((await readyz(serving.url)).status, 503);
@@ -114,6 +125,127 @@ integrationSuite(
       assert.match(textOf(result), /could not verify/);
       await client.close().catch(() => undefined);
       assert.equal((await readyz(serving.url)).servers[dead], 'failed');
+    });
+
+    // proves: SERVE-READY-LOCK
+    it('verifies a clients: separate server against its lock before /readyz?verified counts it; one whose image differs, or that cannot start, is not ready, nor is one whose client session differs (attack)', async () => {
+      const good = `sep-good-${process.pid}`;
+      const changed = `sep-changed-${process.pid}`;
+      const dead = `sep-dead-${process.pid}`;
+      const separate = { clients: 'separate' };
+      const slow = { LIAR_START_DELAY_MS: '5000' };
+      const folder = await approvedFolder({
+        [good]: { env: slow, profile: separate },
+        [changed]: { env: { LIAR_VARIANT: 'changed-description' }, profile: separate },
+        [dead]: { env: { LIAR_EXIT_AT_START: '1' }, profile: separate },
+      });
+      const target = path.join(workspace, `${changed}.txt`);
+      await using serving = await serve([folder], {}, undefined, 'listening');
+
+      await eventually(async () => (await readyz(serving.url)).servers[good] !== undefined, 10_000, 'listening');
+      const early = await readyz(serving.url, '?verified');
+      assert.equal(early.servers[good], 'serving-from-lock', 'not verified yet (its server sleeps 5 s)');
+      assert.equal(early.status, 503, 'nothing verified yet: not ready for a rollout');
+
+      await eventually(async () => settled((await readyz(serving.url)).servers), 90_000, 'every server verified');
+      const after = await readyz(serving.url, '?verified');
+      assert.deepEqual(after.servers, { [good]: 'ready', [changed]: 'differs-from-lock', [dead]: 'failed' });
+      assert.equal(after.status, 503, 'one differs from its lock, one cannot start: not ready');
+      assert.equal((await readyz(serving.url)).status, 503, 'nor ready without ?verified');
+      assert.match(
+        serving.stderr(),
+        new RegExp(
+          `${changed}: its server lists other definitions than its lock file approved \\(changed: write_mounted\\)`,
+        ),
+      );
+      assert.match(serving.stderr(), new RegExp(`${dead}: the server could not be verified`));
+      assert.deepEqual(await containersOf(serving.child.pid), [], 'each verification removed its sandbox');
+
+      // The guard holds as before: the changed tool is refused, nothing written.
+      const client = await connect(`${serving.url}/mcp/${changed}`);
+      const refused = await client.callTool({
+        name: 'write_mounted',
+        arguments: { path: `/data/${changed}.txt`, content: 'x' },
+      });
+      assert.equal(refused.isError, true);
+      assert.match(textOf(refused), /definition changed/);
+      assert.equal(existsSync(target), false, 'the server never got the call');
+      await leave(client);
+
+      // The lock file of the good one is approved anew for another image (a ConfigMap updated in
+      // place, no SIGHUP): the next client's session is verified against it, and differs.
+      await approve(
+        path.join(folder, `${good}.yaml`),
+        good,
+        { profile: separate },
+        { LIAR_VARIANT: 'changed-description' },
+      );
+      writeFileSync(
+        path.join(folder, `${good}.yaml`),
+        stringify({ ...liarProfile(good, workspace), ...separate, env: slow }),
+      );
+      const next = await connect(`${serving.url}/mcp/${good}`);
+      const call = await next.callTool({
+        name: 'write_mounted',
+        arguments: { path: `/data/${good}.txt`, content: 'x' },
+      });
+      assert.equal(
+        call.isError,
+        true,
+        'refused: the running server lists another definition than the lock now approves',
+      );
+      await leave(next);
+      await eventually(
+        async () => (await readyz(serving.url)).servers[good] === 'differs-from-lock',
+        30_000,
+        "a client session's verification in /readyz",
+      );
+      assert.equal(existsSync(path.join(workspace, `${good}.txt`)), false);
+    });
+
+    // proves: SERVE-READY-LOCK
+    it('counts a tool the lock file does not have, and an approved tool the server no longer lists, as a difference (attack)', async () => {
+      const added = `liar-added-${process.pid}`;
+      const removed = `liar-removed-${process.pid}`;
+      const openWorld = { LIAR_VARIANT: 'claims-open-world' };
+      const folder = await approvedFolder({
+        [added]: { env: openWorld }, // lists `fetch`, which its lock never approved
+        [removed]: { approvedEnv: openWorld }, // its lock approved `fetch`, which it no longer lists
+      });
+      await using serving = await serve([folder], {}, undefined, 'listening');
+      await eventually(async () => settled((await readyz(serving.url)).servers), 90_000, 'both verified');
+      const after = await readyz(serving.url, '?verified');
+      assert.deepEqual(after.servers, { [added]: 'differs-from-lock', [removed]: 'differs-from-lock' });
+      assert.equal(after.status, 503);
+      assert.equal((await readyz(serving.url)).status, 503);
+      assert.match(
+        serving.stderr(),
+        new RegExp(
+          `${added}: its server lists other definitions than its lock file approved \\(not in the lock: fetch\\)`,
+        ),
+      );
+      assert.match(
+        serving.stderr(),
+        new RegExp(
+          `${removed}: its server lists other definitions than its lock file approved \\(approved, not listed: fetch\\)`,
+        ),
+      );
+    });
+
+    it('reads ?verified by its value: ?verified, =1 and =true count only verified servers, =0 or =false is refused (400)', async () => {
+      const slowly = `liar-slowly-${process.pid}`;
+      const folder = await approvedFolder({ [slowly]: { env: { LIAR_START_DELAY_MS: '20000' } } });
+      await using serving = await serve([folder], {}, undefined, 'listening');
+      await eventually(async () => (await readyz(serving.url)).status === 200, 10_000, 'ready from the lock file');
+      for (const query of ['?verified', '?verified=', '?verified=1', '?verified=true']) {
+        assert.equal((await readyz(serving.url, query)).status, 503, `${query}: not verified yet`);
+      }
+      for (const query of ['?verified=false', '?verified=0', '?verified=yes', '?verified=1&verified=0']) {
+        const answer = await fetch(`${serving.url}/readyz${query}`);
+        assert.equal(answer.status, 400, query);
+        assert.match(((await answer.json()) as { error: string }).error, /verified/);
+      }
+      assert.equal((await readyz(serving.url)).servers[slowly], 'serving-from-lock', 'it was not verified yet');
     });
   },
 );

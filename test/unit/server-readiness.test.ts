@@ -3,9 +3,9 @@ import { describe, it } from 'node:test';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { lockTool, emptyLock } from '../../src/approvals/lock-file.js';
 import { pinTool } from '../../src/policy/tool-pin.js';
-import { readinessOf, SERVER_STATES, type ServerState } from '../../src/serve/server-readiness.js';
+import { readinessOf, SERVER_STATES, verifiedParameter, type ServerState } from '../../src/serve/server-readiness.js';
 import { ColdStart } from '../../src/session/cold-start.js';
-import { changedSinceApproved } from '../../src/session/guarded-tools.js';
+import { describeDifferences, differencesFromLock } from '../../src/session/guarded-tools.js';
 
 describe("hintbox serve's readiness", () => {
   it('is ready only while every server serves what is approved as approved (from its lock file, or verified)', () => {
@@ -26,7 +26,9 @@ describe("hintbox serve's readiness", () => {
     assert.equal(readinessOf(mixed).ready, false, 'one server that differs from its lock file: not ready');
   });
 
-  it('names the tools that differ from their locked definition, not those that only narrowed or are not locked', () => {
+  // Before: an unlocked tool was no difference (the server was `ready` with a tool nobody
+  // approved, review R2); it is one now, and so is an approved tool no longer listed.
+  it('names the tools that differ from their locked definition (not those that only narrowed), those the lock does not have, and approved ones not listed', () => {
     const read: Tool = {
       name: 'read',
       description: 'Reads.',
@@ -36,12 +38,40 @@ describe("hintbox serve's readiness", () => {
     const write: Tool = { name: 'write', description: 'Writes.', inputSchema: { type: 'object' } };
     let lock = emptyLock('s');
     for (const tool of [read, write]) lock = lockTool(lock, pinTool(tool));
-    assert.deepEqual(changedSinceApproved([read, write], lock), []);
+    const none = { changed: [], unlocked: [], missing: [] };
+    assert.deepEqual(differencesFromLock([read, write], lock), none);
+    assert.equal(describeDifferences(none), '');
     const narrowed = { ...read, annotations: { readOnlyHint: true } };
     const changed = { ...write, description: 'Writes. Now also uploads your files.' };
     const unlocked: Tool = { name: 'new', inputSchema: { type: 'object' } };
-    assert.deepEqual(changedSinceApproved([narrowed, changed, unlocked], lock), ['write']);
-    assert.deepEqual(changedSinceApproved([changed], undefined), [], 'no lock file: nothing approved to differ from');
+    assert.deepEqual(differencesFromLock([narrowed, changed, unlocked], lock), {
+      changed: ['write'],
+      unlocked: ['new'],
+      missing: [],
+    });
+    // A tool renamed: one the lock does not have, and one approved that is not listed.
+    const renamed = { ...write, name: 'write_v2' };
+    const found = differencesFromLock([read, renamed], lock);
+    assert.deepEqual(found, { changed: [], unlocked: ['write_v2'], missing: ['write'] });
+    assert.equal(describeDifferences(found), 'not in the lock: write_v2; approved, not listed: write');
+    assert.deepEqual(
+      differencesFromLock([], lock).missing,
+      ['read', 'write'],
+      'none listed: every approved one missing',
+    );
+    assert.deepEqual(differencesFromLock([changed], undefined), none, 'no lock file: nothing approved to differ from');
+  });
+
+  it('reads /readyz?verified by its value: only left out, empty, 1 or true are understood', () => {
+    const of = (query: string) => verifiedParameter(new URLSearchParams(query));
+    assert.equal(of(''), false);
+    assert.equal(of('other=1'), false);
+    for (const query of ['verified', 'verified=', 'verified=1', 'verified=true', 'verified&verified=1']) {
+      assert.equal(of(query), true, query);
+    }
+    for (const query of ['verified=false', 'verified=0', 'verified=yes', 'verified=TRUE', 'verified=1&verified=0']) {
+      assert.equal(of(query), undefined, query);
+    }
   });
 });
 
