@@ -290,7 +290,8 @@ export class ServedServers {
 
   /**
    * A separate server with approved tools, verified once at start in its turn (`discoverOnce`:
-   * removed after). Each client's session is verified again (`separateClient`).
+   * removed after): its state. Each client's session is verified again (`separateClient`), for
+   * that session only.
    */
   private async verifySeparate(entry: ServedProfile): Promise<void> {
     const { engine, log, audit } = this.options;
@@ -317,16 +318,17 @@ export class ServedServers {
       }
       const gateway = await session.createGateway(this.gatewaySettings(entry, access));
       const client = clientOf(gateway, () => this.remove(session), 'removing its sandboxes');
-      // Each session's verification sets the server's state; one that fails ends that client's
-      // session. One cut short because the client left (its session removed) says nothing.
-      session.verified?.then(
-        () => this.verified(entry, session.tools),
-        (error: Error) => {
-          if (!this.sessions.has(session)) return;
-          this.verified(entry, error);
-          void client.close();
-        },
-      );
+      // A client's session is verified too (a change of its tools is refused call by call, and
+      // audited), without changing the server's state: only its start (or a reload) sets that, as
+      // for a shared one, so that no server can take the process out of service at will later.
+      // One that fails is logged and ends that client's session (unless the client left).
+      session.verified?.catch((error: Error) => {
+        if (!this.sessions.has(session)) return;
+        this.options.log.error(
+          `serve: ${entry.profile.name}: a client's session could not be verified: ${error.message}`,
+        );
+        void client.close();
+      });
       return client;
     } catch (error) {
       await this.remove(session);
