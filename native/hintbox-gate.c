@@ -75,11 +75,17 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { GATE_FAILED = 111, EXEC_FAILED = 127 };
+enum { GATE_FAILED = 111, GATE_WOKEN = 112, EXEC_FAILED = 127 };
 /* How long a stop may take before the gate answers 'F' (hintbox then pauses and removes the sandbox). */
 enum { FREEZE_LIMIT_MS = 2000 };
 /* The most of hintbox's data the gate holds for a server that does not read (stdio mode). */
 enum { PENDING_MAX = 1 << 20, CHUNK = 65536 };
+/*
+ * While frozen, how often the gate looks again that nothing of the sandbox has run (ms): a
+ * SIGCONT the kernel sends (a POSIX timer's, F_SETSIG on a descriptor, mq_notify) continues a
+ * stopped task without any process of the sandbox running, so the stop alone cannot hold.
+ */
+enum { WATCH_MS = 10 };
 /* The most tasks one pass records: the highest pids limit a profile may set. */
 enum { MAX_TASKS = 65536 };
 
@@ -159,6 +165,8 @@ struct task {
   unsigned long long switches;
 };
 static struct task passes[2][MAX_TASKS];
+/* After a freeze that held: passes[1] holds its last pass, `watched` tasks long. */
+static int watched;
 
 /* The number after `key` in a /proc status text, or 0. */
 static unsigned long long field(const char *text, const char *key) {
@@ -203,6 +211,8 @@ static int scan(struct task *out, int *count) {
         all = 0;
         break;
       }
+      /* A dead task runs nothing, and the gate may reap it while frozen: not recorded. */
+      if (letter == 'Z' || letter == 'X') continue;
       if (n == MAX_TASKS) {
         all = -1;
         break;
@@ -240,7 +250,10 @@ static int stop_all(void) {
     if (a == 1) {
       int b = scan(passes[1], &second);
       if (b < 0) return -1;
-      if (b == 1 && first == second && memcmp(passes[0], passes[1], sizeof(struct task) * (size_t)first) == 0) return 0;
+      if (b == 1 && first == second && memcmp(passes[0], passes[1], sizeof(struct task) * (size_t)first) == 0) {
+        watched = second;
+        return 0;
+      }
     }
     /* A task that has not stopped yet is on its way (or in an uninterruptible wait): let it. */
     if (round > 2) {
@@ -285,6 +298,9 @@ static char egress_token[TOKEN_MAX + 2]; /* the token and a newline */
 static size_t egress_token_len;
 /* Set by 'S', cleared by 'C': nothing of the relay is polled in between. */
 static int frozen;
+/* Set by an 'S' that held, cleared by 'C': the gate watches that the sandbox stays as it froze it. */
+static int watching;
+static long long watch_due;
 
 static void pair_close(struct pair *p) {
   for (int i = 0; i < 2; i++)
@@ -492,9 +508,24 @@ static int exit_code(int status) {
 /* Answers one of hintbox's commands. */
 static char obey(char command) {
   /* Frozen from the command on, whatever its answer: a failed freeze is removed, not relayed. */
-  if (command == 'S') return frozen = 1, stop_all() == 0 ? 'S' : 'F';
-  if (command == 'C') return frozen = 0, kill(-1, SIGCONT) == 0 || errno == ESRCH ? 'C' : 'F';
+  if (command == 'S') {
+    frozen = 1;
+    watching = stop_all() == 0;
+    watch_due = now_ms() + WATCH_MS;
+    return watching ? 'S' : 'F';
+  }
+  if (command == 'C') return frozen = 0, watching = 0, kill(-1, SIGCONT) == 0 || errno == ESRCH ? 'C' : 'F';
   return '?';
+}
+
+/*
+ * While frozen: one pass compared with the freeze's last. 1 when every task is still stopped,
+ * the same tasks, none scheduled since (its context-switch counts unchanged); 0 when something
+ * ran (a task continued, new or gone), or the pass could not make sure (fail closed).
+ */
+static int still_frozen(void) {
+  int n;
+  return scan(passes[0], &n) == 1 && n == watched && memcmp(passes[0], passes[1], sizeof(struct task) * (size_t)n) == 0;
 }
 
 /*
@@ -573,11 +604,27 @@ static int supervise(pid_t server, int control, int signals, int stdio) {
         {.fd = relay.pending_len ? relay.to_server : -1, .events = POLLOUT},
     };
     relay_poll(fds + 4);
-    if (poll(fds, sizeof fds / sizeof fds[0], -1) < 0) {
+    long long wait = watching ? watch_due - now_ms() : -1;
+    if (poll(fds, sizeof fds / sizeof fds[0], watching ? (wait > 0 ? (int)wait : 0) : -1) < 0) {
       if (errno == EINTR) continue;
       say("poll", strerror(errno));
       kill(-1, SIGKILL);
       return GATE_FAILED;
+    }
+    /*
+     * Frozen, the sandbox ran all the same (woken by a signal not from hintbox): it is killed
+     * whole, at once, and hintbox told so ('B', unasked) before the gate exits.
+     */
+    if (watching && now_ms() >= watch_due) {
+      if (!still_frozen()) {
+        kill(-1, SIGKILL);
+        say("the sandbox ran while frozen (woken by a signal not from hintbox): killed", NULL);
+        char broke = 'B';
+        if (stdio) (void)write_all(STDOUT_FILENO, &broke, 1);
+        else (void)send(control, &broke, 1, MSG_NOSIGNAL);
+        return GATE_WOKEN;
+      }
+      watch_due = now_ms() + WATCH_MS;
     }
     if (fds[0].revents & POLLIN) {
       struct signalfd_siginfo info;

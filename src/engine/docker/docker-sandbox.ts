@@ -121,6 +121,11 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
     });
     socket = connected.stdio;
     const gateControl = (control = new GateControl(connected.control));
+    // Woken while frozen: the gate has killed every process and exits; the container goes too.
+    gateControl.onWoken((error) => {
+      log.error(`sandbox ${id}: ${error.message}`);
+      void remove().catch((e: Error) => log.warn(`could not remove sandbox ${id}: ${e.message}`));
+    });
     const held = socket;
     // Until the transport takes it over; a reset connection then shows as a closed sandbox.
     held.on('error', (error) => log.debug(`sandbox ${id}: connection error: ${error.message}`));
