@@ -158,9 +158,13 @@ export const ensureSquatterImage = fixtureImage('squatter', SQUATTER_IMAGE, { NO
 export const ensureWakerImage = fixtureImage('waker', WAKER_IMAGE, { NODE_SERVER_IMAGE }, async () => {
   await ensureTestImages();
   const folder = path.join(FIXTURES, 'waker');
-  execFileSync(process.env.CC || 'cc', ['-static', '-O2', '-o', path.join(folder, 'waker'), path.join(folder, 'waker.c')], {
-    stdio: 'inherit',
-  });
+  execFileSync(
+    process.env.CC || 'cc',
+    ['-static', '-O2', '-o', path.join(folder, 'waker'), path.join(folder, 'waker.c')],
+    {
+      stdio: 'inherit',
+    },
+  );
 });
 
 /** The fixture whose lists hold a million items, made page by page (test/fixtures/flood). */
