@@ -79,21 +79,21 @@ integrationSuite(
         'the woken sandbox removed',
       );
       assert.equal(readFileSync(path.join(workspace, 'victim.txt'), 'utf8'), 'keep me\n');
-    // A broken hold is a hint violation: in the audit trail, and the server untrusted from then on
-    // (the next call needs a person), in a fresh sandbox.
-    const { code, stdout, stderr } = await hintboxCommand(['audit', '--server', name, '--events', '--all', '--json']);
-    assert.equal(code, 0, stderr);
-    const violation = stdout
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as { kind: string; type: string; fields: Record<string, unknown> })
-      .find((e) => e.kind === 'event' && e.type === 'hint.violation');
-    assert.match(String(violation?.fields.violation), /held until called: ran while frozen/);
-    const asked = hintbox.asked.length;
-    assert.equal(outcomeOf(await hintbox.client.callTool({ name: 'noop', arguments: {} })).ok, true);
-    assert.equal(hintbox.asked.length, asked + 1, 'the server lost its trust: the next call was confirmed');
-    const fresh = (await containersOf(hintbox.pid)).find((c) => c.Labels[LABEL_CLASS] === 'rw-offline');
-    assert.ok(fresh && fresh.Id !== id, 'the next call runs in a fresh sandbox');
+      // A broken hold is a hint violation: in the audit trail, and the server untrusted from then on
+      // (the next call needs a person), in a fresh sandbox.
+      const { code, stdout, stderr } = await hintboxCommand(['audit', '--server', name, '--events', '--all', '--json']);
+      assert.equal(code, 0, stderr);
+      const violation = stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { kind: string; type: string; fields: Record<string, unknown> })
+        .find((e) => e.kind === 'event' && e.type === 'hint.violation');
+      assert.match(String(violation?.fields.violation), /held until called: ran while frozen/);
+      const asked = hintbox.asked.length;
+      assert.equal(outcomeOf(await hintbox.client.callTool({ name: 'noop', arguments: {} })).ok, true);
+      assert.equal(hintbox.asked.length, asked + 1, 'the server lost its trust: the next call was confirmed');
+      const fresh = (await containersOf(hintbox.pid)).find((c) => c.Labels[LABEL_CLASS] === 'rw-offline');
+      assert.ok(fresh && fresh.Id !== id, 'the next call runs in a fresh sandbox');
     });
   },
 );

@@ -61,6 +61,7 @@ describe('GateControl', () => {
     await assert.rejects(control.freeze(), /sent "C" unasked/);
   });
 
+  // proves: HELD-WOKEN
   it('takes B (the gate killed a sandbox that ran while frozen) as the end: every command fails, the listener hears it once', async () => {
     const gate = fakeGate();
     const control = new GateControl(gate.socket);
