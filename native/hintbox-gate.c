@@ -16,6 +16,9 @@
  *       tasks, none of them scheduled in between (its context-switch counts unchanged): so at
  *       one instant between the passes all were stopped, and a stopped task cannot wake
  *       another. Answers 'S', or 'F' when that could not be reached in FREEZE_LIMIT_MS.
+ *       While frozen it keeps watching (a pass every WATCH_MS, compared with the freeze's last):
+ *       should anything have run all the same (a SIGCONT the kernel sent: a timer's, F_SETSIG),
+ *       it kills every process, sends 'B' unasked and exits (GATE_WOKEN).
  *   'C' continue: SIGCONT to every other process. Answers 'C'.
  *
  * Commands are obeyed one at a time, in the order they came. hintbox writes a call to the server
@@ -49,7 +52,7 @@
  *
  *   'D' LEN(4 bytes, big-endian) BYTES   data: to the server's stdin / from its stdout
  *   'S', 'C'                             hintbox's commands (in) / the gate's answers (out),
- *   'F'                                  as on the control connection (out only)
+ *   'F', 'B'                             as on the control connection (out only)
  *
  * Every byte the server writes reaches hintbox inside a 'D' frame the gate made, so no output
  * of the server can be taken for an answer, and nothing it writes reaches the gate's input.
