@@ -16,6 +16,9 @@
  *       tasks, none of them scheduled in between (its context-switch counts unchanged): so at
  *       one instant between the passes all were stopped, and a stopped task cannot wake
  *       another. Answers 'S', or 'F' when that could not be reached in FREEZE_LIMIT_MS.
+ *       While frozen it keeps watching (a pass every WATCH_MS, compared with the freeze's last):
+ *       should anything have run all the same (a SIGCONT the kernel sent: a timer's, F_SETSIG),
+ *       it kills every process, sends 'B' unasked and exits (GATE_WOKEN).
  *   'C' continue: SIGCONT to every other process. Answers 'C'.
  *
  * Commands are obeyed one at a time, in the order they came. hintbox writes a call to the server
@@ -49,7 +52,7 @@
  *
  *   'D' LEN(4 bytes, big-endian) BYTES   data: to the server's stdin / from its stdout
  *   'S', 'C'                             hintbox's commands (in) / the gate's answers (out),
- *   'F'                                  as on the control connection (out only)
+ *   'F', 'B'                             as on the control connection (out only)
  *
  * Every byte the server writes reaches hintbox inside a 'D' frame the gate made, so no output
  * of the server can be taken for an answer, and nothing it writes reaches the gate's input.
@@ -75,11 +78,17 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { GATE_FAILED = 111, EXEC_FAILED = 127 };
+enum { GATE_FAILED = 111, GATE_WOKEN = 112, EXEC_FAILED = 127 };
 /* How long a stop may take before the gate answers 'F' (hintbox then pauses and removes the sandbox). */
 enum { FREEZE_LIMIT_MS = 2000 };
 /* The most of hintbox's data the gate holds for a server that does not read (stdio mode). */
 enum { PENDING_MAX = 1 << 20, CHUNK = 65536 };
+/*
+ * While frozen, how often the gate looks again that nothing of the sandbox has run (ms): a
+ * SIGCONT the kernel sends (a POSIX timer's, F_SETSIG on a descriptor, mq_notify) continues a
+ * stopped task without any process of the sandbox running, so the stop alone cannot hold.
+ */
+enum { WATCH_MS = 10 };
 /* The most tasks one pass records: the highest pids limit a profile may set. */
 enum { MAX_TASKS = 65536 };
 
@@ -159,6 +168,8 @@ struct task {
   unsigned long long switches;
 };
 static struct task passes[2][MAX_TASKS];
+/* After a freeze that held: passes[1] holds its last pass, `watched` tasks long. */
+static int watched;
 
 /* The number after `key` in a /proc status text, or 0. */
 static unsigned long long field(const char *text, const char *key) {
@@ -203,6 +214,8 @@ static int scan(struct task *out, int *count) {
         all = 0;
         break;
       }
+      /* A dead task runs nothing, and the gate may reap it while frozen: not recorded. */
+      if (letter == 'Z' || letter == 'X') continue;
       if (n == MAX_TASKS) {
         all = -1;
         break;
@@ -240,7 +253,10 @@ static int stop_all(void) {
     if (a == 1) {
       int b = scan(passes[1], &second);
       if (b < 0) return -1;
-      if (b == 1 && first == second && memcmp(passes[0], passes[1], sizeof(struct task) * (size_t)first) == 0) return 0;
+      if (b == 1 && first == second && memcmp(passes[0], passes[1], sizeof(struct task) * (size_t)first) == 0) {
+        watched = second;
+        return 0;
+      }
     }
     /* A task that has not stopped yet is on its way (or in an uninterruptible wait): let it. */
     if (round > 2) {
@@ -285,6 +301,9 @@ static char egress_token[TOKEN_MAX + 2]; /* the token and a newline */
 static size_t egress_token_len;
 /* Set by 'S', cleared by 'C': nothing of the relay is polled in between. */
 static int frozen;
+/* Set by an 'S' that held, cleared by 'C': the gate watches that the sandbox stays as it froze it. */
+static int watching;
+static long long watch_due;
 
 static void pair_close(struct pair *p) {
   for (int i = 0; i < 2; i++)
@@ -492,9 +511,24 @@ static int exit_code(int status) {
 /* Answers one of hintbox's commands. */
 static char obey(char command) {
   /* Frozen from the command on, whatever its answer: a failed freeze is removed, not relayed. */
-  if (command == 'S') return frozen = 1, stop_all() == 0 ? 'S' : 'F';
-  if (command == 'C') return frozen = 0, kill(-1, SIGCONT) == 0 || errno == ESRCH ? 'C' : 'F';
+  if (command == 'S') {
+    frozen = 1;
+    watching = stop_all() == 0;
+    watch_due = now_ms() + WATCH_MS;
+    return watching ? 'S' : 'F';
+  }
+  if (command == 'C') return frozen = 0, watching = 0, kill(-1, SIGCONT) == 0 || errno == ESRCH ? 'C' : 'F';
   return '?';
+}
+
+/*
+ * While frozen: one pass compared with the freeze's last. 1 when every task is still stopped,
+ * the same tasks, none scheduled since (its context-switch counts unchanged); 0 when something
+ * ran (a task continued, new or gone), or the pass could not make sure (fail closed).
+ */
+static int still_frozen(void) {
+  int n;
+  return scan(passes[0], &n) == 1 && n == watched && memcmp(passes[0], passes[1], sizeof(struct task) * (size_t)n) == 0;
 }
 
 /*
@@ -573,11 +607,27 @@ static int supervise(pid_t server, int control, int signals, int stdio) {
         {.fd = relay.pending_len ? relay.to_server : -1, .events = POLLOUT},
     };
     relay_poll(fds + 4);
-    if (poll(fds, sizeof fds / sizeof fds[0], -1) < 0) {
+    long long wait = watching ? watch_due - now_ms() : -1;
+    if (poll(fds, sizeof fds / sizeof fds[0], watching ? (wait > 0 ? (int)wait : 0) : -1) < 0) {
       if (errno == EINTR) continue;
       say("poll", strerror(errno));
       kill(-1, SIGKILL);
       return GATE_FAILED;
+    }
+    /*
+     * Frozen, the sandbox ran all the same (woken by a signal not from hintbox): it is killed
+     * whole, at once, and hintbox told so ('B', unasked) before the gate exits.
+     */
+    if (watching && now_ms() >= watch_due) {
+      if (!still_frozen()) {
+        kill(-1, SIGKILL);
+        say("the sandbox ran while frozen (woken by a signal not from hintbox): killed", NULL);
+        char broke = 'B';
+        if (stdio) (void)write_all(STDOUT_FILENO, &broke, 1);
+        else (void)send(control, &broke, 1, MSG_NOSIGNAL);
+        return GATE_WOKEN;
+      }
+      watch_due = now_ms() + WATCH_MS;
     }
     if (fds[0].revents & POLLIN) {
       struct signalfd_siginfo info;

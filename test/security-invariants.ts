@@ -747,6 +747,23 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
     ],
   },
   {
+    id: 'HELD-WOKEN',
+    statement:
+      'A held sandbox that runs while frozen all the same (woken by a signal not from hintbox: a POSIX timer or F_SETSIG sending SIGCONT, which the kernel delivers with nothing of the sandbox running) is caught by its gate within one watch period (a pass over /proc every 10 ms against the freeze): killed whole, removed, said in the log, audited as a hint violation, and its server untrusted for the rest of the session.',
+    tests: [
+      {
+        file: 'integration/held-woken.test.ts',
+        title:
+          'is killed within the watch period of its first wake; its writes stop, its sandbox is gone, hintbox says why',
+      },
+      {
+        file: 'unit/gate-control.test.ts',
+        title:
+          'takes B (the gate killed a sandbox that ran while frozen) as the end: every command fails, the listener hears it once',
+      },
+    ],
+  },
+  {
     id: 'HONEST-PLAN',
     statement: 'The plan marks every hint its sandbox does not make true (shared sandboxes, only-adds on files).',
     tests: [

@@ -4,7 +4,9 @@ import type { Duplex } from 'node:stream';
  * hintbox's end of the gate's control connection (native/hintbox-gate.c): the gate, as the
  * sandbox's first process, stops every other process of the sandbox on `S` and continues them
  * on `C`, and answers each command with one byte, in order (`S`, `C`, or `F` when it could
- * not). A freeze then costs one round trip over a Unix socket and a few system calls in the
+ * not). While frozen it keeps watching: should anything of the sandbox run all the same (woken
+ * by a signal not from hintbox: a POSIX timer's SIGCONT, F_SETSIG), it kills the sandbox whole,
+ * sends `B` unasked and exits; every command then fails, and {@link GateControl.onWoken} hears of it. A freeze then costs one round trip over a Unix socket and a few system calls in the
  * sandbox, where the engine's pause API cost two round trips through the engine.
  *
  * Engine-neutral: any engine whose sandboxes start with the gate can freeze them so, whatever
@@ -13,6 +15,9 @@ import type { Duplex } from 'node:stream';
 
 /** How long the gate may take to answer (it gives up on a stop itself after 2 s). */
 export const GATE_ANSWER_TIMEOUT_MS = 5000;
+
+/** What the gate's unasked `B` means. */
+export const WOKEN_MESSAGE = 'ran while frozen: woken by a signal not from hintbox; its sandbox was killed';
 
 export class GateControlError extends Error {
   constructor(message: string) {
@@ -31,6 +36,7 @@ interface Waiting {
 export class GateControl {
   private readonly waiting: Waiting[] = [];
   private ended: Error | undefined;
+  private woken: ((error: GateControlError) => void) | undefined;
 
   constructor(
     private readonly socket: Duplex,
@@ -58,6 +64,11 @@ export class GateControl {
     return this.send('C');
   }
 
+  /** Calls `listener` (once) when the gate says the sandbox ran while frozen and it killed it. */
+  onWoken(listener: (error: GateControlError) => void): void {
+    this.woken = listener;
+  }
+
   /** Closes the connection: the gate then kills every process of the sandbox and exits. */
   close(): void {
     this.fail(new GateControlError('the control connection was closed'));
@@ -77,6 +88,14 @@ export class GateControl {
   }
 
   private answered(answer: string): void {
+    if (answer === 'B') {
+      // Not an answer, whatever is waiting: the sandbox is dead, and so is every command.
+      const error = new GateControlError(WOKEN_MESSAGE);
+      const first = this.ended === undefined;
+      this.fail(error);
+      if (first) this.woken?.(error);
+      return;
+    }
     const first = this.waiting.shift();
     if (!first) return this.fail(new GateControlError(`the sandbox's gate sent ${JSON.stringify(answer)} unasked`));
     clearTimeout(first.timer);

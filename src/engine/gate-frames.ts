@@ -5,6 +5,7 @@
  *   'D' LEN (4 bytes, big-endian) BYTES   data: to the server's stdin / from its stdout
  *   'S', 'C'                              hintbox's commands / the gate's answers
  *   'F'                                   the gate could not obey (answer only)
+ *   'B'                                   the sandbox ran while frozen; the gate killed it (unasked)
  *
  * The server's stdin and stdout are pipes to the gate, which wraps every byte the server writes
  * in a 'D' frame: nothing the server prints can be read as an answer, and nothing it writes
@@ -12,7 +13,7 @@
  */
 
 const DATA = 0x44; // 'D'
-const ANSWERS = new Set(['S', 'C', 'F']);
+const ANSWERS = new Set(['S', 'C', 'F', 'B']);
 
 /** One 'D' frame carrying `bytes` (empty input: no frame, the gate would read it as nothing). */
 export function dataFrame(bytes: Buffer): Buffer {

@@ -97,6 +97,11 @@ export interface StartedSandbox extends AsyncDisposable {
   freeze(): Promise<void>;
   /** Lets the frozen processes run again. */
   thaw(): Promise<void>;
+  /**
+   * Resolves, with why, if its gate killed it because it ran while frozen (woken by a signal
+   * not from hintbox); never otherwise.
+   */
+  readonly woken?: Promise<string>;
 }
 
 /** A sandbox that is up, whose server waits at hintbox's gate: nothing of the image has run. */

@@ -24,6 +24,8 @@ export interface ReleasedSandbox {
   remove(): Promise<void>;
   freeze(): Promise<void>;
   thaw(): Promise<void>;
+  /** See StartedSandbox.woken. */
+  woken?: Promise<string>;
 }
 
 /**
@@ -69,6 +71,7 @@ export async function connectReleased(released: ReleasedSandbox): Promise<Starte
     remove,
     freeze: () => released.freeze(),
     thaw: () => released.thaw(),
+    ...(released.woken ? { woken: released.woken } : {}),
     [Symbol.asyncDispose]: remove,
   };
 }

@@ -59,8 +59,7 @@ export class HintboxSession implements AsyncDisposable {
   private readonly firstSeen = new Map<string, PinnedDefinition>();
   /** What the discovery sandbox announced before a gateway listened to it: listed again before serving. */
   private readonly early = new EarlyAnnouncements<Upstream>();
-  /** Set by `openFromLock` only. */
-  private cold?: ColdStart;
+  private cold?: ColdStart; // set by `openFromLock` only
   private listing: ToolListing;
   private readonly violations: HintViolations;
 
@@ -104,6 +103,7 @@ export class HintboxSession implements AsyncDisposable {
         log: options.log,
         ...(options.audit ? { audit: options.audit } : {}),
       }),
+      onWoken: (sandboxId, text) => this.violations.hint(sandboxId, `held until called: ${text}`), // broke its hold
       ...(options.audit ? { audit: options.audit } : {}),
     });
     this.violations = new HintViolations({

@@ -41,6 +41,8 @@ export interface SessionSandboxesOptions {
   defaultUser: { uid: number; gid: number } | undefined;
   /** Told of each request a sandbox's egress proxy decided. */
   onEgress?: (sandboxId: string, request: EgressRequest) => void;
+  /** Told when a sandbox's gate killed it because it ran while frozen (`text`: why). */
+  onWoken?: (sandboxId: string, text: string) => void;
   /** Where sandbox starts and stops are recorded. */
   audit?: Pick<AuditLog, 'recordEvent'>;
 }
@@ -284,6 +286,7 @@ export class SessionSandboxes {
           this.assertOpen();
         }
         const sandbox: StartedSandbox = await held.release();
+        void sandbox.woken?.then((text) => this.options.onWoken?.(id, text));
         this.answerRoots(sandbox);
         const audit = this.options.audit;
         if (audit?.recordEvent) {

@@ -60,4 +60,17 @@ describe('GateControl', () => {
     await new Promise((r) => setImmediate(r));
     await assert.rejects(control.freeze(), /sent "C" unasked/);
   });
+
+  // proves: HELD-WOKEN
+  it('takes B (the gate killed a sandbox that ran while frozen) as the end: every command fails, the listener hears it once', async () => {
+    const gate = fakeGate();
+    const control = new GateControl(gate.socket);
+    const heard: string[] = [];
+    control.onWoken((error) => heard.push(error.message));
+    const thawing = control.thaw(); // a command waiting does not take B for its answer
+    gate.answer('BB');
+    await assert.rejects(thawing, /ran while frozen: woken by a signal not from hintbox; its sandbox was killed/);
+    await assert.rejects(control.freeze(), /ran while frozen/);
+    assert.deepEqual(heard, ['ran while frozen: woken by a signal not from hintbox; its sandbox was killed']);
+  });
 });

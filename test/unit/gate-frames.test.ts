@@ -45,6 +45,11 @@ describe("the stdio gate's frames", () => {
     assert.throws(() => decode([Buffer.from('{')]), /the gate sent a byte that starts no frame \(123\)/);
   });
 
+  it("reads the gate's unasked B (it killed a sandbox that ran while frozen) between frames, and never from inside one", () => {
+    const wire = Buffer.concat([dataFrame(Buffer.from('B')), Buffer.from('B')]);
+    assert.deepEqual(decode([wire]), { data: 'B', answers: ['B'] });
+  });
+
   it('frames nothing for empty data', () => {
     assert.equal(dataFrame(Buffer.alloc(0)).length, 0);
     assert.deepEqual([...dataFrame(Buffer.from('hi'))], [0x44, 0, 0, 0, 2, 0x68, 0x69]);

@@ -121,6 +121,14 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
     });
     socket = connected.stdio;
     const gateControl = (control = new GateControl(connected.control));
+    // Woken while frozen: the gate has killed every process and exits; the container goes too.
+    const woken = new Promise<string>((resolve) =>
+      gateControl.onWoken((error) => {
+        log.error(`sandbox ${id}: ${error.message}`);
+        void remove().catch((e: Error) => log.warn(`could not remove sandbox ${id}: ${e.message}`));
+        resolve(error.message);
+      }),
+    );
     const held = socket;
     // Until the transport takes it over; a reset connection then shows as a closed sandbox.
     held.on('error', (error) => log.debug(`sandbox ${id}: connection error: ${error.message}`));
@@ -149,6 +157,7 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
                 throw error;
               }),
             thaw: () => gateControl.thaw(),
+            woken,
           });
         } catch (error) {
           await remove().catch((e: Error) => log.warn(`could not remove container ${containerId}: ${e.message}`));
@@ -176,6 +185,7 @@ async function release(
     exited: Promise<void>;
     freeze: () => Promise<void>;
     thaw: () => Promise<void>;
+    woken: Promise<string>;
   },
 ): Promise<StartedSandbox> {
   // Closed once the connection is; when the server died, its last stderr lines (which come

@@ -107,6 +107,14 @@ async function release(
 ): Promise<StartedSandbox> {
   const { transport, control } = gate.release();
   void gate.ended.then(() => control.close());
+  // Woken while frozen: the gate has killed every process and exits; the Pod goes too.
+  const woken = new Promise<string>((resolve) =>
+    control.onWoken((error) => {
+      ctx.log.error(`sandbox ${ctx.id}: ${error.message}`);
+      void ctx.remove().catch((e: Error) => ctx.log.warn(`could not remove pod ${ctx.name}: ${e.message}`));
+      resolve(error.message);
+    }),
+  );
   return connectReleased({
     id: ctx.id,
     containerId: ctx.name,
@@ -122,6 +130,7 @@ async function release(
     // sandbox: the caller removes it.
     freeze: () => control.freeze(),
     thaw: () => control.thaw(),
+    woken,
   });
 }
 

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import os from 'node:os';
 import type Docker from 'dockerode';
 import { connectDocker, type DockerConnection } from '../../../src/engine/docker/docker-connection.js';
@@ -27,6 +28,7 @@ export const FAULTY_IMAGE = 'hintbox-test/faulty:latest';
 export const KEEPER_IMAGE = 'hintbox-test/keeper:latest';
 export const SQUATTER_IMAGE = 'hintbox-test/squatter:latest';
 export const FLOOD_IMAGE = 'hintbox-test/flood:latest';
+export const WAKER_IMAGE = 'hintbox-test/waker:latest';
 export const CANARY_IMAGE = NODE_SERVER_IMAGE;
 
 export const HOSTNAME = os.hostname();
@@ -147,6 +149,23 @@ export const ensureKeeperImage = fixtureImage('keeper', KEEPER_IMAGE, { NODE_SER
 
 /** The fixture with a writable image VOLUME that listens for and connects to neighbours (test/fixtures/squatter). */
 export const ensureSquatterImage = fixtureImage('squatter', SQUATTER_IMAGE, { NODE_SERVER_IMAGE }, ensureTestImages);
+
+/**
+ * The held server that wakes itself with SIGCONT timers (test/fixtures/waker). Its waker is
+ * compiled here, statically (as scripts/build-gate.mjs compiles the gate), into the fixture's
+ * folder (git-ignored), then copied into the image.
+ */
+export const ensureWakerImage = fixtureImage('waker', WAKER_IMAGE, { NODE_SERVER_IMAGE }, async () => {
+  await ensureTestImages();
+  const folder = path.join(FIXTURES, 'waker');
+  execFileSync(
+    process.env.CC || 'cc',
+    ['-static', '-O2', '-o', path.join(folder, 'waker'), path.join(folder, 'waker.c')],
+    {
+      stdio: 'inherit',
+    },
+  );
+});
 
 /** The fixture whose lists hold a million items, made page by page (test/fixtures/flood). */
 export const ensureFloodImage = fixtureImage('flood', FLOOD_IMAGE, { NODE_SERVER_IMAGE }, ensureTestImages);

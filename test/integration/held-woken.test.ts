@@ -1,0 +1,99 @@
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { it } from 'node:test';
+import { integrationSuite } from './support/suite.js';
+import { LABEL_CLASS } from '../../src/engine/sandbox-labels.js';
+import { delay } from '../../src/util/delay.js';
+import { containersOf, docker, ensureWakerImage, eventually, WAKER_IMAGE } from './support/docker.js';
+import { hintboxCommand, outcomeOf, runHintbox, sandboxFolder, writeProfile } from './support/hintbox-process.js';
+
+/**
+ * A held server that wakes itself from the gate's freeze (the review's attack, test/fixtures/waker):
+ * a process of it arms POSIX timers whose signal is SIGCONT. The kernel sends them while everything
+ * is stopped, so no process of the sandbox has to run, and SIGCONT continues the stopped process.
+ * The stop cannot prevent that; the gate's watch while frozen bounds it: the first pass after the
+ * wake (every 10 ms) sees a task that ran, kills the sandbox whole, and tells hintbox.
+ */
+integrationSuite(
+  'a held server woken by the kernel does not run on',
+  { timeout: 120_000, images: [ensureWakerImage] },
+  () => {
+    // proves: HELD-WOKEN
+    it('is killed within the watch period of its first wake; its writes stop, its sandbox is gone, hintbox says why', async () => {
+      const workspace = sandboxFolder();
+      writeFileSync(path.join(workspace, 'victim.txt'), 'keep me\n');
+      const name = `waker-${process.pid}`;
+      const file = writeProfile({
+        name,
+        server: { image: WAKER_IMAGE },
+        mounts: [{ source: workspace, target: '/data' }],
+        trust: 'trusted',
+      });
+      const log = path.join(workspace, 'timer.log');
+      const size = () => (existsSync(log) ? statSync(log).size : 0);
+      await using hintbox = await runHintbox(file);
+      assert.equal(outcomeOf(await hintbox.client.callTool({ name: 'arm', arguments: {} })).ok, true);
+      let id: string | undefined;
+      await eventually(
+        async () =>
+          (id = (await containersOf(hintbox.pid)).find((c) => c.Labels[LABEL_CLASS] === 'rw-offline')?.Id) !==
+          undefined,
+        15_000,
+        'the writing sandbox',
+      );
+      // No call in flight from here on. The waker wakes (the very first freeze may flush a pending
+      // SIGCONT and hold: then a call re-arms it, as the attack would).
+      const woken = /ran while frozen: woken by a signal not from hintbox; its sandbox was killed/;
+      for (let round = 0; round < 5 && !woken.test(hintbox.stderr()); round++) {
+        const a = size();
+        await delay(1000);
+        if (woken.test(hintbox.stderr())) break;
+        console.log(
+          `round ${round}: timer.log ${a} -> ${size()} bytes in 1 s with no call in flight, not killed: one more call`,
+        );
+        const again = outcomeOf(await hintbox.client.callTool({ name: 'noop', arguments: {} }));
+        if (!again.ok) break; // the sandbox was killed while the call went in
+        await delay(200);
+      }
+      const line = hintbox
+        .stderr()
+        .split('\n')
+        .find((l) => woken.test(l));
+      assert.ok(line, `hintbox says the sandbox ran while frozen; its stderr:\n${hintbox.stderr()}`);
+      assert.match(line, new RegExp(name), 'the line names the server');
+      console.log(`hintbox: ${line}`);
+      // Killed: over a whole second after, not one byte more into the writable mount.
+      const before = size();
+      await delay(1000);
+      const after = size();
+      console.log(`after the kill: timer.log ${before} -> ${after} bytes in 1 s`);
+      assert.equal(after, before, 'nothing of the sandbox writes after the kill');
+      // The waker ran at most about one watch period (10 ms, two 5 ms writes) per wake before the kill.
+      const lines = readFileSync(log, 'utf8').split('\n').filter(Boolean).length;
+      console.log(`timer.log holds ${lines} timestamps in all (the arming call's run included)`);
+      const d = (await docker()).docker;
+      await eventually(
+        async () => !(await d.listContainers({ all: true })).some((c) => c.Id === id),
+        15_000,
+        'the woken sandbox removed',
+      );
+      assert.equal(readFileSync(path.join(workspace, 'victim.txt'), 'utf8'), 'keep me\n');
+      // A broken hold is a hint violation: in the audit trail, and the server untrusted from then on
+      // (the next call needs a person), in a fresh sandbox.
+      const { code, stdout, stderr } = await hintboxCommand(['audit', '--server', name, '--events', '--all', '--json']);
+      assert.equal(code, 0, stderr);
+      const violation = stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { kind: string; type: string; fields: Record<string, unknown> })
+        .find((e) => e.kind === 'event' && e.type === 'hint.violation');
+      assert.match(String(violation?.fields.violation), /held until called: ran while frozen/);
+      const asked = hintbox.asked.length;
+      assert.equal(outcomeOf(await hintbox.client.callTool({ name: 'noop', arguments: {} })).ok, true);
+      assert.equal(hintbox.asked.length, asked + 1, 'the server lost its trust: the next call was confirmed');
+      const fresh = (await containersOf(hintbox.pid)).find((c) => c.Labels[LABEL_CLASS] === 'rw-offline');
+      assert.ok(fresh && fresh.Id !== id, 'the next call runs in a fresh sandbox');
+    });
+  },
+);
