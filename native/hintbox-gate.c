@@ -16,7 +16,7 @@
  *       tasks, none of them scheduled in between (its context-switch counts unchanged): so at
  *       one instant between the passes all were stopped, and a stopped task cannot wake
  *       another. Answers 'S', or 'F' when that could not be reached in FREEZE_LIMIT_MS.
- *       While frozen it keeps watching (a pass every WATCH_MS, compared with the freeze's last):
+ *       While frozen it keeps watching (every WATCH_MS each task of the freeze's last pass read again):
  *       should anything have run all the same (a SIGCONT the kernel sent: a timer's, F_SETSIG),
  *       it kills every process, sends 'B' unasked and exits (GATE_WOKEN).
  *   'C' continue: SIGCONT to every other process. Answers 'C'.
@@ -522,13 +522,26 @@ static char obey(char command) {
 }
 
 /*
- * While frozen: one pass compared with the freeze's last. 1 when every task is still stopped,
- * the same tasks, none scheduled since (its context-switch counts unchanged); 0 when something
- * ran (a task continued, new or gone), or the pass could not make sure (fail closed).
+ * While frozen: each task of the freeze's last pass read again (its status file alone, no
+ * listing of /proc: a task can only be made by one that ran, and that one's counts would have
+ * moved). 1 when every one is still stopped and was not scheduled since (its context-switch
+ * counts unchanged); 0 when one ran, is gone or dead, or could not be read (fail closed).
  */
 static int still_frozen(void) {
-  int n;
-  return scan(passes[0], &n) == 1 && n == watched && memcmp(passes[0], passes[1], sizeof(struct task) * (size_t)n) == 0;
+  char path[64], text[16384];
+  for (int i = 0; i < watched; i++) {
+    snprintf(path, sizeof path, "/proc/%ld/status", passes[1][i].tid);
+    if (read_small(path, text, sizeof text) < 0) return 0;
+    const char *state = strstr(text, "\nState:\t");
+    if (state == NULL || strstr(text, "\nvoluntary_ctxt_switches:") == NULL ||
+        strstr(text, "\nnonvoluntary_ctxt_switches:") == NULL)
+      return 0;
+    char letter = state[strlen("\nState:\t")];
+    if (letter != 'T' && letter != 't') return 0;
+    unsigned long long switches = field(text, "\nvoluntary_ctxt_switches:") + field(text, "\nnonvoluntary_ctxt_switches:");
+    if (switches != passes[1][i].switches) return 0;
+  }
+  return 1;
 }
 
 /*
