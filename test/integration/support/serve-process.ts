@@ -23,15 +23,16 @@ export interface Serving extends AsyncDisposable {
 }
 
 /**
- * `hintbox serve` on a free port; resolves once it listens and /readyz says ready (`until:
- * 'listening'`: once it listens). `spawned` is told of the process at once (a test that signals
- * it while it starts).
+ * `hintbox serve` on a free port; resolves once it listens and `/readyz?verified` says ready:
+ * every server verified, its sandboxes up (`until: 'serving'`: plain `/readyz`, servers may still
+ * be serving from their lock files; `'listening'`: once it listens). `spawned` is told of the
+ * process at once (a test that signals it while it starts).
  */
 export async function serve(
   args: string[],
   env: Record<string, string> = {},
   spawned?: (child: ChildProcess) => void,
-  until: 'ready' | 'listening' = 'ready',
+  until: 'verified' | 'serving' | 'listening' = 'verified',
 ): Promise<Serving> {
   const child = spawn(HINTBOX_BIN, ['serve', ...args, '--port', '0'], {
     env: { ...env, ...hintboxTestEnv() },
@@ -53,7 +54,8 @@ export async function serve(
       }
       url = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1] ?? '';
       if (url === '' || until === 'listening') return url !== '';
-      return (await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200;
+      const probe = until === 'verified' ? '/readyz?verified' : '/readyz';
+      return (await fetch(`${url}${probe}`).catch(() => undefined))?.status === 200;
     },
     120_000,
     'serve to be ready',
