@@ -75,7 +75,7 @@ export class NdjsonTransport implements Transport {
 
   private readonly reader = new LineReader();
   private closed = false;
-  /** Messages sent in this task of the event loop (a chunk's messages and what they send), written together. */
+  /** Messages sent in this turn of the event loop, written together. */
   private queued: string[] = [];
   private queuedBytes = 0;
   private senders: { resolve: () => void; reject: (error: Error) => void }[] = [];
@@ -106,12 +106,9 @@ export class NdjsonTransport implements Transport {
   }
 
   /**
-   * Queues the message; everything queued in one task of the event loop (the handling of one
-   * chunk of input, its microtasks included) goes out in one write at its end: one system call
-   * instead of one per message when many calls are in flight, and no later than that task, so
-   * that the requests of a chunk of the client's input reach the server before hintbox turns to
-   * the next ready input (a chunk of answers), and answers reach the client before it turns to
-   * the next chunk of requests. Resolves once written (or, when the stream is full, once it drains).
+   * Queues the message; everything queued in one turn of the event loop goes out in one write
+   * (one system call instead of one per message when many calls are in flight). Resolves once
+   * written (or, when the stream is full, once it drains).
    */
   send(message: JSONRPCMessage): Promise<void> {
     if (this.closed) return Promise.reject(new Error('the connection is closed'));
@@ -133,7 +130,7 @@ export class NdjsonTransport implements Transport {
       this.queued.push(line);
       this.queuedBytes += line.length;
       this.senders.push({ resolve, reject });
-      if (this.queued.length === 1) queueMicrotask(() => this.writeQueued());
+      if (this.queued.length === 1) setImmediate(() => this.writeQueued());
     });
   }
 
