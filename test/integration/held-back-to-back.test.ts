@@ -3,9 +3,8 @@ import { existsSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { it } from 'node:test';
 import { integrationSuite } from './support/suite.js';
-import { LABEL_CLASS } from '../../src/engine/sandbox-labels.js';
 import { delay } from '../../src/util/delay.js';
-import { containersOf, docker, ensureSneakImage, eventually, sandboxFrozen, SNEAK_IMAGE } from './support/docker.js';
+import { SNEAK_IMAGE, awaitSandboxOfClass, ensureSneakImage, eventually, sandboxFrozen } from './support/docker.js';
 import { outcomeOf, runHintbox, sandboxFolder, writeProfile } from './support/hintbox-process.js';
 
 /**
@@ -53,15 +52,7 @@ integrationSuite(
       const { workspace, file } = sneak({ trust: 'trusted' });
       await using hintbox = await runHintbox(file);
       await burstBackToBack(hintbox, workspace, 10);
-      let id: string | undefined;
-      await eventually(
-        async () =>
-          (id = (await containersOf(hintbox.pid)).find((c) => c.Labels[LABEL_CLASS] === 'rw-offline')?.Id) !==
-          undefined,
-        15_000,
-        'the writing sandbox',
-      );
-      const writer = (await docker()).docker.getContainer(id!);
+      const writer = await awaitSandboxOfClass(hintbox.pid, 'rw-offline');
       await eventually(async () => (await sandboxFrozen(writer)) === true, 10_000, 'frozen after the last call');
       const atFreeze = bytesIn(workspace);
       await delay(1500); // the process started with the last answer would write for 3 s

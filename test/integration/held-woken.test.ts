@@ -5,7 +5,14 @@ import { it } from 'node:test';
 import { integrationSuite } from './support/suite.js';
 import { LABEL_CLASS } from '../../src/engine/sandbox-labels.js';
 import { delay } from '../../src/util/delay.js';
-import { containersOf, docker, ensureWakerImage, eventually, WAKER_IMAGE } from './support/docker.js';
+import {
+  WAKER_IMAGE,
+  awaitSandboxOfClass,
+  containersOf,
+  docker,
+  ensureWakerImage,
+  eventually,
+} from './support/docker.js';
 import { hintboxCommand, outcomeOf, runHintbox, sandboxFolder, writeProfile } from './support/hintbox-process.js';
 
 /**
@@ -34,14 +41,7 @@ integrationSuite(
       const size = () => (existsSync(log) ? statSync(log).size : 0);
       await using hintbox = await runHintbox(file);
       assert.equal(outcomeOf(await hintbox.client.callTool({ name: 'arm', arguments: {} })).ok, true);
-      let id: string | undefined;
-      await eventually(
-        async () =>
-          (id = (await containersOf(hintbox.pid)).find((c) => c.Labels[LABEL_CLASS] === 'rw-offline')?.Id) !==
-          undefined,
-        15_000,
-        'the writing sandbox',
-      );
+      const { id } = await awaitSandboxOfClass(hintbox.pid, 'rw-offline');
       // No call in flight from here on. The waker wakes (the very first freeze may flush a pending
       // SIGCONT and hold: then a call re-arms it, as the attack would).
       const woken = /ran while frozen: woken by a signal not from hintbox; its sandbox was killed/;

@@ -199,6 +199,17 @@ export async function sandboxOfClass(pid: number, sandboxClass: string) {
   return d.getContainer(container.Id).inspect();
 }
 
+/** The sandbox of one class of a hintbox process once it exists (waits up to 15 s), as a container to act on. */
+export async function awaitSandboxOfClass(pid: number, sandboxClass: string): Promise<Docker.Container> {
+  let id: string | undefined;
+  await eventually(
+    async () => (id = (await containersOf(pid)).find((c) => c.Labels[LABEL_CLASS] === sandboxClass)?.Id) !== undefined,
+    15_000,
+    `the sandbox of class ${sandboxClass}`,
+  );
+  return (await docker()).docker.getContainer(id!);
+}
+
 /** The read-only flag of each of the profile's mounts in the sandbox of one class, as the engine reports it. */
 export async function mountsOfClass(pid: number, sandboxClass: string): Promise<Record<string, boolean>> {
   const info = await sandboxOfClass(pid, sandboxClass);
