@@ -61,7 +61,14 @@ async function measure(repo: string): Promise<Figures> {
   writeFileSync(profile, text.replace(/^trust: untrusted$/m, 'trust: trusted'));
   if (process.getuid?.() === 0) chownSync(workspace, 10001, 10001);
   const env = { WORKSPACE: workspace, HINTBOX_LOG_LEVEL: 'warn', HINTBOX_STATE_DIR: state };
-  execFileSync(bin, ['approve', profile, '--all', '--yes'], { env: { ...process.env, ...env }, stdio: 'ignore' });
+  // Builds from before `approve --yes` approve without asking when stdin is not a terminal.
+  const approve = (flags: string[]) =>
+    execFileSync(bin, ['approve', profile, ...flags], { env: { ...process.env, ...env }, stdio: 'ignore' });
+  try {
+    approve(['--all', '--yes']);
+  } catch {
+    approve(['--all']);
+  }
   const running = await spawnServer('/workspace', bin, ['run', profile], env);
   try {
     const call = () => running.client.callTool({ name: 'list_allowed_directories', arguments: {} });
