@@ -23,6 +23,8 @@ export interface FlatFigure {
   unit: string;
   value: number;
   lowerIsBetter: boolean;
+  /** The bare server's figure: the same code in both builds, so it moves only with the machine. */
+  machine?: true;
 }
 
 interface Stat {
@@ -30,7 +32,7 @@ interface Stat {
 }
 /** The parts of `run-bench.ts --json` that are compared (the rest is left out). */
 export interface BenchJson {
-  figures: { name: string; unit: string; values: { hintbox: Stat }; ratio: number }[];
+  figures: { name: string; unit: string; values: { hintbox: Stat; bare?: Stat }; ratio: number }[];
   freshApprove?: Stat;
   holding?: { name: string; held: number; free: number }[];
   scale?: { servers: number; startMs: number; hintboxRssMb: number; sandboxMb: number }[];
@@ -50,6 +52,14 @@ export function flatFigures(report: BenchJson): FlatFigure[] {
     const higher = f.unit === 'calls/s';
     add(f.name, f.unit, f.values.hintbox.median, !higher);
     add(`${f.name}, hintbox ÷ docker`, '×', f.ratio, !higher);
+    if (f.values.bare)
+      out.push({
+        name: `${f.name}, bare server (machine)`,
+        unit: f.unit,
+        value: f.values.bare.median,
+        lowerIsBetter: !higher,
+        machine: true,
+      });
   }
   if (report.freshApprove) add('first approve --all on a fresh machine', 'ms', report.freshApprove.median);
   for (const h of report.holding ?? []) add(`holding: ${h.name}, held`, 'ms', h.held);
@@ -89,6 +99,7 @@ export interface ComparedFigure {
   low: number;
   high: number;
   lowerIsBetter: boolean;
+  machine?: true;
 }
 
 /** How much worse a pair must be to count as worse (the machines' run-to-run noise is larger than this). */
@@ -119,6 +130,7 @@ export function compareRuns(before: BenchJson[], after: BenchJson[]): ComparedFi
       low: Math.min(...ratios),
       high: Math.max(...ratios),
       lowerIsBetter: first.lowerIsBetter,
+      ...(first.machine ? { machine: true as const } : {}),
     });
   }
   return out;
@@ -135,7 +147,7 @@ export function formatComparison(rows: ComparedFigure[], runs: number): string {
     `${r.ratio.toFixed(2)}×`,
     `${r.low.toFixed(2)}–${r.high.toFixed(2)}`,
     r.lowerIsBetter ? 'lower' : 'higher',
-    worseInEveryPair(r) ? 'WORSE' : '',
+    r.machine ? 'machine' : worseInEveryPair(r) ? 'WORSE' : '',
   ]);
   const header = ['figure (hintbox)', 'before', 'after', 'unit', 'after/before', 'pairs', 'better', 'every pair worse'];
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => (c[i] ?? '').length)));
@@ -146,7 +158,9 @@ export function formatComparison(rows: ComparedFigure[], runs: number): string {
       .trimEnd();
   return [
     `${runs} run(s) of each build, in turn; median over runs, after/before taken pair by pair ` +
-      `(pairs: its lowest and highest; WORSE: more than ${WORSE_BY * 100} % worse in every pair)`,
+      `(pairs: its lowest and highest; WORSE: more than ${WORSE_BY * 100} % worse in every pair). ` +
+      'A "bare server (machine)" row is the same server without hintbox, the same code in both ' +
+      'builds: where it moved, so did the machine, and hintbox ÷ docker is the figure to read.',
     '',
     line(header),
     widths.map((w) => '-'.repeat(w)).join('-|-'),

@@ -63,6 +63,26 @@ describe('the bench compared for two builds', () => {
     assert.equal(worseInEveryPair(slight.find((r) => r.name === 'call latency p50')!), false);
   });
 
+  it('shows the bare server beside each figure, as the machine, never judged WORSE', () => {
+    const withBare = (p50: number, bare: number): BenchJson => ({
+      figures: [
+        {
+          name: 'call latency p50',
+          unit: 'ms',
+          values: { hintbox: { median: p50 }, bare: { median: bare } },
+          ratio: 1,
+        },
+      ],
+    });
+    // The machine was twice as slow in both after runs: bare moved as much as hintbox.
+    const rows = compareRuns([withBare(1, 0.5), withBare(1, 0.5)], [withBare(2, 1), withBare(2, 1)]);
+    const bare = rows.find((r) => r.name === 'call latency p50, bare server (machine)')!;
+    assert.deepEqual([bare.before, bare.after, bare.ratio, bare.machine], [0.5, 1, 2, true]);
+    const table = formatComparison(rows, 2);
+    assert.match(table, /bare server \(machine\) .*\| 2\.00–2\.00 \| lower .*\| machine/);
+    assert.match(table, /^call latency p50 .*\| WORSE$/m);
+  });
+
   it('leaves out a figure that one side lacks (a flag only one build knows)', () => {
     const before = report(1, 1000, 1);
     const after = { ...report(1, 1000, 1), freshApprove: undefined };
