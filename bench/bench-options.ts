@@ -17,6 +17,7 @@ export interface BenchOptions {
   concurrency: number[];
   serve: boolean;
   serveScale: number[];
+  steady: boolean;
 }
 
 /** A flag the bench does not know, or a value it cannot use: one line for stderr. */
@@ -37,8 +38,14 @@ round by round, then what holding a writer costs, N servers at once, the audit l
   --scale A,B,...         hintbox run processes started at once (default 1,5,20)
   --holding yes|no        held writer against hold: false (default yes)
   --audit-records N       records of the audit-log figures, 0 leaves them out (default 1000000)
-  --serve yes|no          hintbox serve's figures (default yes)
+  --serve yes|no          hintbox serve's figures (default yes): serve with the SDK's HTTP client and
+                          with a lean node:http one (serve's own cost: the target's figure), run over
+                          stdio and the SDK's HTTP alone, interleaved round by round
   --serve-scale A,B,...   servers in one serve process for its ready and memory figures (default 1,5,20)
+  --steady yes|no         the three variants' rounds (the table), --scale and the first approve
+                          (default yes); no: only the parts asked besides (--holding, --audit-records,
+                          --serve), e.g. the serve part alone:
+                          --steady no --holding no --audit-records 0 --serve yes --serve-scale 1
   -h, --help              this text`;
 
 const DEFAULTS = {
@@ -51,6 +58,7 @@ const DEFAULTS = {
   concurrency: '1,8,32',
   serve: 'yes',
   'serve-scale': '1,5,20',
+  steady: 'yes',
 } as const;
 
 /**
@@ -104,5 +112,6 @@ export function parseBenchOptions(args: string[]): BenchOptions | 'help' {
     concurrency: list('concurrency'),
     serve: yesNo('serve'),
     serveScale: list('serve-scale'),
+    steady: yesNo('steady'),
   };
 }

@@ -98,6 +98,20 @@ export function summarize(
   };
 }
 
+const fmt = (x: number) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
+
+/** The holding figures' lines. */
+export function formatHolding(holding: HoldingFigure[]): string[] {
+  return [
+    'holding: write_file under hintbox, held (thawed for each call, frozen after) vs hold: false (ms, median over rounds)',
+    ...holding.map(
+      (h) =>
+        `  ${h.name.padEnd(50)} held ${fmt(h.held)}  free ${fmt(h.free)}  held/free ${h.ratio.toFixed(2)}×  (+${fmt(h.held - h.free)} ms)` +
+        (h.target ? `  ${h.target.text}: ${h.target.met ? 'met' : 'MISSED'}` : ''),
+    ),
+  ];
+}
+
 /** The table and the lines under it, as `npm run bench` prints them. */
 export function formatReport(
   report: ReturnType<typeof summarize> & {
@@ -107,7 +121,6 @@ export function formatReport(
   },
   concurrency: number[],
 ): string {
-  const fmt = (x: number) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
   const rows = report.figures.map((f) => [
     f.name,
     ...VARIANTS.map((v) => `${fmt(f.values[v].median)} ±${fmt(f.values[v].spread)}`),
@@ -142,12 +155,7 @@ export function formatReport(
       return `  ${v.padEnd(7)} ${fmt(report.cpuPerCall[v].total ?? 0)} = ${parts.join(' + ')}`;
     }),
     '',
-    'holding: write_file under hintbox, held (thawed for each call, frozen after) vs hold: false (ms, median over rounds)',
-    ...report.holding.map(
-      (h) =>
-        `  ${h.name.padEnd(50)} held ${fmt(h.held)}  free ${fmt(h.free)}  held/free ${h.ratio.toFixed(2)}×  (+${fmt(h.held - h.free)} ms)` +
-        (h.target ? `  ${h.target.text}: ${h.target.met ? 'met' : 'MISSED'}` : ''),
-    ),
+    ...formatHolding(report.holding),
     '',
     'scale: N filesystem servers under hintbox at once (up: first call answered)',
     ...report.scale.map(

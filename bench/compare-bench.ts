@@ -38,6 +38,8 @@ export interface BenchJson {
   scale?: { servers: number; startMs: number; hintboxRssMb: number; sandboxMb: number }[];
   serve?: {
     calls: { clients: number; p50Ms: Stat; p99Ms: Stat; callsPerSecond: Stat }[];
+    /** serve with the lean node:http client (a report of a build before it has none). */
+    lean?: { p50Ms: Stat; p99Ms: Stat; callsPerSecond: Stat };
     memory: { servers: number; rssMb: number; readyMs: number; verifiedMs?: number }[];
   };
   auditLog?: { appendUs: number; audit: { ms: number }; auditAll: { ms: number }; verify: { ms: number } };
@@ -72,6 +74,11 @@ export function flatFigures(report: BenchJson): FlatFigure[] {
     add(`serve, ${c.clients} client(s): p50`, 'ms', c.p50Ms.median);
     add(`serve, ${c.clients} client(s): p99`, 'ms', c.p99Ms.median);
     add(`serve, ${c.clients} client(s): throughput`, 'calls/s', c.callsPerSecond.median, false);
+  }
+  if (report.serve?.lean) {
+    add('serve, lean client: p50', 'ms', report.serve.lean.p50Ms.median);
+    add('serve, lean client: p99', 'ms', report.serve.lean.p99Ms.median);
+    add('serve, lean client: throughput', 'calls/s', report.serve.lean.callsPerSecond.median, false);
   }
   for (const m of report.serve?.memory ?? []) {
     add(`serve memory, ${m.servers} server(s)`, 'MB', m.rssMb);

@@ -6,7 +6,8 @@
  *   node --import tsx bench/per-call-counts.ts                    # this checkout's dist/
  *   node --import tsx bench/per-call-counts.ts --repo /tmp/base   # another checkout's build
  *   … --calls 3000 --warmup 300 --in-flight 1,8,32 --strace --top 25 --json
- *   … --serve                                                     # hintbox serve, the SDK's HTTP client
+ *   … --serve                                 # hintbox serve (a bearer token on each request), a lean node:http client
+ *   … --serve --client sdk                    # … the SDK's streamable HTTP client instead
  *
  * The hintbox bin of `--repo` runs the cheap read tool of the filesystem server (as
  * `run-bench.ts` does: `list_allowed_directories`, trusted profile, audited) with
@@ -25,7 +26,9 @@ import { buildSync } from 'esbuild';
 import { relocatedProfileText } from '../src/profile/relocate-profile.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { spawnServer, type Running } from './spawn-server.js';
+import { LeanHttpClient } from './lean-http-client.js';
+import { benchToken } from './serve-processes.js';
+import { spawnServer } from './spawn-server.js';
 
 const HOOKS = fileURLToPath(new URL('./count-hooks.ts', import.meta.url));
 const { values } = parseArgs({
@@ -38,17 +41,29 @@ const { values } = parseArgs({
     top: { type: 'string', default: '0' },
     json: { type: 'boolean', default: false },
     serve: { type: 'boolean', default: false },
+    client: { type: 'string', default: 'lean' },
   },
 });
+if (values.client !== 'lean' && values.client !== 'sdk') {
+  process.stderr.write(`per-call-counts: --client: expected lean or sdk, got '${values.client}'\n`);
+  process.exit(2);
+}
 const repo = path.resolve(values.repo);
 const calls = Number(values.calls);
 const inFlight = values['in-flight'].split(',').map(Number);
 
-async function run(client: Running['client'], n: number, concurrency: number): Promise<void> {
+/** The counted process and a client's call of the cheap read tool. */
+interface Counted {
+  call: () => Promise<unknown>;
+  pid: number;
+  close(): Promise<void>;
+}
+
+async function run(counted: Counted, n: number, concurrency: number): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
-      while (next++ < n) await client.callTool({ name: 'list_allowed_directories', arguments: {} });
+      while (next++ < n) await counted.call();
     }),
   );
 }
@@ -105,9 +120,14 @@ function place(frame: string): string {
   return `${name || '(anonymous)'} ${source}:${(entry.originalLine ?? 0) + 1}`;
 }
 
-/** `hintbox serve` of the profile's folder, counted, and one SDK client over streamable HTTP. */
-async function startServe(bin: string, profile: string, env: Record<string, string>): Promise<Running> {
-  const child = spawn(bin, ['serve', path.dirname(profile), '--port', '0'], {
+/**
+ * `hintbox serve` of the profile's folder with a tokens file, counted, and one client over
+ * streamable HTTP: the lean node:http one (one kept-alive socket: calls in flight queue on it)
+ * or the SDK's (`--client sdk`).
+ */
+async function startServe(bin: string, profile: string, env: Record<string, string>): Promise<Counted> {
+  const tokens = benchToken();
+  const child = spawn(bin, ['serve', path.dirname(profile), '--port', '0', '--tokens', tokens.file], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', ...env, HINTBOX_LOG_LEVEL: 'info' },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -120,18 +140,35 @@ async function startServe(bin: string, profile: string, env: Record<string, stri
     else if (child.exitCode !== null || i > 3000) throw new Error(`hintbox serve did not get ready:\n${stderr}`);
     else await new Promise((r) => setTimeout(r, 100));
   }
+  const endpoint = `${url}/mcp/filesystem`;
+  const stop = async () => {
+    child.kill('SIGTERM');
+    if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
+    rmSync(tokens.folder, { recursive: true, force: true });
+  };
+  if (values.client === 'lean') {
+    const lean = await LeanHttpClient.connect(endpoint, tokens.token);
+    return {
+      call: () => lean.callTool('list_allowed_directories', {}),
+      pid: child.pid ?? -1,
+      close: async () => {
+        await lean.close();
+        await stop();
+      },
+    };
+  }
   const client = new Client({ name: 'hintbox-counts', version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(`${url}/mcp/filesystem`));
+  const transport = new StreamableHTTPClientTransport(new URL(endpoint), {
+    requestInit: { headers: { Authorization: `Bearer ${tokens.token}` } },
+  });
   await client.connect(transport);
   return {
-    client,
-    workspace: '/workspace',
+    call: () => client.callTool({ name: 'list_allowed_directories', arguments: {} }),
     pid: child.pid ?? -1,
     close: async () => {
       await transport.terminateSession().catch(() => undefined);
       await client.close();
-      child.kill('SIGTERM');
-      if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
+      await stop();
     },
   };
 }
@@ -158,29 +195,33 @@ async function main(): Promise<void> {
   const hooks = path.join(state, 'count-hooks.mjs');
   buildSync({ entryPoints: [HOOKS], outfile: hooks, format: 'esm', platform: 'node', logLevel: 'error' });
   const counted = { ...env, HINTBOX_COUNT_OUT: out, NODE_OPTIONS: `--import=${hooks}` };
-  const running = values.serve
+  const running: Counted = values.serve
     ? await startServe(bin, profile, counted)
-    : await spawnServer('/workspace', bin, ['run', profile], counted);
+    : await (async () => {
+        const stdio = await spawnServer('/workspace', bin, ['run', profile], counted);
+        const call = () => stdio.client.callTool({ name: 'list_allowed_directories', arguments: {} });
+        return { call, pid: stdio.pid, close: () => stdio.close() };
+      })();
   const rows: Record<string, unknown>[] = [];
   let answers = 0;
   try {
-    await run(running.client, Number(values.warmup), 1);
+    await run(running, Number(values.warmup), 1);
     for (const c of inFlight) {
       await command(out, running.pid, 'heap', ++answers);
-      await run(running.client, calls, c);
+      await run(running, calls, c);
       const heap = (await command(out, running.pid, 'stop', ++answers)) as {
         bytes: number;
         own: Record<string, number>;
       };
       await command(out, running.pid, 'hooks', ++answers);
-      await run(running.client, calls, c);
+      await run(running, calls, c);
       const hooks = (await command(out, running.pid, 'stop', ++answers)) as {
         inits: Record<string, number>;
         json: Record<string, number>;
       };
       const perCall = (o: Record<string, number>) =>
         Object.fromEntries(Object.entries(o).map(([k, v]) => [k, Math.round((v / calls) * 100) / 100]));
-      const sys = values.strace ? perCall(await syscalls(running.pid, () => run(running.client, calls, c))) : undefined;
+      const sys = values.strace ? perCall(await syscalls(running.pid, () => run(running, calls, c))) : undefined;
       const top = Object.entries(heap.own)
         .map(([frame, bytes]) => [place(frame), bytes] as const)
         .reduce((m, [k, v]) => m.set(k, (m.get(k) ?? 0) + v), new Map<string, number>());

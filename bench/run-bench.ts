@@ -16,14 +16,22 @@
  * processes spent, holding-bench.ts, scale-bench.ts, audit-log-bench.ts and serve-bench.ts
  * measure the parts after the rounds, bench-report.ts sums the rounds up into the table.
  */
-import { measureAuditLog } from './audit-log-bench.js';
+import { formatAuditLogFigures, measureAuditLog } from './audit-log-bench.js';
 import { BENCH_HELP, BenchUsageError, parseBenchOptions } from './bench-options.js';
-import { formatReport, summarize, VARIANTS, type RoundResult, type VariantName } from './bench-report.js';
+import {
+  formatHolding,
+  formatReport,
+  summarize,
+  VARIANTS,
+  type RoundResult,
+  type VariantName,
+} from './bench-report.js';
 import { callsPerSecond, cpuPerCall, CPU_CALLS_FACTOR } from './cpu-per-call.js';
 import { measureHolding } from './holding-bench.js';
 import { rssMb } from './proc-stat.js';
 import { measureScale } from './scale-bench.js';
-import { formatServe, measureServe } from './serve-bench.js';
+import { measureServe } from './serve-bench.js';
+import { formatServe } from './serve-report.js';
 import { sandboxMemory, settle, spawnServer, type Running } from './spawn-server.js';
 import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -131,7 +139,7 @@ async function main(): Promise<void> {
 
   const rounds: Record<VariantName, RoundResult>[] = [];
   try {
-    for (let round = 1; round <= ROUNDS; round++) {
+    for (let round = 1; round <= (values.steady ? ROUNDS : 0); round++) {
       const results = {} as Record<VariantName, RoundResult>;
       for (const variant of VARIANTS) {
         log.info(`round ${round}/${ROUNDS}: ${variant}`);
@@ -151,8 +159,20 @@ async function main(): Promise<void> {
           settle: settled,
           log,
         });
-    const scale = await measureScale({ docker, scale: SCALE, profile, startHintbox, settle: settled, log });
-    const freshApprove = measureFreshApprove(trustedText + allowWrites, workspace);
+    // --steady no: none of the three variants' parts (the table, the scale, the first approve).
+    const steady = values.steady
+      ? {
+          ...summarize(
+            rounds,
+            await measureScale({ docker, scale: SCALE, profile, startHintbox, settle: settled, log }),
+            {
+              calls: CALLS,
+              concurrency: CONCURRENCY,
+            },
+          ),
+          freshApprove: measureFreshApprove(trustedText + allowWrites, workspace),
+        }
+      : undefined;
     const auditRecords = values.auditRecords;
     const auditLog = auditRecords > 0 ? await measureAuditLog(auditRecords) : undefined;
     const serve = !values.serve
@@ -168,13 +188,19 @@ async function main(): Promise<void> {
           log,
         });
     const report = {
-      ...summarize(rounds, scale, { calls: CALLS, concurrency: CONCURRENCY }),
-      freshApprove,
+      ...steady,
       holding,
       ...(auditLog ? { auditLog } : {}),
       ...(serve ? { serve } : {}),
     };
-    const text = formatReport(report, CONCURRENCY) + (serve ? `\n\n${formatServe(serve)}` : '');
+    const parts = steady
+      ? [formatReport({ ...steady, ...report }, CONCURRENCY)]
+      : [
+          holding.length > 0 ? formatHolding(holding).join('\n') : undefined,
+          auditLog ? formatAuditLogFigures(auditLog).join('\n') : undefined,
+        ];
+    if (serve) parts.push(formatServe(serve));
+    const text = parts.filter((p) => p !== undefined).join('\n\n');
     process.stdout.write(values.json ? JSON.stringify(report, null, 2) + '\n' : text + '\n');
   } finally {
     rmSync(workspace, { recursive: true, force: true });

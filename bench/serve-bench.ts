@@ -1,17 +1,32 @@
 /**
- * `hintbox serve` in the benchmark: calls over streamable HTTP with 1 and 8 clients, against
- * `hintbox run` over stdio in the same rounds (the baseline: the same server, the same gateway,
- * another transport), and serve's resident memory with 1, 5 and 20 servers in one process.
+ * `hintbox serve` in the benchmark: calls over streamable HTTP against `hintbox run` over stdio
+ * (the baseline: the same server, the same gateway, another transport), in the same rounds,
+ * and serve's resident memory with 1, 5 and 20 servers in one process.
+ *
+ * Each round times, one after the other (the order reversed every other round, so drift on a
+ * shared machine hits each alike): serve with the SDK's HTTP client (1 and 8 clients), serve
+ * with a lean `node:http` client (lean-http-client.ts: serve's own cost, without undici's
+ * `fetch`), `hintbox run` with the SDK's stdio client, and the SDK's HTTP client against the
+ * SDK's own server (no hintbox: what the SDK's HTTP transport costs by itself). serve runs with
+ * a tokens file: every request carries a bearer token and is checked.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { parse, stringify } from 'yaml';
+import { rmSync } from 'node:fs';
 import type { Logger } from '../src/util/logger.js';
+import { LeanHttpClient } from './lean-http-client.js';
+import { procStat } from './proc-stat.js';
+import {
+  allVerified,
+  approveEach,
+  benchToken,
+  profilesFolder,
+  residentMb,
+  startBareHttp,
+  startServe,
+} from './serve-processes.js';
 import { median, percentile, spread } from './stats.js';
 
 export interface ServeBenchOptions {
@@ -29,25 +44,34 @@ export interface ServeBenchOptions {
   log: Logger;
 }
 
+type Stat = { median: number; spread: number };
+
+/** One way of calling, over the rounds: p50/p99 of one call, calls per second, CPU per call. */
+export interface CallFigures {
+  p50Ms: Stat;
+  p99Ms: Stat;
+  callsPerSecond: Stat;
+  /** CPU time (user + system) per call of the process that answers (serve, run, the SDK's server), µs. */
+  serverCpuUs: Stat;
+  /** CPU time per call of the client (the bench's own process), µs. */
+  clientCpuUs: Stat;
+}
+
 export interface ServeFigures {
-  /** Per client count: p50/p99 of one call and calls per second, median over rounds, and run's over stdio. */
-  calls: {
-    clients: number;
-    p50Ms: { median: number; spread: number };
-    p99Ms: { median: number; spread: number };
-    callsPerSecond: { median: number; spread: number };
-  }[];
-  /** The SDK's streamable HTTP alone (a trivial tool, no hintbox), one client, the same rounds. */
-  bareHttp: { p50Ms: { median: number; spread: number }; callsPerSecond: { median: number; spread: number } };
-  /** `hintbox run` over stdio, one client, the same rounds. */
-  run: {
-    p50Ms: { median: number; spread: number };
-    p99Ms: { median: number; spread: number };
-    callsPerSecond: { median: number; spread: number };
-  };
-  /** serve ÷ run, p50 of one client, median of per-round ratios. */
+  /** serve with the SDK's HTTP client, per client count. */
+  calls: ({ clients: number } & CallFigures)[];
+  /** serve with the lean `node:http` client, one client: serve's own cost (the target's figure). */
+  lean: CallFigures;
+  /** The SDK's streamable HTTP alone (its client, its server, a trivial tool, no hintbox), one client. */
+  bareHttp: CallFigures;
+  /** `hintbox run` over stdio (the SDK's stdio client), one client. */
+  run: CallFigures;
+  /** serve (lean client) ÷ run, p50 of one client, median of per-round ratios: the target's figure. */
   p50Ratio: number;
   p50Target: { text: string; met: boolean };
+  /** serve (the SDK's HTTP client) ÷ run, and the SDK's HTTP alone ÷ run: information, no target. */
+  sdkP50Ratio: number;
+  bareP50Ratio: number;
   /**
    * Per server count (each approved: a lock file beside it): resident memory (target at 20
    * servers), launch → /readyz 200 (target at 20 servers), and launch → every server verified.
@@ -67,107 +91,108 @@ const MEMORY_TARGET_MB = 150;
 /** Issue 34's targets: serve's p50 against run's over stdio, and 20 servers ready. */
 const P50_RATIO_TARGET = 1.3;
 const READY_TARGET_MS = 3000;
+/** What read_text_file of `/workspace/file.txt` answers (run-bench.ts writes it; the SDK's server echoes it). */
+const FILE_TEXT = 'benchmark\n';
+const READ = { name: 'read_text_file', arguments: { path: '/workspace/file.txt' } };
 
-interface Serving {
-  child: ChildProcess;
-  url: string;
-  stop(): Promise<void>;
+interface Sample {
+  p50: number;
+  p99: number;
+  perSecond: number;
+  serverCpuUs: number;
+  clientCpuUs: number;
 }
+
+/** One call of a connected client: its tool result. */
+type Call = () => Promise<unknown>;
 
 export async function measureServe(options: ServeBenchOptions): Promise<ServeFigures> {
   const { log } = options;
   const one = profilesFolder(options.profileText, 1);
-  const serving = await startServe(options, one);
-  const rounds: { serve: Record<number, Sample>; run: Sample; bare: Sample }[] = [];
+  const tokens = benchToken();
+  const serving = await startServe(options, one, tokens.file);
+  const servePid = serving.child.pid ?? -1;
+  const endpoint = `${serving.url}/mcp/fs-1`;
+  const rounds: { sdk: Record<number, Sample>; lean: Sample; run: Sample; bare: Sample }[] = [];
   const bare = await startBareHttp();
   try {
     for (let round = 1; round <= options.rounds; round++) {
       log.info(
-        `serve round ${round}/${options.rounds}: over HTTP with ${CLIENT_COUNTS.join(' and ')} client(s), then run over stdio`,
+        `serve round ${round}/${options.rounds}: serve with the SDK's HTTP client (${CLIENT_COUNTS.join(' and ')} clients) and a lean node:http client, run over stdio, the SDK's HTTP alone`,
       );
-      const serve: Record<number, Sample> = {};
-      for (const clients of CLIENT_COUNTS) serve[clients] = await overHttp(serving.url, clients, options);
-      rounds.push({ serve, run: await overStdio(options), bare: await overHttp(bare.url, 1, options, '/mcp') });
+      const sdk: Record<number, Sample> = {};
+      let lean: Sample | undefined;
+      let run: Sample | undefined;
+      let bareSample: Sample | undefined;
+      const steps: (() => Promise<void>)[] = [
+        async () => {
+          for (const clients of CLIENT_COUNTS)
+            sdk[clients] = await overSdkHttp(endpoint, clients, servePid, options, tokens.token);
+        },
+        async () => void (lean = await overLeanHttp(endpoint, servePid, options, tokens.token)),
+        async () => void (run = await overStdio(options)),
+        async () => void (bareSample = await overSdkHttp(`${bare.url}/mcp`, 1, bare.pid, options)),
+      ];
+      if (round % 2 === 0) steps.reverse();
+      for (const step of steps) await step();
+      rounds.push({ sdk, lean: lean!, run: run!, bare: bareSample! });
     }
   } finally {
     await bare.stop();
     await serving.stop();
     rmSync(one, { recursive: true, force: true });
+    rmSync(tokens.folder, { recursive: true, force: true });
   }
   const memory: ServeFigures['memory'] = [];
   for (const servers of options.scale) {
     log.info(`serve memory: ${servers} server(s) in one process`);
     memory.push(await measureMemory(options, servers));
   }
-  const stat = (values: number[]) => ({ median: median(values), spread: spread(values) });
-  const p50Ratio = median(rounds.map((r) => r.serve[1]!.p50 / r.run.p50));
+  const stat = (values: number[]): Stat => ({ median: median(values), spread: spread(values) });
+  const figures = (pick: (r: (typeof rounds)[number]) => Sample): CallFigures => ({
+    p50Ms: stat(rounds.map((r) => pick(r).p50)),
+    p99Ms: stat(rounds.map((r) => pick(r).p99)),
+    callsPerSecond: stat(rounds.map((r) => pick(r).perSecond)),
+    serverCpuUs: stat(rounds.map((r) => pick(r).serverCpuUs)),
+    clientCpuUs: stat(rounds.map((r) => pick(r).clientCpuUs)),
+  });
+  const ratio = (pick: (r: (typeof rounds)[number]) => Sample) => median(rounds.map((r) => pick(r).p50 / r.run.p50));
+  const p50Ratio = ratio((r) => r.lean);
   return {
-    calls: CLIENT_COUNTS.map((clients) => ({
-      clients,
-      p50Ms: stat(rounds.map((r) => r.serve[clients]!.p50)),
-      p99Ms: stat(rounds.map((r) => r.serve[clients]!.p99)),
-      callsPerSecond: stat(rounds.map((r) => r.serve[clients]!.perSecond)),
-    })),
-    bareHttp: {
-      p50Ms: stat(rounds.map((r) => r.bare.p50)),
-      callsPerSecond: stat(rounds.map((r) => r.bare.perSecond)),
-    },
-    run: {
-      p50Ms: stat(rounds.map((r) => r.run.p50)),
-      p99Ms: stat(rounds.map((r) => r.run.p99)),
-      callsPerSecond: stat(rounds.map((r) => r.run.perSecond)),
-    },
+    calls: CLIENT_COUNTS.map((clients) => ({ clients, ...figures((r) => r.sdk[clients]!) })),
+    lean: figures((r) => r.lean),
+    bareHttp: figures((r) => r.bare),
+    run: figures((r) => r.run),
     p50Ratio,
     p50Target: { text: `≤ ${P50_RATIO_TARGET} × run`, met: p50Ratio <= P50_RATIO_TARGET },
+    sdkP50Ratio: ratio((r) => r.sdk[1]!),
+    bareP50Ratio: ratio((r) => r.bare),
     memory,
   };
 }
 
-export function formatServe(figures: ServeFigures): string {
-  const f = (s: { median: number; spread: number }, digits = 2) =>
-    `${s.median.toFixed(digits)} ±${s.spread.toFixed(digits)}`;
-  const lines = [
-    'hintbox serve (filesystem server, read_text_file; streamable HTTP on loopback)',
-    `${'CLIENTS'.padEnd(22)}${'P50 MS'.padEnd(16)}${'P99 MS'.padEnd(16)}CALLS/S`,
-    ...figures.calls.map(
-      (c) =>
-        `${`serve, ${c.clients}`.padEnd(22)}${f(c.p50Ms).padEnd(16)}${f(c.p99Ms).padEnd(16)}${f(c.callsPerSecond, 0)}`,
-    ),
-    `${'run (stdio), 1'.padEnd(22)}${f(figures.run.p50Ms).padEnd(16)}${f(figures.run.p99Ms).padEnd(16)}${f(figures.run.callsPerSecond, 0)}`,
-    `${'SDK HTTP alone, 1'.padEnd(22)}${f(figures.bareHttp.p50Ms).padEnd(16)}${''.padEnd(16)}${f(figures.bareHttp.callsPerSecond, 0)}`,
-    `serve ÷ run, p50 of one client: ${figures.p50Ratio.toFixed(2)}×, target ${figures.p50Target.text}: ${figures.p50Target.met ? 'met' : 'MISSED'} (SDK HTTP alone: a trivial tool, no hintbox, no sandbox)`,
-    '',
-    `${'SERVERS'.padEnd(10)}${'SERVE RSS MB'.padEnd(16)}${'READY MS'.padEnd(12)}${'VERIFIED MS'.padEnd(14)}TARGET`,
-    ...figures.memory.map(
-      (m) =>
-        `${String(m.servers).padEnd(10)}${m.rssMb.toFixed(0).padEnd(16)}${m.readyMs.toFixed(0).padEnd(12)}${m.verifiedMs.toFixed(0).padEnd(14)}${[
-          m.target,
-          m.readyTarget,
-        ]
-          .flatMap((t) => (t ? [`${t.text}: ${t.met ? 'met' : 'MISSED'}`] : []))
-          .join('; ')}`,
-    ),
-  ];
-  return lines.join('\n');
-}
-
-interface Sample {
-  p50: number;
-  p99: number;
-  perSecond: number;
-}
-
-/** `clients` SDK clients at once, each calling in turn; the calls are split over them. */
-async function overHttp(url: string, clients: number, options: ServeBenchOptions, at = '/mcp/fs-1'): Promise<Sample> {
+/** `clients` SDK clients at once over streamable HTTP, each calling in turn; the calls are split over them. */
+async function overSdkHttp(
+  url: string,
+  clients: number,
+  serverPid: number,
+  options: ServeBenchOptions,
+  token?: string,
+): Promise<Sample> {
+  const requestInit = token ? { headers: { Authorization: `Bearer ${token}` } } : undefined;
   const connected = await Promise.all(
     Array.from({ length: clients }, async () => {
       const client = new Client({ name: 'hintbox-bench', version: '1.0.0' });
-      await client.connect(new StreamableHTTPClientTransport(new URL(`${url}${at}`)));
+      await client.connect(new StreamableHTTPClientTransport(new URL(url), requestInit ? { requestInit } : {}));
       return client;
     }),
   );
   try {
-    return await timedCalls(connected, options);
+    return await timedCalls(
+      connected.map((client) => () => client.callTool(READ)),
+      serverPid,
+      options,
+    );
   } finally {
     await Promise.all(
       connected.map(async (client) => {
@@ -175,6 +200,21 @@ async function overHttp(url: string, clients: number, options: ServeBenchOptions
         await client.close();
       }),
     );
+  }
+}
+
+/** One lean `node:http` client (one kept-alive socket) over streamable HTTP. */
+async function overLeanHttp(
+  url: string,
+  serverPid: number,
+  options: ServeBenchOptions,
+  token: string,
+): Promise<Sample> {
+  const client = await LeanHttpClient.connect(url, token);
+  try {
+    return await timedCalls([() => client.callTool(READ.name, READ.arguments)], serverPid, options);
+  } finally {
+    await client.close();
   }
 }
 
@@ -189,32 +229,52 @@ async function overStdio(options: ServeBenchOptions): Promise<Sample> {
   const client = new Client({ name: 'hintbox-bench', version: '1.0.0' });
   await client.connect(transport);
   try {
-    return await timedCalls([client], options);
+    return await timedCalls([() => client.callTool(READ)], transport.pid ?? -1, options);
   } finally {
     await client.close();
     rmSync(folder, { recursive: true, force: true });
   }
 }
 
-async function timedCalls(clients: Client[], options: ServeBenchOptions): Promise<Sample> {
-  const call = (client: Client) =>
-    client.callTool({ name: 'read_text_file', arguments: { path: '/workspace/file.txt' } });
-  for (const client of clients) for (let i = 0; i < Math.ceil(options.warmup / clients.length); i++) await call(client);
+/** The result must be the file's text, not an error. */
+function checked(result: unknown): void {
+  const { isError, content } = (result ?? {}) as { isError?: boolean; content?: { text?: unknown }[] };
+  if (isError || content?.[0]?.text !== FILE_TEXT)
+    throw new Error(`read_text_file did not answer the file's text: ${JSON.stringify(result).slice(0, 300)}`);
+}
+
+/** CPU time (user + system) of a process so far, µs (/proc's 10 ms ticks). */
+function cpuUs(pid: number): number {
+  const { fields } = procStat(pid);
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+async function timedCalls(calls: Call[], serverPid: number, options: ServeBenchOptions): Promise<Sample> {
+  for (const call of calls) for (let i = 0; i < Math.ceil(options.warmup / calls.length); i++) checked(await call());
   const samples: number[] = [];
-  const each = Math.ceil(options.calls / clients.length);
+  const each = Math.ceil(options.calls / calls.length);
+  const server0 = cpuUs(serverPid);
+  const client0 = process.cpuUsage();
   const t0 = performance.now();
   await Promise.all(
-    clients.map(async (client) => {
+    calls.map(async (call) => {
       for (let i = 0; i < each; i++) {
         const start = performance.now();
-        const result = (await call(client)) as { isError?: boolean };
-        if (result.isError) throw new Error(`read_text_file failed under serve: ${JSON.stringify(result)}`);
+        const result = await call();
         samples.push(performance.now() - start);
+        checked(result);
       }
     }),
   );
   const seconds = (performance.now() - t0) / 1000;
-  return { p50: percentile(samples, 50), p99: percentile(samples, 99), perSecond: samples.length / seconds };
+  const client = process.cpuUsage(client0);
+  return {
+    p50: percentile(samples, 50),
+    p99: percentile(samples, 99),
+    perSecond: samples.length / seconds,
+    serverCpuUs: (cpuUs(serverPid) - server0) / samples.length,
+    clientCpuUs: (client.user + client.system) / samples.length,
+  };
 }
 
 /**
@@ -234,7 +294,7 @@ async function measureMemory(options: ServeBenchOptions, servers: number): Promi
     for (let n = 1; n <= servers; n++) {
       const client = new Client({ name: 'hintbox-bench', version: '1.0.0' });
       await client.connect(new StreamableHTTPClientTransport(new URL(`${serving.url}/mcp/fs-${n}`)));
-      await client.callTool({ name: 'read_text_file', arguments: { path: '/workspace/file.txt' } });
+      checked(await client.callTool(READ));
       await (client.transport as StreamableHTTPClientTransport).terminateSession().catch(() => undefined);
       await client.close();
     }
@@ -253,99 +313,4 @@ async function measureMemory(options: ServeBenchOptions, servers: number): Promi
     await serving.stop();
     rmSync(folder, { recursive: true, force: true });
   }
-}
-
-/** `hintbox approve --all` of fs-1 (not timed), its lock file copied for the others (the same tools). */
-function approveEach(options: ServeBenchOptions, folder: string, servers: number): void {
-  execFileSync(options.hintboxBin, ['approve', path.join(folder, 'fs-1.yaml'), '--all', '--yes'], {
-    env: { ...process.env, ...options.env },
-    stdio: 'ignore',
-  });
-  const lock = JSON.parse(readFileSync(path.join(folder, 'fs-1.lock.json'), 'utf8')) as { server: string };
-  for (let n = 2; n <= servers; n++) {
-    writeFileSync(path.join(folder, `fs-${n}.lock.json`), JSON.stringify({ ...lock, server: `fs-${n}` }, null, 2));
-  }
-}
-
-/** Until /readyz names every server `ready` (verified against its lock file), within 300 s. */
-async function allVerified(url: string): Promise<void> {
-  const deadline = Date.now() + 300_000;
-  for (;;) {
-    const answer = await fetch(`${url}/readyz`).catch(() => undefined);
-    const body = (await answer?.json().catch(() => undefined)) as { servers?: Record<string, string> } | undefined;
-    const states = Object.values(body?.servers ?? {});
-    if (states.length > 0 && states.every((s) => s === 'ready')) return;
-    if (Date.now() > deadline) throw new Error(`not every server was verified within 300 s: ${JSON.stringify(body)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-/**
- * A folder of `n` copies of the profile (fs-1 … fs-n). `readOnly`: the mount read-only, so each
- * server needs one sandbox (the memory figure is serve's own, not the engine's).
- */
-function profilesFolder(profileText: string, n: number, readOnly = false): string {
-  const folder = mkdtempSync(path.join(os.tmpdir(), 'hintbox-bench-serve-'));
-  const profile = parse(profileText) as { name: string; mounts?: { mode?: string }[] };
-  for (let i = 1; i <= n; i++) {
-    const copy = { ...profile, name: `fs-${i}` };
-    if (readOnly) copy.mounts = (profile.mounts ?? []).map((m) => ({ ...m, mode: 'ro' }));
-    writeFileSync(path.join(folder, `fs-${i}.yaml`), stringify(copy));
-  }
-  return folder;
-}
-
-async function startServe(options: ServeBenchOptions, folder: string): Promise<Serving> {
-  const child = spawn(options.hintboxBin, ['serve', folder, '--port', '0'], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', ...options.env, HINTBOX_LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const stop = async (): Promise<void> => {
-    if (child.exitCode === null) child.kill('SIGTERM');
-    await exited;
-  };
-  const deadline = Date.now() + 300_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`hintbox serve exited ${child.exitCode}:\n${stderr}`);
-    const url = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1];
-    if (url && (await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200) return { child, url, stop };
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`hintbox serve was not ready within 300 s:\n${stderr}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-function residentMb(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? NaN);
-  return kb / 1024;
-}
-
-/** The transport baseline (`http-echo-server.ts`) in a process of its own. */
-async function startBareHttp(): Promise<{ url: string; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'http-echo-server.ts')], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const url = await new Promise<string>((resolve, reject) => {
-    let text = '';
-    child.stderr?.on('data', (chunk: Buffer) => {
-      text += chunk.toString('utf8');
-      const found = /listening on (\S+)/.exec(text)?.[1];
-      if (found) resolve(found);
-    });
-    child.once('exit', (code) => reject(new Error(`the HTTP baseline exited ${code}: ${text}`)));
-  });
-  return {
-    url,
-    stop: async () => {
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
 }

@@ -160,8 +160,9 @@ export class McpHttpServer {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (!this.siteGate.admit(req, res)) return;
     // A request target that is no URL (`http://[…`) is the client's error: answered, not logged.
-    if (!URL.canParse(req.url ?? '/', 'http://hintbox')) return reply(res, 400, { error: 'bad request target' });
-    const url = new URL(req.url ?? '/', 'http://hintbox');
+    // Parsed once (URL.canParse and then new URL parsed each request's target twice).
+    const url = parsedTarget(req.url);
+    if (!url) return reply(res, 400, { error: 'bad request target' });
     if (url.pathname === '/healthz') return reply(res, 200, { ok: true });
     if (url.pathname === '/readyz') {
       const verified = verifiedParameter(url.searchParams);
@@ -381,5 +382,14 @@ export class McpHttpServer {
     const challenge = this.options.auth?.challenge(denial, server);
     const headers: Record<string, string> = challenge ? { 'WWW-Authenticate': challenge } : {};
     reply(res, denial.status, jsonRpcError(denial.status === 401 ? 'unauthorized' : 'forbidden'), headers);
+  }
+}
+
+/** A request's target as a URL, or undefined when it is none. */
+function parsedTarget(target: string | undefined): URL | undefined {
+  try {
+    return new URL(target ?? '/', 'http://hintbox');
+  } catch {
+    return undefined;
   }
 }

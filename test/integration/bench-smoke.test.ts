@@ -49,7 +49,10 @@ integrationSuite('the benchmark, smoke run', { timeout: 300_000, images: [ensure
       freshApprove: { median: number; spread: number };
       serve?: {
         calls: { clients: number; p50Ms: { median: number }; callsPerSecond: { median: number } }[];
+        lean: { p50Ms: { median: number }; callsPerSecond: { median: number } };
         run: { p50Ms: { median: number } };
+        p50Ratio: number;
+        sdkP50Ratio: number;
         bareHttp: { p50Ms: { median: number } };
         memory: { servers: number; rssMb: number }[];
       };
@@ -113,6 +116,9 @@ integrationSuite('the benchmark, smoke run', { timeout: 300_000, images: [ensure
     );
     for (const c of report.serve?.calls ?? []) assert.ok(c.p50Ms.median > 0 && c.callsPerSecond.median > 0);
     assert.ok((report.serve?.run.p50Ms.median ?? 0) > 0);
+    // serve's own cost, with the lean node:http client (it checks each answer is the file's text).
+    assert.ok((report.serve?.lean.p50Ms.median ?? 0) > 0 && (report.serve?.lean.callsPerSecond.median ?? 0) > 0);
+    assert.ok(Number.isFinite(report.serve?.p50Ratio) && Number.isFinite(report.serve?.sdkP50Ratio));
     assert.ok((report.serve?.bareHttp.p50Ms.median ?? 0) > 0, "the SDK's HTTP alone, measured beside");
     assert.deepEqual(
       report.serve?.memory.map((m) => m.servers),

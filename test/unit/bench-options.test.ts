@@ -18,13 +18,23 @@ describe('the bench flags', () => {
       concurrency: [1, 8, 32],
       serve: true,
       serveScale: [1, 5, 20],
+      steady: true,
     });
   });
 
   it('--help and -h ask for the help text, which names every flag', () => {
     assert.equal(parseBenchOptions(['--help']), 'help');
     assert.equal(parseBenchOptions(['-h']), 'help');
-    for (const flag of ['--json', '--rounds', '--calls', '--warmup', '--concurrency', '--scale', '--holding'])
+    for (const flag of [
+      '--json',
+      '--rounds',
+      '--calls',
+      '--warmup',
+      '--concurrency',
+      '--scale',
+      '--holding',
+      '--steady',
+    ])
       assert.match(BENCH_HELP, new RegExp(`${flag}\\b`));
   });
 
@@ -35,6 +45,7 @@ describe('the bench flags', () => {
       [['--rounds', '0'], /^--rounds: expected a whole number ≥ 1, got '0'$/],
       [['--scale', '1,x'], /^--scale: expected whole numbers ≥ 1 separated by commas, got '1,x'$/],
       [['--serve', 'maybe'], /^--serve: expected yes or no, got 'maybe'$/],
+      [['--steady', 'nope'], /^--steady: expected yes or no, got 'nope'$/],
     ];
     for (const [args, message] of cases) {
       assert.throws(
@@ -52,5 +63,9 @@ describe('the bench flags', () => {
     assert.deepEqual(options.scale, [1, 5]);
     assert.equal(options.serve, false);
     assert.equal(options.auditRecords, 0);
+    const serveAlone = parseBenchOptions(['--steady', 'no', '--holding', 'no']);
+    assert.ok(serveAlone !== 'help');
+    assert.equal(serveAlone.steady, false);
+    assert.equal(serveAlone.serve, true);
   });
 });

@@ -164,7 +164,7 @@ describe('serve: every request of a kept-alive connection is checked', () => {
     }
   });
 
-  it('refuses a body over the limit (413) and one cut short, and runs nothing', async () => {
+  it('refuses a body over the limit (413), one cut short and a target that is no URL, and runs nothing', async () => {
     const { server, port, ran } = await serveAlpha();
     try {
       const raw = (head: string, body: string | Buffer, end: boolean): Promise<string> =>
@@ -189,6 +189,13 @@ describe('serve: every request of a kept-alive connection is checked', () => {
       await raw(head(200), JSON.stringify(callOf(1)).slice(0, 30), false);
       const notJson = await raw(head(5), 'nope!', false);
       assert.match(notJson, /^HTTP\/1\.1 400/);
+      // A request target that is no URL: 400, parsed once (src/serve/mcp-http-server.ts, parsedTarget).
+      const noUrl = await raw(
+        `GET http://[ HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`,
+        '',
+        true,
+      );
+      assert.match(noUrl, /^HTTP\/1\.1 400[^]*bad request target/);
       assert.deepEqual(ran, []);
       assert.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
     } finally {
