@@ -176,15 +176,19 @@ async function measure(
 /** A bare Node with the bin's flags and one arena, idle: the floor under any Node program. */
 async function floor(scratch: string): Promise<Reading> {
   const out = path.join(scratch, 'probe-floor.json');
-  const child = spawn('node', ['--max-semi-space-size=1', '--optimize-for-size', '-e', 'setInterval(() => {}, 1000)'], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      MALLOC_ARENA_MAX: '1',
-      NODE_OPTIONS: `--import=${HOOK}`,
-      HINTBOX_MEMORY_PROBE_OUT: out,
+  const child = spawn(
+    'node',
+    ['--max-semi-space-size=1', '--optimize-for-size', '--bytecode-old-age=1', '-e', 'setInterval(() => {}, 1000)'],
+    {
+      env: {
+        PATH: process.env.PATH ?? '',
+        MALLOC_ARENA_MAX: '1',
+        NODE_OPTIONS: `--import=${HOOK}`,
+        HINTBOX_MEMORY_PROBE_OUT: out,
+      },
+      stdio: 'ignore',
     },
-    stdio: 'ignore',
-  });
+  );
   try {
     await new Promise((r) => setTimeout(r, 1500));
     return await read(child.pid ?? -1, out);
