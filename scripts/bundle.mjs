@@ -14,7 +14,10 @@
 // other than English (a fifth of the bundle; hintbox never switches zod's locale), and what
 // @kubernetes/client-node's KubeConfig imports for its generated API clients (makeApiClient)
 // and fetch options: the Kubernetes engine uses only its credentials and the attach (a
-// megabyte less to compile at every start).
+// megabyte less to compile at every start). ajv (the SDK's schema validator) is evaluated only when
+// a first schema is validated, and Node's https, tls and tty only when used (see the plugin). The
+// bin's node flags and malloc settings are its shebang, kept from src/cli/main.ts (their reasons
+// are there; measured in docs/benchmarks.md).
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { build } from 'esbuild';
