@@ -178,14 +178,7 @@ async function floor(scratch: string): Promise<Reading> {
   const out = path.join(scratch, 'probe-floor.json');
   const child = spawn(
     'node',
-    [
-      '--max-semi-space-size=1',
-      '--optimize-for-size',
-      '--bytecode-old-age=1',
-      '--no-sparkplug',
-      '-e',
-      'setInterval(() => {}, 1000)',
-    ],
+    ['--max-semi-space-size=1', '--optimize-for-size', '--bytecode-old-age=1', '-e', 'setInterval(() => {}, 1000)'],
     {
       env: {
         PATH: process.env.PATH ?? '',

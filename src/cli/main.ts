@@ -1,13 +1,9 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=1 MALLOC_MMAP_THRESHOLD_=131072 MALLOC_TRIM_THRESHOLD_=131072 node --max-semi-space-size=1 --optimize-for-size --bytecode-old-age=1 --no-sparkplug
+#!/usr/bin/env -S MALLOC_ARENA_MAX=1 MALLOC_MMAP_THRESHOLD_=131072 MALLOC_TRIM_THRESHOLD_=131072 node --max-semi-space-size=1 --optimize-for-size --bytecode-old-age=1
 // A 1 MB young generation and V8's optimize-for-size mode keep hintbox's resident memory low (docs/benchmarks.md).
 // So does `--bytecode-old-age=1`: a function's bytecode not run through one full collection is
 // dropped (V8's default waits five; a function run again is compiled again), so the start's code
 // (profile, zod schemas, the engine's setup), ~0.6 MB of bytecode the calls never run, goes
-// after the first busy seconds; no CPU per call was measured for it (issue 34). So does
-// `--no-sparkplug`: no baseline (Sparkplug) code between the interpreter and the optimising
-// compiler, ~1 MB of code space and 1.3-1.8 MB resident after the bench's load; the calls' hot
-// path is optimised either way, and hintbox's CPU per call at 32 in flight was lower without it
-// in both interleaved runs (114 vs 148 and 82 vs 152 us, a loaded machine). And so does one
+// after the first busy seconds; no CPU per call was measured for it (issue 34). And so does one
 // malloc arena (glibc): without it each of Node's threads (V8's compiler and GC
 // workers) keeps freed memory in an arena of its own. A fixed mmap threshold of 128 KB gives the
 // big blocks of V8's compilers back to the system when freed (glibc's threshold otherwise grows
