@@ -80,6 +80,8 @@ interface ProbeStats {
   code: { code_and_metadata_size: number; bytecode_and_metadata_size: number; external_script_source_size: number };
   /** V8's heap in use after a full collection (`--live`). */
   liveHeap?: number;
+  /** process.moduleLoadList: Node's own modules and bindings loaded so far. */
+  builtins?: string[];
 }
 
 interface RoundFigures {
@@ -174,15 +176,19 @@ async function measure(
 /** A bare Node with the bin's flags and one arena, idle: the floor under any Node program. */
 async function floor(scratch: string): Promise<Reading> {
   const out = path.join(scratch, 'probe-floor.json');
-  const child = spawn('node', ['--max-semi-space-size=1', '--optimize-for-size', '-e', 'setInterval(() => {}, 1000)'], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      MALLOC_ARENA_MAX: '1',
-      NODE_OPTIONS: `--import=${HOOK}`,
-      HINTBOX_MEMORY_PROBE_OUT: out,
+  const child = spawn(
+    'node',
+    ['--max-semi-space-size=1', '--optimize-for-size', '--bytecode-old-age=1', '-e', 'setInterval(() => {}, 1000)'],
+    {
+      env: {
+        PATH: process.env.PATH ?? '',
+        MALLOC_ARENA_MAX: '1',
+        NODE_OPTIONS: `--import=${HOOK}`,
+        HINTBOX_MEMORY_PROBE_OUT: out,
+      },
+      stdio: 'ignore',
     },
-    stdio: 'ignore',
-  });
+  );
   try {
     await new Promise((r) => setTimeout(r, 1500));
     return await read(child.pid ?? -1, out);
@@ -226,6 +232,22 @@ function table(title: string, columns: string[], readings: Reading[][]): string 
     lines.push(`${name.padEnd(56)}${cells.map((c) => c.toFixed(2).padStart(12)).join('')}`);
   });
   return lines.join('\n');
+}
+
+/** How many of Node's own modules each variant had loaded, and those that differ from the first variant's. */
+function builtinsLoaded(names: string[], lists: string[][]): string[] {
+  const modules = lists.map((l) => new Set(l.filter((m) => m.startsWith('NativeModule '))));
+  const first = modules[0] ?? new Set<string>();
+  const strip = (m: string) => m.slice('NativeModule '.length);
+  return [
+    `${"Node's own modules loaded".padEnd(56)}${modules.map((m) => String(m.size).padStart(12)).join('')}`,
+    ...names.slice(1).map((name, i) => {
+      const m = modules[i + 1] ?? new Set<string>();
+      const gone = [...first].filter((x) => !m.has(x)).map(strip);
+      const added = [...m].filter((x) => !first.has(x)).map(strip);
+      return `  ${name} against ${names[0]}: without ${gone.join(', ') || '-'}; with ${added.join(', ') || '-'}`;
+    }),
+  ];
 }
 
 async function main(): Promise<void> {
@@ -306,6 +328,10 @@ async function main(): Promise<void> {
               .padStart(12),
           )
           .join('')}`,
+        ...builtinsLoaded(
+          names,
+          all.map((rs) => rs.at(-1)?.loaded.v8.builtins ?? []),
+        ),
         ...[1, 8, 32].map(
           (n) =>
             `${`throughput, ${n} in flight (calls/s)`.padEnd(56)}${all

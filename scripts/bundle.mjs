@@ -14,7 +14,10 @@
 // other than English (a fifth of the bundle; hintbox never switches zod's locale), and what
 // @kubernetes/client-node's KubeConfig imports for its generated API clients (makeApiClient)
 // and fetch options: the Kubernetes engine uses only its credentials and the attach (a
-// megabyte less to compile at every start).
+// megabyte less to compile at every start). ajv (the SDK's schema validator) is evaluated only when
+// a first schema is validated, and Node's https, tls and tty only when used (see the plugin). The
+// bin's node flags and malloc settings are its shebang, kept from src/cli/main.ts (their reasons
+// are there; measured in docs/benchmarks.md).
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { build } from 'esbuild';
@@ -49,6 +52,67 @@ const unused = {
       contents: `export { default as en } from ${JSON.stringify(path.join(path.dirname(args.path), 'en.js'))};`,
       loader: 'js',
       resolveDir: path.dirname(args.path),
+    }));
+    // The SDK's Client and Server each build an Ajv instance with its formats when constructed
+    // (`new AjvJsonSchemaValidator()`), whether or not a schema is ever validated: ajv's modules
+    // evaluated, two instances and their format tables, at every start of `hintbox run`, which
+    // validates nothing on its hot path (it relays calls; the SDK's Server validates an
+    // elicitation's answer against its requested schema, the Client a tool's structured output
+    // after listTools). The SDK's imports of its ajv provider get this class instead: the same
+    // constructor and getValidator, and the real provider (an ES module, so bundled behind a
+    // lazy init) is evaluated and its Ajv built on the first getValidator, with the Ajv the
+    // caller passed, if any. What is validated, and how, is unchanged.
+    b.onResolve({ filter: /\/validation\/ajv-provider\.js$/ }, (args) =>
+      args.namespace !== 'hintbox-lazy-ajv' && args.importer.includes('/@modelcontextprotocol/sdk/')
+        ? { path: path.join(path.dirname(args.importer), args.path), namespace: 'hintbox-lazy-ajv' }
+        : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'hintbox-lazy-ajv' }, (args) => ({
+      contents: `export class AjvJsonSchemaValidator {
+  constructor(ajv) { this._ajv = ajv; this._real = undefined; }
+  getValidator(schema) {
+    if (this._real === undefined) {
+      const { AjvJsonSchemaValidator: Real } = require(${JSON.stringify(args.path)});
+      this._real = new Real(this._ajv);
+    }
+    return this._real.getValidator(schema);
+  }
+}`,
+      loader: 'js',
+      resolveDir: path.dirname(args.path),
+    }));
+    // Node built-ins that `hintbox run` would load only for docker-modem and debug, made lazy
+    // (each is a few hundred KB resident once loaded): docker-modem's https (and with it tls),
+    // used only for a tcp:// DOCKER_HOST with TLS — the module object is the prototype of its
+    // https wrapper, and only `.request` of it is called, so a proxy that loads https at the
+    // first look-up stands in; and the tty of debug and of supports-color (which debug loads),
+    // used only for `tty.isatty(1 or 2)` when they load and when a debug logger is made
+    // (docker-modem makes one at load): for stdout and stderr that is what
+    // `process.stdout.isTTY` / `process.stderr.isTTY` say (Node makes them tty.WriteStreams by
+    // the same libuv handle test as isatty), read without loading tty; any other fd asks tty.
+    b.onResolve({ filter: /^https$/ }, (args) =>
+      args.importer.endsWith('/docker-modem/lib/http.js')
+        ? { path: 'https', namespace: 'hintbox-lazy-builtin' }
+        : undefined,
+    );
+    b.onResolve({ filter: /^tty$/ }, (args) =>
+      args.importer.endsWith('/debug/src/node.js') || args.importer.endsWith('/supports-color/index.js')
+        ? { path: 'tty', namespace: 'hintbox-lazy-builtin' }
+        : undefined,
+    );
+    b.onLoad({ filter: /^https$/, namespace: 'hintbox-lazy-builtin' }, () => ({
+      contents: `let real;
+const load = () => (real ??= require('node:https'));
+module.exports = new Proxy({}, {
+  get: (_, key) => Reflect.get(load(), key),
+  has: (_, key) => Reflect.has(load(), key),
+});`,
+      loader: 'js',
+    }));
+    b.onLoad({ filter: /^tty$/, namespace: 'hintbox-lazy-builtin' }, () => ({
+      contents: `exports.isatty = (fd) =>
+  fd === 1 ? process.stdout.isTTY === true : fd === 2 ? process.stderr.isTTY === true : require('node:tty').isatty(fd);`,
+      loader: 'js',
     }));
     b.onLoad({ filter: /.*/, namespace: 'hintbox-unused' }, (args) => ({
       contents: `module.exports = function () { throw new Error(${JSON.stringify(

@@ -1,6 +1,10 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=1 MALLOC_MMAP_THRESHOLD_=131072 MALLOC_TRIM_THRESHOLD_=131072 node --max-semi-space-size=1 --optimize-for-size
-// A 1 MB young generation and V8's optimize-for-size mode keep hintbox's resident memory low (docs/benchmarks.md),
-// and so does one malloc arena (glibc): without it each of Node's threads (V8's compiler and GC
+#!/usr/bin/env -S MALLOC_ARENA_MAX=1 MALLOC_MMAP_THRESHOLD_=131072 MALLOC_TRIM_THRESHOLD_=131072 node --max-semi-space-size=1 --optimize-for-size --bytecode-old-age=1
+// A 1 MB young generation and V8's optimize-for-size mode keep hintbox's resident memory low (docs/benchmarks.md).
+// So does `--bytecode-old-age=1`: a function's bytecode not run through one full collection is
+// dropped (V8's default waits five; a function run again is compiled again), so the start's code
+// (profile, zod schemas, the engine's setup), ~0.6 MB of bytecode the calls never run, goes
+// after the first busy seconds; no CPU per call was measured for it (issue 34). And so does one
+// malloc arena (glibc): without it each of Node's threads (V8's compiler and GC
 // workers) keeps freed memory in an arena of its own. A fixed mmap threshold of 128 KB gives the
 // big blocks of V8's compilers back to the system when freed (glibc's threshold otherwise grows
 // past them and they stay in the arena: ~2 MB), at a few system calls per thousand calls.

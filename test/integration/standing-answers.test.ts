@@ -157,5 +157,21 @@ integrationSuite(
       }
       assert.equal(existsSync(path.join(workspace, 'notes', 'changed.txt')), false, 'no call of the changed tool ran');
     });
+
+    // The SDK's Server checks an accepted form's content against the form's schema (ajv, which
+    // the bundle evaluates only when the first schema is validated: scripts/bundle.mjs): an
+    // answer of the wrong type is refused there, before hintbox's own "approve ticked" check.
+    it('refuses a form answer whose content does not match the form schema (the SDK validates it, in the bundle too)', async () => {
+      const { file } = untrustedLiar();
+      assert.equal((await hintboxCommand(['approve', file, '--all', '--yes'])).code, 0);
+      await using hintbox = await runHintbox(file, {
+        onElicit: () => ({ action: 'accept', content: { approve: 'yes' } }),
+      });
+      const refused = await hintbox.client.callTool({ name: 'identity', arguments: {} });
+      assert.equal(refused.isError, true);
+      assert.equal(hintbox.asked.length, 1);
+      assert.doesNotMatch(text(refused), /submitted without/, 'refused by the schema, not read by hintbox as unticked');
+      assert.match(hintbox.stderr(), /Elicitation response content does not match requested schema/);
+    });
   },
 );
