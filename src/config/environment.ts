@@ -187,7 +187,9 @@ export function readEnvironment(variables: Variables): { environment: HintboxEnv
   }
 
   const freezerText = get('HINTBOX_FREEZER') ?? 'auto';
-  const freezer = (FREEZER_CHOICES as readonly string[]).includes(freezerText) ? (freezerText as FreezerChoice) : 'auto';
+  const freezer = (FREEZER_CHOICES as readonly string[]).includes(freezerText)
+    ? (freezerText as FreezerChoice)
+    : 'auto';
   if (freezer !== freezerText) {
     problems.push(`HINTBOX_FREEZER: expected auto or gate, got ${JSON.stringify(freezerText)}`);
   }

@@ -182,7 +182,9 @@ export function openCgroupFreezer(
     // Read-write here, as hintbox's user: a read-only cgroup mount (hintbox in a container) or another owner is refused.
     accessSync(control, constants.R_OK | constants.W_OK);
   } catch (error) {
-    return { problem: `cannot write ${control} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})` };
+    return {
+      problem: `cannot write ${control} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+    };
   }
   return new CgroupFreezer(found);
 }

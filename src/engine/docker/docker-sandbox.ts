@@ -148,7 +148,11 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
               }),
             thaw: () => gateControl.thaw(),
           }
-        : { name: `the cgroup freezer (v${chosen.cgroup.version})`, freeze: () => chosen.freeze(), thaw: () => chosen.thaw() };
+        : {
+            name: `the cgroup freezer (v${chosen.cgroup.version})`,
+            freeze: () => chosen.freeze(),
+            thaw: () => chosen.thaw(),
+          };
     log.debug(
       `sandbox ${id}: frozen between calls by ${freezer.name}${'problem' in chosen ? ` (no cgroup freezer: ${chosen.problem})` : ` at ${chosen.cgroup.dir}`}`,
     );
