@@ -28,6 +28,7 @@ import { outcomeOf, runHintbox, sandboxFolder, writeProfile } from './support/hi
  * only about this test's dead hintbox (the engine is shared with other runs).
  */
 integrationSuite('a frozen sandbox whose hintbox was killed', { timeout: 120_000, images: [ensureWakerImage] }, () => {
+  // proves: HELD-FROZEN-KILLED
   it('stays frozen and writes nothing after hintbox is killed, and the sweep removes it', async (t) => {
     if (process.env.HINTBOX_FREEZER === 'gate') return t.skip('HINTBOX_FREEZER=gate: no cgroup freezer');
     const workspace = sandboxFolder();
