@@ -1,6 +1,6 @@
 import { accessSync, constants, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { delay } from '../util/delay.js';
+import { setTimeout as delay } from 'node:timers/promises';
 
 /**
  * A sandbox frozen by the kernel's cgroup freezer, written by hintbox itself. A task of a frozen
