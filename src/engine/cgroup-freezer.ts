@@ -1,4 +1,4 @@
-import { accessSync, constants, readFileSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 
@@ -29,6 +29,8 @@ export interface FreezerCgroup {
   version: 1 | 2;
   /** The container's cgroup folder (absolute, on the host). */
   dir: string;
+  /** Where the hierarchy is mounted (absolute, on the host). */
+  mount?: string;
 }
 
 /**
@@ -70,7 +72,7 @@ export function findFreezerCgroup(
   // A mount of a part of the hierarchy (a cgroup namespace): the path must lie below its root.
   const relative = root === '/' ? own : own.startsWith(`${root}/`) ? own.slice(root.length) : undefined;
   if (relative === undefined) return { problem: `its cgroup ${own} is outside the mounted hierarchy ${root}` };
-  return { version, dir: path.join(unescapeMount(point), relative) };
+  return { version, dir: path.join(unescapeMount(point), relative), mount: unescapeMount(point) };
 }
 
 /** mountinfo escapes space, tab, newline and backslash as octal. */
@@ -89,6 +91,28 @@ export class CgroupFreezeError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'CgroupFreezeError';
+  }
+}
+
+/**
+ * An empty cgroup v1 freezer group, beside the engine's, that hintbox keeps frozen: the kernel
+ * switches its freezer's static key on when the first cgroup freezes and off when the last thaws,
+ * and that switch patches the kernel's text on every CPU (milliseconds under load). With one
+ * group always frozen the key stays on, and a sandbox's freeze or thaw is a plain write (measured:
+ * THAWED p50 7.4 -> 0.01 ms). Empty, it holds no task; it is shared by every hintbox of the host
+ * and left in place.
+ */
+export const KEEP_FROZEN_GROUP = 'hintbox-keep-frozen';
+
+/** Keeps {@link KEEP_FROZEN_GROUP} frozen at the root of the v1 freezer mount; a failure only costs speed. */
+function keepFreezerOn(cgroup: FreezerCgroup, mountPoint: string): void {
+  if (cgroup.version !== 1) return;
+  try {
+    const keep = path.join(mountPoint, KEEP_FROZEN_GROUP);
+    mkdirSync(keep, { recursive: true });
+    writeFileSync(path.join(keep, 'freezer.state'), 'FROZEN');
+  } catch {
+    // Not needed for a freeze to hold: only for it to be fast.
   }
 }
 
@@ -182,5 +206,6 @@ export function openCgroupFreezer(
       problem: `cannot write ${control} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
     };
   }
+  if (found.mount) keepFreezerOn(found, found.mount);
   return new CgroupFreezer(found);
 }

@@ -22,10 +22,12 @@ describe('findFreezerCgroup', () => {
     assert.deepEqual(findFreezerCgroup(DOCKER_V1, MOUNTINFO_V1, ID), {
       version: 1,
       dir: `/sys/fs/cgroup/freezer/docker/${ID}`,
+      mount: '/sys/fs/cgroup/freezer',
     });
     assert.deepEqual(findFreezerCgroup(`6:freezer:/libpod_parent/libpod-${ID}\n`, MOUNTINFO_V1, ID), {
       version: 1,
       dir: `/sys/fs/cgroup/freezer/libpod_parent/libpod-${ID}`,
+      mount: '/sys/fs/cgroup/freezer',
     });
   });
 
@@ -33,10 +35,12 @@ describe('findFreezerCgroup', () => {
     assert.deepEqual(findFreezerCgroup(`0::/machine.slice/libpod-${ID}.scope/container\n`, MOUNTINFO_V2, ID), {
       version: 2,
       dir: `/sys/fs/cgroup/machine.slice/libpod-${ID}.scope`,
+      mount: '/sys/fs/cgroup',
     });
     assert.deepEqual(findFreezerCgroup(`0::/system.slice/docker-${ID}.scope\n`, MOUNTINFO_V2, ID), {
       version: 2,
       dir: `/sys/fs/cgroup/system.slice/docker-${ID}.scope`,
+      mount: '/sys/fs/cgroup',
     });
   });
 
@@ -64,6 +68,7 @@ describe('findFreezerCgroup', () => {
     assert.deepEqual(findFreezerCgroup(`0::/kubepods/pod1/${ID}\n`, namespaced, ID), {
       version: 2,
       dir: `/sys/fs/cgroup/pod1/${ID}`,
+      mount: '/sys/fs/cgroup',
     });
   });
 });
