@@ -137,13 +137,15 @@ export class CgroupFreezer {
   async freeze(): Promise<void> {
     const deadline = Date.now() + this.limitMs;
     this.write(this.cgroup.version === 1 ? 'FROZEN' : '1');
-    for (let round = 0; ; round++) {
+    for (;;) {
       if (this.frozen()) return;
       if (Date.now() > deadline) {
         throw new CgroupFreezeError(`its cgroup ${this.cgroup.dir} was not frozen within ${this.limitMs} ms`);
       }
-      // A task on its way into the freezer (leaving a system call): let it, a little longer each round.
-      await (round < 3 ? new Promise<void>((resolve) => setImmediate(resolve)) : delay(Math.min(round, 20)));
+      // A task on its way into the freezer (leaving a system call): let it. Looked at again each
+      // turn of the event loop for the first 2 ms (a busy server's threads take about that), then every 1 ms.
+      const started = deadline - this.limitMs;
+      await (Date.now() - started < 2 ? new Promise<void>((resolve) => setImmediate(resolve)) : delay(1));
       // v1: a FREEZING cgroup is asked again (as runc does), so a task forked meanwhile is caught too.
       if (this.cgroup.version === 1) this.write('FROZEN');
     }
