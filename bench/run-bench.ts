@@ -101,6 +101,8 @@ async function main(): Promise<void> {
     WORKSPACE: workspace,
     HINTBOX_LOG_LEVEL: values.verbose ? 'debug' : 'warn',
     HINTBOX_STATE_DIR: state,
+    // `HINTBOX_FREEZER=gate npm run bench`: held writers frozen by their gate, not the cgroup freezer.
+    ...(process.env.HINTBOX_FREEZER ? { HINTBOX_FREEZER: process.env.HINTBOX_FREEZER } : {}),
   };
   // The sandbox user (10001 when hintbox runs as root) must be able to write the workspace.
   writeFileSync(path.join(workspace, 'file.txt'), 'benchmark\n');

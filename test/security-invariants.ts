@@ -749,17 +749,41 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
   {
     id: 'HELD-WOKEN',
     statement:
-      'A held sandbox that runs while frozen all the same (woken by a signal not from hintbox: a POSIX timer or F_SETSIG sending SIGCONT, which the kernel delivers with nothing of the sandbox running) is caught by its gate within one watch period (a pass over /proc every 10 ms against the freeze): killed whole, removed, said in the log, audited as a hint violation, and its server untrusted for the rest of the session.',
+      'A held sandbox frozen by the cgroup freezer (hintbox root on the host, Docker or rootful Podman) runs nothing while frozen, whatever wakes it (a POSIX timer or F_SETSIG sending SIGCONT, which the kernel delivers with nothing of the sandbox running): not one byte written, and it is not killed. One frozen by its gate (HINTBOX_FREEZER=gate, and wherever the cgroup freezer cannot be written) that runs all the same is caught by the gate within one watch period (a pass over /proc every 10 ms against the freeze): killed whole, removed, said in the log, audited as a hint violation, and its server untrusted for the rest of the session.',
     tests: [
       {
         file: 'integration/held-woken.test.ts',
         title:
-          'is killed within the watch period of its first wake; its writes stop, its sandbox is gone, hintbox says why',
+          'writes nothing while frozen by the cgroup freezer, over calls that re-arm it, and is not killed (nothing ran)',
+      },
+      {
+        file: 'integration/held-woken.test.ts',
+        title:
+          'frozen by its gate (HINTBOX_FREEZER=gate): is killed within the watch period of its first wake; its writes stop, its sandbox is gone, hintbox says why',
       },
       {
         file: 'unit/gate-control.test.ts',
         title:
           'takes B (the gate killed a sandbox that ran while frozen) as the end: every command fails, the listener hears it once',
+      },
+      {
+        file: 'unit/cgroup-freezer.test.ts',
+        title: 'refuses a cgroup that does not name the container: a reused pid, another PID namespace',
+      },
+      {
+        file: 'unit/cgroup-freezer.test.ts',
+        title: 'v2: writes 1 and fails when cgroup.events never says frozen 1 within the limit (a failed freeze)',
+      },
+    ],
+  },
+  {
+    id: 'HELD-FROZEN-KILLED',
+    statement:
+      'A sandbox frozen by the cgroup freezer whose hintbox is killed (SIGKILL) stays frozen, running nothing, until the sweep (every start, or hintbox sweep) removes it.',
+    tests: [
+      {
+        file: 'integration/held-frozen-crash.test.ts',
+        title: 'stays frozen and writes nothing after hintbox is killed, and the sweep removes it',
       },
     ],
   },

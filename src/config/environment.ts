@@ -38,6 +38,12 @@ export const ENVIRONMENT_VARIABLES: readonly EnvironmentVariable[] = [
       "on Kubernetes: an image the cluster can pull holding hintbox's gate at /usr/lib/hintbox/dist/hintbox-gate (hintbox's own image)",
     default: "hintbox's own Pod's image, when it runs in one",
   },
+  {
+    name: 'HINTBOX_FREEZER',
+    meaning:
+      "how held sandboxes are frozen between calls: auto (the kernel's cgroup freezer where hintbox can write it, else the sandbox's gate), or gate (always the gate: hintbox writes no cgroup file)",
+    default: 'auto',
+  },
   { name: 'HINTBOX_LOG_LEVEL', meaning: 'debug, info, warn or error (the log goes to stderr)', default: 'info' },
   {
     name: 'HINTBOX_LOG_FORMAT',
@@ -109,6 +115,8 @@ export interface HintboxEnvironment {
   engine: EngineKind;
   /** `HINTBOX_GATE_IMAGE`; undefined: hintbox's own Pod's image. */
   gateImage: string | undefined;
+  /** `HINTBOX_FREEZER`: `auto` freezes by the cgroup freezer where it can, `gate` always by the gate. Default `auto`. */
+  freezer: FreezerChoice;
   /** `HINTBOX_LOG_LEVEL`. Default `info`. */
   logLevel: LogLevel;
   /** `HINTBOX_LOG_FORMAT`. Default `text`. */
@@ -138,6 +146,10 @@ export interface HintboxEnvironment {
 /** The sandbox engines hintbox drives. */
 export const ENGINE_KINDS = ['docker', 'kubernetes'] as const;
 export type EngineKind = (typeof ENGINE_KINDS)[number];
+
+/** How held sandboxes are frozen (see HINTBOX_FREEZER). */
+export const FREEZER_CHOICES = ['auto', 'gate'] as const;
+export type FreezerChoice = (typeof FREEZER_CHOICES)[number];
 
 /** Variables by name, as `process.env` holds them. */
 export type Variables = Readonly<Record<string, string | undefined>>;
@@ -172,6 +184,14 @@ export function readEnvironment(variables: Variables): { environment: HintboxEnv
   const engine = (ENGINE_KINDS as readonly string[]).includes(engineText) ? (engineText as EngineKind) : 'docker';
   if (engine !== engineText) {
     problems.push(`HINTBOX_ENGINE: expected docker or kubernetes, got ${JSON.stringify(engineText)}`);
+  }
+
+  const freezerText = get('HINTBOX_FREEZER') ?? 'auto';
+  const freezer = (FREEZER_CHOICES as readonly string[]).includes(freezerText)
+    ? (freezerText as FreezerChoice)
+    : 'auto';
+  if (freezer !== freezerText) {
+    problems.push(`HINTBOX_FREEZER: expected auto or gate, got ${JSON.stringify(freezerText)}`);
   }
 
   const format = get('HINTBOX_LOG_FORMAT');
@@ -220,6 +240,7 @@ export function readEnvironment(variables: Variables): { environment: HintboxEnv
       dockerHost: get('DOCKER_HOST'),
       engine,
       gateImage: get('HINTBOX_GATE_IMAGE'),
+      freezer,
       logLevel,
       logFormat,
       stateDir,

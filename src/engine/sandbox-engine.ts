@@ -23,9 +23,10 @@ import type { SessionIdentity } from '../util/session-identity.js';
  *   the profile's limits (cpus, memory, pids);
  * - the server's stdio is hintbox's only channel to it, and **nothing of the image runs until
  *   `release`** (a held sandbox's server waits at hintbox's gate);
- * - `freeze` stops every process of the sandbox until `thaw` (the gate's stop, gate-control.ts,
- *   serves any engine whose sandboxes start with the gate), or fails (Kubernetes: no control
- *   channel), and the sandbox is then removed rather than left running between calls;
+ * - `freeze` stops every process of the sandbox until `thaw` (the kernel's cgroup freezer where
+ *   hintbox can write it, cgroup-freezer.ts; else the gate's stop, gate-control.ts, which serves
+ *   any engine whose sandboxes start with the gate), or fails, and the sandbox is then removed
+ *   rather than left running between calls;
  * - every sandbox is labelled with its session and owner, so that `sweepOrphans` finds those of
  *   a dead hintbox and `removeSession` a session's.
  */

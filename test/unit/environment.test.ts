@@ -15,6 +15,7 @@ describe('readEnvironment', () => {
       dockerHost: undefined,
       engine: 'docker',
       gateImage: undefined,
+      freezer: 'auto',
       logLevel: 'info',
       logFormat: 'text',
       stateDir: state,
@@ -28,6 +29,13 @@ describe('readEnvironment', () => {
       egressDns: [],
       inContainer: undefined,
     });
+  });
+
+  it('takes HINTBOX_FREEZER auto or gate, and refuses anything else in one line', () => {
+    assert.equal(readEnvironment({ HINTBOX_FREEZER: 'gate' }).environment.freezer, 'gate');
+    assert.deepEqual(readEnvironment({ HINTBOX_FREEZER: 'cgroup' }).problems, [
+      'HINTBOX_FREEZER: expected auto or gate, got "cgroup"',
+    ]);
   });
 
   it('finds the state folder in HINTBOX_STATE_DIR, else XDG_STATE_HOME, and the audit log in it unless HINTBOX_AUDIT_DIR', () => {

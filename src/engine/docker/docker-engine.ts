@@ -189,6 +189,7 @@ export class DockerEngine implements SandboxEngine {
       log: options.log,
       startTimeoutMs: options.startTimeoutMs,
       ...(spec.clientCapabilities ? { clientCapabilities: spec.clientCapabilities } : {}),
+      freezer: hintboxEnvironment().freezer,
     });
   }
 

@@ -7,6 +7,8 @@ import { NdjsonTransport } from '../../mcp/ndjson-transport.js';
 import type { GateMounts } from './container-spec.js';
 import { gateBinary, openGateSocket, releaseGate } from './gate.js';
 import { GateControl } from '../gate-control.js';
+import { openCgroupFreezer } from '../cgroup-freezer.js';
+import type { FreezerChoice } from '../../config/environment.js';
 import { assertNoVolumes } from '../image-volumes.js';
 import { delay } from '../../util/delay.js';
 import { SandboxStartError, type HeldSandbox, type StartedSandbox } from '../sandbox-engine.js';
@@ -32,6 +34,8 @@ export interface StartSandboxOptions {
   gateBinary?: string;
   /** What hintbox's client declares at `initialize`. Default none. */
   clientCapabilities?: ClientCapabilities;
+  /** `gate`: frozen by the gate even where the cgroup freezer could be written (HINTBOX_FREEZER). Default `auto`. */
+  freezer?: FreezerChoice;
 }
 
 /** After the container's output ended, the time its last lines take to reach the tail. */
@@ -107,6 +111,15 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
     collectStderr(stderr, tail, log, budget);
 
     await container.start();
+    // Which freezer, asked of the engine while the gate connects: its first process is known once started.
+    const started = container;
+    const cgroupFreezer =
+      options.freezer === 'gate'
+        ? Promise.resolve({ problem: 'HINTBOX_FREEZER=gate' })
+        : started.inspect().then(
+            (info) => openCgroupFreezer(info.State.Pid, info.Id),
+            (error: Error) => ({ problem: `inspect failed: ${error.message}` }),
+          );
     const connected = await waitFor(gate.connection, exited, startTimeoutMs).catch(async (error: Error) => {
       void gate.connection.then(
         (late) => (late.stdio.destroy(), late.control.destroy()),
@@ -121,6 +134,28 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
     });
     socket = connected.stdio;
     const gateControl = (control = new GateControl(connected.control));
+    const chosen = await cgroupFreezer;
+    const freezer =
+      'problem' in chosen
+        ? {
+            name: 'its gate',
+            // The gate stops the sandbox's processes; should it fail, the engine's pause holds
+            // them while the caller removes the sandbox (a failed freeze is fatal to it).
+            freeze: () =>
+              gateControl.freeze().catch(async (error: Error) => {
+                await setPaused(docker.getContainer(started.id), true, log).catch(() => undefined);
+                throw error;
+              }),
+            thaw: () => gateControl.thaw(),
+          }
+        : {
+            name: `the cgroup freezer (v${chosen.cgroup.version})`,
+            freeze: () => chosen.freeze(),
+            thaw: () => chosen.thaw(),
+          };
+    log.debug(
+      `sandbox ${id}: frozen between calls by ${freezer.name}${'problem' in chosen ? ` (no cgroup freezer: ${chosen.problem})` : ` at ${chosen.cgroup.dir}`}`,
+    );
     // Woken while frozen: the gate has killed every process and exits; the container goes too.
     const woken = new Promise<string>((resolve) =>
       gateControl.onWoken((error) => {
@@ -139,7 +174,6 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
       remove,
       release: async () => {
         try {
-          const engine = docker.getContainer(containerId);
           return await release(held, {
             id,
             containerId,
@@ -149,14 +183,8 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
             remove,
             stderrSays,
             exited,
-            // The gate stops the sandbox's processes; should it fail, the engine's pause holds
-            // them while the caller removes the sandbox (a failed freeze is fatal to it).
-            freeze: () =>
-              gateControl.freeze().catch(async (error: Error) => {
-                await setPaused(engine, true, log).catch(() => undefined);
-                throw error;
-              }),
-            thaw: () => gateControl.thaw(),
+            freeze: freezer.freeze,
+            thaw: freezer.thaw,
             woken,
           });
         } catch (error) {

@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import type Docker from 'dockerode';
 import { connectDocker, type DockerConnection } from '../../../src/engine/docker/docker-connection.js';
@@ -7,6 +8,7 @@ import { buildFromFolder, onTestEngine } from './engine-images.js';
 import { EGRESS_PROXY_IMAGE } from '../../../src/engine/squid-config.js';
 import { ensureEgressProxyImage } from '../../../src/engine/docker/egress-proxy.js';
 import { LABEL_CLASS, LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION } from '../../../src/engine/sandbox-labels.js';
+import { openCgroupFreezer } from '../../../src/engine/cgroup-freezer.js';
 import { isProcessAlive, makeIsOwnerAlive } from '../../../src/util/process-alive.js';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -40,9 +42,10 @@ export function docker(): Promise<DockerConnection> {
 }
 
 /**
- * Whether every process of a sandbox but its gate is stopped (state T, from the host's ps
- * through the engine: what the gate's freeze promises), false when one is not; undefined when
- * the container no longer runs.
+ * Whether every process of a sandbox but its gate is held: stopped (state T, from the host's ps
+ * through the engine: what the gate's freeze promises), or frozen by the kernel (its cgroup
+ * freezer says so, and ps shows none of them running); false when one is not; undefined when the
+ * container no longer runs.
  */
 export async function sandboxFrozen(container: Docker.Container): Promise<boolean | undefined> {
   type Top = { Titles?: string[]; Processes?: string[][] } | undefined;
@@ -53,7 +56,20 @@ export async function sandboxFrozen(container: Docker.Container): Promise<boolea
   const stat = Math.max(top.Titles.indexOf('STAT'), top.Titles.indexOf('STATE'));
   const args = top.Titles.indexOf('COMMAND');
   const others = top.Processes.filter((p) => !p[args]?.startsWith('/run/hintbox/gate'));
-  return others.length > 0 && others.every((p) => p[stat]?.startsWith('T') || p[stat]?.startsWith('Z'));
+  if (others.length === 0) return false;
+  if (others.every((p) => p[stat]?.startsWith('T') || p[stat]?.startsWith('Z'))) return true;
+  return (await cgroupFreezerState(container)) === 'frozen' && others.every((p) => !p[stat]?.startsWith('R'));
+}
+
+/** What the kernel's cgroup freezer says of a container (read from the host), or undefined when it has none here. */
+export async function cgroupFreezerState(container: Docker.Container): Promise<'frozen' | 'thawed' | undefined> {
+  const info = await container.inspect().catch(() => undefined);
+  if (!info?.State.Pid) return undefined;
+  const found = openCgroupFreezer(info.State.Pid, info.Id);
+  if ('problem' in found) return undefined;
+  const { version, dir } = found.cgroup;
+  const text = readFileSync(path.join(dir, version === 1 ? 'freezer.state' : 'cgroup.events'), 'utf8');
+  return (version === 1 ? text.trim() === 'FROZEN' : /^frozen 1$/m.test(text)) ? 'frozen' : 'thawed';
 }
 
 /**

@@ -183,7 +183,8 @@ export function hintboxCommand(
 
 /**
  * The environment a test's hintbox gets: this test process's state folder, and nothing else of
- * the host's but PATH, HOME, DOCKER_HOST and TMPDIR (its temp folders go where the test's do).
+ * the host's but PATH, HOME, DOCKER_HOST, TMPDIR (its temp folders go where the test's do) and
+ * HINTBOX_FREEZER (`HINTBOX_FREEZER=gate` runs a suite with held sandboxes frozen by their gate).
  */
 export function hintboxTestEnv(): Record<string, string> {
   return {
@@ -192,6 +193,7 @@ export function hintboxTestEnv(): Record<string, string> {
     HINTBOX_STATE_DIR: STATE_DIR,
     ...(process.env.DOCKER_HOST ? { DOCKER_HOST: process.env.DOCKER_HOST } : {}),
     ...(process.env.TMPDIR ? { TMPDIR: process.env.TMPDIR } : {}),
+    ...(process.env.HINTBOX_FREEZER ? { HINTBOX_FREEZER: process.env.HINTBOX_FREEZER } : {}),
   };
 }
 
