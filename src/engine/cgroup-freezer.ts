@@ -1,4 +1,4 @@
-import { accessSync, constants, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 
@@ -57,7 +57,18 @@ export function findFreezerCgroup(
   const at = segments.findIndex((s) => s.includes(containerId));
   if (at < 0) return { problem: `its cgroup ${cgroup} does not name the container (another process has its pid)` };
   const own = segments.slice(0, at + 1).join('/');
-  const mount = mountinfo
+  const mount = mountPoint(mountinfo, version);
+  if (!mount) return { problem: `no cgroup ${version === 1 ? 'v1 freezer' : 'v2'} hierarchy is mounted here` };
+  const { root, point } = mount;
+  // A mount of a part of the hierarchy (a cgroup namespace): the path must lie below its root.
+  const relative = root === '/' ? own : own.startsWith(`${root}/`) ? own.slice(root.length) : undefined;
+  if (relative === undefined) return { problem: `its cgroup ${own} is outside the mounted hierarchy ${root}` };
+  return { version, dir: path.join(point, relative), mount: point };
+}
+
+/** Where the v1 freezer hierarchy (or the v2 one) is mounted here, and which part of it. Pure. */
+function mountPoint(mountinfo: string, version: 1 | 2): { root: string; point: string } | undefined {
+  const fields = mountinfo
     .split('\n')
     .map((l) => l.split(' '))
     .find((f) => {
@@ -67,12 +78,8 @@ export function findFreezerCgroup(
         ? fsType === 'cgroup' && (f[dash + 3] ?? '').split(',').includes('freezer')
         : fsType === 'cgroup2';
     });
-  const [root, point] = [mount?.[3], mount?.[4]];
-  if (!root || !point) return { problem: `no cgroup ${version === 1 ? 'v1 freezer' : 'v2'} hierarchy is mounted here` };
-  // A mount of a part of the hierarchy (a cgroup namespace): the path must lie below its root.
-  const relative = root === '/' ? own : own.startsWith(`${root}/`) ? own.slice(root.length) : undefined;
-  if (relative === undefined) return { problem: `its cgroup ${own} is outside the mounted hierarchy ${root}` };
-  return { version, dir: path.join(unescapeMount(point), relative), mount: unescapeMount(point) };
+  const [root, point] = [fields?.[3], fields?.[4]];
+  return root && point ? { root, point: unescapeMount(point) } : undefined;
 }
 
 /** mountinfo escapes space, tab, newline and backslash as octal. */
@@ -99,21 +106,59 @@ export class CgroupFreezeError extends Error {
  * switches its freezer's static key on when the first cgroup freezes and off when the last thaws,
  * and that switch patches the kernel's text on every CPU (milliseconds under load). With one
  * group always frozen the key stays on, and a sandbox's freeze or thaw is a plain write (measured:
- * THAWED p50 7.4 -> 0.01 ms). Empty, it holds no task; it is shared by every hintbox of the host
- * and left in place.
+ * THAWED p50 7.4 -> 0.01 ms). Empty, it holds no task. One per hintbox process (the name ends
+ * with its pid), made at its first cgroup freeze, removed when it exits; those of a hintbox
+ * that was killed are removed by the next sweep ({@link sweepKeepFrozenGroups}).
  */
-export const KEEP_FROZEN_GROUP = 'hintbox-keep-frozen';
+export const KEEP_FROZEN_PREFIX = 'hintbox-keep-frozen-';
 
-/** Keeps {@link KEEP_FROZEN_GROUP} frozen at the root of the v1 freezer mount; a failure only costs speed. */
+let keptBy: string | undefined;
+
+/** Keeps this process's keep-frozen group frozen at the root of the v1 freezer mount; a failure only costs speed. */
 function keepFreezerOn(cgroup: FreezerCgroup, mountPoint: string): void {
-  if (cgroup.version !== 1) return;
+  if (cgroup.version !== 1 || keptBy) return;
+  const keep = path.join(mountPoint, `${KEEP_FROZEN_PREFIX}${process.pid}`);
   try {
-    const keep = path.join(mountPoint, KEEP_FROZEN_GROUP);
     mkdirSync(keep, { recursive: true });
+    keptBy = keep;
+    process.once('exit', () => removeGroup(keep));
     writeFileSync(path.join(keep, 'freezer.state'), 'FROZEN');
   } catch {
     // Not needed for a freeze to hold: only for it to be fast.
   }
+}
+
+/** An empty cgroup goes with rmdir, frozen or not; one already gone is fine. */
+function removeGroup(dir: string): boolean {
+  try {
+    rmdirSync(dir);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Removes the keep-frozen groups of hintbox processes that are gone (killed before their exit
+ * handler ran); returns the folders removed. Those of live processes are left alone.
+ */
+export function sweepKeepFrozenGroups(
+  isAlive: (pid: number) => boolean,
+  mountinfo: string = readFileSync('/proc/self/mountinfo', 'utf8'),
+): string[] {
+  const mount = mountPoint(mountinfo, 1);
+  if (!mount) return [];
+  let names: string[];
+  try {
+    names = readdirSync(mount.point);
+  } catch {
+    return [];
+  }
+  return names
+    .filter((name) => name.startsWith(KEEP_FROZEN_PREFIX))
+    .filter((name) => !isAlive(Number(name.slice(KEEP_FROZEN_PREFIX.length))))
+    .map((name) => path.join(mount.point, name))
+    .filter(removeGroup);
 }
 
 /** A sandbox's cgroup freezer (see the top). */

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { it } from 'node:test';
 import { integrationSuite } from './support/suite.js';
 import { sweepOrphans } from '../../src/engine/docker/sweep.js';
+import { KEEP_FROZEN_PREFIX } from '../../src/engine/cgroup-freezer.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { setTimeout as delay } from 'node:timers/promises';
 import { isProcessAlive } from '../../src/util/process-alive.js';
@@ -43,6 +44,16 @@ integrationSuite('a frozen sandbox whose hintbox was killed', { timeout: 120_000
     const size = () => (existsSync(log) ? statSync(log).size : 0);
     await using hintbox = await runHintbox(file);
     assert.equal(outcomeOf(await hintbox.client.callTool({ name: 'arm', arguments: {} })).ok, true);
+    // The waker runs only inside calls: call until it has written, so that "nothing more" below
+    // compares a log that was growing, not 0 with 0.
+    await eventually(
+      async () => {
+        assert.equal(outcomeOf(await hintbox.client.callTool({ name: 'noop', arguments: {} })).ok, true);
+        return size() > 0;
+      },
+      10_000,
+      'the waker wrote during a call',
+    );
     const writer = await awaitSandboxOfClass(hintbox.pid, 'rw-offline');
     const state = await cgroupFreezerState(writer);
     if (state === undefined) return t.skip('no cgroup freezer hintbox can write on this host');
@@ -53,6 +64,7 @@ integrationSuite('a frozen sandbox whose hintbox was killed', { timeout: 120_000
     await hintbox.exited;
     assert.equal(isProcessAlive(pid), false);
     const before = size();
+    assert.ok(before > 0, 'the waker had written before hintbox was killed');
     await delay(1500);
     console.log(
       `hintbox killed: timer.log ${before} -> ${size()} bytes in 1.5 s; its sandbox ${await cgroupFreezerState(writer)}`,
@@ -60,6 +72,8 @@ integrationSuite('a frozen sandbox whose hintbox was killed', { timeout: 120_000
     assert.equal(size(), before, 'nothing of the sandbox ran after hintbox died');
     assert.equal(await cgroupFreezerState(writer), 'frozen', 'left frozen: nothing thawed it');
 
+    const keep = `/sys/fs/cgroup/freezer/${KEEP_FROZEN_PREFIX}${pid}`;
+    assert.ok(existsSync(keep), `the killed hintbox left its keep-frozen group ${keep}`);
     const d = (await docker()).docker;
     const started = Date.now();
     const swept = await sweepOrphans(d, (host, owner) => !(host === os.hostname() && owner === pid), silentLogger);
@@ -67,6 +81,7 @@ integrationSuite('a frozen sandbox whose hintbox was killed', { timeout: 120_000
     assert.ok(swept.includes(writer.id), 'the frozen sandbox swept');
     assert.equal((await d.listContainers({ all: true })).filter((c) => swept.includes(c.Id)).length, 0);
     assert.deepEqual(await containersOf(pid), [], 'nothing of the killed hintbox is left');
+    assert.equal(existsSync(keep), false, 'its keep-frozen group swept');
     assert.equal(readFileSync(path.join(workspace, 'victim.txt'), 'utf8'), 'keep me\n');
   });
 });

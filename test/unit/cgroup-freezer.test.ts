@@ -1,9 +1,15 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { CgroupFreezer, findFreezerCgroup, openCgroupFreezer } from '../../src/engine/cgroup-freezer.js';
+import {
+  CgroupFreezer,
+  findFreezerCgroup,
+  KEEP_FROZEN_PREFIX,
+  openCgroupFreezer,
+  sweepKeepFrozenGroups,
+} from '../../src/engine/cgroup-freezer.js';
 
 const ID = 'c180d3991dd3ae69497380af710bc65fb5ddd3f928cf9aa3f273b8f93b20c7f6';
 const OTHER = 'a'.repeat(64);
@@ -111,5 +117,26 @@ describe('CgroupFreezer', () => {
       throw new Error('ENOENT');
     });
     assert.match(String((unreadable as { problem: string }).problem), /cannot read its process's cgroup/);
+  });
+});
+
+describe('sweepKeepFrozenGroups', () => {
+  it('removes the keep-frozen groups of dead hintbox processes, and nothing else', () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'hintbox-keep-'));
+    try {
+      for (const name of [`${KEEP_FROZEN_PREFIX}111`, `${KEEP_FROZEN_PREFIX}222`, 'docker'])
+        mkdirSync(path.join(root, name));
+      const mountinfo = `36 24 0:32 / ${root} rw,relatime shared:14 - cgroup cgroup rw,freezer`;
+      const swept = sweepKeepFrozenGroups((pid) => pid === 222, mountinfo);
+      assert.deepEqual(swept, [path.join(root, `${KEEP_FROZEN_PREFIX}111`)]);
+      assert.deepEqual(readdirSync(root).sort(), ['docker', `${KEEP_FROZEN_PREFIX}222`]);
+      // No v1 freezer mounted: nothing to sweep.
+      assert.deepEqual(
+        sweepKeepFrozenGroups(() => false, MOUNTINFO_V2),
+        [],
+      );
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });

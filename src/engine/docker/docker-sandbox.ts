@@ -141,11 +141,13 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
             name: 'its gate',
             // The gate stops the sandbox's processes; should it fail, the engine's pause holds
             // them while the caller removes the sandbox (a failed freeze is fatal to it).
-            freeze: () =>
-              gateControl.freeze().catch(async (error: Error) => {
+            freeze: () => {
+              warnGateFreezer(chosen.problem, options.freezer, log);
+              return gateControl.freeze().catch(async (error: Error) => {
                 await setPaused(docker.getContainer(started.id), true, log).catch(() => undefined);
                 throw error;
-              }),
+              });
+            },
             thaw: () => gateControl.thaw(),
           }
         : {
@@ -197,6 +199,21 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
     await remove().catch((e: Error) => log.warn(`could not remove sandbox ${id}: ${e.message}`));
     throw error;
   }
+}
+
+let gateFreezerWarned = false;
+
+/**
+ * Once per hintbox, at the first freeze by a gate where the cgroup freezer was not forced off:
+ * the gate only bounds what a woken server runs (it kills the sandbox within a watch period),
+ * where the cgroup freezer prevents it (docs/engines.md).
+ */
+function warnGateFreezer(problem: string, choice: FreezerChoice | undefined, log: Logger): void {
+  if (gateFreezerWarned || choice === 'gate') return;
+  gateFreezerWarned = true;
+  log.warn(
+    `held sandboxes are frozen by their gate, not the cgroup freezer (${problem}): a server woken by a signal while frozen runs until the gate kills it (within 10 ms); see docs/engines.md`,
+  );
 }
 
 async function release(

@@ -3,12 +3,14 @@ import type { Logger } from '../../util/logger.js';
 import type { IsOwnerAlive } from '../../util/process-alive.js';
 import { LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION } from '../sandbox-labels.js';
 import { removeContainer } from './remove-container.js';
+import { sweepKeepFrozenGroups } from '../cgroup-freezer.js';
+import os from 'node:os';
 
 export { makeIsOwnerAlive, type IsOwnerAlive } from '../../util/process-alive.js';
 
 /**
  * Removes the containers and networks of hintbox sessions whose owning process is gone (a run
- * killed with SIGKILL, a crash). Those of live processes are never touched. Returns the removed
+ * killed with SIGKILL, a crash), and the empty cgroup each such process kept frozen. Those of live processes are never touched. Returns the removed
  * containers' ids.
  */
 export async function sweepOrphans(docker: Docker, isOwnerAlive: IsOwnerAlive, log: Logger): Promise<string[]> {
@@ -37,6 +39,9 @@ export async function sweepOrphans(docker: Docker, isOwnerAlive: IsOwnerAlive, l
         log.info(`swept network ${n.Name} (${owner} is no longer running)`);
       }),
   );
+  // The empty cgroups a killed hintbox kept frozen (cgroup-freezer.ts): this host's processes only.
+  for (const group of sweepKeepFrozenGroups((pid) => isOwnerAlive(os.hostname(), pid)))
+    log.info(`swept cgroup ${group} (its hintbox is no longer running)`);
   return orphans.map((c) => c.Id);
 }
 
