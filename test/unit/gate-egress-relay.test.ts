@@ -25,7 +25,8 @@ after(() => rmSync(base, { recursive: true, force: true }));
 /** In a network namespace of its own with loopback up (and, with `pid`, as PID 1 of a PID namespace). */
 function inNamespace(command: string[], env: Record<string, string>, pid: boolean): ChildProcess {
   const args = [
-    ...(pid ? ['--pid', '--fork', '--mount-proc'] : []),
+    // --kill-child: killing unshare kills its child, PID 1 of the namespace, and with it every process there.
+    ...(pid ? ['--pid', '--fork', '--kill-child', '--mount-proc'] : []),
     '--net',
     'sh',
     '-c',
@@ -100,7 +101,8 @@ describe('the egress relay of the gate', { skip: root ? false : 'needs root (nam
     proxy = inNamespace(
       [GATE, '--egress-proxy', proxySocket, process.execPath, '-e', SQUID],
       { HINTBOX_GATE_EGRESS_TOKEN: TOKEN },
-      false,
+      // A PID namespace of its own, so that killing it leaves no proxy behind (a stray one held port 3128).
+      true,
     );
     squid = lines(proxy.stdout!);
     proxy.stderr!.on('data', (b: Buffer) => process.stderr.write(`proxy: ${b.toString()}`));
