@@ -14,7 +14,7 @@ import { setTimeout as delay } from 'node:timers/promises';
  * the engine reports it, its cgroup read from `/proc/<pid>/cgroup`, that cgroup checked to name
  * the container's id (a pid reused by another process, or a pid of another PID namespace when
  * hintbox runs in a container, names something else), and its freezer file checked writable by
- * hintbox. Where any of that fails, the gate freezes as before (see {@link freezerProblem}).
+ * hintbox. Where any of that fails, the gate freezes as before (see {@link openCgroupFreezer}).
  *
  * cgroup v1: `<freezer mount>/<path>/freezer.state`, FROZEN / THAWED (FREEZING until every task
  * is frozen). cgroup v2: `<cgroup2 mount>/<path>/cgroup.freeze` (1 / 0), frozen once
@@ -180,7 +180,8 @@ export class CgroupFreezer {
    * written right after a freeze can then never overtake it.
    */
   async freeze(): Promise<void> {
-    const deadline = Date.now() + this.limitMs;
+    const started = Date.now();
+    const deadline = started + this.limitMs;
     this.write(this.cgroup.version === 1 ? 'FROZEN' : '1');
     for (;;) {
       if (this.frozen()) return;
@@ -189,7 +190,6 @@ export class CgroupFreezer {
       }
       // A task on its way into the freezer (leaving a system call): let it. Looked at again each
       // turn of the event loop for the first 2 ms (a busy server's threads take about that), then every 1 ms.
-      const started = deadline - this.limitMs;
       await (Date.now() - started < 2 ? new Promise<void>((resolve) => setImmediate(resolve)) : delay(1));
       // v1: a FREEZING cgroup is asked again (as runc does), so a task forked meanwhile is caught too.
       if (this.cgroup.version === 1) this.write('FROZEN');

@@ -10,8 +10,8 @@ export { makeIsOwnerAlive, type IsOwnerAlive } from '../../util/process-alive.js
 
 /**
  * Removes the containers and networks of hintbox sessions whose owning process is gone (a run
- * killed with SIGKILL, a crash), and the empty cgroup each such process kept frozen. Those of live processes are never touched. Returns the removed
- * containers' ids.
+ * killed with SIGKILL, a crash), and the empty cgroup each such process kept frozen. Those of
+ * live processes are never touched. Returns the removed containers' ids.
  */
 export async function sweepOrphans(docker: Docker, isOwnerAlive: IsOwnerAlive, log: Logger): Promise<string[]> {
   const containers = await docker.listContainers({ all: true, filters: { label: [LABEL_SESSION] } });
