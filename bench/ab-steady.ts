@@ -22,7 +22,7 @@ const { values } = parseArgs({
     b: { type: 'string' },
     rounds: { type: 'string', default: '5' },
     calls: { type: 'string', default: '1000' },
-    warmup: { type: 'string', default: '200' },
+    warmup: { type: 'string', default: '8000' },
   },
 });
 const calls = Number(values.calls);

@@ -33,7 +33,8 @@ round by round, then what holding a writer costs, N servers at once, the audit l
   --verbose               hintbox's own log (with ms since launch) on stderr
   --rounds N              rounds of each variant (default 5)
   --calls N               calls per figure (default 1000)
-  --warmup N              calls before measuring, per variant (default 200)
+  --warmup N              calls before measuring, per variant (default 8000: until every
+                          variant's JIT has settled; the report shows the curve by 1000)
   --concurrency A,B,...   calls in flight for the throughput figures (default 1,8,32)
   --scale A,B,...         hintbox run processes started at once (default 1,5,20)
   --holding yes|no        held writer against hold: false (default yes)
@@ -51,7 +52,7 @@ round by round, then what holding a writer costs, N servers at once, the audit l
 const DEFAULTS = {
   rounds: '5',
   calls: '1000',
-  warmup: '200',
+  warmup: '8000',
   scale: '1,5,20',
   holding: 'yes',
   'audit-records': '1000000',

@@ -26,7 +26,12 @@ export interface RoundResult {
   sandboxMb: number[];
   /** CPU time per call (µs) at the highest concurrency, by component, all processes of the machine. */
   cpu: Record<string, number>;
+  /** Latency (ms) of each block of `WARMUP_BLOCK` warm-up calls, in order: how the steady state was reached. */
+  warmup: { p50: number; p99: number }[];
 }
+
+/** Warm-up calls per block of the warm-up curve. */
+export const WARMUP_BLOCK = 1000;
 
 /** One row of the table: a figure of each variant over the rounds, and hintbox ÷ docker. */
 export interface Figure {
@@ -95,6 +100,15 @@ export function summarize(
       }),
     ) as Record<VariantName, Record<string, number>>,
     scale,
+    /** Per variant, p50 and p99 (ms) of each warm-up block, median over rounds. */
+    warmup: Object.fromEntries(
+      VARIANTS.map((v) => {
+        const blocks = Math.min(...rounds.map((r) => r[v].warmup.length));
+        const at = (i: number, pick: (b: { p50: number; p99: number }) => number) =>
+          median(rounds.map((r) => pick(r[v].warmup[i] ?? { p50: 0, p99: 0 })));
+        return [v, Array.from({ length: blocks }, (_, i) => ({ p50: at(i, (b) => b.p50), p99: at(i, (b) => b.p99) }))];
+      }),
+    ) as Record<VariantName, { p50: number; p99: number }[]>,
   };
 }
 
@@ -109,6 +123,20 @@ export function formatHolding(holding: HoldingFigure[]): string[] {
         `  ${h.name.padEnd(50)} held ${fmt(h.held)}  free ${fmt(h.free)}  held/free ${h.ratio.toFixed(2)}×  (+${fmt(h.held - h.free)} ms)` +
         (h.target ? `  ${h.target.text}: ${h.target.met ? 'met' : 'MISSED'}` : ''),
     ),
+  ];
+}
+
+/**
+ * The warm-up curve: p50 / p99 of each block of warm-up calls, per variant. The table's latency
+ * and throughput are of the steady state only when each variant's last blocks have stopped
+ * falling (every process's JIT has settled); the first block is what a short session sees.
+ */
+function formatWarmup(warmup: Record<VariantName, { p50: number; p99: number }[]>): string[] {
+  if (VARIANTS.every((v) => warmup[v].length === 0)) return [];
+  return [
+    `warm-up: p50 / p99 (ms) of each ${WARMUP_BLOCK} warm-up calls, in order (median over rounds); the table starts after the last`,
+    ...VARIANTS.map((v) => `  ${v.padEnd(7)} ${warmup[v].map((b) => `${fmt(b.p50)}/${fmt(b.p99)}`).join('  ')}`),
+    '',
   ];
 }
 
@@ -142,6 +170,7 @@ export function formatReport(
     widths.map((w) => '-'.repeat(w)).join('-|-'),
     ...rows.map(line),
     '',
+    ...formatWarmup(report.warmup),
     `first hintbox approve --all on a fresh machine (no lock file, empty state folder; image built): ${fmt(report.freshApprove.median)} ±${fmt(report.freshApprove.spread)} ms`,
     '',
     `memory per hintbox sandbox (container, without page cache): median ${fmt(report.sandboxMemoryMb.median)} MB, ${report.sandboxMemoryMb.perSandbox} sandboxes per server`,

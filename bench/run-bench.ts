@@ -3,7 +3,7 @@
  *
  *   npm run bench                     # table on stdout, progress on stderr
  *   npm run bench -- --json           # the same as JSON
- *   npm run bench -- --rounds 3 --calls 100 --warmup 50 --scale 1,5
+ *   npm run bench -- --rounds 3 --calls 100 --warmup 500 --scale 1,5
  *   npm run bench -- --verbose        # and hintbox's own log on stderr
  *   npm run bench -- --serve no       # without hintbox serve's figures (--serve-scale 1,5,20)
  *
@@ -23,6 +23,7 @@ import {
   formatReport,
   summarize,
   VARIANTS,
+  WARMUP_BLOCK,
   type RoundResult,
   type VariantName,
 } from './bench-report.js';
@@ -253,7 +254,17 @@ async function measure(start: () => Promise<Running>, docker: Docker): Promise<R
     ]);
 
     const call = () => running.client.callTool({ name: 'list_allowed_directories', arguments: {} });
-    for (let i = 0; i < WARMUP; i++) await call();
+    // Each block of warm-up calls timed: the curve shows where every variant's steady state begins.
+    const warmup: RoundResult['warmup'] = [];
+    for (let done = 0; done < WARMUP;) {
+      const block: number[] = [];
+      for (; block.length < WARMUP_BLOCK && done < WARMUP; done++) {
+        const s = performance.now();
+        await call();
+        block.push(performance.now() - s);
+      }
+      warmup.push({ p50: percentile(block, 50), p99: percentile(block, 99) });
+    }
     const samples: number[] = [];
     for (let i = 0; i < CALLS; i++) {
       const s = performance.now();
@@ -274,6 +285,7 @@ async function measure(start: () => Promise<Running>, docker: Docker): Promise<R
       rssMb: rssMb(running.pid),
       sandboxMb,
       cpu,
+      warmup,
     };
   } finally {
     await running.close();

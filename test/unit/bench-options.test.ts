@@ -11,7 +11,7 @@ describe('the bench flags', () => {
       verbose: false,
       rounds: 5,
       calls: 1000,
-      warmup: 200,
+      warmup: 8000,
       scale: [1, 5, 20],
       holding: true,
       auditRecords: 1_000_000,
