@@ -10,6 +10,7 @@ export interface BenchOptions {
   verbose: boolean;
   rounds: number;
   calls: number;
+  latencyCalls: number;
   warmup: number;
   scale: number[];
   holding: boolean;
@@ -32,7 +33,12 @@ round by round, then what holding a writer costs, N servers at once, the audit l
   --json                  the report as JSON on stdout (progress stays on stderr)
   --verbose               hintbox's own log (with ms since launch) on stderr
   --rounds N              rounds of each variant (default 5)
-  --calls N               calls per figure (default 1000)
+  --calls N               calls per throughput figure (default 5000: at 32 in flight 1000
+                          calls pass in ~0.15 s, a window one collection or one scheduler
+                          hiccup decides; 5 × N for the CPU per call at the highest)
+  --latency-calls N       calls timed one at a time for p50 and p99 (default 10000: the p99 of
+                          1000 calls is their 10th worst, and whether one of a process's full
+                          collections falls among them decides it)
   --warmup N              calls before measuring, per variant (default 8000: until every
                           variant's JIT has settled; the report shows the curve by 1000)
   --concurrency A,B,...   calls in flight for the throughput figures (default 1,8,32)
@@ -51,7 +57,8 @@ round by round, then what holding a writer costs, N servers at once, the audit l
 
 const DEFAULTS = {
   rounds: '5',
-  calls: '1000',
+  calls: '5000',
+  'latency-calls': '10000',
   warmup: '8000',
   scale: '1,5,20',
   holding: 'yes',
@@ -106,6 +113,7 @@ export function parseBenchOptions(args: string[]): BenchOptions | 'help' {
     verbose: values.verbose === true,
     rounds: count('rounds', 1),
     calls: count('calls', 1),
+    latencyCalls: count('latency-calls', 1),
     warmup: count('warmup', 0),
     scale: list('scale'),
     holding: yesNo('holding'),

@@ -47,7 +47,7 @@ export interface Figure {
 export function summarize(
   rounds: Record<VariantName, RoundResult>[],
   scale: ScaleResult[],
-  run: { calls: number; concurrency: number[] },
+  run: { calls: number; latencyCalls: number; concurrency: number[] },
 ) {
   const figure = (
     name: string,
@@ -91,6 +91,7 @@ export function summarize(
     machine: { cpus: os.cpus().length, memGb: Math.round(os.totalmem() / 2 ** 30), node: process.version },
     rounds: rounds.length,
     calls: run.calls,
+    latencyCalls: run.latencyCalls,
     figures,
     sandboxMemoryMb: { median: median(sandboxMb), perSandbox: sandboxMb.length / Math.max(rounds.length, 1) },
     cpuPerCall: Object.fromEntries(
@@ -164,7 +165,7 @@ export function formatReport(
       .join(' | ')
       .trimEnd();
   const out = [
-    `${report.rounds} round(s), ${report.calls} calls per figure, ${report.machine.cpus} CPUs, Node ${report.machine.node}; median ±(max−min)/2 over rounds`,
+    `${report.rounds} round(s), ${report.latencyCalls} calls for p50 and p99, ${report.calls} per throughput figure, ${report.machine.cpus} CPUs, Node ${report.machine.node}; median ±(max−min)/2 over rounds`,
     '',
     line(header),
     widths.map((w) => '-'.repeat(w)).join('-|-'),

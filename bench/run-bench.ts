@@ -73,6 +73,7 @@ const values = parsed;
 const ROUNDS = values.rounds;
 const CALLS = values.calls;
 const WARMUP = values.warmup;
+const LATENCY_CALLS = values.latencyCalls;
 const SCALE = values.scale;
 const CONCURRENCY = values.concurrency;
 
@@ -170,6 +171,7 @@ async function main(): Promise<void> {
             await measureScale({ docker, scale: SCALE, profile, startHintbox, settle: settled, log }),
             {
               calls: CALLS,
+              latencyCalls: LATENCY_CALLS,
               concurrency: CONCURRENCY,
             },
           ),
@@ -266,7 +268,7 @@ async function measure(start: () => Promise<Running>, docker: Docker): Promise<R
       warmup.push({ p50: percentile(block, 50), p99: percentile(block, 99) });
     }
     const samples: number[] = [];
-    for (let i = 0; i < CALLS; i++) {
+    for (let i = 0; i < LATENCY_CALLS; i++) {
       const s = performance.now();
       await call();
       samples.push(performance.now() - s);

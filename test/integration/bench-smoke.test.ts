@@ -27,6 +27,8 @@ integrationSuite('the benchmark, smoke run', { timeout: 300_000, images: [ensure
         '1',
         '--calls',
         '5',
+        '--latency-calls',
+        '5',
         '--warmup',
         '1',
         '--concurrency',

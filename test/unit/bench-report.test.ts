@@ -41,7 +41,7 @@ describe('the bench report', () => {
         ],
       ]),
       [],
-      { calls: 1000, concurrency: [1] },
+      { calls: 1000, latencyCalls: 10000, concurrency: [1] },
     );
     assert.deepEqual(report.warmup.hintbox, [
       { p50: 4, p99: 8 },
@@ -53,7 +53,7 @@ describe('the bench report', () => {
     const print = (warmup: { p50: number; p99: number }[]) =>
       formatReport(
         {
-          ...summarize(rounds([warmup]), [], { calls: 1000, concurrency: [1] }),
+          ...summarize(rounds([warmup]), [], { calls: 1000, latencyCalls: 10000, concurrency: [1] }),
           freshApprove: { median: 1, spread: 0 },
           holding: [],
         },
