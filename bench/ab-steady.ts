@@ -10,21 +10,25 @@ import { execFileSync } from 'node:child_process';
 import { chownSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { relocatedProfileText } from '../src/profile/relocate-profile.js';
 import { callsPerSecond } from './cpu-per-call.js';
 import { spawnServer } from './spawn-server.js';
 import { median, percentile } from './stats.js';
+import { toolArgs } from './tool-args.js';
 
-const { values } = parseArgs({
-  options: {
-    a: { type: 'string' },
-    b: { type: 'string' },
-    rounds: { type: 'string', default: '5' },
-    calls: { type: 'string', default: '1000' },
-    warmup: { type: 'string', default: '8000' },
+const { values } = toolArgs(
+  'ab-steady',
+  "Two builds' hintbox run side by side (--a and --b: checkouts): p50 and throughput at 1, 8 and 32 in flight, alternating round by round.",
+  {
+    options: {
+      a: { type: 'string' },
+      b: { type: 'string' },
+      rounds: { type: 'string', default: '5' },
+      calls: { type: 'string', default: '1000' },
+      warmup: { type: 'string', default: '8000' },
+    },
   },
-});
+);
 const calls = Number(values.calls);
 const CONCURRENCY = [1, 8, 32];
 

@@ -19,22 +19,26 @@ import { execFileSync } from 'node:child_process';
 import { chownSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { relocatedProfileText } from '../src/profile/relocate-profile.js';
 import { callsPerSecond } from './cpu-per-call.js';
 import { spawnServer, type Running } from './spawn-server.js';
 import { median } from './stats.js';
+import { toolArgs } from './tool-args.js';
 
-const { values } = parseArgs({
-  options: {
-    v: { type: 'string', multiple: true },
-    windows: { type: 'string', default: '12' },
-    calls: { type: 'string', default: '500' },
-    warmup: { type: 'string', default: '1000' },
-    'in-flight': { type: 'string', default: '1,32' },
-    'per-window': { type: 'boolean', default: false },
+const { values } = toolArgs(
+  'ab-windows',
+  "Two or more builds' hintbox run alive together (--v name=checkout), timed in alternating windows of calls.",
+  {
+    options: {
+      v: { type: 'string', multiple: true },
+      windows: { type: 'string', default: '12' },
+      calls: { type: 'string', default: '500' },
+      warmup: { type: 'string', default: '1000' },
+      'in-flight': { type: 'string', default: '1,32' },
+      'per-window': { type: 'boolean', default: false },
+    },
   },
-});
+);
 const calls = Number(values.calls);
 
 interface Variant {

@@ -15,7 +15,6 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:f
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import type { KeyObject } from 'node:crypto';
 import { openAuditKey } from '../src/audit/audit-key.js';
 import { signCheckpoint } from '../src/audit/audit-checkpoint.js';
@@ -25,6 +24,7 @@ import type { AuditIntent } from '../src/audit/audit-record.js';
 import { effectiveHints } from '../src/policy/hints.js';
 import { silentLogger } from '../src/util/logger.js';
 import { median } from './stats.js';
+import { toolArgs } from './tool-args.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const HINTBOX_BIN = path.join(REPO, 'dist', 'hintbox.mjs');
@@ -228,7 +228,11 @@ export function formatAuditLogFigures(f: AuditLogFigures): string[] {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
-  const { values } = parseArgs({ options: { records: { type: 'string', default: '1000000' } } });
+  const { values } = toolArgs(
+    'audit-log-bench',
+    "The audit log's figures alone: append, read and verify of --records records.",
+    { options: { records: { type: 'string', default: '1000000' } } },
+  );
   const figures = await measureAuditLog(Number(values.records));
   process.stdout.write(formatAuditLogFigures(figures).join('\n') + '\n');
 }

@@ -19,23 +19,27 @@ import { execFileSync, spawn } from 'node:child_process';
 import { chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { relocatedProfileText } from '../src/profile/relocate-profile.js';
 import { spawnServer, type Running } from './spawn-server.js';
+import { toolArgs } from './tool-args.js';
 
-const { values } = parseArgs({
-  options: {
-    repo: { type: 'string', default: fileURLToPath(new URL('../', import.meta.url)) },
-    calls: { type: 'string', default: '400' },
-    warmup: { type: 'string', default: '500' },
-    'in-flight': { type: 'string', default: '1,8' },
-    keep: { type: 'string' },
-    'cpu-prof': { type: 'string' },
-    sched: { type: 'boolean', default: false },
-    perf: { type: 'string' },
+const { values } = toolArgs(
+  'call-timeline',
+  "Where one call's time goes on its way through hintbox run, after --warmup calls, for --calls calls at each --in-flight.",
+  {
+    options: {
+      repo: { type: 'string', default: fileURLToPath(new URL('../', import.meta.url)) },
+      calls: { type: 'string', default: '400' },
+      warmup: { type: 'string', default: '500' },
+      'in-flight': { type: 'string', default: '1,8' },
+      keep: { type: 'string' },
+      'cpu-prof': { type: 'string' },
+      sched: { type: 'boolean', default: false },
+      perf: { type: 'string' },
+    },
   },
-});
+);
 const repo = path.resolve(values.repo);
 const calls = Number(values.calls);
 

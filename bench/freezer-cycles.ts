@@ -8,7 +8,6 @@
  *
  *   HINTBOX_FREEZER=gate node --import tsx bench/freezer-cycles.ts [--cycles N]
  */
-import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DockerEngine } from '../src/engine/docker/docker-engine.js';
 import { loadProfile } from '../src/profile/load-profile.js';
@@ -17,8 +16,13 @@ import { newSessionId, sessionIdentity } from '../src/util/session-identity.js';
 import { writeProfile } from '../test/integration/support/hintbox-process.js';
 import { LIAR_IMAGE } from '../test/integration/support/docker.js';
 import { percentile } from './stats.js';
+import { toolArgs } from './tool-args.js';
 
-const { values } = parseArgs({ options: { cycles: { type: 'string', default: '500' } } });
+const { values } = toolArgs(
+  'freezer-cycles',
+  "One held sandbox's freeze and thaw through the engine port, timed (the freezer HINTBOX_FREEZER picks).",
+  { options: { cycles: { type: 'string', default: '500' } } },
+);
 const cycles = Number(values.cycles);
 const lines: string[] = [];
 const log = createLogger('debug', (line) => void lines.push(line));

@@ -15,8 +15,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { percentile } from './stats.js';
+import { toolArgs } from './tool-args.js';
 
 interface Gate {
   binary: string;
@@ -82,10 +82,14 @@ function command(gate: Gate, c: 'S' | 'C'): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  const { values, positionals } = parseArgs({
-    allowPositionals: true,
-    options: { cycles: { type: 'string', default: '200' }, rounds: { type: 'string', default: '5' } },
-  });
+  const { values, positionals } = toolArgs(
+    'gate-freeze-bench',
+    "The gate's freeze alone: a stop and a continue, for one or more builds of the gate side by side (root: unshare).",
+    {
+      allowPositionals: true,
+      options: { cycles: { type: 'string', default: '200' }, rounds: { type: 'string', default: '5' } },
+    },
+  );
   if (positionals.length === 0) throw new Error('usage: gate-freeze-bench.ts [--cycles N] [--rounds N] GATE [GATE...]');
   if (process.getuid?.() !== 0) throw new Error('needs root (unshare --pid --mount-proc)');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'hintbox-gate-bench-'));

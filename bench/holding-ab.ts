@@ -12,27 +12,31 @@ import { chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { ImageBuilder, IMAGES_DIR } from '../src/engine/docker/image-builder.js';
 import { connectDocker } from '../src/engine/docker/docker-connection.js';
 import { relocatedProfileText } from '../src/profile/relocate-profile.js';
 import { createLogger } from '../src/util/logger.js';
 import { settle, spawnServer } from './spawn-server.js';
 import { median, percentile } from './stats.js';
+import { toolArgs } from './tool-args.js';
 
 const REPO = fileURLToPath(new URL('../', import.meta.url));
 const IMAGE = 'hintbox/server-filesystem:2026.8.31';
 const log = createLogger('info', (line) => process.stderr.write(line + '\n'), { prefix: 'holding-ab' });
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      before: { type: 'string' },
-      after: { type: 'string', default: '.' },
-      rounds: { type: 'string', default: '3' },
-      calls: { type: 'string', default: '200' },
+  const { values } = toolArgs(
+    'holding-ab',
+    'What holding costs a write call, for two builds in one run (--before, --after), interleaved round by round.',
+    {
+      options: {
+        before: { type: 'string' },
+        after: { type: 'string', default: '.' },
+        rounds: { type: 'string', default: '3' },
+        calls: { type: 'string', default: '200' },
+      },
     },
-  });
+  );
   if (!values.before) throw new Error('usage: holding-ab.ts --before DIR [--after DIR] [--rounds N] [--calls N]');
   const { docker } = await connectDocker();
   await new ImageBuilder({ docker, log }).ensure(IMAGE, path.join(IMAGES_DIR, 'server-filesystem'));

@@ -18,7 +18,6 @@ import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, wr
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
 import { callsPerSecond } from './cpu-per-call.js';
 import { CLOCK_TICKS_PER_SECOND, procStat } from './proc-stat.js';
 import { settle, spawnServer, type Running } from './spawn-server.js';
@@ -27,22 +26,27 @@ import { connectDocker } from '../src/engine/docker/docker-connection.js';
 import { ImageBuilder, IMAGES_DIR } from '../src/engine/docker/image-builder.js';
 import { relocatedProfileText } from '../src/profile/relocate-profile.js';
 import { createLogger } from '../src/util/logger.js';
+import { toolArgs } from './tool-args.js';
 
 const REPO = fileURLToPath(new URL('../', import.meta.url));
 const IMAGE = 'hintbox/server-filesystem:2026.8.31';
 const HOOK = pathToFileURL(path.join(REPO, 'bench', 'memory-probe-hook.mjs')).href;
 const MB = 1024 * 1024;
 
-const { values } = parseArgs({
-  options: {
-    rounds: { type: 'string', default: '3' },
-    calls: { type: 'string', default: '1000' },
-    warmup: { type: 'string', default: '200' },
-    variant: { type: 'string', multiple: true },
-    snapshot: { type: 'string' },
-    live: { type: 'boolean', default: false },
+const { values } = toolArgs(
+  'memory-breakdown',
+  "Where hintbox run's resident memory goes after the bench's load, by part, beside a bare node; --variant name=BIN[:FLAGS] weighs node flags.",
+  {
+    options: {
+      rounds: { type: 'string', default: '3' },
+      calls: { type: 'string', default: '1000' },
+      warmup: { type: 'string', default: '200' },
+      variant: { type: 'string', multiple: true },
+      snapshot: { type: 'string' },
+      live: { type: 'boolean', default: false },
+    },
   },
-});
+);
 const ROUNDS = Number(values.rounds);
 const CALLS = Number(values.calls);
 const WARMUP = Number(values.warmup);

@@ -20,7 +20,6 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSyn
 import { SourceMap, type SourceMapPayload } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { buildSync } from 'esbuild';
 import { relocatedProfileText } from '../src/profile/relocate-profile.js';
@@ -29,21 +28,26 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { LeanHttpClient } from './lean-http-client.js';
 import { benchToken } from './serve-processes.js';
 import { spawnServer } from './spawn-server.js';
+import { toolArgs } from './tool-args.js';
 
 const HOOKS = fileURLToPath(new URL('./count-hooks.ts', import.meta.url));
-const { values } = parseArgs({
-  options: {
-    repo: { type: 'string', default: fileURLToPath(new URL('../', import.meta.url)) },
-    calls: { type: 'string', default: '3000' },
-    warmup: { type: 'string', default: '300' },
-    'in-flight': { type: 'string', default: '1,8,32' },
-    strace: { type: 'boolean', default: false },
-    top: { type: 'string', default: '0' },
-    json: { type: 'boolean', default: false },
-    serve: { type: 'boolean', default: false },
-    client: { type: 'string', default: 'lean' },
+const { values } = toolArgs(
+  'per-call-counts',
+  "What one tool call costs hintbox's own process, counted: bytes allocated, promises, JSON calls, system calls (--strace).",
+  {
+    options: {
+      repo: { type: 'string', default: fileURLToPath(new URL('../', import.meta.url)) },
+      calls: { type: 'string', default: '3000' },
+      warmup: { type: 'string', default: '300' },
+      'in-flight': { type: 'string', default: '1,8,32' },
+      strace: { type: 'boolean', default: false },
+      top: { type: 'string', default: '0' },
+      json: { type: 'boolean', default: false },
+      serve: { type: 'boolean', default: false },
+      client: { type: 'string', default: 'lean' },
+    },
   },
-});
+);
 if (values.client !== 'lean' && values.client !== 'sdk') {
   process.stderr.write(`per-call-counts: --client: expected lean or sdk, got '${values.client}'\n`);
   process.exit(2);
