@@ -6,6 +6,8 @@ export interface HoldingBenchOptions {
   rounds: number;
   /** `--calls`: a fifth of it (at least 20) are timed per variant and round. */
   calls: number;
+  /** `--warmup`: write calls before the timed ones, per variant and round (the steady state, as the table's). */
+  warmup: number;
   /** Copies of the trusted profile whose write_file runs unasked: held (the default), and `hold: false`. */
   heldProfile: string;
   freeProfile: string;
@@ -60,7 +62,7 @@ export async function measureHolding(options: HoldingBenchOptions): Promise<Hold
         const s = performance.now();
         await write();
         const firstWriteMs = performance.now() - s;
-        for (let i = 0; i < Math.round(calls / 4); i++) await write();
+        for (let i = 0; i < options.warmup; i++) await write();
         const samples: number[] = [];
         for (let i = 0; i < calls; i++) {
           const t = performance.now();

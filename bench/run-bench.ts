@@ -157,6 +157,7 @@ async function main(): Promise<void> {
       : await measureHolding({
           rounds: ROUNDS,
           calls: CALLS,
+          warmup: WARMUP,
           heldProfile,
           freeProfile,
           startHintbox,
