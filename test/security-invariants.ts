@@ -697,6 +697,19 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       },
       {
         file: 'unit/sandbox-activity.test.ts',
+        title: 'lets a call that comes in cancel the freeze under way, where the freezer can: no thaw to wait for',
+      },
+      {
+        file: 'unit/sandbox-activity.test.ts',
+        title: 'stops cancelling once the sandbox went unfrozen for the window: the next freeze is waited for',
+      },
+      {
+        file: 'unit/cgroup-freezer.test.ts',
+        title:
+          'undoes a freeze still under way when cancelled (a call came in): thawed, resolves cancelled, never rejects',
+      },
+      {
+        file: 'unit/sandbox-activity.test.ts',
         title:
           'removes a sandbox whose freeze failed even when a call entered meanwhile, and refuses that call and every later one instead of sending them into a stopped sandbox',
       },

@@ -178,19 +178,31 @@ export class CgroupFreezer {
    * that is not so within the limit (the caller removes the sandbox). The writes and reads are
    * synchronous: a cgroup file answers at once (the kernel only marks the tasks), and a thaw
    * written right after a freeze can then never overtake it.
+   *
+   * `cancel`: a call came in while the tasks were still on their way into the freezer. The
+   * freeze is then undone (THAWED written, so no task is left half frozen) and the promise
+   * resolves to `'cancelled'`. Between the call that left and the one that came, the tasks ran
+   * no longer than they would have until the freeze held.
    */
-  async freeze(): Promise<void> {
+  async freeze(cancel?: AbortSignal): Promise<void | 'cancelled'> {
     const started = Date.now();
     const deadline = started + this.limitMs;
     this.write(this.cgroup.version === 1 ? 'FROZEN' : '1');
     for (;;) {
+      // A task on its way into the freezer (leaving a system call): let it. Looked at again each
+      // turn of the event loop for the first 2 ms (a busy server's threads take about that), then
+      // every 1 ms. The first look is a turn later, so that the answer of the call that ended
+      // (passed on in this turn) does not wait for it.
+      if (Date.now() - started < 2) await new Promise<void>((resolve) => setImmediate(resolve));
+      else await delay(1, undefined, { signal: cancel }).catch(() => undefined);
+      if (cancel?.aborted) {
+        this.write(this.cgroup.version === 1 ? 'THAWED' : '0');
+        return 'cancelled';
+      }
       if (this.frozen()) return;
       if (Date.now() > deadline) {
         throw new CgroupFreezeError(`its cgroup ${this.cgroup.dir} was not frozen within ${this.limitMs} ms`);
       }
-      // A task on its way into the freezer (leaving a system call): let it. Looked at again each
-      // turn of the event loop for the first 2 ms (a busy server's threads take about that), then every 1 ms.
-      await (Date.now() - started < 2 ? new Promise<void>((resolve) => setImmediate(resolve)) : delay(1));
       // v1: a FREEZING cgroup is asked again (as runc does), so a task forked meanwhile is caught too.
       if (this.cgroup.version === 1) this.write('FROZEN');
     }

@@ -94,8 +94,11 @@ export interface StartedSandbox extends AsyncDisposable {
   stderrTail(): string;
   /** Removes the sandbox (idempotent). */
   remove(): Promise<void>;
-  /** Freezes every process of the sandbox. */
-  freeze(): Promise<void>;
+  /**
+   * Freezes every process of the sandbox. `cancel`: a freezer that can undoes a freeze still
+   * under way when it aborts, and resolves to `'cancelled'` (the cgroup freezer; the gate cannot).
+   */
+  freeze(cancel?: AbortSignal): Promise<void | 'cancelled'>;
   /** Lets the frozen processes run again. */
   thaw(): Promise<void>;
   /**

@@ -22,7 +22,8 @@ export interface ReleasedSandbox {
   stderrTail(): string;
   /** Removes the sandbox (idempotent). */
   remove(): Promise<void>;
-  freeze(): Promise<void>;
+  /** See StartedSandbox.freeze. */
+  freeze(cancel?: AbortSignal): Promise<void | 'cancelled'>;
   thaw(): Promise<void>;
   /** See StartedSandbox.woken. */
   woken?: Promise<string>;
@@ -69,7 +70,7 @@ export async function connectReleased(released: ReleasedSandbox): Promise<Starte
     closed,
     stderrTail: () => released.stderrTail(),
     remove,
-    freeze: () => released.freeze(),
+    freeze: (cancel) => released.freeze(cancel),
     thaw: () => released.thaw(),
     ...(released.woken ? { woken: released.woken } : {}),
     [Symbol.asyncDispose]: remove,

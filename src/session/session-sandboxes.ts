@@ -305,7 +305,7 @@ export class SessionSandboxes {
           closed: sandbox.closed,
           diagnostics: () => sandbox.stderrTail(),
           close: () => sandbox.remove(),
-          freezer: { freeze: () => sandbox.freeze(), thaw: () => sandbox.thaw() },
+          freezer: { freeze: (cancel) => sandbox.freeze(cancel), thaw: () => sandbox.thaw() },
           holdBetweenCalls: this.holdsUntilCalled(grant),
         };
       },

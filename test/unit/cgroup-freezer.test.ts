@@ -105,6 +105,22 @@ describe('CgroupFreezer', () => {
     assert.equal(readFileSync(path.join(dir, 'cgroup.freeze'), 'utf8'), '0');
   });
 
+  // proves: HELD-UNTIL-CALLED
+  it('undoes a freeze still under way when cancelled (a call came in): thawed, resolves cancelled, never rejects', async () => {
+    writeFileSync(path.join(dir, 'cgroup.freeze'), '0\n');
+    writeFileSync(path.join(dir, 'cgroup.events'), 'populated 1\nfrozen 0\n'); // tasks on their way in
+    const freezer = new CgroupFreezer({ version: 2, dir }, 1000);
+    const cancel = new AbortController();
+    const freezing = freezer.freeze(cancel.signal);
+    await new Promise((r) => setTimeout(r, 5)); // past the polls of every turn: in the 1 ms sleeps
+    assert.equal(readFileSync(path.join(dir, 'cgroup.freeze'), 'utf8'), '1', 'the freeze was asked');
+    const asked = Date.now();
+    cancel.abort();
+    assert.equal(await freezing, 'cancelled');
+    assert.ok(Date.now() - asked < 100, 'at once, not at the end of the limit');
+    assert.equal(readFileSync(path.join(dir, 'cgroup.freeze'), 'utf8'), '0', 'no task is left half frozen');
+  });
+
   it('fails a freeze whose file cannot be written (the sandbox is then removed)', async () => {
     const freezer = new CgroupFreezer({ version: 1, dir: path.join(dir, 'gone') });
     await assert.rejects(freezer.freeze(), /cannot write/);

@@ -1,20 +1,34 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { SandboxActivity, type SandboxFreezer } from '../../src/gateway/sandbox-activity.js';
+import { FREEZE_CANCEL_WINDOW_MS, SandboxActivity, type SandboxFreezer } from '../../src/gateway/sandbox-activity.js';
 
-/** A freezer that records what it was asked and finishes each step when told to. */
-function recordingFreezer() {
+/**
+ * A freezer that records what it was asked and finishes each step when told to. `cancellable`:
+ * a freeze whose signal aborts before it was finished is undone at once (as the cgroup freezer
+ * does), logged `cancelled`; else the signal is ignored (as the gate does).
+ */
+function recordingFreezer({ cancellable = false } = {}) {
   const log: string[] = [];
   const waiting: (() => void)[] = [];
   let failNext: Error | undefined;
-  const step = (what: string) => () =>
-    new Promise<void>((resolve, reject) => {
-      log.push(what);
-      const error = failNext;
-      failNext = undefined;
-      waiting.push(() => (error ? reject(error) : resolve()));
-    });
-  const freezer: SandboxFreezer = { freeze: step('freeze'), thaw: step('thaw') };
+  const step =
+    (what: string) =>
+    (cancel?: AbortSignal): Promise<void | 'cancelled'> =>
+      new Promise<void | 'cancelled'>((resolve, reject) => {
+        log.push(what);
+        const error = failNext;
+        failNext = undefined;
+        const finish = () => (error ? reject(error) : resolve());
+        waiting.push(finish);
+        if (!cancellable || !cancel) return;
+        cancel.addEventListener('abort', () => {
+          waiting.splice(waiting.indexOf(finish), 1);
+          log.push('cancelled');
+          resolve('cancelled');
+        });
+      });
+  const thaw = step('thaw');
+  const freezer: SandboxFreezer = { freeze: step('freeze'), thaw: async () => void (await thaw()) };
   return {
     freezer,
     log,
@@ -96,13 +110,97 @@ describe('SandboxActivity', () => {
     assert.deepEqual(f.log, ['freeze', 'thaw'], 'the step read the count when it ran: a call was in flight again');
   });
 
-  it('sends the freeze at once when no step is queued, before the ending call is recorded and answered', async () => {
+  it('asks the freeze in the turn the last call ended, after the call was recorded and answered', async () => {
     const f = recordingFreezer();
     const activity = new SandboxActivity({ freezer: f.freezer, onFreezeFailed: assert.fail });
     await activity.enter();
     activity.leave();
-    assert.deepEqual(f.log, ['freeze'], 'asked within leave(), not a turn later');
+    assert.deepEqual(f.log, [], 'not within leave(): the answer goes first');
+    await Promise.resolve();
+    assert.deepEqual(f.log, ['freeze'], 'asked in a microtask of the same turn, not a turn later');
     await f.finish();
+  });
+
+  // proves: HELD-UNTIL-CALLED
+  it('lets a call that comes in cancel the freeze under way, where the freezer can: no thaw to wait for', async () => {
+    const f = recordingFreezer({ cancellable: true });
+    let idle = 0;
+    const activity = new SandboxActivity({
+      freezer: f.freezer,
+      onFreezeFailed: assert.fail,
+      onIdle: () => void idle++,
+    });
+    await activity.enter();
+    activity.leave();
+    await settled();
+    assert.deepEqual(f.log, ['freeze']);
+    await activity.enter(); // while the freeze is under way
+    assert.deepEqual(f.log, ['freeze', 'cancelled'], 'the freezer undid the freeze: nothing to thaw');
+    assert.equal(idle, 0, 'not idle: a call is in flight');
+    // It leaves: frozen again, for real this time.
+    activity.leave();
+    await settled();
+    assert.deepEqual(f.log, ['freeze', 'cancelled', 'freeze']);
+    await f.finish();
+    assert.equal(idle, 1);
+    await activity.enter();
+    assert.deepEqual(f.log, ['freeze', 'cancelled', 'freeze', 'thaw'], 'a freeze that held is thawed');
+  });
+
+  // proves: HELD-UNTIL-CALLED
+  it('stops cancelling once the sandbox went unfrozen for the window: the next freeze is waited for', async () => {
+    const f = recordingFreezer({ cancellable: true });
+    let clock = 0;
+    const activity = new SandboxActivity({ freezer: f.freezer, onFreezeFailed: assert.fail, now: () => clock });
+    await activity.enter();
+    // Calls come in back to back, each before the freeze after the last one holds.
+    for (let i = 0; i < 3; i++) {
+      activity.leave();
+      await settled();
+      clock += FREEZE_CANCEL_WINDOW_MS / 4;
+      await activity.enter();
+    }
+    assert.deepEqual(f.log, ['freeze', 'cancelled', 'freeze', 'cancelled', 'freeze', 'cancelled']);
+    clock += FREEZE_CANCEL_WINDOW_MS / 4; // the window is over
+    activity.leave();
+    await settled();
+    const late = activity.enter();
+    await settled();
+    assert.deepEqual(f.log.slice(6), ['freeze'], 'not cancelled: the call waits for the freeze');
+    await f.finish();
+    await late;
+    assert.deepEqual(f.log.slice(6), ['freeze', 'thaw'], 'frozen, then thawed for the call');
+    // Seen frozen: the window starts again.
+    activity.leave();
+    await settled();
+    await activity.enter();
+    assert.deepEqual(f.log.slice(8), ['freeze', 'cancelled']);
+  });
+
+  it('never cancels the freeze of a hold of its own (the preview copy), nor one the freezer cannot undo', async () => {
+    const f = recordingFreezer();
+    const activity = new SandboxActivity({ freezer: f.freezer, onFreezeFailed: assert.fail });
+    await activity.enter();
+    activity.leave();
+    await settled();
+    const next = activity.enter(); // the gate ignores the signal: the call waits
+    await settled();
+    assert.deepEqual(f.log, ['freeze']);
+    await f.finish();
+    await next;
+    assert.deepEqual(f.log, ['freeze', 'thaw']);
+    const c = recordingFreezer({ cancellable: true });
+    const held = new SandboxActivity({ freezer: c.freezer, onFreezeFailed: assert.fail });
+    const copied: string[] = [];
+    const hold = held.holdFrozenDuring(async () => void copied.push('copied'));
+    const during = held.enter(); // comes in during the hold's freeze
+    await settled();
+    assert.deepEqual(c.log, ['freeze'], "the hold's freeze is not cancelled");
+    await c.finish();
+    await hold;
+    await during;
+    assert.deepEqual(copied, ['copied']);
+    assert.deepEqual(c.log, ['freeze', 'thaw']);
   });
 
   // proves: HELD-UNTIL-CALLED

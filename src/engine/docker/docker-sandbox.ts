@@ -13,7 +13,7 @@ import { assertNoVolumes } from '../image-volumes.js';
 import { delay } from '../../util/delay.js';
 import { SandboxStartError, type HeldSandbox, type StartedSandbox } from '../sandbox-engine.js';
 import { removeContainer } from './remove-container.js';
-import { connectReleased } from '../started-sandbox.js';
+import { connectReleased, type ReleasedSandbox } from '../started-sandbox.js';
 import { collectStderr, STDERR_LOG_MAX_BYTES } from '../stderr-log.js';
 
 export { SandboxStartError, type HeldSandbox, type StartedSandbox } from '../sandbox-engine.js';
@@ -152,7 +152,7 @@ export async function holdSandbox(options: StartSandboxOptions): Promise<HeldSan
           }
         : {
             name: `the cgroup freezer (v${chosen.cgroup.version})`,
-            freeze: () => chosen.freeze(),
+            freeze: (cancel?: AbortSignal) => chosen.freeze(cancel),
             thaw: () => chosen.thaw(),
           };
     log.debug(
@@ -228,7 +228,7 @@ async function release(
     stderrSays: () => string;
     /** The container's output ended (it exited). */
     exited: Promise<void>;
-    freeze: () => Promise<void>;
+    freeze: ReleasedSandbox['freeze'];
     thaw: () => Promise<void>;
     woken: Promise<string>;
   },
