@@ -22,8 +22,18 @@ type HoldVariant = 'held' | 'free';
 interface HoldRound {
   /** The first write_file call: a held sandbox's server starts (released) in it. */
   firstWriteMs: number;
+  /** Calls back to back: the next comes in while the freeze after the last may be under way. */
   write: { p50: number; p99: number };
+  /** Calls after a pause of {@link PAUSE_MS}: the freeze after the last one has held (a held sandbox is frozen). */
+  paused: { p50: number; p99: number };
 }
+
+/**
+ * The pause before each call of the second series: longer than a freeze takes (~0.3 ms), so
+ * that each call of a held writer thaws a sandbox that was frozen, as an agent's calls do, with
+ * seconds of thought between them.
+ */
+export const PAUSE_MS = 5;
 /** One figure of holding: held against free (ms). */
 export interface HoldingFigure {
   name: string;
@@ -38,7 +48,10 @@ export interface HoldingFigure {
 /**
  * What holding costs a write call: the same trusted profile with write_file allowed unasked,
  * held (released at the first call, thawed and frozen around each) against `hold: false`,
- * interleaved round by round. Sequential calls: each pays a thaw before and a freeze after.
+ * interleaved round by round. Two series of sequential calls: back to back, where a call may
+ * come in while the freeze after the last one is under way (and cancel it: see
+ * src/gateway/sandbox-activity.ts), and each after a pause of {@link PAUSE_MS}, where every call
+ * of the held writer thaws a frozen sandbox.
  */
 export async function measureHolding(options: HoldingBenchOptions): Promise<HoldingFigure[]> {
   const { heldProfile, freeProfile, startHintbox, settle, log } = options;
@@ -52,7 +65,7 @@ export async function measureHolding(options: HoldingBenchOptions): Promise<Hold
       try {
         await running.client.listTools();
         let n = 0;
-        const write = async () => {
+        const writeOnce = async () => {
           const r = await running.client.callTool({
             name: 'write_file',
             arguments: { path: '/workspace/written.txt', content: `write ${n++}\n` },
@@ -60,16 +73,21 @@ export async function measureHolding(options: HoldingBenchOptions): Promise<Hold
           if (r.isError) throw new Error(`write_file failed: ${JSON.stringify(r.content)}`);
         };
         const s = performance.now();
-        await write();
+        await writeOnce();
         const firstWriteMs = performance.now() - s;
-        for (let i = 0; i < options.warmup; i++) await write();
-        const samples: number[] = [];
-        for (let i = 0; i < calls; i++) {
-          const t = performance.now();
-          await write();
-          samples.push(performance.now() - t);
-        }
-        result[variant] = { firstWriteMs, write: { p50: percentile(samples, 50), p99: percentile(samples, 99) } };
+        for (let i = 0; i < options.warmup; i++) await writeOnce();
+        const timed = async (pauseMs: number) => {
+          const samples: number[] = [];
+          for (let i = 0; i < calls; i++) {
+            if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+            const t = performance.now();
+            await writeOnce();
+            samples.push(performance.now() - t);
+          }
+          return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+        };
+        const write = await timed(0);
+        result[variant] = { firstWriteMs, write, paused: await timed(PAUSE_MS) };
       } finally {
         await running.close();
       }
@@ -91,5 +109,7 @@ export async function measureHolding(options: HoldingBenchOptions): Promise<Hold
     figure('first write call (held: the server starts in it)', (r) => r.firstWriteMs),
     figure('write call latency p50', (r) => r.write.p50, 1.5),
     figure('write call latency p99', (r) => r.write.p99, 2),
+    figure(`write p50, ${PAUSE_MS} ms apart (held: frozen before each)`, (r) => r.paused.p50, 1.5),
+    figure(`write p99, ${PAUSE_MS} ms apart (held: frozen before each)`, (r) => r.paused.p99, 2),
   ];
 }
