@@ -137,7 +137,7 @@ export class SandboxActivity {
   leave(): void {
     if (this.inFlight === 0) return;
     this.inFlight--;
-    if (this.inFlight > 0) return;
+    if (this.inFlight > 0 || this.asAsked()) return; // a free sandbox with nothing to do: no microtask
     queueMicrotask(() => void this.settle().catch(() => undefined)); // a failed freeze is reported where it fails
   }
 
