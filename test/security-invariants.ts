@@ -711,6 +711,20 @@ export const SECURITY_INVARIANTS: SecurityInvariant[] = [
       {
         file: 'unit/sandbox-activity.test.ts',
         title:
+          'freezes again when a call that cancelled the freeze leaves before its own step ran (cancelled by its client)',
+      },
+      {
+        file: 'unit/sandbox-activity.test.ts',
+        title:
+          'runs a hold of its own queued behind a cancelled freeze frozen all the same, and the cancelling call after it',
+      },
+      {
+        file: 'unit/sandbox-activity.test.ts',
+        title: 'lets no call cancel a freeze once the window is over, at its very end included',
+      },
+      {
+        file: 'unit/sandbox-activity.test.ts',
+        title:
           'removes a sandbox whose freeze failed even when a call entered meanwhile, and refuses that call and every later one instead of sending them into a stopped sandbox',
       },
       {

@@ -177,6 +177,65 @@ describe('SandboxActivity', () => {
     assert.deepEqual(f.log.slice(8), ['freeze', 'cancelled']);
   });
 
+  // proves: HELD-UNTIL-CALLED
+  it('freezes again when a call that cancelled the freeze leaves before its own step ran (cancelled by its client)', async () => {
+    const f = recordingFreezer({ cancellable: true });
+    let idle = 0;
+    const activity = new SandboxActivity({
+      freezer: f.freezer,
+      onFreezeFailed: assert.fail,
+      onIdle: () => void idle++,
+    });
+    await activity.enter();
+    activity.leave();
+    await settled();
+    const cancelling = activity.enter(); // cancels the freeze under way
+    activity.leave(); // and leaves at once, never sent
+    await settled();
+    assert.deepEqual(f.log, ['freeze', 'cancelled', 'freeze'], 'its step read the count: no call, so it froze');
+    await f.finish();
+    await cancelling;
+    // Idle work runs after that freeze and again for the leave (ending database sessions twice is harmless).
+    assert.ok(idle >= 1, 'idle once frozen');
+    await activity.enter();
+    assert.deepEqual(f.log, ['freeze', 'cancelled', 'freeze', 'thaw'], 'it was frozen: the next call thaws it');
+  });
+
+  // proves: HELD-UNTIL-CALLED
+  it('runs a hold of its own queued behind a cancelled freeze frozen all the same, and the cancelling call after it', async () => {
+    const f = recordingFreezer({ cancellable: true });
+    const activity = new SandboxActivity({ freezer: f.freezer, onFreezeFailed: assert.fail });
+    await activity.enter();
+    activity.leave();
+    await settled();
+    const order: string[] = [];
+    const hold = activity.holdFrozenDuring(async () => void order.push(`copied after ${f.log.join(' ')}`));
+    const call = activity.enter().then(() => order.push('call sent'));
+    await settled();
+    await f.finish();
+    await hold;
+    await call;
+    assert.deepEqual(order, ['copied after freeze cancelled freeze', 'call sent'], 'frozen again for the copy');
+    assert.deepEqual(f.log, ['freeze', 'cancelled', 'freeze', 'thaw']);
+  });
+
+  // proves: HELD-UNTIL-CALLED
+  it('lets no call cancel a freeze once the window is over, at its very end included', async () => {
+    const f = recordingFreezer({ cancellable: true });
+    let clock = 0;
+    const activity = new SandboxActivity({ freezer: f.freezer, onFreezeFailed: assert.fail, now: () => clock });
+    await activity.enter();
+    activity.leave();
+    await settled();
+    clock = FREEZE_CANCEL_WINDOW_MS;
+    const late = activity.enter();
+    await settled();
+    assert.deepEqual(f.log, ['freeze'], 'not cancelled: the call waits');
+    await f.finish();
+    await late;
+    assert.deepEqual(f.log, ['freeze', 'thaw']);
+  });
+
   it('never cancels the freeze of a hold of its own (the preview copy), nor one the freezer cannot undo', async () => {
     const f = recordingFreezer();
     const activity = new SandboxActivity({ freezer: f.freezer, onFreezeFailed: assert.fail });
