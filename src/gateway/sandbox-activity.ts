@@ -6,12 +6,12 @@
  * counts those calls here: the first to enter thaws the sandbox, the last to leave freezes it
  * again. Freezing and thawing go one at a time, in order, and each step does what the count asks
  * *when it runs*, so a call that enters while a freeze is under way goes in only once that freeze
- * was answered (or cancelled, below) and the thaw sent after it, never frozen under it. A call does not wait for the
- * thaw's answer: the gate obeys its commands in order and a stopped server reads nothing, so the
- * call's bytes wait in its input until the thaw lets it run (one round trip less per call). The
- * answer is checked when it comes, and a failed or missing one breaks the sandbox as a failed
- * freeze does. A freeze is waited for, unless cancelled (below). The work to do once a sandbox is idle (end
- * its database sessions) is a step of the same line: a call that enters meanwhile goes in only
+ * was answered (or cancelled, below) and the thaw sent after it, never frozen under it. A call
+ * does not wait for the thaw's answer: the gate obeys its commands in order and a stopped server
+ * reads nothing, so the call's bytes wait in its input until the thaw lets it run (one round
+ * trip less per call). The answer is checked when it comes, and a failed or missing one breaks
+ * the sandbox as a failed freeze does. A freeze is waited for, unless cancelled (below). The
+ * work to do once a sandbox is idle (end its database sessions) is a step of the same line: a call that enters meanwhile goes in only
  * after it, so that it never cuts the new call's connections. So is a hold of hintbox's own
  * (`holdFrozenDuring`: the preview copying the folders the sandbox can write): the sandbox stays
  * frozen for it, calls in flight included, and no call goes in until it is over.
@@ -21,9 +21,8 @@
  * without waiting for a freeze that its thaw would undo. The server then ran between the two
  * calls no longer than it would have until the freeze held. So that a server whose tasks are slow
  * to freeze cannot stay unfrozen by calls coming often, cancelling is allowed only for
- * {@link FREEZE_CANCEL_WINDOW_MS} after the sandbox was last seen frozen (or running freely, or
- * after its first freeze began); after that a freeze is waited for, and one that does not hold
- * breaks the sandbox as before.
+ * {@link FREEZE_CANCEL_WINDOW_MS} from the first freeze since the sandbox was last seen frozen;
+ * after that a freeze is waited for, and one that does not hold breaks the sandbox as before.
  *
  * Pure of Docker: the freezer is passed in (the sandbox's gate, src/engine/gate-control.ts), so the logic is
  * tested with a fake.
