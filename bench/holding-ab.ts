@@ -38,7 +38,8 @@ async function main(): Promise<void> {
       },
     },
   );
-  if (!values.before) throw new Error('usage: holding-ab.ts --before DIR [--after DIR] [--rounds N] [--calls N] [--warmup N]');
+  if (!values.before)
+    throw new Error('usage: holding-ab.ts --before DIR [--after DIR] [--rounds N] [--calls N] [--warmup N]');
   const { docker } = await connectDocker();
   await new ImageBuilder({ docker, log }).ensure(IMAGE, path.join(IMAGES_DIR, 'server-filesystem'));
   const workspace = mkdtempSync(path.join(os.tmpdir(), 'hintbox-bench-'));
