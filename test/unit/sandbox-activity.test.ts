@@ -48,6 +48,18 @@ function recordingFreezer({ cancellable = false } = {}) {
 
 const settled = () => new Promise((r) => setImmediate(r));
 
+/** A held sandbox's activity over a freezer that can cancel (the cgroup freezer's kind), counting its idle work. */
+function cancellableActivity() {
+  const f = recordingFreezer({ cancellable: true });
+  const counts = { idle: 0 };
+  const activity = new SandboxActivity({
+    freezer: f.freezer,
+    onFreezeFailed: assert.fail,
+    onIdle: () => void counts.idle++,
+  });
+  return { f, activity, counts };
+}
+
 describe('SandboxActivity', () => {
   it('freezes a held sandbox when its last call leaves and thaws it for the next', async () => {
     const f = recordingFreezer();
@@ -123,26 +135,20 @@ describe('SandboxActivity', () => {
 
   // proves: HELD-UNTIL-CALLED
   it('lets a call that comes in cancel the freeze under way, where the freezer can: no thaw to wait for', async () => {
-    const f = recordingFreezer({ cancellable: true });
-    let idle = 0;
-    const activity = new SandboxActivity({
-      freezer: f.freezer,
-      onFreezeFailed: assert.fail,
-      onIdle: () => void idle++,
-    });
+    const { f, activity, counts } = cancellableActivity();
     await activity.enter();
     activity.leave();
     await settled();
     assert.deepEqual(f.log, ['freeze']);
     await activity.enter(); // while the freeze is under way
     assert.deepEqual(f.log, ['freeze', 'cancelled'], 'the freezer undid the freeze: nothing to thaw');
-    assert.equal(idle, 0, 'not idle: a call is in flight');
+    assert.equal(counts.idle, 0, 'not idle: a call is in flight');
     // It leaves: frozen again, for real this time.
     activity.leave();
     await settled();
     assert.deepEqual(f.log, ['freeze', 'cancelled', 'freeze']);
     await f.finish();
-    assert.equal(idle, 1);
+    assert.equal(counts.idle, 1);
     await activity.enter();
     assert.deepEqual(f.log, ['freeze', 'cancelled', 'freeze', 'thaw'], 'a freeze that held is thawed');
   });
@@ -179,13 +185,7 @@ describe('SandboxActivity', () => {
 
   // proves: HELD-UNTIL-CALLED
   it('freezes again when a call that cancelled the freeze leaves before its own step ran (cancelled by its client)', async () => {
-    const f = recordingFreezer({ cancellable: true });
-    let idle = 0;
-    const activity = new SandboxActivity({
-      freezer: f.freezer,
-      onFreezeFailed: assert.fail,
-      onIdle: () => void idle++,
-    });
+    const { f, activity, counts } = cancellableActivity();
     await activity.enter();
     activity.leave();
     await settled();
@@ -196,7 +196,7 @@ describe('SandboxActivity', () => {
     await f.finish();
     await cancelling;
     // Idle work runs after that freeze and again for the leave (ending database sessions twice is harmless).
-    assert.ok(idle >= 1, 'idle once frozen');
+    assert.ok(counts.idle >= 1, 'idle once frozen');
     await activity.enter();
     assert.deepEqual(f.log, ['freeze', 'cancelled', 'freeze', 'thaw'], 'it was frozen: the next call thaws it');
   });
