@@ -86,8 +86,7 @@ export async function measureHolding(options: HoldingBenchOptions): Promise<Hold
           }
           return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
         };
-        const write = await timed(0);
-        result[variant] = { firstWriteMs, write, paused: await timed(PAUSE_MS) };
+        result[variant] = { firstWriteMs, write: await timed(0), paused: await timed(PAUSE_MS) };
       } finally {
         await running.close();
       }
