@@ -1,4 +1,4 @@
-import crypto from 'node:crypto';
+import { sha256Hex } from '../util/sha256.js';
 import { parseAuditLine, type AuditLine, type AuditRecordError } from './audit-record.js';
 
 /**
@@ -23,14 +23,9 @@ import { parseAuditLine, type AuditLine, type AuditRecordError } from './audit-r
  * line that something links to, or any line that is not a record, is a break.
  */
 
-/** `crypto.hash` (Node ≥ 20.12): one call, without a Hash object (a stream) per line. */
-const oneShotHash = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
-
 /** SHA-256 (hex) of a line's text. */
 export function lineHash(text: string): string {
-  return oneShotHash
-    ? oneShotHash('sha256', text, 'hex')
-    : crypto.createHash('sha256').update(text, 'utf8').digest('hex');
+  return sha256Hex(text);
 }
 
 /**

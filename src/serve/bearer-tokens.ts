@@ -1,7 +1,8 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { z } from 'zod';
 import { normalizeTag } from '../policy/tool-tags.js';
+import { sha256Bytes, sha256Hex } from '../util/sha256.js';
 import { parseSettings, readSettingsFile, settingsProblems } from './settings-file.js';
 import { bearerChallenge, bearerToken, type AuthResult, type Authenticator, type Denial } from './authenticator.js';
 
@@ -46,7 +47,7 @@ export type TokenEntry = z.infer<typeof TokenEntrySchema>;
 
 /** The SHA-256 (hex) of a token, as the tokens file keeps it. */
 export function hashToken(token: string): string {
-  return createHash('sha256').update(token, 'utf8').digest('hex');
+  return sha256Hex(token);
 }
 
 export class BearerTokens implements Authenticator {
@@ -119,7 +120,7 @@ export class BearerTokens implements Authenticator {
     if (token === undefined) {
       return { allowed: false, status: 401, reason: authorization ? 'not a bearer token' : 'no token', caller: null };
     }
-    const digest = Buffer.from(hashToken(token), 'hex');
+    const digest = sha256Bytes(token);
     let found: TokenEntry | undefined;
     for (const { entry, digest: known } of this.entries) {
       if (timingSafeEqual(digest, known)) found = entry;

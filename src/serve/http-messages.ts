@@ -12,8 +12,11 @@ export const MAX_BODY_BYTES = 4 * 1024 * 1024;
  */
 export function dropCredentials(req: IncomingMessage): void {
   delete req.headers.authorization;
-  for (let i = req.rawHeaders.length - 2; i >= 0; i -= 2) {
-    if (req.rawHeaders[i]?.toLowerCase() === 'authorization') req.rawHeaders.splice(i, 2);
+  const raw = req.rawHeaders;
+  for (let i = raw.length - 2; i >= 0; i -= 2) {
+    const name = raw[i] as string;
+    // The length first: no lower-cased copy of every other header's name.
+    if (name.length === 13 && name.toLowerCase() === 'authorization') raw.splice(i, 2);
   }
 }
 

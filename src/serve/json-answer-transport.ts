@@ -106,23 +106,28 @@ export function writeAnswer(open: HeldResponse, message: JSONRPCMessage, session
   const { res } = open;
   const final = 'result' in message || 'error' in message;
   if (res.destroyed || res.writableEnded) return;
-  const headers = (contentType: string) => ({
-    'Content-Type': contentType,
-    ...(sessionId ? { 'mcp-session-id': sessionId } : {}),
-  });
   if (final && !open.streaming) {
-    // With its length: one write of headers and body, no chunked framing for either side to add or parse.
-    const body = Buffer.from(JSON.stringify(message), 'utf8');
-    res.writeHead(200, { ...headers('application/json'), 'Content-Length': String(body.length) }).end(body);
+    // With its length: one write of headers and body (a string body is written with the head
+    // as one string), no chunked framing for either side to add or parse. The headers as one
+    // flat list: no header object built and copied per answer.
+    const body = JSON.stringify(message);
+    const head = ['Content-Type', 'application/json', 'Content-Length', String(Buffer.byteLength(body))];
+    if (sessionId) head.push('mcp-session-id', sessionId);
+    res.writeHead(200, head).end(body);
     return;
   }
   if (!open.streaming) {
     open.streaming = true;
-    res.writeHead(200, {
-      ...headers('text/event-stream'),
-      'Cache-Control': 'no-cache, no-transform',
-      'X-Accel-Buffering': 'no',
-    });
+    const head = [
+      'Content-Type',
+      'text/event-stream',
+      'Cache-Control',
+      'no-cache, no-transform',
+      'X-Accel-Buffering',
+      'no',
+    ];
+    if (sessionId) head.push('mcp-session-id', sessionId);
+    res.writeHead(200, head);
     res.flushHeaders();
   }
   res.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Logger } from '../util/logger.js';
 import type { RequestSite, SiteRefusal } from '../util/request-site.js';
 import { reply } from './http-messages.js';
@@ -11,6 +12,13 @@ import { reply } from './http-messages.js';
 export class SiteGate {
   /** The kinds of refusal logged once already. */
   private readonly logged = new Set<SiteRefusal['kind']>();
+  /**
+   * Per connection, the last `Host`, `Origin` and `Sec-Fetch-Site` admitted: the decision
+   * depends on nothing else (those headers, the address and port the connection reached, this
+   * gate's rules), so the next request of a kept-alive connection with the same three is
+   * admitted without deciding again. Any other value is decided in full.
+   */
+  private readonly admitted = new WeakMap<Socket, SiteHeaders>();
 
   constructor(
     private readonly site: RequestSite,
@@ -21,8 +29,17 @@ export class SiteGate {
 
   /** Whether the request may go on; when not, it has been answered. */
   admit(req: IncomingMessage, res: ServerResponse): boolean {
-    const refusal = this.site.refusal(req.headers, req.socket);
-    if (!refusal) return true;
+    const { headers, socket } = req;
+    const seen = this.admitted.get(socket);
+    const host = headers.host;
+    const origin = headers.origin;
+    const site = headers['sec-fetch-site'];
+    if (seen !== undefined && seen.host === host && seen.origin === origin && seen.site === site) return true;
+    const refusal = this.site.refusal(headers, socket);
+    if (!refusal) {
+      this.admitted.set(socket, { host, origin, site });
+      return true;
+    }
     this.refused?.(refusal);
     if (!this.logged.has(refusal.kind)) {
       this.logged.add(refusal.kind);
@@ -37,4 +54,11 @@ export class SiteGate {
     reply(res, refusal.status, { error: refusal.reason }, { Connection: 'close' });
     return false;
   }
+}
+
+/** The request headers a site decision reads. */
+interface SiteHeaders {
+  host: string | undefined;
+  origin: string | undefined;
+  site: string | string[] | undefined;
 }

@@ -71,11 +71,11 @@ function post(agent: http.Agent, port: number, headers: Record<string, string>, 
       },
       (res) => {
         let text = '';
+        // Read as it begins: a connection the answer closes is gone from it at its end.
+        const localPort = res.socket?.localPort;
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => (text += chunk));
-        res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text, localPort: res.socket?.localPort }),
-        );
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text, localPort }));
       },
     );
     req.on('error', reject);
@@ -148,16 +148,26 @@ describe('serve: every request of a kept-alive connection is checked', () => {
       const ports = new Set([first, ...refused.map(([, answer]) => answer)].map((a) => a.localPort));
       assert.equal(ports.size, 1, 'one kept-alive connection');
 
-      // Then a page of another site (403) and a request naming another Host (DNS rebinding: 421):
-      // each refused, and its connection closed.
-      const otherSite = await post(agent, port, { ...on, Origin: 'http://evil.example' }, callOf(4));
-      const rebound = await post(agent, port, { ...on, Host: 'evil.example' }, callOf(7));
-      assert.deepEqual([otherSite.status, rebound.status], [403, 421]);
-      assert.deepEqual([otherSite.headers.connection, rebound.headers.connection], ['close', 'close']);
-      assert.deepEqual(ran, ['write_file']);
+      // Then a request naming another Host (DNS rebinding: 421), a page of another site (403) and
+      // a browser's cross-site request (403), each on a connection whose earlier requests were
+      // admitted (serve keeps the last admitted Host, Origin and Sec-Fetch-Site per connection):
+      // each decided again, refused, and its connection closed.
+      const hostile = [
+        [{ Host: 'evil.example' }, 421],
+        [{ Origin: 'http://evil.example' }, 403],
+        [{ 'Sec-Fetch-Site': 'cross-site' }, 403],
+      ] as const;
+      for (const [i, [headers, status]] of hostile.entries()) {
+        const admitted = await post(agent, port, on, callOf(10 + i));
+        assert.equal(admitted.status, 200);
+        const answer = await post(agent, port, { ...on, ...headers }, callOf(20 + i));
+        assert.equal(answer.localPort, admitted.localPort, 'on the connection of an admitted request');
+        assert.deepEqual([answer.status, answer.headers.connection], [status, 'close'], JSON.stringify(headers));
+      }
+      assert.deepEqual(ran, ['write_file', 'write_file', 'write_file', 'write_file'], 'only the admitted calls ran');
       // The session itself still serves its caller.
       assert.equal((await post(agent, port, on, callOf(8))).status, 200);
-      assert.deepEqual(ran, ['write_file', 'write_file']);
+      assert.equal(ran.length, 5);
     } finally {
       agent.destroy();
       await server.drain(0);
