@@ -32,6 +32,8 @@ const REPO = fileURLToPath(new URL('../', import.meta.url));
 const IMAGE = 'hintbox/server-filesystem:2026.8.31';
 const HOOK = pathToFileURL(path.join(REPO, 'bench', 'memory-probe-hook.mjs')).href;
 const MB = 1024 * 1024;
+/** How long the process idles after the load before the idle reading. */
+const IDLE_WAIT_MS = 2000;
 
 const { values } = toolArgs(
   'memory-breakdown',
@@ -91,6 +93,8 @@ interface ProbeStats {
 interface RoundFigures {
   start: Reading;
   loaded: Reading;
+  /** {@link IDLE_WAIT_MS} idle after the load: what hintbox gives back once idle (idle-collector.ts). */
+  idle: Reading;
   p50: number;
   throughput: Record<number, number>;
   /** CPU time of the measured process per call at 32 in flight (µs; counted by /proc, load moves it little). */
@@ -171,7 +175,9 @@ async function measure(
     await callsPerSecond(call, 32, CALLS * 5);
     const spent = (cpuUs(running.pid) - before) / (CALLS * 5);
     const loaded = await read(running.pid, out);
-    return { start, loaded, p50: percentile(samples, 50), throughput, cpuUs: spent };
+    await new Promise((r) => setTimeout(r, IDLE_WAIT_MS));
+    const idle = await read(running.pid, out);
+    return { start, loaded, idle, p50: percentile(samples, 50), throughput, cpuUs: spent };
   } finally {
     await running.close();
   }
@@ -307,6 +313,12 @@ async function main(): Promise<void> {
           'after the bench load',
           names,
           all.map((rs) => rs.map((r) => r.loaded)),
+        ),
+        '',
+        table(
+          `idle ${IDLE_WAIT_MS / 1000} s after the load`,
+          names,
+          all.map((rs) => rs.map((r) => r.idle)),
         ),
         '',
         table(
