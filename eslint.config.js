@@ -27,6 +27,14 @@ export default tseslint.config(
         'error',
         { object: 'process', property: 'env', message: 'read the environment through src/config/environment.ts' },
       ],
+      // V8's toISOString reads ICU's zone data on its first call (~0.6 MB resident): src/util/iso-time.ts.
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "CallExpression[callee.property.name='toISOString']",
+          message: 'use isoTime (src/util/iso-time.ts): the same text without loading ICU zone data',
+        },
+      ],
     },
   },
   { files: ['src/config/environment.ts'], rules: { 'no-console': 'error' } },

@@ -1,5 +1,6 @@
 import { sha256Hex } from '../util/sha256.js';
 import { parseAuditLine, type AuditLine, type AuditRecordError } from './audit-record.js';
+import { isoTime } from '../util/iso-time.js';
 
 /**
  * The hash chain of the audit log. Pure: no I/O.
@@ -60,8 +61,7 @@ export function parseAuditFileName(name: string): { chain: string; seq: number }
 
 /** A new chain's name: sorts by its start time. */
 export function chainName(start: Date, pid: number, random: string): string {
-  const stamp = start
-    .toISOString()
+  const stamp = isoTime(start)
     .replace(/[-:]/g, '')
     .replace(/\.\d{3}/, '');
   return `${stamp}-${pid}-${random}`;

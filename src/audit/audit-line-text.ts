@@ -7,6 +7,7 @@ import {
   type AuditEvent,
   type AuditIntent,
 } from './audit-record.js';
+import { isoTime } from '../util/iso-time.js';
 
 /**
  * The pieces of an audit line written as JSON text (the writer builds each line as text, not as
@@ -18,7 +19,7 @@ const MAX_CACHED_TAGS = 1000;
 
 /** The fields every line starts with, as JSON text without the closing brace. */
 export function lineHead(id: string, time: Date, type: string): string {
-  return `{"v":${AUDIT_SCHEMA_VERSION},"id":${JSON.stringify(id)},"time":"${time.toISOString()}","type":${JSON.stringify(type)}`;
+  return `{"v":${AUDIT_SCHEMA_VERSION},"id":${JSON.stringify(id)},"time":"${isoTime(time)}","type":${JSON.stringify(type)}`;
 }
 
 export function asError(error: unknown): Error {

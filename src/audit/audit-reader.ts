@@ -15,6 +15,7 @@ import {
 import { LineSplitter } from './line-splitter.js';
 import { CHECKPOINTS_FILE } from './audit-checkpoint.js';
 import { CheckpointCheck, type CheckpointAnchor } from './checkpoint-check.js';
+import { isoTime } from '../util/iso-time.js';
 
 /**
  * Reading the audit folder: its chains (`audit-chain.ts`), each file streamed line by line, so
@@ -218,8 +219,8 @@ function matcher(filter: AuditFilter): {
   event(line: AuditLine): boolean;
   complete(call: AuditCallRecord): boolean;
 } {
-  const since = filter.since?.toISOString();
-  const until = filter.until?.toISOString();
+  const since = filter.since && isoTime(filter.since);
+  const until = filter.until && isoTime(filter.until);
   const tag = filter.tag === undefined ? undefined : normalizeTag(filter.tag);
   const common = (line: { time: string } & Record<string, unknown>): boolean =>
     (since === undefined || line.time >= since) &&

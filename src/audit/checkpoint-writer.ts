@@ -6,6 +6,7 @@ import type { Logger } from '../util/logger.js';
 import { lineHash } from './audit-chain.js';
 import { CHECKPOINTS_FILE, signCheckpoint, type ChainState, type CheckpointReason } from './audit-checkpoint.js';
 import { auditKeyId } from './audit-key.js';
+import { isoTime } from '../util/iso-time.js';
 
 /** How often a chain is checkpointed besides at open, rotation and close. */
 export interface CheckpointOptions {
@@ -75,7 +76,7 @@ export class CheckpointWriter {
         chain: this.chain,
         n: this.n,
         reason,
-        time: this.clock.now().toISOString(),
+        time: isoTime(this.clock.now()),
         ...state,
         prev: this.prev,
         key: this.keyId,

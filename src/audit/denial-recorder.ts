@@ -1,6 +1,7 @@
 import { DenialBudget, type DenialBudgetOptions } from '../util/denial-budget.js';
 import type { LogFields, Logger } from '../util/logger.js';
 import type { AuditEvent } from './audit-record.js';
+import { isoTime } from '../util/iso-time.js';
 
 /**
  * Refusals a client can cause at will, before or without any session (a wrong token, a
@@ -64,7 +65,7 @@ export class DenialRecorder implements DenialSink {
   private closeWindow(): void {
     const window = this.budget.closeWindow();
     if (!window) return;
-    const since = new Date(window.since).toISOString();
+    const since = isoTime(window.since);
     const addresses = window.top.map(({ key, skipped }) => ({ address: key, skipped }));
     this.options.log.warn(
       `${window.skipped} refused request(s) since ${since} over the budget, counted but not written down one by one ` +

@@ -10,6 +10,7 @@ import { CheckpointShipper } from './checkpoint-shipper.js';
 import { completeLines } from './complete-lines.js';
 import { jsonbString, jsonbText } from './jsonb-text.js';
 import { monotonicMs } from '../util/clock.js';
+import { isoTime } from '../util/iso-time.js';
 
 /**
  * A sink for platforms: copies the audit log into Postgres (`HINTBOX_DATABASE_URL`), for
@@ -258,7 +259,7 @@ export class PostgresAuditSink {
         cursor.offset = end;
         cursor.head = lineHash(text);
         if (line?.type === 'log.close') cursor.closed = true;
-        const time = line && !Number.isNaN(Date.parse(line.time)) ? line.time : new Date(0).toISOString();
+        const time = line && !Number.isNaN(Date.parse(line.time)) ? line.time : isoTime(0);
         batch.push({
           file,
           end: { ...cursor },

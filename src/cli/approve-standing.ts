@@ -13,6 +13,7 @@ import type { Profile } from '../profile/load-profile.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { UsageError } from '../util/hintbox-error.js';
 import { renderServerText } from '../util/render-server-text.js';
+import { isoTime } from '../util/iso-time.js';
 
 /**
  * `hintbox approve --always` and `--revoke`: a person's standing answer for one tool, written to
@@ -100,7 +101,7 @@ export async function runStanding(
       sha256: approved.sha256,
       arguments: patterns,
       by: userInfo().username,
-      at: clock.now().toISOString(),
+      at: isoTime(clock.now()),
     };
     edits.push((l) => {
       // Bound to the definition approved when the answer is written: another approve meanwhile voids it.

@@ -31,6 +31,7 @@ import { HintboxError, UsageError } from '../util/hintbox-error.js';
 import type { CommandSpec } from './command-spec.js';
 import { closeEngine, engineReady } from './common.js';
 import { importReadiness } from './import-readiness.js';
+import { isoTime } from '../util/iso-time.js';
 
 const HELP = `Usage: hintbox import <file> [--server NAME [--version V]] [--out DIR] [--rewrite] [--force]
 
@@ -332,7 +333,7 @@ function isSymlink(file: string): boolean {
 /** Copies a file beside itself (the config, an edited profile), byte for byte, under a name no earlier backup has. */
 function keepBackup(file: string): string {
   const first = `${file}.hintbox-backup`;
-  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  const stamp = isoTime(Date.now()).replace(/[:.]/g, '-');
   for (const candidate of [first, `${first}-${stamp}`, `${first}-${stamp}-${process.pid}`]) {
     try {
       copyFileSync(file, candidate, constants.COPYFILE_EXCL);

@@ -1,6 +1,7 @@
 import type { ApprovalEntry } from './console-approvals.js';
 import { page, whoHtml } from './console-pages.js';
 import { html, lines, type Html } from './html.js';
+import { isoTime } from '../util/iso-time.js';
 
 /**
  * The console's pages of confirmations: the list (waiting, answered) and one confirmation with
@@ -12,7 +13,7 @@ export function approvalsPage(entries: readonly ApprovalEntry[]): string {
   const answered = entries.filter((e) => e.state !== 'pending');
   const row = (e: ApprovalEntry): Html =>
     html`<tr>
-      <td>${e.askedAt.toISOString()}</td>
+      <td>${isoTime(e.askedAt)}</td>
       <td><a href="/approvals/${e.id}">${e.request.server} · ${e.request.tool}</a></td>
       <td>${whoHtml(e.request.caller?.subject, e.request.caller?.client)}</td>
       <td class="${e.state}">${stateText(e)}</td>
@@ -75,10 +76,10 @@ export function approvalPage(entry: ApprovalEntry, csrf: string, full: boolean):
                 ? 'The client could not be asked, so this call was refused. After you approve, the same call (same arguments) repeated within a few minutes runs once.'
                 : 'The call waits for your answer'
             }
-            (until ${entry.expiresAt.toISOString()}).
+            (until ${isoTime(entry.expiresAt)}).
           </p>`
       : html`<p class="${entry.state}">
-          ${stateText(entry)}${entry.answeredAt ? ` at ${entry.answeredAt.toISOString()}` : ''}.
+          ${stateText(entry)}${entry.answeredAt ? ` at ${isoTime(entry.answeredAt)}` : ''}.
         </p>`;
   return page(
     `${r.tool} of ${r.server}`,

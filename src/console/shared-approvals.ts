@@ -11,6 +11,7 @@ import {
   type ConsoleAnswer,
   type PendingApproval,
 } from './console-approvals.js';
+import { isoTime } from '../util/iso-time.js';
 
 /**
  * The console's confirmations kept in files, for a console that outlives the runs (`hintbox
@@ -78,8 +79,8 @@ export class SharedApprovals {
       request,
       key,
       state: 'pending',
-      askedAt: new Date(askedAt).toISOString(),
-      expiresAt: new Date(askedAt + wait).toISOString(),
+      askedAt: isoTime(askedAt),
+      expiresAt: isoTime(askedAt + wait),
     };
     this.write(entry);
     let stop = (_state: ConsoleAnswer): void => undefined;
@@ -111,7 +112,7 @@ export class SharedApprovals {
   answer(id: string, answer: 'approved' | 'declined'): boolean {
     const entry = this.read(id);
     if (!entry || entry.state !== 'pending' || Date.parse(entry.expiresAt) < this.now()) return false;
-    this.write({ ...entry, state: answer, answeredAt: new Date(this.now()).toISOString() });
+    this.write({ ...entry, state: answer, answeredAt: isoTime(this.now()) });
     if (entry.mode === 'repeat') {
       const grant: StoredGrant = { id, answer, until: this.now() + (this.options.grantWindowMs ?? 5 * 60_000) };
       writeFileAtomic(this.grantFile(entry.key), JSON.stringify(grant), 0o600);

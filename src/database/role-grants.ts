@@ -1,5 +1,6 @@
 import { createHash, createHmac, pbkdf2Sync } from 'node:crypto';
 import type { DatabasePrivilege } from '../profile/database-profile-schema.js';
+import { isoTime } from '../util/iso-time.js';
 
 /**
  * Pure translation of hints into Postgres roles (which privilege a tool or sandbox gets is the
@@ -238,7 +239,7 @@ export function createRoleStatements(spec: RoleSpec, objects: GrantObjects): str
   const statements = [
     `CREATE ROLE ${role} WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS NOINHERIT` +
       ` CONNECTION LIMIT ${spec.connectionLimit} PASSWORD ${quoteLiteral(spec.password)}` +
-      ` VALID UNTIL ${quoteLiteral(spec.validUntil.toISOString())}`,
+      ` VALID UNTIL ${quoteLiteral(isoTime(spec.validUntil))}`,
     `COMMENT ON ROLE ${role} IS ${quoteLiteral(encodeRoleComment(spec.comment))}`,
     `GRANT CONNECT ON DATABASE ${quoteIdent(spec.database)} TO ${role}`,
     `GRANT USAGE ON SCHEMA ${[...new Set(spec.schemas)].map(quoteIdent).join(', ')} TO ${role}`,
@@ -262,7 +263,7 @@ export function createRoleStatements(spec: RoleSpec, objects: GrantObjects): str
 
 /** Moves a role's VALID UNTIL (a session that outlives the profile's TTL). */
 export function renewRoleStatement(name: string, validUntil: Date): string {
-  return `ALTER ROLE ${quoteIdent(name)} VALID UNTIL ${quoteLiteral(validUntil.toISOString())}`;
+  return `ALTER ROLE ${quoteIdent(name)} VALID UNTIL ${quoteLiteral(isoTime(validUntil))}`;
 }
 
 /** First step of a drop: no new logins, so a sandbox cannot reconnect while its sessions end. */

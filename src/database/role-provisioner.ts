@@ -24,6 +24,7 @@ import {
 } from './role-grants.js';
 import { minPrivilege } from '../policy/database-privilege.js';
 import { monotonicMs } from '../util/clock.js';
+import { isoTime } from '../util/iso-time.js';
 
 /**
  * Postgres roles for sandboxes, through an admin connection (a superuser, or a role with
@@ -184,7 +185,7 @@ export class RoleProvisioner implements AsyncDisposable {
       for (const statement of statements) await this.client.query(statement);
     });
     this.log.info(
-      `created database role ${name} (${privilege} on ${section.schemas.join(', ')}, valid until ${validUntil.toISOString()})`,
+      `created database role ${name} (${privilege} on ${section.schemas.join(', ')}, valid until ${isoTime(validUntil)})`,
     );
     return { name, password, privilege, database: this.database, validUntil };
   }

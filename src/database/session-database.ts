@@ -11,6 +11,7 @@ import { DEFAULT_CALL_TIMEOUT_MS, sessionBounds } from './role-grants.js';
 import { startSocketRelay } from './pg-socket-relay.js';
 import { sessionsToEnd } from './call-end-sessions.js';
 import { sandboxDatabaseEnv, type PrivilegeViolation, type SocketRelay } from './socket-relay.js';
+import { isoTime } from '../util/iso-time.js';
 
 /**
  * The database side of one hintbox session: the admin connection, one role and one socket
@@ -223,7 +224,7 @@ export class SessionDatabase {
       if (!slot || this.closed) continue;
       try {
         const until = await this.serial(() => this.provisioner.renewRole(slot.role.name));
-        this.options.log.debug(`renewed database role ${slot.role.name} until ${until.toISOString()}`);
+        this.options.log.debug(`renewed database role ${slot.role.name} until ${isoTime(until)}`);
       } catch (error) {
         this.options.log.warn(`could not renew database role ${slot.role.name}: ${(error as Error).message}`);
       }

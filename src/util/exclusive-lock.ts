@@ -4,6 +4,7 @@ import os from 'node:os';
 import { isProcessAlive } from './process-alive.js';
 import { HintboxError } from './hintbox-error.js';
 import { monotonicMs } from './clock.js';
+import { isoTime } from './iso-time.js';
 
 /**
  * An exclusive lock between processes on one file: `<file>.lock`, created with O_EXCL and
@@ -59,7 +60,7 @@ export async function withExclusiveLock<T>(
   const deadline = monotonicMs() + timeoutMs;
   let pause = 10;
   for (;;) {
-    me.since = new Date().toISOString();
+    me.since = isoTime(Date.now());
     if (tryCreate(lockPath, JSON.stringify(me))) break;
     const seen = readLock(lockPath);
     if (!seen || (isStale(seen, staleMs) && breakStale(lockPath, seen.text))) continue;

@@ -1,4 +1,5 @@
 import { escapeInvisibleInJson, renderServerText } from './render-server-text.js';
+import { isoTime } from './iso-time.js';
 
 /**
  * hintbox's log. Always stderr: stdout is the MCP transport under `hintbox run`. Messages quote
@@ -61,7 +62,7 @@ function make(level: LogLevel, write: (line: string) => void, options: LoggerOpt
   const emit = (at: LogLevel, message: string, fields?: LogFields): void => {
     if (ORDER[at] < ORDER[level]) return;
     if (json) {
-      const time = (options.now ?? (() => new Date()))().toISOString();
+      const time = isoTime((options.now ?? (() => new Date()))());
       const entry: Record<string, unknown> = { time, level: at, component, msg: message };
       for (const [key, value] of Object.entries(fields ?? {})) if (!(key in entry)) entry[key] = value;
       write(escapeInvisibleInJson(JSON.stringify(entry)));
