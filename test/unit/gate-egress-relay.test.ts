@@ -288,7 +288,8 @@ it('a sandbox whose command starts with --egress-proxy is refused: nothing runs,
   let stderr = '';
   gate.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
   const timer = setTimeout(() => gate.kill('SIGKILL'), 3000);
-  const code = await new Promise<number | string | null>((r) => gate.once('exit', (c, s) => r(c ?? s)));
+  // 'close', not 'exit': its stderr is read to the end by then.
+  const code = await new Promise<number | string | null>((r) => gate.once('close', (c, s) => r(c ?? s)));
   clearTimeout(timer);
   assert.equal(existsSync(marker), false, `the image's program did not run (gate: ${String(code)} ${stderr.trim()})`);
   assert.equal(existsSync(socket), false, 'the gate did not listen on the image-chosen socket');
