@@ -2,6 +2,12 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+// V8's toISOString reads ICU's zone data on its first call (~0.6 MB resident): src/util/iso-time.ts.
+const NO_TO_ISO_STRING = {
+  selector: "CallExpression[callee.property.name='toISOString']",
+  message: 'use isoTime (src/util/iso-time.ts): the same text without loading ICU zone data',
+};
+
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'images/**/node_modules/', 'test/fixtures/**'] },
   js.configs.recommended,
@@ -27,17 +33,13 @@ export default tseslint.config(
         'error',
         { object: 'process', property: 'env', message: 'read the environment through src/config/environment.ts' },
       ],
-      // V8's toISOString reads ICU's zone data on its first call (~0.6 MB resident): src/util/iso-time.ts.
-      'no-restricted-syntax': [
-        'error',
-        {
-          selector: "CallExpression[callee.property.name='toISOString']",
-          message: 'use isoTime (src/util/iso-time.ts): the same text without loading ICU zone data',
-        },
-      ],
+      'no-restricted-syntax': ['error', NO_TO_ISO_STRING],
     },
   },
-  { files: ['src/config/environment.ts'], rules: { 'no-console': 'error' } },
+  {
+    files: ['src/config/environment.ts'],
+    rules: { 'no-console': 'error', 'no-restricted-syntax': ['error', NO_TO_ISO_STRING] },
+  },
   // The policy is pure: it imports only its own modules and Node's computing ones (hashing, path
   // text), never I/O (node:fs, node:child_process, dockerode, pg) nor another layer of hintbox.
   // test/unit/policy-purity.test.ts plants imports to prove this rule bites.
@@ -55,9 +57,11 @@ export default tseslint.config(
           ],
         },
       ],
+      // A block's no-restricted-syntax replaces an earlier one's: the toISOString ban is repeated.
       'no-restricted-syntax': [
         'error',
         { selector: 'ImportExpression', message: 'src/policy is pure: no dynamic import' },
+        NO_TO_ISO_STRING,
       ],
       'no-restricted-globals': [
         'error',

@@ -64,6 +64,12 @@ export function isLoopbackHost(host: string): boolean {
   return host === '::1';
 }
 
+/**
+ * The site rules of `hintbox serve`. Its decision is a pure function of a request's `Host`,
+ * `Origin` and `Sec-Fetch-Site`, the address and port the connection reached, and rules fixed
+ * at construction: serve's SiteGate keeps it per connection on that ground. A decision that
+ * reads anything else, or rules changed in place, must change the gate's memo with it.
+ */
 export class RequestSite {
   private readonly hosts: AllowedHost[];
   private readonly origins: Set<string>;
