@@ -14,6 +14,7 @@ import type { ClientSession } from './client-session.js';
 import { COMBINED, membersOf } from './combined-endpoint.js';
 import { dropCredentials, jsonRpcError, readJson, reply, requestIds } from './http-messages.js';
 import { JsonAnswerTransport } from './json-answer-transport.js';
+import { requestTarget } from './request-target.js';
 import { pathName } from './serve-address.js';
 import { SiteGate } from './site-gate.js';
 import { DEFAULT_IDLE_MS, DEFAULT_MAX_SESSIONS, type McpHttpServerOptions } from './mcp-http-options.js';
@@ -161,11 +162,11 @@ export class McpHttpServer {
     if (!this.siteGate.admit(req, res)) return;
     // A request target that is no URL (`http://[…`) is the client's error: answered, not logged.
     // Parsed once (URL.canParse and then new URL parsed each request's target twice).
-    const url = parsedTarget(req.url);
+    const url = requestTarget(req.url);
     if (!url) return reply(res, 400, { error: 'bad request target' });
     if (url.pathname === '/healthz') return reply(res, 200, { ok: true });
     if (url.pathname === '/readyz') {
-      const verified = verifiedParameter(url.searchParams);
+      const verified = verifiedParameter(new URLSearchParams(url.search));
       if (verified === undefined)
         return reply(res, 400, { error: '/readyz: verified is given without a value, or 1 or true' });
       const state = this.options.ready(verified);
@@ -382,14 +383,5 @@ export class McpHttpServer {
     const challenge = this.options.auth?.challenge(denial, server);
     const headers: Record<string, string> = challenge ? { 'WWW-Authenticate': challenge } : {};
     reply(res, denial.status, jsonRpcError(denial.status === 401 ? 'unauthorized' : 'forbidden'), headers);
-  }
-}
-
-/** A request's target as a URL, or undefined when it is none. */
-function parsedTarget(target: string | undefined): URL | undefined {
-  try {
-    return new URL(target ?? '/', 'http://hintbox');
-  } catch {
-    return undefined;
   }
 }
