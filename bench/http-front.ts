@@ -1,10 +1,13 @@
 /**
- * What HTTP itself costs in Node, beside serve: the same `read_text_file` call three ways, in
+ * What HTTP itself costs in Node, beside serve: the same `read_text_file` call five ways, in
  * turn, round by round:
  * - **serve**: `hintbox serve` with a bearer token, the bench's lean `node:http` client;
  * - **front**: a minimal `node:http` server in this process (no checks at all) that writes each
  *   POST body as a line to `hintbox run`'s stdin and answers with its line, the same lean client;
- * - **run**: `hintbox run` with the SDK's stdio client (serve ÷ run's baseline).
+ * - **run**: `hintbox run` with the SDK's stdio client (serve ÷ run's baseline);
+ * - **serve-raw** and **run-raw**: the same two with clients of the same weight, each the least
+ *   its transport needs (raw-clients.ts: HTTP/1.1 written and read by hand on one socket;
+ *   newline-delimited JSON on the pipes), so that their ratio is hintbox's own, not the clients'.
  *
  *   node --import tsx bench/http-front.ts --rounds 3 --warmup 6000 --calls 3000
  *
@@ -20,6 +23,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { relocatedProfileText } from '../src/profile/relocate-profile.js';
 import { LeanHttpClient } from './lean-http-client.js';
+import { RawHttpClient, RawStdioClient } from './raw-clients.js';
 import { CLOCK_TICKS_PER_SECOND, procStat } from './proc-stat.js';
 import { approveEach, benchToken, startServe } from './serve-processes.js';
 import { spawnServer } from './spawn-server.js';
@@ -94,6 +98,35 @@ function folders(): { workspace: string; state: string; profile: string; env: Re
 }
 
 const readFile = { path: '/workspace/file.txt' };
+
+async function viaServeRaw(): Promise<Figures> {
+  const { workspace, state, env } = folders();
+  const tokens = benchToken();
+  approveEach({ hintboxBin: BIN, env }, state, 1);
+  const serving = await startServe({ hintboxBin: BIN, env }, state, tokens.file);
+  try {
+    const lean = await LeanHttpClient.connect(`${serving.url}/mcp/fs-1`, tokens.token);
+    const client = await RawHttpClient.connect(`${serving.url}/mcp/fs-1`, { ...lean.session, token: tokens.token });
+    const figures = await timed(() => client.callTool('read_text_file', readFile), serving.child.pid ?? -1);
+    client.close();
+    await lean.close();
+    return figures;
+  } finally {
+    await serving.stop();
+    for (const dir of [workspace, state, tokens.folder]) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function viaRunRaw(): Promise<Figures> {
+  const { workspace, state, profile, env } = folders();
+  const client = await RawStdioClient.start(BIN, ['run', profile], { PATH: process.env.PATH ?? '', HOME: '/root', ...env });
+  try {
+    return await timed(() => client.callTool('read_text_file', readFile), client.pid);
+  } finally {
+    await client.close();
+    for (const dir of [workspace, state]) rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 async function viaServe(): Promise<Figures> {
   const { workspace, state, env } = folders();
@@ -173,24 +206,34 @@ async function viaRun(): Promise<Figures> {
   }
 }
 
-const ways = { serve: viaServe, front: viaFront, run: viaRun } as const;
+const ways = { serve: viaServe, front: viaFront, run: viaRun, 'serve-raw': viaServeRaw, 'run-raw': viaRunRaw } as const;
 const results = new Map<string, Figures[]>();
 for (let round = 1; round <= ROUNDS; round++) {
   for (const [name, way] of Object.entries(ways)) {
     process.stderr.write(`http-front: round ${round}/${ROUNDS}: ${name}\n`);
-    results.set(name, [...(results.get(name) ?? []), await way()]);
+    const figures = await way();
+    process.stderr.write(
+      `http-front:   p50 ${figures.p50.toFixed(3)} ms, CPU per call: hintbox ${figures.hintboxUs.toFixed(0)} µs, here ${figures.hereUs.toFixed(0)} µs\n`,
+    );
+    results.set(name, [...(results.get(name) ?? []), figures]);
   }
 }
 const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 console.log(`${ROUNDS} round(s), ${WARMUP} warm-up and ${CALLS} timed calls each, load ${load}; medians over rounds`);
 console.log(
-  `${'WAY'.padEnd(8)}${'P50 MS'.padEnd(10)}${'÷ RUN'.padEnd(8)}${'HINTBOX CPU µs'.padEnd(16)}THIS PROCESS CPU µs (client; front too)`,
+  `${'WAY'.padEnd(11)}${'P50 MS'.padEnd(10)}${'÷ ITS RUN'.padEnd(11)}${'HINTBOX CPU µs'.padEnd(16)}THIS PROCESS CPU µs (client; front too)`,
 );
-const runP50 = median((results.get('run') ?? []).map((f) => f.p50));
+/** Each way against run with a client of its weight: the raw ones against run-raw, the others against run. */
+const baseline = (name: string): number =>
+  median((results.get(name.endsWith('-raw') ? 'run-raw' : 'run') ?? []).map((f) => f.p50));
 for (const [name, figures] of results) {
   const p50 = median(figures.map((f) => f.p50));
-  const row = [p50.toFixed(3), `${(p50 / runP50).toFixed(2)}×`, median(figures.map((f) => f.hintboxUs)).toFixed(0)];
-  console.log(
-    `${name.padEnd(8)}${row[0]!.padEnd(10)}${row[1]!.padEnd(8)}${row[2]!.padEnd(16)}${median(figures.map((f) => f.hereUs)).toFixed(0)}`,
-  );
+  const cells = [
+    name.padEnd(11),
+    p50.toFixed(3).padEnd(10),
+    `${(p50 / baseline(name)).toFixed(2)}×`.padEnd(11),
+    median(figures.map((f) => f.hintboxUs)).toFixed(0).padEnd(16),
+    median(figures.map((f) => f.hereUs)).toFixed(0),
+  ];
+  console.log(cells.join(''));
 }

@@ -60,6 +60,12 @@ export class LeanHttpClient {
     }
   }
 
+  /** The session this client opened and the protocol version serve answered. */
+  get session(): { sessionId: string; protocolVersion: string } {
+    if (this.sessionId === undefined || this.protocolVersion === undefined) throw new Error('no session yet');
+    return { sessionId: this.sessionId, protocolVersion: this.protocolVersion };
+  }
+
   /** `tools/call`; its result, or throws with the JSON-RPC error. */
   callTool(name: string, args: Record<string, unknown>): Promise<unknown> {
     return this.request('tools/call', { name, arguments: args });

@@ -33,7 +33,6 @@ const IMAGE = 'hintbox/server-filesystem:2026.8.31';
 const HOOK = pathToFileURL(path.join(REPO, 'bench', 'memory-probe-hook.mjs')).href;
 const MB = 1024 * 1024;
 /** How long the process idles after the load before the idle reading. */
-const IDLE_WAIT_MS = 2000;
 
 const { values } = toolArgs(
   'memory-breakdown',
@@ -41,6 +40,7 @@ const { values } = toolArgs(
   {
     options: {
       rounds: { type: 'string', default: '3' },
+      'idle-ms': { type: 'string', default: '2000' },
       calls: { type: 'string', default: '1000' },
       warmup: { type: 'string', default: '200' },
       variant: { type: 'string', multiple: true },
@@ -50,6 +50,8 @@ const { values } = toolArgs(
   },
 );
 const ROUNDS = Number(values.rounds);
+/** How long after the load the idle reading is taken. */
+const IDLE_WAIT_MS = Number(values['idle-ms']);
 const CALLS = Number(values.calls);
 const WARMUP = Number(values.warmup);
 
@@ -93,7 +95,7 @@ interface ProbeStats {
 interface RoundFigures {
   start: Reading;
   loaded: Reading;
-  /** {@link IDLE_WAIT_MS} idle after the load: what hintbox gives back once idle (idle-collector.ts). */
+  /** {@link IDLE_WAIT_MS} idle after the load: what hintbox (and V8's memory reducer, ~8 s after the load) gives back once idle. */
   idle: Reading;
   p50: number;
   throughput: Record<number, number>;
