@@ -22,13 +22,22 @@ export interface RoundResult {
   firstWriteMs: number;
   latency: { p50: number; p99: number };
   throughput: Record<number, number>;
+  /** Resident memory right after the load (where V8's collection cycle stood then: it swings MBs). */
   rssMb: number;
+  /** Resident memory at rest: {@link REST_MS} after the load's last call. */
+  restRssMb: number;
   sandboxMb: number[];
   /** CPU time per call (µs) at the highest concurrency, by component, all processes of the machine. */
   cpu: Record<string, number>;
   /** Latency (ms) of each block of `WARMUP_BLOCK` warm-up calls, in order: how the steady state was reached. */
   warmup: { p50: number; p99: number }[];
 }
+
+/**
+ * How long after the load's last call the resident memory at rest is read: `hintbox run`
+ * collects once its client has been quiet for 1 s (src/util/idle-collection.ts).
+ */
+export const REST_MS = 3000;
 
 /** Warm-up calls per block of the warm-up curve. */
 export const WARMUP_BLOCK = 1000;
@@ -76,10 +85,11 @@ export function summarize(
       figure(`throughput, ${c} in flight`, 'calls/s', (r) => r.throughput[c] ?? 0, atLeast(0.95)),
     ),
     figure(`CPU per call, ${Math.max(...run.concurrency)} in flight (all processes)`, 'µs', (r) => r.cpu.total ?? 0),
+    figure('resident memory of the launched process, right after the load', 'MB', (r) => r.rssMb),
     figure(
-      'resident memory of the launched process',
+      `resident memory of the launched process, at rest (${REST_MS / 1000} s after the load)`,
       'MB',
-      (r) => r.rssMb,
+      (r) => r.restRssMb,
       (_ratio, hintbox) => ({
         text: 'hintbox ≤ 60 MB',
         met: hintbox <= 60,

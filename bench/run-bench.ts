@@ -22,6 +22,7 @@ import {
   formatHolding,
   formatReport,
   summarize,
+  REST_MS,
   VARIANTS,
   WARMUP_BLOCK,
   type RoundResult,
@@ -278,14 +279,18 @@ async function measure(start: () => Promise<Running>, docker: Docker): Promise<R
     for (const inFlight of CONCURRENCY) throughput[inFlight] = await callsPerSecond(call, inFlight, CALLS);
     const cpu = await cpuPerCall(call, Math.max(...CONCURRENCY), CALLS * CPU_CALLS_FACTOR, running.pid);
 
+    const loaded = performance.now();
+    const afterLoadMb = rssMb(running.pid);
     const sandboxMb = await sandboxMemory(docker, running.pid);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, REST_MS - (performance.now() - loaded))));
     return {
       coldStartMs,
       firstReadMs,
       firstWriteMs,
       latency: { p50: percentile(samples, 50), p99: percentile(samples, 99) },
       throughput,
-      rssMb: rssMb(running.pid),
+      rssMb: afterLoadMb,
+      restRssMb: rssMb(running.pid),
       sandboxMb,
       cpu,
       warmup,

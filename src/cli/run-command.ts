@@ -4,6 +4,7 @@ import { UsageError } from '../util/hintbox-error.js';
 import type { HintboxSession } from '../session/hintbox-session.js';
 import { approvalsOf, knownTools, openAuditTrail, openSession } from '../session/session-setup.js';
 import { newSessionId } from '../util/session-identity.js';
+import { idleCollection } from '../util/idle-collection.js';
 import { cliLog, closeEngine, consolePortArg, engineReady, profileArg, startConsole } from './common.js';
 import type { CommandSpec } from './command-spec.js';
 import type { HintboxConsole } from '../console/console-server.js';
@@ -188,6 +189,12 @@ export const runCommand: CommandSpec = {
           process.stdin.once('close', resolve);
           gateway.server.onclose = () => resolve();
         });
+        // At rest after each burst of calls: one collection once the client is quiet.
+        const collection = idleCollection();
+        if (collection) {
+          process.stdin.on('data', () => collection.activity());
+          void disconnected.then(() => collection.stop());
+        }
         await gateway.connect(new NdjsonTransport(process.stdin, process.stdout, false));
         if (session.verified) {
           log.info(
