@@ -189,13 +189,14 @@ export const runCommand: CommandSpec = {
           process.stdin.once('close', resolve);
           gateway.server.onclose = () => resolve();
         });
-        // At rest after each burst of calls: one collection once the client is quiet.
+        await gateway.connect(new NdjsonTransport(process.stdin, process.stdout, false));
+        // At rest after each burst of calls: one collection once the client is quiet. Listening
+        // only now: the transport's own listener is the one that set the client's stream flowing.
         const collection = idleCollection();
         if (collection) {
           process.stdin.on('data', () => collection.activity());
           void disconnected.then(() => collection.stop());
         }
-        await gateway.connect(new NdjsonTransport(process.stdin, process.stdout, false));
         if (session.verified) {
           log.info(
             `serving the ${session.plan.tools.length} approved tool(s) of ${profile.name} from its lock file while the server is verified; calls wait for that (session ${sessionId})`,
