@@ -99,27 +99,13 @@ function folders(): { workspace: string; state: string; profile: string; env: Re
 
 const readFile = { path: '/workspace/file.txt' };
 
-async function viaServeRaw(): Promise<Figures> {
-  const { workspace, state, env } = folders();
-  const tokens = benchToken();
-  approveEach({ hintboxBin: BIN, env }, state, 1);
-  const serving = await startServe({ hintboxBin: BIN, env }, state, tokens.file);
-  try {
-    const lean = await LeanHttpClient.connect(`${serving.url}/mcp/fs-1`, tokens.token);
-    const client = await RawHttpClient.connect(`${serving.url}/mcp/fs-1`, { ...lean.session, token: tokens.token });
-    const figures = await timed(() => client.callTool('read_text_file', readFile), serving.child.pid ?? -1);
-    client.close();
-    await lean.close();
-    return figures;
-  } finally {
-    await serving.stop();
-    for (const dir of [workspace, state, tokens.folder]) rmSync(dir, { recursive: true, force: true });
-  }
-}
-
 async function viaRunRaw(): Promise<Figures> {
   const { workspace, state, profile, env } = folders();
-  const client = await RawStdioClient.start(BIN, ['run', profile], { PATH: process.env.PATH ?? '', HOME: '/root', ...env });
+  const client = await RawStdioClient.start(BIN, ['run', profile], {
+    PATH: process.env.PATH ?? '',
+    HOME: '/root',
+    ...env,
+  });
   try {
     return await timed(() => client.callTool('read_text_file', readFile), client.pid);
   } finally {
@@ -128,15 +114,21 @@ async function viaRunRaw(): Promise<Figures> {
   }
 }
 
-async function viaServe(): Promise<Figures> {
+/** serve with the lean `node:http` client, or (`raw`) with the raw one on the session the lean client opened. */
+async function viaServe(client: 'lean' | 'raw'): Promise<Figures> {
   const { workspace, state, env } = folders();
   const tokens = benchToken();
   approveEach({ hintboxBin: BIN, env }, state, 1);
   const serving = await startServe({ hintboxBin: BIN, env }, state, tokens.file);
   try {
-    const client = await LeanHttpClient.connect(`${serving.url}/mcp/fs-1`, tokens.token);
-    const figures = await timed(() => client.callTool('read_text_file', readFile), serving.child.pid ?? -1);
-    await client.close();
+    const url = `${serving.url}/mcp/fs-1`;
+    const lean = await LeanHttpClient.connect(url, tokens.token);
+    const raw =
+      client === 'raw' ? await RawHttpClient.connect(url, { ...lean.session, token: tokens.token }) : undefined;
+    const call = () => (raw ?? lean).callTool('read_text_file', readFile);
+    const figures = await timed(call, serving.child.pid ?? -1);
+    raw?.close();
+    await lean.close();
     return figures;
   } finally {
     await serving.stop();
@@ -206,7 +198,13 @@ async function viaRun(): Promise<Figures> {
   }
 }
 
-const ways = { serve: viaServe, front: viaFront, run: viaRun, 'serve-raw': viaServeRaw, 'run-raw': viaRunRaw } as const;
+const ways = {
+  serve: () => viaServe('lean'),
+  front: viaFront,
+  run: viaRun,
+  'serve-raw': () => viaServe('raw'),
+  'run-raw': viaRunRaw,
+} as const;
 const results = new Map<string, Figures[]>();
 for (let round = 1; round <= ROUNDS; round++) {
   for (const [name, way] of Object.entries(ways)) {
@@ -232,7 +230,9 @@ for (const [name, figures] of results) {
     name.padEnd(11),
     p50.toFixed(3).padEnd(10),
     `${(p50 / baseline(name)).toFixed(2)}×`.padEnd(11),
-    median(figures.map((f) => f.hintboxUs)).toFixed(0).padEnd(16),
+    median(figures.map((f) => f.hintboxUs))
+      .toFixed(0)
+      .padEnd(16),
     median(figures.map((f) => f.hereUs)).toFixed(0),
   ];
   console.log(cells.join(''));
