@@ -146,7 +146,9 @@ export class RawStdioClient {
 
   /** Ends its stdin (hintbox run stops when its client goes) and waits for the exit. */
   async close(): Promise<void> {
-    const exited = new Promise((resolve) => (this.child.exitCode === null ? this.child.once('exit', resolve) : resolve(0)));
+    const exited = new Promise((resolve) =>
+      this.child.exitCode === null ? this.child.once('exit', resolve) : resolve(0),
+    );
     this.child.stdin.end();
     await exited;
   }

@@ -26,11 +26,11 @@ const rounds = (blocks: { p50: number; p99: number }[][]): Record<VariantName, R
 describe('the bench report', () => {
   it('holds the memory target against the resident memory at rest, not right after the load', () => {
     const hintbox = { ...round(1, []), rssMb: 66, restRssMb: 59 };
-    const report = summarize(
-      [{ bare: round(1, []), docker: round(1, []), hintbox }],
-      [],
-      { calls: 1000, latencyCalls: 10000, concurrency: [1] },
-    );
+    const report = summarize([{ bare: round(1, []), docker: round(1, []), hintbox }], [], {
+      calls: 1000,
+      latencyCalls: 10000,
+      concurrency: [1],
+    });
     const memory = report.figures.filter((f) => f.name.startsWith('resident memory'));
     assert.deepEqual(
       memory.map((f) => [f.values.hintbox.median, f.target?.met]),
