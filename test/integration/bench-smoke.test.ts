@@ -98,8 +98,9 @@ integrationSuite('the benchmark, smoke run', { timeout: 300_000, images: [ensure
         assert.ok(Number.isFinite(value) && value > 0, `${figure.name}, ${variant}: ${value}`);
       }
       assert.ok(Number.isFinite(figure.ratio) && figure.ratio > 0, `${figure.name}: ratio ${figure.ratio}`);
-      // The first answered call of each class is reported without a target (issue 12).
-      if (!/first answered/.test(figure.name)) {
+      // The first answered call of each class is reported without a target (issue 12), and so is
+      // the resident memory right after the load (the target is held at rest).
+      if (!/first answered|right after the load/.test(figure.name)) {
         assert.equal(typeof figure.target?.met, 'boolean', `${figure.name} says whether its target is met`);
       }
     }
