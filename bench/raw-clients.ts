@@ -16,8 +16,7 @@ interface Reply {
   error?: { code: number; message: string };
 }
 
-function resultOf(text: string, id: number): unknown {
-  const reply = JSON.parse(text) as Reply;
+function resultOf(reply: Reply, id: number): unknown {
   if (reply.id !== id) throw new Error(`an answer to ${String(reply.id)} where ${id} was awaited`);
   if (reply.error) throw new Error(`${reply.error.message} (${reply.error.code})`);
   return reply.result;
@@ -68,7 +67,7 @@ export class RawHttpClient {
       this.failed = reject;
       this.waiting = (text) => {
         try {
-          resolve(resultOf(text, id));
+          resolve(resultOf(JSON.parse(text) as Reply, id));
         } catch (error) {
           reject(error instanceof Error ? error : new Error(String(error)));
         }
@@ -95,9 +94,9 @@ export class RawHttpClient {
     if (this.buffered.length < total) return;
     const body = Buffer.from(this.buffered.slice(end + 4, total), 'latin1').toString('utf8');
     this.buffered = this.buffered.slice(total);
-    if (status !== '200') return this.failed?.(new Error(`HTTP ${status}: ${body.slice(0, 200)}`));
     const waiting = this.waiting;
     this.waiting = undefined;
+    if (status !== '200') return this.failed?.(new Error(`HTTP ${status}: ${body.slice(0, 200)}`));
     waiting?.(body);
   }
 }
@@ -105,7 +104,7 @@ export class RawHttpClient {
 /** One request at a time over a child's stdio (newline-delimited JSON), after the MCP handshake. */
 export class RawStdioClient {
   private buffered = '';
-  private waiting: ((line: string) => void) | undefined;
+  private waiting: ((reply: Reply) => void) | undefined;
   private nextId = 0;
 
   private constructor(readonly child: ChildProcessWithoutNullStreams) {
@@ -115,9 +114,13 @@ export class RawStdioClient {
       for (let end = this.buffered.indexOf('\n'); end >= 0; end = this.buffered.indexOf('\n')) {
         const line = this.buffered.slice(0, end);
         this.buffered = this.buffered.slice(end + 1);
+        const message = JSON.parse(line) as Reply & { method?: unknown };
+        // hintbox's own messages (a notification such as tools/list_changed, a request) are not
+        // the answer awaited: an answer has an id and no method.
+        if (message.method !== undefined || message.id === undefined) continue;
         const waiting = this.waiting;
         this.waiting = undefined;
-        waiting?.(line);
+        waiting?.(message);
       }
     });
   }
@@ -147,7 +150,7 @@ export class RawStdioClient {
   /** Ends its stdin (hintbox run stops when its client goes) and waits for the exit. */
   async close(): Promise<void> {
     const exited = new Promise((resolve) =>
-      this.child.exitCode === null ? this.child.once('exit', resolve) : resolve(0),
+      this.child.exitCode === null && this.child.signalCode === null ? this.child.once('exit', resolve) : resolve(0),
     );
     this.child.stdin.end();
     await exited;
@@ -156,9 +159,9 @@ export class RawStdioClient {
   private request(method: string, params: unknown): Promise<unknown> {
     const id = ++this.nextId;
     return new Promise((resolve, reject) => {
-      this.waiting = (line) => {
+      this.waiting = (reply) => {
         try {
-          resolve(resultOf(line, id));
+          resolve(resultOf(reply, id));
         } catch (error) {
           reject(error instanceof Error ? error : new Error(String(error)));
         }

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=1 MALLOC_MMAP_THRESHOLD_=131072 MALLOC_TRIM_THRESHOLD_=131072 node --expose-gc --max-old-space-size=1024 --max-semi-space-size=1 --optimize-for-size --bytecode-old-age=1
+#!/usr/bin/env -S MALLOC_ARENA_MAX=1 MALLOC_MMAP_THRESHOLD_=131072 MALLOC_TRIM_THRESHOLD_=131072 node --expose-gc --max-semi-space-size=1 --optimize-for-size --bytecode-old-age=1
 // A 1 MB young generation and V8's optimize-for-size mode keep hintbox's resident memory low (docs/benchmarks.md).
 // So does `--bytecode-old-age=1`: a function's bytecode not run through one full collection is
 // dropped (V8's default waits five; a function run again is compiled again), so the start's code
@@ -9,9 +9,9 @@
 // big blocks of V8's compilers back to the system when freed (glibc's threshold otherwise grows
 // past them and they stay in the arena: ~2 MB), at a few system calls per thousand calls.
 // `--expose-gc` lets `hintbox run` collect, compacting, once its client is quiet (idle-collection.ts):
-// a burst's garbage otherwise stays resident until V8's memory reducer, ~8 s later. A 1 GB cap on
-// the old generation (V8's default here is 4 GB) holds four of the largest messages (64 MB lines)
-// at once, and V8 then leaves ~1.1 MB of its own code untouched (measured, cause not traced).
+// a burst's garbage otherwise stays resident until V8's memory reducer, ~8 s later. No cap on the
+// old generation: a 64 MB line of small JSON values parses to ~1.4 GB, and a cap below that would
+// let one message of a sandboxed server abort hintbox (a 1 GB cap saved 1.1 MB; review24).
 // `env -S` sets these for the bin as a client launches it (the installed bin, dist/hintbox.mjs);
 // other C libraries ignore them.
 import { ENVIRONMENT_VARIABLES, hintboxEnvironment } from '../config/environment.js';

@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it, mock } from 'node:test';
-import { IdleCollection, idleCollection } from '../../src/util/idle-collection.js';
+import {
+  collectCompacting,
+  IdleCollection,
+  idleCollection,
+  LARGEST_COLLECTED_HEAP,
+} from '../../src/util/idle-collection.js';
 
 const QUIET = 1000;
 /** Moves the mocked clock in small steps: a timer armed in a callback counts from its own moment. */
@@ -62,5 +67,38 @@ describe('IdleCollection', () => {
   it('is off where V8 does not expose gc (node without the bin’s --expose-gc)', () => {
     assert.equal(typeof (globalThis as { gc?: unknown }).gc, 'undefined');
     assert.equal(idleCollection(), undefined);
+  });
+});
+
+describe('collectCompacting', () => {
+  const recorder = (heap: number, gcThrows = false) => {
+    const calls: string[] = [];
+    const collector = {
+      gc: () => {
+        calls.push('gc');
+        if (gcThrows) throw new Error('gc failed');
+      },
+      setFlags: (flags: string) => void calls.push(flags),
+      heapUsed: () => heap,
+    };
+    return { calls, collector };
+  };
+
+  it('collects with compaction switched on for that collection alone', () => {
+    const { calls, collector } = recorder(10 * 1024 * 1024);
+    collectCompacting(collector);
+    assert.deepEqual(calls, ['--compact-on-every-full-gc', 'gc', '--no-compact-on-every-full-gc']);
+  });
+
+  it('switches compaction off again when the collection throws', () => {
+    const { calls, collector } = recorder(10 * 1024 * 1024, true);
+    assert.throws(() => collectCompacting(collector), /gc failed/);
+    assert.deepEqual(calls, ['--compact-on-every-full-gc', 'gc', '--no-compact-on-every-full-gc']);
+  });
+
+  it('leaves a large heap (a large message being handled) to V8', () => {
+    const { calls, collector } = recorder(LARGEST_COLLECTED_HEAP + 1);
+    collectCompacting(collector);
+    assert.deepEqual(calls, []);
   });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { requestTarget } from '../../src/serve/request-target.js';
+import { KEPT, keptTargets, LONGEST_KEPT, requestTarget } from '../../src/serve/request-target.js';
 
 /** What `new URL` reads of a target: the answer requestTarget must give, kept or not. */
 function byUrl(target: string): { pathname: string; search: string } | undefined {
@@ -58,5 +58,14 @@ describe('requestTarget', () => {
       (first as { pathname: string }).pathname = '/healthz';
     }, TypeError);
     assert.equal(requestTarget('/mcp/frozen')?.pathname, '/mcp/frozen');
+  });
+
+  it('keeps at most KEPT targets, none longer than LONGEST_KEPT, and answers each as URL does all the same', () => {
+    for (let i = 0; i < KEPT * 3; i++) requestTarget(`/mcp/bound-${i}`);
+    assert.ok(keptTargets() <= KEPT, `${keptTargets()} targets kept`);
+    const before = keptTargets();
+    const long = `/mcp/${'<'.repeat(LONGEST_KEPT)}`;
+    assert.deepEqual({ ...requestTarget(long) }, byUrl(long));
+    assert.equal(keptTargets(), before, 'a target longer than LONGEST_KEPT was kept');
   });
 });
