@@ -5,7 +5,7 @@ import v8 from 'node:v8';
  *
  * A burst of calls (an agent's turn) promotes the short-lived objects of calls in flight into
  * V8's old space, where they stay as garbage until the next full collection: `hintbox run`'s
- * resident memory read after the bench's load swung between 62 and 68.5 MB with where the load
+ * resident memory read after the bench's load swung between 63.6 and 68.5 MB with where the load
  * ended in V8's collection cycle, and V8's own memory reducer gives it back only ~8 s after (58
  * MB at rest; docs/benchmarks.md, session 24). Collected once the client has sent nothing for
  * `quietMs`, the process is at rest within about twice that.
