@@ -34,7 +34,7 @@ const REPO = fileURLToPath(new URL('../', import.meta.url));
 const BIN = path.join(REPO, 'dist', 'hintbox.mjs');
 const { values } = toolArgs(
   'http-front',
-  'serve, a bare node:http front over hintbox run, and run over stdio: p50 and CPU per call.',
+  'serve, a bare node:http front over hintbox run, and run over stdio, then serve and run each with a raw client: p50 and CPU per call.',
   {
     options: {
       rounds: { type: 'string', default: '3' },

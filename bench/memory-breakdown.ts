@@ -32,7 +32,6 @@ const REPO = fileURLToPath(new URL('../', import.meta.url));
 const IMAGE = 'hintbox/server-filesystem:2026.8.31';
 const HOOK = pathToFileURL(path.join(REPO, 'bench', 'memory-probe-hook.mjs')).href;
 const MB = 1024 * 1024;
-/** How long the process idles after the load before the idle reading. */
 
 const { values } = toolArgs(
   'memory-breakdown',

@@ -46,6 +46,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ImageBuilder, IMAGES_DIR } from '../src/engine/docker/image-builder.js';
 import { connectDocker } from '../src/engine/docker/docker-connection.js';
 import { createLogger } from '../src/util/logger.js';
+import { delay } from '../src/util/delay.js';
 import { relocatedProfileText } from '../src/profile/relocate-profile.js';
 import { median, percentile, spread } from './stats.js';
 
@@ -282,7 +283,7 @@ async function measure(start: () => Promise<Running>, docker: Docker): Promise<R
     const loaded = performance.now();
     const afterLoadMb = rssMb(running.pid);
     const sandboxMb = await sandboxMemory(docker, running.pid);
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, REST_MS - (performance.now() - loaded))));
+    await delay(REST_MS - (performance.now() - loaded));
     return {
       coldStartMs,
       firstReadMs,
