@@ -45,9 +45,10 @@ round by round, then what holding a writer costs, N servers at once, the audit l
   --scale A,B,...         hintbox run processes started at once (default 1,5,20)
   --holding yes|no        held writer against hold: false (default yes)
   --audit-records N       records of the audit-log figures, 0 leaves them out (default 1000000)
-  --serve yes|no          hintbox serve's figures (default yes): serve with the SDK's HTTP client and
-                          with a lean node:http one (serve's own cost: the target's figure), run over
-                          stdio and the SDK's HTTP alone, interleaved round by round
+  --serve yes|no          hintbox serve's figures (default yes): serve and run each with a raw client
+                          of the same weight, in alternating batches (the target's figure); serve with
+                          the SDK's HTTP client and a lean node:http one, run with the SDK's stdio
+                          client and the SDK's HTTP alone, interleaved round by round
   --serve-scale A,B,...   servers in one serve process for its ready and memory figures (default 1,5,20)
   --steady yes|no         the three variants' rounds (the table), --scale and the first approve
                           (default yes); no: only the parts asked besides (--holding, --audit-records,

@@ -9,6 +9,11 @@
  * `fetch`), `hintbox run` with the SDK's stdio client, and the SDK's HTTP client against the
  * SDK's own server (no hintbox: what the SDK's HTTP transport costs by itself). serve runs with
  * a tokens file: every request carries a bearer token and is checked.
+ *
+ * The target's figure (serve ÷ run) is measured apart from these, paired: serve and `hintbox
+ * run` each called by a client of the same weight (raw-clients.ts), in alternating batches of
+ * {@link PAIRED_BATCH} calls within each round, so that what the shared machine does meanwhile
+ * falls on both alike, and neither client's own cost is counted as hintbox's.
  */
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -17,6 +22,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { rmSync } from 'node:fs';
 import type { Logger } from '../src/util/logger.js';
 import { LeanHttpClient } from './lean-http-client.js';
+import { RawHttpClient, RawStdioClient } from './raw-clients.js';
 import { procStat } from './proc-stat.js';
 import {
   allVerified,
@@ -66,9 +72,13 @@ export interface ServeFigures {
   bareHttp: CallFigures;
   /** `hintbox run` over stdio (the SDK's stdio client), one client. */
   run: CallFigures;
-  /** serve (lean client) ÷ run, p50 of one client, median of per-round ratios: the target's figure. */
+  /** serve and run each with a raw client, in alternating batches (paired): the target's figure. */
+  paired: { serve: CallFigures; run: CallFigures };
+  /** serve ÷ run of the paired calls, p50 of one client, median of per-round ratios: the target's figure. */
   p50Ratio: number;
   p50Target: { text: string; met: boolean };
+  /** serve (lean client) ÷ run (the SDK's stdio client): information, no target (the clients' weights differ). */
+  leanP50Ratio: number;
   /** serve (the SDK's HTTP client) ÷ run, and the SDK's HTTP alone ÷ run: information, no target. */
   sdkP50Ratio: number;
   bareP50Ratio: number;
@@ -91,6 +101,8 @@ const MEMORY_TARGET_MB = 150;
 /** Issue 34's targets: serve's p50 against run's over stdio, and 20 servers ready. */
 const P50_RATIO_TARGET = 1.3;
 const READY_TARGET_MS = 3000;
+/** Calls per batch of the paired figure: short enough that drift hits both ways alike, long enough to time. */
+const PAIRED_BATCH = 200;
 /** What read_text_file of `/workspace/file.txt` answers (run-bench.ts writes it; the SDK's server echoes it). */
 const FILE_TEXT = 'benchmark\n';
 const READ = { name: 'read_text_file', arguments: { path: '/workspace/file.txt' } };
@@ -113,7 +125,13 @@ export async function measureServe(options: ServeBenchOptions): Promise<ServeFig
   const serving = await startServe(options, one, tokens.file);
   const servePid = serving.child.pid ?? -1;
   const endpoint = `${serving.url}/mcp/fs-1`;
-  const rounds: { sdk: Record<number, Sample>; lean: Sample; run: Sample; bare: Sample }[] = [];
+  const rounds: {
+    sdk: Record<number, Sample>;
+    lean: Sample;
+    run: Sample;
+    bare: Sample;
+    paired: { serve: Sample; run: Sample };
+  }[] = [];
   const bare = await startBareHttp();
   try {
     for (let round = 1; round <= options.rounds; round++) {
@@ -124,7 +142,9 @@ export async function measureServe(options: ServeBenchOptions): Promise<ServeFig
       let lean: Sample | undefined;
       let run: Sample | undefined;
       let bareSample: Sample | undefined;
+      let paired: { serve: Sample; run: Sample } | undefined;
       const steps: (() => Promise<void>)[] = [
+        async () => void (paired = await pairedRaw(endpoint, servePid, options, tokens.token)),
         async () => {
           for (const clients of CLIENT_COUNTS)
             sdk[clients] = await overSdkHttp(endpoint, clients, servePid, options, tokens.token);
@@ -135,7 +155,7 @@ export async function measureServe(options: ServeBenchOptions): Promise<ServeFig
       ];
       if (round % 2 === 0) steps.reverse();
       for (const step of steps) await step();
-      rounds.push({ sdk, lean: lean!, run: run!, bare: bareSample! });
+      rounds.push({ sdk, lean: lean!, run: run!, bare: bareSample!, paired: paired! });
     }
   } finally {
     await bare.stop();
@@ -157,14 +177,16 @@ export async function measureServe(options: ServeBenchOptions): Promise<ServeFig
     clientCpuUs: stat(rounds.map((r) => pick(r).clientCpuUs)),
   });
   const ratio = (pick: (r: (typeof rounds)[number]) => Sample) => median(rounds.map((r) => pick(r).p50 / r.run.p50));
-  const p50Ratio = ratio((r) => r.lean);
+  const p50Ratio = median(rounds.map((r) => r.paired.serve.p50 / r.paired.run.p50));
   return {
     calls: CLIENT_COUNTS.map((clients) => ({ clients, ...figures((r) => r.sdk[clients]!) })),
     lean: figures((r) => r.lean),
     bareHttp: figures((r) => r.bare),
     run: figures((r) => r.run),
+    paired: { serve: figures((r) => r.paired.serve), run: figures((r) => r.paired.run) },
     p50Ratio,
     p50Target: { text: `≤ ${P50_RATIO_TARGET} × run`, met: p50Ratio <= P50_RATIO_TARGET },
+    leanP50Ratio: ratio((r) => r.lean),
     sdkP50Ratio: ratio((r) => r.sdk[1]!),
     bareP50Ratio: ratio((r) => r.bare),
     memory,
@@ -234,6 +256,94 @@ async function overStdio(options: ServeBenchOptions): Promise<Sample> {
     await client.close();
     rmSync(folder, { recursive: true, force: true });
   }
+}
+
+/**
+ * serve and a fresh `hintbox run`, each called by a raw client (raw-clients.ts: the least its
+ * transport needs, so that neither client's weight is counted as hintbox's), in alternating
+ * batches of {@link PAIRED_BATCH}: the warm-up, then the timed calls. serve's client rides on a
+ * session the lean client opens (initialize is not the raw client's).
+ */
+async function pairedRaw(
+  endpoint: string,
+  servePid: number,
+  options: ServeBenchOptions,
+  token: string,
+): Promise<{ serve: Sample; run: Sample }> {
+  const folder = profilesFolder(options.profileText, 1);
+  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', ...options.env };
+  const lean = await LeanHttpClient.connect(endpoint, token);
+  let overHttp: RawHttpClient | undefined;
+  let overStdio: RawStdioClient | undefined;
+  try {
+    overHttp = await RawHttpClient.connect(endpoint, { ...lean.session, token });
+    overStdio = await RawStdioClient.start(options.hintboxBin, ['run', path.join(folder, 'fs-1.yaml')], env);
+    const ways = [
+      { call: overHttp.callTool.bind(overHttp), pid: servePid, batches: [] as Batch[] },
+      { call: overStdio.callTool.bind(overStdio), pid: overStdio.pid, batches: [] as Batch[] },
+    ];
+    // A few calls (a smoke run) make one short batch each.
+    const plan = (calls: number) => {
+      const size = Math.max(1, Math.min(PAIRED_BATCH, calls));
+      return { size, count: Math.ceil(calls / size) };
+    };
+    const warmup = plan(options.warmup);
+    for (let b = 0; b < warmup.count; b++) for (const way of ways) await batch(way.call, way.pid, warmup.size);
+    const timed = plan(options.calls);
+    for (let b = 0; b < timed.count; b++)
+      for (const way of ways) way.batches.push(await batch(way.call, way.pid, timed.size));
+    const [serve, run] = ways.map((way) => joined(way.batches)) as [Sample, Sample];
+    return { serve, run };
+  } finally {
+    overHttp?.close();
+    await overStdio?.close();
+    await lean.close();
+    rmSync(folder, { recursive: true, force: true });
+  }
+}
+
+/** One batch of the paired figure: its call times and what it took of the clock and the CPUs. */
+interface Batch {
+  samples: number[];
+  ms: number;
+  serverCpuUs: number;
+  clientCpuUs: number;
+}
+
+async function batch(
+  call: (name: string, args: Record<string, unknown>) => Promise<unknown>,
+  pid: number,
+  size: number,
+): Promise<Batch> {
+  const samples: number[] = [];
+  const server0 = cpuUs(pid);
+  const client0 = process.cpuUsage();
+  const t0 = performance.now();
+  for (let i = 0; i < size; i++) {
+    const start = performance.now();
+    const result = await call(READ.name, READ.arguments);
+    samples.push(performance.now() - start);
+    checked(result);
+  }
+  const client = process.cpuUsage(client0);
+  return {
+    samples,
+    ms: performance.now() - t0,
+    serverCpuUs: cpuUs(pid) - server0,
+    clientCpuUs: client.user + client.system,
+  };
+}
+
+function joined(batches: Batch[]): Sample {
+  const samples = batches.flatMap((b) => b.samples);
+  const sum = (pick: (b: Batch) => number) => batches.reduce((total, b) => total + pick(b), 0);
+  return {
+    p50: percentile(samples, 50),
+    p99: percentile(samples, 99),
+    perSecond: samples.length / (sum((b) => b.ms) / 1000),
+    serverCpuUs: sum((b) => b.serverCpuUs) / samples.length,
+    clientCpuUs: sum((b) => b.clientCpuUs) / samples.length,
+  };
 }
 
 /** The result must be the file's text, not an error. */

@@ -14,8 +14,10 @@ export function formatServe(figures: ServeFigures): string {
     ...figures.calls.map((c) => row(`serve, SDK HTTP client, ${c.clients}`, c)),
     row('run (stdio), SDK stdio client, 1', figures.run),
     row('SDK HTTP alone (no hintbox), 1', figures.bareHttp),
-    `serve ÷ run, p50 of one client (serve's own cost: the lean client): ${figures.p50Ratio.toFixed(2)}×, target ${figures.p50Target.text}: ${figures.p50Target.met ? 'met' : 'MISSED'}`,
-    `  with the SDK's HTTP client instead: ${figures.sdkP50Ratio.toFixed(2)}× (information: the SDK's HTTP alone, a trivial tool with no hintbox, is ${figures.bareP50Ratio.toFixed(2)}× run — its client's fetch)`,
+    row('serve, raw HTTP client, paired, 1', figures.paired.serve),
+    row('run, raw stdio client, paired, 1', figures.paired.run),
+    `serve ÷ run, p50 of one client, clients of the same weight in alternating batches (paired): ${figures.p50Ratio.toFixed(2)}×, target ${figures.p50Target.text}: ${figures.p50Target.met ? 'met' : 'MISSED'}`,
+    `  information: the lean client ÷ the SDK's stdio client ${figures.leanP50Ratio.toFixed(2)}× (their own CPU differs: see CLIENT CPU); the SDK's HTTP client ${figures.sdkP50Ratio.toFixed(2)}×; the SDK's HTTP alone, a trivial tool with no hintbox, ${figures.bareP50Ratio.toFixed(2)}× run (its client's fetch)`,
     '',
     `${'SERVERS'.padEnd(10)}${'SERVE RSS MB'.padEnd(16)}${'READY MS'.padEnd(12)}${'VERIFIED MS'.padEnd(14)}TARGET`,
     ...figures.memory.map(

@@ -12,6 +12,7 @@
 // a burst's garbage otherwise stays resident until V8's memory reducer, ~8 s later. No cap on the
 // old generation: a 64 MB line of small JSON values parses to ~1.4 GB, and a cap below that would
 // let one message of a sandboxed server abort hintbox (a 1 GB cap saved 1.1 MB; review24).
+// `hintbox serve`, one process for every client, leaves the size mode as it starts (util/size-mode.ts).
 // `env -S` sets these for the bin as a client launches it (the installed bin, dist/hintbox.mjs);
 // other C libraries ignore them.
 import { ENVIRONMENT_VARIABLES, hintboxEnvironment } from '../config/environment.js';

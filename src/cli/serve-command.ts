@@ -18,6 +18,7 @@ import { metricsAccess, ServeMetrics } from '../serve/serve-metrics.js';
 import { openAuditTrail } from '../session/session-setup.js';
 import { UsageError } from '../util/hintbox-error.js';
 import { parseAllowedHost, parseAllowedOrigin, RequestSite } from '../util/request-site.js';
+import { leaveSizeMode } from '../util/size-mode.js';
 import { cliLog, closeEngine, consolePortArg, engineReady, startConsole } from './common.js';
 import type { CommandSpec } from './command-spec.js';
 
@@ -171,6 +172,8 @@ export const serveCommand: CommandSpec = {
     const tokensFile = typeof values.tokens === 'string' ? values.tokens : undefined;
     const oauthFile = typeof values.oauth === 'string' ? values.oauth : undefined;
     if (tokensFile && oauthFile) throw new UsageError('serve: give --tokens or --oauth, not both');
+    // One process for every client: its CPU per call counts, not its memory (size-mode.ts).
+    leaveSizeMode();
     const site = siteArg(values['allowed-host'], values['allowed-origin']);
     if (!tokensFile && !oauthFile && !isLoopbackHost(host)) {
       throw new UsageError(`serve: --host ${host} is reachable from other machines: give --tokens or --oauth too`);
