@@ -1,6 +1,9 @@
 /**
- * What HTTP itself costs in Node, beside serve: the same `read_text_file` call five ways, in
- * turn, round by round:
+ * What HTTP itself costs in Node, beside serve: the same `read_text_file` call five ways, paired:
+ * every way's processes alive at once, each way called in turn, a batch at a time
+ * (`--batch` calls, `--batches` times after `--warmup-batches`), so that what the shared
+ * machine does meanwhile falls on every way alike (minutes apart, the same way moved by
+ * ±10–30 %; batches in turn agree within a few per cent):
  * - **serve**: `hintbox serve` with a bearer token, the bench's lean `node:http` client;
  * - **front**: a minimal `node:http` server in this process (no checks at all) that writes each
  *   POST body as a line to `hintbox run`'s stdin and answers with its line, the same lean client;
@@ -8,8 +11,10 @@
  * - **serve-raw** and **run-raw**: the same two with clients of the same weight, each the least
  *   its transport needs (raw-clients.ts: HTTP/1.1 written and read by hand on one socket;
  *   newline-delimited JSON on the pipes), so that their ratio is hintbox's own, not the clients'.
+ * - `--variant name=COMMAND[,ARG…]`: serve-raw again with another command in place of the bin
+ *   (another build, node flags: `--variant plain=node,--expose-gc,dist/hintbox.mjs`).
  *
- *   node --import tsx bench/http-front.ts --rounds 3 --warmup 6000 --calls 3000
+ *   node --import tsx bench/http-front.ts --batches 30 --ways serve-raw,run-raw
  *
  * If front is not faster than serve, serve's own work is not what stands between it and stdio:
  * Node's HTTP server and client are (docs/benchmarks.md, session 23).
@@ -25,57 +30,87 @@ import { relocatedProfileText } from '../src/profile/relocate-profile.js';
 import { LeanHttpClient } from './lean-http-client.js';
 import { RawHttpClient, RawStdioClient } from './raw-clients.js';
 import { CLOCK_TICKS_PER_SECOND, procStat } from './proc-stat.js';
-import { approveEach, benchToken, startServe } from './serve-processes.js';
+import { approveEach, benchToken } from './serve-processes.js';
 import { spawnServer } from './spawn-server.js';
-import { median, percentile } from './stats.js';
+import { percentile } from './stats.js';
 import { toolArgs } from './tool-args.js';
 
 const REPO = fileURLToPath(new URL('../', import.meta.url));
 const BIN = path.join(REPO, 'dist', 'hintbox.mjs');
+const WAY_NAMES = ['serve', 'front', 'run', 'serve-raw', 'run-raw'] as const;
 const { values } = toolArgs(
   'http-front',
-  'serve, a bare node:http front over hintbox run, and run over stdio, then serve and run each with a raw client: p50 and CPU per call.',
+  'serve, a bare node:http front over hintbox run, and run over stdio, then serve and run each with a raw client, paired (batches in turn): p50 and CPU per call. --variant name=COMMAND[,ARG...] adds serve-raw with another command for the bin.',
   {
     options: {
-      rounds: { type: 'string', default: '3' },
-      warmup: { type: 'string', default: '6000' },
-      calls: { type: 'string', default: '3000' },
+      batches: { type: 'string', default: '30' },
+      batch: { type: 'string', default: '300' },
+      'warmup-batches': { type: 'string', default: '8' },
+      ways: { type: 'string', default: WAY_NAMES.join(',') },
+      variant: { type: 'string', multiple: true },
     },
   },
 );
-const ROUNDS = Number(values.rounds);
-const WARMUP = Number(values.warmup);
-const CALLS = Number(values.calls);
+const BATCHES = Number(values.batches);
+const BATCH = Number(values.batch);
+const WARMUP_BATCHES = Number(values['warmup-batches']);
+for (const [flag, value] of [
+  ['--batches', BATCHES],
+  ['--batch', BATCH],
+  ['--warmup-batches', WARMUP_BATCHES],
+] as const) {
+  if (!Number.isInteger(value) || value < (flag === '--warmup-batches' ? 0 : 1)) {
+    process.stderr.write(
+      `http-front: ${flag} must be a whole number${flag === '--warmup-batches' ? '' : ' above 0'}\n`,
+    );
+    process.exit(2);
+  }
+}
+const chosen = values.ways.split(',').map((w) => w.trim());
+const unknown = chosen.filter((w) => !(WAY_NAMES as readonly string[]).includes(w));
+/** `name=COMMAND[,ARG…]`: serve-raw with this command in place of the bin. */
+const variants = (values.variant ?? []).map((text) => {
+  const at = text.indexOf('=');
+  const command = text.slice(at + 1).split(',');
+  if (at < 1 || !command[0]) {
+    process.stderr.write(`http-front: --variant ${text}: expected name=COMMAND[,ARG...]\n`);
+    process.exit(2);
+  }
+  return { name: text.slice(0, at), command: command as [string, ...string[]] };
+});
+if (unknown.length > 0) {
+  process.stderr.write(`http-front: --ways: no way ${unknown.join(', ')} (ways: ${WAY_NAMES.join(', ')})\n`);
+  process.exit(2);
+}
 
-interface Figures {
-  p50: number;
-  /** CPU per call (µs) of the hintbox process (for front: run's, the front is in this process). */
+/** A way of calling, its processes started: one call, the hintbox process it times, and its end. */
+interface Way {
+  name: string;
+  call: () => Promise<unknown>;
+  /** The hintbox process (for front: run's; the front is in this process). */
+  pid: number;
+  close: () => Promise<void>;
+  samples: number[];
+  /** CPU of the hintbox process and of this process over the timed batches, µs. */
   hintboxUs: number;
-  /** CPU per call (µs) of this process: the client (and, for front, the front). */
   hereUs: number;
 }
 
-/** CPU time (user + system, clock ticks) of `pid`: fields 14 and 15 of its stat. */
-const cpuTicks = (pid: number): number => {
+/** CPU time (user + system, µs) of `pid`: fields 14 and 15 of its stat, in clock ticks. */
+const cpuUs = (pid: number): number => {
   const { fields } = procStat(pid);
-  return Number(fields[11]) + Number(fields[12]);
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS_PER_SECOND;
 };
 
-/** Times `call` after the warm-up: its p50 and the CPU of `pid` and of this process per call. */
-async function timed(call: () => Promise<unknown>, pid: number): Promise<Figures> {
-  for (let i = 0; i < WARMUP; i++) await call();
-  const ticks = cpuTicks(pid);
-  const here = process.cpuUsage();
-  const samples: number[] = [];
-  for (let i = 0; i < CALLS; i++) {
-    const t = performance.now();
-    await call();
-    samples.push(performance.now() - t);
-  }
-  const used = process.cpuUsage(here);
-  const hintboxUs = ((cpuTicks(pid) - ticks) * 1e6) / CLOCK_TICKS_PER_SECOND / CALLS;
-  return { p50: percentile(samples, 50), hintboxUs, hereUs: (used.user + used.system) / CALLS };
-}
+const way = (name: string, pid: number, call: () => Promise<unknown>, close: () => Promise<void>): Way => ({
+  name,
+  pid,
+  call,
+  close,
+  samples: [],
+  hintboxUs: 0,
+  hereUs: 0,
+});
 
 /** A workspace with the file the calls read, and a state folder with the trusted profile. */
 function folders(): { workspace: string; state: string; profile: string; env: Record<string, string> } {
@@ -98,50 +133,76 @@ function folders(): { workspace: string; state: string; profile: string; env: Re
 }
 
 const readFile = { path: '/workspace/file.txt' };
+const env = (extra: Record<string, string>) => ({ PATH: process.env.PATH ?? '', HOME: '/root', ...extra });
+const removeAll = (...dirs: string[]) => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+};
 
-async function viaRunRaw(): Promise<Figures> {
-  const { workspace, state, profile, env } = folders();
-  const client = await RawStdioClient.start(BIN, ['run', profile], {
-    PATH: process.env.PATH ?? '',
-    HOME: '/root',
-    ...env,
-  });
-  try {
-    return await timed(() => client.callTool('read_text_file', readFile), client.pid);
-  } finally {
-    await client.close();
-    for (const dir of [workspace, state]) rmSync(dir, { recursive: true, force: true });
-  }
+async function runRaw(name: string): Promise<Way> {
+  const { workspace, state, profile, env: extra } = folders();
+  const client = await RawStdioClient.start(BIN, ['run', profile], env(extra));
+  return way(
+    name,
+    client.pid,
+    () => client.callTool('read_text_file', readFile),
+    async () => {
+      await client.close();
+      removeAll(workspace, state);
+    },
+  );
 }
 
-/** serve with the lean `node:http` client, or (`raw`) with the raw one on the session the lean client opened. */
-async function viaServe(client: 'lean' | 'raw'): Promise<Figures> {
-  const { workspace, state, env } = folders();
+/**
+ * serve (`command`: the bin, or a variant's) with the lean `node:http` client, or (`raw`) with
+ * the raw one on the session the lean client opened, connected at its first call: serve closes
+ * a kept-alive connection idle for 5 s, as the others start.
+ */
+async function serve(name: string, client: 'lean' | 'raw', command: [string, ...string[]] = [BIN]): Promise<Way> {
+  const { workspace, state, env: extra } = folders();
   const tokens = benchToken();
-  approveEach({ hintboxBin: BIN, env }, state, 1);
-  const serving = await startServe({ hintboxBin: BIN, env }, state, tokens.file);
-  try {
-    const url = `${serving.url}/mcp/fs-1`;
-    const lean = await LeanHttpClient.connect(url, tokens.token);
-    const raw =
-      client === 'raw' ? await RawHttpClient.connect(url, { ...lean.session, token: tokens.token }) : undefined;
-    const call = () => (raw ?? lean).callTool('read_text_file', readFile);
-    const figures = await timed(call, serving.child.pid ?? -1);
+  approveEach({ hintboxBin: BIN, env: extra }, state, 1);
+  const [bin, ...args] = command;
+  const child = spawn(bin, [...args, 'serve', state, '--port', '0', '--tokens', tokens.file], {
+    env: { ...env(extra), HINTBOX_LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const stop = async () => {
+    if (child.exitCode === null) child.kill('SIGTERM');
+    await new Promise((resolve) => (child.exitCode === null ? child.once('exit', resolve) : resolve(undefined)));
+    removeAll(workspace, state, tokens.folder);
+  };
+  let url: string | undefined;
+  for (const deadline = Date.now() + 300_000; ;) {
+    url = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1];
+    if (url && (await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200) break;
+    if (child.exitCode !== null || Date.now() > deadline) {
+      await stop();
+      throw new Error(`${name}: hintbox serve did not get ready:\n${stderr}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const endpoint = `${url}/mcp/fs-1`;
+  const lean = await LeanHttpClient.connect(endpoint, tokens.token);
+  let raw: RawHttpClient | undefined;
+  const call = async () =>
+    client === 'lean'
+      ? lean.callTool('read_text_file', readFile)
+      : (raw ??= await RawHttpClient.connect(endpoint, { ...lean.session, token: tokens.token })).callTool(
+          'read_text_file',
+          readFile,
+        );
+  return way(name, child.pid ?? -1, call, async () => {
     raw?.close();
     await lean.close();
-    return figures;
-  } finally {
-    await serving.stop();
-    for (const dir of [workspace, state, tokens.folder]) rmSync(dir, { recursive: true, force: true });
-  }
+    await stop();
+  });
 }
 
-async function viaFront(): Promise<Figures> {
-  const { workspace, state, profile, env } = folders();
-  const run = spawn(BIN, ['run', profile], {
-    env: { PATH: process.env.PATH ?? '', HOME: '/root', ...env },
-    stdio: ['pipe', 'pipe', 'ignore'],
-  });
+async function front(name: string): Promise<Way> {
+  const { workspace, state, profile, env: extra } = folders();
+  const run = spawn(BIN, ['run', profile], { env: env(extra), stdio: ['pipe', 'pipe', 'ignore'] });
   const waiting = new Map<unknown, (line: string) => void>();
   let pending = '';
   run.stdout.setEncoding('utf8');
@@ -155,7 +216,7 @@ async function viaFront(): Promise<Figures> {
       waiting.delete(id);
     }
   });
-  const front = http.createServer((req, res) => {
+  const server = http.createServer((req, res) => {
     let body = '';
     req.setEncoding('utf8');
     req.on('data', (chunk: string) => (body += chunk));
@@ -172,68 +233,122 @@ async function viaFront(): Promise<Figures> {
       if (id === undefined) res.writeHead(202).end();
     });
   });
-  front.keepAliveTimeout = 60_000;
-  await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', resolve));
-  try {
-    const client = await LeanHttpClient.connect(`http://127.0.0.1:${(front.address() as AddressInfo).port}/mcp`);
-    const figures = await timed(() => client.callTool('read_text_file', readFile), run.pid ?? -1);
-    await client.close();
-    return figures;
-  } finally {
-    front.close();
-    run.stdin.end(); // hintbox run removes its sandboxes when its client goes
-    await new Promise((resolve) => (run.exitCode === null ? run.once('exit', resolve) : resolve(undefined)));
-    for (const dir of [workspace, state]) rmSync(dir, { recursive: true, force: true });
-  }
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const client = await LeanHttpClient.connect(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`);
+  return way(
+    name,
+    run.pid ?? -1,
+    () => client.callTool('read_text_file', readFile),
+    async () => {
+      await client.close();
+      server.close();
+      run.stdin.end(); // hintbox run removes its sandboxes when its client goes
+      await new Promise((resolve) => (run.exitCode === null ? run.once('exit', resolve) : resolve(undefined)));
+      removeAll(workspace, state);
+    },
+  );
 }
 
-async function viaRun(): Promise<Figures> {
-  const { workspace, state, profile, env } = folders();
-  const running = await spawnServer('/workspace', BIN, ['run', profile], env);
-  try {
-    return await timed(() => running.client.callTool({ name: 'read_text_file', arguments: readFile }), running.pid);
-  } finally {
+async function runSdk(name: string): Promise<Way> {
+  const { workspace, state, profile, env: extra } = folders();
+  const running = await spawnServer('/workspace', BIN, ['run', profile], extra);
+  const call = () => running.client.callTool({ name: 'read_text_file', arguments: readFile });
+  return way(name, running.pid, call, async () => {
     await running.close();
-    for (const dir of [workspace, state]) rmSync(dir, { recursive: true, force: true });
-  }
+    removeAll(workspace, state);
+  });
 }
 
-const ways = {
-  serve: () => viaServe('lean'),
-  front: viaFront,
-  run: viaRun,
-  'serve-raw': () => viaServe('raw'),
-  'run-raw': viaRunRaw,
-} as const;
-const results = new Map<string, Figures[]>();
-for (let round = 1; round <= ROUNDS; round++) {
-  for (const [name, way] of Object.entries(ways)) {
-    process.stderr.write(`http-front: round ${round}/${ROUNDS}: ${name}\n`);
-    const figures = await way();
-    process.stderr.write(
-      `http-front:   p50 ${figures.p50.toFixed(3)} ms, CPU per call: hintbox ${figures.hintboxUs.toFixed(0)} µs, here ${figures.hereUs.toFixed(0)} µs\n`,
-    );
-    results.set(name, [...(results.get(name) ?? []), figures]);
+const starts: Record<(typeof WAY_NAMES)[number], (name: string) => Promise<Way>> = {
+  serve: (name) => serve(name, 'lean'),
+  front,
+  run: runSdk,
+  'serve-raw': (name) => serve(name, 'raw'),
+  'run-raw': runRaw,
+};
+
+/** The call under way (its way, its start), for the watchdog: a call that never ends is named, not waited on forever. */
+let current: { name: string; since: number } | undefined;
+const CALL_DEADLINE_MS = 30_000;
+
+/** One batch of a way: its samples kept and its CPU counted when `timed`. */
+async function batch(w: Way, timed: boolean): Promise<void> {
+  const hintbox0 = cpuUs(w.pid);
+  const here0 = process.cpuUsage();
+  for (let i = 0; i < BATCH; i++) {
+    const t = performance.now();
+    current = { name: w.name, since: t };
+    await w.call();
+    if (timed) w.samples.push(performance.now() - t);
   }
+  if (!timed) return;
+  const here = process.cpuUsage(here0);
+  w.hintboxUs += cpuUs(w.pid) - hintbox0;
+  w.hereUs += here.user + here.system;
 }
+
+const ways: Way[] = [];
+let stopping = false;
+/** Ends every way's processes (serve's would outlive this process: their stdin is not ours) and exits. */
+const stop = async (why: string): Promise<never> => {
+  if (!stopping) {
+    stopping = true;
+    process.stderr.write(`http-front: ${why}; stopping every way\n`);
+    await Promise.allSettled(ways.map((w) => w.close()));
+  }
+  process.exit(1);
+};
+process.once('SIGINT', () => void stop('interrupted'));
+process.once('SIGTERM', () => void stop('terminated'));
+const watchdog = setInterval(() => {
+  if (current && performance.now() - current.since > CALL_DEADLINE_MS)
+    void stop(`a call of ${current.name} has not ended in ${CALL_DEADLINE_MS / 1000} s`);
+}, 5_000);
+watchdog.unref();
+try {
+  for (const name of chosen) {
+    process.stderr.write(`http-front: starting ${name}\n`);
+    ways.push(await starts[name as (typeof WAY_NAMES)[number]](name));
+  }
+  for (const variant of variants) {
+    process.stderr.write(`http-front: starting ${variant.name} (${variant.command.join(' ')})\n`);
+    ways.push(await serve(variant.name, 'raw', variant.command));
+  }
+  for (let b = 0; b < WARMUP_BATCHES + BATCHES; b++) {
+    const timed = b >= WARMUP_BATCHES;
+    if (b === 0 || b === WARMUP_BATCHES || (b - WARMUP_BATCHES + 1) % 10 === 0)
+      process.stderr.write(`http-front: batch ${b + 1}/${WARMUP_BATCHES + BATCHES}${timed ? '' : ' (warm-up)'}\n`);
+    for (const w of ways) await batch(w, timed);
+  }
+} finally {
+  clearInterval(watchdog);
+  current = undefined;
+  if (!stopping) for (const w of ways) await w.close();
+}
+
 const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
-console.log(`${ROUNDS} round(s), ${WARMUP} warm-up and ${CALLS} timed calls each, load ${load}; medians over rounds`);
 console.log(
-  `${'WAY'.padEnd(11)}${'P50 MS'.padEnd(10)}${'÷ ITS RUN'.padEnd(11)}${'HINTBOX CPU µs'.padEnd(16)}THIS PROCESS CPU µs (client; front too)`,
+  `${BATCHES} batches of ${BATCH} calls per way in turn, after ${WARMUP_BATCHES} warm-up batches; load ${load}`,
 );
-/** Each way against run with a client of its weight: the raw ones against run-raw, the others against run. */
-const baseline = (name: string): number =>
-  median((results.get(name.endsWith('-raw') ? 'run-raw' : 'run') ?? []).map((f) => f.p50));
-for (const [name, figures] of results) {
-  const p50 = median(figures.map((f) => f.p50));
+console.log(
+  `${'WAY'.padEnd(14)}${'P50 MS'.padEnd(10)}${'P90 MS'.padEnd(10)}${'÷ ITS RUN'.padEnd(11)}${'HINTBOX CPU µs'.padEnd(16)}THIS PROCESS CPU µs (client; front too)`,
+);
+/** Each way against run with a client of its weight: the raw ones (and variants) against run-raw, the others against run. */
+const p50 = (name: string) => {
+  const found = ways.find((w) => w.name === name);
+  return found ? percentile(found.samples, 50) : Number.NaN;
+};
+for (const w of ways) {
+  const raw = w.name.endsWith('-raw') || variants.some((v) => v.name === w.name);
+  const base = p50(raw ? 'run-raw' : 'run');
   const cells = [
-    name.padEnd(11),
-    p50.toFixed(3).padEnd(10),
-    `${(p50 / baseline(name)).toFixed(2)}×`.padEnd(11),
-    median(figures.map((f) => f.hintboxUs))
-      .toFixed(0)
-      .padEnd(16),
-    median(figures.map((f) => f.hereUs)).toFixed(0),
+    w.name.padEnd(14),
+    percentile(w.samples, 50).toFixed(3).padEnd(10),
+    percentile(w.samples, 90).toFixed(3).padEnd(10),
+    (Number.isNaN(base) ? '—' : `${(percentile(w.samples, 50) / base).toFixed(2)}×`).padEnd(11),
+    (w.hintboxUs / w.samples.length).toFixed(0).padEnd(16),
+    (w.hereUs / w.samples.length).toFixed(0),
   ];
   console.log(cells.join(''));
 }

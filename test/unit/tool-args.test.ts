@@ -43,4 +43,21 @@ describe("the bench tools' flags", () => {
     assert.equal(result.status, 2);
     assert.equal(result.stderr, "ab-steady: Unknown option '--bogus' (--help lists the flags)\n");
   });
+
+  it("refuses http-front's unknown way, a variant without a command and a batch of 0, each in one line before starting anything", () => {
+    const cases: [string[], string][] = [
+      [
+        ['--ways', 'serve-raw,bogus'],
+        'http-front: --ways: no way bogus (ways: serve, front, run, serve-raw, run-raw)\n',
+      ],
+      [['--variant', 'plain'], 'http-front: --variant plain: expected name=COMMAND[,ARG...]\n'],
+      [['--batch', '0'], 'http-front: --batch must be a whole number above 0\n'],
+    ];
+    for (const [args, stderr] of cases) {
+      const result = tool('http-front', ...args);
+      assert.equal(result.status, 2, args.join(' '));
+      assert.equal(result.stderr, stderr);
+      assert.equal(result.stdout, '');
+    }
+  });
 });
