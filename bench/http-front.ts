@@ -27,6 +27,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { relocatedProfileText } from '../src/profile/relocate-profile.js';
+import { QUIET_MS } from '../src/util/idle-collection.js';
 import { LeanHttpClient } from './lean-http-client.js';
 import { RawHttpClient, RawStdioClient } from './raw-clients.js';
 import { CLOCK_TICKS_PER_SECOND, procStat } from './proc-stat.js';
@@ -89,8 +90,14 @@ interface Way {
   call: () => Promise<unknown>;
   /** The hintbox process (for front: run's; the front is in this process). */
   pid: number;
+  /** Ends it as a client would (its session ended first); once, however many ask. */
   close: () => Promise<void>;
+  /** Ends its processes without the clients' goodbyes (a call may hang); shares `close`'s once. */
+  kill: () => Promise<void>;
   samples: number[];
+  /** How long it waited between its batches (ms), and when its last batch ended. */
+  gaps: number[];
+  lastEnd?: number;
   /** CPU of the hintbox process and of this process over the timed batches, µs. */
   hintboxUs: number;
   hereUs: number;
@@ -102,15 +109,26 @@ const cpuUs = (pid: number): number => {
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS_PER_SECOND;
 };
 
-const way = (name: string, pid: number, call: () => Promise<unknown>, close: () => Promise<void>): Way => ({
-  name,
-  pid,
-  call,
-  close,
-  samples: [],
-  hintboxUs: 0,
-  hereUs: 0,
-});
+function way(
+  name: string,
+  pid: number,
+  call: () => Promise<unknown>,
+  close: () => Promise<void>,
+  kill: () => Promise<void> = close,
+): Way {
+  let ending: Promise<void> | undefined;
+  return {
+    name,
+    pid,
+    call,
+    close: () => (ending ??= close()),
+    kill: () => (ending ??= kill()),
+    samples: [],
+    gaps: [],
+    hintboxUs: 0,
+    hereUs: 0,
+  };
+}
 
 /** A workspace with the file the calls read, and a state folder with the trusted profile. */
 function folders(): { workspace: string; state: string; profile: string; env: Record<string, string> } {
@@ -154,8 +172,9 @@ async function runRaw(name: string): Promise<Way> {
 
 /**
  * serve (`command`: the bin, or a variant's) with the lean `node:http` client, or (`raw`) with
- * the raw one on the session the lean client opened, connected at its first call: serve closes
- * a kept-alive connection idle for 5 s, as the others start.
+ * the raw one on the session the lean client opened, connected at its first call and again
+ * whenever serve has closed it (a kept-alive connection idle for 5 s, as the others start or
+ * run their batches). Whatever fails once it is spawned stops it.
  */
 async function serve(name: string, client: 'lean' | 'raw', command: [string, ...string[]] = [BIN]): Promise<Way> {
   const { workspace, state, env: extra } = folders();
@@ -168,36 +187,46 @@ async function serve(name: string, client: 'lean' | 'raw', command: [string, ...
   });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  // A command that cannot be spawned (a variant's typo) is an error event, then no exit.
+  let spawnError: Error | undefined;
+  child.once('error', (error) => (spawnError = error));
+  const running = () => child.pid !== undefined && child.exitCode === null && child.signalCode === null;
   const stop = async () => {
-    if (child.exitCode === null) child.kill('SIGTERM');
-    await new Promise((resolve) => (child.exitCode === null ? child.once('exit', resolve) : resolve(undefined)));
+    if (running()) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM'); // serve drains (≤ 30 s), then removes its sandboxes
+      await exited;
+    }
     removeAll(workspace, state, tokens.folder);
   };
-  let url: string | undefined;
-  for (const deadline = Date.now() + 300_000; ;) {
-    url = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1];
-    if (url && (await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200) break;
-    if (child.exitCode !== null || Date.now() > deadline) {
-      await stop();
-      throw new Error(`${name}: hintbox serve did not get ready:\n${stderr}`);
+  try {
+    let url: string | undefined;
+    for (const deadline = Date.now() + 300_000; ;) {
+      url = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1];
+      if (url && (await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200) break;
+      if (child.pid === undefined) await new Promise((resolve) => setImmediate(resolve)); // its error event
+      if (spawnError) throw new Error(`${name}: ${bin} could not be started: ${spawnError.message}`);
+      if (!running() || Date.now() > deadline) throw new Error(`${name}: hintbox serve did not get ready:\n${stderr}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  const endpoint = `${url}/mcp/fs-1`;
-  const lean = await LeanHttpClient.connect(endpoint, tokens.token);
-  let raw: RawHttpClient | undefined;
-  const call = async () =>
-    client === 'lean'
-      ? lean.callTool('read_text_file', readFile)
-      : (raw ??= await RawHttpClient.connect(endpoint, { ...lean.session, token: tokens.token })).callTool(
-          'read_text_file',
-          readFile,
-        );
-  return way(name, child.pid ?? -1, call, async () => {
-    raw?.close();
-    await lean.close();
+    const endpoint = `${url}/mcp/fs-1`;
+    const lean = await LeanHttpClient.connect(endpoint, tokens.token);
+    let raw: RawHttpClient | undefined;
+    const call = async () => {
+      if (client === 'lean') return lean.callTool('read_text_file', readFile);
+      if (!raw || raw.closed) raw = await RawHttpClient.connect(endpoint, { ...lean.session, token: tokens.token });
+      return raw.callTool('read_text_file', readFile);
+    };
+    const close = async () => {
+      raw?.close();
+      await lean.close();
+      await stop();
+    };
+    return way(name, child.pid ?? -1, call, close, stop);
+  } catch (error) {
     await stop();
-  });
+    throw error;
+  }
 }
 
 async function front(name: string): Promise<Way> {
@@ -289,23 +318,27 @@ async function batch(w: Way, timed: boolean): Promise<void> {
 }
 
 const ways: Way[] = [];
-let stopping = false;
-/** Ends every way's processes (serve's would outlive this process: their stdin is not ours) and exits. */
-const stop = async (why: string): Promise<never> => {
-  if (!stopping) {
-    stopping = true;
+/**
+ * Ends every way's processes (serve's would outlive this process: their stdin is not ours) and
+ * exits 1; once. A way already closing (the normal end) is waited for, not ended twice.
+ */
+let stopping: Promise<never> | undefined;
+const stop = (why: string): Promise<never> =>
+  (stopping ??= (async () => {
+    clearInterval(watchdog);
     process.stderr.write(`http-front: ${why}; stopping every way\n`);
-    await Promise.allSettled(ways.map((w) => w.close()));
-  }
-  process.exit(1);
-};
-process.once('SIGINT', () => void stop('interrupted'));
-process.once('SIGTERM', () => void stop('terminated'));
+    await Promise.allSettled(ways.map((w) => w.kill()));
+    process.exit(1);
+  })());
 const watchdog = setInterval(() => {
   if (current && performance.now() - current.since > CALL_DEADLINE_MS)
     void stop(`a call of ${current.name} has not ended in ${CALL_DEADLINE_MS / 1000} s`);
 }, 5_000);
 watchdog.unref();
+// Every signal, not the first only: a second Ctrl-C while the ways end would kill this process
+// before it removed their folders (stop runs once).
+process.on('SIGINT', () => void stop('interrupted'));
+process.on('SIGTERM', () => void stop('terminated'));
 try {
   for (const name of chosen) {
     process.stderr.write(`http-front: starting ${name}\n`);
@@ -319,18 +352,37 @@ try {
     const timed = b >= WARMUP_BATCHES;
     if (b === 0 || b === WARMUP_BATCHES || (b - WARMUP_BATCHES + 1) % 10 === 0)
       process.stderr.write(`http-front: batch ${b + 1}/${WARMUP_BATCHES + BATCHES}${timed ? '' : ' (warm-up)'}\n`);
-    for (const w of ways) await batch(w, timed);
+    // The order swaps every round: what one way leaves behind falls on each alike.
+    for (const w of b % 2 === 0 ? ways : [...ways].reverse()) {
+      if (timed && w.lastEnd !== undefined) w.gaps.push(performance.now() - w.lastEnd);
+      await batch(w, timed);
+      w.lastEnd = performance.now();
+    }
   }
+} catch (error) {
+  // A call the stop ended (its process gone) fails here: the stop finishes and exits.
+  if (stopping) await stopping;
+  throw error;
 } finally {
   clearInterval(watchdog);
   current = undefined;
-  if (!stopping) for (const w of ways) await w.close();
+  if (!stopping) await Promise.allSettled(ways.map((w) => w.close()));
 }
 
 const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 console.log(
   `${BATCHES} batches of ${BATCH} calls per way in turn, after ${WARMUP_BATCHES} warm-up batches; load ${load}`,
 );
+// hintbox run collects once its client is quiet for 1 s (idle-collection.ts): longer gaps give
+// every run way a full collection per batch that serve never has.
+const gap = percentile(
+  ways.flatMap((w) => w.gaps),
+  50,
+);
+if (gap > QUIET_MS)
+  console.log(
+    `note: each way waited ${(gap / 1000).toFixed(1)} s between its batches, past hintbox run's ${QUIET_MS / 1000} s idle collection, which then runs in every gap of the run ways: fewer ways or a smaller --batch keep under it`,
+  );
 console.log(
   `${'WAY'.padEnd(14)}${'P50 MS'.padEnd(10)}${'P90 MS'.padEnd(10)}${'÷ ITS RUN'.padEnd(11)}${'HINTBOX CPU µs'.padEnd(16)}THIS PROCESS CPU µs (client; front too)`,
 );

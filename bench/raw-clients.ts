@@ -29,6 +29,8 @@ export class RawHttpClient {
   private failed: ((error: Error) => void) | undefined;
   private readonly head: string;
   private nextId = 1_000_000;
+  /** Whether the connection is gone (serve closes a kept-alive one idle for 5 s): no more calls on it. */
+  closed = false;
 
   private constructor(
     private readonly socket: net.Socket,
@@ -40,7 +42,10 @@ export class RawHttpClient {
     socket.setEncoding('latin1');
     socket.on('data', (chunk: string) => this.read(chunk));
     socket.on('error', (error) => this.failed?.(error));
-    socket.on('close', () => this.failed?.(new Error('the connection closed')));
+    socket.on('close', () => {
+      this.closed = true;
+      this.failed?.(new Error('the connection closed'));
+    });
   }
 
   /** Connects to `url` for the session `sessionId` (opened by another client: initialize is not this one's). */
@@ -63,6 +68,7 @@ export class RawHttpClient {
   callTool(name: string, args: Record<string, unknown>): Promise<unknown> {
     const id = ++this.nextId;
     const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+    if (this.closed) return Promise.reject(new Error('the connection closed'));
     return new Promise((resolve, reject) => {
       this.failed = reject;
       this.waiting = (text) => {
@@ -105,9 +111,21 @@ export class RawHttpClient {
 export class RawStdioClient {
   private buffered = '';
   private waiting: ((reply: Reply) => void) | undefined;
+  private failed: ((error: Error) => void) | undefined;
+  /** Why no call can be answered any more (the process ended, its stdin broke). */
+  private gone: Error | undefined;
   private nextId = 0;
 
   private constructor(readonly child: ChildProcessWithoutNullStreams) {
+    const end = (error: Error): void => {
+      this.gone ??= error;
+      const failed = this.failed;
+      this.waiting = this.failed = undefined;
+      failed?.(error);
+    };
+    child.once('exit', (code, signal) => end(new Error(`the process ended (${signal ?? `exit ${code}`})`)));
+    child.once('error', end);
+    child.stdin.on('error', end);
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (chunk: string) => {
       this.buffered += chunk;
@@ -158,8 +176,11 @@ export class RawStdioClient {
 
   private request(method: string, params: unknown): Promise<unknown> {
     const id = ++this.nextId;
+    if (this.gone) return Promise.reject(this.gone);
     return new Promise((resolve, reject) => {
+      this.failed = reject;
       this.waiting = (reply) => {
+        this.failed = undefined;
         try {
           resolve(resultOf(reply, id));
         } catch (error) {

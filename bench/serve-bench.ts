@@ -76,6 +76,8 @@ export interface ServeFigures {
   paired: { serve: CallFigures; run: CallFigures };
   /** serve ÷ run of the paired calls, p50 of one client, median of per-round ratios: the target's figure. */
   p50Ratio: number;
+  /** Each round's paired ratio, in order. */
+  pairedRatios: number[];
   p50Target: { text: string; met: boolean };
   /** serve (lean client) ÷ run (the SDK's stdio client): information, no target (the clients' weights differ). */
   leanP50Ratio: number;
@@ -177,7 +179,8 @@ export async function measureServe(options: ServeBenchOptions): Promise<ServeFig
     clientCpuUs: stat(rounds.map((r) => pick(r).clientCpuUs)),
   });
   const ratio = (pick: (r: (typeof rounds)[number]) => Sample) => median(rounds.map((r) => pick(r).p50 / r.run.p50));
-  const p50Ratio = median(rounds.map((r) => r.paired.serve.p50 / r.paired.run.p50));
+  const pairedRatios = rounds.map((r) => r.paired.serve.p50 / r.paired.run.p50);
+  const p50Ratio = median(pairedRatios);
   return {
     calls: CLIENT_COUNTS.map((clients) => ({ clients, ...figures((r) => r.sdk[clients]!) })),
     lean: figures((r) => r.lean),
@@ -185,6 +188,7 @@ export async function measureServe(options: ServeBenchOptions): Promise<ServeFig
     run: figures((r) => r.run),
     paired: { serve: figures((r) => r.paired.serve), run: figures((r) => r.paired.run) },
     p50Ratio,
+    pairedRatios,
     p50Target: { text: `≤ ${P50_RATIO_TARGET} × run`, met: p50Ratio <= P50_RATIO_TARGET },
     leanP50Ratio: ratio((r) => r.lean),
     sdkP50Ratio: ratio((r) => r.sdk[1]!),
@@ -261,8 +265,11 @@ async function overStdio(options: ServeBenchOptions): Promise<Sample> {
 /**
  * serve and a fresh `hintbox run`, each called by a raw client (raw-clients.ts: the least its
  * transport needs, so that neither client's weight is counted as hintbox's), in alternating
- * batches of {@link PAIRED_BATCH}: the warm-up, then the timed calls. serve's client rides on a
- * session the lean client opens (initialize is not the raw client's).
+ * batches of {@link PAIRED_BATCH}: the warm-up, then the timed calls. Which way goes first swaps
+ * every pair (what one way leaves behind, a collection or a flush, falls on each alike), and each
+ * process's CPU is read over the whole timed span (its work after its own batch is its own).
+ * serve's client rides on a session the lean client opens (initialize is not the raw client's),
+ * and connects again when serve has closed an idle kept-alive connection.
  */
 async function pairedRaw(
   endpoint: string,
@@ -272,77 +279,79 @@ async function pairedRaw(
 ): Promise<{ serve: Sample; run: Sample }> {
   const folder = profilesFolder(options.profileText, 1);
   const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', ...options.env };
-  const lean = await LeanHttpClient.connect(endpoint, token);
+  let lean: LeanHttpClient | undefined;
   let overHttp: RawHttpClient | undefined;
   let overStdio: RawStdioClient | undefined;
   try {
-    overHttp = await RawHttpClient.connect(endpoint, { ...lean.session, token });
     overStdio = await RawStdioClient.start(options.hintboxBin, ['run', path.join(folder, 'fs-1.yaml')], env);
-    const ways = [
-      { call: overHttp.callTool.bind(overHttp), pid: servePid, batches: [] as Batch[] },
-      { call: overStdio.callTool.bind(overStdio), pid: overStdio.pid, batches: [] as Batch[] },
+    const stdio = overStdio;
+    const opened = await LeanHttpClient.connect(endpoint, token);
+    lean = opened;
+    const overServe = async (name: string, args: Record<string, unknown>) => {
+      if (!overHttp || overHttp.closed) overHttp = await RawHttpClient.connect(endpoint, { ...opened.session, token });
+      return overHttp.callTool(name, args);
+    };
+    const ways: PairedWay[] = [
+      { call: overServe, pid: servePid, samples: [], ms: 0, clientCpuUs: 0 },
+      { call: (name, args) => stdio.callTool(name, args), pid: stdio.pid, samples: [], ms: 0, clientCpuUs: 0 },
     ];
     // A few calls (a smoke run) make one short batch each.
     const plan = (calls: number) => {
       const size = Math.max(1, Math.min(PAIRED_BATCH, calls));
       return { size, count: Math.ceil(calls / size) };
     };
+    const inTurn = (b: number) => (b % 2 === 0 ? ways : [...ways].reverse());
     const warmup = plan(options.warmup);
-    for (let b = 0; b < warmup.count; b++) for (const way of ways) await batch(way.call, way.pid, warmup.size);
+    for (let b = 0; b < warmup.count; b++) for (const way of inTurn(b)) await batch(way, warmup.size, false);
     const timed = plan(options.calls);
-    for (let b = 0; b < timed.count; b++)
-      for (const way of ways) way.batches.push(await batch(way.call, way.pid, timed.size));
-    const [serve, run] = ways.map((way) => joined(way.batches)) as [Sample, Sample];
+    const cpu0 = ways.map((way) => cpuUs(way.pid));
+    for (let b = 0; b < timed.count; b++) for (const way of inTurn(b)) await batch(way, timed.size, true);
+    const [serve, run] = ways.map((way, i) => sampleOf(way, cpuUs(way.pid) - (cpu0[i] as number))) as [Sample, Sample];
     return { serve, run };
   } finally {
     overHttp?.close();
-    await overStdio?.close();
-    await lean.close();
-    rmSync(folder, { recursive: true, force: true });
+    try {
+      await overStdio?.close();
+      await lean?.close();
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
   }
 }
 
-/** One batch of the paired figure: its call times and what it took of the clock and the CPUs. */
-interface Batch {
+/** One way of the paired figure: its call, its process, and what its timed batches took. */
+interface PairedWay {
+  call: (name: string, args: Record<string, unknown>) => Promise<unknown>;
+  pid: number;
   samples: number[];
   ms: number;
-  serverCpuUs: number;
   clientCpuUs: number;
 }
 
-async function batch(
-  call: (name: string, args: Record<string, unknown>) => Promise<unknown>,
-  pid: number,
-  size: number,
-): Promise<Batch> {
-  const samples: number[] = [];
-  const server0 = cpuUs(pid);
+/** One batch of `size` calls of a way, each answer checked; timed ones add to its figures. */
+async function batch(way: PairedWay, size: number, timed: boolean): Promise<void> {
   const client0 = process.cpuUsage();
   const t0 = performance.now();
   for (let i = 0; i < size; i++) {
     const start = performance.now();
-    const result = await call(READ.name, READ.arguments);
-    samples.push(performance.now() - start);
+    const result = await way.call(READ.name, READ.arguments);
+    if (timed) way.samples.push(performance.now() - start);
     checked(result);
   }
+  if (!timed) return;
   const client = process.cpuUsage(client0);
-  return {
-    samples,
-    ms: performance.now() - t0,
-    serverCpuUs: cpuUs(pid) - server0,
-    clientCpuUs: client.user + client.system,
-  };
+  way.ms += performance.now() - t0;
+  way.clientCpuUs += client.user + client.system;
 }
 
-function joined(batches: Batch[]): Sample {
-  const samples = batches.flatMap((b) => b.samples);
-  const sum = (pick: (b: Batch) => number) => batches.reduce((total, b) => total + pick(b), 0);
+/** A paired way's figures; `serverCpuUs`: its process's CPU over the whole timed span. */
+function sampleOf(way: PairedWay, serverCpuUs: number): Sample {
   return {
-    p50: percentile(samples, 50),
-    p99: percentile(samples, 99),
-    perSecond: samples.length / (sum((b) => b.ms) / 1000),
-    serverCpuUs: sum((b) => b.serverCpuUs) / samples.length,
-    clientCpuUs: sum((b) => b.clientCpuUs) / samples.length,
+    p50: percentile(way.samples, 50),
+    p99: percentile(way.samples, 99),
+    perSecond: way.samples.length / (way.ms / 1000),
+    serverCpuUs: serverCpuUs / way.samples.length,
+    clientCpuUs: way.clientCpuUs / way.samples.length,
   };
 }
 

@@ -17,6 +17,7 @@ export function formatServe(figures: ServeFigures): string {
     row('serve, raw HTTP client, paired, 1', figures.paired.serve),
     row('run, raw stdio client, paired, 1', figures.paired.run),
     `serve ÷ run, p50 of one client, clients of the same weight in alternating batches (paired): ${figures.p50Ratio.toFixed(2)}×, target ${figures.p50Target.text}: ${figures.p50Target.met ? 'met' : 'MISSED'}`,
+    `  the median of the rounds' ratios (${figures.pairedRatios.map((r) => r.toFixed(2)).join(', ')}); the ratio of the two medians above ${(figures.paired.serve.p50Ms.median / figures.paired.run.p50Ms.median).toFixed(2)}×`,
     `  information: the lean client ÷ the SDK's stdio client ${figures.leanP50Ratio.toFixed(2)}× (their own CPU differs: see CLIENT CPU); the SDK's HTTP client ${figures.sdkP50Ratio.toFixed(2)}×; the SDK's HTTP alone, a trivial tool with no hintbox, ${figures.bareP50Ratio.toFixed(2)}× run (its client's fetch)`,
     '',
     `${'SERVERS'.padEnd(10)}${'SERVE RSS MB'.padEnd(16)}${'READY MS'.padEnd(12)}${'VERIFIED MS'.padEnd(14)}TARGET`,
