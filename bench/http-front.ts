@@ -52,37 +52,31 @@ const { values } = toolArgs(
     },
   },
 );
-const BATCHES = Number(values.batches);
-const BATCH = Number(values.batch);
-const WARMUP_BATCHES = Number(values['warmup-batches']);
-for (const [flag, value] of [
-  ['--batches', BATCHES],
-  ['--batch', BATCH],
-  ['--warmup-batches', WARMUP_BATCHES],
-] as const) {
-  if (!Number.isInteger(value) || value < (flag === '--warmup-batches' ? 0 : 1)) {
-    process.stderr.write(
-      `http-front: ${flag} must be a whole number${flag === '--warmup-batches' ? '' : ' above 0'}\n`,
-    );
-    process.exit(2);
-  }
-}
+/** A flag's value it cannot use: one line, exit 2, nothing started. */
+const refuse = (line: string): never => {
+  process.stderr.write(`http-front: ${line}\n`);
+  process.exit(2);
+};
+const count = (flag: string, text: string, least: number): number =>
+  Number.isInteger(Number(text)) && Number(text) >= least
+    ? Number(text)
+    : refuse(`--${flag} must be a whole number${least > 0 ? ' above 0' : ''}`);
+const BATCHES = count('batches', values.batches, 1);
+const BATCH = count('batch', values.batch, 1);
+const WARMUP_BATCHES = count('warmup-batches', values['warmup-batches'], 0);
 const chosen = values.ways.split(',').map((w) => w.trim());
 const unknown = chosen.filter((w) => !(WAY_NAMES as readonly string[]).includes(w));
+if (unknown.length > 0) refuse(`--ways: no way ${unknown.join(', ')} (ways: ${WAY_NAMES.join(', ')})`);
 /** `name=COMMAND[,ARG…]`: serve-raw with this command in place of the bin. */
 const variants = (values.variant ?? []).map((text) => {
   const at = text.indexOf('=');
   const command = text.slice(at + 1).split(',');
-  if (at < 1 || !command[0]) {
-    process.stderr.write(`http-front: --variant ${text}: expected name=COMMAND[,ARG...]\n`);
-    process.exit(2);
-  }
+  if (at < 1 || !command[0]) refuse(`--variant ${text}: expected name=COMMAND[,ARG...]`);
   return { name: text.slice(0, at), command: command as [string, ...string[]] };
 });
-if (unknown.length > 0) {
-  process.stderr.write(`http-front: --ways: no way ${unknown.join(', ')} (ways: ${WAY_NAMES.join(', ')})\n`);
-  process.exit(2);
-}
+const names = [...chosen, ...variants.map((v) => v.name)];
+const twice = names.find((name, i) => names.indexOf(name) !== i);
+if (twice !== undefined) refuse(`${twice} is named twice (--ways and --variant names must differ)`);
 
 /** A way of calling, its processes started: one call, the hintbox process it times, and its end. */
 interface Way {

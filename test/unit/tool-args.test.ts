@@ -52,6 +52,10 @@ describe("the bench tools' flags", () => {
       ],
       [['--variant', 'plain'], 'http-front: --variant plain: expected name=COMMAND[,ARG...]\n'],
       [['--batch', '0'], 'http-front: --batch must be a whole number above 0\n'],
+      [
+        ['--ways', 'serve-raw', '--variant', 'serve-raw=node'],
+        'http-front: serve-raw is named twice (--ways and --variant names must differ)\n',
+      ],
     ];
     for (const [args, stderr] of cases) {
       const result = tool('http-front', ...args);
