@@ -31,7 +31,7 @@ import { QUIET_MS } from '../src/util/idle-collection.js';
 import { LeanHttpClient } from './lean-http-client.js';
 import { RawHttpClient, RawStdioClient } from './raw-clients.js';
 import { CLOCK_TICKS_PER_SECOND, procStat } from './proc-stat.js';
-import { approveEach, benchToken } from './serve-processes.js';
+import { approveEach, benchToken, startServe } from './serve-processes.js';
 import { spawnServer } from './spawn-server.js';
 import { percentile } from './stats.js';
 import { toolArgs } from './tool-args.js';
@@ -174,36 +174,19 @@ async function serve(name: string, client: 'lean' | 'raw', command: [string, ...
   const { workspace, state, env: extra } = folders();
   const tokens = benchToken();
   approveEach({ hintboxBin: BIN, env: extra }, state, 1);
-  const [bin, ...args] = command;
-  const child = spawn(bin, [...args, 'serve', state, '--port', '0', '--tokens', tokens.file], {
-    env: { ...env(extra), HINTBOX_LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  // A command that cannot be spawned (a variant's typo) is an error event, then no exit.
-  let spawnError: Error | undefined;
-  child.once('error', (error) => (spawnError = error));
-  const running = () => child.pid !== undefined && child.exitCode === null && child.signalCode === null;
+  const serving = await startServe({ hintboxBin: BIN, env: extra, launcher: command }, state, tokens.file).catch(
+    (error: Error) => {
+      removeAll(workspace, state, tokens.folder);
+      throw new Error(`${name}: ${error.message}`);
+    },
+  );
+  // serve drains (≤ 30 s), then removes its sandboxes.
   const stop = async () => {
-    if (running()) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM'); // serve drains (≤ 30 s), then removes its sandboxes
-      await exited;
-    }
+    await serving.stop();
     removeAll(workspace, state, tokens.folder);
   };
   try {
-    let url: string | undefined;
-    for (const deadline = Date.now() + 300_000; ;) {
-      url = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1];
-      if (url && (await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200) break;
-      if (child.pid === undefined) await new Promise((resolve) => setImmediate(resolve)); // its error event
-      if (spawnError) throw new Error(`${name}: ${bin} could not be started: ${spawnError.message}`);
-      if (!running() || Date.now() > deadline) throw new Error(`${name}: hintbox serve did not get ready:\n${stderr}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    const endpoint = `${url}/mcp/fs-1`;
+    const endpoint = `${serving.url}/mcp/fs-1`;
     const lean = await LeanHttpClient.connect(endpoint, tokens.token);
     let raw: RawHttpClient | undefined;
     const call = async () => {
@@ -216,7 +199,7 @@ async function serve(name: string, client: 'lean' | 'raw', command: [string, ...
       await lean.close();
       await stop();
     };
-    return way(name, child.pid ?? -1, call, close, stop);
+    return way(name, serving.child.pid ?? -1, call, close, stop);
   } catch (error) {
     await stop();
     throw error;

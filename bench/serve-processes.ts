@@ -20,6 +20,8 @@ export interface Serving {
 export interface HintboxCommand {
   hintboxBin: string;
   env: Record<string, string>;
+  /** serve only: run it as `launcher… serve …` instead (another build, node flags: http-front's variants). */
+  launcher?: [string, ...string[]];
 }
 
 /**
@@ -36,20 +38,30 @@ export function benchToken(): { token: string; file: string; folder: string } {
 
 /** `hintbox serve` of `folder` on an ephemeral loopback port, until /readyz is 200 (300 s at most). */
 export async function startServe(options: HintboxCommand, folder: string, tokensFile?: string): Promise<Serving> {
-  const args = ['serve', folder, '--port', '0', ...(tokensFile ? ['--tokens', tokensFile] : [])];
-  const child = spawn(options.hintboxBin, args, {
+  const [command, ...before] = options.launcher ?? [options.hintboxBin];
+  const args = [...before, 'serve', folder, '--port', '0', ...(tokensFile ? ['--tokens', tokensFile] : [])];
+  const child = spawn(command, args, {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', ...options.env, HINTBOX_LOG_LEVEL: 'info' },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // A command that cannot be spawned (a launcher's typo) is an error event, and no exit follows.
+  let spawnError: Error | undefined;
+  const exited = new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    child.once('error', (error) => {
+      spawnError = error;
+      if (child.pid === undefined) resolve();
+    });
+  });
   const stop = async (): Promise<void> => {
-    if (child.exitCode === null) child.kill('SIGTERM');
+    if (child.exitCode === null && child.pid !== undefined) child.kill('SIGTERM');
     await exited;
   };
   const deadline = Date.now() + 300_000;
   for (;;) {
+    if (spawnError) throw new Error(`${command} could not be started: ${spawnError.message}`);
     if (child.exitCode !== null) throw new Error(`hintbox serve exited ${child.exitCode}:\n${stderr}`);
     const url = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1];
     if (url && (await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200) return { child, url, stop };

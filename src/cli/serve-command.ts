@@ -172,7 +172,6 @@ export const serveCommand: CommandSpec = {
     const tokensFile = typeof values.tokens === 'string' ? values.tokens : undefined;
     const oauthFile = typeof values.oauth === 'string' ? values.oauth : undefined;
     if (tokensFile && oauthFile) throw new UsageError('serve: give --tokens or --oauth, not both');
-    // One process for every client: its CPU per call counts, not its memory (size-mode.ts).
     leaveSizeMode();
     const site = siteArg(values['allowed-host'], values['allowed-origin']);
     if (!tokensFile && !oauthFile && !isLoopbackHost(host)) {
